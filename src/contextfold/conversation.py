@@ -1,0 +1,594 @@
+"""The provider-neutral model of a conversation.
+
+A :class:`Conversation` is a :class:`Header` (system prompt, tool definitions,
+pinned items: never compacted) plus an ordered list of :class:`Item` s. An item
+is one message: a role and a tuple of blocks. Tool results are items of their
+own (role ``"tool"``, exactly one :class:`ToolResult` block) whatever the wire
+format does, so that every stage can treat "one call, one result" uniformly;
+the Anthropic adapter groups them back into user messages.
+
+The unit compaction works in is the :class:`Round`: an assistant item with all
+of its tool calls (parallel ones included) plus the items answering them. No
+stage ever splits a round; :meth:`Conversation.units` gives the atomic spans.
+
+Everything here is provider-agnostic. Provider-specific fields that the model
+has no slot for ride along in ``Block.extra`` and ``Item.meta`` so that the
+adapters can reproduce the exact wire message (round trips are lossless).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Union
+
+from .errors import InvalidContent, UnknownRole
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+"""Roles an item may have. ``developer`` is OpenAI's newer name for system."""
+
+
+def new_id(prefix: str = "it") -> str:
+    """A fresh, unique, filename-safe id (``it_`` + 16 hex digits)."""
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def _empty() -> Mapping[str, Any]:
+    return {}
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text. ``extra`` keeps provider fields such as ``cache_control``."""
+
+    text: str
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image, by URL (``data:`` URLs included) or as base64 ``data``."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document (PDF, plain text, file reference); ``source`` is the provider's own."""
+
+    source: Mapping[str, Any]
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "document"
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Model reasoning. ``signature`` must be sent back verbatim where the provider gave one."""
+
+    thinking: str
+    signature: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinking:
+    """Encrypted reasoning the provider returned; opaque to us, sent back as is."""
+
+    data: str
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "redacted_thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the assistant made.
+
+    ``arguments`` is the parsed JSON object. ``raw_arguments`` is the exact
+    string the provider sent when its format carries arguments as a string
+    (OpenAI), kept so the request can be reproduced byte for byte.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=_empty)
+    raw_arguments: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The answer to one :class:`ToolCall`.
+
+    ``content`` is a string or a tuple of content blocks (text, image,
+    document). ``is_error`` is ``None`` when the source did not say.
+    ``tool_name`` and ``arguments`` describe the call that produced this
+    result; the conversation fills them in, so stages can reason about a
+    result (which file did this read?) without searching for its call.
+    """
+
+    call_id: str
+    content: str | tuple[Block, ...] = ""
+    is_error: bool | None = None
+    tool_name: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "tool_result"
+
+    @property
+    def text(self) -> str:
+        """The textual part of the content."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(b.text for b in self.content if isinstance(b, Text))
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A summary written by contextfold in place of a span of items.
+
+    ``covers`` counts the items it replaced; it is sent to providers as text.
+    """
+
+    text: str
+    covers: int = 0
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A block of a kind we do not model, carried through untouched.
+
+    ``provider`` names the format it came from (``"anthropic"``, ``"openai"``,
+    ``"responses"``); ``data`` is the block exactly as received.
+    """
+
+    data: Mapping[str, Any]
+    provider: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    kind: ClassVar[str] = "opaque"
+
+
+Block = Union[Text, Image, Document, Thinking, RedactedThinking, ToolCall, ToolResult, Summary, Opaque]
+BLOCK_TYPES: tuple[type, ...] = (
+    Text,
+    Image,
+    Document,
+    Thinking,
+    RedactedThinking,
+    ToolCall,
+    ToolResult,
+    Summary,
+    Opaque,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool definition: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str | None = None
+    parameters: Mapping[str, Any] = field(default_factory=_empty)
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+
+# --------------------------------------------------------------------------- items
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One message of the conversation.
+
+    ``meta`` carries what an adapter needs to reproduce the wire message
+    exactly (``origin``: the format it came from, plus format-specific keys).
+    ``memo`` is a private per-object cache (token counts); it takes no part
+    in equality and starts empty on every copy.
+    """
+
+    role: str
+    blocks: tuple[Block, ...]
+    id: str = field(default_factory=new_id)
+    timestamp: float | None = None
+    meta: Mapping[str, Any] = field(default_factory=_empty)
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise UnknownRole(None, "role", f"unknown role {self.role!r}; expected one of {sorted(ROLES)}")
+        if not isinstance(self.blocks, tuple):
+            object.__setattr__(self, "blocks", tuple(self.blocks))
+        results = sum(isinstance(b, ToolResult) for b in self.blocks)
+        if self.role == "tool" and (results != 1 or len(self.blocks) != 1):
+            raise InvalidContent(None, "blocks", "a tool item holds exactly one ToolResult block")
+        if self.role != "tool" and results:
+            raise InvalidContent(None, "blocks", f"a {self.role} item cannot hold a ToolResult block")
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolCall))
+
+    @property
+    def tool_result(self) -> ToolResult | None:
+        block = self.blocks[0] if self.role == "tool" else None
+        return block if isinstance(block, ToolResult) else None
+
+    @property
+    def text(self) -> str:
+        """Concatenated text of the text-like blocks (text, summary, tool result text)."""
+        parts: list[str] = []
+        for b in self.blocks:
+            if isinstance(b, (Text, Summary)):
+                parts.append(b.text)
+            elif isinstance(b, ToolResult):
+                parts.append(b.text)
+        return "\n".join(parts)
+
+    @property
+    def kind(self) -> str:
+        """What sort of item this is, for accounting and selective rules."""
+        if self.role == "tool":
+            return "tool_result"
+        if any(isinstance(b, Summary) for b in self.blocks):
+            return "summary"
+        if self.role == "assistant" and self.tool_calls:
+            return "tool_call"
+        return self.role
+
+    def with_blocks(self, blocks: Iterable[Block]) -> Item:
+        """A copy with other blocks, same id, role, timestamp and meta."""
+        return replace(self, blocks=tuple(blocks))
+
+
+def user(text: str, **kw: Any) -> Item:
+    """A user item holding one text block."""
+    return Item("user", (Text(text),), **kw)
+
+
+def assistant(text: str = "", calls: Sequence[ToolCall] = (), **kw: Any) -> Item:
+    """An assistant item: optional text, then tool calls."""
+    blocks: list[Block] = [Text(text)] if text else []
+    blocks.extend(calls)
+    return Item("assistant", tuple(blocks), **kw)
+
+
+def tool(call_id: str, content: str | tuple[Block, ...], is_error: bool | None = None, **kw: Any) -> Item:
+    """A tool item answering ``call_id``."""
+    return Item("tool", (ToolResult(call_id, content, is_error),), **kw)
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What every request starts with and no stage may touch.
+
+    ``system`` holds the system/developer items in order; ``pinned`` items are
+    sent right after them, before the conversation. ``meta`` keeps format
+    details of the header (the shape of Anthropic's ``system`` field, say).
+    """
+
+    system: tuple[Item, ...] = ()
+    tools: tuple[ToolSpec | Opaque, ...] = ()
+    pinned: tuple[Item, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=_empty)
+
+    @property
+    def system_text(self) -> str:
+        return "\n\n".join(i.text for i in self.system)
+
+
+# --------------------------------------------------------------------------- structure
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """An assistant item with tool calls and the items answering them.
+
+    ``start`` is the assistant item's index; ``end`` is one past the last
+    item of the round. Items in between that are not its results (an invalid
+    conversation) are inside the span too, so cutting outside it is safe.
+    """
+
+    start: int
+    end: int
+    call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A rule the conversation breaks, with where."""
+
+    kind: str  # unanswered_call | orphan_result | result_before_call | duplicate_id | duplicate_result | misplaced_result
+    index: int
+    detail: str
+    call_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"item {self.index}: {self.kind}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """One change :meth:`Conversation.repair` made, with where (index before the change)."""
+
+    action: str  # answered_call | dropped_result | moved_result | dropped_call | renamed_item
+    index: int
+    detail: str
+    call_id: str | None = None
+
+
+UNANSWERED_TEXT = "[contextfold: this tool call has no recorded result]"
+
+
+class Conversation:
+    """A header plus an ordered, append-only-by-convention list of items.
+
+    Appending links each tool result to its call (filling ``tool_name`` and
+    ``arguments``) in O(1). Stages never mutate a conversation; they build a
+    new one with :meth:`with_items`, sharing the unchanged item objects.
+    """
+
+    __slots__ = ("header", "_items", "_calls")
+
+    def __init__(self, items: Iterable[Item] = (), header: Header | None = None) -> None:
+        self.header = header or Header()
+        self._items: list[Item] = []
+        self._calls: dict[str, ToolCall] = {}
+        self.extend(items)
+
+    # -- container protocol
+    @property
+    def items(self) -> Sequence[Item]:
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self._items)
+
+    def __getitem__(self, index: int) -> Item:
+        return self._items[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Conversation):
+            return NotImplemented
+        return self.header == other.header and self._items == other._items
+
+    def __repr__(self) -> str:
+        return f"Conversation({len(self._items)} items, {len(self.header.tools)} tools)"
+
+    # -- building
+    def append(self, item: Item) -> Item:
+        """Add one item at the end; returns the stored item (results linked to calls)."""
+        for call in item.tool_calls:
+            self._calls[call.id] = call
+        result = item.tool_result
+        if result is not None and result.tool_name is None:
+            call = self._calls.get(result.call_id)
+            if call is not None:
+                item = item.with_blocks((replace(result, tool_name=call.name, arguments=call.arguments),))
+        self._items.append(item)
+        return item
+
+    def extend(self, items: Iterable[Item]) -> None:
+        for item in items:
+            self.append(item)
+
+    def with_items(self, items: Iterable[Item], header: Header | None = None) -> Conversation:
+        """A new conversation with the same header (unless given) and these items."""
+        return Conversation(items, header or self.header)
+
+    def call(self, call_id: str) -> ToolCall | None:
+        """The tool call with this id, if one was appended."""
+        return self._calls.get(call_id)
+
+    # -- structure
+    def rounds(self) -> list[Round]:
+        """Every assistant item with tool calls, with the span its results occupy."""
+        owner: dict[str, int] = {}
+        spans: dict[int, int] = {}
+        for index, item in enumerate(self._items):
+            for call in item.tool_calls:
+                owner.setdefault(call.id, index)
+            if item.tool_calls:
+                spans[index] = index + 1
+            result = item.tool_result
+            if result is not None and result.call_id in owner:
+                start = owner[result.call_id]
+                if start < index:
+                    spans[start] = max(spans[start], index + 1)
+        return [
+            Round(start, end, tuple(c.id for c in self._items[start].tool_calls)) for start, end in sorted(spans.items())
+        ]
+
+    def units(self) -> list[tuple[int, int]]:
+        """The conversation split into atomic ``(start, end)`` spans, in order.
+
+        A round (and anything that sits inside its span) is one unit; every
+        other item is a unit of its own. Cutting only between units keeps
+        every call with its result.
+        """
+        units: list[tuple[int, int]] = []
+        index = 0
+        round_end = {r.start: r.end for r in self.rounds()}
+        while index < len(self._items):
+            end = round_end.get(index, index + 1)
+            # A round that begins inside this span extends it (interleaved rounds).
+            probe = index + 1
+            while probe < end:
+                end = max(end, round_end.get(probe, probe + 1))
+                probe += 1
+            units.append((index, end))
+            index = end
+        return units
+
+    # -- invariants
+    def validate(self) -> list[Violation]:
+        """Every broken rule, with the index of the item at fault. Empty means valid."""
+        violations: list[Violation] = []
+        seen_items: set[str] = set()
+        call_at: dict[str, int] = {}
+        answered: set[str] = set()
+        open_calls: dict[str, int] = {}  # calls of the current round awaiting results
+        later_calls = {c.id: i for i, it in enumerate(self._items) for c in it.tool_calls}
+        for index, item in enumerate(self._items):
+            if item.id in seen_items:
+                violations.append(Violation("duplicate_id", index, f"item id {item.id!r} is used twice"))
+            seen_items.add(item.id)
+            result = item.tool_result
+            if result is not None:
+                cid = result.call_id
+                if cid in answered:
+                    violations.append(Violation("duplicate_result", index, f"second result for call {cid!r}", cid))
+                elif cid in open_calls:
+                    answered.add(cid)
+                    del open_calls[cid]
+                elif cid in call_at:
+                    answered.add(cid)
+                    violations.append(
+                        Violation("misplaced_result", index, f"result for call {cid!r} is not next to its call", cid)
+                    )
+                elif cid in later_calls:
+                    violations.append(
+                        Violation("result_before_call", index, f"result for call {cid!r} comes before the call", cid)
+                    )
+                else:
+                    violations.append(Violation("orphan_result", index, f"no call with id {cid!r}", cid))
+                continue
+            # Any non-tool item closes the open round: what is still open is unanswered.
+            for cid, at in open_calls.items():
+                violations.append(Violation("unanswered_call", at, f"call {cid!r} has no result", cid))
+            open_calls = {}
+            for call in item.tool_calls:
+                if call.id in call_at:
+                    violations.append(Violation("duplicate_id", index, f"tool call id {call.id!r} is used twice", call.id))
+                    continue
+                call_at[call.id] = index
+                open_calls[call.id] = index
+        for cid, at in open_calls.items():
+            violations.append(Violation("unanswered_call", at, f"call {cid!r} has no result", cid))
+        violations.sort(key=lambda v: v.index)
+        return violations
+
+    def repair(self) -> tuple[Conversation, list[Repair]]:
+        """A valid copy and the list of changes made to get there.
+
+        Orphan, premature and duplicate results are dropped; a result separated
+        from its call is moved next to it (a real result is always preferred
+        to a synthetic one); calls still unanswered get an error result right
+        after their round; a tool call repeating an earlier call's id is
+        dropped (and its item with it when nothing else is left); a duplicate
+        item id is renamed.
+        """
+        repairs: list[Repair] = []
+        call_pos: dict[str, int] = {}
+        for index, item in enumerate(self._items):
+            for call in item.tool_calls:
+                call_pos.setdefault(call.id, index)
+        # Pass 1: which result answers which call.
+        results: dict[int, list[tuple[int, Item]]] = {}  # assistant index -> its results, in original order
+        taken: set[str] = set()
+        for index, item in enumerate(self._items):
+            result = item.tool_result
+            if result is None:
+                continue
+            cid = result.call_id
+            at = call_pos.get(cid)
+            if at is None or at > index or cid in taken:
+                why = "duplicate" if cid in taken else ("premature" if at is not None else "orphan")
+                repairs.append(Repair("dropped_result", index, f"{why} result for call {cid!r}", cid))
+                continue
+            taken.add(cid)
+            results.setdefault(at, []).append((index, item))
+            if any(self._items[k].role != "tool" for k in range(at + 1, index)):
+                repairs.append(Repair("moved_result", index, f"moved next to call {cid!r}", cid))
+        # Pass 2: lay the items out, each round followed by its results.
+        items: list[Item] = []
+        seen_ids: set[str] = set()
+
+        def place(item: Item, index: int) -> None:
+            if item.id in seen_ids:
+                item = replace(item, id=new_id())
+                repairs.append(Repair("renamed_item", index, f"duplicate item id renamed to {item.id!r}"))
+            seen_ids.add(item.id)
+            items.append(item)
+
+        for index, item in enumerate(self._items):
+            if item.role == "tool":
+                continue
+            repeated = [call for call in item.tool_calls if call_pos[call.id] != index]
+            if repeated:
+                item = item.with_blocks(b for b in item.blocks if not any(b is call for call in repeated))
+                for call in repeated:
+                    repairs.append(Repair("dropped_call", index, f"repeated tool call id {call.id!r}", call.id))
+                if not item.blocks:
+                    continue
+            place(item, index)
+            for result_index, result_item in results.get(index, ()):
+                place(result_item, result_index)
+            for call in item.tool_calls:
+                if call.id in taken:
+                    continue
+                synthetic = Item(
+                    "tool",
+                    (ToolResult(call.id, UNANSWERED_TEXT, True, call.name, call.arguments),),
+                    meta={"synthetic": True},
+                )
+                items.append(synthetic)
+                repairs.append(Repair("answered_call", index, f"added an error result for call {call.id!r}", call.id))
+        repairs.sort(key=lambda r: r.index)
+        return self.with_items(items), repairs
+
+    # -- adapters (the wire formats live in contextfold.adapters)
+    @classmethod
+    def from_anthropic(
+        cls,
+        messages: Sequence[Mapping[str, Any]],
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Conversation:
+        from .adapters import anthropic
+
+        return anthropic.from_anthropic(messages, system=system, tools=tools)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        from .adapters import anthropic
+
+        return anthropic.to_anthropic(self)
+
+    @classmethod
+    def from_openai(
+        cls, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> Conversation:
+        from .adapters import openai_chat
+
+        return openai_chat.from_openai(messages, tools=tools)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        from .adapters import openai_chat
+
+        return openai_chat.to_openai(self)
+
+    @classmethod
+    def from_responses(
+        cls, items: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> Conversation:
+        from .adapters import openai_responses
+
+        return openai_responses.from_responses(items, tools=tools)
+
+    def to_responses(self) -> list[dict[str, Any]]:
+        from .adapters import openai_responses
+
+        return openai_responses.to_responses(self)

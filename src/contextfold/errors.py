@@ -1,0 +1,96 @@
+"""One exception tree for everything contextfold raises on purpose.
+
+Callers catch at the level they care about: ``ContextfoldError`` for "anything
+from us", ``InvalidMessage`` for "the input I handed over is malformed", and so
+on. Every error about a message carries the message index and the field, so
+the fault can be found in a list of thousands of messages.
+"""
+
+from __future__ import annotations
+
+
+class ContextfoldError(Exception):
+    """Base of every error contextfold raises deliberately."""
+
+
+class InvalidConversation(ContextfoldError):
+    """A conversation (or a message in it) breaks the rules of its format."""
+
+
+class InvalidMessage(InvalidConversation):
+    """One message is malformed.
+
+    ``index`` is the 0-based position of the message in the list the caller
+    passed; ``field`` is a dotted path inside that message (``content[2].input``).
+    """
+
+    def __init__(self, index: int | None, field: str, reason: str) -> None:
+        self.index = index
+        self.field = field
+        self.reason = reason
+        where = f"message {index}" if index is not None else "message"
+        super().__init__(f"{where}, field {field!r}: {reason}")
+
+
+class UnknownRole(InvalidMessage):
+    """A role the format does not define."""
+
+
+class InvalidToolArguments(InvalidMessage):
+    """Tool-call arguments that are not a JSON object."""
+
+
+class InvalidContent(InvalidMessage):
+    """Content of the wrong type or shape for its format."""
+
+
+class EmptyContent(InvalidMessage):
+    """Content the provider would reject for being empty."""
+
+
+class InvalidEncoding(InvalidMessage):
+    """Text that cannot be encoded as UTF-8 (lone surrogates, undecodable bytes)."""
+
+
+class OversizedBlock(InvalidMessage):
+    """A single block larger than any provider accepts in one request."""
+
+
+class SessionFormatError(ContextfoldError):
+    """A recorded session file could not be read in the format it claims.
+
+    ``location`` names where in the file: a line number, a record index or a
+    JSON path.
+    """
+
+    def __init__(self, path: str, location: str, reason: str) -> None:
+        self.path = path
+        self.location = location
+        self.reason = reason
+        super().__init__(f"{path}, {location}: {reason}")
+
+
+class UnknownSessionFormat(SessionFormatError):
+    """No importer recognised the file."""
+
+
+class TranscriptError(ContextfoldError):
+    """The append-only transcript could not be written or read."""
+
+
+class TranscriptCorrupt(TranscriptError):
+    """A record in the middle of a transcript is not valid (not a torn tail)."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{path}, line {line}: {reason}")
+
+
+class TokenizerUnavailable(ContextfoldError):
+    """An exact tokenizer was asked for but cannot be loaded here."""
+
+
+class SummarizerError(ContextfoldError):
+    """A summarizer failed to produce a usable summary."""

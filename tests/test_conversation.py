@@ -1,0 +1,157 @@
+"""The neutral model: structure (rounds, units), validate() and repair()."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold import conversation as c
+from contextfold.codec import conversation_from_dict, conversation_to_dict
+from contextfold.conversation import Conversation, Item, Text, ToolCall, ToolResult
+from contextfold.errors import InvalidContent, UnknownRole
+from contextfold.synthetic import generate_session
+
+
+def call(cid: str, name: str = "bash", **args: object) -> ToolCall:
+    return ToolCall(cid, name, args)
+
+
+def test_tool_results_are_linked_to_their_calls() -> None:
+    conv = Conversation([c.user("go"), c.assistant("", [call("a", "read_file", path="x.py")]), c.tool("a", "data")])
+    result = conv[2].tool_result
+    assert result is not None
+    assert result.tool_name == "read_file"
+    assert result.arguments == {"path": "x.py"}
+
+
+def test_item_rejects_unknown_role_and_misplaced_results() -> None:
+    with pytest.raises(UnknownRole) as err:
+        Item("robot", (Text("x"),))
+    assert err.value.field == "role"
+    with pytest.raises(InvalidContent):
+        Item("user", (ToolResult("a", "x"),))
+    with pytest.raises(InvalidContent):
+        Item("tool", (Text("x"),))
+
+
+def test_rounds_and_units_keep_parallel_calls_together() -> None:
+    conv = Conversation([
+        c.user("task"),
+        c.assistant("two at once", [call("a"), call("b")]),
+        c.tool("a", "1"),
+        c.tool("b", "2"),
+        c.assistant("done"),
+    ])
+    assert [(r.start, r.end, r.call_ids) for r in conv.rounds()] == [(1, 4, ("a", "b"))]
+    assert conv.units() == [(0, 1), (1, 4), (4, 5)]
+
+
+def test_validate_names_every_violation_with_its_position() -> None:
+    conv = Conversation([
+        c.user("task"),
+        c.assistant("", [call("a"), call("b")]),
+        c.tool("a", "1"),
+        c.user("interrupt"),
+        c.tool("b", "late"),
+        c.tool("zz", "orphan"),
+        c.tool("later", "too early"),
+        c.assistant("", [call("later")]),
+        c.tool("later", "ok"),
+        c.tool("later", "again"),
+        c.assistant("", [call("q")]),
+    ])
+    found = {(v.kind, v.index) for v in conv.validate()}
+    assert found == {
+        ("unanswered_call", 1),
+        ("misplaced_result", 4),
+        ("orphan_result", 5),
+        ("result_before_call", 6),
+        ("duplicate_result", 9),
+        ("unanswered_call", 10),
+    }
+
+
+def test_validate_flags_duplicate_ids() -> None:
+    item = c.user("same")
+    conv = Conversation([item, item, c.assistant("", [call("x")]), c.tool("x", ""), c.assistant("", [call("x")])])
+    kinds = [v.kind for v in conv.validate()]
+    assert kinds.count("duplicate_id") == 2
+
+
+def test_repair_fixes_both_directions_and_reports_each_change() -> None:
+    conv = Conversation([
+        c.user("task"),
+        c.assistant("", [call("a"), call("b")]),
+        c.tool("a", "1"),
+        c.user("interrupt"),
+        c.tool("b", "late"),
+        c.tool("zz", "orphan"),
+        c.assistant("", [call("q")]),
+    ])
+    fixed, repairs = conv.repair()
+    assert fixed.validate() == []
+    assert [(r.action, r.call_id) for r in repairs] == [
+        ("moved_result", "b"),
+        ("dropped_result", "zz"),
+        ("answered_call", "q"),
+    ]
+    # The real late result is kept (moved), not replaced by a synthetic one.
+    assert [i.text for i in fixed][:5] == ["task", "", "1", "late", "interrupt"]
+    synthetic = fixed[-1].tool_result
+    assert synthetic is not None and synthetic.is_error and synthetic.tool_name == "bash"
+
+
+def test_repair_of_a_valid_conversation_changes_nothing() -> None:
+    conv = generate_session(rounds=30, seed=3)
+    fixed, repairs = conv.repair()
+    assert repairs == []
+    assert fixed == conv
+
+
+def test_codec_round_trip_is_exact() -> None:
+    conv = generate_session(rounds=20, seed=5)
+    conv.append(Item("assistant", (c.Thinking("hmm", "sig"), c.RedactedThinking("xx"), c.Image(url="data:image/png;base64,AA"))))
+    conv.append(c.tool("call_00001", (Text("part"), c.Image(data="AA", media_type="image/png")), is_error=True))
+    restored = conversation_from_dict(json.loads(json.dumps(conversation_to_dict(conv))))
+    assert restored == conv
+    assert [i.id for i in restored] == [i.id for i in conv]
+
+
+# A conversation scrambled at random: valid rounds, then items dropped, duplicated and shuffled locally.
+_events = st.lists(st.sampled_from(["round1", "round2", "user", "text"]), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_events, st.lists(st.tuples(st.sampled_from(["drop", "dup", "swap"]), st.integers(0, 40)), max_size=6))
+def test_repair_always_yields_a_valid_conversation(events: list[str], damage: list[tuple[str, int]]) -> None:
+    items: list[Item] = [c.user("task")]
+    n = 0
+    for ev in events:
+        if ev.startswith("round"):
+            calls = [call(f"c{n + k}") for k in range(int(ev[-1]))]
+            n += len(calls)
+            items.append(c.assistant("", calls))
+            items.extend(c.tool(x.id, f"out {x.id}") for x in calls)
+        elif ev == "user":
+            items.append(c.user("more"))
+        else:
+            items.append(c.assistant("thinking aloud"))
+    for action, at in damage:
+        at %= len(items)
+        if action == "drop" and len(items) > 1:
+            items.pop(at)
+        elif action == "dup":
+            items.insert(at, items[at])
+        elif action == "swap" and at + 1 < len(items):
+            items[at], items[at + 1] = items[at + 1], items[at]
+    conv = Conversation(items)
+    fixed, repairs = conv.repair()
+    assert fixed.validate() == []
+    assert bool(repairs) == bool(conv.validate())
+    # Non-tool items keep their order; only an item made of repeated tool calls may go.
+    dropped = {r.index for r in repairs if r.action == "dropped_call"}
+    kept = [i.text for k, i in enumerate(conv) if i.role != "tool" and not (k in dropped and not i.text)]
+    assert [i.text for i in fixed if i.role != "tool"] == kept
