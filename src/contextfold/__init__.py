@@ -33,9 +33,13 @@ from .errors import (
     TokenizerUnavailable,
     TranscriptCorrupt,
     TranscriptError,
+    UnknownModel,
     UnknownRole,
     UnknownSessionFormat,
 )
+from .limits import ModelLimits, compaction_threshold, model_limits, register_model
+from .tokens import Estimator, TokenCounter
+from .usage import Usage
 
 __version__ = "0.1.0"
 
@@ -69,7 +73,15 @@ __all__ = [
     "ToolSpec",
     "TranscriptCorrupt",
     "TranscriptError",
+    "UnknownModel",
     "UnknownRole",
     "UnknownSessionFormat",
     "Violation",
+    "ModelLimits",
+    "compaction_threshold",
+    "model_limits",
+    "register_model",
+    "Estimator",
+    "TokenCounter",
+    "Usage",
 ]

@@ -92,5 +92,16 @@ class TokenizerUnavailable(ContextfoldError):
     """An exact tokenizer was asked for but cannot be loaded here."""
 
 
+class UnknownModel(ContextfoldError, KeyError):
+    """A model name the registry cannot resolve; register it or pass its limits."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        super().__init__(f"unknown model {model!r}: register it with register_model() or pass its limits")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
 class SummarizerError(ContextfoldError):
     """A summarizer failed to produce a usable summary."""

@@ -1,0 +1,127 @@
+"""Model context windows, output limits, and the token count at which to compact.
+
+The registry maps a model name to its :class:`ModelLimits`. Names resolve
+exactly, or as a registered name followed by a version tag
+(``claude-sonnet-4-5-20250929``, ``gpt-4o-2024-08-06``, ``...-v1:0``,
+``...-latest``); a provider prefix (``deepseek/deepseek-chat``,
+``us.anthropic.claude-opus-4-5-20251101-v1:0``) is ignored. A name that is neither raises
+:class:`UnknownModel` rather than guessing a window.
+
+Figures are the providers' published ones (model pages of Anthropic, OpenAI,
+Google, DeepSeek and Alibaba Model Studio, as of mid 2026), in tokens. Windows that providers
+offer only behind a beta flag are not assumed; register them to use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import UnknownModel
+
+OUTPUT_RESERVE_CAP_TOKENS = 20_000
+"""At most this much of the window is kept free for the reply (Claude Code's reserve)."""
+
+SAFETY_MARGIN_TOKENS = 13_000
+"""Kept free besides the reply: estimation error and the compaction request itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """What one model accepts: ``context_window`` (prompt plus reply) and ``max_output_tokens``."""
+
+    context_window: int
+    max_output_tokens: int
+
+    def __post_init__(self) -> None:
+        if self.context_window <= 0 or self.max_output_tokens <= 0:
+            raise ValueError(f"limits must be positive, got {self.context_window} / {self.max_output_tokens}")
+
+
+def _family(window: int, output: int, *names: str) -> dict[str, ModelLimits]:
+    return {name: ModelLimits(window, output) for name in names}
+
+
+_REGISTRY: dict[str, ModelLimits] = {
+    # Anthropic
+    **_family(1_000_000, 128_000, "claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6"),
+    **_family(200_000, 64_000, "claude-opus-4-5", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-sonnet-4"),
+    **_family(200_000, 32_000, "claude-opus-4-1", "claude-opus-4"),
+    **_family(200_000, 64_000, "claude-3-7-sonnet"),
+    **_family(200_000, 8_192, "claude-3-5-sonnet", "claude-3-5-haiku"),
+    **_family(200_000, 4_096, "claude-3-opus", "claude-3-sonnet", "claude-3-haiku"),
+    # OpenAI
+    **_family(128_000, 16_384, "gpt-4o", "gpt-4o-mini", "gpt-5-chat", "chatgpt-4o"),
+    **_family(1_047_576, 32_768, "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"),
+    **_family(400_000, 128_000, "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-codex", "gpt-5-pro"),
+    **_family(400_000, 128_000, "gpt-5.1", "gpt-5.1-codex", "gpt-5.1-codex-mini", "gpt-5.2"),
+    **_family(200_000, 100_000, "o1", "o1-pro", "o3", "o3-pro", "o3-mini", "o4-mini"),
+    **_family(128_000, 65_536, "o1-mini"),
+    # Google
+    **_family(1_048_576, 65_536, "gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite"),
+    **_family(1_048_576, 8_192, "gemini-2.0-flash", "gemini-2.0-flash-lite"),
+    # DeepSeek (API names point at the current V3.x; V4 is served under its own names)
+    **_family(128_000, 8_192, "deepseek-chat", "deepseek-v3"),
+    **_family(128_000, 65_536, "deepseek-reasoner", "deepseek-r1"),
+    **_family(1_048_576, 384_000, "deepseek-v4-pro", "deepseek-v4-flash"),
+    # Alibaba Qwen
+    **_family(262_144, 65_536, "qwen3-max", "qwen3-coder-480b-a35b-instruct"),
+    **_family(1_000_000, 65_536, "qwen3-coder-plus"),
+    **_family(1_000_000, 32_768, "qwen-plus"),
+    **_family(1_000_000, 16_384, "qwen-turbo"),
+    **_family(32_768, 8_192, "qwen-max"),
+    **_family(131_072, 8_192, "qwen2.5-72b-instruct"),
+}
+
+# What may follow a registered name: dates (20250929, 2024-08-06, 0528,
+# 05-06), a version or Bedrock revision (v1:0), latest, preview, exp, in any
+# sequence. A lone short number is not a tag: claude-opus-4-9 is not claude-opus-4.
+_VERSION_TAG = re.compile(
+    r"(?:[-@:](?:\d{4}(?:-\d{2}-\d{2})?|\d{5,8}|\d{2}-\d{2,4}(?:-\d{2,4})?|v\d+(?::\d+)?|latest|preview|exp))+"
+)
+# Routing prefixes: "deepseek/deepseek-chat", Bedrock's "us.anthropic.claude-...".
+_ROUTING_PREFIX = re.compile(r"^(?:.*/)?(?:[a-z]{2,4}\.)?(?:anthropic|openai|google|deepseek|qwen|alibaba)\.|^.*/")
+
+
+def register_model(name: str, context_window: int, max_output_tokens: int) -> ModelLimits:
+    """Add or replace a model (and its dated variants) in the process-wide registry."""
+    limits = ModelLimits(context_window, max_output_tokens)
+    _REGISTRY[name.lower()] = limits
+    return limits
+
+
+def model_limits(model: str, overrides: Mapping[str, ModelLimits] | None = None) -> ModelLimits:
+    """The limits of ``model``, looked up in ``overrides`` first, then in the registry.
+
+    Raises :class:`UnknownModel` when the name matches neither exactly nor as
+    a registered name plus a version tag.
+    """
+    name = _ROUTING_PREFIX.sub("", model.strip().lower(), count=1)
+    tables = [{k.lower(): v for k, v in overrides.items()}] if overrides else []
+    tables.append(_REGISTRY)
+    for table in tables:
+        if name in table:
+            return table[name]
+        base = _strip_version(name, table)
+        if base is not None:
+            return table[base]
+    raise UnknownModel(model)
+
+
+def _strip_version(name: str, table: Mapping[str, ModelLimits]) -> str | None:
+    """The longest registered name that ``name`` is, followed by version tags only."""
+    matches = [known for known in table if name.startswith(known) and _VERSION_TAG.fullmatch(name[len(known) :])]
+    return max(matches, key=len, default=None)
+
+
+def compaction_threshold(model: str | ModelLimits, overrides: Mapping[str, ModelLimits] | None = None) -> int:
+    """Prompt tokens above which to compact: ``window - min(max_output, 20_000) - 13_000``.
+
+    The reply needs room (at most 20k of it is reserved: longer replies are
+    rare and can be asked for), and a margin absorbs estimation error and the
+    summary request itself.
+    """
+    limits = model if isinstance(model, ModelLimits) else model_limits(model, overrides)
+    reserve = min(limits.max_output_tokens, OUTPUT_RESERVE_CAP_TOKENS)
+    return limits.context_window - reserve - SAFETY_MARGIN_TOKENS

@@ -1,0 +1,92 @@
+"""Model registry lookups and the compaction threshold."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold import limits
+from contextfold.errors import ContextfoldError
+from contextfold.limits import ModelLimits, UnknownModel, compaction_threshold, model_limits, register_model
+
+
+@pytest.mark.parametrize(
+    ("name", "window", "output"),
+    [
+        ("claude-sonnet-4-5-20250929", 200_000, 64_000),
+        ("claude-opus-4-5-20251101", 200_000, 64_000),
+        ("claude-opus-4-1-20250805", 200_000, 32_000),
+        ("claude-opus-4-20250514", 200_000, 32_000),
+        ("claude-haiku-4-5-20251001", 200_000, 64_000),
+        ("claude-opus-4-6", 1_000_000, 128_000),
+        ("claude-3-7-sonnet-20250219", 200_000, 64_000),
+        ("claude-3-5-haiku-latest", 200_000, 8_192),
+        ("claude-sonnet-4-5@20250929", 200_000, 64_000),  # Vertex spelling
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", 200_000, 64_000),  # Bedrock spelling
+        ("gpt-4o-2024-08-06", 128_000, 16_384),
+        ("gpt-4o-mini", 128_000, 16_384),
+        ("gpt-4.1-2025-04-14", 1_047_576, 32_768),
+        ("openai/gpt-5-mini", 400_000, 128_000),
+        ("o3-2025-04-16", 200_000, 100_000),
+        ("gemini-2.5-pro", 1_048_576, 65_536),
+        ("gemini-2.5-flash-preview-05-20", 1_048_576, 65_536),
+        ("deepseek/deepseek-chat", 128_000, 8_192),
+        ("deepseek-reasoner", 128_000, 65_536),
+        ("deepseek-v4-flash", 1_048_576, 384_000),
+        ("qwen3-max", 262_144, 65_536),
+        ("Qwen-Plus", 1_000_000, 32_768),
+    ],
+)
+def test_registry_resolves_exact_dated_and_routed_names(name: str, window: int, output: int) -> None:
+    assert model_limits(name) == ModelLimits(window, output)
+
+
+@pytest.mark.parametrize("name", ["claude-opus-4-9", "gpt-4o-audio-preview", "llama-3.1-70b", "claude-sonnet-4-5-beta"])
+def test_unknown_models_raise_a_typed_error(name: str) -> None:
+    with pytest.raises(UnknownModel) as caught:
+        model_limits(name)
+    assert caught.value.model == name
+    assert isinstance(caught.value, ContextfoldError) and isinstance(caught.value, KeyError)
+    assert name in str(caught.value)
+
+
+def test_longest_registered_name_wins() -> None:
+    assert model_limits("claude-opus-4-1") != model_limits("claude-opus-4-5")
+    assert model_limits("gpt-4.1-mini-2025-04-14") == model_limits("gpt-4.1-mini")
+
+
+def test_register_model_adds_a_model_and_its_dated_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "_REGISTRY", dict(limits._REGISTRY))
+    register_model("acme-coder", 64_000, 4_096)
+    assert model_limits("acme-coder-20260101") == ModelLimits(64_000, 4_096)
+    register_model("gpt-4o", 256_000, 16_384)  # replacing a known one
+    assert model_limits("gpt-4o").context_window == 256_000
+
+
+def test_overrides_take_precedence_and_can_add_models() -> None:
+    overrides = {"claude-sonnet-4-5": ModelLimits(1_000_000, 64_000), "local-llama": ModelLimits(32_768, 2_048)}
+    assert model_limits("claude-sonnet-4-5-20250929", overrides).context_window == 1_000_000
+    assert model_limits("local-llama", overrides) == ModelLimits(32_768, 2_048)
+    assert model_limits("claude-sonnet-4-5-20250929").context_window == 200_000  # registry untouched
+
+
+def test_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        ModelLimits(0, 100)
+
+
+@pytest.mark.parametrize(
+    ("limits_", "threshold"),
+    [
+        (ModelLimits(200_000, 64_000), 200_000 - 20_000 - 13_000),  # reply reserve capped at 20k
+        (ModelLimits(128_000, 8_192), 128_000 - 8_192 - 13_000),  # small max output reserved whole
+        (ModelLimits(1_000_000, 128_000), 967_000),
+    ],
+)
+def test_threshold_formula(limits_: ModelLimits, threshold: int) -> None:
+    assert compaction_threshold(limits_) == threshold
+
+
+def test_threshold_by_name() -> None:
+    assert compaction_threshold("claude-sonnet-4-5-20250929") == 167_000
+    assert compaction_threshold("deepseek/deepseek-chat") == 106_808
+    assert compaction_threshold("tiny", {"tiny": ModelLimits(50_000, 1_000)}) == 36_000
