@@ -1,0 +1,115 @@
+"""Reading real recorded agent sessions into :class:`~contextfold.conversation.Conversation` s.
+
+>>> from contextfold.importers import load
+>>> conversations = load("run.traj.json")          # format sniffed from the content
+
+One module per format family; each exposes ``FORMAT`` (its name),
+``matches(source)`` (a cheap look at the content) and ``load(source)``. What
+every importer guarantees:
+
+- every conversation of the file, in file order (one per trajectory, session,
+  thread or subagent, as the module docstring says);
+- system prompts in ``Header.system``, tool definitions in ``Header.tools``
+  where the file has them, format facts in ``Header.meta`` (``format`` always);
+- every tool call a ``ToolCall`` in an assistant item, every output its own
+  tool item; a call the recording never answered stays unanswered (use
+  :meth:`Conversation.repair` to close it); a result without a call, or a
+  malformed record, raises :class:`SessionFormatError` naming the line, the
+  record index or the JSON path;
+- ``Item.timestamp`` (unix seconds) where the file has times, the provider's
+  reported usage as ``meta["usage"]`` (a :class:`~contextfold.usage.Usage`
+  dict) on the assistant item of each response, ``meta["model"]`` where known;
+- records skipped on purpose (screen redraws, bookkeeping) counted in
+  ``Header.meta["skipped"]``, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from ..conversation import Conversation
+from ..errors import UnknownSessionFormat
+from . import (
+    aider,
+    claude_code,
+    claude_stream,
+    codex_exec,
+    codex_tui,
+    mini_swe_agent,
+    moatless,
+    openhands,
+    swe_agent,
+    tau_bench,
+)
+from ._common import Source
+
+_IMPORTERS: tuple[ModuleType, ...] = (
+    mini_swe_agent,
+    swe_agent,
+    moatless,
+    openhands,
+    tau_bench,
+    claude_code,
+    claude_stream,
+    codex_exec,
+    codex_tui,
+    aider,
+)
+"""In detection order: JSON documents, then JSON Lines, then the text formats (logs last, they parse most)."""
+
+FORMATS: tuple[str, ...] = tuple(module.FORMAT for module in _IMPORTERS)
+"""The format names ``load(format=...)`` accepts."""
+
+_BY_NAME = {module.FORMAT: module for module in _IMPORTERS}
+
+__all__ = ["FORMATS", "detect", "load"]
+
+
+def detect(path: str | Path) -> str:
+    """The name of the format of the session file at ``path``; UnknownSessionFormat if none fits."""
+    return _detect(Source(path)).FORMAT
+
+
+def load(path: str | Path, format: str | None = None) -> list[Conversation]:
+    """Every conversation recorded in the file at ``path``, in file order.
+
+    ``format`` (one of :data:`FORMATS`) skips detection; without it the
+    content is sniffed.
+    """
+    source = Source(path)
+    if format is None:
+        return _detect(source).load(source)
+    importer = _BY_NAME.get(format)
+    if importer is None:
+        raise ValueError(f"unknown session format {format!r}; expected one of {', '.join(FORMATS)}")
+    return importer.load(source)
+
+
+def _detect(source: Source) -> ModuleType:
+    for importer in _IMPORTERS:
+        if importer.matches(source):
+            return importer
+    raise UnknownSessionFormat(source.path, *_what_it_is(source))
+
+
+def _what_it_is(source: Source) -> tuple[str, str]:
+    """Where and why nothing matched, described from what the file turned out to be."""
+    error = source.json_error
+    if error is not None and source.first_record is None:
+        return f"line {error.lineno} column {error.colno}", f"starts like JSON but is not valid JSON: {error.msg}"
+    return "file", _shape(source)
+
+
+def _shape(source: Source) -> str:
+    doc = source.document
+    if isinstance(doc, dict):
+        return f"a JSON object with keys {sorted(doc)[:8]} matches no known session format"
+    if isinstance(doc, list):
+        first = type(doc[0]).__name__ if doc else "nothing"
+        return f"a JSON array of {len(doc)} elements (first: {first}) matches no known session format"
+    if source.first_record is not None:
+        return f"JSON Lines whose first record has keys {sorted(source.first_record)[:8]} match no known format"
+    if not source.text.strip():
+        return "the file is empty"
+    return f"text that matches no known session format (formats: {', '.join(FORMATS)})"

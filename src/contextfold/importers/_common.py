@@ -1,0 +1,400 @@
+"""What every importer shares: reading the file once, and building a conversation in order.
+
+A recorded session is read into a :class:`Source` (the decoded text, parsed
+lazily as one JSON document or as JSON Lines), and each conversation in it is
+assembled by a :class:`ConversationBuilder`, which
+
+- keeps the parts of one model response together (several records sharing a
+  response id, or reasoning/message/call events streamed one by one) so that
+  parallel calls land in one assistant item, as the validity rules require;
+- refuses a tool result whose call it has not seen, or a second result for the
+  same call, naming the place in the file (``SessionFormatError``);
+- gives items ids derived from the file name and position, so loading the same
+  file twice gives equal conversations;
+- counts what an importer skips on purpose (UI noise, bookkeeping records) in
+  ``Header.meta["skipped"]``, so nothing disappears without a trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
+from ..errors import SessionFormatError
+from ..usage import Usage
+
+MAX_EXTRA_CHARS = 300
+"""Longest string kept in ``ToolResult.extra``; longer values duplicate the content and stay out."""
+
+
+class Source:
+    """One session file: its path and text, parsed lazily in the shapes importers ask for."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.memo: dict[str, Any] = {}
+        """Derived parses an importer wants to reuse between detection and loading."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise SessionFormatError(self.path, "file", f"cannot be read: {exc}") from exc
+        try:
+            self.text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise SessionFormatError(self.path, f"byte {exc.start}", "not valid UTF-8") from exc
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def error(self, location: str, reason: str) -> SessionFormatError:
+        return SessionFormatError(self.path, location, reason)
+
+    @cached_property
+    def _parsed(self) -> tuple[Any, json.JSONDecodeError | None]:
+        if self.text.lstrip()[:1] not in ("{", "["):
+            return None, None
+        try:
+            return json.loads(self.text), None
+        except json.JSONDecodeError as exc:
+            return None, exc
+
+    @property
+    def document(self) -> Any:
+        """The file as one JSON document, or ``None`` when it is not one (JSON Lines, text)."""
+        return self._parsed[0]
+
+    @property
+    def json_error(self) -> json.JSONDecodeError | None:
+        """Why the file, which starts like JSON, is not one JSON document (``None`` if it is, or is not JSON)."""
+        return self._parsed[1]
+
+    def require_document(self, expected: type) -> Any:
+        """The JSON document, which must be of ``expected`` type (``dict`` or ``list``)."""
+        doc, exc = self._parsed
+        if exc is not None and self.first_record is None:
+            raise self.error(f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}")
+        if not isinstance(doc, expected):
+            raise self.error("$", f"expected a JSON {'object' if expected is dict else 'array'}")
+        return doc
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text split at ``\\n`` only (JSON strings may hold U+2028 and other breaks ``splitlines`` splits at)."""
+        return self.text.split("\n")
+
+    @cached_property
+    def first_record(self) -> dict[str, Any] | None:
+        """The first non-blank line parsed as a JSON object (``None`` when it is not one)."""
+        for line in self.lines:
+            if line.strip():
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError:
+                    return None
+                return value if isinstance(value, dict) else None
+        return None
+
+    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number."""
+        for number, line in enumerate(self.lines, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise self.error(f"line {number}", f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+            if not isinstance(value, dict):
+                raise self.error(f"line {number}", "expected a JSON object")
+            yield number, value
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def unix_time(value: Any) -> float | None:
+    """Unix seconds from an ISO-8601 string (naive means UTC) or a number; ``None`` if absent.
+
+    Python 3.10's ``fromisoformat`` takes neither ``Z`` nor fractions other than
+    3 or 6 digits, so both are normalised first.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip().replace("Z", "+00:00").replace(" ", "T", 1)
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``record[key]``, which must exist and be of ``kind``; else a SessionFormatError at ``where.key``."""
+    value = record.get(key)
+    if not isinstance(value, kind):
+        names = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
+        found = "missing" if key not in record else f"a {type(value).__name__}"
+        raise source.error(f"{where}.{key}", f"expected {names}, found {found}")
+    return value
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
+    """Tool-call arguments as ``(parsed object, raw string, block extra)``.
+
+    A model may emit arguments that are not a JSON object; that is a recorded
+    fact, not a broken file, so the call is kept with ``{}`` and
+    ``extra["invalid_arguments"]``, the raw string preserved.
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw), None, {}
+    if raw is None or raw == "":
+        return {}, raw, {}
+    if not isinstance(raw, str):
+        return {}, None, {"invalid_arguments": True}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError:
+        return {}, raw, {"invalid_arguments": True}
+    if not isinstance(parsed, dict):
+        return {}, raw, {"invalid_arguments": True}
+    return parsed, raw, {}
+
+
+def small_scalars(data: Any, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The short scalar fields of a mapping: what is worth keeping in ``ToolResult.extra``."""
+    if not isinstance(data, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in exclude:
+            continue
+        short_text = isinstance(value, str) and len(value) <= MAX_EXTRA_CHARS
+        if short_text or value is None or isinstance(value, (bool, int, float)):
+            out[key] = value
+    return out
+
+
+def text_blocks(text: str | None) -> list[Block]:
+    """A one-block list for non-empty text, else empty (providers reject empty text blocks)."""
+    return [Text(text)] if text else []
+
+
+def tool_specs(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+    """Tool definitions in OpenAI ``{"function": {...}}``, flat ``{name, ...}`` or bare-name form."""
+    specs: list[ToolSpec | Opaque] = []
+    for tool in tools or ():
+        if isinstance(tool, str):
+            specs.append(ToolSpec(tool))
+            continue
+        body = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if isinstance(body, Mapping) and isinstance(body.get("name"), str):
+            parameters = body.get("parameters", body.get("input_schema")) or {}
+            description = body.get("description")
+            specs.append(ToolSpec(body["name"], description if isinstance(description, str) else None, parameters))
+        else:
+            specs.append(Opaque(tool if isinstance(tool, Mapping) else {"value": tool}))
+    return tuple(specs)
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass
+class _Draft:
+    """An item still open to more blocks (a response arriving in parts)."""
+
+    role: str
+    blocks: list[Block]
+    timestamp: float | None
+    meta: dict[str, Any] = field(default_factory=dict)
+    response_id: str | None = None
+
+
+class ConversationBuilder:
+    """Collects one conversation in file order and checks that results answer known calls.
+
+    ``key`` seeds the item ids (``it_`` + 16 hex digits of a hash of key and
+    position), so they are stable across loads and distinct across files.
+    ``meta`` becomes ``Header.meta``; keys whose value the file lacks (``None``)
+    are left out.
+    """
+
+    def __init__(self, source: Source, key: str, meta: Mapping[str, Any] | None = None) -> None:
+        self.source = source
+        self.key = key
+        self.meta: dict[str, Any] = {k: v for k, v in (meta or {}).items() if v is not None}
+        self.system: list[Item] = []
+        self.tools: tuple[ToolSpec | Opaque, ...] = ()
+        self.skipped: Counter[str] = Counter()
+        self._drafts: list[_Draft | Item] = []
+        self._calls: dict[str, ToolCall] = {}  # by unique id
+        self._latest: dict[str, str] = {}  # id as recorded -> unique id of its newest call
+        self._answered: set[str] = set()
+        self._reuses: Counter[str] = Counter()
+
+    # -- what has been seen
+    def call(self, call_id: str) -> ToolCall | None:
+        """The newest call recorded with this id."""
+        return self._calls.get(self._latest.get(call_id, call_id))
+
+    def open_calls(self) -> list[str]:
+        """Ids of calls without a result yet, in order."""
+        return [cid for cid in self._calls if cid not in self._answered]
+
+    def skip(self, what: str) -> None:
+        """Count a record dropped by design (see the importer's docstring for why)."""
+        self.skipped[what] += 1
+
+    # -- adding
+    def add_system(self, text: str, timestamp: float | None = None) -> None:
+        """A system prompt: into the header while no item exists, else an item in place."""
+        if self._drafts:
+            self._drafts.append(_Draft("system", text_blocks(text), timestamp))
+        else:
+            self.system.append(
+                Item("system", (Text(text),), id=self._id(f"system{len(self.system)}"), timestamp=timestamp)
+            )
+
+    def add_user(
+        self, blocks: Sequence[Block], timestamp: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> None:
+        self._drafts.append(_Draft("user", list(blocks), timestamp, dict(meta or {})))
+
+    def add_assistant(
+        self,
+        blocks: Sequence[Block],
+        where: str,
+        timestamp: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        response_id: str | None = None,
+        merge: bool = False,
+    ) -> None:
+        """Blocks of a model response.
+
+        They join the latest assistant item when it carries the same
+        ``response_id`` (one response split over several records; results of
+        its earlier calls may sit in between), or, with ``merge``, when the
+        latest item is an assistant one (formats that stream a response as
+        separate reasoning, message and call events). ``meta`` is merged in,
+        later values winning (the last record of a response has its usage).
+
+        Agents do reuse a call id once its result is in (tau-bench, SWE-agent
+        replays); the conversation needs unique ids, so a reused id becomes
+        ``<id>#<n>`` (``extra["original_id"]`` keeps it) and the results that
+        follow are matched to the newest call of that id.
+        """
+        blocks = [self._register(block, where) if isinstance(block, ToolCall) else block for block in blocks]
+        target = self._joinable(response_id, merge)
+        if target is None:
+            self._drafts.append(_Draft("assistant", list(blocks), timestamp, dict(meta or {}), response_id))
+        else:
+            target.blocks.extend(blocks)
+            target.meta.update(meta or {})
+
+    def _register(self, call: ToolCall, where: str) -> ToolCall:
+        original = call.id
+        if original in self._latest:
+            previous = self._latest[original]
+            if previous not in self._answered:
+                raise self.source.error(where, f"tool call id {original!r} is used again before its result")
+            self._reuses[original] += 1
+            renamed = f"{original}#{self._reuses[original] + 1}"
+            call = replace(call, id=renamed, extra={**call.extra, "original_id": original})
+        self._latest[original] = call.id
+        self._calls[call.id] = call
+        return call
+
+    def _joinable(self, response_id: str | None, merge: bool) -> _Draft | None:
+        for draft in reversed(self._drafts):
+            if isinstance(draft, Item):  # a tool result
+                if response_id is None:
+                    return None
+                continue
+            if draft.role != "assistant":
+                return None
+            if response_id is not None:
+                return draft if draft.response_id == response_id else None
+            return draft if merge else None
+        return None
+
+    def add_result(
+        self,
+        call_id: str,
+        content: str | tuple[Block, ...],
+        where: str,
+        is_error: bool | None = None,
+        timestamp: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The result of a call already added; anything else means a broken file."""
+        call_id = self._latest.get(call_id, call_id)
+        call = self._calls.get(call_id)
+        if call is None:
+            raise self.source.error(where, f"tool result for call {call_id!r}, which no earlier tool call has")
+        if call_id in self._answered:
+            raise self.source.error(where, f"second tool result for call {call_id!r}")
+        self._answered.add(call_id)
+        result = ToolResult(call_id, content, is_error, call.name, call.arguments, extra=dict(extra or {}))
+        index = len(self._drafts)
+        self._drafts.append(
+            Item("tool", (result,), id=self._id(str(index)), timestamp=timestamp, meta=dict(meta or {}))
+        )
+
+    def set_usage(self, usage: Usage) -> bool:
+        """Put a reported usage on the latest assistant item; ``False`` if it already has one (or none exists)."""
+        for draft in reversed(self._drafts):
+            if isinstance(draft, _Draft) and draft.role == "assistant":
+                if "usage" in draft.meta:
+                    return False
+                draft.meta["usage"] = usage.to_dict()
+                return True
+        return False
+
+    def annotate_last(self, key: str, values: list[Any]) -> bool:
+        """Append ``values`` to ``meta[key]`` of the latest non-tool item; ``False`` when there is none."""
+        for draft in reversed(self._drafts):
+            if isinstance(draft, _Draft):
+                draft.meta.setdefault(key, []).extend(values)
+                return True
+        return False
+
+    # -- result
+    def build(self) -> Conversation:
+        items: list[Item] = []
+        for index, draft in enumerate(self._drafts):
+            if isinstance(draft, Item):
+                items.append(draft)
+                continue
+            meta = dict(draft.meta)
+            if draft.response_id is not None:
+                meta.setdefault("response_id", draft.response_id)
+            items.append(
+                Item(draft.role, tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
+            )
+        meta = dict(self.meta)
+        if self.skipped:
+            meta["skipped"] = dict(sorted(self.skipped.items()))
+        return Conversation(items, Header(system=tuple(self.system), tools=self.tools, meta=meta))
+
+    def _id(self, position: str) -> str:
+        return "it_" + hashlib.blake2b(f"{self.key}/{position}".encode(), digest_size=8).hexdigest()

@@ -1,0 +1,169 @@
+"""Codex CLI ``codex exec --json`` events: raw JSON Lines, or embedded in a hive-mind log.
+
+Each ``thread.started`` starts a conversation (``meta["thread_id"]``). Items
+are taken in their ``item.completed`` (final) state; ``item.started`` only
+dates a tool call. Within a turn, consecutive reasoning, message and call
+items are one model response and share an assistant item.
+
+- ``reasoning`` -> thinking block; ``agent_message`` -> text block.
+- ``command_execution`` -> ``ToolCall(name="shell", arguments={"command"})``
+  and a result with ``aggregated_output``; ``is_error`` when the status is
+  ``failed``; ``exit_code`` and ``status`` in ``extra``.
+- ``file_change`` -> ``ToolCall(name="apply_patch", arguments={"changes"})``
+  (paths and kinds only: the stream has no diff), result ``"<kind> <path>"``.
+- ``mcp_tool_call`` / ``web_search`` -> a call and its recorded result.
+- ``todo_list`` (the plan tool's display) -> the plan as an assistant text
+  block (``extra["plan"]``) each time it changes.
+- ``turn.completed`` usage covers all model calls of the turn, so it is not
+  one response's usage: it goes to ``Header.meta["turn_usage"]``. ``error``
+  events and items go to ``Header.meta["errors"]``.
+
+A command started but never completed (the log ends) is kept as a call
+without result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..conversation import Conversation, Text, Thinking, ToolCall
+from ..usage import Usage
+from . import hive_mind_log
+from ._common import ConversationBuilder, Source, field_of
+from .hive_mind_log import Entry
+
+FORMAT = "codex-exec"
+TOOL_ITEMS = frozenset({"command_execution", "file_change", "web_search", "mcp_tool_call"})
+"""Item types that are a tool call and its result."""
+
+
+def is_event(value: Any) -> bool:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return isinstance(kind, str) and (kind.startswith(("thread.", "turn.", "item.")) or kind == "error")
+
+
+def matches(source: Source) -> bool:
+    return hive_mind_log.carries(source, is_event)
+
+
+def load(source: Source) -> list[Conversation]:
+    return _Threads(source).run(hive_mind_log.agent_entries(source, is_event))
+
+
+class _Threads:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.done: list[Conversation] = []
+        self.builder: ConversationBuilder | None = None
+        self.started: dict[str, tuple[Mapping[str, Any], float | None, str]] = {}
+        self.plans: dict[str, str] = {}
+        self.prompts: dict[str, Entry] = {}
+
+    def run(self, entries: Iterable[Entry]) -> list[Conversation]:
+        for entry in entries:
+            if entry.kind == "unparsed":
+                hive_mind_log.note_unparsed(self._thread(), entry)
+                continue
+            if entry.kind != "event":
+                self.prompts[entry.kind] = entry
+                continue
+            event, where = entry.value, f"line {entry.line}"
+            kind = event["type"]
+            if kind == "thread.started":
+                self._close()
+                self._open({"thread_id": event.get("thread_id")})
+            elif kind == "turn.completed" and isinstance(event.get("usage"), Mapping):
+                self._thread().meta.setdefault("turn_usage", []).append(codex_usage(event["usage"]).to_dict())
+            elif kind in ("error", "turn.failed"):
+                self._thread().meta.setdefault("errors", []).append(event.get("message") or event.get("error"))
+            elif kind.startswith("item."):
+                self._item(kind, field_of(self.source, event, "item", Mapping, where), entry.timestamp, where)
+            else:
+                self._thread().skip(kind)
+        self._close()
+        return self.done
+
+    def _open(self, meta: Mapping[str, Any]) -> ConversationBuilder:
+        self.builder = ConversationBuilder(
+            self.source, f"{self.source.name}:{len(self.done)}", {"format": FORMAT, **meta}
+        )
+        self.started, self.plans = {}, {}
+        hive_mind_log.add_prompts(self.builder, self.prompts)
+        return self.builder
+
+    def _thread(self) -> ConversationBuilder:
+        return self.builder if self.builder is not None else self._open({})
+
+    def _close(self) -> None:
+        if self.builder is None:
+            return
+        for item, timestamp, where in self.started.values():  # started, never completed: a dangling call
+            self.builder.add_assistant([self._call(item, where)], where, timestamp, merge=True)
+        self.done.append(self.builder.build())
+        self.builder = None
+
+    def _item(self, phase: str, item: Mapping[str, Any], timestamp: float | None, where: str) -> None:
+        builder = self._thread()
+        item_id = field_of(self.source, item, "id", str, f"{where}.item")
+        kind = item.get("type")
+        if kind == "todo_list":
+            plan = "\n".join(
+                f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in item.get("items") or ()
+            )
+            if self.plans.get(item_id) != plan:
+                self.plans[item_id] = plan
+                builder.add_assistant([Text(plan, extra={"plan": True})], where, timestamp, merge=True)
+        elif phase == "item.started" and kind in TOOL_ITEMS:
+            self.started[item_id] = (item, timestamp, where)
+        elif phase != "item.completed":
+            builder.skip(f"{phase}/{kind}")
+        elif kind == "reasoning":
+            builder.add_assistant([Thinking(str(item.get("text", "")))], where, timestamp, merge=True)
+        elif kind == "agent_message":
+            builder.add_assistant([Text(str(item.get("text", "")))], where, timestamp, merge=True)
+        elif kind == "error":
+            builder.meta.setdefault("errors", []).append(item.get("message"))
+        elif kind in TOOL_ITEMS:
+            start = self.started.pop(item_id, (item, timestamp, where))
+            builder.add_assistant([self._call(item, where)], where, start[1], merge=True)
+            extra = {k: item[k] for k in ("exit_code", "status") if item.get(k) is not None}
+            builder.add_result(
+                item_id, _output(item), where, True if item.get("status") == "failed" else None, timestamp, extra
+            )
+        else:
+            raise self.source.error(f"{where}.item.type", f"unknown codex item type {kind!r}")
+
+    def _call(self, item: Mapping[str, Any], where: str) -> ToolCall:
+        kind = item.get("type")
+        if kind == "command_execution":
+            return ToolCall(
+                item["id"], "shell", {"command": field_of(self.source, item, "command", str, f"{where}.item")}
+            )
+        if kind == "file_change":
+            return ToolCall(item["id"], "apply_patch", {"changes": item.get("changes") or []})
+        if kind == "web_search":
+            return ToolCall(item["id"], "web_search", {"query": item.get("query")})
+        name = ".".join(str(item[k]) for k in ("server", "tool") if item.get(k))
+        arguments = item.get("arguments")
+        return ToolCall(item["id"], name or "mcp_tool_call", dict(arguments) if isinstance(arguments, Mapping) else {})
+
+
+def _output(item: Mapping[str, Any]) -> str:
+    kind = item.get("type")
+    if kind == "command_execution":
+        return str(item.get("aggregated_output") or "")
+    if kind == "file_change":
+        return "\n".join(
+            f"{c.get('kind')} {c.get('path')}" for c in item.get("changes") or () if isinstance(c, Mapping)
+        )
+    result = item.get("result", item.get("error"))
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False) if result is not None else ""
+
+
+def codex_usage(usage: Mapping[str, Any]) -> Usage:
+    """Codex reports ``cached_input_tokens`` beside ``input_tokens``, which includes them."""
+    return Usage.from_openai(
+        {**usage, "input_tokens_details": {"cached_tokens": usage.get("cached_input_tokens") or 0}}
+    )

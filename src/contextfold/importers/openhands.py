@@ -1,0 +1,127 @@
+"""OpenHands software-agent-sdk event lists (a JSON array of events, ``kind`` tells which).
+
+- ``SystemPromptEvent``: ``system_prompt`` and ``tools`` go to the header.
+- ``MessageEvent``: ``llm_message`` (role and text parts) plus ``extended_content``
+  parts; a user or an assistant item.
+- ``ActionEvent``: one tool call (``tool_call{id, name, arguments}``) with the
+  model's ``thought`` parts and ``reasoning_content``. Consecutive actions
+  sharing ``llm_response_id`` are the parallel calls of one response and make
+  one assistant item (``meta["response_id"]``).
+- ``ObservationEvent``: the result, paired by ``tool_call_id``; the text is
+  ``observation.output`` (or its ``content`` parts), ``is_error`` when
+  ``observation.error`` is set (the error text is appended), a
+  ``screenshot_data`` image is kept as an image block.
+- ``AgentErrorEvent`` / ``UserRejectObservation``: an error result for the call.
+
+Bookkeeping events (``ConversationStateUpdateEvent``, ``PauseEvent``,
+condensation requests and markers) are counted in ``meta["skipped"]``; any
+other kind is an error, so a new event type cannot vanish unnoticed.
+Timestamps are ISO without zone, read as UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..conversation import Block, Conversation, Image, Text, Thinking, ToolCall
+from . import _openai_messages
+from ._common import ConversationBuilder, Source, field_of, parse_arguments, text_blocks, tool_specs, unix_time
+
+FORMAT = "openhands"
+EVENT_KINDS = frozenset(
+    {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent", "UserRejectObservation"}
+)
+BOOKKEEPING = frozenset(
+    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent"}
+)
+
+
+def matches(source: Source) -> bool:
+    doc = source.document
+    first = doc[0] if isinstance(doc, list) and doc else None
+    return isinstance(first, dict) and first.get("kind") in EVENT_KINDS | BOOKKEEPING and "source" in first
+
+
+def load(source: Source) -> list[Conversation]:
+    builder = ConversationBuilder(source, f"{source.name}:0", {"format": FORMAT})
+    for index, event in enumerate(source.require_document(list)):
+        where = f"$[{index}]"
+        if not isinstance(event, Mapping):
+            raise source.error(where, "an event must be an object")
+        kind = event.get("kind")
+        timestamp = unix_time(event.get("timestamp"))
+        if kind == "SystemPromptEvent":
+            prompt = event.get("system_prompt")
+            builder.add_system(prompt.get("text", "") if isinstance(prompt, Mapping) else str(prompt or ""), timestamp)
+            builder.tools = tool_specs(event.get("tools"))
+        elif kind == "MessageEvent":
+            _add_message(builder, event, where, timestamp)
+        elif kind == "ActionEvent":
+            _add_action(builder, event, where, timestamp)
+        elif kind == "ObservationEvent":
+            _add_observation(builder, event, where, timestamp)
+        elif kind in ("AgentErrorEvent", "UserRejectObservation"):
+            reason = event.get("error") or event.get("rejection_reason") or kind
+            call_id = field_of(source, event, "tool_call_id", str, where)
+            builder.add_result(call_id, str(reason), where, True, timestamp, {"event": kind})
+        elif kind in BOOKKEEPING:
+            builder.skip(kind)
+        else:
+            raise source.error(f"{where}.kind", f"unknown OpenHands event kind {kind!r}")
+    return [builder.build()]
+
+
+def _add_message(builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+    message = field_of(builder.source, event, "llm_message", Mapping, where)
+    blocks = _openai_messages.content_blocks(builder, message.get("content"), f"{where}.llm_message.content")
+    blocks += _openai_messages.content_blocks(builder, event.get("extended_content") or [], f"{where}.extended_content")
+    if message.get("role") == "assistant":
+        builder.add_assistant(blocks, where, timestamp)
+    else:
+        builder.add_user(blocks, timestamp)
+
+
+def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+    call = field_of(builder.source, event, "tool_call", Mapping, where)
+    call_id = field_of(builder.source, call, "id", str, f"{where}.tool_call")
+    name = field_of(builder.source, call, "name", str, f"{where}.tool_call")
+    arguments, raw, extra = parse_arguments(call.get("arguments"))
+    blocks: list[Block] = []
+    reasoning = event.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(Thinking(reasoning))
+    for part in event.get("thought") or ():
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            blocks.extend(text_blocks(part["text"]))
+    blocks.append(ToolCall(call_id, name, arguments, raw, extra))
+    response_id = event.get("llm_response_id")
+    builder.add_assistant(blocks, where, timestamp, response_id=response_id if isinstance(response_id, str) else None)
+
+
+def _add_observation(
+    builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None
+) -> None:
+    call_id = field_of(builder.source, event, "tool_call_id", str, where)
+    observation = field_of(builder.source, event, "observation", Mapping, where)
+    output = observation.get("output")
+    if isinstance(output, str):
+        blocks: list[Block] = text_blocks(output)
+    else:
+        blocks = _openai_messages.content_blocks(builder, observation.get("content"), f"{where}.observation.content")
+    error = observation.get("error")
+    if error:
+        blocks.append(Text(str(error)))
+    screenshot = observation.get("screenshot_data")
+    if isinstance(screenshot, str) and screenshot:
+        blocks.append(Image(data=screenshot, media_type="image/png"))
+    only_text = all(isinstance(b, Text) for b in blocks)
+    content = "\n".join(b.text for b in blocks if isinstance(b, Text)) if only_text else tuple(blocks)
+    builder.add_result(
+        call_id,
+        content,
+        where,
+        True if error else None,
+        timestamp,
+        {"observation": observation["kind"]} if isinstance(observation.get("kind"), str) else {},
+    )

@@ -1,0 +1,106 @@
+"""SWE-agent ``*.traj`` files (0.7 / 1.0-dev era).
+
+One JSON object ``{environment, trajectory, history, info}``. ``history`` is
+the chat as the model saw it, so it makes the items; ``trajectory`` (one entry
+per step) supplies what the history lacks:
+
+- Function-calling runs have assistant ``tool_calls`` and ``role: "tool"``
+  observations with ``tool_call_ids``: converted as they are.
+- Older thought-action runs have no calls: the assistant message carries an
+  ``action`` string (a command for SWE-agent's shell, special commands such
+  as ``edit`` or ``submit`` included) and the next ``user`` message is its
+  observation. The action becomes ``ToolCall(name="bash", arguments=
+  {"command": action})`` with the id ``swe-step-<n>``, the observation its
+  result.
+- The last action's observation is not in the history (the run ended on it);
+  it is taken from the matching ``trajectory`` step.
+
+``trajectory[n].execution_time`` (seconds), where present, goes into the n-th
+result's ``extra["execution_time_s"]``. The per-step ``messages`` copies of
+the whole prompt (newer files) are redundant and ignored. There are no
+wall-clock timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..conversation import Conversation, ToolCall
+from . import _openai_messages
+from ._common import ConversationBuilder, Source, field_of
+
+FORMAT = "swe-agent"
+SHELL_TOOL = "bash"
+
+
+def matches(source: Source) -> bool:
+    doc = source.document
+    return isinstance(doc, dict) and isinstance(doc.get("trajectory"), list) and isinstance(doc.get("history"), list)
+
+
+def load(source: Source) -> list[Conversation]:
+    doc = source.require_document(dict)
+    history = field_of(source, doc, "history", list, "$")
+    steps = field_of(source, doc, "trajectory", list, "$")
+    info = doc.get("info") if isinstance(doc.get("info"), Mapping) else {}
+    builder = ConversationBuilder(
+        source, f"{source.name}:0", {"format": FORMAT, "exit_status": info.get("exit_status")}
+    )
+    actions = 0  # assistant actions seen so far: the index into ``trajectory``
+    for index, message in enumerate(history):
+        where = f"$.history[{index}]"
+        if not isinstance(message, Mapping):
+            raise source.error(where, "a message must be an object")
+        role = message.get("role")
+        open_calls = builder.open_calls()
+        if role == "assistant" and not message.get("tool_calls") and isinstance(message.get("action"), str):
+            _add_action(builder, message, actions, where)
+        elif role == "tool" and isinstance(message.get("tool_call_ids"), list):
+            _add_observation(builder, message, message["tool_call_ids"], _step_extra(steps, actions - 1), where)
+        elif role == "user" and open_calls and open_calls[-1].startswith("swe-step-"):
+            _add_observation(builder, message, open_calls[-1:], _step_extra(steps, actions - 1), where)
+        else:
+            _openai_messages.add_message(builder, message, where)
+        actions += role == "assistant"
+    _answer_last_step(builder, steps, actions)
+    return [builder.build()]
+
+
+def _add_action(builder: ConversationBuilder, message: Mapping[str, Any], step: int, where: str) -> None:
+    content = message.get("content")
+    blocks = _openai_messages.content_blocks(builder, content, f"{where}.content")
+    call = ToolCall(f"swe-step-{step}", SHELL_TOOL, {"command": message["action"]})
+    builder.add_assistant([*blocks, call], where)
+
+
+def _add_observation(
+    builder: ConversationBuilder, message: Mapping[str, Any], call_ids: list[Any], extra: dict[str, Any], where: str
+) -> None:
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    for call_id in call_ids:
+        if not isinstance(call_id, str):
+            raise builder.source.error(f"{where}.tool_call_ids", "tool call ids must be strings")
+        builder.add_result(call_id, text, where, extra=extra)
+
+
+def _step_extra(steps: list[Any], step: int) -> dict[str, Any]:
+    entry = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], Mapping) else {}
+    seconds = entry.get("execution_time")
+    return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}
+
+
+def _answer_last_step(builder: ConversationBuilder, steps: list[Any], actions: int) -> None:
+    """The run's final observation lives only in ``trajectory``; answer the open call with it."""
+    open_calls = builder.open_calls()
+    if not open_calls or len(steps) != actions or not isinstance(steps[-1], Mapping):
+        return
+    observation = steps[-1].get("observation")
+    if isinstance(observation, str):
+        builder.add_result(
+            open_calls[-1],
+            observation,
+            f"$.trajectory[{len(steps) - 1}].observation",
+            extra=_step_extra(steps, len(steps) - 1),
+        )
