@@ -21,7 +21,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from .errors import InvalidContent, UnknownRole
 
@@ -95,7 +95,9 @@ class ToolCall:
 
     ``arguments`` is the parsed JSON object. ``raw_arguments`` is the exact
     string the provider sent when its format carries arguments as a string
-    (OpenAI), kept so the request can be reproduced byte for byte.
+    (OpenAI), kept so the request can be reproduced byte for byte; whoever
+    changes ``arguments`` must set ``raw_arguments`` to ``None``, or the stale
+    string is what gets sent.
     """
 
     id: str
@@ -160,7 +162,7 @@ class Opaque:
     kind: ClassVar[str] = "opaque"
 
 
-Block = Union[Text, Image, Document, Thinking, RedactedThinking, ToolCall, ToolResult, Summary, Opaque]
+Block = Text | Image | Document | Thinking | RedactedThinking | ToolCall | ToolResult | Summary | Opaque
 BLOCK_TYPES: tuple[type, ...] = (
     Text,
     Image,
@@ -229,9 +231,7 @@ class Item:
         """Concatenated text of the text-like blocks (text, summary, tool result text)."""
         parts: list[str] = []
         for b in self.blocks:
-            if isinstance(b, (Text, Summary)):
-                parts.append(b.text)
-            elif isinstance(b, ToolResult):
+            if isinstance(b, (Text, Summary, ToolResult)):
                 parts.append(b.text)
         return "\n".join(parts)
 
@@ -338,7 +338,7 @@ class Conversation:
     new one with :meth:`with_items`, sharing the unchanged item objects.
     """
 
-    __slots__ = ("header", "_items", "_calls")
+    __slots__ = ("_calls", "_items", "header")
 
     def __init__(self, items: Iterable[Item] = (), header: Header | None = None) -> None:
         self.header = header or Header()
@@ -557,10 +557,13 @@ class Conversation:
         messages: Sequence[Mapping[str, Any]],
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        known_call_ids: Iterable[str] = (),
     ) -> Conversation:
+        """Read an Anthropic Messages request; ``known_call_ids`` are calls made in an earlier batch."""
         from .adapters import anthropic
 
-        return anthropic.from_anthropic(messages, system=system, tools=tools)
+        return anthropic.from_anthropic(messages, system=system, tools=tools, known_call_ids=known_call_ids)
 
     def to_anthropic(self) -> dict[str, Any]:
         from .adapters import anthropic
@@ -569,11 +572,16 @@ class Conversation:
 
     @classmethod
     def from_openai(
-        cls, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+        cls,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        known_call_ids: Iterable[str] = (),
     ) -> Conversation:
+        """Read OpenAI Chat Completions messages; ``known_call_ids`` are calls made in an earlier batch."""
         from .adapters import openai_chat
 
-        return openai_chat.from_openai(messages, tools=tools)
+        return openai_chat.from_openai(messages, tools=tools, known_call_ids=known_call_ids)
 
     def to_openai(self) -> list[dict[str, Any]]:
         from .adapters import openai_chat
@@ -582,11 +590,16 @@ class Conversation:
 
     @classmethod
     def from_responses(
-        cls, items: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+        cls,
+        items: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        known_call_ids: Iterable[str] = (),
     ) -> Conversation:
+        """Read OpenAI Responses input items; ``known_call_ids`` are calls made in an earlier batch."""
         from .adapters import openai_responses
 
-        return openai_responses.from_responses(items, tools=tools)
+        return openai_responses.from_responses(items, tools=tools, known_call_ids=known_call_ids)
 
     def to_responses(self) -> list[dict[str, Any]]:
         from .adapters import openai_responses

@@ -62,7 +62,7 @@ def _function(rng: random.Random, name: str) -> list[str]:
             f"    total_{k} = sum(line.amount for line in {noun}.{other}_lines)",
             f"    {other} = {rng.choice(_VERBS)}_{other}({noun}, rate=Decimal(\"0.{rng.randint(1, 99):02d}\"))",
             f"    log.debug(\"{name}: %s -> %s\", {noun}.id, {other})",
-            f"    result = result.quantize(Decimal(\"0.01\"), rounding=ROUND_HALF_UP)",
+            "    result = result.quantize(Decimal(\"0.01\"), rounding=ROUND_HALF_UP)",
         ]))
     lines.append(f"    return {noun}")
     return lines

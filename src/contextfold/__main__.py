@@ -1,0 +1,5 @@
+"""``python -m contextfold``: the same as the ``contextfold`` command."""
+
+from .cli import main
+
+main()

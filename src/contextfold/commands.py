@@ -1,0 +1,98 @@
+"""What the ``inspect`` and ``tokens`` commands do, separate from option parsing.
+
+Kept apart from :mod:`contextfold.cli` so that the command-line layer stays
+declarative and these functions can be called (and tested) directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import importers
+from .conversation import Conversation
+from .inspection import Composition, compose
+from .tokens import Estimator, TokenCounter, TokenizerUnavailable, anchored_errors, error_summary, exact_estimator
+
+_ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
+
+
+def make_estimator(tokenizer: str) -> Estimator:
+    """The estimator a ``--tokenizer`` choice names; ``auto`` falls back to the estimate when offline."""
+    if tokenizer == "estimate":
+        return Estimator()
+    if tokenizer == "auto":
+        try:
+            return exact_estimator("o200k_base")
+        except TokenizerUnavailable:
+            return Estimator()
+    return exact_estimator(_ENCODINGS[tokenizer])
+
+
+def _load(file: Path, format_: str | None, index: int | None = None) -> list[Conversation]:
+    conversations = importers.load(file, format=format_)
+    if index is None:
+        return conversations
+    if not 0 <= index < len(conversations):
+        raise click.BadParameter(f"the file holds {len(conversations)} conversation(s); --index {index} is out of range")
+    return [conversations[index]]
+
+
+def inspect(file: Path, *, as_json: bool, format_: str | None, tokenizer: str) -> None:
+    estimator = make_estimator(tokenizer)
+    for number, conversation in enumerate(_load(file, format_)):
+        composition = compose(conversation, estimator.item, lambda c: estimator.header(c.header))
+        if as_json:
+            click.echo(json.dumps({"conversation": number, **composition.to_dict()}, ensure_ascii=False))
+        else:
+            _render_composition(Console(), file, number, composition, estimator.text.name)
+
+
+def _render_composition(console: Console, file: Path, number: int, c: Composition, counter: str) -> None:
+    console.print(
+        f"[bold]{file}[/] conversation {number}: {c.items} items, {c.tool_calls} tool calls, "
+        f"{c.tool_results} results ({c.error_results} errors), {c.total_tokens:,} tokens ({counter})"
+    )
+    kinds = Table("kind", "items", "tokens", "share", title="By kind", title_justify="left")
+    total = max(c.total_tokens, 1)
+    kinds.add_row("header", "", f"{c.header_tokens:,}", f"{c.header_tokens / total:.0%}")
+    for kind, tokens in sorted(c.tokens_by_kind.items(), key=lambda kv: -kv[1]):
+        kinds.add_row(kind, str(c.items_by_kind[kind]), f"{tokens:,}", f"{tokens / total:.0%}")
+    console.print(kinds)
+    if c.calls_by_tool:
+        tools = Table("tool", "calls", "result tokens", title="By tool", title_justify="left")
+        for name, calls in c.calls_by_tool.items():
+            tools.add_row(name, str(calls), f"{c.tokens_by_tool.get(name, 0):,}")
+        console.print(tools)
+    largest = Table("#", "kind", "tool", "tokens", "preview", title="Largest items", title_justify="left")
+    for entry in c.largest:
+        largest.add_row(str(entry["index"]), entry["kind"], entry["tool"] or "", f"{entry['tokens']:,}", entry["preview"])
+    console.print(largest)
+
+
+def tokens(file: Path, *, as_json: bool, index: int | None, format_: str | None, tokenizer: str) -> None:
+    estimator = make_estimator(tokenizer)
+    console = Console()
+    for number, conversation in enumerate(_load(file, format_, index)):
+        checks = anchored_errors(conversation, lambda: TokenCounter(estimator))
+        summary = error_summary(checks)
+        if as_json:
+            for check in checks:
+                click.echo(json.dumps({"step": check.step, "estimate": check.estimate, "reported": check.reported}))
+            click.echo(json.dumps({"summary": True, "conversation": number if index is None else index, **summary}))
+            continue
+        table = Table("step", "estimate", "reported", "error", title=f"{file} conversation {number}", title_justify="left")
+        for check in checks:
+            table.add_row(str(check.step), f"{check.estimate:,}", f"{check.reported:,}", f"{check.error:+.2%}")
+        console.print(table)
+        if summary["requests"]:
+            console.print(
+                f"{summary['requests']} requests: median |error| {summary['median_abs_error']:.2%}, "
+                f"p95 {summary['p95_abs_error']:.2%} ({estimator.text.name}, anchored on reported usage)"
+            )
+        else:
+            console.print("no recorded usage in this conversation: nothing to compare")

@@ -1,0 +1,85 @@
+"""What fills a conversation: items and tokens by kind and by tool, the largest items.
+
+This is the model behind ``contextfold inspect``; it takes the per-item token
+counter as an argument so that the same report works with the estimator or
+an exact tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conversation import Conversation, Item
+
+LARGEST = 5
+"""How many of the largest items the report lists."""
+
+
+@dataclass
+class Composition:
+    """Counts of one conversation. Token figures come from the counter passed in."""
+
+    items: int
+    tool_calls: int
+    tool_results: int
+    error_results: int
+    header_tokens: int
+    items_by_kind: dict[str, int] = field(default_factory=dict)
+    tokens_by_kind: dict[str, int] = field(default_factory=dict)
+    calls_by_tool: dict[str, int] = field(default_factory=dict)
+    tokens_by_tool: dict[str, int] = field(default_factory=dict)
+    largest: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.header_tokens + sum(self.tokens_by_kind.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["total_tokens"] = self.total_tokens
+        return out
+
+
+def _describe(index: int, item: Item, tokens: int) -> dict[str, Any]:
+    result = item.tool_result
+    label = result.tool_name if result is not None else None
+    preview = item.text.replace("\n", " ")[:80]
+    return {"index": index, "id": item.id, "kind": item.kind, "tool": label, "tokens": tokens, "preview": preview}
+
+
+def compose(conversation: Conversation, count_item: Callable[[Item], int], count_header: Callable[[Conversation], int]) -> Composition:
+    """Tally ``conversation`` with ``count_item`` tokens per item."""
+    items_by_kind: Counter[str] = Counter()
+    tokens_by_kind: Counter[str] = Counter()
+    calls_by_tool: Counter[str] = Counter()
+    tokens_by_tool: Counter[str] = Counter()
+    sized: list[tuple[int, int, Item]] = []
+    results = errors = 0
+    for index, item in enumerate(conversation):
+        tokens = count_item(item)
+        items_by_kind[item.kind] += 1
+        tokens_by_kind[item.kind] += tokens
+        for call in item.tool_calls:
+            calls_by_tool[call.name] += 1
+        result = item.tool_result
+        if result is not None:
+            results += 1
+            errors += bool(result.is_error)
+            tokens_by_tool[result.tool_name or "?"] += tokens
+        sized.append((tokens, index, item))
+    sized.sort(key=lambda t: (-t[0], t[1]))
+    return Composition(
+        items=len(conversation),
+        tool_calls=sum(calls_by_tool.values()),
+        tool_results=results,
+        error_results=errors,
+        header_tokens=count_header(conversation),
+        items_by_kind=dict(items_by_kind),
+        tokens_by_kind=dict(tokens_by_kind),
+        calls_by_tool=dict(calls_by_tool.most_common()),
+        tokens_by_tool=dict(tokens_by_tool.most_common()),
+        largest=[_describe(index, item, tokens) for tokens, index, item in sized[:LARGEST]],
+    )
