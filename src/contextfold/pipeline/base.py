@@ -1,0 +1,148 @@
+"""What every stage shares: the policy (every knob), the budget it works within, the events it reports.
+
+A stage is a plain function ``(Conversation, Budget) -> (Conversation, list[Event])``.
+It never mutates its input, never splits a round, and never touches the
+header; it reports every item it changed in an :class:`Event`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..conversation import Conversation, Item
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens; the defaults are Claude Sonnet's list prices.
+
+    Only the ratios matter for deciding whether a compaction pays: a cached
+    prefix is read at a tenth of the input price and written at 1.25 times it.
+    """
+
+    input_per_mtok: float = 3.0
+    cache_write_per_mtok: float = 3.75
+    cache_read_per_mtok: float = 0.30
+    output_per_mtok: float = 15.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Every knob of the pipeline, each with its unit in its name.
+
+    The defaults follow what production agents ship with (Claude Code's
+    compaction, the observation-masking results on SWE-bench agents), tuned
+    where the corpus replays showed a better setting.
+    """
+
+    # persist: oversized outputs go to disk, a preview stays
+    persist_max_chars: int = 30_000
+    persist_max_tokens: int = 25_000
+    preview_head_chars: int = 2_000
+    preview_tail_chars: int = 1_000
+    # truncate: a hard cap on any one tool output
+    truncate_max_chars: int = 50_000
+    # budget: older outputs get a smaller budget as the window fills
+    budget_steps: tuple[tuple[float, int], ...] = ((0.5, 30_000), (0.7, 15_000))
+    budget_keep_recent_rounds: int = 3
+    # snip: superseded outputs become a placeholder
+    snip_keep_search_results: int = 3
+    # clear / mask: old outputs cleared, in one batch, when it pays
+    clear_keep_recent_rounds: int = 3
+    clear_min_savings_tokens: int = 20_000
+    cache_ttl_s: float = 300.0
+    exclude_tools: tuple[str, ...] = ()
+    mask_window_rounds: int | None = None  # set to enable observation masking (10 in the literature)
+    # summarize: at a turn boundary, over the trigger
+    trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
+    trigger_fraction: float | None = None  # or a fraction of the window
+    tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
+    summary_target_tokens: int = 4_000
+    restore_max_files: int = 5
+    restore_file_tokens: int = 5_000
+    restore_total_tokens: int = 50_000
+    # economics: change the cached prefix only when the reads it saves outweigh rewriting it
+    prices: Prices = field(default_factory=Prices)
+    min_horizon_requests: int = 8
+    max_horizon_requests: int = 200
+    # guards
+    max_consecutive_failures: int = 3
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something a stage (or the facade) did, with what it touched and what it saved.
+
+    ``items`` are the ids of the items changed, removed or added; token
+    figures are for the whole request before and after.
+    """
+
+    stage: str
+    action: str
+    items: tuple[str, ...] = ()
+    tokens_before: int = 0
+    tokens_after: int = 0
+    detail: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "action": self.action,
+            "items": list(self.items),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "detail": self.detail,
+            "data": dict(self.data),
+        }
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a stage may spend, and the facts it needs to decide.
+
+    ``count`` measures a whole request in tokens (anchored on reported usage
+    when the facade has some); ``count_item`` measures one item.
+    ``new_from`` is the index of the first item no stage has seen yet, so
+    per-item stages only look at what is new. ``idle_s`` is the time since the
+    previous request (``None`` when unknown: the cache is assumed warm).
+    """
+
+    policy: Policy
+    window_tokens: int
+    trigger_tokens: int
+    count: Callable[[Conversation], int]
+    count_item: Callable[[Item], int]
+    new_from: int = 0
+    requests_sent: int = 0
+    idle_s: float | None = None
+    now_s: float | None = None
+    results_dir: Path | None = None
+    at_turn_boundary: bool = True
+    force_summary: bool = False
+    instructions: str | None = None
+
+    @property
+    def cache_cold(self) -> bool:
+        return self.idle_s is not None and self.idle_s > self.policy.cache_ttl_s
+
+    @property
+    def horizon_requests(self) -> int:
+        """How many more requests a change made now is expected to serve.
+
+        Unknown in advance; a session that has run n requests is taken to run
+        about n more (clamped), which is the usual estimate for durations
+        with heavy tails.
+        """
+        p = self.policy
+        return max(p.min_horizon_requests, min(p.max_horizon_requests, self.requests_sent))
+
+
+Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]

@@ -1,0 +1,61 @@
+"""The contract between the replayer and a context strategy.
+
+The replayer walks a recorded session request by request: before each
+recorded assistant reply it hands the strategy what was added since the
+previous request (the previous reply, tool results, user messages) and gets
+back exactly the request the strategy would send. The strategy never sees
+the future of the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..conversation import Conversation, Header, Item
+from ..pipeline.base import Event
+from ..usage import Usage
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request point: ``index`` of the recorded reply it precedes, items new since the last one."""
+
+    number: int
+    index: int
+    new_items: Sequence[Item]
+    time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a strategy sent for one step: the agent's request, and any summarizer requests it made first."""
+
+    request: Conversation
+    summarizer_calls: Sequence[tuple[Conversation, Usage | None]] = ()
+    events: Sequence[Event] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """What every strategy is told about the run: the window, the reply reserve, where to write files."""
+
+    window_tokens: int
+    max_output_tokens: int = 4_096
+    results_dir: str | None = None
+
+
+class Strategy(Protocol):
+    """A context-management strategy under replay."""
+
+    name: str
+
+    def start(self, header: Header) -> None:
+        """Called once, before the first step, with the recording's header."""
+
+    def step(self, step: Step) -> Sent:
+        """The request to send before the reply at ``step.index``."""
+
+    def record_usage(self, usage: Usage) -> None:
+        """What the (simulated) provider reported for the request just sent."""

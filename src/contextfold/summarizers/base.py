@@ -1,0 +1,52 @@
+"""The contract between the pipeline and any summarizer.
+
+A summarizer turns a span of conversation into one text. The pipeline decides
+what span and how long; the summarizer knows nothing of thresholds. A span may
+begin with an earlier summary: its ``Summary.extra["state"]`` (written by the
+summarizer that made it) lets the next summary carry every fact forward
+instead of re-summarizing a summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..conversation import Conversation, Header, Item
+from ..usage import Usage
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What to summarize: ``items`` (a pair-safe span), within ``target_tokens`` as ``count_text`` measures."""
+
+    items: Sequence[Item]
+    header: Header
+    target_tokens: int
+    count_text: Callable[[str], int]
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    """A summary and what it cost.
+
+    ``state`` is structured data the summarizer wants back next time (stored
+    on the summary block). ``calls`` are the model requests it made, with
+    their usage, so replay and stats can count what summarizing cost;
+    ``fallback`` says why another summarizer had to take over, if one did.
+    """
+
+    text: str
+    state: Mapping[str, Any] = field(default_factory=dict)
+    calls: Sequence[tuple[Conversation, Usage | None]] = ()
+    fallback: str | None = None
+
+
+class Summarizer(Protocol):
+    """Anything that can summarize a span; ``name`` appears in events."""
+
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult: ...
