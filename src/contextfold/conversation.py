@@ -389,6 +389,14 @@ class Conversation:
         """A new conversation with the same header (unless given) and these items."""
         return Conversation(items, header or self.header)
 
+    def snapshot(self) -> Conversation:
+        """A copy that later appends to this one leave alone (pointer copies only, no re-linking)."""
+        copy = Conversation.__new__(Conversation)
+        copy.header = self.header
+        copy._items = list(self._items)
+        copy._calls = dict(self._calls)
+        return copy
+
     def call(self, call_id: str) -> ToolCall | None:
         """The tool call with this id, if one was appended."""
         return self._calls.get(call_id)

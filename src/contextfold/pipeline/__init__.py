@@ -1,0 +1,84 @@
+"""The tiered compaction pipeline, cheapest first.
+
+* :data:`CHEAP_STAGES` run on every request, on new items only: an oversized
+  output is persisted or truncated before it is ever sent, so they never
+  break the cached prefix.
+* :data:`BATCH_STAGES` edit the middle of the history (shrink older outputs,
+  snip superseded ones, clear old ones). They are run together, and their
+  combined result is kept only when it pays for rewriting the prefix
+  (:mod:`~contextfold.pipeline.economics`), so the cache breaks at most once
+  per batch and only for a real saving.
+* :func:`compact` summarizes at a turn boundary when the request is over the
+  trigger (or on demand), escalating to a shorter tail, then to per-kind
+  rules, instead of looping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..conversation import Conversation
+from .base import DEFAULT_RULES, Budget, Event, Policy, Prices, Rule, Stage
+from .budget import budget_outputs
+from .clear import clear
+from .persist import persist
+from .selective import selective
+from .snip import snip
+from .summarize import summarize
+from .truncate import truncate
+
+CHEAP_STAGES: tuple[Stage, ...] = (persist, truncate)
+BATCH_STAGES: tuple[Stage, ...] = (budget_outputs, snip, clear)
+DEFAULT_PIPELINE: tuple[Stage, ...] = (*CHEAP_STAGES, *BATCH_STAGES, selective, summarize)
+"""Every stage in the order a request meets them (summarize only at a turn boundary)."""
+
+__all__ = [
+    "BATCH_STAGES",
+    "CHEAP_STAGES",
+    "DEFAULT_PIPELINE",
+    "DEFAULT_RULES",
+    "Budget",
+    "Event",
+    "Policy",
+    "Prices",
+    "Rule",
+    "compact",
+    "run_stages",
+]
+
+
+def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:
+    """Each stage in turn on the previous one's output; all their events."""
+    events: list[Event] = []
+    for stage in stages:
+        conversation, produced = stage(conversation, budget)
+        events.extend(produced)
+    return conversation, events
+
+
+def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
+    """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
+
+    First with the policy's tail, then a quarter of it, then only the last
+    unit; then the per-kind rules on what is left. Returns the result, the
+    events, and whether the target was met.
+    """
+    tail = budget.tail_tokens if budget.tail_tokens is not None else int(budget.policy.tail_fraction * budget.window_tokens)
+    events: list[Event] = []
+    best = conversation
+    for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
+        result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
+        if not produced:
+            break
+        best = result
+        events.extend(produced)
+        if budget.count(result) <= target_tokens:
+            return result, events, True
+        events.append(
+            Event("summarize", "escalated", tokens_before=budget.count(conversation), tokens_after=budget.count(result),
+                  detail=f"attempt {attempt + 1} left {budget.count(result):,} tokens, over {target_tokens:,}")
+        )
+    result, produced = selective(best, budget, target_tokens=target_tokens)
+    events.extend(produced)
+    return result, events, budget.count(result) <= target_tokens

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation, Item
+
+if TYPE_CHECKING:
+    from ..summarizers.base import Summarizer
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,31 @@ class Prices:
     cache_write_per_mtok: float = 3.75
     cache_read_per_mtok: float = 0.30
     output_per_mtok: float = 15.0
+
+
+DROP, TRUNCATE, NONE = "drop", "truncate", "none"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A selective rule: what may happen to one kind of content; lower ``priority`` goes first.
+
+    ``kind`` is one of ``thinking``, ``image``, ``tool_result``, ``assistant_text``;
+    the newest ``keep_recent`` of that kind are spared.
+    """
+
+    kind: str
+    action: str = TRUNCATE
+    keep_recent: int = 0
+    priority: int = 0
+
+
+DEFAULT_RULES = (
+    Rule("thinking", DROP, keep_recent=1, priority=10),
+    Rule("image", TRUNCATE, keep_recent=2, priority=20),
+    Rule("tool_result", TRUNCATE, keep_recent=3, priority=30),
+    Rule("assistant_text", TRUNCATE, keep_recent=5, priority=40),
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +84,8 @@ class Policy:
     cache_ttl_s: float = 300.0
     exclude_tools: tuple[str, ...] = ()
     mask_window_rounds: int | None = None  # set to enable observation masking (10 in the literature)
+    # selective: per-kind rules when the request is still over its target
+    selective_rules: tuple[Rule, ...] = DEFAULT_RULES
     # summarize: at a turn boundary, over the trigger
     trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
     trigger_fraction: float | None = None  # or a fraction of the window
@@ -77,7 +107,9 @@ class Event:
     """Something a stage (or the facade) did, with what it touched and what it saved.
 
     ``items`` are the ids of the items changed, removed or added; token
-    figures are for the whole request before and after.
+    figures are for the whole request before and after. ``calls`` holds the
+    model requests a summarizer made, as ``(Conversation, Usage | None)``
+    pairs, so replay can price them; it is not part of the serialized form.
     """
 
     stage: str
@@ -87,6 +119,7 @@ class Event:
     tokens_after: int = 0
     detail: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
+    calls: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # model requests made (summarizer)
 
     @property
     def saved_tokens(self) -> int:
@@ -113,6 +146,8 @@ class Budget:
     ``new_from`` is the index of the first item no stage has seen yet, so
     per-item stages only look at what is new. ``idle_s`` is the time since the
     previous request (``None`` when unknown: the cache is assumed warm).
+    ``summarizer``, ``count_text`` and ``tail_tokens`` are for the summarize
+    stage.
     """
 
     policy: Policy
@@ -128,6 +163,9 @@ class Budget:
     at_turn_boundary: bool = True
     force_summary: bool = False
     instructions: str | None = None
+    summarizer: Summarizer | None = None
+    tail_tokens: int | None = None  # overrides the policy's tail share (escalation uses it)
+    count_text: Callable[[str], int] | None = None
 
     @property
     def cache_cold(self) -> bool:

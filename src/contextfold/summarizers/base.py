@@ -17,6 +17,15 @@ from ..conversation import Conversation, Header, Item
 from ..usage import Usage
 
 
+SUMMARY_PREAMBLE = (
+    "This session is being continued from an earlier part of the conversation that was compacted "
+    "to fit the context window. The summary below covers that earlier part; the task above and the "
+    "most recent messages below are verbatim. Continue the work from where it stopped, without "
+    "asking the user to repeat anything."
+)
+"""What introduces a summary to the model, in front of the summarizer's text."""
+
+
 @dataclass(frozen=True)
 class SummaryRequest:
     """What to summarize: ``items`` (a pair-safe span), within ``target_tokens`` as ``count_text`` measures."""

@@ -1,0 +1,36 @@
+"""budget: as the window fills, older tool outputs get a smaller allowance.
+
+The allowance steps down with utilization (by default 30,000 characters from
+50 % of the window, 15,000 from 70 %). Outputs of the most recent rounds keep
+their full size: the model is most likely working from them.
+"""
+
+from __future__ import annotations
+
+from ..conversation import Conversation, Item
+from .base import Budget, Event
+from .edits import apply, head_tail, recent_round_start, result_text, tool_items, with_result
+
+STAGE = "budget"
+
+
+def allowance_chars(utilization: float, steps: tuple[tuple[float, int], ...]) -> int | None:
+    """The per-output allowance at this utilization, or ``None`` below the first step."""
+    allowed = None
+    for threshold, chars in sorted(steps):
+        if utilization >= threshold:
+            allowed = chars
+    return allowed
+
+
+def budget_outputs(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    p = budget.policy
+    allowed = allowance_chars(budget.count(conversation) / budget.window_tokens, p.budget_steps)
+    if allowed is None:
+        return conversation, []
+    changes: dict[int, Item] = {}
+    for index, item in tool_items(conversation, range(recent_round_start(conversation, p.budget_keep_recent_rounds))):
+        text = result_text(item)
+        if len(text) > allowed:
+            changes[index] = with_result(item, head_tail(text, allowed * 2 // 3, allowed // 3), STAGE)
+    return apply(conversation, budget, changes, STAGE, "shrunk", f"older outputs cut to {allowed:,} characters")

@@ -1,0 +1,60 @@
+"""clear / mask: outputs older than the most recent rounds are replaced by a placeholder.
+
+Clearing edits the middle of the history, which breaks the provider's prompt
+cache from the first cleared item on. So it clears only when that is cheap
+(the cache has gone cold anyway) or worth it (at least ``min_savings_tokens``
+saved), and then everything eligible at once, so the cached prefix breaks
+once per batch rather than once per turn. Observation masking (a placeholder
+for every output older than M rounds, every turn) is the same stage with
+``mask_window_rounds`` set; it is there to compare with, not the default.
+
+A placeholder keeps the last error line an output reported: what failed is
+the fact an agent most needs later, and it costs one line.
+"""
+
+from __future__ import annotations
+
+from ..actions import error_lines, failed
+from ..conversation import Conversation, Item
+from .base import Budget, Event
+from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
+
+STAGE = "clear"
+
+
+def placeholder(item: Item, tokens: int, stage: str) -> Item:
+    """``item`` with its output replaced by a note of what was there."""
+    result = item.tool_result
+    assert result is not None
+    text = result_text(item)
+    note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
+    if failed(text, result.is_error):
+        lines = error_lines(text)
+        if lines:
+            note += f". It reported: {lines[-1][:300]}"
+    return with_result(item, note + "]", stage, keep_media=False)
+
+
+def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    p = budget.policy
+    masking = p.mask_window_rounds is not None
+    keep = p.mask_window_rounds if masking else p.clear_keep_recent_rounds
+    latest = latest_result_index(conversation.items)
+    changes: dict[int, Item] = {}
+    savings = 0
+    for index in range(recent_round_start(conversation, keep or 0)):
+        item = conversation[index]
+        result = item.tool_result
+        if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:
+            continue
+        tokens = budget.count_item(item)
+        changed = placeholder(item, tokens, "mask" if masking else STAGE)
+        saved = tokens - budget.count_item(changed)
+        if saved > 0:
+            changes[index] = changed
+            savings += saved
+    if not masking and not (budget.cache_cold or savings >= p.clear_min_savings_tokens):
+        return conversation, []
+    action = "masked" if masking else "cleared"
+    why = "cache cold" if budget.cache_cold else f"saves {savings:,} tokens"
+    return apply(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")

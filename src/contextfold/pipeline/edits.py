@@ -1,0 +1,104 @@
+"""Small, shared ways of changing a tool result that every stage uses.
+
+A changed result keeps its item id (it is the same logical output, shown
+differently) and records in ``meta["compacted"]`` which stage changed it, so
+a later stage never re-processes it and the transcript can explain the view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from ..conversation import Conversation, Item, Text
+from .base import Budget, Event
+
+MARK = "[contextfold"
+"""Every placeholder and marker written by a stage starts with this."""
+
+
+def result_text(item: Item) -> str:
+    result = item.tool_result
+    return result.text if result is not None else ""
+
+
+def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True) -> Item:
+    """``item`` (a tool item) with its text output replaced by ``content``, marked as compacted by ``stage``.
+
+    Images and documents in the output stay unless ``keep_media`` is false.
+    """
+    result = item.tool_result
+    assert result is not None, "only tool items have outputs to replace"
+    kept: tuple = ()
+    if keep_media and not isinstance(result.content, str):
+        kept = tuple(b for b in result.content if not isinstance(b, Text))
+    new_content: str | tuple = (Text(content), *kept) if kept else content
+    meta = {**item.meta, "compacted": stage}
+    return replace(item, blocks=(replace(result, content=new_content),), meta=meta)
+
+
+def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "") -> str:
+    """``text`` cut to its head and tail with a marker saying what was left out (unchanged if it fits)."""
+    if len(text) <= head_chars + tail_chars:
+        return text
+    omitted = text[head_chars : len(text) - tail_chars]
+    marker = f"\n{MARK}: {len(omitted):,} characters, {omitted.count(chr(10)):,} lines omitted{note}]\n"
+    return text[:head_chars] + marker + (text[-tail_chars:] if tail_chars else "")
+
+
+PLACEHOLDER_STAGES = frozenset({"snip", "clear", "mask"})
+"""Stages that replace an output by a one-line placeholder: nothing is left to shrink."""
+
+
+def is_compacted(item: Item) -> bool:
+    return "compacted" in item.meta
+
+
+def is_placeholder(item: Item) -> bool:
+    return item.meta.get("compacted") in PLACEHOLDER_STAGES
+
+
+def recent_round_start(conversation: Conversation, keep_rounds: int) -> int:
+    """Index of the first item of the ``keep_rounds`` most recent rounds (``len`` when 0)."""
+    if keep_rounds <= 0:
+        return len(conversation)
+    rounds = conversation.rounds()
+    if len(rounds) <= keep_rounds:
+        return rounds[0].start if rounds else len(conversation)
+    return rounds[-keep_rounds].start
+
+
+def latest_result_index(items: Sequence[Item]) -> int | None:
+    """Index of the most recent tool result: never cleared, whatever a stage decides."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index].role == "tool":
+            return index
+    return None
+
+
+def apply(
+    conversation: Conversation,
+    budget: Budget,
+    changes: dict[int, Item],
+    stage: str,
+    action: str,
+    detail: str,
+) -> tuple[Conversation, list[Event]]:
+    """Swap the changed items in, measure before and after, and describe it in one event."""
+    if not changes:
+        return conversation, []
+    before = budget.count(conversation)
+    items = list(conversation.items)
+    for index, item in changes.items():
+        items[index] = item
+    changed = conversation.with_items(items)
+    after = budget.count(changed)
+    ids = tuple(items[i].id for i in sorted(changes))
+    return changed, [Event(stage, action, ids, before, after, detail)]
+
+
+def tool_items(conversation: Conversation, indices: Iterable[int]) -> Iterable[tuple[int, Item]]:
+    for index in indices:
+        item = conversation[index]
+        if item.role == "tool":
+            yield index, item

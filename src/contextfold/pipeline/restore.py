@@ -1,0 +1,83 @@
+"""restore: after a summary, put back what the agent was just working with.
+
+A summary says which files were read and edited; the agent usually needs
+their contents again at once. Claude Code re-reads the most recently used
+files after compacting; here the latest content each file had in the
+summarized span is restored (capped per file and in all), with the latest
+todo or plan state, unless the kept tail already shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from ..actions import EDIT, READ, TODO, classify
+from ..conversation import Item, Text, ToolCall
+from .edits import MARK, head_tail, is_placeholder
+
+CHARS_PER_TOKEN = 4
+"""Used only to turn a token cap into a character cut; the result is measured afterwards."""
+
+
+def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
+    """``(path, latest read content or None, edited after that read)`` newest first, one entry per path."""
+    seen: dict[str, tuple[str | None, bool]] = {}
+    order: list[str] = []
+    for item in reversed(span):
+        result = item.tool_result
+        if result is None:
+            continue
+        action = classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
+        for path in action.paths:
+            if path not in seen:
+                seen[path] = (None, False)
+                order.append(path)
+            content, edited = seen[path]
+            if action.kind == EDIT and content is None:
+                seen[path] = (None, True)
+            elif action.kind == READ and content is None and not is_placeholder(item):
+                seen[path] = (result.text, edited)
+    return [(path, *seen[path]) for path in order]
+
+
+def _latest_todo(span: Sequence[Item]) -> str | None:
+    for item in reversed(span):
+        for call in item.tool_calls:
+            if classify(call).kind == TODO:
+                return json.dumps(dict(call.arguments), ensure_ascii=False, indent=1)
+    return None
+
+
+def restored_item(
+    span: Sequence[Item],
+    tail: Sequence[Item],
+    *,
+    max_files: int,
+    file_tokens: int,
+    total_tokens: int,
+    count_text: Callable[[str], int],
+) -> Item | None:
+    """One user item with the recent files and the todo state, or ``None`` when nothing needs restoring."""
+    tail_actions = [classify(call) for item in tail for call in item.tool_calls]
+    visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
+    sections: list[str] = []
+    spent = 0
+    for path, content, edited in _files(span):
+        if len(sections) >= max_files or content is None or path in visible:
+            continue
+        body = head_tail(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3)
+        cost = count_text(body)
+        if spent + cost > total_tokens:
+            continue
+        spent += cost
+        stale = " (edited after this read: check the current version before relying on it)" if edited else ""
+        sections.append(f"### {path}{stale}\n{body}")
+    if not any(action.kind == TODO for action in tail_actions):
+        todo = _latest_todo(span)
+        if todo is not None and spent + count_text(todo) <= total_tokens:
+            sections.append(f"### Current todo list\n{todo}")
+    if not sections:
+        return None
+    text = f"{MARK}: files and state restored after compaction, as last seen]\n\n" + "\n\n".join(sections)
+    return Item("user", (Text(text),), meta={"restored": True})

@@ -1,0 +1,109 @@
+"""selective: per-kind rules that shed tokens, lowest priority first, until the target is met.
+
+The last resort before (or instead of) a summary: each rule names a kind of
+content and what may happen to it (DROP, TRUNCATE, or NONE), sparing the
+newest ``keep_recent``. DROP removes thinking blocks; for the other kinds it
+acts as TRUNCATE, because removing a tool result (or the text of a tool-call
+turn) outright would split a round: images become a note, tool results a
+placeholder, long assistant text its head and tail. Rules run in priority order, lowest first, and the
+request is measured again after each; the stage stops as soon as it fits.
+The system prompt, pinned items, summaries and the task are never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+from ..conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
+from .base import NONE, Budget, Event, Rule
+from .clear import placeholder
+from .edits import MARK, head_tail, is_placeholder, latest_result_index
+
+STAGE = "selective"
+ASSISTANT_TEXT_KEEP_CHARS = 600
+
+
+def _without_thinking(item: Item) -> Item | None:
+    blocks = tuple(b for b in item.blocks if not isinstance(b, (Thinking, RedactedThinking)))
+    return None if len(blocks) == len(item.blocks) else replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+
+
+def _without_images(item: Item) -> Item | None:
+    if item.role == "tool":
+        result = item.tool_result
+        if result is None or isinstance(result.content, str) or not any(isinstance(b, Image) for b in result.content):
+            return None
+        content = tuple(Text(f"{MARK}: image removed]") if isinstance(b, Image) else b for b in result.content)
+        return replace(item, blocks=(replace(result, content=content),), meta={**item.meta, "compacted": STAGE})
+    if not any(isinstance(b, Image) for b in item.blocks):
+        return None
+    blocks = tuple(Text(f"{MARK}: image removed]") if isinstance(b, Image) else b for b in item.blocks)
+    return replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+
+
+def _shorter_text(item: Item) -> Item | None:
+    if item.role != "assistant":
+        return None
+    blocks = tuple(
+        Text(head_tail(b.text, ASSISTANT_TEXT_KEEP_CHARS // 2, ASSISTANT_TEXT_KEEP_CHARS // 2), b.extra)
+        if isinstance(b, Text) and len(b.text) > ASSISTANT_TEXT_KEEP_CHARS
+        else b
+        for b in item.blocks
+    )
+    return None if blocks == item.blocks else replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+
+
+def _candidates(conversation: Conversation, rule: Rule, budget: Budget) -> Iterator[tuple[int, Callable[[], Item | None]]]:
+    """Indices this rule may touch (oldest first, sparing the newest ``keep_recent``) and how."""
+    if rule.action == NONE:
+        return
+    items = conversation.items
+    latest = latest_result_index(items)
+    if rule.kind == "tool_result":
+        indices = [i for i, it in enumerate(items) if it.role == "tool" and i != latest and not is_placeholder(it)]
+        make = {i: (lambda it=items[i]: placeholder(it, budget.count_item(it), STAGE)) for i in indices}
+    elif rule.kind == "thinking":
+        indices = [i for i, it in enumerate(items) if any(isinstance(b, (Thinking, RedactedThinking)) for b in it.blocks)]
+        make = {i: (lambda it=items[i]: _without_thinking(it)) for i in indices}
+    elif rule.kind == "image":
+        indices = [i for i, it in enumerate(items) if it.kind in ("user", "tool_result", "assistant", "tool_call")]
+        make = {i: (lambda it=items[i]: _without_images(it)) for i in indices}
+    elif rule.kind == "assistant_text":
+        indices = [i for i, it in enumerate(items) if it.role == "assistant"]
+        make = {i: (lambda it=items[i]: _shorter_text(it)) for i in indices}
+    else:
+        return
+    spared = len(indices) - rule.keep_recent
+    for index in indices[: max(spared, 0)]:
+        yield index, make[index]
+
+
+def selective(
+    conversation: Conversation, budget: Budget, target_tokens: int | None = None
+) -> tuple[Conversation, list[Event]]:
+    target = target_tokens if target_tokens is not None else budget.trigger_tokens
+    rules = budget.policy.selective_rules
+    before = budget.count(conversation)
+    if before <= target:
+        return conversation, []
+    events: list[Event] = []
+    current, tokens = conversation, before
+    for rule in sorted(rules, key=lambda r: r.priority):
+        items = list(current.items)
+        touched: list[str] = []
+        for index, make in _candidates(current, rule, budget):
+            changed = make()
+            if changed is None:
+                continue
+            items[index] = changed
+            touched.append(changed.id)
+        if not touched:
+            continue
+        current = current.with_items(items)
+        after = budget.count(current)
+        events.append(Event(STAGE, f"{rule.action}:{rule.kind}", tuple(touched), tokens, after, f"priority {rule.priority}"))
+        tokens = after
+        if tokens <= target:
+            break
+    return current, events

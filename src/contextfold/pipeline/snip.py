@@ -1,0 +1,73 @@
+"""snip: outputs that later steps made stale become a one-line placeholder.
+
+A read of a file is superseded when the file was edited afterwards, or read
+again in full or with the very same arguments; search results are
+superseded beyond the newest few. The call itself stays, so the model sees
+what it did and can run it again.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..actions import EDIT, READ, SEARCH, Action, classify
+from ..conversation import Conversation, Item, ToolCall
+from .base import Budget, Event
+from .edits import MARK, apply, is_placeholder, latest_result_index, with_result
+
+STAGE = "snip"
+
+
+def _signature(item: Item) -> tuple[Action, str] | None:
+    result = item.tool_result
+    if result is None:
+        return None
+    arguments = json.dumps(result.arguments or {}, sort_keys=True)
+    return classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {})), arguments
+
+
+def _is_full_read(action: Action) -> bool:
+    command = action.command or ""
+    return action.kind == READ and (not command or command.lstrip().startswith("cat "))
+
+
+def superseded(conversation: Conversation, keep_searches: int) -> dict[int, str]:
+    """``{index: why}`` of every output a later step made stale (scanning newest first)."""
+    stale: dict[int, str] = {}
+    edited_later: set[str] = set()
+    full_read_later: set[str] = set()
+    seen_reads: set[str] = set()
+    searches = 0
+    for index in range(len(conversation) - 1, -1, -1):
+        signature = _signature(conversation[index])
+        if signature is None:
+            continue
+        action, arguments = signature
+        if action.kind == EDIT:
+            edited_later.update(action.paths)
+        elif action.kind == READ and action.paths:
+            key = f"{conversation[index].tool_result.tool_name}:{arguments}"  # type: ignore[union-attr]
+            path = action.paths[0]
+            if path in edited_later:
+                stale[index] = f"{path} was edited afterwards"
+            elif path in full_read_later or key in seen_reads:
+                stale[index] = f"{path} was read again afterwards"
+            seen_reads.add(key)
+            if _is_full_read(action):
+                full_read_later.add(path)
+        elif action.kind == SEARCH:
+            searches += 1
+            if searches > keep_searches:
+                stale[index] = f"an older search; {keep_searches} newer ones are kept"
+    return stale
+
+
+def snip(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    latest = latest_result_index(conversation.items)
+    changes: dict[int, Item] = {}
+    for index, why in superseded(conversation, budget.policy.snip_keep_search_results).items():
+        item = conversation[index]
+        if index == latest or is_placeholder(item):
+            continue
+        changes[index] = with_result(item, f"{MARK}: output snipped, superseded: {why}]", STAGE, keep_media=False)
+    return apply(conversation, budget, changes, STAGE, "snipped", f"{len(changes)} superseded outputs")

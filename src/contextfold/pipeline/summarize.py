@@ -1,0 +1,77 @@
+"""summarize: everything between the task and a pair-safe cut becomes one summary.
+
+Runs at a turn boundary only. The task (the first user message) stays first,
+verbatim; the span after it up to the cut chosen by :mod:`contextfold.boundary`
+is replaced by a summary injected as a user message (never into the system
+prompt, so the cached system and tools stay valid); then
+:mod:`~contextfold.pipeline.restore` puts back the files the agent was using;
+then the recent tail follows verbatim. An earlier summary in the span is
+summarized again with its structured state, so facts carry forward.
+"""
+
+from __future__ import annotations
+
+from ..boundary import choose_cut
+from ..conversation import Conversation, Item, Summary
+from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
+from .base import Budget, Event
+from .restore import restored_item
+
+STAGE = "summarize"
+
+
+def task_index(conversation: Conversation) -> int | None:
+    """Index of the task: the first user item, if no assistant turn comes before it."""
+    for index, item in enumerate(conversation.items):
+        if item.role == "assistant":
+            return None
+        if item.role == "user" and not item.meta.get("summary") and not item.meta.get("restored"):
+            return index
+    return None
+
+
+def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    summarizer = budget.summarizer
+    if summarizer is None or budget.count_text is None:
+        return conversation, []
+    p = budget.policy
+    task = task_index(conversation)
+    start = task + 1 if task is not None else 0
+    tail_budget = budget.tail_tokens if budget.tail_tokens is not None else int(p.tail_fraction * budget.window_tokens)
+    cut = choose_cut(conversation, start=start, tail_budget_tokens=tail_budget, count_item=budget.count_item)
+    if cut is None:
+        return conversation, []
+    items = list(conversation.items)
+    span = [item for item in items[start : cut.index] if not item.meta.get("restored")]
+    tail = items[cut.index :]
+    target = min(p.summary_target_tokens, max(budget.window_tokens // 10, 500))
+    result = summarizer.summarize(
+        SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
+    )
+    block = Summary(f"{SUMMARY_PREAMBLE}\n\n{result.text}", covers=len(span), extra={"state": dict(result.state)})
+    summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
+    restore_cap = min(p.restore_total_tokens, budget.window_tokens // 10)
+    restored = restored_item(
+        span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
+        count_text=budget.count_text,
+    )
+    kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
+    summarized = conversation.with_items(kept)
+    before, after = budget.count(conversation), budget.count(summarized)
+    data = {
+        "boundary": cut.index,
+        "score": round(cut.score, 3),
+        "reasons": list(cut.reasons),
+        "summarizer": summarizer.name,
+        "span_items": len(span),
+        "span_tokens": sum(budget.count_item(item) for item in span),
+        "summary_tokens": budget.count_item(summary_item),
+        "restored_tokens": budget.count_item(restored) if restored is not None else 0,
+        "fallback": result.fallback,
+        "instructions": budget.instructions,
+    }
+    event = Event(
+        STAGE, "summarized", tuple(item.id for item in span), before, after,
+        f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})", data, tuple(result.calls),
+    )
+    return summarized, [event]

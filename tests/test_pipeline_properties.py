@@ -1,0 +1,145 @@
+"""The whole pipeline, every stage forced to fire, on generated agent sessions: every request stays valid.
+
+Sessions have parallel tool calls, thinking blocks with signatures, images,
+error results, empty outputs and outputs large enough to persist. They are fed
+to a :class:`Context` step by step, as an agent loop would, with a policy that
+makes every stage fire, and each request is read back with the provider's
+adapter and checked: every call answered, no orphan result, the header and
+the task message intact.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextfold.adapters.anthropic import from_anthropic
+from contextfold.adapters.openai_chat import from_openai
+from contextfold.adapters.openai_responses import from_responses
+from contextfold.context import Context
+from contextfold.conversation import Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
+from contextfold.pipeline.base import Policy
+
+SYSTEM = "You are a coding agent. Use the tools."
+TASK = "Fix the rounding bug in src/shop/tax.py (issue #42) and keep tests green."
+TOOLS = tuple(ToolSpec(n, f"the {n} tool", {"type": "object", "properties": {}}) for n in ("read_file", "edit_file", "bash", "grep"))
+HEADER = Header(system=(Item("system", (Text(SYSTEM),)),), tools=TOOLS)
+FORCING = Policy(
+    persist_max_chars=300,
+    preview_head_chars=60,
+    preview_tail_chars=30,
+    truncate_max_chars=400,
+    budget_steps=((0.0, 200),),
+    budget_keep_recent_rounds=1,
+    snip_keep_search_results=0,
+    clear_keep_recent_rounds=1,
+    clear_min_savings_tokens=0,
+    trigger_tokens=600,
+    tail_fraction=0.1,
+    summary_target_tokens=300,
+    min_horizon_requests=1_000,
+)
+VARIANTS = (
+    FORCING,
+    replace(FORCING, persist_max_chars=10**9, persist_max_tokens=10**9),  # truncate fires instead of persist
+    replace(FORCING, trigger_tokens=150),  # a summary cannot get under this: escalation reaches selective
+)
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+fired: Counter[str] = Counter()
+
+words = st.text(alphabet="abcdefghij klmnop\n_/.0123456789", min_size=0, max_size=40)
+paths = st.sampled_from(["src/shop/tax.py", "src/shop/cart.py", "tests/test_tax.py", "README.md"])
+
+
+@st.composite
+def call_and_output(draw, ids: itertools.count, images: bool) -> tuple[ToolCall, ToolResult]:
+    cid = f"call_{next(ids)}"
+    kind = draw(st.sampled_from(["read_file", "edit_file", "bash", "grep"]))
+    if kind in ("read_file", "edit_file"):
+        arguments = {"path": draw(paths)}
+    elif kind == "bash":
+        arguments = {"command": draw(st.sampled_from(["pytest -q", "cat src/shop/tax.py", "ls", "pip install x"]))}
+    else:
+        arguments = {"pattern": draw(words)}
+    shape = draw(st.sampled_from(["text", "big", "empty", "error", "image"] if images else ["text", "big", "empty", "error"]))
+    content: str | tuple = draw(words)
+    is_error = None
+    if shape == "big":
+        content = "output line\n" * draw(st.integers(40, 400))
+    elif shape == "empty":
+        content = ""
+    elif shape == "error":
+        content, is_error = "Traceback (most recent call last):\nValueError: bad total\n" + draw(words), True
+    elif shape == "image":
+        content = (Text("screenshot"), Image(data=PIXEL, media_type="image/png"))
+    return ToolCall(cid, kind, arguments), ToolResult(cid, content, is_error)
+
+
+@st.composite
+def sessions(draw, images: bool = True) -> list[list[Item]]:
+    """Steps of a session: each a list of items the agent loop adds before its next request.
+
+    Chat Completions tool messages carry only text, so sessions for it have no images in outputs.
+    """
+    ids = itertools.count()
+    steps: list[list[Item]] = [[Item("user", (Text(TASK),))]]
+    for _ in range(draw(st.integers(1, 10))):
+        pairs = [draw(call_and_output(ids, images)) for _ in range(draw(st.integers(1, 3)))]
+        blocks: list = []
+        if draw(st.booleans()):
+            blocks.append(Thinking(draw(words), signature="sig"))
+        if draw(st.booleans()):
+            blocks.append(Text(draw(words) or "working"))
+        blocks.extend(call for call, _ in pairs)
+        step = [Item("assistant", tuple(blocks))]
+        step += [Item("tool", (result,)) for _, result in draw(st.permutations(pairs))]
+        if draw(st.integers(0, 3)) == 0:
+            step.append(Item("user", (Text(draw(words) or "continue"),)))
+        steps.append(step)
+    return steps
+
+
+def read_back(request: dict, provider: str):
+    if provider == "anthropic":
+        return from_anthropic(request["messages"], system=request["system"], tools=request["tools"])
+    if provider == "openai":
+        return from_openai(request["messages"], tools=request["tools"])
+    return from_responses(request["input"], tools=request["tools"])
+
+
+@settings(max_examples=1_000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    st.sampled_from(["anthropic", "openai", "responses"]).flatmap(lambda p: st.tuples(st.just(p), sessions(p != "openai"))),
+    st.integers(0, 2),
+    st.sampled_from(VARIANTS),
+)
+@pytest.mark.filterwarnings("ignore::contextfold.LossyConversion")
+def test_every_request_is_valid_with_every_stage_forced(provider_and_steps, cold_every, policy) -> None:
+    provider, steps = provider_and_steps
+    clock = itertools.count(0, 400 if cold_every == 1 else 10)  # some sessions see a cold cache every step
+    context = Context(window_tokens=3_000, policy=policy, provider=provider, clock=lambda: float(next(clock)),
+                      results_dir=Path("/tmp/contextfold-test-results"))
+    context.set_header(HEADER)
+    for step in steps:
+        context.add(step)
+        request = context.prepare()
+        conversation = read_back(request, provider)
+        assert conversation.validate() == [], "a request with an unanswered call or an orphan result"
+        assert conversation.header.system_text == SYSTEM
+        assert [t.name for t in conversation.header.tools] == [t.name for t in TOOLS]
+        first_user = next(i for i in conversation if i.role == "user")
+        assert TASK in first_user.text, "the task message is gone or changed"
+    fired.update(e.stage for e in context.events if e.items)
+    assert not [e for e in context.events if e.stage == "invariants"], "a stage produced an invalid view"
+
+
+def test_the_forcing_policy_really_fires_every_stage() -> None:
+    """Runs after the property test (same module, file order): each stage fired somewhere."""
+    assert {"persist", "truncate", "budget", "snip", "clear", "selective", "summarize"} <= set(fired), fired

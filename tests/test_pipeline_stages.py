@@ -1,0 +1,222 @@
+"""Each compaction stage on its own: what it changes, what it must leave alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from contextfold import conversation as c
+from contextfold.boundary import choose_cut
+from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, ToolSpec
+from contextfold.pipeline import compact
+from contextfold.pipeline.base import Budget, Policy
+from contextfold.pipeline.budget import allowance_chars, budget_outputs
+from contextfold.pipeline.clear import clear
+from contextfold.pipeline.economics import first_change, verdict
+from contextfold.pipeline.persist import persist
+from contextfold.pipeline.selective import selective
+from contextfold.pipeline.snip import snip, superseded
+from contextfold.pipeline.summarize import summarize
+from contextfold.pipeline.truncate import truncate
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.tokens import Estimator
+
+EST = Estimator()
+HEADER = Header(system=(Item("system", (Text("You are careful."),)),), tools=(ToolSpec("bash", "run"),))
+
+
+def make_budget(policy: Policy | None = None, **kw: object) -> Budget:
+    defaults: dict = dict(
+        policy=policy or Policy(), window_tokens=10_000, trigger_tokens=5_000, count=EST.conversation,
+        count_item=EST.item, summarizer=ExtractiveSummarizer(), count_text=EST.text,
+    )
+    defaults.update(kw)
+    return Budget(**defaults)
+
+
+def bash(cid: str, command: str) -> Item:
+    return c.assistant("", [ToolCall(cid, "bash", {"command": command})])
+
+
+def session(*rounds: tuple[str, str], task: str = "Fix src/app.py") -> Conversation:
+    items = [c.user(task)]
+    for k, (command, output) in enumerate(rounds):
+        items += [bash(f"c{k}", command), c.tool(f"c{k}", output)]
+    return Conversation(items, HEADER)
+
+
+def test_persist_writes_owner_only_file_named_by_id_and_leaves_a_preview(tmp_path: Path) -> None:
+    big = "line of output\n" * 5_000
+    conv = session(("cat big.log", big))
+    out, events = persist(conv, make_budget(results_dir=tmp_path / "results"))
+    path = tmp_path / "results" / f"{conv[2].id}.txt"
+    assert path.read_text() == big
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    preview = out[2].text
+    assert str(path) in preview and preview.startswith("line of output") and len(preview) < 4_000
+    assert out[2].id == conv[2].id and out.validate() == []
+    assert [e.action for e in events] == ["persisted"] and events[0].saved_tokens > 10_000
+
+
+def test_persist_degrades_to_a_preview_when_the_disk_fails(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    conv = session(("cat big.log", "x" * 40_000))
+    out, events = persist(conv, make_budget(results_dir=blocker / "sub"))
+    assert len(out[2].text) < 4_000
+    assert {e.action for e in events} == {"persisted", "disk_failed"}
+
+
+def test_persist_describes_base64_payloads() -> None:
+    payload = "iVBORw0KGgo" + "A" * 60_000
+    out, _ = persist(session(("screenshot", payload)), make_budget())
+    assert "base64 payload" in out[2].text and "PNG image" in out[2].text
+
+
+def test_cheap_stages_only_look_at_new_items() -> None:
+    conv = session(("cat a", "y" * 60_000), ("cat b", "z" * 60_000))
+    out, _ = truncate(conv, make_budget(new_from=3))
+    assert out[2] is conv[2] and len(out[4].text) < 51_000
+
+
+def test_truncate_keeps_head_and_tail_with_a_marker() -> None:
+    text = "HEAD" + "m" * 100_000 + "TAIL"
+    out, events = truncate(session(("cat x", text)), make_budget())
+    kept = out[2].text
+    assert kept.startswith("HEAD") and kept.endswith("TAIL") and "characters" in kept and len(kept) < 51_000
+    assert events[0].stage == "truncate"
+
+
+def test_budget_steps_down_with_utilization() -> None:
+    assert allowance_chars(0.4, Policy().budget_steps) is None
+    assert allowance_chars(0.55, Policy().budget_steps) == 30_000
+    assert allowance_chars(0.9, Policy().budget_steps) == 15_000
+    conv = session(*[(f"cat f{k}", "w " * 20_000) for k in range(5)])
+    out, _ = budget_outputs(conv, make_budget(window_tokens=60_000, policy=Policy(budget_steps=((0.5, 1_000),))))
+    sizes = [len(out[i].text) for i in range(2, len(out), 2)]
+    assert all(s < 1_100 for s in sizes[:2]) and all(s == 40_000 for s in sizes[2:])  # the 3 recent rounds keep theirs
+
+
+def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
+    conv = session(
+        ("cat src/app.py", "old content"),
+        ("sed -i 's/a/b/' src/app.py", ""),
+        ("cat src/app.py", "new content"),
+        ("grep -rn foo .", "hits 1"),
+        ("grep -rn bar .", "hits 2"),
+    )
+    assert superseded(conv, keep_searches=1) == {2: "src/app.py was edited afterwards", 8: "an older search; 1 newer ones are kept"}
+    out, events = snip(conv, make_budget(policy=Policy(snip_keep_search_results=1)))
+    assert "superseded" in out[2].text and out[1] is conv[1]
+    assert out[6].text == "new content" and out.validate() == []
+    assert set(events[0].items) == {conv[2].id, conv[8].id}
+
+
+def test_clear_waits_for_a_cold_cache_or_a_large_saving() -> None:
+    conv = session(*[(f"python t{k}.py", f"out {k} " * 300) for k in range(8)])
+    policy = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=100_000)
+    unchanged, events = clear(conv, make_budget(policy=policy, idle_s=10))
+    assert unchanged is conv and events == []
+    cold, events = clear(conv, make_budget(policy=policy, idle_s=3_600))
+    cleared = [i for i in range(len(cold)) if "cleared" in cold[i].text]
+    assert cleared == [2, 4, 6, 8, 10]  # all but the three recent rounds, in one batch
+    assert len(events) == 1 and cold.validate() == []
+
+
+def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never_cleared() -> None:
+    conv = session(("pytest", "collected 3\n" + "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"), ("ls", "a b"))
+    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    assert "1 failed" in out[2].text and "cleared" in out[2].text
+    assert out[4].text == "a b"
+
+
+def test_mask_mode_masks_every_turn_regardless_of_savings() -> None:
+    conv = session(*[(f"echo {k}", f"o{k} " * 100) for k in range(5)])
+    out, events = clear(conv, make_budget(policy=Policy(mask_window_rounds=2, clear_min_savings_tokens=10**9)))
+    assert events and events[0].action == "masked" and "cleared" in out[2].text and out[8].text.startswith("o3")
+
+
+def test_selective_applies_rules_lowest_priority_first_and_stops_when_it_fits() -> None:
+    items = [c.user("task")]
+    for k in range(6):
+        items += [Item("assistant", (c.Thinking("deep " * 400, "sig"), ToolCall(f"c{k}", "bash", {}))), c.tool(f"c{k}", "r " * 500)]
+    conv = Conversation(items, HEADER)
+    total = EST.conversation(conv)
+    out, events = selective(conv, make_budget(), target_tokens=total - 1_000)
+    assert [e.action for e in events] == ["drop:thinking"]
+    assert out.validate() == [] and EST.conversation(out) <= total - 1_000
+    assert any(isinstance(b, c.Thinking) for b in out[-2].blocks)  # the newest thinking is kept
+
+
+def test_boundary_never_splits_a_round_and_prefers_a_cut_before_a_user_message() -> None:
+    conv = session(*[(f"echo {k}", "x " * 200) for k in range(6)])
+    items = list(conv.items)
+    items.insert(7, c.user("also check the docs"))
+    conv = Conversation(items, HEADER)
+    cut = choose_cut(conv, start=1, tail_budget_tokens=EST.items(conv.items[7:]), count_item=EST.item)
+    assert cut is not None and cut.index == 7 and "before a user message" in cut.reasons
+    starts = {u[0] for u in conv.units()}
+    for budget_tokens in range(50, 2_000, 37):
+        cut = choose_cut(conv, start=1, tail_budget_tokens=budget_tokens, count_item=EST.item)
+        assert cut is not None and cut.index in starts and cut.index > 1
+
+
+def test_summarize_keeps_task_first_injects_a_user_summary_and_restores_files() -> None:
+    conv = session(
+        ("cat src/app.py", "def total():\n    return 1\n"),
+        ("sed -i 's/1/2/' src/app.py", ""),
+        ("pytest", "E   AssertionError: 2 != 3\n1 failed"),
+        *[(f"echo {k}", "noise " * 300) for k in range(6)],
+    )
+    out, events = summarize(conv, make_budget(tail_tokens=400))
+    assert out.header is conv.header and out[0] is conv[0]
+    summary = out[1]
+    assert summary.role == "user" and isinstance(summary.blocks[0], Summary)
+    assert "src/app.py" in summary.text and "AssertionError: 2 != 3" in summary.text
+    assert out[2].meta.get("restored") and "def total()" in out[2].text
+    assert out.validate() == [] and out[-1] is conv[-1]
+    event = events[0]
+    assert event.stage == "summarize" and event.data["span_items"] > 0 and event.saved_tokens > 0
+
+
+def test_compact_escalates_instead_of_looping() -> None:
+    conv = session(*[(f"echo {k}", "z " * 3_000) for k in range(6)])
+    out, events, fits = compact(conv, make_budget(), target_tokens=3_500)
+    assert fits and EST.conversation(out) <= 3_500
+    assert len([e for e in events if e.action == "summarized"]) <= 3
+    assert out.validate() == []
+
+
+def test_economics_counts_the_rewrite_against_the_reads_it_saves() -> None:
+    conv = session(*[(f"echo {k}", "v " * 2_000) for k in range(10)])
+    cleared, _ = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0)))
+    assert first_change(conv, cleared) == 2
+    early = verdict(conv, cleared, make_budget(requests_sent=0, policy=Policy(min_horizon_requests=1)))
+    late = verdict(conv, cleared, make_budget(requests_sent=100))
+    assert late.pays and late.benefit_usd > early.benefit_usd
+    assert not verdict(conv, conv, make_budget(requests_sent=100)).pays
+    cold = verdict(conv, cleared, make_budget(idle_s=10_000, policy=Policy(min_horizon_requests=1)))
+    assert cold.pays and cold.cost_usd == 0
+
+
+def test_stages_never_touch_the_header_or_share_mutations() -> None:
+    conv = session(*[(f"cat f{k}.py", "q " * 30_000) for k in range(4)])
+    snapshot = json.dumps([i.text for i in conv])
+    budget = make_budget(policy=replace(Policy(), clear_min_savings_tokens=0, persist_max_chars=100), idle_s=10_000)
+    for stage in (persist, truncate, budget_outputs, snip, clear, selective, summarize):
+        out, _ = stage(conv, budget)
+        assert out.header is conv.header
+    assert json.dumps([i.text for i in conv]) == snapshot
+
+
+@pytest.mark.parametrize("stage", [persist, truncate, budget_outputs, snip, clear, selective, summarize])
+def test_a_stage_with_nothing_to_do_returns_its_input(stage) -> None:
+    conv = session(("echo hi", "hi"))
+    out, events = stage(conv, make_budget())
+    assert out is conv and events == []
