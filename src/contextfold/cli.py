@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .errors import ContextfoldError
+from .replay.command import register as register_replay
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,6 +98,9 @@ def demo(rounds: int, seed: int, model: str, delay: float, tokenizer: str) -> No
         demo_module.run(rounds=rounds, seed=seed, model=model, delay_s=delay, tokenizer=tokenizer)
     except ContextfoldError as error:
         _fail(error)
+
+
+register_replay(cli)
 
 
 def main() -> None:

@@ -68,6 +68,8 @@ class Context:
     :class:`~contextfold.transcript.Transcript`, or ``None`` to keep nothing
     on disk. ``results_dir`` is where oversized outputs are persisted
     (default: next to the transcript, else nowhere: they are only cut).
+    ``clock`` gives the time in seconds (``None`` when unknown: the prompt
+    cache is then taken to be warm).
     """
 
     def __init__(
@@ -83,7 +85,7 @@ class Context:
         results_dir: str | Path | None = None,
         provider: str = "anthropic",
         estimator: Estimator | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float | None] = time.time,
     ) -> None:
         if model is None and window_tokens is None:
             raise ContextfoldError("Context needs a model name or window_tokens")
@@ -109,6 +111,8 @@ class Context:
         self._failures = 0
         self._last_fired: str | None = None
         self._last_cache_read: int | None = None
+        self._sent_tokens: int | None = None
+        self._growth: float | None = None  # average growth of the request per call while no stage fires
         self.transcript = self._open_transcript(transcript)
         default_results = Path(self.transcript.path).parent / f"{self.session_id}-results" if self.transcript else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -239,7 +243,7 @@ class Context:
     # ------------------------------------------------------------------ one request
     def _budget(self, **overrides: Any) -> Budget:
         now = self.clock()
-        idle = now - self._last_request_s if self._last_request_s is not None else None
+        idle = now - self._last_request_s if now is not None and self._last_request_s is not None else None
         return Budget(
             policy=self.policy,
             window_tokens=self.window_tokens,
@@ -253,6 +257,7 @@ class Context:
             results_dir=self.results_dir,
             summarizer=self.summarizer,
             count_text=self.estimator.text,
+            growth_tokens_per_request=self._growth,
             **overrides,
         )
 
@@ -261,15 +266,19 @@ class Context:
         return self._view
 
     def prepare(self, provider: str | None = None) -> dict[str, Any]:
-        """The request to send now (``system``/``messages``/``tools`` for Anthropic; ``messages``/``tools`` or
-        ``input``/``tools`` for OpenAI), after whatever stages are due."""
+        """The request to send now (``system``/``messages``/``tools`` for Anthropic; ``messages``/``tools``
+        for OpenAI Chat; ``input``/``tools`` for Responses), after whatever stages are due."""
+        return render_request(self.prepare_view(), _check_provider(provider or self.provider))
+
+    def prepare_view(self) -> Conversation:
+        """:meth:`prepare` without the wire format: the conversation that would be sent."""
         budget = self._budget()
         view, events = run_stages(self.view(), budget, CHEAP_STAGES)
         view = self._maybe_batch(view, budget, events)
         due = budget.at_turn_boundary and _ends_at_boundary(view) and not self.breaker_open
         if due and self.counter.count(view) > self.trigger_tokens:
             view = self._compact(view, budget, events, automatic=True)
-        return self._send(view, events, provider)
+        return self._send(view, events)
 
     def at_turn_boundary(self) -> list[Event]:
         """Run the summary now if it is due (the agent loop calls this between turns)."""
@@ -299,12 +308,12 @@ class Context:
         if not is_prompt_too_long(error):
             return None
         events = [Event("reactive", "prompt_too_long", detail=str(error)[:300])]
-        budget = self._budget(force_summary=True)
+        budget = self._budget()
         target = min(self.trigger_tokens, int(self.counter.count(self.view()) * 0.7))
         view, more, _ = compact(self.view(), budget, target)
         events.extend(more)
         self._fired(more)
-        return self._send(view, events, provider)
+        return render_request(self._send(view, events), _check_provider(provider or self.provider))
 
     def _maybe_batch(self, view: Conversation, budget: Budget, events: list[Event]) -> Conversation:
         """Run the batch stages when they could matter, and keep their result only if it pays."""
@@ -345,6 +354,14 @@ class Context:
         self._evaluated_at_tokens = budget.count(result)
         return result
 
+    def _track_growth(self, view: Conversation, *, changed: bool) -> None:
+        """Learn how fast requests grow (a decayed mean over calls where nothing was compacted)."""
+        tokens = self.counter.count(view)
+        if not changed and self._sent_tokens is not None and tokens >= self._sent_tokens:
+            sample = tokens - self._sent_tokens
+            self._growth = sample if self._growth is None else 0.7 * self._growth + 0.3 * sample
+        self._sent_tokens = tokens
+
     def _fired(self, events: Iterable[Event]) -> None:
         for event in events:
             if event.items:
@@ -354,18 +371,19 @@ class Context:
         self._view = view
         self._processed = len(view)
 
-    def _send(self, view: Conversation, events: list[Event], provider: str | None) -> dict[str, Any]:
+    def _send(self, view: Conversation, events: list[Event]) -> Conversation:
         violations = view.validate()
         if violations:
             view, repairs = view.repair()
             events.append(Event("invariants", "repaired", tuple(str(r.call_id) for r in repairs),
                                 detail="; ".join(f"{r.action} at {r.index}" for r in repairs)))
+        self._track_growth(view, changed=any(e.items for e in events))
         self._commit(view)
         self._last_sent = view.snapshot()
         self._requests += 1
         self._last_request_s = self.clock()
         self._emit(events)
-        return render_request(view, _check_provider(provider or self.provider))
+        return view
 
     # ------------------------------------------------------------------ usage
     def record_usage(self, usage: Usage | Mapping[str, Any] | Any) -> None:

@@ -61,24 +61,30 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
     """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
 
     First with the policy's tail, then a quarter of it, then only the last
-    unit; then the per-kind rules on what is left. Returns the result, the
-    events, and whether the target was met.
+    unit; then the per-kind rules on the smallest result. Returns the
+    smallest result (never one larger than ``conversation`` unless the
+    budget forces a summary, as a manual compact does), the events of the
+    attempts that made it, and whether the target was met.
     """
-    tail = budget.tail_tokens if budget.tail_tokens is not None else int(budget.policy.tail_fraction * budget.window_tokens)
+    tail = budget.tail_budget_tokens
+    start_tokens = budget.count(conversation)
+    best, best_tokens, best_events = conversation, start_tokens, []
     events: list[Event] = []
-    best = conversation
     for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
         result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
         if not produced:
             break
-        best = result
-        events.extend(produced)
-        if budget.count(result) <= target_tokens:
-            return result, events, True
+        tokens = budget.count(result)
+        if tokens < best_tokens or (budget.force_summary and best is conversation):
+            best, best_tokens, best_events = result, tokens, produced
+        if tokens <= target_tokens:
+            return best, [*events, *best_events], True
         events.append(
-            Event("summarize", "escalated", tokens_before=budget.count(conversation), tokens_after=budget.count(result),
-                  detail=f"attempt {attempt + 1} left {budget.count(result):,} tokens, over {target_tokens:,}")
+            Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
+                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}")
         )
     result, produced = selective(best, budget, target_tokens=target_tokens)
-    events.extend(produced)
-    return result, events, budget.count(result) <= target_tokens
+    tokens = budget.count(result)
+    if tokens < best_tokens:
+        best, best_tokens, best_events = result, tokens, [*best_events, *produced]
+    return best, [*events, *best_events], best_tokens <= target_tokens

@@ -166,6 +166,7 @@ class Budget:
     summarizer: Summarizer | None = None
     tail_tokens: int | None = None  # overrides the policy's tail share (escalation uses it)
     count_text: Callable[[str], int] | None = None
+    growth_tokens_per_request: float | None = None  # how fast the request grows, when known
 
     @property
     def cache_cold(self) -> bool:
@@ -181,6 +182,29 @@ class Budget:
         """
         p = self.policy
         return max(p.min_horizon_requests, min(p.max_horizon_requests, self.requests_sent))
+
+    def requests_until_trigger(self, tokens: int) -> float | None:
+        """How many requests a request of ``tokens`` grows for before it reaches the trigger (and is summarized).
+
+        A saving made now lasts only until then: the summary would have made it anyway.
+        """
+        growth = self.growth_tokens_per_request
+        if not growth or growth <= 0:
+            return None
+        return max(self.trigger_tokens - tokens, 0) / growth
+
+    @property
+    def tail_budget_tokens(self) -> int:
+        """Tokens the verbatim tail may take after a summary.
+
+        The policy's share of the window, but never more than 30 % of the
+        trigger: at small windows a tail of a quarter of the window would leave
+        a compaction with so little room that the next one is due a few
+        requests later, and each rewrites the whole request.
+        """
+        if self.tail_tokens is not None:
+            return self.tail_tokens
+        return min(int(self.policy.tail_fraction * self.window_tokens), int(0.3 * self.trigger_tokens))
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]

@@ -6,8 +6,10 @@ at 1.25 times it. An edit that saves ``saved`` tokens per request therefore
 pays back ``saved * read_price`` on each later request, and costs, once,
 rewriting everything after the first change at ``write_price - read_price``
 more than reading it from the cache would have. It pays when, over the
-requests still to come, the first outweighs the second. When the cache has
-gone cold the whole prompt is written again anyway, so any saving pays.
+requests still to come, the first outweighs the second. Those requests are
+counted up to the next summary at most (it would remove the same tokens
+anyway). When the cache has gone cold the whole prompt is written again, so
+any saving pays.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ def verdict(before: Conversation, after: Conversation, budget: Budget, extra_cos
     start = first_change(before, after)
     rewritten = sum(budget.count_item(item) for item in after.items[start:])
     horizon = budget.horizon_requests
+    until_summary = budget.requests_until_trigger(budget.count(after))
+    if until_summary is not None:
+        horizon = max(1, min(horizon, round(until_summary)))
     benefit = saved * prices.cache_read_per_mtok * horizon / 1e6
     if budget.cache_cold:
         cost = extra_cost_usd

@@ -37,20 +37,21 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     p = budget.policy
     task = task_index(conversation)
     start = task + 1 if task is not None else 0
-    tail_budget = budget.tail_tokens if budget.tail_tokens is not None else int(p.tail_fraction * budget.window_tokens)
-    cut = choose_cut(conversation, start=start, tail_budget_tokens=tail_budget, count_item=budget.count_item)
+    cut = choose_cut(conversation, start=start, tail_budget_tokens=budget.tail_budget_tokens, count_item=budget.count_item)
     if cut is None:
         return conversation, []
     items = list(conversation.items)
     span = [item for item in items[start : cut.index] if not item.meta.get("restored")]
     tail = items[cut.index :]
-    target = min(p.summary_target_tokens, max(budget.window_tokens // 10, 500))
+    # Neither the summary nor the restored files may eat the room the summary is meant to make.
+    room = min(budget.window_tokens // 10, budget.trigger_tokens // 5)
+    target = max(min(p.summary_target_tokens, room), 200)
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )
     block = Summary(f"{SUMMARY_PREAMBLE}\n\n{result.text}", covers=len(span), extra={"state": dict(result.state)})
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
-    restore_cap = min(p.restore_total_tokens, budget.window_tokens // 10)
+    restore_cap = min(p.restore_total_tokens, room)
     restored = restored_item(
         span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
         count_text=budget.count_text,

@@ -1,0 +1,97 @@
+"""Replay every corpus session through strategies and print the issue's bars, side by side.
+
+    python benchmarks/replay_corpus.py [--corpus ../shared/corpus] [--windows 32000 128000]
+                                       [--strategies none default] [--tau-bench-limit 20] [--json]
+
+Per window it prints, for each strategy, the total cost with prompt-cache
+pricing and without caching, requests over the window, invariant violations,
+mean survival, and the cost ratio against ``none`` (priced as if its oversized
+requests had been accepted). Token counts use exact o200k (offline files from
+$CONTEXTFOLD_TOKENIZERS_DIR or ../shared/tokenizers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from contextfold.importers import load
+from contextfold.replay import replay
+from contextfold.replay.base import StrategyConfig
+from contextfold.replay.strategies import create
+from contextfold.tokens import exact_estimator
+
+HERE = Path(__file__).resolve().parent
+
+
+def sessions(corpus: Path, tau_limit: int) -> list[tuple[str, object]]:
+    found = []
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+        conversations = load(path)
+        if "tau-bench" in str(path):
+            conversations = conversations[:tau_limit]
+        for number, conversation in enumerate(conversations):
+            if any(item.role == "assistant" for item in conversation):
+                found.append((f"{path.relative_to(corpus)}#{number}", conversation))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
+    parser.add_argument("--windows", type=int, nargs="+", default=[32_000, 128_000])
+    parser.add_argument("--strategies", nargs="+", default=["none", "default"])
+    parser.add_argument("--tau-bench-limit", type=int, default=20)
+    parser.add_argument("--max-output", type=int, default=4_096)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    tokenizers = os.environ.get("CONTEXTFOLD_TOKENIZERS_DIR", str(HERE.parent.parent / "shared" / "tokenizers"))
+    started = time.perf_counter()
+    found = sessions(args.corpus, args.tau_bench_limit)
+    report: dict = {"sessions": len(found), "windows": {}}
+    with tempfile.TemporaryDirectory() as results:
+        for window in args.windows:
+            rows = {}
+            for name in args.strategies:
+                totals = {"cost_usd": 0.0, "cost_no_cache_usd": 0.0, "overflows": 0, "violations": 0, "requests": 0}
+                survival: list[float] = []
+                worst = []
+                for label, conversation in found:
+                    config = StrategyConfig(window, args.max_output, results)
+                    result = replay(conversation, create(name, config), config, tokenizer=exact_estimator("o200k_base", tokenizers), session=label)
+                    t = result.totals.to_dict()
+                    for key in totals:
+                        totals[key] += t[key]
+                    if t["survival"]["mean"] is not None:
+                        survival.extend([t["survival"]["mean"]] * t["requests"])
+                    worst.append((t["survival"]["mean"] if t["survival"]["mean"] is not None else 1.0, label))
+                totals["survival_mean"] = sum(survival) / len(survival) if survival else None
+                totals["worst_survival"] = sorted(worst)[:3]
+                rows[name] = totals
+            base = rows.get("none", {}).get("cost_usd")
+            for name, row in rows.items():
+                row["cost_vs_none"] = row["cost_usd"] / base if base else None
+            report["windows"][window] = rows
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
+        return
+    print(f"{len(found)} sessions, {report['seconds']} s")
+    for window, rows in report["windows"].items():
+        print(f"\nwindow {window:,}")
+        print(f"{'strategy':<10} {'cost $':>9} {'no-cache $':>11} {'vs none':>8} {'over':>6} {'viol':>5} {'survival':>9}")
+        for name, r in rows.items():
+            ratio = f"{r['cost_vs_none']:.3f}" if r["cost_vs_none"] is not None else "-"
+            surv = f"{r['survival_mean']:.4f}" if r["survival_mean"] is not None else "-"
+            print(f"{name:<10} {r['cost_usd']:>9.3f} {r['cost_no_cache_usd']:>11.3f} {ratio:>8} {r['overflows']:>6} {r['violations']:>5} {surv:>9}")
+            print(f"{'':<10} lowest survival: {', '.join(f'{s:.3f} {label}' for s, label in r['worst_survival'])}")
+
+
+if __name__ == "__main__":
+    main()

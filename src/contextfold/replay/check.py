@@ -1,0 +1,154 @@
+"""Recomputing a replay's figures from its ``--requests`` dump alone.
+
+The release bar for the replay is that nothing it reports has to be taken on
+trust: :func:`recount` reads the dumped requests back, tokenizes every
+message from scratch (each distinct message once), rebuilds the cache
+prefix by comparing consecutive agent requests message by message,
+re-prices everything, re-checks the invariants on the dumped messages, and
+(given the original session) re-runs the probes by text search in the
+dumped messages. What it shares with the replayer is only the rules (how a
+message is counted, how a request is priced and totalled, what a probe looks
+for), not any figure.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..adapters.openai_chat import from_openai
+from ..conversation import Conversation, Header
+from ..errors import InvalidMessage
+from ..pipeline.base import Prices
+from ..tokens import Estimator
+from .base import StrategyConfig
+from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, common_prefix, warm
+from .dump import DumpedRequest, read_requests
+from .probes import Haystack, SessionProbes, Survival, evaluate
+from .render import message_text, message_tokens, render_item, render_tools, tools_tokens
+from .result import AGENT, RequestRecord, Totals, priced, summarize
+
+
+def recount(
+    dump_path: str | os.PathLike[str],
+    window: int,
+    tokenizer: Estimator,
+    prices: Prices = DEFAULT_PRICES,
+    ttl: float = DEFAULT_CACHE_TTL_S,
+    session: Conversation | None = None,
+    *,
+    max_output_tokens: int = StrategyConfig.max_output_tokens,
+) -> Totals:
+    """The totals of the dumped replay, recomputed (``window`` and ``max_output_tokens`` in tokens, ``ttl`` in seconds).
+
+    Without ``session`` (the recording that was replayed) the probes and the
+    header and task invariants cannot be checked: survival is then empty and
+    only the structure of each request is.
+    """
+    counter = _Counter(tokenizer)
+    rules = _DumpedRules(session)
+    probes = SessionProbes(session) if session is not None else None
+    haystack = Haystack()
+    records: list[RequestRecord] = []
+    previous: tuple[str, list[str], float | None] | None = None
+    for request in read_requests(dump_path):
+        keys = [counter.key(m) for m in request.messages]
+        tools_key = counter.key(request.tools)
+        tools = counter.tools(tools_key, request.tools)
+        tokens = [counter.message(key, m) for key, m in zip(keys, request.messages)]
+        read = 0
+        survival: Survival | None = None
+        violations: tuple[str, ...] = ()
+        if request.kind == AGENT:
+            if previous is not None and previous[0] == tools_key and warm(previous[2], request.time_s, ttl):
+                read = tools + sum(tokens[: common_prefix(previous[1], keys, operator.eq)])
+            previous = (tools_key, keys, request.time_s)
+            if probes is not None:
+                contains = haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, request.messages)})
+                survival = evaluate(probes.at(request.index), contains)
+            violations = rules.check(request)
+        records.append(
+            priced(prices, step=request.step, index=request.index, kind=request.kind, time_s=request.time_s,
+                   input_tokens=tools + sum(tokens), cache_read_tokens=read, output_tokens=request.output_tokens,
+                   survival=survival, violations=violations)
+        )
+    return summarize(records, session=str(dump_path), strategy="", tokenizer=tokenizer.text.name, window=window,
+                     max_output_tokens=max_output_tokens)
+
+
+class _Counter:
+    """Tokens and text of dumped messages, each distinct message (by its canonical JSON) worked out once."""
+
+    def __init__(self, estimator: Estimator) -> None:
+        self.estimator = estimator
+        self._tokens: dict[str, int] = {}
+        self._texts: dict[str, str] = {}
+
+    @staticmethod
+    def key(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+    def message(self, key: str, data: Mapping[str, Any]) -> int:
+        if key not in self._tokens:
+            self._tokens[key] = message_tokens(data, self.estimator)
+        return self._tokens[key]
+
+    def tools(self, key: str, tools: Sequence[Mapping[str, Any]]) -> int:
+        if key not in self._tokens:
+            self._tokens[key] = tools_tokens(tools, self.estimator)
+        return self._tokens[key]
+
+    def text(self, key: str, data: Mapping[str, Any]) -> str:
+        if key not in self._texts:
+            self._texts[key] = message_text(data)
+        return self._texts[key]
+
+
+class _DumpedRules:
+    """The replay's invariants (:mod:`.invariants`), checked on dumped messages.
+
+    Structure: the messages read back as a conversation that validates.
+    Header (with the session): the recording's system messages come first,
+    and the tool definitions are the recording's. Task (with the session,
+    once it was said): the task's message is there, or its text is inside
+    some message (a summary or a pinned copy).
+    """
+
+    def __init__(self, session: Conversation | None) -> None:
+        self.session = session
+        task_index = None if session is None else next(
+            (i for i, item in enumerate(session.items) if item.role == "user"), None
+        )
+        self.task_index = task_index
+        task = None if session is None or task_index is None else render_item(session.items[task_index])
+        self.task = None if task is None else task.data
+        self.task_text = "" if session is None or task_index is None else session.items[task_index].text
+
+    def check(self, request: DumpedRequest) -> tuple[str, ...]:
+        try:
+            conversation = from_openai(request.messages)
+            broken = [f"structure: {violation}" for violation in conversation.validate()]
+        except InvalidMessage as error:
+            broken = [f"structure: {error}"]
+        if self.session is not None:
+            broken.extend(self._header(request, self.session.header))
+        if self.task is not None and self.task_index is not None and self.task_index < request.index \
+                and not self._holds_task(request.messages):
+            broken.append("task: the first user message is missing")
+        return tuple(broken)
+
+    @staticmethod
+    def _header(request: DumpedRequest, header: Header) -> list[str]:
+        system = [m.data for m in map(render_item, header.system) if m is not None]
+        broken = []
+        if request.messages[: len(system)] != system:
+            broken.append("header: the system items differ from the recording's")
+        if request.tools != render_tools(header):
+            broken.append("header: the tool definitions differ from the recording's")
+        return broken
+
+    def _holds_task(self, messages: list[dict[str, Any]]) -> bool:
+        return self.task in messages or any(self.task_text in message_text(m) for m in messages)

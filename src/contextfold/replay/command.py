@@ -1,0 +1,156 @@
+"""The ``contextfold replay`` command: replay a recorded session through a strategy and print its figures.
+
+The command-line module adds it with :func:`register`; everything the command
+does is here so that ``cli.py`` stays a list of commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import importers
+from ..conversation import Conversation
+from ..errors import ContextfoldError
+from ..pipeline.base import Prices
+from . import strategies
+from .base import StrategyConfig
+from .cost import DEFAULT_CACHE_TTL_S, parse_prices
+from .result import Totals
+from .run import Progress as ProgressCallback
+from .run import replay
+
+TOKENIZERS = ("o200k", "cl100k", "estimate")
+
+
+def register(group: click.Group) -> None:
+    """Add the ``replay`` command to ``group`` (the ``contextfold`` command line)."""
+    group.add_command(replay_command)
+
+
+def _prices(context: click.Context, parameter: click.Parameter, value: str | None) -> Prices:
+    try:
+        return parse_prices(value or "")
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@click.command("replay")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
+@click.option("--strategy", type=click.Choice(strategies.names()), default="none", show_default=True,
+              help="Context strategy to replay the session through.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="o200k", show_default=True,
+              help="Token counter for every figure: exact tiktoken encodings, or the block-aware estimate.")
+@click.option("--index", type=click.IntRange(min=0), default=None,
+              help="Only the N-th conversation of the file (0-based); default: every one.")
+@click.option("--requests", "requests_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every request sent to this JSON Lines file (needs --index for a file of several).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object of totals per conversation.")
+@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens,
+              show_default=True, help="Tokens reserved for the reply.")
+@click.option("--prices", callback=_prices, default=None, metavar="KEY=USD,...",
+              help="USD per million tokens, any of input, cache_write, cache_read, output "
+              "[default: input=3,cache_write=3.75,cache_read=0.3,output=15].")
+@click.option("--ttl", type=click.FloatRange(min=0), default=DEFAULT_CACHE_TTL_S, show_default=True,
+              help="Seconds the prompt cache keeps a prefix.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where a strategy may write files (persisted outputs).")
+@click.option("--format", "format_", type=click.Choice(importers.FORMATS), default=None,
+              help="Session format (detected when omitted).")
+def replay_command(
+    file: Path,
+    window: int,
+    strategy: str,
+    tokenizer: str,
+    index: int | None,
+    requests_path: Path | None,
+    as_json: bool,
+    max_output: int,
+    prices: Prices,
+    ttl: float,
+    results_dir: Path | None,
+    format_: str | None,
+) -> None:
+    """Feed a recorded session through a context strategy and report tokens, cache, cost and what survived."""
+    from ..commands import make_estimator
+
+    try:
+        estimator = make_estimator(tokenizer)
+        sessions = _sessions(file, format_, index, requests_path)
+        config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir))
+        for name, conversation in sessions:
+            with _progress(name) as progress:
+                result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,
+                                prices=prices, cache_ttl_s=ttl, requests_path=requests_path, progress=progress,
+                                session=name)
+            if as_json:
+                click.echo(json.dumps(result.totals.to_dict(), ensure_ascii=False))
+            else:
+                Console().print(totals_table(result.totals))
+    except ContextfoldError as error:
+        click.echo(f"contextfold: {error}", err=True)
+        sys.exit(2)
+
+
+def _sessions(
+    file: Path, format_: str | None, index: int | None, requests_path: Path | None
+) -> list[tuple[str, Conversation]]:
+    """The conversations to replay, each with the name its totals carry (``FILE#N`` in a file of several)."""
+    conversations = importers.load(file, format=format_)
+    several = len(conversations) > 1
+    if index is not None and index >= len(conversations):
+        raise click.BadParameter(f"the file holds {len(conversations)} conversation(s)", param_hint="--index")
+    if index is None and several and requests_path is not None:
+        raise click.UsageError(f"the file holds {len(conversations)} conversations: pick one with --index to dump it")
+    chosen = range(len(conversations)) if index is None else [index]
+    return [(f"{file}#{n}" if several else str(file), conversations[n]) for n in chosen]
+
+
+@contextmanager
+def _progress(name: str) -> Iterator[ProgressCallback | None]:
+    """A progress bar on stderr when it is a terminal, else nothing."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"replaying {name}", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def totals_table(totals: Totals) -> Table:
+    """The totals for a person: tokens, cache, cost, window, invariants and survival."""
+    table = Table("figure", "value", title=f"{totals.session}: strategy {totals.strategy}, window "
+                  f"{totals.window:,} tokens ({totals.tokenizer})", title_justify="left")
+    peak_share = totals.peak_tokens / totals.window
+    rows = [
+        ("requests", f"{totals.requests:,}" + (f" (+{totals.summarizer_calls:,} summarizer)" if totals.summarizer_calls else "")),
+        ("input tokens", f"{totals.input_tokens:,}"),
+        ("  read from cache", f"{totals.cache_read_tokens:,} ({totals.cache_hit_ratio:.1%})"),
+        ("  written to cache", f"{totals.cache_write_tokens:,}"),
+        ("output tokens", f"{totals.output_tokens:,}"),
+        ("summarizer tokens in / out", f"{totals.summarizer_input_tokens:,} / {totals.summarizer_output_tokens:,}"),
+        ("cost", f"${totals.cost_usd:,.4f} (without caching ${totals.cost_no_cache_usd:,.4f})"),
+        ("peak request", f"{totals.peak_tokens:,} tokens ({peak_share:.0%} of the window)"),
+        ("over the window", (f"{totals.overflows:,} ({totals.overflows_reserve:,} leave less than "
+                             f"{totals.max_output_tokens:,} for the reply)")),
+        ("invariant violations", f"{totals.violations:,}"),
+    ]
+    rows += [(f"survival: {name.replace('_', ' ')}", "-" if value is None else f"{value:.1%}")
+             for name, value in totals.survival.items()]
+    for row in rows:
+        table.add_row(*row)
+    return table

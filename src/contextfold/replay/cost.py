@@ -1,0 +1,72 @@
+"""What a replayed request costs with prompt caching, and the rule for what the cache serves.
+
+The cache model is Anthropic's with a breakpoint on the last message: every
+request writes its whole prompt to the cache, and the next request reads from
+it the longest run of leading segments (the tool definitions, then whole
+messages in order) that is unchanged, provided it comes within the cache's
+time to live; the rest of the prompt is written anew. A first request, or
+one after a pause longer than the TTL, reads nothing. Providers' minimum
+cacheable lengths (1,024 tokens on Anthropic) are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import TypeVar
+
+from ..pipeline.base import Prices
+
+DEFAULT_PRICES = Prices()
+"""Claude Sonnet's list prices: input 3, cache write 3.75, cache read 0.30, output 15 USD per million tokens."""
+
+DEFAULT_CACHE_TTL_S = 300.0
+"""Seconds a cached prefix lives after its last use (Anthropic's default 5 minutes)."""
+
+T = TypeVar("T")
+
+_PRICE_KEYS = {"input": "input_per_mtok", "cache_write": "cache_write_per_mtok",
+               "cache_read": "cache_read_per_mtok", "output": "output_per_mtok"}
+
+
+def cost_usd(prices: Prices, *, cache_read: int, cache_write: int, output: int, uncached: int = 0) -> float:
+    """USD for one request: cached reads, cache writes, input read without the cache, and output tokens."""
+    return (
+        cache_read * prices.cache_read_per_mtok
+        + cache_write * prices.cache_write_per_mtok
+        + uncached * prices.input_per_mtok
+        + output * prices.output_per_mtok
+    ) / 1e6
+
+
+def warm(previous_s: float | None, now_s: float | None, ttl_s: float) -> bool:
+    """Whether the previous request's cache is still alive; an unknown time counts as within the TTL."""
+    return previous_s is None or now_s is None or now_s - previous_s <= ttl_s
+
+
+def common_prefix(previous: Sequence[T], current: Sequence[T], same: Callable[[T, T], bool]) -> int:
+    """How many leading elements of ``current`` are ``same`` as those of ``previous``."""
+    count = 0
+    for old, new in zip(previous, current):
+        if not same(old, new):
+            break
+        count += 1
+    return count
+
+
+def parse_prices(text: str, base: Prices = DEFAULT_PRICES) -> Prices:
+    """Prices from ``"input=3,cache_write=3.75,cache_read=0.3,output=15"`` (USD per million tokens).
+
+    Keys left out keep ``base``'s value. Raises :class:`ValueError` naming the
+    part that is not ``key=number`` with a known key.
+    """
+    values = {f.name: getattr(base, f.name) for f in fields(Prices)}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, number = part.partition("=")
+        if not sep or key.strip() not in _PRICE_KEYS:
+            raise ValueError(f"price {part!r}: expected key=number with key one of {', '.join(_PRICE_KEYS)}")
+        try:
+            values[_PRICE_KEYS[key.strip()]] = float(number)
+        except ValueError:
+            raise ValueError(f"price {part!r}: {number.strip()!r} is not a number") from None
+    return Prices(**values)

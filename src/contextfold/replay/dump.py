@@ -1,0 +1,106 @@
+"""The ``--requests`` dump: every request a replay sent, one JSON object per line.
+
+It holds everything the replay's figures are computed from, so that
+:func:`contextfold.replay.check.recount` can recompute them from the file
+alone. The fields of a line:
+
+``step``
+    the request point, numbered from 0;
+``index``
+    the index (in the recording's items) of the recorded reply the step precedes;
+``t``
+    the request's time in unix seconds, ``null`` when the recording has no times;
+``kind``
+    ``"agent"``, or ``"summarizer"`` for a request a strategy made to summarize;
+``output_tokens``
+    the reply's tokens: for the agent, the recorded reply counted with the
+    replay's tokenizer; for a summarizer, what its usage reported (0 when unknown);
+``tools``
+    the tool definitions, in Chat Completions form;
+``messages``
+    the messages in Chat Completions form, system items first (``to_openai``).
+
+Lines are in the order the requests were sent: a step's summarizer requests
+before its agent request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SessionFormatError
+from .render import Message
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "step": int,
+    "index": int,
+    "t": (int, float, type(None)),
+    "kind": str,
+    "output_tokens": int,
+    "tools": list,
+    "messages": list,
+}
+
+
+@dataclass(frozen=True)
+class DumpedRequest:
+    """One line of a dump, read back."""
+
+    step: int
+    index: int
+    time_s: float | None
+    kind: str
+    output_tokens: int
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+
+
+class RequestWriter:
+    """Writes a dump line by line; each message's JSON was made once, when its item was rendered."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file = self.path.open("w", encoding="utf-8")
+
+    def write(
+        self,
+        *,
+        step: int,
+        index: int,
+        time_s: float | None,
+        kind: str,
+        output_tokens: int,
+        tools_json: str,
+        messages: Sequence[Message],
+    ) -> None:
+        head = json.dumps({"step": step, "index": index, "t": time_s, "kind": kind, "output_tokens": output_tokens})
+        body = ",".join(m.json for m in messages)
+        self._file.write(f'{head[:-1]}, "tools": {tools_json}, "messages": [{body}]}}\n')
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_requests(path: str | os.PathLike[str]) -> Iterator[DumpedRequest]:
+    """Every request of a dump, in order; a malformed line raises :class:`SessionFormatError` naming it."""
+    with Path(path).open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise SessionFormatError(str(path), f"line {number}", f"not JSON: {error.msg}") from None
+            if not isinstance(data, dict):
+                raise SessionFormatError(str(path), f"line {number}", "a request line is a JSON object")
+            for name, kind in _FIELDS.items():
+                if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
+                    raise SessionFormatError(str(path), f"line {number}, field {name!r}", "missing or of the wrong type")
+            yield DumpedRequest(
+                data["step"], data["index"], data["t"], data["kind"], data["output_tokens"], data["tools"], data["messages"]
+            )

@@ -1,0 +1,181 @@
+"""The figures of a replay: one record per request sent, and the totals over a session.
+
+The replayer (:mod:`.run`) and the recount from a dump (:mod:`.check`) both
+produce :class:`RequestRecord` s and total them here, so the two can be
+compared field by field. All token figures are in tokens of the replay's
+tokenizer; money is USD at the replay's :class:`~contextfold.pipeline.base.Prices`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..pipeline.base import Prices
+from .cost import cost_usd
+from .probes import PROBES, Survival
+
+AGENT, SUMMARIZER = "agent", "summarizer"
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request sent: the agent's own (``kind`` "agent") or one a strategy made to summarize.
+
+    ``step`` numbers the request points from 0; ``index`` is the recorded
+    reply the step precedes; ``time_s`` the request's time (unix seconds, or
+    ``None`` when the recording has none). ``input_tokens`` is the whole
+    prompt, of which ``cache_read_tokens`` came from the cache and
+    ``cache_write_tokens`` were written to it; the rest was read uncached
+    (only summarizer requests, which are priced without a cache).
+    ``survival`` and ``violations`` are for agent requests only.
+    """
+
+    step: int
+    index: int
+    kind: str
+    time_s: float | None
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float
+    cost_no_cache_usd: float
+    survival: Survival | None = None
+    violations: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["survival"] = None if self.survival is None else self.survival.to_dict()
+        data["violations"] = list(self.violations)
+        return data
+
+
+def priced(
+    prices: Prices,
+    *,
+    step: int,
+    index: int,
+    kind: str,
+    time_s: float | None,
+    input_tokens: int,
+    cache_read_tokens: int,
+    output_tokens: int,
+    survival: Survival | None = None,
+    violations: tuple[str, ...] = (),
+) -> RequestRecord:
+    """A record with its costs: an agent request writes to the cache all it did not read from it; a summarizer
+    request is read uncached (``cache_read_tokens`` is ignored)."""
+    agent = kind == AGENT
+    read = cache_read_tokens if agent else 0
+    write = input_tokens - read if agent else 0
+    return RequestRecord(
+        step=step,
+        index=index,
+        kind=kind,
+        time_s=time_s,
+        input_tokens=input_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=output_tokens,
+        cost_usd=cost_usd(prices, cache_read=read, cache_write=write, output=output_tokens,
+                          uncached=0 if agent else input_tokens),
+        cost_no_cache_usd=cost_usd(prices, cache_read=0, cache_write=0, output=output_tokens, uncached=input_tokens),
+        survival=survival,
+        violations=violations,
+    )
+
+
+@dataclass(frozen=True)
+class Totals:
+    """A replayed session in figures (the ``--json`` object; see :func:`summarize` for the rules).
+
+    ``overflows`` counts agent requests over the window; ``overflows_reserve``
+    those that leave less than ``max_output_tokens`` for the reply.
+    ``survival`` maps each probe to its mean over the requests where it had
+    something to look for, and ``mean`` to the mean of those means.
+    """
+
+    session: str
+    strategy: str
+    tokenizer: str
+    window: int
+    max_output_tokens: int
+    requests: int
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    summarizer_calls: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    cost_usd: float
+    cost_no_cache_usd: float
+    cache_hit_ratio: float
+    peak_tokens: int
+    overflows: int
+    overflows_reserve: int
+    violations: int
+    survival: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Every request a replay sent, in order (summarizer requests before the agent request of their step), and the totals."""
+
+    requests: Sequence[RequestRecord]
+    totals: Totals
+
+
+def summarize(
+    records: Sequence[RequestRecord], *, session: str, strategy: str, tokenizer: str, window: int, max_output_tokens: int
+) -> Totals:
+    """Totals over ``records``.
+
+    Costs include the summarizer requests; token, cache, peak and overflow
+    figures are the agent's requests only (the summarizer's are counted
+    apart). ``cache_hit_ratio`` is cache reads over agent input tokens.
+    ``violations`` counts every broken invariant of every agent request.
+    """
+    agent = [r for r in records if r.kind == AGENT]
+    helpers = [r for r in records if r.kind != AGENT]
+    input_tokens = sum(r.input_tokens for r in agent)
+    cache_read = sum(r.cache_read_tokens for r in agent)
+    return Totals(
+        session=session,
+        strategy=strategy,
+        tokenizer=tokenizer,
+        window=window,
+        max_output_tokens=max_output_tokens,
+        requests=len(agent),
+        input_tokens=input_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=sum(r.cache_write_tokens for r in agent),
+        output_tokens=sum(r.output_tokens for r in agent),
+        summarizer_calls=len(helpers),
+        summarizer_input_tokens=sum(r.input_tokens for r in helpers),
+        summarizer_output_tokens=sum(r.output_tokens for r in helpers),
+        cost_usd=sum(r.cost_usd for r in records),
+        cost_no_cache_usd=sum(r.cost_no_cache_usd for r in records),
+        cache_hit_ratio=cache_read / input_tokens if input_tokens else 0.0,
+        peak_tokens=max((r.input_tokens for r in agent), default=0),
+        overflows=sum(r.input_tokens > window for r in agent),
+        overflows_reserve=sum(r.input_tokens > window - max_output_tokens for r in agent),
+        violations=sum(len(r.violations) for r in agent),
+        survival=mean_survival([r.survival for r in agent if r.survival is not None]),
+    )
+
+
+def mean_survival(survivals: Sequence[Survival]) -> dict[str, float | None]:
+    """Each probe's mean over the requests where it counted, and ``mean``: the mean of the probes that counted."""
+    means: dict[str, float | None] = {}
+    for name in PROBES:
+        values = [v for v in (getattr(s, name) for s in survivals) if v is not None]
+        means[name] = sum(values) / len(values) if values else None
+    counted = [v for v in means.values() if v is not None]
+    means["mean"] = sum(counted) / len(counted) if counted else None
+    return means

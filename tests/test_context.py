@@ -1,0 +1,197 @@
+"""The Context facade as an agent loop uses it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextfold import Usage
+from contextfold.context import Context, is_prompt_too_long
+from contextfold.errors import ContextfoldError
+from contextfold.pipeline.base import Event, Policy
+from contextfold.summarizers.base import SummaryResult
+from contextfold.transcript import Transcript
+
+SYSTEM = "You are a coding agent."
+TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def turn(k: int, output: str) -> list[dict]:
+    """One assistant tool call and its result, in Anthropic's format."""
+    return [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{k}", "name": "bash", "input": {"command": f"cat f{k}.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": output}]},
+    ]
+
+
+def started(tmp_path: Path | None = None, **kw) -> tuple[Context, Clock]:
+    clock = Clock()
+    context = Context(window_tokens=kw.pop("window_tokens", 20_000), clock=clock,
+                      transcript=tmp_path / "sessions" if tmp_path else None, **kw)
+    context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
+    return context, clock
+
+
+def test_a_request_without_compaction_is_what_the_agent_would_have_sent() -> None:
+    context, _ = started()
+    messages = [{"role": "user", "content": "Fix the bug in f1.py"}, *turn(1, "print(1)")]
+    context.add(messages[1:])
+    request = context.prepare()
+    assert request["messages"][0]["content"] == [{"type": "text", "text": "Fix the bug in f1.py"}] or request["messages"][0]["content"] == "Fix the bug in f1.py"
+    plain = {k: v for k, v in request.items()}
+    assert len(plain["messages"]) == 3 and plain["messages"][1] == {
+        "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "cat f1.py"}}]}
+
+
+def test_cache_breakpoints_are_at_most_four_and_the_prefix_is_byte_stable() -> None:
+    context, _ = started()
+    context.add(turn(1, "one"))
+    first = context.prepare()
+    context.add(turn(2, "two"))
+    second = context.prepare()
+    marks = json.dumps(second).count('"cache_control"')
+    assert 1 <= marks <= 4
+    assert second["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    strip = lambda m: json.loads(json.dumps(m).replace(', "cache_control": {"type": "ephemeral"}', ""))  # noqa: E731
+    assert strip(second["messages"][: len(first["messages"])]) == strip(first["messages"])
+    assert second["system"] == first["system"]
+
+
+def test_every_item_is_in_the_transcript_and_a_session_resumes_exactly(tmp_path: Path) -> None:
+    context, _ = started(tmp_path, session_id="s1")
+    for k in range(1, 4):
+        context.add(turn(k, f"output {k}"))
+        context.prepare()
+    restored = Transcript.load(tmp_path / "sessions" / "s1.jsonl")
+    assert restored.conversation == context.history
+    assert restored.conversation.header.system_text == SYSTEM
+
+
+def test_large_outputs_are_persisted_next_to_the_transcript(tmp_path: Path) -> None:
+    context, _ = started(tmp_path, session_id="s2")
+    context.add(turn(1, "row\n" * 20_000))
+    request = context.prepare()
+    text = json.dumps(request)
+    assert "s2-results" in text and len(text) < 10_000
+    assert any(e.stage == "persist" for e in context.events)
+    assert len(context.history[2].text) == 80_000  # the history keeps everything
+
+
+def test_over_the_trigger_a_summary_replaces_the_middle_and_the_task_stays(tmp_path: Path) -> None:
+    context, _ = started(tmp_path, session_id="s3", policy=Policy(trigger_tokens=3_000))
+    for k in range(1, 12):
+        context.add(turn(k, f"line {k}\n" * 150))
+        request = context.prepare()
+    assert request["messages"][0]["content"] in ("Fix the bug in f1.py", [{"type": "text", "text": "Fix the bug in f1.py"}])
+    assert any(e.action == "summarized" for e in context.events)
+    assert context.counter.count(context.view()) <= 3_000
+    assert len(context.history) == 23  # nothing is lost from the history
+
+
+def test_manual_compact_passes_instructions_to_the_summarizer() -> None:
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def summarize(self, request):
+            seen.append(request.instructions)
+            return SummaryResult("summary text")
+
+    context, _ = started(summarizer=Recording())
+    for k in range(1, 5):
+        context.add(turn(k, "x"))
+    events = context.compact("focus on the failing test")
+    assert seen == ["focus on the failing test"]
+    assert any(e.action == "summarized" for e in events)
+
+
+def test_three_failed_compactions_open_the_breaker() -> None:
+    class Broken:
+        name = "broken"
+
+        def summarize(self, request):
+            raise RuntimeError("summarizer crashed")
+
+    context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500))
+    for k in range(1, 8):
+        context.add(turn(k, "y " * 300))
+        request = context.prepare()
+        assert request["messages"]  # the agent still gets a valid request every time
+    assert context.breaker_open
+    assert [e.action for e in context.events if e.stage == "summarize"].count("breaker_open") == 1
+    failures = [e for e in context.events if e.action == "failed"]
+    assert len(failures) == 3  # no retries once the breaker is open
+
+
+def test_prompt_too_long_triggers_one_reactive_compaction() -> None:
+    assert is_prompt_too_long("prompt is too long: 210000 tokens > 200000 maximum")
+    assert is_prompt_too_long("This model's maximum context length is 128000 tokens (context_length_exceeded)")
+    assert not is_prompt_too_long("overloaded_error")
+    context, _ = started()
+    for k in range(1, 6):
+        context.add(turn(k, "z " * 2_000))
+    before = context.counter.count(context.view())
+    retry = context.retry_request("prompt is too long: 999999 tokens > 200000 maximum")
+    assert retry is not None and context.counter.count(context.view()) < before
+    assert context.retry_request("rate limited") is None
+
+
+def test_usage_anchors_the_count_and_a_cache_drop_names_the_stage() -> None:
+    context, clock = started(policy=Policy(clear_min_savings_tokens=0, clear_keep_recent_rounds=1))
+    context.add(turn(1, "a " * 2_000))
+    context.prepare()
+    context.record_usage({"input_tokens": 10, "cache_read_input_tokens": 3_000, "cache_creation_input_tokens": 200, "output_tokens": 5})
+    assert context.counter.count(context.view()) == 3_210
+    for k in range(2, 5):
+        context.add(turn(k, "b " * 2_000))
+        clock.now += 1_000  # cold cache: clearing is free
+        context.prepare()
+        context.record_usage(Usage(prompt_tokens=2_000, cache_read_tokens=100))
+    breaks = [e for e in context.events if e.stage == "cache" and e.action == "break"]
+    assert breaks and breaks[0].data["cause"] == "clear"
+
+
+def test_events_are_published_to_subscribers_and_counted_in_stats() -> None:
+    got: list[Event] = []
+    context, _ = started(policy=Policy(trigger_tokens=800))
+    context.subscribe(got.append)
+    for k in range(1, 6):
+        context.add(turn(k, "w " * 300))
+        context.prepare()
+    stats = context.stats()
+    assert got and stats["requests"] == 5 and stats["summaries"] >= 1
+    assert stats["events"].get("summarize:summarized", 0) >= 1 and stats["last_stage"] == "summarize"
+
+
+def test_fork_gives_a_subagent_its_own_context(tmp_path: Path) -> None:
+    parent, _ = started(tmp_path, session_id="parent")
+    child = parent.fork(session_id="child")
+    child.add([{"role": "user", "content": "search the docs"}])
+    assert len(parent.history) == 1 and len(child.history) == 1
+    assert child.prepare()["system"] == parent.prepare()["system"]
+    assert (tmp_path / "sessions" / "child.jsonl").exists()
+
+
+def test_openai_and_responses_requests() -> None:
+    context = Context(window_tokens=10_000, provider="openai")
+    context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hi"}])
+    assert context.prepare()["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert context.prepare("responses")["input"][0]["role"] == "system"
+
+
+def test_bad_setup_is_a_clear_error() -> None:
+    with pytest.raises(ContextfoldError):
+        Context()
+    with pytest.raises(ContextfoldError):
+        Context(window_tokens=1_000, provider="gemini")
