@@ -66,6 +66,9 @@ def test_tokens_json_prints_each_request_and_a_summary(corpus_dir: Path) -> None
 
 
 def test_demo_runs_offline_and_prints_its_figures() -> None:
-    output = run("demo", "--rounds", "30", "--delay", "0", "--tokenizer", "estimate")
-    assert "What fills the window" in output
-    assert "tool_result" in output
+    output = run("demo", "--rounds", "40", "--window", "16000", "--delay", "0", "--tokenizer", "estimate")
+    assert "The whole session" in output and "requests over the window" in output
+    final = output[output.index("The whole session"):]
+    over = next(line for line in final.splitlines() if "requests over the window" in line)
+    assert over.split("│")[-2].strip() == "0"  # contextfold's column: nothing over the window
+    assert "What contextfold did" in output

@@ -195,3 +195,28 @@ def test_bad_setup_is_a_clear_error() -> None:
         Context()
     with pytest.raises(ContextfoldError):
         Context(window_tokens=1_000, provider="gemini")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "responses"])
+def test_incremental_rendering_equals_rendering_from_scratch(provider: str) -> None:
+    from contextfold.rendering import Renderer
+    from contextfold.synthetic import generate_session
+
+    session = generate_session(rounds=25, seed=11)
+    context = Context(window_tokens=6_000, provider=provider, policy=Policy(clear_min_savings_tokens=500))
+    context.set_header(session.header)
+    replies = [i for i, item in enumerate(session) if item.role == "assistant"]
+    previous = 0
+    for index in replies:
+        context.add(list(session.items[previous:index]))
+        previous = index
+        request = context.prepare()
+        assert request == Renderer(provider).render(context.view())
+    assert any(e.stage == "summarize" for e in context.events)  # views were replaced along the way
+
+
+def test_preparing_with_calls_still_unanswered_is_a_clear_error() -> None:
+    context, _ = started()
+    context.add(turn(1, "x")[:1])
+    with pytest.raises(ContextfoldError, match="without results"):
+        context.prepare()

@@ -38,8 +38,11 @@ from .errors import (
     UnknownRole,
     UnknownSessionFormat,
 )
+from .context import Context, is_prompt_too_long
 from .limits import ModelLimits, compaction_threshold, model_limits, register_model
+from .pipeline.base import Event, Policy, Prices, Rule
 from .tokens import Estimator, TokenCounter
+from .transcript import Transcript
 from .usage import Usage
 
 __version__ = "0.1.0"

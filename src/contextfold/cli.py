@@ -87,15 +87,15 @@ def tokens(file: Path, as_json: bool, index: int | None, format_: str | None, to
 @cli.command()
 @click.option("--rounds", type=int, default=200, show_default=True, help="Tool rounds in the generated session.")
 @click.option("--seed", type=int, default=7, show_default=True)
-@click.option("--model", default="claude-sonnet-4-5", show_default=True, help="Model whose window is drawn.")
-@click.option("--delay", type=float, default=0.01, show_default=True, help="Seconds between steps of the live view.")
+@click.option("--window", type=int, default=64_000, show_default=True, help="Context window in tokens.")
+@click.option("--delay", type=float, default=0.02, show_default=True, help="Seconds between steps of the live view.")
 @_tokenizer_option
-def demo(rounds: int, seed: int, model: str, delay: float, tokenizer: str) -> None:
-    """Generate a long realistic coding-agent session and show its token accounting live."""
+def demo(rounds: int, seed: int, window: int, delay: float, tokenizer: str) -> None:
+    """Replay a long generated coding-agent session through the pipeline, live, against the full history."""
     from . import demo as demo_module
 
     try:
-        demo_module.run(rounds=rounds, seed=seed, model=model, delay_s=delay, tokenizer=tokenizer)
+        demo_module.run(rounds=rounds, seed=seed, window=window, delay_s=delay, tokenizer=tokenizer)
     except ContextfoldError as error:
         _fail(error)
 

@@ -23,12 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .conversation import Conversation, Header, Item, Summary, new_id
-from .errors import ContextfoldError, TranscriptError
+from .conversation import Conversation, Header, Item, Summary, Validator, Violation, new_id
+from .errors import ContextfoldError, InvalidConversation, TranscriptError
 from .limits import ModelLimits, compaction_threshold, model_limits
 from .pipeline import BATCH_STAGES, CHEAP_STAGES, compact, run_stages
 from .pipeline.base import Budget, Event, Policy
 from .pipeline.economics import verdict
+from .rendering import Renderer
 from .summarizers.base import Summarizer
 from .tokens import Estimator, TokenCounter
 from .transcript import Transcript
@@ -112,6 +113,9 @@ class Context:
         self._last_fired: str | None = None
         self._last_cache_read: int | None = None
         self._sent_tokens: int | None = None
+        self._renderers: dict[str, Renderer] = {}
+        self._validator = Validator()
+        self._validated: tuple[Conversation, int] | None = None  # (view object, items fed to the validator)
         self._growth: float | None = None  # average growth of the request per call while no stage fires
         self.transcript = self._open_transcript(transcript)
         default_results = Path(self.transcript.path).parent / f"{self.session_id}-results" if self.transcript else None
@@ -268,7 +272,15 @@ class Context:
     def prepare(self, provider: str | None = None) -> dict[str, Any]:
         """The request to send now (``system``/``messages``/``tools`` for Anthropic; ``messages``/``tools``
         for OpenAI Chat; ``input``/``tools`` for Responses), after whatever stages are due."""
-        return render_request(self.prepare_view(), _check_provider(provider or self.provider))
+        return self.render(self.prepare_view(), provider)
+
+    def render(self, view: Conversation, provider: str | None = None) -> dict[str, Any]:
+        """``view`` as a request body for ``provider`` (incrementally: only new messages are rendered)."""
+        name = _check_provider(provider or self.provider)
+        renderer = self._renderers.get(name)
+        if renderer is None:
+            renderer = self._renderers[name] = Renderer(name)
+        return renderer.render(view)
 
     def prepare_view(self) -> Conversation:
         """:meth:`prepare` without the wire format: the conversation that would be sent."""
@@ -313,7 +325,7 @@ class Context:
         view, more, _ = compact(self.view(), budget, target)
         events.extend(more)
         self._fired(more)
-        return render_request(self._send(view, events), _check_provider(provider or self.provider))
+        return self.render(self._send(view, events), provider)
 
     def _maybe_batch(self, view: Conversation, budget: Budget, events: list[Event]) -> Conversation:
         """Run the batch stages when they could matter, and keep their result only if it pays."""
@@ -371,8 +383,25 @@ class Context:
         self._view = view
         self._processed = len(view)
 
+    def _violations(self, view: Conversation) -> list[Violation]:
+        """The invariant check, incremental: a view that only grew is checked from where it was left."""
+        if self._validated is None or self._validated[0] is not view or self._validated[1] > len(view):
+            self._validator, fed = Validator(), 0
+        else:
+            fed = self._validated[1]
+        for item in view.items[fed:]:
+            self._validator.feed(item)
+        self._validated = (view, len(view))
+        return self._validator.violations + self._validator.open_violations()
+
     def _send(self, view: Conversation, events: list[Event]) -> Conversation:
-        violations = view.validate()
+        violations = self._violations(view)
+        pending = [v for v in violations if v.kind == "unanswered_call" and v.index == _last_assistant(view)]
+        if pending and len(pending) == len(violations):
+            raise InvalidConversation(
+                f"the last assistant turn (item {pending[0].index}) has {len(pending)} tool call(s) without results: "
+                "add the tool results before preparing the next request"
+            )
         if violations:
             view, repairs = view.repair()
             events.append(Event("invariants", "repaired", tuple(str(r.call_id) for r in repairs),
@@ -462,6 +491,13 @@ def _check_provider(provider: str) -> str:
     return provider
 
 
+def _last_assistant(view: Conversation) -> int | None:
+    for index in range(len(view) - 1, -1, -1):
+        if view[index].role == "assistant":
+            return index
+    return None
+
+
 def _ends_at_boundary(view: Conversation) -> bool:
     """No call is waiting for its result: every call of the last assistant turn is answered."""
     answered: set[str] = set()
@@ -472,18 +508,3 @@ def _ends_at_boundary(view: Conversation) -> bool:
             continue
         return all(call.id in answered for call in item.tool_calls)
     return True
-
-
-def render_request(view: Conversation, provider: str) -> dict[str, Any]:
-    """The wire request for ``view``; for Anthropic with cache breakpoints placed."""
-    from .caching import place_breakpoints
-
-    if provider == "anthropic":
-        return place_breakpoints(view.to_anthropic())
-    if provider == "openai":
-        from .adapters.openai_chat import tools_to_openai
-
-        return {"messages": view.to_openai(), "tools": tools_to_openai(view)}
-    from .adapters.openai_responses import tools_to_responses
-
-    return {"input": view.to_responses(), "tools": tools_to_responses(view)}

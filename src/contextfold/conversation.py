@@ -330,6 +330,59 @@ class Repair:
 UNANSWERED_TEXT = "[contextfold: this tool call has no recorded result]"
 
 
+class Validator:
+    """Checks items one at a time, so a growing conversation is validated in O(new items).
+
+    ``violations`` holds what was found so far; :meth:`open_violations` the
+    calls of the last round still waiting for a result (not a fault while
+    the agent is executing them, a fault in a request).
+    """
+
+    __slots__ = ("violations", "_seen_items", "_call_at", "_answered", "_open", "_count")
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self._seen_items: set[str] = set()
+        self._call_at: dict[str, int] = {}
+        self._answered: set[str] = set()
+        self._open: dict[str, int] = {}  # calls of the current round awaiting results
+        self._count = 0
+
+    def feed(self, item: Item) -> None:
+        index = self._count
+        self._count += 1
+        found = self.violations
+        if item.id in self._seen_items:
+            found.append(Violation("duplicate_id", index, f"item id {item.id!r} is used twice"))
+        self._seen_items.add(item.id)
+        result = item.tool_result
+        if result is not None:
+            cid = result.call_id
+            if cid in self._answered:
+                found.append(Violation("duplicate_result", index, f"second result for call {cid!r}", cid))
+            elif cid in self._open:
+                self._answered.add(cid)
+                del self._open[cid]
+            elif cid in self._call_at:
+                self._answered.add(cid)
+                found.append(Violation("misplaced_result", index, f"result for call {cid!r} is not next to its call", cid))
+            else:
+                found.append(Violation("orphan_result", index, f"no call with id {cid!r}", cid))
+            return
+        # Any non-tool item closes the open round: what is still open is unanswered.
+        found.extend(self.open_violations())
+        self._open = {}
+        for call in item.tool_calls:
+            if call.id in self._call_at:
+                found.append(Violation("duplicate_id", index, f"tool call id {call.id!r} is used twice", call.id))
+                continue
+            self._call_at[call.id] = index
+            self._open[call.id] = index
+
+    def open_violations(self) -> list[Violation]:
+        return [Violation("unanswered_call", at, f"call {cid!r} has no result", cid) for cid, at in self._open.items()]
+
+
 class Conversation:
     """A header plus an ordered, append-only-by-convention list of items.
 
@@ -444,48 +497,18 @@ class Conversation:
     # -- invariants
     def validate(self) -> list[Violation]:
         """Every broken rule, with the index of the item at fault. Empty means valid."""
-        violations: list[Violation] = []
-        seen_items: set[str] = set()
-        call_at: dict[str, int] = {}
-        answered: set[str] = set()
-        open_calls: dict[str, int] = {}  # calls of the current round awaiting results
-        later_calls = {c.id: i for i, it in enumerate(self._items) for c in it.tool_calls}
-        for index, item in enumerate(self._items):
-            if item.id in seen_items:
-                violations.append(Violation("duplicate_id", index, f"item id {item.id!r} is used twice"))
-            seen_items.add(item.id)
-            result = item.tool_result
-            if result is not None:
-                cid = result.call_id
-                if cid in answered:
-                    violations.append(Violation("duplicate_result", index, f"second result for call {cid!r}", cid))
-                elif cid in open_calls:
-                    answered.add(cid)
-                    del open_calls[cid]
-                elif cid in call_at:
-                    answered.add(cid)
-                    violations.append(
-                        Violation("misplaced_result", index, f"result for call {cid!r} is not next to its call", cid)
-                    )
-                elif cid in later_calls:
-                    violations.append(
-                        Violation("result_before_call", index, f"result for call {cid!r} comes before the call", cid)
-                    )
-                else:
-                    violations.append(Violation("orphan_result", index, f"no call with id {cid!r}", cid))
-                continue
-            # Any non-tool item closes the open round: what is still open is unanswered.
-            for cid, at in open_calls.items():
-                violations.append(Violation("unanswered_call", at, f"call {cid!r} has no result", cid))
-            open_calls = {}
-            for call in item.tool_calls:
-                if call.id in call_at:
-                    violations.append(Violation("duplicate_id", index, f"tool call id {call.id!r} is used twice", call.id))
-                    continue
-                call_at[call.id] = index
-                open_calls[call.id] = index
-        for cid, at in open_calls.items():
-            violations.append(Violation("unanswered_call", at, f"call {cid!r} has no result", cid))
+        checker = Validator()
+        for item in self._items:
+            checker.feed(item)
+        violations = checker.violations + checker.open_violations()
+        # An "orphan" whose call turns up later is a result that came too early.
+        later = {call.id for item in self._items for call in item.tool_calls}
+        violations = [
+            Violation("result_before_call", v.index, f"result for call {v.call_id!r} comes before the call", v.call_id)
+            if v.kind == "orphan_result" and v.call_id in later
+            else v
+            for v in violations
+        ]
         violations.sort(key=lambda v: v.index)
         return violations
 

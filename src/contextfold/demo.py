@@ -1,19 +1,19 @@
-"""``contextfold demo``: a long coding-agent session, generated here, and its token accounting live.
+"""``contextfold demo``: a long coding-agent session, generated here, replayed through the pipeline.
 
-The session comes from :mod:`contextfold.synthetic` (no network, no key). It is
-replayed request by request the way an agent loop would send it. A simulated
-provider reports each request's prompt tokens (the exact o200k count of the
-request rendered as Chat Completions JSON, which includes the framing our
-estimator only approximates); contextfold's counter sees only its own
-estimate and the figure reported for the previous request, as it would in
-production, and the view shows how close the anchored count runs.
+The session comes from :mod:`contextfold.synthetic` (no network, no key). It
+is replayed request by request twice, as the agent would have sent it: once
+with the full history (what an agent without context management sends) and
+once through contextfold's pipeline. The live view then walks through the
+requests: the size of each against the window, which stage fired and what it
+saved; the final table gives cost with prompt-cache pricing, peak context,
+requests over the window and what survived.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
+from dataclasses import dataclass, field
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -21,88 +21,103 @@ from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from .adapters.openai_chat import tools_to_openai
 from .commands import make_estimator
-from .conversation import Conversation
-from .inspection import compose
-from .limits import model_limits
+from .pipeline.base import Event
+from .replay import replay
+from .replay.base import Sent, Step, StrategyConfig
+from .replay.strategies import create
 from .synthetic import generate_session
-from .tokens import Estimator, TiktokenText, TokenCounter, TokenizerUnavailable, percentile
-from .usage import Usage
 
 RECENT_ROWS = 12
 
 
-class _SimulatedProvider:
-    """Reports a request's prompt tokens as a provider would: exactly, on the wire form."""
+@dataclass
+class _Recorder:
+    """Wraps a strategy to keep the events of each step."""
 
-    def __init__(self) -> None:
-        self._text = TiktokenText("o200k_base")
+    inner: object
+    events: dict[int, list[Event]] = field(default_factory=dict)
 
-    def prompt_tokens(self, conversation: Conversation) -> int:
-        request = {"messages": conversation.to_openai(), "tools": tools_to_openai(conversation)}
-        return self._text(json.dumps(request, ensure_ascii=False))
+    @property
+    def name(self) -> str:
+        return self.inner.name  # type: ignore[attr-defined]
+
+    def start(self, header):  # noqa: ANN001, ANN201 - the Strategy protocol's signature
+        self.inner.start(header)  # type: ignore[attr-defined]
+
+    def step(self, step: Step) -> Sent:
+        sent = self.inner.step(step)  # type: ignore[attr-defined]
+        self.events[step.number] = [e for e in sent.events if e.items]
+        return sent
+
+    def record_usage(self, usage):  # noqa: ANN001, ANN201
+        self.inner.record_usage(usage)  # type: ignore[attr-defined]
 
 
-def run(*, rounds: int, seed: int, model: str, delay_s: float, tokenizer: str) -> None:
+def _describe(events: list[Event]) -> tuple[str, str]:
+    if not events:
+        return "", ""
+    stages = ", ".join(dict.fromkeys(e.stage for e in events))
+    return stages, f"{sum(e.saved_tokens for e in events):,}"
+
+
+def run(*, rounds: int, seed: int, window: int, delay_s: float, tokenizer: str) -> None:
     console = Console()
     session = generate_session(rounds=rounds, seed=seed)
-    limits = model_limits(model)
     estimator = make_estimator(tokenizer)
-    try:
-        provider: _SimulatedProvider | None = _SimulatedProvider()
-    except TokenizerUnavailable as why:
-        provider = None
-        console.print(f"[yellow]No exact tokenizer offline ({why}); showing estimates only.[/]")
-    counter = TokenCounter(Estimator(estimator.text))
-    naive_errors: list[float] = []
-    anchored_errors: list[float] = []
-    recent: deque[tuple[int, int, int | None, str]] = deque(maxlen=RECENT_ROWS)
-    requests = [i for i, item in enumerate(session) if item.role == "assistant"]
+    config = StrategyConfig(window_tokens=window)
+    console.print(f"Replaying a generated coding-agent session: {len(session)} messages, {rounds} tool rounds, "
+                  f"window {window:,} tokens, counted with {estimator.text.name}.")
+    full = replay(session, create("none", config), config, tokenizer=estimator, session="demo")
+    recorder = _Recorder(create("default", config))
+    ours = replay(session, recorder, config, tokenizer=estimator, session="demo")  # type: ignore[arg-type]
+    agent = [r for r in ours.requests if r.kind == "agent"]
+    baseline = [r for r in full.requests if r.kind == "agent"]
+    recent: deque[tuple[str, ...]] = deque(maxlen=RECENT_ROWS)
+    spent = {"none": 0.0, "default": 0.0}
 
-    def view(step: int, tokens: int) -> Group:
-        table = Table("request", "items", "anchored count", "provider reported", "error", title_justify="left",
-                      title=f"Session of {len(session)} items, {rounds} tool rounds (seed {seed})")
-        for number, items, count, reported, error in recent:
-            table.add_row(str(number), str(items), f"{count:,}", f"{reported:,}" if reported else "-", error)
-        used = min(tokens / limits.context_window, 1.0)
-        bar = ProgressBar(total=1.0, completed=used, width=60)
-        caption = f"{tokens:,} of {limits.context_window:,} tokens ({used:.0%}) in {model}'s window, request {step}"
-        return Group(table, Panel(Group(bar, caption), title="context"))
+    def view(number: int, tokens: int) -> Group:
+        table = Table("request", "contextfold", "full history", "stage fired", "saved", title_justify="left",
+                      title="Each request: tokens sent with contextfold and without")
+        for row in recent:
+            table.add_row(*row)
+        used = min(tokens / window, 1.0)
+        caption = (f"request {number}: {tokens:,} of {window:,} tokens ({used:.0%}); cost so far "
+                   f"${spent['default']:.3f} with contextfold, ${spent['none']:.3f} with the full history")
+        return Group(table, Panel(Group(ProgressBar(total=1.0, completed=used, width=60), caption), title="context"))
 
-    with Live(view(0, 0), console=console, refresh_per_second=20, transient=False) as live:
-        for number, index in enumerate(requests, 1):
-            request = session.with_items(session.items[:index])
-            count = counter.count(request)
-            reported = provider.prompt_tokens(request) if provider else None
-            error = ""
-            if reported:
-                if counter.anchored:
-                    anchored_errors.append(abs(count - reported) / reported)
-                naive = sum(len(i.text) for i in request) / 4
-                naive_errors.append(abs(naive - reported) / reported)
-                error = f"{(count - reported) / reported:+.2%}" if counter.anchored else "(first call)"
-                counter.record_usage(Usage(prompt_tokens=reported), request)
-            recent.append((number, len(request), count, reported, error))
-            live.update(view(number, reported or count))
+    with Live(view(0, 0), console=console, refresh_per_second=20) as live:
+        for number, (mine, theirs) in enumerate(zip(agent, baseline)):
+            spent["default"] += sum(r.cost_usd for r in ours.requests if r.step == mine.step)
+            spent["none"] += theirs.cost_usd
+            stages, saved = _describe(recorder.events.get(mine.step, []))
+            over = " [red](over the window)[/]" if theirs.input_tokens > window else ""
+            recent.append((str(number), f"{mine.input_tokens:,}", f"{theirs.input_tokens:,}{over}", stages, saved))
+            live.update(view(number, mine.input_tokens))
             if delay_s:
                 time.sleep(delay_s)
+    _final_table(console, full.totals.to_dict(), ours.totals.to_dict(), recorder)
 
-    composition = compose(session, estimator.item, lambda c: estimator.header(c.header))
-    summary = Table("kind", "items", "tokens", title="What fills the window at the end", title_justify="left")
-    for kind, tokens in sorted(composition.tokens_by_kind.items(), key=lambda kv: -kv[1]):
-        summary.add_row(kind, str(composition.items_by_kind[kind]), f"{tokens:,}")
-    console.print(summary)
-    if anchored_errors:
-        anchored_errors.sort()
-        naive_errors.sort()
-        console.print(
-            f"Anchored count vs the provider over {len(anchored_errors)} requests: median |error| "
-            f"{percentile(anchored_errors, 0.5):.2%}, p95 {percentile(anchored_errors, 0.95):.2%}; "
-            f"characters/4 would be {percentile(naive_errors, 0.5):.1%} off (median)."
-        )
-    total = composition.total_tokens
-    if total > limits.context_window:
-        console.print(
-            f"[bold]The full history ({total:,} tokens) no longer fits {model}'s {limits.context_window:,}-token window.[/]"
-        )
+
+def _final_table(console: Console, full: dict, ours: dict, recorder: _Recorder) -> None:
+    table = Table("", "full history", "contextfold", title="The whole session", title_justify="left")
+    rows = [
+        ("cost, prompt-cache pricing", f"${full['cost_usd']:.3f}", f"${ours['cost_usd']:.3f}"),
+        ("cost without caching", f"${full['cost_no_cache_usd']:.3f}", f"${ours['cost_no_cache_usd']:.3f}"),
+        ("prompt served from cache", f"{full['cache_hit_ratio']:.0%}", f"{ours['cache_hit_ratio']:.0%}"),
+        ("peak context (tokens)", f"{full['peak_tokens']:,}", f"{ours['peak_tokens']:,}"),
+        ("requests over the window", str(full["overflows"]), str(ours["overflows"])),
+        ("invalid requests", str(full["violations"]), str(ours["violations"])),
+        ("facts that survived", f"{full['survival']['mean']:.1%}", f"{ours['survival']['mean']:.1%}"),
+    ]
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    fired = [e for events in recorder.events.values() for e in events]
+    stages = Table("stage", "times", "tokens saved", title="What contextfold did", title_justify="left")
+    for stage in dict.fromkeys(e.stage for e in fired):
+        mine = [e for e in fired if e.stage == stage]
+        stages.add_row(stage, str(len(mine)), f"{sum(e.saved_tokens for e in mine):,}")
+    console.print(stages)
+    ratio = ours["cost_usd"] / full["cost_usd"] if full["cost_usd"] else 1.0
+    console.print(f"contextfold cost {ratio:.0%} of the full history, with no request over the window.")

@@ -1,0 +1,149 @@
+"""How much time contextfold adds to an agent step, beside LangChain's trim_messages on the same history.
+
+    python benchmarks/overhead.py [--corpus ../shared/corpus] [--messages 1000]
+
+Prints one JSON object:
+  prepare_ms_nofire      median Context.prepare() on a 1,000-message history when no stage fires
+                         (one new round added before each call, usage recorded after it, as an agent does)
+  prepare_ms_fire        median prepare() on the same history when a summary fires
+  langchain_trim_ms      median langchain_core.messages.trim_messages(strategy="last",
+                         token_counter=count_tokens_approximately) on the same history
+  speedup_vs_langchain   langchain_trim_ms / prepare_ms_nofire
+  extractive_summary_ms_500  median extractive summary of a 500-message span
+
+The history is built from real tool outputs of the mini-swe-agent recordings
+in the shared corpus (ids renamed so the sessions can be joined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from contextfold import Context, Usage
+from contextfold.conversation import Conversation, Item, ToolCall, ToolResult
+from contextfold.importers import load
+from contextfold.pipeline.base import Policy
+from contextfold.summarizers.base import SummaryRequest
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.tokens import Estimator
+
+HERE = Path(__file__).resolve().parent
+
+
+def renamed(item: Item, tag: str) -> Item:
+    """``item`` with its id and call ids made unique by ``tag``."""
+    blocks = tuple(
+        replace(b, id=f"{b.id}{tag}") if isinstance(b, ToolCall)
+        else replace(b, call_id=f"{b.call_id}{tag}") if isinstance(b, ToolResult) else b
+        for b in item.blocks
+    )
+    return replace(item, blocks=blocks, id=f"{item.id}{tag}")
+
+
+def history(corpus: Path, messages: int) -> tuple[Conversation, list[Item]]:
+    """``messages`` items of real sessions (the first with its header), plus spare rounds to add later."""
+    items: list[Item] = []
+    header = None
+    for number, path in enumerate(sorted((corpus / "mini-swe-agent").glob("*.json"))):
+        conversation = load(path)[0]
+        header = header or conversation.header
+        body = [item for item in conversation.items if item.role != "system"]
+        if items:
+            body = body[1:]  # one task only
+        items.extend(renamed(item, f"~{number}") for item in body)
+    spare = [renamed(item, "~spare") for item in items[1:401]]
+    while items[messages - 1].tool_calls:  # end on a complete round, as a request must
+        messages -= 1
+    return Conversation(items[:messages], header), spare
+
+
+def median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 3)
+
+
+def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
+    # A horizon of one request: no edit of the middle ever pays, so nothing fires (the common step).
+    context = Context(window_tokens=50_000_000, max_output_tokens=8_000,
+                      policy=Policy(min_horizon_requests=1, max_horizon_requests=1))
+    context.set_header(base.header)
+    context.add(list(base.items))
+    context.prepare()
+    context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
+    samples = []
+    for k in range(0, len(spare) - 1, 2):
+        if spare[k].role != "assistant":
+            continue
+        context.add(spare[k : k + 2])
+        started = time.perf_counter()
+        context.prepare()
+        samples.append(time.perf_counter() - started)
+        context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
+    assert not [e for e in context.events if e.items], "a stage fired in the no-fire run"
+    return median_ms(samples)
+
+
+def prepare_fire(base: Conversation, runs: int = 7) -> float:
+    samples = []
+    for _ in range(runs):
+        context = Context(window_tokens=400_000, max_output_tokens=8_000, policy=Policy(trigger_tokens=40_000))
+        context.set_header(base.header)
+        context.add(list(base.items))
+        started = time.perf_counter()
+        context.prepare()
+        samples.append(time.perf_counter() - started)
+        assert any(e.action == "summarized" for e in context.events), "no summary fired"
+    return median_ms(samples)
+
+
+def langchain_trim(base: Conversation, runs: int = 15) -> float:
+    from langchain_core.messages import convert_to_messages, trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    messages = convert_to_messages(base.to_openai())
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        trim_messages(messages, max_tokens=100_000, strategy="last", token_counter=count_tokens_approximately,
+                      start_on="human", include_system=True)
+        samples.append(time.perf_counter() - started)
+    return median_ms(samples)
+
+
+def extractive_500(base: Conversation, runs: int = 15) -> float:
+    estimator = Estimator()
+    span = list(base.items[1:501])
+    summarizer = ExtractiveSummarizer()
+    samples = []
+    for _ in range(runs):
+        request = SummaryRequest(span, base.header, 4_000, estimator.text)
+        started = time.perf_counter()
+        summarizer.summarize(request)
+        samples.append(time.perf_counter() - started)
+    return median_ms(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
+    parser.add_argument("--messages", type=int, default=1_000)
+    args = parser.parse_args()
+    base, spare = history(args.corpus, args.messages)
+    nofire = prepare_nofire(base, spare)
+    trim = langchain_trim(base)
+    print(json.dumps({
+        "messages": len(base),
+        "prepare_ms_nofire": nofire,
+        "prepare_ms_fire": prepare_fire(base),
+        "langchain_trim_ms": trim,
+        "speedup_vs_langchain": round(trim / nofire, 1),
+        "extractive_summary_ms_500": extractive_500(base),
+    }))
+
+
+if __name__ == "__main__":
+    main()
