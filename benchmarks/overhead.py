@@ -5,7 +5,8 @@
 Prints one JSON object:
   prepare_ms_nofire      median Context.prepare() on a 1,000-message history when no stage fires
                          (one new round added before each call, usage recorded after it, as an agent does)
-  prepare_ms_fire        median prepare() on the same history when a summary fires
+  prepare_ms_fire        median prepare() over the calls that compacted something, when the same
+                         history is fed step by step with a trigger that makes summaries fire
   langchain_trim_ms      median langchain_core.messages.trim_messages(strategy="last",
                          token_counter=count_tokens_approximately) on the same history
   speedup_vs_langchain   langchain_trim_ms / prepare_ms_nofire
@@ -62,6 +63,11 @@ def history(corpus: Path, messages: int) -> tuple[Conversation, list[Item]]:
     return Conversation(items[:messages], header), spare
 
 
+def fresh_copies(items: list[Item]) -> list[Item]:
+    """Equal items with empty memos, so no run profits from another's cached work."""
+    return [replace(item) for item in items]
+
+
 def median_ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 3)
 
@@ -87,17 +93,32 @@ def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
     return median_ms(samples)
 
 
-def prepare_fire(base: Conversation, runs: int = 7) -> float:
+def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[float, float, int]:
+    """Median prepare() over the calls of an agent loop in which a stage fired, and how many fired.
+
+    The history is fed one step at a time, as an agent loop does (usage
+    recorded after each request), with a trigger that makes summaries fire;
+    the calls in which anything was compacted are timed.
+    """
+    context = Context(window_tokens=400_000, max_output_tokens=8_000, policy=Policy(trigger_tokens=trigger_tokens))
+    context.set_header(base.header)
+    items = fresh_copies(list(base.items))
     samples = []
-    for _ in range(runs):
-        context = Context(window_tokens=400_000, max_output_tokens=8_000, policy=Policy(trigger_tokens=40_000))
-        context.set_header(base.header)
-        context.add(list(base.items))
+    start = 0
+    for end in range(1, len(items) + 1):
+        if end < len(items) and (items[end].role != "assistant" or items[end - 1].tool_calls):
+            continue  # a request goes out before each assistant reply
+        context.add(items[start:end])
+        start = end
+        seen = len(context.events)
         started = time.perf_counter()
         context.prepare()
-        samples.append(time.perf_counter() - started)
-        assert any(e.action == "summarized" for e in context.events), "no summary fired"
-    return median_ms(samples)
+        elapsed = time.perf_counter() - started
+        context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
+        if any(e.items for e in context.events[seen:]):
+            samples.append(elapsed)
+    assert any(e.action == "summarized" for e in context.events), "no summary fired"
+    return median_ms(samples), round(max(samples) * 1000, 3), len(samples)
 
 
 def langchain_trim(base: Conversation, runs: int = 15) -> float:
@@ -135,10 +156,13 @@ def main() -> None:
     base, spare = history(args.corpus, args.messages)
     nofire = prepare_nofire(base, spare)
     trim = langchain_trim(base)
+    fire_ms, fire_max_ms, fired = prepare_fire(base)
     print(json.dumps({
         "messages": len(base),
         "prepare_ms_nofire": nofire,
-        "prepare_ms_fire": prepare_fire(base),
+        "prepare_ms_fire": fire_ms,
+        "prepare_ms_fire_max": fire_max_ms,
+        "prepare_calls_that_fired": fired,
         "langchain_trim_ms": trim,
         "speedup_vs_langchain": round(trim / nofire, 1),
         "extractive_summary_ms_500": extractive_500(base),

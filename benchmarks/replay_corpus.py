@@ -41,6 +41,18 @@ def sessions(corpus: Path, tau_limit: int) -> list[tuple[str, object]]:
     return found
 
 
+def compaction_shrinks(strategy: object) -> list[float]:
+    """For each automatic summary the strategy made: 1 - summary tokens / summarized span tokens."""
+    context = getattr(strategy, "context", None)
+    if context is None:
+        return []
+    return [
+        1 - e.data["summary_tokens"] / e.data["span_tokens"]
+        for e in context.events
+        if e.action == "summarized" and e.data.get("span_tokens")
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
@@ -61,9 +73,12 @@ def main() -> None:
                 totals = {"cost_usd": 0.0, "cost_no_cache_usd": 0.0, "overflows": 0, "violations": 0, "requests": 0}
                 survival: list[float] = []
                 worst = []
+                shrinks: list[float] = []
                 for label, conversation in found:
                     config = StrategyConfig(window, args.max_output, results)
-                    result = replay(conversation, create(name, config), config, tokenizer=exact_estimator("o200k_base", tokenizers), session=label)
+                    strategy = create(name, config)
+                    result = replay(conversation, strategy, config, tokenizer=exact_estimator("o200k_base", tokenizers), session=label)
+                    shrinks += compaction_shrinks(strategy)
                     t = result.totals.to_dict()
                     for key in totals:
                         totals[key] += t[key]
@@ -72,6 +87,12 @@ def main() -> None:
                     worst.append((t["survival"]["mean"] if t["survival"]["mean"] is not None else 1.0, label))
                 totals["survival_mean"] = sum(survival) / len(survival) if survival else None
                 totals["worst_survival"] = sorted(worst)[:3]
+                if shrinks:
+                    shrinks.sort()
+                    totals["compactions"] = len(shrinks)
+                    totals["span_shrink_min"] = round(shrinks[0], 4)
+                    totals["span_shrink_median"] = round(shrinks[len(shrinks) // 2], 4)
+                    totals["span_shrink_at_least_85"] = sum(x >= 0.85 for x in shrinks)
                 rows[name] = totals
             base = rows.get("none", {}).get("cost_usd")
             for name, row in rows.items():
@@ -91,6 +112,9 @@ def main() -> None:
             surv = f"{r['survival_mean']:.4f}" if r["survival_mean"] is not None else "-"
             print(f"{name:<10} {r['cost_usd']:>9.3f} {r['cost_no_cache_usd']:>11.3f} {ratio:>8} {r['overflows']:>6} {r['violations']:>5} {surv:>9}")
             print(f"{'':<10} lowest survival: {', '.join(f'{s:.3f} {label}' for s, label in r['worst_survival'])}")
+            if "compactions" in r:
+                print(f"{'':<10} {r['compactions']} summaries; summarized span shrank by {r['span_shrink_min']:.1%} at least, "
+                      f"{r['span_shrink_median']:.1%} median; {r['span_shrink_at_least_85']} of them by 85 % or more")
 
 
 if __name__ == "__main__":

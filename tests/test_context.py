@@ -62,7 +62,7 @@ def test_cache_breakpoints_are_at_most_four_and_the_prefix_is_byte_stable() -> N
     marks = json.dumps(second).count('"cache_control"')
     assert 1 <= marks <= 4
     assert second["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    strip = lambda m: json.loads(json.dumps(m).replace(', "cache_control": {"type": "ephemeral"}', ""))  # noqa: E731
+    strip = lambda m: json.loads(json.dumps(m).replace(', "cache_control": {"type": "ephemeral"}', ""))
     assert strip(second["messages"][: len(first["messages"])]) == strip(first["messages"])
     assert second["system"] == first["system"]
 

@@ -31,10 +31,10 @@ HEADER = Header(system=(Item("system", (Text("You are careful."),)),), tools=(To
 
 
 def make_budget(policy: Policy | None = None, **kw: object) -> Budget:
-    defaults: dict = dict(
-        policy=policy or Policy(), window_tokens=10_000, trigger_tokens=5_000, count=EST.conversation,
-        count_item=EST.item, summarizer=ExtractiveSummarizer(), count_text=EST.text,
-    )
+    defaults: dict = {
+        "policy": policy or Policy(), "window_tokens": 10_000, "trigger_tokens": 5_000, "count": EST.conversation,
+        "count_item": EST.item, "summarizer": ExtractiveSummarizer(), "count_text": EST.text,
+    }
     defaults.update(kw)
     return Budget(**defaults)
 

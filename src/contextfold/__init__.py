@@ -1,6 +1,7 @@
 """contextfold: keep long-running LLM agents inside their context window."""
 
 from .adapters._common import LossyConversion
+from .context import Context, is_prompt_too_long
 from .conversation import (
     Block,
     Conversation,
@@ -38,7 +39,6 @@ from .errors import (
     UnknownRole,
     UnknownSessionFormat,
 )
-from .context import Context, is_prompt_too_long
 from .limits import ModelLimits, compaction_threshold, model_limits, register_model
 from .pipeline.base import Event, Policy, Prices, Rule
 from .tokens import Estimator, TokenCounter
@@ -49,11 +49,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Block",
+    "Context",
     "ContextfoldError",
     "Conversation",
     "Document",
     "EmptyContent",
     "Estimator",
+    "Event",
     "Header",
     "Image",
     "InvalidContent",
@@ -66,9 +68,12 @@ __all__ = [
     "ModelLimits",
     "Opaque",
     "OversizedBlock",
+    "Policy",
+    "Prices",
     "RedactedThinking",
     "Repair",
     "Round",
+    "Rule",
     "SessionFormatError",
     "SummarizerError",
     "Summary",
@@ -79,6 +84,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "Transcript",
     "TranscriptCorrupt",
     "TranscriptError",
     "UnknownModel",
@@ -87,6 +93,7 @@ __all__ = [
     "Usage",
     "Violation",
     "compaction_threshold",
+    "is_prompt_too_long",
     "model_limits",
     "register_model",
 ]

@@ -11,12 +11,11 @@ For shell commands it recognises the usual idioms (``cat``, ``sed -n``,
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .conversation import ToolCall
+from .conversation import Item, ToolCall
 
 READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", "todo", "other"
 
@@ -43,18 +42,40 @@ _SYSTEM_PATTERNS = re.compile(
     r"|\b(rm|mv|cp|mkdir|chmod|chown|ln)\s"
 )
 _REDIRECT = re.compile(r"(?:^|[^<>&0-9])>>?\s*(?P<path>[^\s;&|<>]+)")
+_QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
+_PYTHON_WRITE = re.compile(
+    r"""\bopen\(\s*(?P<q>['"])(?P<path>[^'"\n]+)(?P=q)\s*,\s*(?:mode\s*=\s*)?['"][wax]"""
+    r"""|\bPath\(\s*(?P<q2>['"])(?P<path2>[^'"\n]+)(?P=q2)\s*\)\.write_(?:text|bytes)\("""
+)
+_RUNS_PYTHON = re.compile(r"\bpython[\d.]*\b")
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-[a-zA-Z]*i[a-zA-Z]*|--in-place)\b")
 _PATHLIKE = re.compile(r"^[\w.~/-]+\.[A-Za-z0-9]{1,8}$|^[\w.~-]*/[\w./~-]+$")
+_HEREDOC = re.compile(
+    r"<<-?[ \t]*(?P<quote>['\"]?)(?P<tag>[A-Za-z_]\w*)(?P=quote)(?P<rest>[^\n]*)\n"
+    r"(?P<body>.*?)(?:^\t*(?P=tag)[ \t]*$|\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+_SEGMENTS = re.compile(r"&&|\|\||;|\n|\|")
+_REDIRECTION = re.compile(r"^\d*[<>]")
+_SHELL_WORD = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
+_QUOTING = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""")
 
 
 @dataclass(frozen=True)
 class Action:
-    """What one call did. ``paths`` are the files it read or changed; ``command`` the shell text, if any."""
+    """What one call did. ``paths`` are the files it read or changed; ``command`` the shell text, if any.
+
+    ``signature`` tells re-runs of the same command apart from other commands:
+    program names and operands of its segments, without ``cd`` segments,
+    options, redirections or here-document bodies (``cd /repo && python -m
+    pytest tests/a.py -x -q`` gives ``("python", "pytest", "tests/a.py")``).
+    """
 
     kind: str
     paths: tuple[str, ...] = ()
     command: str | None = None
     changes_system: bool = False
+    signature: tuple[str, ...] = ()
 
 
 def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
@@ -82,11 +103,20 @@ def _command_text(arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _unquote(match: re.Match[str]) -> str:
+    return next(group for group in match.groups() if group is not None)
+
+
 def _words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, comments=False, posix=True)
-    except ValueError:
-        return segment.split()
+    """Shell words with their quotes removed (``shlex.split`` is ten times slower and fails on unbalanced quotes)."""
+    return [_QUOTING.sub(_unquote, w) if "'" in w or '"' in w or "\\" in w else w for w in _SHELL_WORD.findall(segment)]
+
+
+def command_outline(command: str) -> str:
+    """The command with each here-document body left out (its lines are data, not commands): what was run, briefly."""
+    if "<<" not in command:
+        return command
+    return _HEREDOC.sub(lambda m: f"<<{m.group('tag')}{m.group('rest')}", command)
 
 
 def _file_operands(words: Iterable[str]) -> list[str]:
@@ -112,11 +142,16 @@ def _sed_files(arguments: list[str]) -> list[str]:
 
 def classify_command(command: str) -> Action:
     """Classify a shell command line by its first meaningful segment and any writes it makes."""
-    edits: list[str] = [m.group("path") for m in _REDIRECT.finditer(command) if m.group("path") not in ("/dev/null",)]
+    script = command_outline(command)
+    unquoted = _QUOTED.sub("''", script)  # a ">" inside quotes ("pkg>=1.2", "a > b") is not a redirection
+    edits: list[str] = [m.group("path") for m in _REDIRECT.finditer(unquoted) if m.group("path") not in ("/dev/null",)]
     edits = [p for p in edits if not p.startswith("&")]
+    if _RUNS_PYTHON.search(script):  # a Python script given inline or in a here-document, run by this command
+        edits += [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(command)]
     reads: list[str] = []
+    signature: list[str] = []
     searched = False
-    for segment in re.split(r"&&|\|\||;|\n|\|", command):
+    for segment in _SEGMENTS.split(script):
         words = _words(segment.strip())
         while words and (words[0] in ("cd", "sudo", "time", "env") or "=" in words[0]):
             if words[0] == "cd":
@@ -125,6 +160,7 @@ def classify_command(command: str) -> Action:
             words = words[1:]
         if not words:
             continue
+        signature.extend(w for w in words if not w.startswith("-") and not _REDIRECTION.match(w))
         program = words[0].rsplit("/", 1)[-1]
         if program == "sed":
             files = _sed_files(words[1:])
@@ -133,18 +169,35 @@ def classify_command(command: str) -> Action:
             reads.extend(_file_operands(words[1:]))
         elif program in _SEARCH_COMMANDS or (program == "git" and words[1:2] == ["grep"]):
             searched = True
-        elif program in ("tee",):
+        elif program in ("tee", "patch") or (program == "git" and words[1:2] == ["apply"]):
             edits.extend(_file_operands(words[1:]))
-        elif program in ("patch",) or (program == "git" and words[1:2] == ["apply"]):
-            edits.extend(_file_operands(words[1:]))
-    changes_system = bool(_SYSTEM_PATTERNS.search(command))
+    changes_system = bool(_SYSTEM_PATTERNS.search(script))
     if edits:
-        return Action(EDIT, tuple(dict.fromkeys(edits)), command, True)
-    if reads:
-        return Action(READ, tuple(dict.fromkeys(reads)), command, changes_system)
-    if searched:
-        return Action(SEARCH, (), command, changes_system)
-    return Action(COMMAND, (), command, changes_system)
+        kind, paths, changes_system = EDIT, edits, True
+    elif reads:
+        kind, paths = READ, reads
+    else:
+        kind, paths = (SEARCH if searched else COMMAND), []
+    return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature))
+
+
+def call_actions(item: Item) -> tuple[Action, ...]:
+    """The actions of an item's tool calls, classified once per item object (kept in ``item.memo``)."""
+    actions = item.memo.get("actions")
+    if actions is None:
+        actions = item.memo["actions"] = tuple(classify(call) for call in item.tool_calls)
+    return actions
+
+
+def result_action(item: Item) -> Action | None:
+    """What the call a tool item answers did (from the linked name and arguments), once per item object."""
+    result = item.tool_result
+    if result is None:
+        return None
+    action = item.memo.get("action")
+    if action is None:
+        action = item.memo["action"] = classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
+    return action
 
 
 def classify(call: ToolCall) -> Action:
@@ -158,7 +211,7 @@ def classify(call: ToolCall) -> Action:
     if name in _READ_TOOLS:
         return Action(READ, paths)
     if name in _EDIT_TOOLS:
-        return Action(EDIT, paths, changes_system=True)
+        return Action(EDIT, paths or _patched_paths(arguments), changes_system=True)
     if name in _TODO_TOOLS:
         return Action(TODO)
     if name in _SEARCH_TOOLS:
@@ -169,33 +222,158 @@ def classify(call: ToolCall) -> Action:
     return Action(OTHER, paths)
 
 
+# --------------------------------------------------------------------------- what an edit wrote
+
+_NEW_TEXT_KEYS = (
+    "new_string", "new_str", "new", "new_text", "content", "file_text", "text", "replace", "insert_text", "code_edit",
+)
+_PATCH_KEYS = ("unified_diff", "patch", "diff", "input")
+_PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(?P<path>\S[^\n]*?)[ \t]*$", re.MULTILINE)
+
+
+def _patched_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """The files a patch text (apply_patch's ``input``, a unified diff) names."""
+    for key in _PATCH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            found = [m.group("path") for m in _PATCH_FILE.finditer(value) if m.group("path") != "/dev/null"]
+            if found:
+                return tuple(dict.fromkeys(found))
+    return ()
+
+
+def _added_lines(patch: str) -> str:
+    return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
+
+
+def _written(arguments: Mapping[str, Any]) -> str | None:
+    for key in _NEW_TEXT_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+    for key in _PATCH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and ("\n+" in value or value.startswith("+")):
+            return _added_lines(value)
+    for key in ("edits", "changes"):
+        value = arguments.get(key)
+        last = list(value.values())[-1] if isinstance(value, Mapping) and value else None
+        last = value[-1] if isinstance(value, list) and value else last
+        if isinstance(last, Mapping):
+            nested = [v for v in last.values() if isinstance(v, Mapping)]
+            for candidate in (last, *nested):
+                text = _written(candidate)
+                if text is not None:
+                    return text
+    return None
+
+
+def written_text(call: ToolCall) -> str | None:
+    """The text an edit call writes, for reports of "the last change to a file".
+
+    The new string of a replacement (the last one of a multi-edit), the
+    content of a written file, the added lines of a patch, or the body of a
+    here-document a shell command writes; ``None`` when the call does not
+    carry it (``sed -i``, an editor that only names the file). Only meaningful
+    for calls :func:`classify` calls edits: other tools use the same keys
+    (``text``, ``content``) for other things.
+    """
+    arguments = call.arguments or {}
+    text = _written(arguments)
+    if text is not None:
+        return text
+    command = _command_text(arguments)
+    bodies = [m.group("body") for m in _HEREDOC.finditer(command)] if command and "<<" in command else []
+    return bodies[-1] if bodies else None
+
+
 # --------------------------------------------------------------------------- errors in outputs
 
 _ERROR_LINE = re.compile(
-    r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|\berror:|"
-    r"\bfatal:|\bpanic:|\b\d+ failed\b|command not found|No such file or directory|Permission denied|^\s*[\w.]*Error$)",
+    r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|"
+    r"(?<!as )\berror(\[\w+\])?:|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
+    r"Permission denied|^\s*[\w.]*Error$)",
     re.MULTILINE,
 )
+_ERROR_HINT = re.compile(
+    r"rror|xception|ailure|Traceback|FAILED|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s",
+    re.MULTILINE,
+)
+"""Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
 _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? code:?\s*(-?\d+)", re.IGNORECASE)
+_MARKUP_LINE = re.compile(r"^(</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+)$", re.IGNORECASE)
+_SCAN_HEAD_CHARS = 4_000
+_SCAN_TAIL_CHARS = 16_000
+"""Where a long output reports its failure: a command's first complaint, and the traceback or tally at the end."""
 
 
 def error_lines(text: str) -> list[str]:
     """The lines of a tool output that report an error, in order (stripped, non-empty)."""
-    lines = []
-    for match in _ERROR_LINE.finditer(text):
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        line = text[start : end if end != -1 else len(text)].strip()
-        if line and (not lines or lines[-1] != line):
-            lines.append(line)
+    lines: list[str] = []
+    scanned_to = -1
+    for hint in _ERROR_HINT.finditer(text):
+        if hint.start() < scanned_to:
+            continue
+        start = text.rfind("\n", 0, hint.start()) + 1
+        end = text.find("\n", hint.end())
+        end = end if end != -1 else len(text)
+        scanned_to = end
+        line = text[start:end]
+        if _ERROR_LINE.search(line):
+            line = line.strip()
+            if line and (not lines or lines[-1] != line):
+                lines.append(line)
     return lines
 
 
-def failed(text: str, is_error: bool | None) -> bool:
-    """Whether an output reports a failure: the flag, a non-zero return code, or an error line."""
-    if is_error:
-        return True
-    code = _RETURN_CODE.search(text[:200]) or _RETURN_CODE.search(text[-200:])
-    if code:
-        return int(code.group(1) or code.group(2)) != 0
-    return bool(error_lines(text))
+def reported_error_lines(text: str) -> list[str]:
+    """:func:`error_lines` of the head and tail of a long output (whole lines), of all of a short one.
+
+    Where a failure is reported (a command's first complaint, the traceback or
+    tally at the end), at a bounded cost however long the output.
+    """
+    if len(text) <= _SCAN_HEAD_CHARS + _SCAN_TAIL_CHARS:
+        return error_lines(text)
+    head_end = text.rfind("\n", 0, _SCAN_HEAD_CHARS)
+    tail_start = text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1
+    return error_lines(text[: max(head_end, 0)]) + error_lines(text[tail_start:])
+
+
+def return_code(text: str) -> int | None:
+    """The exit status an output states (mini-swe-agent's ``<returncode>``, ``exit code N``) near either end, if any."""
+    match = _RETURN_CODE.search(text[:200]) or _RETURN_CODE.search(text[-200:])
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def failed(text: str, is_error: bool | None, kind: str | None = None) -> bool:
+    """Whether an output reports a failure.
+
+    The source's own flag decides when it gave one; then a stated return code
+    (a search's exit status 1 with no error line is "no match", not a failure);
+    then error lines, except in what a read or search returned (``kind``), which
+    is file content that merely mentions errors.
+    """
+    if is_error is not None:
+        return is_error
+    code = return_code(text)
+    if code is not None:
+        return code != 0 and not (kind == SEARCH and code == 1 and not reported_error_lines(text))
+    return kind not in (READ, SEARCH) and bool(reported_error_lines(text))
+
+
+def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> str | None:
+    """The line naming the failure an output reports, verbatim (stripped); ``None`` when it reports none.
+
+    That is its last error line; an output that failed without one (a bare
+    exit status, a flagged message) is named by its last line that is not
+    framing (``<output>``, ``exit code 1``), or by its exit status when that is all.
+    """
+    if not failed(text, is_error, kind):
+        return None
+    reported = reported_error_lines(text)
+    if reported:
+        return reported[-1]
+    lines = [line.strip() for line in text[-_SCAN_TAIL_CHARS:].splitlines() if line.strip()]
+    meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
+    status = [line for line in lines if _RETURN_CODE.search(line)]
+    return (meaningful or status or lines or ["(no output)"])[-1]

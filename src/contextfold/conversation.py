@@ -338,7 +338,7 @@ class Validator:
     the agent is executing them, a fault in a request).
     """
 
-    __slots__ = ("violations", "_seen_items", "_call_at", "_answered", "_open", "_count")
+    __slots__ = ("_answered", "_call_at", "_count", "_open", "_seen_items", "violations")
 
     def __init__(self) -> None:
         self.violations: list[Violation] = []

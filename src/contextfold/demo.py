@@ -42,7 +42,7 @@ class _Recorder:
     def name(self) -> str:
         return self.inner.name  # type: ignore[attr-defined]
 
-    def start(self, header):  # noqa: ANN001, ANN201 - the Strategy protocol's signature
+    def start(self, header):
         self.inner.start(header)  # type: ignore[attr-defined]
 
     def step(self, step: Step) -> Sent:
@@ -50,7 +50,7 @@ class _Recorder:
         self.events[step.number] = [e for e in sent.events if e.items]
         return sent
 
-    def record_usage(self, usage):  # noqa: ANN001, ANN201
+    def record_usage(self, usage):
         self.inner.record_usage(usage)  # type: ignore[attr-defined]
 
 

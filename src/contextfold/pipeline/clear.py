@@ -14,7 +14,7 @@ the fact an agent most needs later, and it costs one line.
 
 from __future__ import annotations
 
-from ..actions import error_lines, failed
+from ..actions import failure_line, result_action
 from ..conversation import Conversation, Item
 from .base import Budget, Event
 from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
@@ -26,12 +26,11 @@ def placeholder(item: Item, tokens: int, stage: str) -> Item:
     """``item`` with its output replaced by a note of what was there."""
     result = item.tool_result
     assert result is not None
-    text = result_text(item)
+    action = result_action(item)
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
-    if failed(text, result.is_error):
-        lines = error_lines(text)
-        if lines:
-            note += f". It reported: {lines[-1][:300]}"
+    line = failure_line(result_text(item), result.is_error, action.kind if action else None)
+    if line is not None:
+        note += f". It reported: {line}"
     return with_result(item, note + "]", stage, keep_media=False)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from ..actions import EDIT, READ, TODO, classify
-from ..conversation import Item, Text, ToolCall
+from ..actions import EDIT, READ, TODO, call_actions, result_action
+from ..conversation import Item, Text
 from .edits import MARK, head_tail, is_placeholder
 
 CHARS_PER_TOKEN = 4
@@ -26,9 +26,9 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
     order: list[str] = []
     for item in reversed(span):
         result = item.tool_result
-        if result is None:
+        action = result_action(item)
+        if result is None or action is None:
             continue
-        action = classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
         for path in action.paths:
             if path not in seen:
                 seen[path] = (None, False)
@@ -43,8 +43,8 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
 
 def _latest_todo(span: Sequence[Item]) -> str | None:
     for item in reversed(span):
-        for call in item.tool_calls:
-            if classify(call).kind == TODO:
+        for call, action in zip(item.tool_calls, call_actions(item)):
+            if action.kind == TODO:
                 return json.dumps(dict(call.arguments), ensure_ascii=False, indent=1)
     return None
 
@@ -59,7 +59,7 @@ def restored_item(
     count_text: Callable[[str], int],
 ) -> Item | None:
     """One user item with the recent files and the todo state, or ``None`` when nothing needs restoring."""
-    tail_actions = [classify(call) for item in tail for call in item.tool_calls]
+    tail_actions = [action for item in tail for action in call_actions(item)]
     visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
     sections: list[str] = []
     spent = 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from ..actions import EDIT, READ, SEARCH, Action, classify
-from ..conversation import Conversation, Item, ToolCall
+from ..actions import EDIT, READ, SEARCH, Action, result_action
+from ..conversation import Conversation, Item
 from .base import Budget, Event
 from .edits import MARK, apply, is_placeholder, latest_result_index, with_result
 
@@ -19,11 +19,10 @@ STAGE = "snip"
 
 
 def _signature(item: Item) -> tuple[Action, str] | None:
-    result = item.tool_result
-    if result is None:
+    action = result_action(item)
+    if action is None:
         return None
-    arguments = json.dumps(result.arguments or {}, sort_keys=True)
-    return classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {})), arguments
+    return action, json.dumps(item.tool_result.arguments or {}, sort_keys=True)  # type: ignore[union-attr]
 
 
 def _is_full_read(action: Action) -> bool:

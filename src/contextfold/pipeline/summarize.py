@@ -43,9 +43,11 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     items = list(conversation.items)
     span = [item for item in items[start : cut.index] if not item.meta.get("restored")]
     tail = items[cut.index :]
-    # Neither the summary nor the restored files may eat the room the summary is meant to make.
+    # Neither the summary nor the restored files may eat the room the summary is meant to make,
+    # and a summary is at most a seventh of what it replaces (so it shrinks the span by ~85 %).
     room = min(budget.window_tokens // 10, budget.trigger_tokens // 5)
-    target = max(min(p.summary_target_tokens, room), 200)
+    span_tokens = sum(budget.count_item(item) for item in span)
+    target = max(min(p.summary_target_tokens, room, span_tokens * 14 // 100), 200)
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )
@@ -65,7 +67,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "reasons": list(cut.reasons),
         "summarizer": summarizer.name,
         "span_items": len(span),
-        "span_tokens": sum(budget.count_item(item) for item in span),
+        "span_tokens": span_tokens,
         "summary_tokens": budget.count_item(summary_item),
         "restored_tokens": budget.count_item(restored) if restored is not None else 0,
         "fallback": result.fallback,

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..actions import EDIT, classify, error_lines, failed
+from ..actions import EDIT, call_actions, failure_line, result_action
 from ..conversation import Conversation, Item
 
 TASK_SHARE = 0.8
@@ -167,16 +167,15 @@ class SessionProbes:
         return Targets(task, tuple(self._edited), self._last_error, self._tail)
 
     def _take(self, item: Item) -> None:
-        for call in item.tool_calls:
-            action = classify(call)
+        for action in call_actions(item):
             if action.kind == EDIT:
                 self._edited.update(dict.fromkeys(action.paths))
         result = item.tool_result
         if result is not None:
             text = result.text
-            if failed(text, result.is_error):
-                lines = error_lines(text)
-                self._last_error = lines[-1] if lines else self._last_error
+            action = result_action(item)
+            line = failure_line(text, result.is_error, action.kind if action else None)
+            self._last_error = line if line is not None else self._last_error
             self._output = (text, len(self._texts))
         self._texts.append(item.text)
 

@@ -17,13 +17,27 @@ from ..conversation import Conversation, Header, Item
 from ..usage import Usage
 
 
-SUMMARY_PREAMBLE = (
-    "This session is being continued from an earlier part of the conversation that was compacted "
-    "to fit the context window. The summary below covers that earlier part; the task above and the "
-    "most recent messages below are verbatim. Continue the work from where it stopped, without "
-    "asking the user to repeat anything."
-)
-"""What introduces a summary to the model, in front of the summarizer's text."""
+def summary_preamble(transcript: str | None = None) -> str:
+    """The sentences that introduce a summary to the model; the pipeline puts them in front of it.
+
+    ``transcript`` is where the full record is kept, if the reader may consult it.
+    """
+    text = (
+        "This session is being continued from an earlier conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation; the task before it and the "
+        "messages after it are verbatim. Continue with the last task you were asked to work on "
+        "without asking the user any further questions."
+    )
+    if transcript:
+        text += (
+            " If you need specific details from before this point (exact code, error messages, earlier output), "
+            f"the full transcript is at {transcript}."
+        )
+    return text
+
+
+SUMMARY_PREAMBLE = summary_preamble()
+"""The preamble without a transcript path; summary messages are recognised by its start."""
 
 
 @dataclass(frozen=True)

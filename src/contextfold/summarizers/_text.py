@@ -1,0 +1,70 @@
+"""Shortening text to a size and measuring it cheaply, for the extractive summarizer.
+
+Shortened text keeps its head and its tail (the start says what a message is
+about, the end what it concluded or asked) around a marker that says how much
+was left out, so nothing is cut silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_SNAP_CHARS = 40
+"""How far a cut may move to land on whitespace instead of inside a word."""
+_SAMPLE_CHARS = 2_000
+"""Texts longer than twice this are measured on their two ends and scaled: a summary only needs sizes to a few %."""
+
+
+def cut(text: str, max_chars: int, head_share: float = 0.65) -> tuple[int, int]:
+    """Where :func:`shorten` cuts: it keeps ``text[:head_end]`` and ``text[tail_start:]`` (both ``len(text)`` if it fits)."""
+    if len(text) <= max_chars:
+        return len(text), len(text)
+    room = max_chars - len(_marker(len(text) - max_chars))
+    if room < 8:
+        return max(max_chars - 1, 0), len(text)
+    head_end = int(room * head_share)
+    tail_start = len(text) - (room - head_end)
+    snapped = text.rfind(" ", head_end - _SNAP_CHARS, head_end)
+    head_end = snapped if snapped > 0 else head_end
+    snapped = text.find(" ", tail_start, tail_start + _SNAP_CHARS)
+    return head_end, (snapped + 1 if snapped != -1 else tail_start)
+
+
+def shorten(text: str, max_chars: int, head_share: float = 0.65) -> str:
+    """``text`` cut to about ``max_chars`` characters: head and tail around an omission marker."""
+    head_end, tail_start = cut(text, max_chars, head_share)
+    if tail_start == len(text):
+        return text if head_end == len(text) else text[:head_end] + "…"
+    return text[:head_end].rstrip() + _marker(tail_start - head_end) + text[tail_start:].lstrip()
+
+
+def _marker(omitted_chars: int) -> str:
+    return f" [… {omitted_chars:,} characters omitted …] "
+
+
+class Meter:
+    """Token counts through ``count_text``, memoized per text, long texts estimated from their ends."""
+
+    def __init__(self, count_text: Callable[[str], int]) -> None:
+        self._count = count_text
+        self._memo: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        known = self._memo.get(text)
+        if known is None:
+            if len(text) > 2 * _SAMPLE_CHARS:
+                sample = self._count(text[:_SAMPLE_CHARS]) + self._count(text[-_SAMPLE_CHARS:])
+                known = round(sample * len(text) / (2 * _SAMPLE_CHARS))
+            else:
+                known = self._count(text)
+            self._memo[text] = known
+        return known
+
+    def exact(self, text: str) -> int:
+        """The count of the whole text, never estimated: for the final check of a summary's size."""
+        return self._count(text)
+
+    def chars_for(self, text: str, tokens: int) -> int:
+        """How many characters of ``text`` make about ``tokens`` tokens."""
+        total = self(text)
+        return len(text) if tokens >= total else int(len(text) * tokens / max(total, 1))

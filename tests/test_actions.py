@@ -1,0 +1,194 @@
+"""The tool-call classifier: what a call did, what an edit wrote, and which outputs report a failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold.actions import (
+    COMMAND,
+    EDIT,
+    READ,
+    SEARCH,
+    TODO,
+    classify,
+    classify_command,
+    command_outline,
+    error_lines,
+    failed,
+    failure_line,
+    reported_error_lines,
+    return_code,
+    written_text,
+)
+from contextfold.conversation import ToolCall
+
+
+def call(name: str, **arguments: object) -> ToolCall:
+    return ToolCall("c1", name, arguments)
+
+
+# --------------------------------------------------------------------------- classify
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind", "paths"),
+    [
+        ("Read", {"file_path": "/r/a.py"}, READ, ("/r/a.py",)),
+        ("Edit", {"file_path": "/r/a.py", "old_string": "x", "new_string": "y"}, EDIT, ("/r/a.py",)),
+        ("str_replace_editor", {"command": "view", "path": "/r/a.py"}, READ, ("/r/a.py",)),
+        ("str_replace_editor", {"command": "str_replace", "path": "/r/a.py"}, EDIT, ("/r/a.py",)),
+        ("TodoWrite", {"todos": []}, TODO, ()),
+        ("Grep", {"pattern": "def main"}, SEARCH, ()),
+        ("apply_patch", {"input": "*** Begin Patch\n*** Update File: src/x.py\n@@\n-a\n+b\n*** End Patch"}, EDIT, ("src/x.py",)),
+        ("apply_patch", {"changes": {"/r/lib.rs": {"update": {"unified_diff": "@@\n-a\n+b"}}}}, EDIT, ("/r/lib.rs",)),
+    ],
+)
+def test_classify_tools(name: str, arguments: dict, kind: str, paths: tuple[str, ...]) -> None:
+    action = classify(call(name, **arguments))
+    assert (action.kind, action.paths) == (kind, paths)
+
+
+@pytest.mark.parametrize(
+    ("command", "kind", "paths"),
+    [
+        ("cat src/a.py", READ, ("src/a.py",)),
+        ("sed -n '10,20p' src/a.py", READ, ("src/a.py",)),
+        ("sed -i 's/a/b/' src/a.py", EDIT, ("src/a.py",)),
+        ("grep -rn 'x > 1' src/", SEARCH, ()),
+        ("echo 'a > b' > out.txt", EDIT, ("out.txt",)),  # the quoted ">" is text, the last one a redirection
+        ('pip install "wrapt<1.14,>=1.11" 2>&1 | tail -5', COMMAND, ()),
+        ("python -m pytest tests -q 2>&1 >/dev/null", COMMAND, ()),
+    ],
+)
+def test_classify_shell_commands(command: str, kind: str, paths: tuple[str, ...]) -> None:
+    action = classify(call("bash", command=command))
+    assert (action.kind, action.paths) == (kind, paths)
+
+
+def test_here_document_bodies_are_data_not_commands() -> None:
+    script = "cd /repo && cat > fix.py << 'EOF'\nimport os\nif len(x) > 5:\n    cat('notes.txt')\npip install evil\nEOF\n"
+    action = classify_command(script + "python3 fix.py")
+    assert action.kind == EDIT
+    assert action.paths == ("fix.py",)  # not "5", not notes.txt
+    assert "import os" not in command_outline(script) and "pip install" not in command_outline(script)
+    assert written_text(call("bash", command=script)) == "import os\nif len(x) > 5:\n    cat('notes.txt')\npip install evil\n"
+
+
+def test_python_run_inline_that_writes_a_file_is_an_edit() -> None:
+    script = "cat > fix.py <<'EOF'\nwith open('pkg/mod.py', 'w') as f:\n    f.write(src)\nEOF\npython fix.py"
+    assert classify_command(script).paths == ("fix.py", "pkg/mod.py")
+    assert classify_command("python -c \"from pathlib import Path; Path('a/b.txt').write_text('x')\"").paths == ("a/b.txt",)
+    # the script is only written, not run: what it would write is not changed yet
+    assert classify_command("cat > fix.py <<'EOF'\nopen('pkg/mod.py', 'w')\nEOF").paths == ("fix.py",)
+
+
+def test_signature_ignores_cd_options_and_redirections() -> None:
+    first = classify_command("cd /repo && python -m pytest tests/test_a.py -x -q 2>&1 | tail -5")
+    again = classify_command("python -m pytest tests/test_a.py -q")
+    assert first.signature == ("python", "pytest", "tests/test_a.py", "tail")
+    assert again.signature == ("python", "pytest", "tests/test_a.py")
+
+
+def test_shell_words_handle_quotes_and_unbalanced_input() -> None:
+    assert classify_command("""sed -n '1,5p' "src/a.py" """).paths == ("src/a.py",)
+    assert classify_command("cat 'unterminated").kind in (READ, COMMAND)  # no exception
+
+
+# --------------------------------------------------------------------------- written_text
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y = 2"}, "y = 2"),
+        ("MultiEdit", {"file_path": "a.py", "edits": [{"new_string": "first"}, {"new_string": "last"}]}, "last"),
+        ("Write", {"file_path": "a.py", "content": "print(1)\n"}, "print(1)\n"),
+        ("str_replace_editor", {"command": "create", "path": "a.py", "file_text": "x = 1"}, "x = 1"),
+        ("apply_patch", {"changes": {"/r/lib.rs": {"update": {"unified_diff": "@@\n-old\n+new\n ctx"}}}}, "new"),
+        ("apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n+c\n*** End Patch"}, "b\nc"),
+        ("apply_patch", {"changes": [{"path": "/r/main.v", "kind": "add"}]}, None),
+        ("bash", {"command": "sed -i 's/a/b/' a.py"}, None),
+    ],
+)
+def test_written_text(name: str, arguments: dict, expected: str | None) -> None:
+    assert written_text(call(name, **arguments)) == expected
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_error_lines_finds_real_errors_only() -> None:
+    lines = [
+        "test result: ok. 29 passed; 0 failed; 0 ignored",  # zero failures is a success
+        "   12:    except OverflowError as error:",  # source code naming an error
+        "error[E0308]: mismatched types",
+        "Traceback (most recent call last):",
+        "ValueError: bad rounding",
+        "=== 2 failed, 30 passed in 1.2s ===",
+    ]
+    assert error_lines("\n".join(lines)) == [
+        "error[E0308]: mismatched types",
+        "Traceback (most recent call last):",
+        "ValueError: bad rounding",
+        "=== 2 failed, 30 passed in 1.2s ===",
+    ]
+
+
+def test_error_lines_agrees_with_a_plain_scan() -> None:
+    """The keyword pre-filter finds exactly what matching every line with the full pattern finds."""
+    from contextfold.actions import _ERROR_LINE
+
+    lines = [
+        "ok", "E       AssertionError: x", "E\t\tsomething", "bash: tree: command not found", "fatal: not a git repository",
+        "ls: x: No such file or directory", "Permission denied", "  SomeError", "RuntimeError(", "FAILED tests/a.py",
+        "panic: oh", "nothing here", "KeyError: 'k'", "3 failed", "Exception: boom",
+    ]
+    text = "\n".join(lines)
+    plain = [line.strip() for line in text.splitlines() if _ERROR_LINE.search(line)]
+    assert error_lines(text) == plain
+
+
+def test_long_outputs_are_scanned_at_both_ends() -> None:
+    middle = "\n".join(f"ValueError: in the middle, line {n}" for n in range(5_000))
+    text = "bash: foo: command not found\n" + middle + "\nRuntimeError: at the end"
+    lines = reported_error_lines(text)
+    assert lines[0] == "bash: foo: command not found"
+    assert lines[-1] == "RuntimeError: at the end"
+    assert len(lines) < len(error_lines(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "is_error", "kind", "expected"),
+    [
+        ("ValueError: boom", False, COMMAND, False),  # the source's flag is authoritative
+        ("all fine", True, COMMAND, True),
+        ("<returncode>0</returncode>\n<output>\nValueError: printed, not raised\n</output>", None, COMMAND, False),
+        ("<returncode>2</returncode>\n<output>\n</output>", None, COMMAND, True),
+        ("<returncode>1</returncode>\n<output>\n</output>", None, SEARCH, False),  # grep found nothing
+        ("<returncode>1</returncode>\n<output>\ngrep: x: No such file or directory\n</output>", None, SEARCH, True),
+        ("    1\tclass LedgerError(Exception):\n    2\tKeyError: raised below", None, READ, False),  # file content
+        ("Error: not enough seats on flight HAT229", None, None, True),
+    ],
+)
+def test_failed(text: str, is_error: bool | None, kind: str | None, expected: bool) -> None:
+    assert failed(text, is_error, kind) is expected
+
+
+def test_failure_line_is_the_last_error_line_verbatim() -> None:
+    text = "exit code 1\nTraceback (most recent call last):\n  File \"a.py\", line 3\nZeroDivisionError: division by zero\n"
+    assert failure_line(text, True, COMMAND) == "ZeroDivisionError: division by zero"
+    assert failure_line("exit code 0\nall good", None, COMMAND) is None
+
+
+def test_failure_line_stands_in_when_no_error_line() -> None:
+    assert failure_line("EISDIR: illegal operation on a directory, read", True, READ) == (
+        "EISDIR: illegal operation on a directory, read"
+    )
+    assert failure_line("<returncode>3</returncode>\n<output>\nwaiting...\n</output>", None, COMMAND) == "waiting..."
+    assert failure_line("<returncode>3</returncode>\n<output>\n</output>", None, COMMAND) == "<returncode>3</returncode>"
+
+
+def test_return_code() -> None:
+    assert return_code("<returncode>127</returncode>\n<output>") == 127
+    assert return_code("Exit code: 2\nboom") == 2
+    assert return_code("no status here") is None

@@ -1,0 +1,285 @@
+"""The structured extractive summarizer: sections, facts kept, size, determinism, merging across compactions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from contextfold.actions import EDIT, classify, failure_line
+from contextfold.conversation import Conversation, Header, Item, Summary, ToolCall, assistant, tool, user
+from contextfold.importers import load
+from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
+from contextfold.synthetic import generate_session
+from contextfold.tokens import heuristic_tokens
+
+SUMMARIZER = ExtractiveSummarizer()
+
+
+def summarize(
+    items: Sequence[Item],
+    target: int = 4_000,
+    instructions: str | None = None,
+    count: Callable[[str], int] = heuristic_tokens,
+) -> tuple[str, dict]:
+    result = SUMMARIZER.summarize(SummaryRequest(items, Header(), target, count, instructions))
+    return result.text, dict(result.state)
+
+
+def ledger_session() -> Conversation:
+    """Three errors: one fixed by a re-run, one by editing the file its traceback names, one left open."""
+    c = Conversation()
+    c.append(user("Fix the ledger totals in src/ledger.py and keep the migration check passing."))
+    c.append(assistant("Running the tests first.", [ToolCall("c1", "bash", {"command": "npm test -- ledger"})]))
+    c.append(tool("c1", "exit code 1\nFAIL ledger.spec.js\nAssertionError: expected 10 to equal 12", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "python scripts/report.py"})]))
+    c.append(tool("c2", 'exit code 1\nTraceback (most recent call last):\n  File "src/report.py", line 3, in total\n'
+                        "ZeroDivisionError: division by zero", True))
+    c.append(assistant("", [ToolCall("c3", "edit_file", {"path": "src/report.py", "old": "a / b", "new": "a / b if b else 0"})]))
+    c.append(tool("c3", "Edited src/report.py"))
+    c.append(assistant("", [ToolCall("c4", "edit_file", {"path": "src/ledger.py", "old": "round(x)", "new": "round(x, 2)"})]))
+    c.append(tool("c4", "Edited src/ledger.py"))
+    c.append(assistant("", [ToolCall("c5", "bash", {"command": "npm test -- ledger"})]))
+    c.append(tool("c5", "exit code 0\nPASS ledger.spec.js"))
+    c.append(assistant("", [ToolCall("c6", "bash", {"command": "python scripts/migrate.py --check"})]))
+    c.append(tool("c6", "exit code 2\nmigrate: error: unknown table 'ledger_v2'", True))
+    c.append(assistant("", [ToolCall("c7", "todo_write", {"todos": [
+        {"content": "Fix ledger rounding", "status": "completed"},
+        {"content": "Repair the migration check", "status": "in_progress"},
+        {"content": "Update the changelog", "status": "pending"},
+    ]})]))
+    c.append(tool("c7", "Todos updated."))
+    c.append(user("Also keep the public API of src/ledger.py unchanged, please."))
+    c.append(assistant("Rounding is fixed. Next I will look at the migration check and the ledger_v2 table."))
+    return c
+
+
+def section(text: str, number: int) -> str:
+    """The body of section ``number`` (1-based)."""
+    start = text.index(f"## {number}. {SECTION_TITLES[number - 1]}")
+    end = text.find(f"\n## {number + 1}. ", start) if number < len(SECTION_TITLES) else -1
+    return text[start : end if end != -1 else len(text)]
+
+
+def expected_facts(items: Sequence[Item]) -> tuple[list[str], list[str], str | None]:
+    """User messages, edited paths and the last error line, read off the items independently of the summarizer."""
+    messages = [i.text for i in items if i.role == "user" and i.text.strip()]
+    edited: dict[str, None] = {}
+    calls = {c.id: c for i in items for c in i.tool_calls}
+    last_error = None
+    for item in items:
+        for call in item.tool_calls:
+            if classify(call).kind == EDIT:
+                edited.update(dict.fromkeys(classify(call).paths))
+        result = item.tool_result
+        if result is not None:
+            line = failure_line(result.text, result.is_error, classify(calls[result.call_id]).kind)
+            last_error = line if line is not None else last_error
+    return messages, list(edited), last_error
+
+
+def head(message: str, chars: int = 40) -> str:
+    return message.replace("\r\n", "\n").strip()[:chars]
+
+
+# --------------------------------------------------------------------------- structure and facts
+
+
+def test_sections_in_order_each_once() -> None:
+    text, _ = summarize(generate_session(rounds=60).items)
+    headings = re.findall(r"^## (\d+)\. (.+)$", text, re.MULTILINE)
+    assert headings == [(str(n), title) for n, title in enumerate(SECTION_TITLES, 1)]
+
+
+def test_empty_span_still_has_every_section() -> None:
+    text, state = summarize([])
+    assert [title for _, title in re.findall(r"^## (\d+)\. (.+)$", text, re.MULTILINE)] == list(SECTION_TITLES)
+    json.dumps(state)
+
+
+def test_facts_of_a_small_session() -> None:
+    items = ledger_session().items
+    text, _ = summarize(items)
+    assert "Fix the ledger totals in src/ledger.py" in section(text, 1)
+    files = section(text, 3)
+    assert "`src/ledger.py`" in files and "`src/report.py`" in files
+    assert "round(x, 2)" in files  # the new text of the last edit
+    errors = section(text, 4)
+    assert "    migrate: error: unknown table 'ledger_v2'" in errors  # the last error line, verbatim, on its own line
+    assert "Last error (unresolved)" in errors
+    assert re.search(r"\[resolved: a later run of `npm test -- ledger` succeeded\] `npm test -- ledger`", errors)
+    assert re.search(r"\[resolved: src/report.py was edited afterwards\] `python scripts/report.py`", errors)
+    assert "Also keep the public API of src/ledger.py unchanged, please." in section(text, 6)
+    pending = section(text, 7)
+    assert "- [in progress] Repair the migration check" in pending
+    assert "- [pending] Update the changelog" in pending
+    assert "Completed (1): Fix ledger rounding" in pending
+    assert "Next I will look at the migration check" in section(text, 8)
+    assert "Continue the task in progress: Repair the migration check" in section(text, 9)
+
+
+def test_a_failed_edit_still_names_its_path() -> None:
+    c = ledger_session()
+    c.append(assistant("", [ToolCall("c8", "Edit", {"file_path": "src/api.py", "old_string": "x", "new_string": "y"})]))
+    c.append(tool("c8", "old_string not found in src/api.py", True))
+    text, _ = summarize(c.items)
+    assert "`src/api.py`: 1 edit failed" in section(text, 3)
+    assert "    old_string not found in src/api.py" in section(text, 4)
+
+
+def test_unanswered_user_sets_the_next_step() -> None:
+    c = ledger_session()
+    c.append(user("Wait: what about the audit log?"))
+    text, _ = summarize(c.items)
+    assert "came after that and is not answered yet" in section(text, 8)
+    assert "Answer the user's latest message: Wait: what about the audit log?" in section(text, 9)
+
+
+def test_last_error_line_and_edited_paths_on_the_synthetic_session() -> None:
+    items = generate_session().items
+    messages, edited, last_error = expected_facts(items)
+    assert last_error is not None and edited
+    for target in (1_000, 4_000):
+        text, _ = summarize(items, target)
+        assert f"\n    {last_error}\n" in text
+        assert all(path in text for path in edited)
+        assert all(head(m) in text for m in messages)
+
+
+def test_every_user_message_survives_a_small_target_by_its_head() -> None:
+    c = Conversation()
+    for n in range(30):
+        c.append(user(f"Request {n:02d}: please handle case {n} carefully. " + "Details follow. " * 120 + f"End of {n:02d}."))
+        c.append(assistant(f"Noted {n}."))
+    text, _ = summarize(c.items, 1_500)
+    assert heuristic_tokens(text) <= 1_500
+    for n in range(30):
+        assert f"Request {n:02d}: please" in text
+    assert text.count("characters omitted") >= 29  # shortened, not dropped
+
+
+# --------------------------------------------------------------------------- size
+
+
+@pytest.mark.parametrize(("target", "span"), [(500, 120), (2_000, None), (8_000, None)])
+def test_target_respected_on_the_synthetic_session(target: int, span: int | None) -> None:
+    items = generate_session().items[:span]
+    text, _ = summarize(items, target)
+    assert heuristic_tokens(text) <= target
+    assert heuristic_tokens(text) >= min(target, heuristic_tokens(summarize(items, 100_000)[0])) * 0.8  # uses the room
+
+
+def test_target_respected_with_another_counter() -> None:
+    def chars_over_three(text: str) -> int:
+        return len(text) // 3
+
+    text, _ = summarize(generate_session().items, 1_200, count=chars_over_three)
+    assert chars_over_three(text) <= 1_200
+
+
+def test_floor_is_kept_when_the_target_is_impossible() -> None:
+    items = generate_session().items
+    messages, edited, last_error = expected_facts(items)
+    text, _ = summarize(items, 50)
+    assert [t for _, t in re.findall(r"^## (\d+)\. (.+)$", text, re.MULTILINE)] == list(SECTION_TITLES)
+    assert all(head(m, 25) in text for m in messages)
+    assert all(path in text for path in edited)
+    assert f"\n    {last_error}\n" in text
+    assert heuristic_tokens(text) < 1_500  # everything else gave way
+
+
+CORPUS_SESSIONS = (
+    "mini-swe-agent/pylint-dev__astroid-1333.traj.json",
+    "claude-code-transcript/python-to-rust-port/transcript.jsonl",
+    "hive-mind-solve-logs/session-1-log.txt",
+    "codex-tui/binary-size-log.jsonl",
+)
+
+
+@pytest.mark.parametrize("relative", CORPUS_SESSIONS)
+def test_target_respected_on_corpus_sessions(corpus_dir: Path, relative: str) -> None:
+    items = load(corpus_dir / relative)[0].items
+    messages, edited, last_error = expected_facts(items)
+    smallest = heuristic_tokens(summarize(items, 1)[0])  # what must stay whatever the target
+    for target in (500, 2_000, 8_000):
+        text, _ = summarize(items, target)
+        assert heuristic_tokens(text) <= max(target, smallest)
+        assert all(head(m, 25) in text for m in messages)
+        assert all(path in text for path in edited)
+        assert last_error is None or f"\n    {last_error}" in text
+
+
+# --------------------------------------------------------------------------- determinism, merging, focus
+
+
+def test_deterministic() -> None:
+    first = summarize(generate_session(rounds=80).items, 2_000)
+    again = summarize(generate_session(rounds=80).items, 2_000)
+    assert first == again
+
+
+def test_facts_survive_three_consecutive_compactions() -> None:
+    conversation = generate_session()
+    items = list(conversation.items)
+    starts = [start for start, _ in conversation.units()]
+    cuts = [next(s for s in starts if s >= len(items) * k // 3) for k in (1, 2)]
+    chunks = [items[: cuts[0]], items[cuts[0] : cuts[1]], items[cuts[1] :]]
+    previous: Item | None = None
+    for chunk in chunks:
+        span = ([previous] if previous else []) + chunk
+        text, state = summarize(span, 2_000)
+        stored = json.loads(json.dumps(state))  # the pipeline keeps it in the transcript as JSON
+        previous = Item("user", (Summary(text, len(span), extra={"state": stored}),))
+    messages, edited, last_error = expected_facts(items)
+    assert len(messages) > 3
+    assert all(head(m) in text for m in messages)
+    assert all(path in text for path in edited)
+    assert f"\n    {last_error}\n" in text
+    assert f"This summary covers {len(items)} items" in text
+    assert len(state["user_messages"]) == len(messages)
+
+
+def test_an_earlier_summary_without_our_state_is_carried_as_text() -> None:
+    earlier = Item("user", (Summary("The team agreed to use Decimal everywhere.", 40),))
+    text, state = summarize([earlier, *ledger_session().items])
+    assert "An earlier summary said:\nThe team agreed to use Decimal everywhere." in section(text, 5)
+    assert "covers 57 items" in text  # the 40 it covered plus these 17
+    again, _ = summarize([Item("user", (Summary(text, 57, extra={"state": state}),))])
+    assert "The team agreed to use Decimal everywhere." in again
+
+
+def test_instructions_are_put_first_and_favour_what_they_mention() -> None:
+    c = Conversation()
+    topics = ["billing", "invoices", "shipping", "returns", "search", "accounts"]
+    for topic in topics:
+        c.append(user(f"About {topic}: " + f"the {topic} flow needs care. " * 150))
+        c.append(assistant(f"Working on {topic}."))
+    plain, _ = summarize(c.items, 1_200)
+    focused, _ = summarize(c.items, 1_200, instructions="Focus on the invoices work")
+    assert focused.startswith("Focus requested by the user: Focus on the invoices work\n")
+
+    def kept(text: str, topic: str) -> int:
+        line = next(l for l in section(text, 6).splitlines() if f"About {topic}:" in l)
+        return len(line) - len(line[line.index("[…") : line.index("…]")]) if "[…" in line else len(line)
+
+    assert kept(focused, "invoices") > 1.5 * kept(plain, "invoices")
+    assert heuristic_tokens(focused) <= 1_200
+
+
+def test_instructions_reorder_lists_without_losing_a_path() -> None:
+    items = generate_session().items
+    _, edited, _ = expected_facts(items)
+    text, _ = summarize(items, 900, instructions="focus on src/shop/tax.py")
+    listed = "\n".join(line for line in section(text, 3).splitlines() if line.startswith("- "))
+    assert listed.startswith("- `src/shop/tax.py`")
+    assert all(path in listed for path in edited)
+    assert len(re.findall(r"src/shop/tax\.py\b", listed)) == 1
+
+
+def test_preamble() -> None:
+    assert "continued from an earlier conversation" in summary_preamble()
+    assert "/tmp/session.jsonl" in summary_preamble("/tmp/session.jsonl")
+    assert "/tmp" not in summary_preamble()
