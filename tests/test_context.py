@@ -220,3 +220,17 @@ def test_preparing_with_calls_still_unanswered_is_a_clear_error() -> None:
     context.add(turn(1, "x")[:1])
     with pytest.raises(ContextfoldError, match="without results"):
         context.prepare()
+
+
+def test_a_session_resumes_exactly_with_its_compacted_view(tmp_path: Path) -> None:
+    context, _ = started(tmp_path, session_id="s9", policy=Policy(trigger_tokens=2_000))
+    for k in range(1, 10):
+        context.add(turn(k, f"line {k}\n" * 120))
+        context.prepare()
+    assert any(e.action == "summarized" for e in context.events)
+    context.add(turn(10, "after the last request"))  # added, not yet sent: resumes too
+    context.close()
+    resumed = Context.resume(tmp_path / "sessions", "s9", window_tokens=20_000, policy=Policy(trigger_tokens=2_000))
+    assert resumed.history == context.history
+    assert list(resumed.view().items) == list(context.view().items)
+    assert resumed.prepare() == context.prepare()

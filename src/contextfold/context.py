@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .codec import item_from_dict, item_to_dict
 from .conversation import Conversation, Header, Item, Summary, Validator, Violation, new_id
 from .errors import ContextfoldError, InvalidConversation, TranscriptError
 from .limits import ModelLimits, compaction_threshold, model_limits
@@ -36,6 +37,8 @@ from .transcript import Transcript
 from .usage import Usage
 
 PROVIDERS = ("anthropic", "openai", "responses")
+VIEW_EVENT = "view"
+"""Transcript event kind of a view checkpoint (what was being sent after a stage changed it)."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4_096
 CACHE_BREAK_DROP = 0.05
 """A fall in cached prompt tokens larger than this share of the previous figure is a cache break."""
@@ -117,6 +120,7 @@ class Context:
         self._validator = Validator()
         self._validated: tuple[Conversation, int] | None = None  # (view object, items fed to the validator)
         self._growth: float | None = None  # average growth of the request per call while no stage fires
+        self._by_id: dict[str, Item] = {}  # history items by id, to record views by reference
         self.transcript = self._open_transcript(transcript)
         default_results = Path(self.transcript.path).parent / f"{self.session_id}-results" if self.transcript else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -180,6 +184,7 @@ class Context:
         for item in conversation.items:
             self._record(item)
             stored.append(self.history.append(item))
+            self._by_id[item.id] = stored[-1]
             self._view.append(stored[-1])
         return stored
 
@@ -380,8 +385,63 @@ class Context:
                 self._last_fired = event.stage
 
     def _commit(self, view: Conversation) -> None:
+        if view is not self._view:
+            self._checkpoint(view)
         self._view = view
         self._processed = len(view)
+
+    def _checkpoint(self, view: Conversation) -> None:
+        """Record a changed view in the transcript, so :meth:`resume` rebuilds exactly what was being sent.
+
+        Items that are history items are recorded by id; summaries, restored files
+        and shortened outputs in full.
+        """
+        if self.transcript is None:
+            return
+        entries = [
+            {"ref": item.id} if self._by_id.get(item.id) is item else {"item": item_to_dict(item)} for item in view.items
+        ]
+        try:
+            self.transcript.append_event(VIEW_EVENT, {"items": entries})
+        except TranscriptError as error:
+            self._transcript_failed(error)
+
+    def close(self) -> None:
+        """Flush and release the transcript (another process may then resume the session)."""
+        if self.transcript is not None:
+            self.transcript.close()
+            self.transcript = None
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def resume(cls, directory: str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
+        """The context of a session recorded in ``directory``, as it was: its history, and the view it was sending.
+
+        ``model`` and ``options`` are those of :class:`Context` (the transcript keeps
+        the conversation, not the configuration).
+        """
+        context = cls(model, transcript=directory, session_id=session_id, **options)
+        if context.transcript is None:
+            raise TranscriptError(f"cannot resume {session_id!r}: {context.events[-1].detail if context.events else 'no transcript'}")
+        restored = context.transcript.restored
+        history = restored.conversation
+        context.history = history.with_items(history.items)
+        context._by_id = {item.id: item for item in context.history}
+        checkpoint = next((e for e in reversed(restored.events) if e.kind == VIEW_EVENT), None)
+        if checkpoint is None:
+            view, after = [], 0
+        else:
+            view = [context._by_id[e["ref"]] if "ref" in e else item_from_dict(e["item"]) for e in checkpoint.data["items"]]
+            after = checkpoint.item_count
+        view.extend(context.history.items[after:])
+        context._view = Conversation(view, context.history.header)
+        context._processed = len(context._view) - (len(context.history) - after)
+        return context
 
     def _violations(self, view: Conversation) -> list[Violation]:
         """The invariant check, incremental: a view that only grew is checked from where it was left."""

@@ -434,7 +434,7 @@ class Transcript:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> Transcript:  # noqa: PYI034 - typing.Self needs Python 3.11
+    def __enter__(self) -> Transcript:
         return self
 
     def __exit__(self, *exc: object) -> None:
