@@ -234,3 +234,15 @@ def test_a_session_resumes_exactly_with_its_compacted_view(tmp_path: Path) -> No
     assert resumed.history == context.history
     assert list(resumed.view().items) == list(context.view().items)
     assert resumed.prepare() == context.prepare()
+
+
+def test_at_turn_boundary_summarizes_when_due_and_not_mid_round() -> None:
+    context, _ = started(policy=Policy(trigger_tokens=1_000))
+    for k in range(1, 6):
+        context.add(turn(k, "v " * 400))
+    context.add(turn(6, "")[:1])  # a call still running: not a turn boundary
+    assert context.at_turn_boundary() == []
+    context.add(turn(6, "done")[1:])
+    events = context.at_turn_boundary()
+    assert any(e.action == "summarized" for e in events)
+    assert context.counter.count(context.view()) <= 1_000

@@ -292,17 +292,18 @@ class Context:
         budget = self._budget()
         view, events = run_stages(self.view(), budget, CHEAP_STAGES)
         view = self._maybe_batch(view, budget, events)
-        due = budget.at_turn_boundary and _ends_at_boundary(view) and not self.breaker_open
+        due = _ends_at_boundary(view) and not self.breaker_open
         if due and self.counter.count(view) > self.trigger_tokens:
             view = self._compact(view, budget, events, automatic=True)
         return self._send(view, events)
 
     def at_turn_boundary(self) -> list[Event]:
         """Run the summary now if it is due (the agent loop calls this between turns)."""
-        events: list[Event] = []
-        view = self.view()
-        if not self.breaker_open and self.counter.count(view) > self.trigger_tokens:
-            self._commit(self._compact(view, self._budget(), events, automatic=True))
+        budget = self._budget()
+        view, events = run_stages(self.view(), budget, CHEAP_STAGES)
+        if _ends_at_boundary(view) and not self.breaker_open and self.counter.count(view) > self.trigger_tokens:
+            view = self._compact(view, budget, events, automatic=True)
+        self._commit(view)
         self._emit(events)
         return events
 

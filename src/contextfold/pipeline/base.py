@@ -160,7 +160,6 @@ class Budget:
     idle_s: float | None = None
     now_s: float | None = None
     results_dir: Path | None = None
-    at_turn_boundary: bool = True
     force_summary: bool = False
     instructions: str | None = None
     summarizer: Summarizer | None = None
