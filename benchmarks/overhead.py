@@ -75,7 +75,7 @@ def median_ms(samples: list[float]) -> float:
 def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
     # A horizon of one request: no edit of the middle ever pays, so nothing fires (the common step).
     context = Context(window_tokens=50_000_000, max_output_tokens=8_000,
-                      policy=Policy(min_horizon_requests=1, max_horizon_requests=1))
+                      policy=Policy(min_horizon_requests=1, max_horizon_requests=1, economic_summaries=False))
     context.set_header(base.header)
     context.add(list(base.items))
     context.prepare()

@@ -29,7 +29,8 @@ from .errors import ContextfoldError, InvalidConversation, TranscriptError
 from .limits import ModelLimits, compaction_threshold, model_limits
 from .pipeline import BATCH_STAGES, CHEAP_STAGES, compact, run_stages
 from .pipeline.base import Budget, Event, Policy
-from .pipeline.economics import verdict
+from .pipeline.economics import Verdict, verdict
+from .pipeline.summarize import summarize
 from .rendering import Renderer
 from .summarizers.base import Summarizer
 from .tokens import Estimator, TokenCounter
@@ -291,7 +292,7 @@ class Context:
         """:meth:`prepare` without the wire format: the conversation that would be sent."""
         budget = self._budget()
         view, events = run_stages(self.view(), budget, CHEAP_STAGES)
-        view = self._maybe_batch(view, budget, events)
+        view = self._maybe_edit(view, budget, events)
         due = _ends_at_boundary(view) and not self.breaker_open
         if due and self.counter.count(view) > self.trigger_tokens:
             view = self._compact(view, budget, events, automatic=True)
@@ -333,27 +334,63 @@ class Context:
         self._fired(more)
         return self.render(self._send(view, events), provider)
 
-    def _maybe_batch(self, view: Conversation, budget: Budget, events: list[Event]) -> Conversation:
-        """Run the batch stages when they could matter, and keep their result only if it pays."""
+    def _maybe_edit(self, view: Conversation, budget: Budget, events: list[Event]) -> Conversation:
+        """Consider changing the middle of the history, and do it only if it pays.
+
+        Two candidates: the batch stages together (shrink, snip, clear), and,
+        at a turn boundary, a summary. Each is priced with
+        :func:`~contextfold.pipeline.economics.verdict`; the one that saves the
+        most over the requests still to come is applied, if any pays. Over the
+        trigger the batch is applied regardless (the summary follows anyway).
+        Evaluated only when the request grew enough since the last look, or
+        the cache went cold, so most calls skip this entirely.
+        """
         tokens = self.counter.count(view)
         grown = tokens - self._evaluated_at_tokens
         if not (budget.cache_cold or grown >= self.policy.clear_min_savings_tokens // 2 or tokens > self.trigger_tokens):
             return view
         self._evaluated_at_tokens = tokens
+        options: list[tuple[Conversation, list[Event], Verdict]] = []
         candidate, produced = run_stages(view, budget, BATCH_STAGES)
-        if not produced:
+        if produced:
+            options.append((candidate, produced, verdict(view, candidate, budget)))
+        if self._summary_may_pay(view, tokens):
+            summarized, made = summarize(view, replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens))
+            if made:
+                options.append((summarized, made, verdict(view, summarized, budget, self._summary_cost_usd(made))))
+        if not options:
             return view
-        decision = verdict(view, candidate, budget)
-        if not decision.pays and tokens <= self.trigger_tokens:
-            events.append(Event("economics", "deferred", tokens_before=tokens, tokens_after=budget.count(candidate),
-                                detail=decision.describe()))
-            return view
+        chosen, produced, decision = max(options, key=lambda o: o[2].benefit_usd - o[2].cost_usd)
+        if not decision.pays:
+            if tokens <= self.trigger_tokens or not options[0][0] is candidate:
+                events.append(Event("economics", "deferred", tokens_before=tokens, tokens_after=budget.count(chosen),
+                                    detail=decision.describe()))
+                return view
+            chosen, produced, decision = options[0]  # over the trigger: the batch goes in, the summary follows
         events.extend(produced)
-        events.append(Event("economics", "applied", tokens_before=tokens, tokens_after=budget.count(candidate),
+        events.append(Event("economics", "applied", tokens_before=tokens, tokens_after=budget.count(chosen),
                             detail=decision.describe()))
         self._fired(produced)
-        self._evaluated_at_tokens = budget.count(candidate)
-        return candidate
+        self._evaluated_at_tokens = budget.count(chosen)
+        return chosen
+
+    def _summary_may_pay(self, view: Conversation, tokens: int) -> bool:
+        """Whether a summary below the trigger is worth pricing at all (it costs a summarizer run)."""
+        p = self.policy
+        return (
+            p.economic_summaries
+            and not self.breaker_open
+            and tokens >= p.economic_summary_min_tokens
+            and _ends_at_boundary(view)
+        )
+
+    def _summary_cost_usd(self, events: list[Event]) -> float:
+        """What the summarizer call costs: nothing offline, its prompt and reply at list price otherwise."""
+        if getattr(self.summarizer, "offline", False):
+            return 0.0
+        prices = self.policy.prices
+        data = next((e.data for e in events if e.action == "summarized"), {})
+        return (data.get("span_tokens", 0) * prices.input_per_mtok + data.get("summary_tokens", 0) * prices.output_per_mtok) / 1e6
 
     def _compact(self, view: Conversation, budget: Budget, events: list[Event], *, automatic: bool) -> Conversation:
         try:

@@ -96,6 +96,10 @@ class Policy:
     restore_total_tokens: int = 50_000
     # economics: change the cached prefix only when the reads it saves outweigh rewriting it
     prices: Prices = field(default_factory=Prices)
+    economic_summaries: bool = True  # summarize below the trigger too, when that pays
+    economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
+    economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
+    horizon_factor: float = 1.0  # requests still to come, as a multiple of the requests so far
     min_horizon_requests: int = 8
     max_horizon_requests: int = 200
     # guards
@@ -180,7 +184,7 @@ class Budget:
         with heavy tails.
         """
         p = self.policy
-        return max(p.min_horizon_requests, min(p.max_horizon_requests, self.requests_sent))
+        return max(p.min_horizon_requests, min(p.max_horizon_requests, round(self.requests_sent * p.horizon_factor)))
 
     def requests_until_trigger(self, tokens: int) -> float | None:
         """How many requests a request of ``tokens`` grows for before it reaches the trigger (and is summarized).

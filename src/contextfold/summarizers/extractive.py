@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar, Any
 
 from ._facts import ErrorFacts, Facts, names_in
 from ._fit import Elastic, Fixed, Listing, Part, allocate
@@ -103,6 +103,7 @@ class ExtractiveSummarizer:
     """The structured extractive summarizer (see the module docstring); stateless and safe to share."""
 
     name: str = "extractive"
+    offline: ClassVar[bool] = True  # costs no model call: free to run whenever it pays
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         facts = Facts()
