@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Any
+from typing import Any, ClassVar
 
 from ._facts import ErrorFacts, Facts, names_in
 from ._fit import Elastic, Fixed, Listing, Part, allocate
