@@ -246,3 +246,21 @@ def test_at_turn_boundary_summarizes_when_due_and_not_mid_round() -> None:
     events = context.at_turn_boundary()
     assert any(e.action == "summarized" for e in events)
     assert context.counter.count(context.view()) <= 1_000
+
+
+def test_below_the_trigger_a_summary_happens_only_when_it_pays() -> None:
+    def run(policy: Policy) -> Context:
+        context, _ = started(window_tokens=200_000, policy=policy)
+        for k in range(1, 40):
+            context.add(turn(k, f"row {k}\n" * 400))
+            context.prepare()
+        return context
+
+    eager = run(Policy(economic_summary_min_tokens=5_000))
+    assert any(e.action == "summarized" for e in eager.events)
+    applied = [e for e in eager.events if e.stage == "economics" and e.action == "applied"]
+    assert applied and "saves" in applied[0].detail
+    assert eager.counter.count(eager.view()) < eager.trigger_tokens
+    never = run(Policy(economic_summary_min_tokens=5_000, max_horizon_requests=1, min_horizon_requests=1))
+    assert not any(e.action == "summarized" for e in never.events)
+    assert any(e.action == "deferred" for e in never.events)
