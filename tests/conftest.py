@@ -26,3 +26,12 @@ def tokenizers_dir() -> Path:
     if not (TOKENIZERS / "o200k_base.tiktoken").exists():
         pytest.skip(f"offline tokenizer files not found at {TOKENIZERS}")
     return TOKENIZERS
+
+
+@pytest.fixture
+def fake_llm():
+    """A started :class:`fake_llm_server.FakeLLMServer` on 127.0.0.1 (Anthropic and OpenAI wire formats), stopped after."""
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server

@@ -33,8 +33,9 @@ def call(call_id: str, command: str) -> dict[str, Any]:
     }
 
 
-def test_formats_lists_the_ten_names() -> None:
+def test_formats_lists_the_eleven_names() -> None:
     assert set(FORMATS) == {
+        "contextfold-session-1",
         "mini-swe-agent",
         "swe-agent",
         "moatless",

@@ -15,8 +15,11 @@ from typing import Any, TypeVar
 
 import click
 
+from .agent.command import register as register_chat
+from .bench.command import register as register_bench
 from .errors import ContextfoldError
 from .replay.command import register as register_replay
+from .summarizers.command import register as register_compact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,6 +104,9 @@ def demo(rounds: int, seed: int, window: int, delay: float, tokenizer: str) -> N
 
 
 register_replay(cli)
+register_chat(cli)
+register_compact(cli)
+register_bench(cli)
 
 
 def main() -> None:

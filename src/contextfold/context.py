@@ -151,6 +151,10 @@ class Context:
         """Call ``callback`` with every event from now on."""
         self._subscribers.append(callback)
 
+    def record_events(self, events: Iterable[Event]) -> None:
+        """Record events from outside the pipeline (what a provider's own context management did), like any other."""
+        self._emit(events)
+
     def _emit(self, events: Iterable[Event]) -> None:
         for event in events:
             self.events.append(event)
@@ -340,10 +344,11 @@ class Context:
         Two candidates: the batch stages together (shrink, snip, clear), and,
         at a turn boundary, a summary. Each is priced with
         :func:`~contextfold.pipeline.economics.verdict`; the one that saves the
-        most over the requests still to come is applied, if any pays. Over the
-        trigger the batch is applied regardless (the summary follows anyway).
-        Evaluated only when the request grew enough since the last look, or
-        the cache went cold, so most calls skip this entirely.
+        most over the requests still to come is applied, if any pays (over the
+        trigger, the forced summary follows). Evaluated only when the request
+        grew enough since the last look, or the cache went cold, so most calls
+        skip this entirely. Only an offline summarizer is tried here: pricing a
+        model-written summary would mean paying for it.
         """
         tokens = self.counter.count(view)
         grown = tokens - self._evaluated_at_tokens
@@ -357,16 +362,14 @@ class Context:
         if self._summary_may_pay(view, tokens):
             summarized, made = summarize(view, replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens))
             if made:
-                options.append((summarized, made, verdict(view, summarized, budget, self._summary_cost_usd(made))))
+                options.append((summarized, made, verdict(view, summarized, budget)))
         if not options:
             return view
         chosen, produced, decision = max(options, key=lambda o: o[2].benefit_usd - o[2].cost_usd)
-        if not decision.pays:
-            if tokens <= self.trigger_tokens or not options[0][0] is candidate:
-                events.append(Event("economics", "deferred", tokens_before=tokens, tokens_after=budget.count(chosen),
-                                    detail=decision.describe()))
-                return view
-            chosen, produced, decision = options[0]  # over the trigger: the batch goes in, the summary follows
+        if not decision.pays:  # over the trigger, the summary that follows does better than an unpaid batch
+            events.append(Event("economics", "deferred", tokens_before=tokens, tokens_after=budget.count(chosen),
+                                detail=decision.describe()))
+            return view
         events.extend(produced)
         events.append(Event("economics", "applied", tokens_before=tokens, tokens_after=budget.count(chosen),
                             detail=decision.describe()))
@@ -379,18 +382,11 @@ class Context:
         p = self.policy
         return (
             p.economic_summaries
+            and getattr(self.summarizer, "offline", False)  # pricing a model-written summary would pay for it
             and not self.breaker_open
             and tokens >= p.economic_summary_min_tokens
             and _ends_at_boundary(view)
         )
-
-    def _summary_cost_usd(self, events: list[Event]) -> float:
-        """What the summarizer call costs: nothing offline, its prompt and reply at list price otherwise."""
-        if getattr(self.summarizer, "offline", False):
-            return 0.0
-        prices = self.policy.prices
-        data = next((e.data for e in events if e.action == "summarized"), {})
-        return (data.get("span_tokens", 0) * prices.input_per_mtok + data.get("summary_tokens", 0) * prices.output_per_mtok) / 1e6
 
     def _compact(self, view: Conversation, budget: Budget, events: list[Event], *, automatic: bool) -> Conversation:
         try:
@@ -398,7 +394,10 @@ class Context:
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             result, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
         events.extend(produced)
-        if fits:
+        # A summary the fallback wrote is a failure of the configured summarizer: it counts for the breaker.
+        fallbacks = [e.data["fallback"] for e in produced if e.stage == "summarize" and e.data.get("fallback")]
+        events.extend(Event("summarize", "fallback", detail=reason) for reason in fallbacks)
+        if fits and not fallbacks:
             self._failures = 0
         elif automatic:
             self._failures += 1

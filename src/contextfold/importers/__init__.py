@@ -36,6 +36,7 @@ from . import (
     claude_stream,
     codex_exec,
     codex_tui,
+    contextfold_session,
     mini_swe_agent,
     moatless,
     openhands,
@@ -45,6 +46,7 @@ from . import (
 from ._common import Source
 
 _IMPORTERS: tuple[ModuleType, ...] = (
+    contextfold_session,
     mini_swe_agent,
     swe_agent,
     moatless,

@@ -73,15 +73,17 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
     for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
         result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
         if not produced:
-            break
+            continue  # no cut leaves this much tail: a shorter one may
         tokens = budget.count(result)
         if tokens < best_tokens or (budget.force_summary and best is conversation):
             best, best_tokens, best_events = result, tokens, produced
         if tokens <= target_tokens:
             return best, [*events, *best_events], True
-        events.append(
+        kept = best_events is produced
+        events.append(  # an attempt not kept still cost its model calls: they ride on this event
             Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
-                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}")
+                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}",
+                  calls=() if kept else tuple(call for e in produced for call in e.calls))
         )
     result, produced = selective(best, budget, target_tokens=target_tokens)
     tokens = budget.count(result)

@@ -84,6 +84,7 @@ class Policy:
     cache_ttl_s: float = 300.0
     exclude_tools: tuple[str, ...] = ()
     mask_window_rounds: int | None = None  # set to enable observation masking (10 in the literature)
+    native_clearing: bool = False  # the provider clears outputs (Anthropic context_management): this stage stays off
     # selective: per-kind rules when the request is still over its target
     selective_rules: tuple[Rule, ...] = DEFAULT_RULES
     # summarize: at a turn boundary, over the trigger
@@ -207,7 +208,7 @@ class Budget:
         """
         if self.tail_tokens is not None:
             return self.tail_tokens
-        return min(int(self.policy.tail_fraction * self.window_tokens), int(0.3 * self.trigger_tokens))
+        return min(int(self.policy.tail_fraction * self.window_tokens), int(0.1 * self.trigger_tokens))
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]

@@ -36,6 +36,8 @@ def placeholder(item: Item, tokens: int, stage: str) -> Item:
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
     p = budget.policy
+    if p.native_clearing:  # one clearing authority at a time: the provider's
+        return conversation, []
     masking = p.mask_window_rounds is not None
     keep = p.mask_window_rounds if masking else p.clear_keep_recent_rounds
     latest = latest_result_index(conversation.items)

@@ -46,8 +46,8 @@ def first_change(before: Conversation, after: Conversation) -> int:
     return min(len(before), len(after))
 
 
-def verdict(before: Conversation, after: Conversation, budget: Budget, extra_cost_usd: float = 0.0) -> Verdict:
-    """Whether replacing ``before`` by ``after`` pays, counting ``extra_cost_usd`` (a summarizer call)."""
+def verdict(before: Conversation, after: Conversation, budget: Budget) -> Verdict:
+    """Whether replacing ``before`` by ``after`` pays."""
     prices = budget.policy.prices
     saved = budget.count(before) - budget.count(after)
     start = first_change(before, after)
@@ -57,8 +57,5 @@ def verdict(before: Conversation, after: Conversation, budget: Budget, extra_cos
     if until_summary is not None:
         horizon = max(1, min(horizon, round(until_summary)))
     benefit = saved * prices.cache_read_per_mtok * horizon / 1e6
-    if budget.cache_cold:
-        cost = extra_cost_usd
-    else:
-        cost = rewritten * (prices.cache_write_per_mtok - prices.cache_read_per_mtok) / 1e6 + extra_cost_usd
+    cost = 0.0 if budget.cache_cold else rewritten * (prices.cache_write_per_mtok - prices.cache_read_per_mtok) / 1e6
     return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost)

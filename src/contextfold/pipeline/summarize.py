@@ -53,7 +53,9 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     )
     block = Summary(f"{SUMMARY_PREAMBLE}\n\n{result.text}", covers=len(span), extra={"state": dict(result.state)})
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
-    restore_cap = min(p.restore_total_tokens, room)
+    # Restored files may take back at most half of what the summary saved: a compaction never grows the request.
+    saved = max(span_tokens - budget.count_item(summary_item), 0)
+    restore_cap = min(p.restore_total_tokens, room, saved // 2)
     restored = restored_item(
         span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
         count_text=budget.count_text,

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..conversation import Conversation, Header, Item
 from ..pipeline.base import Event
 from ..usage import Usage
+
+if TYPE_CHECKING:
+    from ..summarizers.base import Summarizer
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,13 @@ class Sent:
 
 @dataclass(frozen=True)
 class StrategyConfig:
-    """What every strategy is told about the run: the window, the reply reserve, where to write files."""
+    """What every strategy is told about the run: the window, the reply reserve, where to write files, the summarizer."""
 
     window_tokens: int
     max_output_tokens: int = 4_096
     results_dir: str | None = None
+    summarizer: Summarizer | None = None
+    """Who writes summaries, for strategies that summarize (default: their own choice)."""
 
 
 class Strategy(Protocol):

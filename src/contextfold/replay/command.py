@@ -21,6 +21,7 @@ from .. import importers
 from ..conversation import Conversation
 from ..errors import ContextfoldError
 from ..pipeline.base import Prices
+from ..summarizers.command import make_summarizer, summarizer_options
 from . import strategies
 from .base import StrategyConfig
 from .cost import DEFAULT_CACHE_TTL_S, parse_prices
@@ -66,6 +67,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
               help="Where a strategy may write files (persisted outputs).")
 @click.option("--format", "format_", type=click.Choice(importers.FORMATS), default=None,
               help="Session format (detected when omitted).")
+@summarizer_options
 def replay_command(
     file: Path,
     window: int,
@@ -79,6 +81,9 @@ def replay_command(
     ttl: float,
     results_dir: Path | None,
     format_: str | None,
+    summarizer_kind: str,
+    model: str | None,
+    base_url: str | None,
 ) -> None:
     """Feed a recorded session through a context strategy and report tokens, cache, cost and what survived."""
     from ..commands import make_estimator
@@ -86,7 +91,8 @@ def replay_command(
     try:
         estimator = make_estimator(tokenizer)
         sessions = _sessions(file, format_, index, requests_path)
-        config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir))
+        summarizer = make_summarizer(summarizer_kind, model, base_url)
+        config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
         for name, conversation in sessions:
             with _progress(name) as progress:
                 result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,

@@ -19,6 +19,11 @@ Factory = Callable[[StrategyConfig], Strategy]
 BUILTIN: dict[str, str] = {
     "none": "none",  # the full history, unchanged: the baseline
     "default": "default",  # contextfold's pipeline
+    "window": "window",  # system, task and the newest rounds that fit
+    "mask": "mask",  # observation masking: outputs older than the last 10 rounds become placeholders
+    "openhands": "openhands",  # OpenHands' LLM-summarizing condenser (120 events, keep the first 4)
+    "claude-code": "claude_code",  # clear at 20k saved, auto-compact at window - reserve - 13k
+    "langchain": "langchain",  # langchain_core's trim_messages (needs the bench extra)
 }
 """Strategy name -> module in this package."""
 

@@ -25,6 +25,7 @@ class Pipeline:
             window_tokens=config.window_tokens,
             max_output_tokens=config.max_output_tokens,
             results_dir=config.results_dir,
+            summarizer=config.summarizer,
             clock=lambda: self._now,
         )
 

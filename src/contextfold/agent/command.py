@@ -1,0 +1,174 @@
+"""The ``contextfold chat`` command: the reference coding agent, interactive or with ``-p "task"``.
+
+The command-line module adds it with :func:`register`. Interactive mode
+reads lines from stdin: a slash command (``/help`` lists them) or a message
+for the agent; after each turn a status line shows the context against the
+window and the stage that fired last. With ``-p`` the agent works on the
+task until the model stops calling tools and the final answer is printed on
+stdout (progress goes to stderr). The transcript and persisted outputs live
+in the working folder's ``.contextfold/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from contextfold import Context, ContextfoldError, UnknownModel, model_limits
+
+from .commands import Session, run_command
+from .display import RichDisplay
+from .loop import Agent, TurnLimit
+from .models import PROVIDERS, make_model, model_name
+from .tools import Approve, ToolError, Workspace
+
+TRANSCRIPT_DIR = ".contextfold"
+REPLY_TOKENS = 8_192
+"""Longest reply asked of the model (capped by the model's own limit)."""
+
+
+def register(group: click.Group) -> None:
+    """Add the ``chat`` command to ``group`` (the ``contextfold`` command line)."""
+    group.add_command(chat)
+
+
+def reply_tokens(model: str) -> int:
+    """The longest reply to ask for: the model's own limit, at most :data:`REPLY_TOKENS`."""
+    try:
+        return min(model_limits(model).max_output_tokens, REPLY_TOKENS)
+    except UnknownModel:
+        return REPLY_TOKENS
+
+
+def new_context(model: str, window: int | None, provider: str, root: Path) -> Context:
+    """A context for ``model`` that keeps room for its reply; an unregistered model needs ``window`` (tokens)."""
+    try:
+        model_limits(model)
+        known: str | None = model
+    except UnknownModel:
+        if window is None:
+            raise UnknownModel(model) from None
+        known = None
+    return Context(
+        known,
+        window_tokens=window,
+        max_output_tokens=reply_tokens(model),
+        provider=provider,
+        transcript=root / TRANSCRIPT_DIR,
+    )
+
+
+def refuse_without_yes(command: str) -> bool:
+    """With -p there is no one to ask: a shell command is refused, saying how to allow it."""
+    raise ToolError(
+        "shell commands need confirmation and this session is not interactive; "
+        f"rerun with --yes to allow them (refused: {command})"
+    )
+
+
+def ask_user(console: Console) -> Approve:
+    """Ask on the terminal before each shell command."""
+
+    def approve(command: str) -> bool:
+        answer = console.input(f"[yellow]run[/] [bold]{escape(command)}[/] [yellow]in the working folder? \\[y/N][/] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+@click.command("chat")
+@click.option("--provider", type=click.Choice(PROVIDERS), default="anthropic", show_default=True)
+@click.option(
+    "--model", default=None, help="Model name (default: $ANTHROPIC_MODEL / $OPENAI_MODEL, else a current model)."
+)
+@click.option(
+    "--base-url", default=None, help="API base URL (default: the SDK's, or $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)."
+)
+@click.option(
+    "--window",
+    type=click.IntRange(min=1_000),
+    default=None,
+    help="Context window in tokens (default: the model's; required for an unregistered model).",
+)
+@click.option(
+    "-p", "--prompt", "task", default=None, help="Work on this task without asking, print the final answer, exit."
+)
+@click.option("--yes", is_flag=True, help="Run shell commands without asking for confirmation.")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Model requests per user turn before the agent stops.",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Working folder: the tools reach only inside it.",
+)
+def chat(
+    provider: str,
+    model: str | None,
+    base_url: str | None,
+    window: int | None,
+    task: str | None,
+    yes: bool,
+    max_turns: int,
+    cwd: Path,
+) -> None:
+    """A coding agent on contextfold: tools, subagents, /compact, /context, /cost."""
+    interactive = task is None
+    console = Console(stderr=not interactive, highlight=False)
+    root = cwd.resolve()
+    name = model_name(provider, model)
+    try:
+        client = make_model(provider, name, max_tokens=reply_tokens(name), base_url=base_url)
+        context = new_context(name, window, provider, root)
+    except ContextfoldError as error:
+        raise click.UsageError(f"{error}" + ("; pass --window" if isinstance(error, UnknownModel) else "")) from None
+    approve = (lambda command: True) if yes else ask_user(console) if interactive else refuse_without_yes
+    display = RichDisplay(console, show_text=interactive)
+    agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)
+    try:
+        if interactive:
+            _repl(Session(agent, display, lambda: new_context(name, window, provider, root)), f"{provider} {name}")
+            return
+        try:
+            answer = agent.ask(task)  # type: ignore[arg-type]
+        except (TurnLimit, *client.api_errors) as error:
+            console.print(f"contextfold chat: {escape(str(error))}")
+            sys.exit(1)
+        display.status(agent.context)
+        click.echo(answer)
+    finally:
+        agent.context.close()
+
+
+def _repl(session: Session, model: str) -> None:
+    console, agent = session.console, session.agent
+    console.print(
+        f"[bold]contextfold chat[/] · {escape(model)} · window {agent.context.window_tokens:,} tokens · "
+        f"working in {agent.workspace.root} · /help for commands"
+    )
+    while session.running:
+        try:
+            line = console.input("[bold cyan]>[/] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            break
+        if line.startswith("/"):
+            run_command(session, line)
+            continue
+        if not line:
+            continue
+        try:
+            agent.ask(line)
+        except KeyboardInterrupt:
+            console.print("[red]interrupted[/]")
+        except (TurnLimit, *agent.model.api_errors) as error:
+            console.print(f"[red]{escape(str(error))}[/]")
+        session.display.status(agent.context)

@@ -1,0 +1,111 @@
+"""The ``contextfold bench`` command: every session under the paths, every strategy, a report and charts.
+
+The command-line module adds it with :func:`register`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import ContextfoldError
+from ..replay import strategies
+from ..replay.base import StrategyConfig
+from ..replay.command import TOKENIZERS
+from ..replay.command import _progress as progress_bar  # the same bar: on stderr, when it is a terminal
+from .report import Report, StrategyTotals, write_results
+from .run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
+
+
+def register(group: click.Group) -> None:
+    """Add the ``bench`` command to ``group`` (the ``contextfold`` command line)."""
+    group.add_command(bench_command)
+
+
+def _names(context: click.Context, parameter: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in strategies.names()]
+    if unknown or not names:
+        raise click.BadParameter(f"unknown strategy {', '.join(unknown) or '(none given)'}; "
+                                 f"expected some of {', '.join(strategies.names())}")
+    return names
+
+
+@click.command("bench")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
+@click.option("--strategies", "names", callback=_names, default=None, metavar="NAME,...",
+              help=f"Strategies to compare [default: every one available: {', '.join(strategies.names())}].")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("contextfold-bench"),
+              show_default=True, help="Folder for results.json, results.md and the charts.")
+@click.option("--requests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dump every run's requests to DIR/<session>.<strategy>.jsonl (the replay --requests format).")
+@click.option("--tau-bench-limit", type=click.IntRange(min=0), default=TAU_BENCH_LIMIT, show_default=True,
+              help="Conversations replayed from each tau-bench file (its first N).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes [default: the cores available].")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="o200k", show_default=True,
+              help="Token counter for every figure of every strategy.")
+@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
+              help="Tokens reserved for each reply.")
+def bench_command(
+    paths: tuple[Path, ...],
+    window: int,
+    names: list[str] | None,
+    out: Path,
+    requests_dir: Path | None,
+    tau_bench_limit: int,
+    jobs: int | None,
+    tokenizer: str,
+    max_output: int,
+) -> None:
+    """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
+    started = time.perf_counter()
+    try:
+        estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
+        sessions, skipped = find_sessions(paths, tau_bench_limit)
+        settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))
+        usable, unavailable = available_strategies(settings, names)
+        if names is not None and unavailable:
+            raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
+        if not sessions:
+            raise click.UsageError(f"no recorded session found under {', '.join(map(str, paths))}")
+        with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
+            runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
+    except ContextfoldError as error:
+        click.echo(f"contextfold: {error}", err=True)
+        sys.exit(2)
+    report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
+                    shlex.join(["contextfold", *sys.argv[1:]]))
+    written = write_results(report, out)
+    try:
+        from .plots import write_plots
+    except ImportError:
+        click.echo("contextfold: charts skipped: matplotlib is not installed (pip install 'contextfold[bench]')", err=True)
+    else:
+        written += write_plots(report, out)
+    console = Console()
+    console.print(totals_table(report.totals(), window))
+    for name, why in unavailable.items():
+        console.print(f"[yellow]{name} left out: {why}[/]")
+    if skipped:
+        console.print(f"{len(skipped)} file(s) or conversation(s) skipped: see results.md")
+    console.print(f"{len(written)} files written to {out}; the replays took {report.seconds:.0f} s")
+
+
+def totals_table(totals: list[StrategyTotals], window: int) -> Table:
+    """The per-strategy totals for the terminal."""
+    table = Table("strategy", "cost", "no cache", "cached", "peak", "over", "viol.", "survival",
+                  title=f"window {window:,} tokens, costs in USD", title_justify="left")
+    for t in totals:
+        mean = t.survival["mean"]
+        table.add_row(t.strategy, f"{t.cost_usd:,.2f}", f"{t.cost_no_cache_usd:,.2f}", f"{t.cache_hit_ratio:.1%}",
+                      f"{t.peak_tokens:,}", f"{t.overflows:,}", f"{t.violations:,}", "–" if mean is None else f"{mean:.1%}")
+    return table

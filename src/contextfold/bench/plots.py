@@ -1,0 +1,144 @@
+"""The bench's charts, as PNG files: prompt tokens per request against the window, and cumulative cost.
+
+* ``plots/<session>.png``: one chart per session, one line per strategy,
+  the window drawn as a horizontal line;
+* ``overview.png``: the same for the sessions that grow the largest, side by side;
+* ``cost.png``: cumulative cost per strategy, summed over every session by
+  request number (a session that has ended adds its final cost).
+
+matplotlib (the ``bench`` extra) is imported only here, and only when a
+chart is drawn; the figures are drawn with its object API on the Agg canvas,
+so no display and no global pyplot state are involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .report import Report
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+OVERVIEW_SESSIONS = 6
+DPI = 100
+PALETTE_COLORS = 256
+_STYLES = ("-", "--", "-.", ":")
+
+
+def write_plots(report: Report, folder: Path, *, dpi: int = DPI) -> list[Path]:
+    """Every chart of ``report`` into ``folder``; the paths written. Raises ImportError without matplotlib."""
+    plots = folder / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    written = [_save(session_chart(report, session.label), plots / f"{session.slug}.png", dpi)
+               for session in report.sessions]
+    written.append(_save(overview_chart(report), folder / "overview.png", dpi))
+    written.append(_save(cost_chart(report), folder / "cost.png", dpi))
+    return written
+
+
+def session_chart(report: Report, label: str) -> Figure:
+    """Prompt tokens per request of the session labelled ``label``, one line per strategy, and the window."""
+    figure = _figure((8, 4.5))
+    _tokens(figure.subplots(), report, label)
+    _legend(figure)
+    return figure
+
+
+def overview_chart(report: Report, count: int = OVERVIEW_SESSIONS) -> Figure:
+    """:func:`session_chart` for the ``count`` sessions whose largest request is largest, side by side."""
+    peaks: dict[str, int] = {}
+    for run in report.runs:
+        peaks[run.session] = max(peaks.get(run.session, 0), run.totals.peak_tokens)
+    chosen = sorted(report.sessions, key=lambda s: peaks.get(s.label, 0), reverse=True)[:count]
+    columns = min(3, max(len(chosen), 1))
+    rows = max(1, -(-len(chosen) // columns))
+    figure = _figure((4.2 * columns + 1.6, 3.2 * rows + 0.6))
+    axes = figure.subplots(rows, columns, squeeze=False).flatten()
+    for ax, session in zip(axes, chosen):
+        _tokens(ax, report, session.label)
+    for ax in axes[len(chosen) :]:
+        ax.set_visible(False)
+    figure.suptitle(f"Prompt tokens per request, window {report.settings.window_tokens:,} "
+                    f"(the {len(chosen)} sessions that grow the largest)")
+    _legend(figure)
+    return figure
+
+
+def cost_chart(report: Report) -> Figure:
+    """Cumulative USD per strategy over all sessions, by request number."""
+    figure = _figure((8, 4.5))
+    ax = figure.subplots()
+    for name in report.strategies:
+        series = [list(accumulate(r.step_cost_usd)) for r in report.runs if r.strategy == name and r.step_cost_usd]
+        length = max((len(s) for s in series), default=0)
+        summed = [sum(s[min(k, len(s) - 1)] for s in series) for k in range(length)]
+        ax.plot(range(1, length + 1), summed, label=name, **_line(name, report.strategies))
+    ax.set_xlabel("request number in its session")
+    ax.set_ylabel("cumulative cost, all sessions (USD)")
+    ax.set_title(f"Cumulative cost, window {report.settings.window_tokens:,} tokens ({len(report.sessions)} sessions)")
+    ax.grid(alpha=0.3)
+    _legend(figure)
+    return figure
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, layout="constrained")
+
+
+def _tokens(ax: Axes, report: Report, label: str) -> None:
+    window = report.settings.window_tokens
+    for run in report.runs:
+        if run.session == label:
+            steps = range(1, len(run.context_tokens) + 1)
+            ax.plot(steps, run.context_tokens, label=run.strategy, **_line(run.strategy, report.strategies))
+    ax.axhline(window, color="black", linewidth=1.2, linestyle=(0, (6, 3)), label=f"context window ({window:,})")
+    ax.set_xlabel("request number")
+    ax.set_ylabel("prompt tokens")
+    ax.set_title(label if len(label) <= 60 else "…" + label[-59:], fontsize="medium")
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter("{x:,.0f}")
+    ax.grid(alpha=0.3)
+
+
+def _line(name: str, names: Sequence[str]) -> dict[str, Any]:
+    """A strategy's colour (its place in ``names``) and dash; contextfold's own drawn thicker and on top."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10"].colors
+    number = names.index(name)
+    ours = name == "default"
+    return {"color": palette[number % len(palette)], "linewidth": 2.4 if ours else 1.3, "zorder": 3 if ours else 2,
+            "linestyle": "-" if ours else _STYLES[number % len(_STYLES)]}
+
+
+def _legend(figure: Figure) -> None:
+    """One legend for the figure, right of the charts, each label once."""
+    handles: dict[str, Any] = {}
+    for ax in figure.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    figure.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize="small")
+
+
+def _save(figure: Figure, path: Path, dpi: int) -> Path:
+    """``figure`` as a PNG with a palette of :data:`PALETTE_COLORS` (a chart has few colours; a third of the bytes)."""
+    from io import BytesIO
+
+    from PIL import Image  # matplotlib's own dependency
+
+    buffer = BytesIO()
+    figure.savefig(buffer, dpi=dpi, format="png")
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(PALETTE_COLORS, Image.Quantize.MAXCOVERAGE).save(path, format="png", optimize=True)
+    return path

@@ -1,0 +1,45 @@
+"""contextfold's own session files (``format: "contextfold-session-1"``), as ``contextfold compact`` writes them.
+
+One JSON object ``{format, header, items}`` in the neutral form of
+:mod:`contextfold.codec`: lossless, so a compacted session reads back exactly
+as it was written (summaries, restored files and item meta included). One
+conversation per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..codec import header_from_dict, item_from_dict
+from ..conversation import Conversation
+from ..errors import ContextfoldError
+from ._common import Source, field_of
+
+FORMAT = "contextfold-session-1"
+
+T = TypeVar("T")
+
+
+def matches(source: Source) -> bool:
+    doc = source.document
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
+def load(source: Source) -> list[Conversation]:
+    doc = source.require_document(dict)
+    if doc.get("format") != FORMAT:
+        raise source.error("$.format", f"expected {FORMAT!r}, found {doc.get('format')!r}")
+    header = _read(source, "$.header", header_from_dict, field_of(source, doc, "header", dict, "$"))
+    conversation = Conversation(header=header)
+    for index, record in enumerate(field_of(source, doc, "items", list, "$")):
+        conversation.append(_read(source, f"$.items[{index}]", item_from_dict, record))
+    return [conversation]
+
+
+def _read(source: Source, where: str, make: Callable[[Any], T], record: Any) -> T:
+    """``make(record)``, with any malformed-record error turned into a SessionFormatError naming ``where``."""
+    try:
+        return make(record)
+    except (ContextfoldError, KeyError, TypeError, ValueError, AttributeError) as error:
+        raise source.error(where, f"not a valid record: {type(error).__name__}: {error}") from None

@@ -1,0 +1,140 @@
+"""The ``contextfold compact`` command, and the summarizer options it shares with ``replay``.
+
+``contextfold compact FILE --window N`` loads a recorded session, compacts it
+once through the public :class:`~contextfold.context.Context` (as a manual
+``compact(instructions)`` would), and writes the result: a contextfold
+session file the importers read back, or the request body an agent would
+send next (``--format anthropic|openai``). Keys come from the usual
+environment variables (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``); they are never taken on the command line, where they
+would end up in shell history.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from .. import importers
+from ..codec import conversation_to_dict
+from ..conversation import Conversation
+from ..errors import ContextfoldError
+from .base import Summarizer
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+SUMMARIZERS = ("extractive", "anthropic", "openai")
+OUTPUT_FORMATS = ("session", "anthropic", "openai")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register(group: click.Group) -> None:
+    """Add the ``compact`` command to ``group`` (the ``contextfold`` command line)."""
+    group.add_command(compact_command)
+
+
+def summarizer_options(function: F) -> F:
+    """``--summarizer``, ``--model`` and ``--base-url``, for every command that summarizes."""
+    options = (
+        click.option("--summarizer", "summarizer_kind", type=click.Choice(SUMMARIZERS), default="extractive",
+                     show_default=True, help="Who writes the summary: offline extraction, or a model."),
+        click.option("--model", default=None, help="The summarizer's model (default: a small one of its provider)."),
+        click.option("--base-url", default=None,
+                     help="The summarizer's endpoint (an OpenAI-compatible server, a proxy, a local test server)."),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def make_summarizer(kind: str, model: str | None = None, base_url: str | None = None) -> Summarizer:
+    """The summarizer a ``--summarizer`` choice names; keys from the environment."""
+    if kind == "extractive":
+        if model or base_url:
+            raise click.UsageError("--model and --base-url are for a model summarizer (--summarizer anthropic|openai)")
+        from .extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer()
+    from .llm import AnthropicSummarizer, OpenAISummarizer
+
+    factory = AnthropicSummarizer if kind == "anthropic" else OpenAISummarizer
+    return factory(**({"model": model} if model else {}), base_url=base_url)
+
+
+@click.command("compact")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
+@summarizer_options
+@click.option("--instructions", default=None, help="What the summary should focus on (as /compact's argument).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the result (default: standard output).")
+@click.option("--format", "format_", type=click.Choice(OUTPUT_FORMATS), default="session", show_default=True,
+              help="A contextfold session file, or the next request body for a provider.")
+@click.option("--index", type=click.IntRange(min=0), default=None,
+              help="The N-th conversation of the file (0-based); needed when it holds several.")
+@click.option("--input-format", type=click.Choice(importers.FORMATS), default=None,
+              help="The session format of FILE (detected when omitted).")
+def compact_command(
+    file: Path,
+    window: int,
+    summarizer_kind: str,
+    model: str | None,
+    base_url: str | None,
+    instructions: str | None,
+    output: Path | None,
+    format_: str,
+    index: int | None,
+    input_format: str | None,
+) -> None:
+    """Compact a recorded session once and write the result."""
+    from ..context import Context
+
+    try:
+        conversation = _conversation(file, input_format, index)
+        context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url))
+        context.set_header(conversation.header)
+        context.add(list(conversation.items))
+        before = context.counter.count(context.view())
+        events = context.compact(instructions)
+        view = context.view()
+        text = _written(context, view, format_)
+    except ContextfoldError as error:
+        click.echo(f"contextfold: {error}", err=True)
+        sys.exit(2)
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text + "\n", encoding="utf-8")
+    summarized = any(e.action == "summarized" for e in events)
+    click.echo(f"{len(conversation)} items, {before:,} tokens -> {len(view)} items, "
+               f"{context.counter.count(view):,} tokens" + ("" if summarized else " (nothing to summarize)"), err=True)
+    for event in events:
+        if event.action == "fallback":
+            click.echo(f"warning: {event.detail}", err=True)
+
+
+def _conversation(file: Path, input_format: str | None, index: int | None) -> Conversation:
+    conversations = importers.load(file, format=input_format)
+    if index is None and len(conversations) != 1:
+        raise click.UsageError(f"the file holds {len(conversations)} conversations: pick one with --index")
+    chosen = 0 if index is None else index
+    if chosen >= len(conversations):
+        raise click.BadParameter(f"the file holds {len(conversations)} conversation(s)", param_hint="--index")
+    return conversations[chosen]
+
+
+def _written(context: Context, view: Conversation, format_: str) -> str:
+    """The result as text: the session file, or the next request (unanswered calls closed, as a request needs)."""
+    if format_ == "session":
+        return json.dumps(conversation_to_dict(view), ensure_ascii=False)
+    ready, repairs = view.repair()
+    for repair in repairs:
+        click.echo(f"note: item {repair.index}: {repair.detail}, so that the request is valid", err=True)
+    return json.dumps(context.render(ready, format_), ensure_ascii=False)

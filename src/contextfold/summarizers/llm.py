@@ -1,0 +1,635 @@
+"""Summaries written by a model, through the official ``anthropic`` and ``openai`` SDKs, as safe as the offline path.
+
+:class:`AnthropicSummarizer` calls the Messages API; :class:`OpenAISummarizer`
+calls Chat Completions on any OpenAI-compatible endpoint (OpenAI, vLLM,
+Ollama, a LiteLLM proxy: give ``base_url``). Both are sync
+(:meth:`~LLMSummarizer.summarize`) and async (:meth:`~LLMSummarizer.asummarize`),
+and import their SDK only when constructed, so contextfold itself needs
+neither. The prompts are in :mod:`.prompts`.
+
+What happens to one summary request, and why:
+
+* The request is fitted to the summarizer's own window (the model's, from
+  :mod:`contextfold.limits`, else ``window_tokens``), minus its reply and a
+  margin: the oldest units of the span are left out, their user messages
+  still quoted. When the provider answers "prompt is too long" anyway, more
+  is left out (as much as the provider says it was over) and the request
+  is sent again, at most ``max_fit_retries`` times.
+* Timeouts, connection errors, 408/409/429 and 5xx (529 overloaded
+  included) are retried ``max_retries`` times, waiting what ``retry-after``
+  asks (up to ``max_wait_s``) or an exponential backoff. The SDK clients are
+  built with ``max_retries=0`` so that this loop, not the SDK's, decides;
+  ``sleep``/``asleep`` are injectable so tests run fast and can check waits.
+* An answer that is empty, truncated (the reply limit was hit), refused or
+  without a ``<summary>`` is rejected: it is not retried (the same prompt
+  would most likely fail the same way).
+* Whatever fails, the request is never raised to the pipeline: ``fallback``
+  (the extractive summarizer) writes the summary and
+  :attr:`SummaryResult.fallback` says why. The :class:`~contextfold.context.Context`
+  counts that as a failed compaction for its circuit breaker.
+
+Every answered call is in :attr:`SummaryResult.calls` with the usage the
+provider reported, so replay and stats count what summarizing cost. Calls
+that got no answer (timeouts, errors) are not: nothing reports their usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import importlib
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from types import ModuleType
+from typing import Any, Protocol
+
+from ..conversation import Conversation, Header, Item, Text
+from ..errors import ContextfoldError, SummarizerError, UnknownModel
+from ..limits import model_limits
+from ..usage import Usage
+from ._text import Meter
+from .base import Summarizer, SummaryRequest, SummaryResult
+from .extractive import ExtractiveSummarizer
+from .prompts import (
+    STRUCTURED,
+    SYSTEM_PROMPT,
+    frame,
+    omission_note,
+    quote_user_messages,
+    render_span,
+    section_titles,
+    summary_from_answer,
+    task_prompt,
+)
+
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
+DEFAULT_WINDOW_TOKENS = 32_768
+"""The summarizer's window when its model is not in :mod:`contextfold.limits` (a local model, say)."""
+WINDOW_MARGIN = 0.05
+"""Share of the window kept free besides the reply: the request's size is an estimate."""
+SHRINK_WITHOUT_FIGURES = 0.75
+"""After a "prompt is too long" that gives no token figures, the request is cut to this share."""
+SHRINK_MARGIN = 0.9
+"""After one that does, to this share of what the provider said would fit."""
+
+TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
+_RETRIED_STATUS = frozenset({408, 409, 429})
+_ANTHROPIC_OVER = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*)")
+_OPENAI_MAXIMUM = re.compile(r"maximum context length is (\d[\d,]*)")
+_OPENAI_ACTUAL = re.compile(r"(?:resulted in|requested) (\d[\d,]*) tokens")
+
+
+# --------------------------------------------------------------------------- what goes out, what comes back
+
+
+@dataclass(frozen=True)
+class Payload:
+    """One request to the summarizing model: its wire body parts, its size, and its neutral form for accounting.
+
+    ``body`` holds the provider-specific fields (``system``/``messages``, or
+    ``input``); ``tokens`` is the estimated prompt size; ``omitted_items``
+    counts the span items left out for room.
+    """
+
+    body: Mapping[str, Any]
+    conversation: Conversation
+    tokens: int
+    omitted_items: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model sent back: its text, why it stopped if that was not a normal end, its usage, raw output items."""
+
+    text: str
+    stopped: str | None = None
+    usage: Usage | None = None
+    output: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A call that got no answer, classified: ``kind`` is ``too_long``, ``transient`` or ``fatal``.
+
+    ``retry_after_s`` is the wait the provider asked for; ``fits_share`` is
+    the share of the request the provider said would fit (its maximum over
+    the size it counted), when it said.
+    """
+
+    kind: str
+    reason: str
+    retry_after_s: float | None = None
+    fits_share: float | None = None
+
+
+class Fitter(Protocol):
+    """Builds the request for a budget of prompt tokens; ``None`` when nothing useful fits."""
+
+    def fit(self, budget_tokens: int) -> Payload | None: ...
+
+
+@dataclass(frozen=True)
+class _Send:
+    payload: Payload
+
+
+@dataclass(frozen=True)
+class _Wait:
+    seconds: float
+
+
+_Plan = Generator["_Send | _Wait", "Answer | BaseException | None", SummaryResult]
+
+
+class _Run:
+    """Steps a plan for a driver: each step it yields, then :attr:`outcome` (set by the driver) goes back in."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+        self.outcome: Answer | BaseException | None = None
+        self.result: SummaryResult
+
+    def steps(self) -> Iterator[_Send | _Wait]:
+        while True:
+            try:
+                step = self.plan.send(self.outcome)
+            except StopIteration as done:
+                self.result = done.value
+                return
+            self.outcome = None
+            yield step
+
+
+# --------------------------------------------------------------------------- the common engine
+
+
+@dataclass
+class LLMSummarizer:
+    """What every model-backed summarizer shares: configuration, the client, the retry loop and the fallback.
+
+    Subclasses say how to build the request (:meth:`_fitter`), send it
+    (:meth:`_send`, :meth:`_asend`) and read the answer (:meth:`_accept`).
+    Units: tokens for sizes, seconds for times.
+    """
+
+    model: str = ""
+    max_output_tokens: int = 16_000
+    """Reply limit (analysis and summary together); lowered to the model's own limit when that is smaller."""
+    timeout_s: float = 120.0
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    window_tokens: int | None = None
+    """The summarizer model's window; default: the model's, else :data:`DEFAULT_WINDOW_TOKENS`."""
+    style: str = STRUCTURED
+    stream: bool = False
+    max_retries: int = 3
+    """Retries after a timeout, a connection error, 408/409/429 or 5xx."""
+    max_fit_retries: int = 3
+    """Retries with less of the span after the provider said the prompt was too long."""
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    max_wait_s: float = 60.0
+    """A ``retry-after`` longer than this is not waited for: the fallback is used at once."""
+    client: Any = field(default=None, repr=False)
+    """An SDK client to use instead of building one (sync calls)."""
+    async_client: Any = field(default=None, repr=False)
+    """An async SDK client to use instead of building one (async calls)."""
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    asleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
+    fallback: Summarizer = field(default_factory=ExtractiveSummarizer)
+    name: str = "llm"
+
+    package = ""
+    """The SDK module this summarizer needs."""
+    key_variable = ""
+    """The environment variable the API key comes from by default."""
+
+    def __post_init__(self) -> None:
+        section_titles(self.style)  # an unknown style or a missing key is an error now, not at the first compaction
+        if self.client is None or self.async_client is None:
+            self._sdk()
+            self._credentials()
+
+    # ------------------------------------------------------------------ public
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        run = _Run(self._plan(request))
+        for step in run.steps():
+            if isinstance(step, _Wait):
+                self.sleep(step.seconds)
+                continue
+            try:
+                run.outcome = self._send(self._client(), step.payload)
+            except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
+                run.outcome = error
+        return run.result
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult:
+        run = _Run(self._plan(request))
+        for step in run.steps():
+            if isinstance(step, _Wait):
+                await self.asleep(step.seconds)
+                continue
+            try:
+                run.outcome = await self._asend(self._async_client(), step.payload)
+            except Exception as error:  # noqa: BLE001 - as above
+                run.outcome = error
+        return run.result
+
+    # ------------------------------------------------------------------ limits
+    @property
+    def reply_tokens(self) -> int:
+        """``max_output_tokens``, capped by the model's reply limit when the model is known."""
+        try:
+            return min(self.max_output_tokens, model_limits(self.model).max_output_tokens)
+        except UnknownModel:
+            return self.max_output_tokens
+
+    @property
+    def input_budget_tokens(self) -> int:
+        """Prompt tokens the request may take: the window less the reply and the margin."""
+        window = self.window_tokens
+        if window is None:
+            try:
+                window = model_limits(self.model).context_window
+            except UnknownModel:
+                window = DEFAULT_WINDOW_TOKENS
+        return int(window * (1 - WINDOW_MARGIN)) - self.reply_tokens
+
+    # ------------------------------------------------------------------ the plan: one piece of logic for both drivers
+    def _plan(self, request: SummaryRequest) -> _Plan:
+        """Yields requests to send and waits to make; receives each outcome; returns the result."""
+        calls: list[tuple[Conversation, Usage | None]] = []
+        try:
+            fitter = self._fitter(request)
+            payload = fitter.fit(self.input_budget_tokens)
+        except ContextfoldError as error:  # the span cannot be put in this summarizer's request format
+            return self._fall_back(request, calls, f"the span cannot be sent: {error}")
+        retries = shrinks = 0
+        while True:
+            if payload is None:
+                return self._fall_back(request, calls, "the span does not fit the summarizer's window")
+            outcome = yield _Send(payload)
+            if isinstance(outcome, Answer):
+                calls.append((payload.conversation, outcome.usage))
+                accepted = self._accept(outcome, payload, request)
+                if isinstance(accepted, str):
+                    return self._fall_back(request, calls, accepted)
+                return replace(accepted, calls=tuple(calls))
+            failure = self._classify(outcome)
+            if failure.kind == TOO_LONG and shrinks < self.max_fit_retries:
+                shrinks += 1
+                share = SHRINK_MARGIN * failure.fits_share if failure.fits_share else SHRINK_WITHOUT_FIGURES
+                payload = fitter.fit(min(int(payload.tokens * share), payload.tokens - 1))
+                continue
+            if failure.kind == TRANSIENT and retries < self.max_retries:
+                wait = self._wait_s(failure, retries)
+                if wait is None:
+                    return self._fall_back(request, calls, f"{failure.reason}; asked to wait "
+                                                           f"{failure.retry_after_s:g} s, more than {self.max_wait_s:g} s")
+                retries += 1
+                yield _Wait(wait)
+                continue
+            tried = f" after {retries} retries" if failure.kind == TRANSIENT else ""
+            tried = f" after leaving out older messages {shrinks} times" if failure.kind == TOO_LONG else tried
+            return self._fall_back(request, calls, f"{failure.reason}{tried}")
+
+    def _wait_s(self, failure: Failure, retries: int) -> float | None:
+        """Seconds to wait before retry number ``retries + 1``; ``None`` when the provider asks for too long."""
+        if failure.retry_after_s is not None:
+            return failure.retry_after_s if failure.retry_after_s <= self.max_wait_s else None
+        return min(self.backoff_s * 2**retries, self.max_backoff_s)
+
+    def _fall_back(
+        self, request: SummaryRequest, calls: list[tuple[Conversation, Usage | None]], reason: str
+    ) -> SummaryResult:
+        result = self.fallback.summarize(request)
+        why = f"{self.name} summarizer ({self.model}): {reason}; {getattr(self.fallback, 'name', 'fallback')} used instead"
+        return replace(result, calls=(*calls, *result.calls), fallback=why)
+
+    def _classify(self, outcome: BaseException | None) -> Failure:
+        if outcome is None:  # a driver bug; say so rather than loop
+            return Failure(FATAL, "no outcome for the request")
+        return classify(outcome, self._sdk())
+
+    # ------------------------------------------------------------------ clients
+    def _sdk(self) -> ModuleType:
+        try:
+            return importlib.import_module(self.package)
+        except ImportError:
+            raise SummarizerError(
+                f"the {self.name} summarizer needs the {self.package!r} package: pip install 'contextfold[{self.package}]'"
+            ) from None
+
+    def _client(self) -> Any:
+        if self.client is None:
+            self.client = self._make_client(asynchronous=False)
+        return self.client
+
+    def _async_client(self) -> Any:
+        if self.async_client is None:
+            self.async_client = self._make_client(asynchronous=True)
+        return self.async_client
+
+    def _credentials(self) -> str:
+        """The API key: ``api_key``, else the environment variable; :class:`SummarizerError` when there is none."""
+        key = self.api_key or os.environ.get(self.key_variable)
+        if not key:
+            raise SummarizerError(f"no API key for the {self.name} summarizer: pass api_key= or set {self.key_variable}")
+        return key
+
+    # ------------------------------------------------------------------ what subclasses define
+    def _make_client(self, *, asynchronous: bool) -> Any:
+        raise NotImplementedError
+
+    def _fitter(self, request: SummaryRequest) -> Fitter:
+        raise NotImplementedError
+
+    def _send(self, client: Any, payload: Payload) -> Answer:
+        raise NotImplementedError
+
+    async def _asend(self, client: Any, payload: Payload) -> Answer:
+        raise NotImplementedError
+
+    def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
+        """The result an answer gives, or why it is rejected."""
+        raise NotImplementedError
+
+
+def classify(error: BaseException, sdk: ModuleType) -> Failure:
+    """What an SDK exception means for the retry loop (both SDKs share the exception shapes)."""
+    from ..context import is_prompt_too_long  # here, not at the top: context imports the summarizers package
+
+    if isinstance(error, getattr(sdk, "APITimeoutError", ())):
+        return Failure(TRANSIENT, "timed out")
+    if isinstance(error, getattr(sdk, "APIConnectionError", ())):
+        return Failure(TRANSIENT, f"connection error: {error}")
+    status = getattr(error, "status_code", None)
+    if isinstance(error, getattr(sdk, "APIStatusError", ())) and isinstance(status, int):
+        text = f"HTTP {status}: {_message(error)}"
+        if is_prompt_too_long(error):
+            return Failure(TOO_LONG, text, fits_share=_fits_share(str(error)))
+        if status in _RETRIED_STATUS or status >= 500:
+            return Failure(TRANSIENT, text, retry_after_s=retry_after_s(error.response.headers))
+        return Failure(FATAL, text)
+    return Failure(FATAL, f"{type(error).__name__}: {error}")
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` in seconds or as an HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        moment = email.utils.parsedate_to_datetime(value) if email.utils.parsedate(value) else None
+        return max(moment.timestamp() - time.time(), 0.0) if moment is not None else None
+
+
+def _fits_share(text: str) -> float | None:
+    """The provider's maximum over the size it counted, read from its "too long" message."""
+    numbers = _ANTHROPIC_OVER.search(text)
+    if numbers:
+        actual, maximum = (int(n.replace(",", "")) for n in numbers.groups())
+    else:
+        top, used = _OPENAI_MAXIMUM.search(text), _OPENAI_ACTUAL.search(text)
+        if not (top and used):
+            return None
+        maximum, actual = int(top.group(1).replace(",", "")), int(used.group(1).replace(",", ""))
+    return maximum / actual if actual > maximum > 0 else None
+
+
+def _message(error: BaseException) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])
+    return str(error)
+
+
+# --------------------------------------------------------------------------- the prompt-based summarizers
+
+
+class PromptFitter:
+    """The summary prompt for a budget: the oldest units are left out (their user messages quoted) until it fits.
+
+    Sizes are summed from per-unit counts made once, so fitting again with a
+    smaller budget costs no new counting but the final check.
+    """
+
+    def __init__(self, request: SummaryRequest, style: str) -> None:
+        self.meter = Meter(request.count_text)
+        self.span = render_span(request.items)
+        self.task = task_prompt(style, request.target_tokens, request.instructions)
+        fixed = (SYSTEM_PROMPT, self.task, frame((), self.span.earlier_summary, None), omission_note(0, ()))
+        self.fixed_tokens = sum(map(self.meter, fixed))
+        # left[i]: tokens of the units from i on; quoted[i]: tokens of the user messages of units before i, quoted.
+        unit_tokens = [self.meter(unit) for unit in self.span.units]
+        self.left = [*accumulate(reversed(unit_tokens), initial=0)][::-1]
+        quotes = [self.meter(quote_user_messages(messages)) if messages else 0 for messages in self.span.unit_user_messages]
+        self.quoted = [*accumulate(quotes, initial=0)]
+
+    def fit(self, budget_tokens: int) -> Payload | None:
+        for start in range(len(self.span.units) or 1):  # at least one unit is kept; with none, one try
+            if self.fixed_tokens + self.left[start] + self.quoted[start] > budget_tokens:
+                continue
+            payload = self._payload(start)
+            if payload.tokens <= budget_tokens:
+                return payload
+        return None
+
+    def _payload(self, start: int) -> Payload:
+        omitted = sum(self.span.unit_items[:start])
+        messages = [text for unit in self.span.unit_user_messages[:start] for text in unit]
+        note = omission_note(omitted, messages) if start else None
+        user = f"{frame(self.span.units[start:], self.span.earlier_summary, note)}\n\n{self.task}"
+        tokens = self.meter(SYSTEM_PROMPT) + self.meter.exact(user)
+        system = Header(system=(Item("system", (Text(SYSTEM_PROMPT),)),))
+        conversation = Conversation([Item("user", (Text(user),))], system)
+        return Payload({"system": SYSTEM_PROMPT, "user": user}, conversation, tokens, omitted)
+
+
+class _PromptSummarizer(LLMSummarizer):
+    """A summarizer that sends the summary prompt and reads ``<summary>`` out of the answer."""
+
+    def _fitter(self, request: SummaryRequest) -> Fitter:
+        return PromptFitter(request, self.style)
+
+    def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
+        if answer.stopped is not None:
+            return f"answer rejected: {answer.stopped}"
+        if not answer.text.strip():
+            return "answer rejected: it is empty"
+        summary = summary_from_answer(answer.text)
+        if summary is None:
+            return "answer rejected: no <summary> in it"
+        state = {"summarizer": self.name, "model": self.model, "style": self.style, "omitted_items": payload.omitted_items}
+        return SummaryResult(summary, state=state)
+
+
+@dataclass
+class AnthropicSummarizer(_PromptSummarizer):
+    """The summary written by a Claude model through the Messages API (``anthropic`` SDK).
+
+    The key is ``api_key``, else ``ANTHROPIC_API_KEY``; ``base_url`` defaults
+    to the SDK's (``ANTHROPIC_BASE_URL``, else the Anthropic API).
+    """
+
+    model: str = DEFAULT_ANTHROPIC_MODEL
+    name: str = "anthropic"
+
+    package = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+
+    def _make_client(self, *, asynchronous: bool) -> Any:
+        sdk = self._sdk()
+        factory = sdk.AsyncAnthropic if asynchronous else sdk.Anthropic
+        return factory(api_key=self._credentials(), base_url=self.base_url, timeout=self.timeout_s, max_retries=0)
+
+    def _arguments(self, payload: Payload) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "max_tokens": self.reply_tokens,
+            "system": payload.body["system"],
+            "messages": [{"role": "user", "content": payload.body["user"]}],
+        }
+
+    def _send(self, client: Any, payload: Payload) -> Answer:
+        if self.stream:
+            with client.messages.stream(**self._arguments(payload)) as stream:
+                return _anthropic_answer(stream.get_final_message())
+        return _anthropic_answer(client.messages.create(**self._arguments(payload)))
+
+    async def _asend(self, client: Any, payload: Payload) -> Answer:
+        if self.stream:
+            async with client.messages.stream(**self._arguments(payload)) as stream:
+                return _anthropic_answer(await stream.get_final_message())
+        return _anthropic_answer(await client.messages.create(**self._arguments(payload)))
+
+
+_ANTHROPIC_BAD_STOPS = {"max_tokens": "truncated (stop reason max_tokens)", "refusal": "the model refused",
+                        "model_context_window_exceeded": "truncated (the model's window was exhausted)"}
+
+
+def _anthropic_answer(message: Any) -> Answer:
+    text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
+    usage = Usage.from_anthropic(message.usage.model_dump()) if getattr(message, "usage", None) else None
+    return Answer(text, _ANTHROPIC_BAD_STOPS.get(message.stop_reason), usage)
+
+
+class OpenAIEndpoint(LLMSummarizer):
+    """The client side every summarizer on an OpenAI-compatible endpoint shares: key, ``base_url``, SDK client.
+
+    The key is ``api_key``, else ``OPENAI_API_KEY``; ``base_url`` defaults to
+    ``OPENAI_BASE_URL``, else OpenAI. A server of one's own that needs no
+    key (Ollama, vLLM) gets a placeholder when a ``base_url`` is given and
+    no key is set.
+    """
+
+    package = "openai"
+    key_variable = "OPENAI_API_KEY"
+
+    @property
+    def _base_url(self) -> str | None:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def _credentials(self) -> str:
+        if self._base_url and not (self.api_key or os.environ.get(self.key_variable)):
+            return "unused"
+        return super()._credentials()
+
+    def _make_client(self, *, asynchronous: bool) -> Any:
+        sdk = self._sdk()
+        factory = sdk.AsyncOpenAI if asynchronous else sdk.OpenAI
+        return factory(api_key=self._credentials(), base_url=self._base_url, timeout=self.timeout_s, max_retries=0)
+
+
+@dataclass
+class OpenAISummarizer(OpenAIEndpoint, _PromptSummarizer):
+    """The summary written through Chat Completions on any OpenAI-compatible endpoint (``openai`` SDK).
+
+    Keys and endpoint as :class:`OpenAIEndpoint` says. ``max_tokens_parameter``
+    names the reply-limit field: OpenAI's current models want
+    ``max_completion_tokens``, most compatible servers ``max_tokens``; by
+    default the first when talking to OpenAI itself.
+    """
+
+    model: str = DEFAULT_OPENAI_MODEL
+    name: str = "openai"
+    max_tokens_parameter: str | None = None
+
+    def _arguments(self, payload: Payload) -> dict[str, Any]:
+        limit = self.max_tokens_parameter or ("max_tokens" if self._base_url else "max_completion_tokens")
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": payload.body["system"]},
+                {"role": "user", "content": payload.body["user"]},
+            ],
+            limit: self.reply_tokens,
+        }
+        if self.stream:
+            arguments.update(stream=True, stream_options={"include_usage": True})
+        return arguments
+
+    def _send(self, client: Any, payload: Payload) -> Answer:
+        response = client.chat.completions.create(**self._arguments(payload))
+        return _chat_stream_answer(response) if self.stream else _chat_answer(response)
+
+    async def _asend(self, client: Any, payload: Payload) -> Answer:
+        response = await client.chat.completions.create(**self._arguments(payload))
+        if not self.stream:
+            return _chat_answer(response)
+        collected = _ChatChunks()
+        async for chunk in response:
+            collected.add(chunk)
+        return collected.answer()
+
+
+_OPENAI_BAD_STOPS = {"length": "truncated (finish reason length)", "content_filter": "stopped by the content filter"}
+
+
+def _chat_answer(completion: Any) -> Answer:
+    choice = completion.choices[0] if completion.choices else None
+    text = (choice.message.content or "") if choice is not None else ""
+    usage = Usage.from_openai(completion.usage.model_dump()) if completion.usage else None
+    return Answer(text, _OPENAI_BAD_STOPS.get(choice.finish_reason) if choice is not None else None, usage)
+
+
+class _ChatChunks:
+    """A streamed chat completion put back together: text, finish reason, the usage chunk."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+
+    def add(self, chunk: Any) -> None:
+        for choice in chunk.choices or ():
+            if choice.delta is not None and choice.delta.content:
+                self.parts.append(choice.delta.content)
+            self.finish = choice.finish_reason or self.finish
+        if getattr(chunk, "usage", None):
+            self.usage = Usage.from_openai(chunk.usage.model_dump())
+
+    def answer(self) -> Answer:
+        return Answer("".join(self.parts), _OPENAI_BAD_STOPS.get(self.finish or ""), self.usage)
+
+
+def _chat_stream_answer(stream: Any) -> Answer:
+    collected = _ChatChunks()
+    for chunk in stream:
+        collected.add(chunk)
+    return collected.answer()

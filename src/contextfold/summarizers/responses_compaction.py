@@ -1,0 +1,96 @@
+"""OpenAI's Responses compaction endpoint (``POST /v1/responses/compact``) as a summarizer.
+
+The endpoint takes the conversation as Responses input items and returns its
+user messages followed by one ``compaction`` item whose content is
+encrypted: only OpenAI's models can read it, when it is sent back in a later
+Responses request. So this summarizer keeps two things:
+
+* ``SummaryResult.state["openai_compaction"]``: the compaction item, as
+  returned, for a Responses request to carry in place of the span;
+* ``SummaryResult.text``: the extractive summary of the same span, so that
+  what enters the conversation is readable by any model and by people.
+
+Sending the item itself needs the Responses adapter to render a summary
+whose state holds ``openai_compaction`` as that item; until it does, the
+request carries the readable text. The endpoint has no field for a manual
+compaction's instructions; only the readable text follows them. Retries, fitting to the window and the
+fallback are those of every :class:`~contextfold.summarizers.llm.LLMSummarizer`;
+the SDK's ``client.responses.compact`` (``openai`` 2.x and later) is used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from ..conversation import Conversation, Header
+from ..usage import Usage
+from .base import SummaryRequest, SummaryResult
+from .llm import Answer, Fitter, OpenAIEndpoint, Payload
+
+DEFAULT_COMPACTION_MODEL = "gpt-5.1-codex-mini"
+STATE_KEY = "openai_compaction"
+
+
+class ItemsFitter:
+    """The span as Responses input items, its oldest units left out until it fits a budget."""
+
+    def __init__(self, request: SummaryRequest) -> None:
+        self.header = Header(system=request.header.system)  # the endpoint gets no tools
+        span = [item for item in request.items if not item.meta.get("restored")]
+        conversation = Conversation(span)
+        self.units = [span[start:end] for start, end in conversation.units()]
+        self.wire = [Conversation(unit).to_responses() for unit in self.units]
+        sizes = [request.count_text(json.dumps(items, ensure_ascii=False)) for items in self.wire]
+        self.left = [*accumulate(reversed(sizes), initial=0)][::-1]
+
+    def fit(self, budget_tokens: int) -> Payload | None:
+        for start in range(len(self.units)):
+            if self.left[start] <= budget_tokens:
+                items = [item for unit in self.units[start:] for item in unit]
+                wire = [entry for unit in self.wire[start:] for entry in unit]
+                omitted = sum(len(unit) for unit in self.units[:start])
+                return Payload({"input": wire}, Conversation(items, self.header), self.left[start], omitted)
+        return None
+
+
+@dataclass
+class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
+    """Compaction by OpenAI's Responses compaction endpoint; the readable text is the extractive summary."""
+
+    model: str = DEFAULT_COMPACTION_MODEL
+    name: str = "openai-compaction"
+
+    def _fitter(self, request: SummaryRequest) -> Fitter:
+        return ItemsFitter(request)
+
+    def _arguments(self, payload: Payload) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"model": self.model, "input": payload.body["input"]}
+        system = payload.conversation.header.system_text
+        if system:
+            arguments["instructions"] = system
+        return arguments
+
+    def _send(self, client: Any, payload: Payload) -> Answer:
+        return _answer(client.responses.compact(**self._arguments(payload)))
+
+    async def _asend(self, client: Any, payload: Payload) -> Answer:
+        return _answer(await client.responses.compact(**self._arguments(payload)))
+
+    def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
+        item = next((entry for entry in answer.output if entry.get("type") == "compaction"), None)
+        if item is None or not item.get("encrypted_content"):
+            return "answer rejected: no compaction item in it"
+        readable = self.fallback.summarize(request)
+        state = {**readable.state, STATE_KEY: dict(item), "model": self.model, "omitted_items": payload.omitted_items}
+        return SummaryResult(readable.text, state=state)
+
+
+def _answer(response: Any) -> Answer:
+    # The JSON as received: the SDK's types expect output messages from the assistant, not the user messages echoed here.
+    data = response.to_dict(warnings=False) if hasattr(response, "to_dict") else dict(response)
+    usage = Usage.from_openai(data["usage"]) if data.get("usage") else None
+    return Answer("", None, usage, tuple(data.get("output") or ()))
+

@@ -1,0 +1,203 @@
+"""The bench: every figure of results.json recounted from the request dumps, the report, the charts, the command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from contextfold.adapters.openai_chat import to_openai
+from contextfold.bench import Report, Session, Settings, available_strategies, find_sessions, run_bench, write_results
+from contextfold.bench.command import register
+from contextfold.bench.plots import session_chart, write_plots
+from contextfold.bench.report import results_markdown
+from contextfold.errors import UnknownSessionFormat
+from contextfold.replay import recount, strategies
+from contextfold.replay.dump import read_requests
+from contextfold.replay.probes import PROBES
+from contextfold.synthetic import generate_session
+from contextfold.tokens import exact_estimator
+
+WINDOW = 20_000
+MAX_OUTPUT = 2_000
+CORPUS_SESSION = "mini-swe-agent/astropy__astropy-12907.traj.json"
+FIGURES = ("cost_usd", "cost_no_cache_usd", "cache_hit_ratio", "peak_tokens", "input_tokens")
+
+
+@pytest.fixture(scope="module")
+def bench(corpus_dir: Path, tokenizers_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Report, Path]]:
+    """One corpus session and two generated ones, every strategy, two worker processes, dumps and results written."""
+    out = tmp_path_factory.mktemp("bench")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTFOLD_TOKENIZERS_DIR", str(tokenizers_dir))  # the workers load o200k from there
+        found, skipped = find_sessions([corpus_dir / CORPUS_SESSION])
+        sessions = [*found, *(Session(f"generated/seed-{seed}", generate_session(rounds=40, seed=seed)) for seed in (1, 2))]
+        settings = Settings(WINDOW, MAX_OUTPUT, "o200k", requests_dir=str(out / "requests"))
+        names = strategies.names()
+        runs = run_bench(sessions, names, settings, jobs=2)
+        report = Report(settings, names, sessions, runs, skipped)
+        write_results(report, out)
+        yield report, out
+
+
+def emptied(dump: str) -> int:
+    """Agent requests of a dump with no message but the system prompt, after the recording had some."""
+    return sum(request.kind == "agent" and request.index > 0
+               and all(m["role"] in ("system", "developer") for m in request.messages)
+               for request in read_requests(dump))
+
+
+def test_every_figure_of_results_json_recounts_from_the_request_dumps(bench: tuple[Report, Path], tokenizers_dir: Path) -> None:
+    report, out = bench
+    data = json.loads((out / "results.json").read_text())
+    conversations = {session.label: session.conversation for session in report.sessions}
+    slugs = {session.label: session.slug for session in report.sessions}
+    assert len(data["runs"]) == len(report.sessions) * len(report.strategies)
+    recounted = {}
+    for run in data["runs"]:
+        assert Path(run["requests_file"]).name == f"{slugs[run['session']]}.{run['strategy']}.jsonl"
+        again = recount(run["requests_file"], WINDOW, exact_estimator("o200k_base", tokenizers_dir),
+                        session=conversations[run["session"]], max_output_tokens=MAX_OUTPUT)
+        for figure in FIGURES:
+            assert getattr(again, figure) == pytest.approx(run[figure], rel=0.01), (run["session"], run["strategy"], figure)
+        assert (again.overflows, again.violations, again.requests) == \
+               (run["overflows"], run["invariant_violations"], run["requests"])
+        assert run["empty_requests"] == emptied(run["requests_file"])
+        assert run["violations"] == run["invariant_violations"] + run["empty_requests"]
+        for probe, value in run["survival"].items():
+            assert again.survival[probe] == (None if value is None else pytest.approx(value, abs=0.01)), probe
+        assert len(run["context_tokens"]) == run["requests"] and max(run["context_tokens"]) == run["peak_tokens"]
+        assert sum(run["step_cost_usd"]) == pytest.approx(run["cost_usd"], rel=1e-6)
+        recounted[(run["session"], run["strategy"])] = (again, run["survival_requests"], run["empty_requests"])
+    for totals in data["totals"]:
+        mine = [value for (_, name), value in recounted.items() if name == totals["strategy"]]
+        assert totals["cost_usd"] == pytest.approx(sum(t.cost_usd for t, _, _ in mine), rel=0.01)
+        assert totals["cost_no_cache_usd"] == pytest.approx(sum(t.cost_no_cache_usd for t, _, _ in mine), rel=0.01)
+        assert totals["overflows"] == sum(t.overflows for t, _, _ in mine)
+        assert totals["violations"] == sum(t.violations + empty for t, _, empty in mine)
+        assert totals["peak_tokens"] == max(t.peak_tokens for t, _, _ in mine)
+        read, sent = sum(t.cache_read_tokens for t, _, _ in mine), sum(t.input_tokens for t, _, _ in mine)
+        assert totals["cache_hit_ratio"] == pytest.approx(read / sent, rel=0.01)
+        for probe in PROBES:
+            weighted = [(t.survival[probe], n[probe]) for t, n, _ in mine if t.survival[probe] is not None]
+            expected = sum(v * n for v, n in weighted) / sum(n for _, n in weighted)
+            assert totals["survival"][probe] == pytest.approx(expected, abs=0.01), (totals["strategy"], probe)
+
+
+def test_the_generated_sessions_are_compacted_and_default_stays_inside_the_window(bench: tuple[Report, Path]) -> None:
+    report, _ = bench
+    by_name = {t.strategy: t for t in report.totals()}
+    assert by_name["none"].overflows > 0  # the sessions outgrow the window: there is something to compare
+    assert by_name["default"].overflows == 0 and by_name["default"].violations == 0
+    assert by_name["langchain"].violations > 0  # it loses the task, and the bench says so
+    assert any(run.empty_requests for run in report.runs if run.strategy == "langchain")
+    assert not any(run.empty_requests for run in report.runs if run.strategy != "langchain")
+    counts = {}
+    for run in report.runs:  # how often a probe had something to look for depends on the session only
+        assert counts.setdefault(run.session, run.survival_requests) == run.survival_requests
+
+
+def test_results_md_has_one_row_per_strategy_and_the_best_of_each_column_in_bold(bench: tuple[Report, Path]) -> None:
+    report, out = bench
+    text = (out / "results.md").read_text()
+    assert text == results_markdown(report)
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
+    totals = rows[1 : 1 + len(report.strategies)]
+    assert [cells[0].strip() for cells in totals] == list(report.strategies)
+    cheapest = min(t.cost_usd for t in report.totals())
+    assert [cells[1].strip() for cells in totals if cells[1].strip().startswith("**")] == \
+           [f"**{cheapest:,.2f}**"] * sum(f"{t.cost_usd:,.2f}" == f"{cheapest:,.2f}" for t in report.totals())
+    assert "## What survived" in text and "## Per session" in text and CORPUS_SESSION in text
+
+
+def test_the_charts_label_their_axes_and_draw_the_window(bench: tuple[Report, Path], tmp_path: Path) -> None:
+    report, _ = bench
+    figure = session_chart(report, report.sessions[0].label)
+    ax = figure.axes[0]
+    assert ax.get_xlabel() == "request number" and ax.get_ylabel() == "prompt tokens"
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[: len(report.strategies)] == list(report.strategies)
+    window = next(line for line in ax.get_lines() if line.get_label().startswith("context window"))
+    assert set(window.get_ydata()) == {WINDOW}
+    assert [text.get_text() for text in figure.legends[0].get_texts()] == labels
+    written = write_plots(report, tmp_path)
+    assert {p.name for p in written} >= {"overview.png", "cost.png", f"{report.sessions[0].slug}.png"}
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+# --------------------------------------------------------------------------- finding sessions and the command
+
+
+def write_tau_bench(path: Path, *seeds: int) -> None:
+    """Generated sessions in tau-bench's file format (a recording that is not in ../shared)."""
+    results = [{"task_id": seed, "trial": 0, "reward": 1.0, "info": {}, "traj": to_openai(generate_session(rounds=8, seed=seed))}
+               for seed in seeds]
+    path.write_text(json.dumps(results))
+
+
+def test_sessions_are_found_in_folders_with_what_was_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    write_tau_bench(tmp_path / "runs" / "chats.json", 1, 2, 3)
+    (tmp_path / "runs" / "notes.txt").write_text("not a session\n")
+    sessions, skipped = find_sessions([tmp_path], tau_bench_limit=2)
+    assert [s.label for s in sessions] == ["runs/chats.json#0", "runs/chats.json#1"]
+    assert [s.slug for s in sessions] == ["runs_chats.json_0", "runs_chats.json_1"]
+    assert sessions[1].index == 1 and sessions[1].format == "tau-bench" and sessions[1].requests > 0
+    assert {x.where for x in skipped} == {"runs/chats.json", "runs/notes.txt"}
+    with pytest.raises(UnknownSessionFormat, match="notes.txt"):
+        find_sessions([tmp_path / "runs" / "notes.txt"])  # a file named on purpose must be a session
+
+
+def test_a_file_is_read_once_and_labels_stay_distinct(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        write_tau_bench(tmp_path / folder / "chats.json", 1)
+    sessions, skipped = find_sessions([tmp_path / "a", tmp_path / "b", tmp_path / "a" / "chats.json"])
+    assert [s.label for s in sessions] == ["chats.json", str(tmp_path / "b" / "chats.json")]
+    assert len({s.slug for s in sessions}) == 2
+    assert [x.reason for x in skipped] == ["the same file was found under an earlier path"]
+    twins = [Session("same", sessions[0].conversation), Session("same", sessions[1].conversation)]
+    with pytest.raises(ValueError, match="share a label"):
+        run_bench(twins, ["none"], Settings(3_000, tokenizer="estimate"))
+
+
+@click.group()
+def cli() -> None:
+    """A stand-in for the contextfold group."""
+
+
+register(cli)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["bench", *args], catch_exceptions=False)
+
+
+def test_the_command_writes_results_charts_and_dumps(tmp_path: Path) -> None:
+    write_tau_bench(tmp_path / "chats.json", 4, 5)
+    out, dumps = tmp_path / "out", tmp_path / "requests"
+    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "none,window", "--jobs", "1",
+                    "--tokenizer", "estimate", "--out", str(out), "--requests-dir", str(dumps))
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["window"] == 3000 and data["strategies"] == ["none", "window"] and len(data["runs"]) == 4
+    assert sorted(p.name for p in dumps.iterdir()) == sorted(
+        f"{slug}.{name}.jsonl" for slug in ("chats.json_0", "chats.json_1") for name in ("none", "window"))
+    assert (out / "results.md").exists() and (out / "overview.png").exists() and (out / "plots").is_dir()
+    assert "window 3,000 tokens" in result.output
+
+
+def test_a_strategy_that_cannot_run_is_left_out_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
+    usable, missing = available_strategies(Settings(10_000))
+    assert "langchain" not in usable and "pip install" in missing["langchain"] and "default" in usable
+    write_tau_bench(tmp_path / "chats.json", 6)
+    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "langchain", "--tokenizer",
+                    "estimate", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "langchain" in result.output and not (tmp_path / "out").exists()
+    assert invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "nonesuch").exit_code == 2
