@@ -94,7 +94,7 @@ def replay_command(
         summarizer = make_summarizer(summarizer_kind, model, base_url)
         config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
         for name, conversation in sessions:
-            with _progress(name) as progress:
+            with progress_bar(name) as progress:
                 result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,
                                 prices=prices, cache_ttl_s=ttl, requests_path=requests_path, progress=progress,
                                 session=name)
@@ -122,7 +122,7 @@ def _sessions(
 
 
 @contextmanager
-def _progress(name: str) -> Iterator[ProgressCallback | None]:
+def progress_bar(name: str) -> Iterator[ProgressCallback | None]:
     """A progress bar on stderr when it is a terminal, else nothing."""
     if not sys.stderr.isatty():
         yield None
