@@ -91,6 +91,7 @@ class Policy:
     trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
     trigger_fraction: float | None = None  # or a fraction of the window
     tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
+    tail_max_trigger_fraction: float = 0.1  # ...and in this share of the trigger (see Budget.tail_budget_tokens)
     summary_target_tokens: int = 4_000
     restore_max_files: int = 5
     restore_file_tokens: int = 5_000
@@ -201,14 +202,18 @@ class Budget:
     def tail_budget_tokens(self) -> int:
         """Tokens the verbatim tail may take after a summary.
 
-        The policy's share of the window, but never more than 30 % of the
-        trigger: at small windows a tail of a quarter of the window would leave
-        a compaction with so little room that the next one is due a few
-        requests later, and each rewrites the whole request.
+        The policy's share of the window, capped at a share of the trigger.
+        Everything kept after a summary is re-read on every later request and
+        shortens the run to the next compaction, which rewrites the whole
+        request; on the corpus replays a tail of a tenth of the trigger was
+        cheaper than a quarter of the window at every window size (the cap
+        binds from 32k to 200k) with the same facts surviving, since the
+        summary carries them and the latest output is always kept.
         """
         if self.tail_tokens is not None:
             return self.tail_tokens
-        return min(int(self.policy.tail_fraction * self.window_tokens), int(0.1 * self.trigger_tokens))
+        p = self.policy
+        return min(int(p.tail_fraction * self.window_tokens), int(p.tail_max_trigger_fraction * self.trigger_tokens))
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]
