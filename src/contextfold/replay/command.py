@@ -47,8 +47,8 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.command("replay")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
-@click.option("--strategy", type=click.Choice(strategies.names()), default="none", show_default=True,
-              help="Context strategy to replay the session through.")
+@click.option("--strategy", type=click.Choice(strategies.names()), default="default", show_default=True,
+              help="Context strategy to replay the session through (default: contextfold's pipeline; none: the full history).")
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="o200k", show_default=True,
               help="Token counter for every figure: exact tiktoken encodings, or the block-aware estimate.")
 @click.option("--index", type=click.IntRange(min=0), default=None,
