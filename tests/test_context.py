@@ -264,3 +264,13 @@ def test_below_the_trigger_a_summary_happens_only_when_it_pays() -> None:
     never = run(Policy(economic_summary_min_tokens=5_000, max_horizon_requests=1, min_horizon_requests=1))
     assert not any(e.action == "summarized" for e in never.events)
     assert any(e.action == "deferred" for e in never.events)
+
+
+def test_pinned_text_is_in_every_request_and_survives_compaction() -> None:
+    context, _ = started(policy=Policy(trigger_tokens=1_500))
+    context.pin("Coding style: no new dependencies.")
+    for k in range(1, 8):
+        context.add(turn(k, "p " * 400))
+        request = context.prepare()
+        assert json.dumps(request["messages"][0]).count("Coding style: no new dependencies.") == 1
+    assert any(e.action == "summarized" for e in context.events)

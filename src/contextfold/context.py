@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .codec import item_from_dict, item_to_dict
-from .conversation import Conversation, Header, Item, Summary, Validator, Violation, new_id
+from .conversation import Conversation, Header, Item, Summary, Text, Validator, Violation, new_id
 from .errors import ContextfoldError, InvalidConversation, TranscriptError
 from .limits import ModelLimits, compaction_threshold, model_limits
 from .pipeline import BATCH_STAGES, CHEAP_STAGES, compact, run_stages
@@ -222,8 +222,6 @@ class Context:
 
     def pin(self, text: str) -> None:
         """Keep ``text`` in every request, right after the system prompt, never compacted."""
-        from .conversation import Text
-
         header = self.history.header
         self.set_header(replace(header, pinned=(*header.pinned, Item("user", (Text(text),)))))
 

@@ -17,8 +17,10 @@ from rich.table import Table
 from ..errors import ContextfoldError
 from ..replay import strategies
 from ..replay.base import StrategyConfig
-from ..replay.command import TOKENIZERS
-from ..replay.command import progress_bar  # the same bar: on stderr, when it is a terminal
+from ..replay.command import (
+    TOKENIZERS,
+    progress_bar,  # the same bar: on stderr, when it is a terminal
+)
 from .report import Report, StrategyTotals, write_results
 from .run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
 
