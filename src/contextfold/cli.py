@@ -7,7 +7,6 @@ one line naming the fault, with exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -112,7 +111,3 @@ register_bench(cli)
 def main() -> None:
     cli()
 
-
-def dump_json(value: Any) -> None:
-    """One JSON document on one line of stdout."""
-    click.echo(json.dumps(value, ensure_ascii=False))

@@ -55,6 +55,7 @@ class Renderer:
         self._view: Conversation | None = None
         self._header: Header | None = None
         self._head: dict[str, Any] = {}
+        self._head_marks = 0  # cache_control marks in the rendered header, counted once per header
         self._frozen: list[dict[str, Any]] = []  # wire messages of items[:_upto]
         self._upto = 0
         self._frozen_marks = 0
@@ -78,6 +79,8 @@ class Renderer:
     def _reset(self, view: Conversation) -> None:
         self._view, self._header = view, view.header
         self._head = _render_header(view.header, self.provider)
+        head_marks = _marks(self._head.get("pinned", [])) + _marks(self._head["tools"])
+        self._head_marks = head_marks + json.dumps(self._head.get("system"), default=str).count('"cache_control"')
         self._frozen, self._upto, self._frozen_marks, self._summary_at = [], 0, 0, None
 
     def _freeze(self, messages: list[dict[str, Any]]) -> None:
@@ -101,8 +104,7 @@ class Renderer:
         head = self._head
         messages = [*head["pinned"], *self._frozen, *tail]
         request = {"system": head["system"], "messages": messages, "tools": head["tools"]}
-        own = self._frozen_marks + _marks(tail) + _marks(head["pinned"]) + _marks(head["tools"])
-        own += json.dumps(head["system"], default=str).count('"cache_control"') if head["system"] else 0
+        own = self._head_marks + self._frozen_marks + _marks(tail)  # marks the caller placed itself
         if own or not messages:
             return request
         if head["tools"]:
