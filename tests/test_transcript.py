@@ -400,7 +400,11 @@ def run_writer_until_killed(directory: Path, rng: random.Random, stall: bool) ->
     else:
         time.sleep(rng.uniform(0.002, 0.040))
     child.send_signal(signal.SIGKILL)
-    rest, errors = child.communicate(timeout=10)
+    # Read the rest through the same buffered streams that readline() used: communicate() reads the raw
+    # pipes and would drop acknowledgements already sitting in their buffers. The child is dead, so both
+    # reads end at EOF.
+    rest, errors = child.stdout.read(), child.stderr.read()
+    child.wait(timeout=10)
     assert child.returncode == -signal.SIGKILL, f"writer died on its own: {errors}"
     lines.extend(rest.splitlines(keepends=True))
     return [line for line in lines if line.endswith("\n")], int(lines[0].split()[1])
