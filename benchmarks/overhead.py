@@ -11,6 +11,10 @@ Prints one JSON object:
                          token_counter=count_tokens_approximately) on the same history
   speedup_vs_langchain   langchain_trim_ms / prepare_ms_nofire
   extractive_summary_ms_500  median extractive summary of a 500-message span
+  add_ms_at_2k, add_ms_at_80k  median Context.add() of one round (a tool call and its result, in
+                         Anthropic's format) on histories of 2,000 and 80,000 items, measured
+                         alternately in the same run; add_ratio_80k_to_2k is their ratio (bar: <= 2,
+                         adding must not grow with the history)
 
 The history is built from real tool outputs of the mini-swe-agent recordings
 in the shared corpus (ids renamed so the sessions can be joined).
@@ -148,6 +152,40 @@ def extractive_500(base: Conversation, runs: int = 15) -> float:
     return median_ms(samples)
 
 
+def filled(base: Conversation, size: int) -> Context:
+    """A context whose history holds ``size`` items (the corpus history repeated, ids made unique)."""
+    context = Context(window_tokens=50_000_000, max_output_tokens=8_000)
+    context.set_header(base.header)
+    body = list(base.items)
+    items = [renamed(body[k % len(body)], f"~r{k // len(body)}") for k in range(size)]
+    while items[-1].tool_calls:  # end on a complete round, so the next round's result has its call
+        items.pop()
+    context.add(items)
+    return context
+
+
+def one_round(n: int) -> list[dict]:
+    """A tool call and its result, as an agent adds them."""
+    call_id = f"toolu_bench_{n}"
+    return [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "bash", "input": {"command": f"cat f{n}.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": f"print({n})\n" * 20}]},
+    ]
+
+
+def add_ms(base: Conversation, sizes: tuple[int, ...] = (2_000, 80_000), rounds: int = 300) -> dict[int, float]:
+    """Median add() of one round per history size, the sizes measured in alternation (same machine state)."""
+    contexts = {size: filled(base, size) for size in sizes}
+    samples: dict[int, list[float]] = {size: [] for size in sizes}
+    for n in range(rounds):
+        for size, context in contexts.items():
+            messages = one_round(n)
+            started = time.perf_counter()
+            context.add(messages)
+            samples[size].append(time.perf_counter() - started)
+    return {size: median_ms(values) for size, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
@@ -157,6 +195,7 @@ def main() -> None:
     nofire = prepare_nofire(base, spare)
     trim = langchain_trim(base)
     fire_ms, fire_max_ms, fired = prepare_fire(base)
+    adds = add_ms(base)
     print(json.dumps({
         "messages": len(base),
         "prepare_ms_nofire": nofire,
@@ -166,6 +205,9 @@ def main() -> None:
         "langchain_trim_ms": trim,
         "speedup_vs_langchain": round(trim / nofire, 1),
         "extractive_summary_ms_500": extractive_500(base),
+        "add_ms_at_2k": adds[2_000],
+        "add_ms_at_80k": adds[80_000],
+        "add_ratio_80k_to_2k": round(adds[80_000] / adds[2_000], 2),
     }))
 
 

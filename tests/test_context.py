@@ -116,13 +116,16 @@ def test_manual_compact_passes_instructions_to_the_summarizer() -> None:
     assert any(e.action == "summarized" for e in events)
 
 
+class Broken:
+    """A summarizer with a bug."""
+
+    name = "broken"
+
+    def summarize(self, request):
+        raise RuntimeError("summarizer crashed")
+
+
 def test_three_failed_compactions_open_the_breaker() -> None:
-    class Broken:
-        name = "broken"
-
-        def summarize(self, request):
-            raise RuntimeError("summarizer crashed")
-
     context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500))
     for k in range(1, 8):
         context.add(turn(k, "y " * 300))
@@ -145,6 +148,25 @@ def test_prompt_too_long_triggers_one_reactive_compaction() -> None:
     retry = context.retry_request("prompt is too long: 999999 tokens > 200000 maximum")
     assert retry is not None and context.counter.count(context.view()) < before
     assert context.retry_request("rate limited") is None
+
+
+def test_a_failing_summarizer_is_survived_by_retry_request_as_by_prepare(caplog: pytest.LogCaptureFixture) -> None:
+    outcomes = []
+    for entry in ("prepare", "retry_request"):
+        context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500, economic_summaries=False))
+        for k in range(1, 6):
+            context.add(turn(k, "z " * 300))
+        caplog.clear()
+        if entry == "prepare":
+            request = context.prepare()
+        else:
+            request = context.retry_request("prompt is too long: 999999 tokens > 200000 maximum")
+        failed = [e for e in context.events if e.stage == "summarize" and e.action == "failed"]
+        assert request is not None and len(request["messages"]) == 11  # the request goes out, uncompacted
+        assert failed and "summarizer crashed" in failed[0].detail
+        assert "summarizer crashed" in caplog.text  # and a warning is logged
+        outcomes.append((context.stats()["consecutive_failures"], context.stats()["requests"]))
+    assert outcomes[0] == outcomes[1] == (1, 1)
 
 
 def test_usage_anchors_the_count_and_a_cache_drop_names_the_stage() -> None:

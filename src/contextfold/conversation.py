@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -449,6 +450,11 @@ class Conversation:
         copy._items = list(self._items)
         copy._calls = dict(self._calls)
         return copy
+
+    @property
+    def call_ids(self) -> AbstractSet[str]:
+        """The ids of every call appended so far (a live view, not a copy)."""
+        return self._calls.keys()
 
     def call(self, call_id: str) -> ToolCall | None:
         """The tool call with this id, if one was appended."""

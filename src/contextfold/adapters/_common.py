@@ -22,6 +22,7 @@ import binascii
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ..conversation import (
@@ -238,7 +239,25 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def require_call(call_id: str, calls: set[str], index: int, field: str) -> None:
+class CallIds:
+    """The call ids a tool result may answer: those read so far from this list, and those known from before.
+
+    ``known`` is kept by reference, not copied: a caller appending to a long
+    history passes its live set of ids, and reading one message stays O(1).
+    """
+
+    def __init__(self, known: Iterable[str]) -> None:
+        self._known: AbstractSet[str] = known if isinstance(known, AbstractSet) else frozenset(known)
+        self._read: set[str] = set()
+
+    def add(self, call_id: str) -> None:
+        self._read.add(call_id)
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._read or call_id in self._known
+
+
+def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
     """A tool result must answer a call made earlier in the same list (or in ``known_call_ids``)."""
     if call_id not in calls:
         raise InvalidContent(index, field, f"no earlier tool call has id {call_id!r}")

@@ -51,6 +51,7 @@ from ..conversation import (
 from ..errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
 from ._common import (
     SEQUENCE,
+    CallIds,
     WireObject,
     anthropic_source,
     as_list,
@@ -97,7 +98,7 @@ def from_anthropic(
     :class:`InvalidContent` (wrong types, a result without its call),
     :class:`EmptyContent`, :class:`InvalidEncoding`, :class:`OversizedBlock`.
     """
-    calls = set(known_call_ids)
+    calls = CallIds(known_call_ids)
     wire = as_list(messages, None, "messages")
     items: list[Item] = []
     for index, message in enumerate(wire):
@@ -126,7 +127,7 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "input_schema")
 
 
-def _read_message(raw: Any, index: int, final: bool, calls: set[str]) -> list[Item]:
+def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Item]:
     wire = WireObject(as_object(raw, index, ""), index, "")
     role = wire.rest.get("role")
     if role not in _ROLES:
@@ -157,7 +158,7 @@ def _read_message(raw: Any, index: int, final: bool, calls: set[str]) -> list[It
     return items
 
 
-def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: str, calls: set[str]) -> Block:
+def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: str, calls: CallIds) -> Block:
     """One content block; ``role`` is the message's (``"tool"`` inside a tool result, checked there)."""
     if role != "tool":
         check_block(data, index, field)
@@ -172,14 +173,14 @@ def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: st
     return reader(wire, calls)
 
 
-def _read_text(wire: WireObject, calls: set[str]) -> Block:
+def _read_text(wire: WireObject, calls: CallIds) -> Block:
     text = wire.take("text", str)
     if not text:
         raise EmptyContent(wire.index, where(wire.field, "text"), "Anthropic rejects empty text blocks")
     return Text(text, wire.rest)
 
 
-def _read_image(wire: WireObject, calls: set[str]) -> Block:
+def _read_image(wire: WireObject, calls: CallIds) -> Block:
     source = wire.rest.get("source")
     if not isinstance(source, Mapping):
         raise InvalidContent(wire.index, where(wire.field, "source"), "expected an object")
@@ -195,19 +196,19 @@ def _read_image(wire: WireObject, calls: set[str]) -> Block:
     return Image(extra=wire.rest)  # a file source rides in extra["source"]
 
 
-def _read_document(wire: WireObject, calls: set[str]) -> Block:
+def _read_document(wire: WireObject, calls: CallIds) -> Block:
     return Document(wire.take("source", Mapping), wire.rest)
 
 
-def _read_thinking(wire: WireObject, calls: set[str]) -> Block:
+def _read_thinking(wire: WireObject, calls: CallIds) -> Block:
     return Thinking(wire.take("thinking", str), wire.take("signature", str, required=False), wire.rest)
 
 
-def _read_redacted(wire: WireObject, calls: set[str]) -> Block:
+def _read_redacted(wire: WireObject, calls: CallIds) -> Block:
     return RedactedThinking(wire.take("data", str), wire.rest)
 
 
-def _read_tool_use(wire: WireObject, calls: set[str]) -> Block:
+def _read_tool_use(wire: WireObject, calls: CallIds) -> Block:
     call_id = wire.take("id", str)
     name = wire.take("name", str)
     arguments = wire.take("input", Mapping, error=InvalidToolArguments)
@@ -215,7 +216,7 @@ def _read_tool_use(wire: WireObject, calls: set[str]) -> Block:
     return ToolCall(call_id, name, arguments, None, wire.rest)
 
 
-def _read_tool_result(wire: WireObject, calls: set[str]) -> Block:
+def _read_tool_result(wire: WireObject, calls: CallIds) -> Block:
     call_id = wire.take("tool_use_id", str)
     require_call(call_id, calls, wire.index, where(wire.field, "tool_use_id"))  # type: ignore[arg-type]
     is_error = wire.take("is_error", bool, required=False)

@@ -47,6 +47,7 @@ from ..conversation import (
 from ..errors import InvalidContent, UnknownRole
 from ._common import (
     SEQUENCE,
+    CallIds,
     WireObject,
     arguments_json,
     as_list,
@@ -92,7 +93,7 @@ def from_openai(
     :class:`InvalidContent` (wrong types, a tool message without its call),
     :class:`InvalidEncoding`, :class:`OversizedBlock`.
     """
-    calls = set(known_call_ids)
+    calls = CallIds(known_call_ids)
     items = [_read_message(raw, index, calls) for index, raw in enumerate(as_list(messages, None, "messages"))]
     return with_leading_system(items, read_tools(tools, ORIGIN, _read_tool), ORIGIN)
 
@@ -101,7 +102,7 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "parameters", base="function") if wire.rest.get("type") == "function" else None
 
 
-def _read_message(raw: Any, index: int, calls: set[str]) -> Item:
+def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
     wire = WireObject(as_object(raw, index, ""), index, "")
     role = wire.rest.get("role")
     if role not in _ROLES:
@@ -160,7 +161,7 @@ def _read_part(raw: Any, index: int, field: str) -> Block:
     return Opaque(wire.data, ORIGIN)  # input_audio, refusal, and parts we do not know
 
 
-def _read_calls(wire: WireObject, calls: set[str], invalid: list[str]) -> list[Block]:
+def _read_calls(wire: WireObject, calls: CallIds, invalid: list[str]) -> list[Block]:
     raw_calls = wire.rest.get("tool_calls")
     if raw_calls is None or (isinstance(raw_calls, SEQUENCE) and not raw_calls):
         return []  # absent, null or [] stay as they were in extra
@@ -168,7 +169,7 @@ def _read_calls(wire: WireObject, calls: set[str], invalid: list[str]) -> list[B
     return [_read_call(raw, wire.index, f"tool_calls[{j}]", calls, invalid) for j, raw in enumerate(raw_calls)]  # type: ignore[arg-type]
 
 
-def _read_call(raw: Any, index: int, field: str, calls: set[str], invalid: list[str]) -> Block:
+def _read_call(raw: Any, index: int, field: str, calls: CallIds, invalid: list[str]) -> Block:
     wire = read_object(raw, index, field)
     call_id = wire.take("id", str)
     custom = wire.rest.get("type") == "custom"

@@ -48,6 +48,7 @@ from ..errors import InvalidContent, UnknownRole
 from ._common import (
     OPENAI_FILE_KEYS,
     SEQUENCE,
+    CallIds,
     WireObject,
     arguments_json,
     as_list,
@@ -98,7 +99,7 @@ def from_responses(
     :class:`InvalidContent` (wrong types, an output without its call),
     :class:`InvalidEncoding`, :class:`OversizedBlock`.
     """
-    reader = _Reader(set(known_call_ids))
+    reader = _Reader(CallIds(known_call_ids))
     for index, raw in enumerate(as_list(items, None, "items")):
         reader.read(as_object(raw, index, ""), index)
     reader.end_turn()
@@ -114,7 +115,7 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
 class _Reader:
     """Reads items in order, gathering each assistant turn's wire items into one assistant item."""
 
-    def __init__(self, calls: set[str]) -> None:
+    def __init__(self, calls: CallIds) -> None:
         self.calls = calls
         self.items: list[Item] = []
         self._blocks: list[Block] = []

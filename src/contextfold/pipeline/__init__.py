@@ -1,92 +1,40 @@
 """The tiered compaction pipeline, cheapest first.
 
-* :data:`CHEAP_STAGES` run on every request, on new items only: an oversized
+:data:`DEFAULT_PIPELINE` is the order a request meets the stages in, and the
+one :class:`~contextfold.context.Context` runs:
+
+* its ``cheap`` stages run on every request, on new items only: an oversized
   output is persisted or truncated before it is ever sent, so they never
   break the cached prefix.
-* :data:`BATCH_STAGES` edit the middle of the history (shrink older outputs,
+* its ``batch`` stages edit the middle of the history (shrink older outputs,
   snip superseded ones, clear old ones). They are run together, and their
   combined result is kept only when it pays for rewriting the prefix
   (:mod:`~contextfold.pipeline.economics`), so the cache breaks at most once
   per batch and only for a real saving.
-* :func:`compact` summarizes at a turn boundary when the request is over the
-  trigger (or on demand), escalating to a shorter tail, then to per-kind
+* then :func:`compact` summarizes at a turn boundary when the request is over
+  the trigger (or on demand), escalating to a shorter tail, then to per-kind
   rules, instead of looping.
+
+:class:`~contextfold.pipeline.step.Steward` makes those decisions for one
+session, on the one guarded path every entry point of the facade shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-
-from ..conversation import Conversation
 from .base import DEFAULT_RULES, Budget, Event, Policy, Prices, Rule, Stage
-from .budget import budget_outputs
-from .clear import clear
-from .persist import persist
-from .selective import selective
-from .snip import snip
-from .summarize import summarize
-from .truncate import truncate
-
-CHEAP_STAGES: tuple[Stage, ...] = (persist, truncate)
-BATCH_STAGES: tuple[Stage, ...] = (budget_outputs, snip, clear)
-DEFAULT_PIPELINE: tuple[Stage, ...] = (*CHEAP_STAGES, *BATCH_STAGES, selective, summarize)
-"""Every stage in the order a request meets them (summarize only at a turn boundary)."""
+from .escalate import compact, run_stages
+from .step import DEFAULT_PIPELINE, Pipeline
 
 __all__ = [
-    "BATCH_STAGES",
-    "CHEAP_STAGES",
     "DEFAULT_PIPELINE",
     "DEFAULT_RULES",
     "Budget",
     "Event",
+    "Pipeline",
     "Policy",
     "Prices",
     "Rule",
+    "Stage",
     "compact",
     "run_stages",
 ]
-
-
-def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:
-    """Each stage in turn on the previous one's output; all their events."""
-    events: list[Event] = []
-    for stage in stages:
-        conversation, produced = stage(conversation, budget)
-        events.extend(produced)
-    return conversation, events
-
-
-def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
-    """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
-
-    First with the policy's tail, then a quarter of it, then only the last
-    unit; then the per-kind rules on the smallest result. Returns the
-    smallest result (never one larger than ``conversation`` unless the
-    budget forces a summary, as a manual compact does), the events of the
-    attempts that made it, and whether the target was met.
-    """
-    tail = budget.tail_budget_tokens
-    start_tokens = budget.count(conversation)
-    best, best_tokens, best_events = conversation, start_tokens, []
-    events: list[Event] = []
-    for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
-        result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
-        if not produced:
-            continue  # no cut leaves this much tail: a shorter one may
-        tokens = budget.count(result)
-        if tokens < best_tokens or (budget.force_summary and best is conversation):
-            best, best_tokens, best_events = result, tokens, produced
-        if tokens <= target_tokens:
-            return best, [*events, *best_events], True
-        kept = best_events is produced
-        events.append(  # an attempt not kept still cost its model calls: they ride on this event
-            Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
-                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}",
-                  calls=() if kept else tuple(call for e in produced for call in e.calls))
-        )
-    result, produced = selective(best, budget, target_tokens=target_tokens)
-    tokens = budget.count(result)
-    if tokens < best_tokens:
-        best, best_tokens, best_events = result, tokens, [*best_events, *produced]
-    return best, [*events, *best_events], best_tokens <= target_tokens

@@ -14,10 +14,11 @@ any saving pays.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..conversation import Conversation
-from .base import Budget
+from .base import Budget, Event
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,22 @@ def verdict(before: Conversation, after: Conversation, budget: Budget) -> Verdic
     benefit = saved * prices.cache_read_per_mtok * horizon / 1e6
     cost = 0.0 if budget.cache_cold else rewritten * (prices.cache_write_per_mtok - prices.cache_read_per_mtok) / 1e6
     return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost)
+
+
+def choose(
+    before: Conversation, candidates: Sequence[tuple[Conversation, list[Event]]], budget: Budget
+) -> tuple[Conversation, list[Event]]:
+    """The candidate that saves the most over the requests to come, if it pays; else ``before``.
+
+    The events are the chosen candidate's and an ``economics`` event with the
+    figures, or only that event (``deferred``) when nothing pays.
+    """
+    if not candidates:
+        return before, []
+    priced = [(after, produced, verdict(before, after, budget)) for after, produced in candidates]
+    chosen, produced, decision = max(priced, key=lambda option: option[2].benefit_usd - option[2].cost_usd)
+    event = Event("economics", "applied" if decision.pays else "deferred", tokens_before=budget.count(before),
+                  tokens_after=budget.count(chosen), detail=decision.describe())
+    if not decision.pays:  # over the trigger, the summary that follows does better than an unpaid batch
+        return before, [event]
+    return chosen, [*produced, event]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...limits import OUTPUT_RESERVE_CAP_TOKENS, SAFETY_MARGIN_TOKENS
-from ...pipeline import CHEAP_STAGES, run_stages
+from ...pipeline import DEFAULT_PIPELINE, run_stages
 from ...pipeline.base import Policy
 from ...pipeline.clear import clear
 from ...pipeline.summarize import summarize
@@ -47,7 +47,7 @@ class ClaudeCode(Baseline):
     def prepare(self, step: Step, new_from: int) -> Sent:
         trigger = auto_compact_tokens(self.config)
         budget = self.budget(POLICY, trigger, step, new_from)
-        view, events = run_stages(self.view, budget, (*CHEAP_STAGES, clear))
+        view, events = run_stages(self.view, budget, (*DEFAULT_PIPELINE.cheap, clear))
         if self.counter.count(view) > trigger:
             view, summarized = summarize(view, replace(budget, tail_tokens=0))
             events.extend(summarized)

@@ -1,0 +1,61 @@
+"""Running stages in order, and the summary that escalates instead of looping.
+
+A summary can leave the request over its target (a long tail, a summarizer
+that overshoots). Summarizing again with the same tail would loop, as early
+condensers did; :func:`compact` shortens the tail instead, then applies the
+per-kind rules, and reports whether the target was met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..conversation import Conversation
+from .base import Budget, Event, Stage
+from .selective import selective
+from .summarize import summarize
+
+
+def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:
+    """Each stage in turn on the previous one's output; all their events."""
+    events: list[Event] = []
+    for stage in stages:
+        conversation, produced = stage(conversation, budget)
+        events.extend(produced)
+    return conversation, events
+
+
+def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
+    """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
+
+    First with the policy's tail, then a quarter of it, then only the last
+    unit; then the per-kind rules on the smallest result. Returns the
+    smallest result (never one larger than ``conversation`` unless the
+    budget forces a summary, as a manual compact does), the events of the
+    attempts that made it, and whether the target was met.
+    """
+    tail = budget.tail_budget_tokens
+    start_tokens = budget.count(conversation)
+    best, best_tokens, best_events = conversation, start_tokens, []
+    events: list[Event] = []
+    for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
+        result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
+        if not produced:
+            continue  # no cut leaves this much tail: a shorter one may
+        tokens = budget.count(result)
+        if tokens < best_tokens or (budget.force_summary and best is conversation):
+            best, best_tokens, best_events = result, tokens, produced
+        if tokens <= target_tokens:
+            return best, [*events, *best_events], True
+        kept = best_events is produced
+        events.append(  # an attempt not kept still cost its model calls: they ride on this event
+            Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
+                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}",
+                  calls=() if kept else tuple(call for e in produced for call in e.calls))
+        )
+    result, produced = selective(best, budget, target_tokens=target_tokens)
+    tokens = budget.count(result)
+    if tokens < best_tokens:
+        best, best_tokens, best_events = result, tokens, [*best_events, *produced]
+    return best, [*events, *best_events], best_tokens <= target_tokens

@@ -1,0 +1,246 @@
+"""What one agent step decides, on the one guarded path every entry point of the facade shares.
+
+The facade has four ways in: preparing a request, a turn boundary, a manual
+compact, and a retry after the provider said the prompt was too long. Each is
+an :class:`Occasion` saying what the pipeline may do then, and all four take
+:meth:`Steward.run`: the cheap stages on new items, then, guarded, the
+decisions the occasion allows (a batch edit or an economic summary that
+pays; a summary that is due, forced, or reactive). A fault in those
+decisions (a summarizer bug) keeps the view the cheap stages left, is
+recorded as an event and logged, and counts towards the breaker: it never
+reaches the agent loop.
+
+The :class:`Steward` is the pipeline's memory between steps: consecutive
+failures (the breaker), the request size at the last look (so most steps
+skip pricing entirely), how fast requests grow, which stage changed the
+prefix last and the cached figure last reported (to name a cache break).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ..conversation import Conversation
+from ..limits import ModelLimits, compaction_threshold
+from ..usage import Usage
+from .base import Budget, Event, Policy, Stage
+from .budget import budget_outputs
+from .clear import clear
+from .economics import choose
+from .escalate import compact, run_stages
+from .persist import persist
+from .snip import snip
+from .summarize import summarize
+from .truncate import truncate
+
+logger = logging.getLogger(__name__)
+
+DUE, FORCED, REACTIVE = "due", "forced", "reactive"
+REACTIVE_TARGET_SHARE = 0.7
+"""After "prompt too long", compact to this share of the refused request (or to the trigger, if lower)."""
+CACHE_BREAK_DROP = 0.05
+"""A fall in cached prompt tokens larger than this share of the previous figure is a cache break."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The stages a request meets, in order: ``cheap`` on new items, then ``batch`` on the middle if it pays.
+
+    A summary (:func:`~contextfold.pipeline.escalate.compact`) follows when
+    one is due; it is not a stage of this list because it runs only at a turn
+    boundary and escalates on its own.
+    """
+
+    cheap: tuple[Stage, ...]
+    batch: tuple[Stage, ...]
+
+
+DEFAULT_PIPELINE = Pipeline(cheap=(persist, truncate), batch=(budget_outputs, snip, clear))
+
+
+@dataclass(frozen=True)
+class Occasion:
+    """Why the pipeline runs now, which decides what it may do.
+
+    ``edits``: the batch stages and an economic summary are priced (only
+    before a request, where the saving is real). ``summary``: ``due`` at a
+    turn boundary over the trigger while the breaker is closed; ``forced``
+    whatever the size; ``reactive`` down to a share of the refused request,
+    breaker or not (the request fails otherwise). ``automatic``: a failure
+    counts towards the breaker. ``sends``: the result goes out as a request,
+    so the invariants are checked and the step is counted.
+    """
+
+    edits: bool
+    summary: str
+    automatic: bool
+    sends: bool
+
+
+PREPARE = Occasion(edits=True, summary=DUE, automatic=True, sends=True)
+TURN_BOUNDARY = Occasion(edits=False, summary=DUE, automatic=True, sends=False)
+MANUAL = Occasion(edits=False, summary=FORCED, automatic=False, sends=False)
+RETRY = Occasion(edits=False, summary=REACTIVE, automatic=True, sends=True)
+
+
+class Steward:
+    """One session's compaction decisions, and what they remember between steps."""
+
+    def __init__(self, policy: Policy, pipeline: Pipeline = DEFAULT_PIPELINE) -> None:
+        self.policy = policy
+        self.pipeline = pipeline
+        self.failures = 0
+        self.growth_tokens_per_request: float | None = None  # a decayed mean over requests where nothing fired
+        self._evaluated_at_tokens = 0
+        self._sent_tokens: int | None = None
+        self._last_fired: str | None = None
+        self._last_cache_read: int | None = None
+
+    @property
+    def breaker_open(self) -> bool:
+        """Automatic compaction has failed too often in a row and is off until a manual compact succeeds."""
+        return self.failures >= self.policy.max_consecutive_failures
+
+    def trigger_tokens(self, limits: ModelLimits) -> int:
+        """Above this many prompt tokens a summary is due (policy override, else the dynamic threshold)."""
+        p = self.policy
+        if p.trigger_tokens is not None:
+            return p.trigger_tokens
+        if p.trigger_fraction is not None:
+            return int(p.trigger_fraction * limits.context_window)
+        return max(compaction_threshold(limits), limits.context_window // 4)
+
+    # ------------------------------------------------------------------ the step
+    def run(self, view: Conversation, budget: Budget, occasion: Occasion) -> tuple[Conversation, list[Event]]:
+        """The view after this occasion's stages and decisions, and every event they produced."""
+        view, events = run_stages(view, budget, self.pipeline.cheap)
+        try:
+            decided, produced, fits = self._decide(view, budget, occasion)
+        except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
+            logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
+            decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
+        events.extend(produced)
+        if fits is not None:
+            events.extend(self._account(produced, fits, automatic=occasion.automatic))
+        self._note_fired(produced)
+        return decided, events
+
+    def _decide(
+        self, view: Conversation, budget: Budget, occasion: Occasion
+    ) -> tuple[Conversation, list[Event], bool | None]:
+        """The decisions that may fail: the view, their events, and whether a summary met its target (``None``: none ran)."""
+        events: list[Event] = []
+        if occasion.edits:
+            view, events = self._edit(view, budget)
+        target = self._summary_target(view, budget, occasion)
+        if target is None:
+            return view, events, None
+        if occasion.summary == FORCED:
+            budget = replace(budget, force_summary=True)
+        result, produced, fits = compact(view, budget, target)
+        self._evaluated_at_tokens = budget.count(result)
+        return result, [*events, *produced], fits
+
+    def _summary_target(self, view: Conversation, budget: Budget, occasion: Occasion) -> int | None:
+        """The size a summary should bring the request to now, or ``None`` when none is due."""
+        if occasion.summary == REACTIVE:
+            return min(budget.trigger_tokens, int(budget.count(view) * REACTIVE_TARGET_SHARE))
+        if occasion.summary == FORCED:
+            return budget.trigger_tokens
+        if ends_at_boundary(view) and not self.breaker_open and budget.count(view) > budget.trigger_tokens:
+            return budget.trigger_tokens
+        return None
+
+    def _edit(self, view: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+        """Consider changing the middle of the history, and do it only if it pays.
+
+        Two candidates: the batch stages together, and, at a turn boundary, a
+        summary with a short tail; :func:`~contextfold.pipeline.economics.choose`
+        keeps the one that saves the most, if any pays. Evaluated only when the
+        request grew enough since the last look, or the cache went cold, so
+        most steps skip this entirely.
+        """
+        tokens = budget.count(view)
+        grown = tokens - self._evaluated_at_tokens
+        if not (budget.cache_cold or grown >= self.policy.clear_min_savings_tokens // 2 or tokens > budget.trigger_tokens):
+            return view, []
+        self._evaluated_at_tokens = tokens
+        candidates = []
+        edited, produced = run_stages(view, budget, self.pipeline.batch)
+        if produced:
+            candidates.append((edited, produced))
+        if self._summary_may_pay(view, budget, tokens):
+            summarized, made = summarize(view, replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens))
+            if made:
+                candidates.append((summarized, made))
+        chosen, events = choose(view, candidates, budget)
+        if chosen is not view:
+            self._evaluated_at_tokens = budget.count(chosen)
+        return chosen, events
+
+    def _summary_may_pay(self, view: Conversation, budget: Budget, tokens: int) -> bool:
+        """Whether a summary below the trigger is worth pricing at all (it costs a summarizer run)."""
+        p = self.policy
+        return (
+            p.economic_summaries
+            and getattr(budget.summarizer, "offline", False)  # pricing a model-written summary would pay for it
+            and not self.breaker_open
+            and tokens >= p.economic_summary_min_tokens
+            and ends_at_boundary(view)
+        )
+
+    def _account(self, produced: list[Event], fits: bool, *, automatic: bool) -> list[Event]:
+        """Count a summary that failed or missed its target towards the breaker; a good one resets it.
+
+        A summary the fallback wrote is a failure of the configured summarizer, so it counts too.
+        """
+        fallbacks = [e.data["fallback"] for e in produced if e.stage == "summarize" and e.data.get("fallback")]
+        events = [Event("summarize", "fallback", detail=reason) for reason in fallbacks]
+        if fits and not fallbacks:
+            self.failures = 0
+        elif automatic:
+            self.failures += 1
+            if self.failures == self.policy.max_consecutive_failures:
+                events.append(Event("summarize", "breaker_open",
+                                    detail=f"{self.failures} compactions in a row failed; automatic compaction is off"))
+        return events
+
+    def _note_fired(self, events: Iterable[Event]) -> None:
+        for event in events:
+            if event.items:
+                self._last_fired = event.stage
+
+    # ------------------------------------------------------------------ what came back
+    def sent(self, tokens: int, *, changed: bool) -> None:
+        """A request of ``tokens`` went out; learn how fast requests grow while nothing is compacted."""
+        if not changed and self._sent_tokens is not None and tokens >= self._sent_tokens:
+            sample = tokens - self._sent_tokens
+            growth = self.growth_tokens_per_request
+            self.growth_tokens_per_request = sample if growth is None else 0.7 * growth + 0.3 * sample
+        self._sent_tokens = tokens
+
+    def cache_break(self, usage: Usage) -> Event | None:
+        """A cache break, if the cached prompt fell since the last report, named after the stage that caused it."""
+        previous = self._last_cache_read
+        cause = self._last_fired or "the cache expired or the prefix changed outside contextfold"
+        self._last_cache_read = usage.cache_read_tokens
+        self._last_fired = None
+        if not previous or usage.cache_read_tokens >= previous * (1 - CACHE_BREAK_DROP):
+            return None
+        return Event("cache", "break", tokens_before=previous, tokens_after=usage.cache_read_tokens,
+                     detail=f"cached prompt fell from {previous:,} to {usage.cache_read_tokens:,}; cause: {cause}",
+                     data={"cause": cause})
+
+
+def ends_at_boundary(view: Conversation) -> bool:
+    """No call is waiting for its result: every call of the last assistant turn is answered."""
+    answered: set[str] = set()
+    for item in reversed(view.items):
+        result = item.tool_result
+        if result is not None:
+            answered.add(result.call_id)
+            continue
+        return all(call.id in answered for call in item.tool_calls)
+    return True
