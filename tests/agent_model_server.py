@@ -1,7 +1,7 @@
-"""A scripted model for whole agent sessions, on 127.0.0.1, in the Anthropic Messages and OpenAI Chat formats.
+"""A scripted model for whole agent sessions, on 127.0.0.1: Anthropic Messages, OpenAI Chat and Responses.
 
 The agent tests point the real ``anthropic`` and ``openai`` SDK clients at
-it. Unlike a queue of canned replies, each answer is a function of the
+it, and the integration tests the agent frameworks' own model classes. Unlike a queue of canned replies, each answer is a function of the
 request (a *script*), because an agent's next step depends on what its tools
 returned and because compaction rewrites the history the model sees: the
 script gets a :class:`Seen` with a stable step counter per session (a
@@ -14,27 +14,33 @@ Every request is checked with the rules of its format (the checks of
 next message, no orphan results, roles, ``max_tokens``; every OpenAI tool call
 answered by tool messages) plus what a whole session adds: at most four
 Anthropic cache breakpoints, and every tool call in a request is one this
-server issued, with the same name and arguments. A request that breaks a rule
-is recorded with its problems and answered 400, as the real API would.
+server issued, with the same name and arguments; and whatever ``checks`` the
+caller adds (a check is a function of the provider and body that returns
+problems). A request that breaks a rule is recorded with its problems and
+answered 400 in the provider's error shape, as the real API would. A request
+that asks for ``stream`` gets its answer as the provider's server-sent events.
 
 Usage is reported realistically enough to drive the context's accounting:
-prompt tokens are a quarter of the request's characters, and the part shared
-with the session's previous request is reported as a cache read.
+prompt tokens are a quarter of the request's characters (or what
+``count_prompt`` says), and the part shared with the session's previous
+request is reported as a cache read.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from fake_llm_server import check_chat, check_messages
+from fake_llm_server import Fault, check_chat, check_messages, check_responses, error_response, write_events
 
-ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}
+ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses"}
+CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses}
+_FAULT_ROUTES = {"anthropic": "messages", "openai": "chat", "responses": "responses"}
 CHARS_PER_TOKEN = 4
 MAX_CACHE_BREAKPOINTS = 4
 
@@ -69,6 +75,8 @@ class Seen:
 
 
 Script = Callable[[Seen], Turn]
+Check = Callable[[str, Mapping[str, Any]], list[str]]
+"""An extra rule for every request: (provider, body) -> problems (empty when the request is fine)."""
 
 
 @dataclass
@@ -117,8 +125,29 @@ def _seen_openai(body: Mapping[str, Any]) -> tuple[str, str, list[tuple[str, boo
     return system, task, tail[::-1]
 
 
+def _seen_responses(body: Mapping[str, Any]) -> tuple[str, str, list[tuple[str, bool]]]:
+    items = [{"role": "user", "content": body["input"]}] if isinstance(body["input"], str) else body["input"]
+    messages = [i for i in items if i.get("type", "message") == "message"]
+    system = "\n".join([body.get("instructions") or ""] + [_text(m["content"]) for m in messages
+                                                          if m["role"] in ("system", "developer")]).strip()
+    task = next(_text(m["content"]) for m in messages if m["role"] == "user")
+    tail = []
+    for item in reversed(items):
+        if item.get("type") != "function_call_output":
+            break
+        output = item.get("output")
+        tail.append((output if isinstance(output, str) else _text(output), False))
+    return system, task, tail[::-1]
+
+
+SEEN = {"anthropic": _seen_anthropic, "openai": _seen_openai, "responses": _seen_responses}
+
+
 def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     """(id, name, arguments) of every tool call in a request."""
+    if provider == "responses":
+        items = body["input"] if isinstance(body["input"], list) else []
+        return [(i["call_id"], i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
     if provider == "anthropic":
         return [
             (b["id"], b["name"], b["input"])
@@ -137,15 +166,19 @@ def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str, str, An
 
 def _prompt_chars(body: Mapping[str, Any]) -> str:
     """The request as the provider caches it: tools, system, messages, without the breakpoint markers."""
-    parts = [body.get(key) for key in ("tools", "system", "messages")]
+    parts = [body.get(key) for key in ("tools", "system", "instructions", "messages", "input")]
     return json.dumps(parts).replace(', "cache_control": {"type": "ephemeral"}', "")
 
 
 class ScriptedModel:
     """The server; a context manager. ``exchanges`` records every request, ``problems`` every rule broken."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(
+        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None
+    ) -> None:
         self.script = script
+        self.checks = checks
+        self.count_prompt = count_prompt
         self.exchanges: list[Exchange] = []
         self.issued: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
         self._steps: dict[tuple[str, str], int] = {}
@@ -173,6 +206,11 @@ class ScriptedModel:
         return self.url if provider == "anthropic" else f"{self.url}/v1"
 
     @property
+    def valid(self) -> list[Exchange]:
+        """The requests that were answered 200."""
+        return [e for e in self.exchanges if not e.problems]
+
+    @property
     def problems(self) -> list[str]:
         return [f"request {n} ({e.provider}): {p}" for n, e in enumerate(self.exchanges) for p in e.problems]
 
@@ -185,11 +223,12 @@ class ScriptedModel:
     # ------------------------------------------------------------------ one request
     def answer(self, provider: str, headers: Mapping[str, str], body: Any) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            problems = (check_messages if provider == "anthropic" else check_chat)(headers, body)
+            problems = CHECKS[provider](headers, body)
             session: tuple[str, str] = ("?", "?")
             if not problems:
                 problems += self._session_checks(provider, body)
-                system, task, results = (_seen_anthropic if provider == "anthropic" else _seen_openai)(body)
+                problems += [problem for check in self.checks for problem in check(provider, body)]
+                system, task, results = SEEN[provider](body)
                 session = (system, task)
             exchange = Exchange(provider, session, body, problems)
             self.exchanges.append(exchange)
@@ -209,9 +248,10 @@ class ScriptedModel:
             prompt = _prompt_chars(body)
             cached = _common_prefix(self._previous.get(session, ""), prompt)
             self._previous[session] = prompt
-            usage = (len(prompt) // CHARS_PER_TOKEN, cached // CHARS_PER_TOKEN, len(turn.text) // CHARS_PER_TOKEN + 20)
-            render = _anthropic_reply if provider == "anthropic" else _openai_reply
-            return 200, render(body, turn, ids, *usage)
+            tokens = self.count_prompt(provider, body) if self.count_prompt else len(prompt) // CHARS_PER_TOKEN
+            cached_tokens = min(tokens, cached // CHARS_PER_TOKEN)
+            reply = REPLIES[provider](body, turn, ids, tokens, cached_tokens, len(turn.text) // CHARS_PER_TOKEN + 20)
+            return 200, reply
 
     def _session_checks(self, provider: str, body: Mapping[str, Any]) -> list[str]:
         problems = []
@@ -284,10 +324,121 @@ def _openai_reply(
     }
 
 
+def _responses_reply(
+    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], prompt: int, cached: int, output: int
+) -> dict[str, Any]:
+    text = [{"type": "output_text", "text": turn.text, "annotations": []}]
+    message = {"type": "message", "id": f"msg_{len(ids)}", "status": "completed", "role": "assistant", "content": text}
+    calls = [
+        {"type": "function_call", "id": f"fc_{i}", "call_id": i, "name": c.name,
+         "arguments": json.dumps(dict(c.arguments)), "status": "completed"}
+        for i, c in zip(ids, turn.calls)
+    ]
+    usage = {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + output,
+    }
+    return {
+        "id": f"resp_{ids[0] if ids else 'final'}",
+        "object": "response",
+        "created_at": 0,
+        "model": body["model"],
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "output": ([message] if turn.text else []) + calls,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage,
+    }
+
+
+REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}
+
+
+# --------------------------------------------------------------------------- the same answers, streamed
+# Each function turns a finished reply into the server-sent events (name or None, data) the provider streams.
+
+
+def _anthropic_events(message: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": start}
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opening, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            opening, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield "message_delta", {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+    head = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
+    choice = completion["choices"][0]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    yield None, chunk({"role": "assistant", "content": ""})
+    if choice["message"]["content"]:
+        yield None, chunk({"content": choice["message"]["content"]})
+    for index, call in enumerate(choice["message"].get("tool_calls") or []):
+        function = call["function"]
+        opening = {"index": index, "id": call["id"], "type": "function", "function": {"name": function["name"], "arguments": ""}}
+        yield None, chunk({"tool_calls": [opening]})
+        yield None, chunk({"tool_calls": [{"index": index, "function": {"arguments": function["arguments"]}}]})
+    yield None, chunk({}, choice["finish_reason"])
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield None, {**head, "choices": [], "usage": completion["usage"]}
+    yield None, "[DONE]"
+
+
+def _responses_events(response: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+    numbers = count()
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None}}
+    ]
+    for index, item in enumerate(response["output"]):
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            part = item["content"][0]
+            events += [
+                {"type": "response.output_item.added", "output_index": index,
+                 "item": {**item, "status": "in_progress", "content": []}},
+                {"type": "response.content_part.added", **where, "content_index": 0, "part": {**part, "text": ""}},
+                {"type": "response.output_text.delta", **where, "content_index": 0, "delta": part["text"], "logprobs": []},
+                {"type": "response.output_text.done", **where, "content_index": 0, "text": part["text"], "logprobs": []},
+                {"type": "response.content_part.done", **where, "content_index": 0, "part": part},
+            ]
+        else:
+            events += [
+                {"type": "response.output_item.added", "output_index": index,
+                 "item": {**item, "status": "in_progress", "arguments": ""}},
+                {"type": "response.function_call_arguments.delta", **where, "delta": item["arguments"]},
+                {"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"],
+                 "name": item["name"]},
+            ]
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    for event in events:
+        yield event["type"], {**event, "sequence_number": next(numbers)}
+
+
+STREAMS = {"anthropic": _anthropic_events, "openai": _chat_events, "responses": _responses_events}
+
+
 def _error(provider: str, message: str) -> dict[str, Any]:
-    if provider == "anthropic":
-        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+    """The provider's 400 body for an invalid request."""
+    return error_response(_FAULT_ROUTES[provider], Fault.invalid(message))[2]
 
 
 def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
@@ -298,6 +449,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             provider = ROUTES.get(self.path.split("?", 1)[0])
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            body: Any = None
             if provider is None:
                 status, answer = 404, {"error": {"message": f"no route {self.path}", "type": "not_found_error"}}
             else:
@@ -308,6 +460,9 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                     status, answer = 400, _error(provider, f"body is not JSON: {error}")
                 else:
                     status, answer = model.answer(provider, headers, body)
+            if status == 200 and isinstance(body, dict) and body.get("stream"):
+                write_events(self, STREAMS[provider](answer, body))
+                return
             data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

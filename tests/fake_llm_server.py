@@ -32,7 +32,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
@@ -530,6 +530,19 @@ class FakeLLMServer:
             return self._queues[route].popleft()
 
 
+def write_events(handler: BaseHTTPRequestHandler, events: Iterable[tuple[str | None, Any]]) -> None:
+    """Answer 200 with ``events`` as server-sent events (``event:`` line when named; a string is sent as is), then close."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("cache-control", "no-cache")
+    handler.end_headers()
+    for name, data in events:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        handler.wfile.write(((f"event: {name}\n" if name else "") + f"data: {payload}\n\n").encode())
+        handler.wfile.flush()
+    handler.close_connection = True
+
+
 def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -572,14 +585,6 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _events(self, events: Iterator[tuple[str | None, Any]]) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.end_headers()
-            for name, data in events:
-                payload = data if isinstance(data, str) else json.dumps(data)
-                self.wfile.write(((f"event: {name}\n" if name else "") + f"data: {payload}\n\n").encode())
-                self.wfile.flush()
-            self.close_connection = True
+            write_events(self, events)
 
     return Handler

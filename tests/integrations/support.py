@@ -1,0 +1,57 @@
+"""What every integration test needs besides the server: the framework, or a clear skip; and the pairing mutation."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from types import ModuleType
+
+import pytest
+
+from contextfold import Conversation
+from contextfold.boundary import Cut
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """``module``, imported; when it is missing the test is skipped saying how to install it, or fails under ``CI=true``.
+
+    CI installs every integration extra, so a framework missing there is a
+    broken build, not a reason to skip.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        reason = f"{module} is not installed (pip install 'contextfold[{extra}]'): {error}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true: {reason}")
+        pytest.skip(reason)
+
+
+def _split_round(conversation: Conversation, cut: Cut | None) -> Cut | None:
+    """The cut moved into the middle of a round: the calls go into the summary, their results stay in the tail."""
+    if cut is None:
+        return None
+    items = conversation.items
+    for index in range(cut.index, len(items) - 1):
+        if items[index].tool_calls and items[index + 1].role == "tool":
+            return replace(cut, index=index + 1)
+    return cut
+
+
+@contextmanager
+def pairing_disabled() -> Iterator[None]:
+    """contextfold with its call/result pairing turned off: cuts split rounds and nothing repairs the result.
+
+    The mutation check of every integration test runs the same loop inside
+    this and expects the scripted server to reject a request: proof that the
+    server's checks (and so the test) can fail.
+    """
+    summarize = importlib.import_module("contextfold.pipeline.summarize")  # the package exports a function of that name
+    choose = summarize.choose_cut
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(summarize, "choose_cut", lambda conversation, **kw: _split_round(conversation, choose(conversation, **kw)))
+        patch.setattr(Conversation, "repair", lambda self: (self, []))
+        yield
