@@ -9,6 +9,7 @@ real client through a whole session, and the pairing mutation makes it reject.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -56,6 +57,12 @@ def _responses_step(client: openai.OpenAI, context: Context) -> list[dict[str, A
         {"type": "function_call_output", "call_id": c.call_id, "output": chunk_text(json.loads(c.arguments)["chunk"])}
         for c in calls
     ] or None
+
+
+@pytest.fixture
+def server() -> Iterator[ToolLoopServer]:
+    with ToolLoopServer() as model:
+        yield model
 
 
 def run_loop(server: ToolLoopServer, provider: str) -> Context:
