@@ -26,7 +26,7 @@ from contextfold.tokens import exact_estimator
 WINDOW = 20_000
 MAX_OUTPUT = 2_000
 CORPUS_SESSION = "mini-swe-agent/astropy__astropy-12907.traj.json"
-FIGURES = ("cost_usd", "cost_no_cache_usd", "cache_hit_ratio", "peak_tokens", "input_tokens")
+FIGURES = ("cost_usd", "cost_no_cache_usd", "cost_llm_usd", "cache_hit_ratio", "peak_tokens", "input_tokens")
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,8 @@ def test_every_figure_of_results_json_recounts_from_the_request_dumps(bench: tup
         assert run["violations"] == run["invariant_violations"] + run["empty_requests"]
         for probe, value in run["survival"].items():
             assert again.survival[probe] == (None if value is None else pytest.approx(value, abs=0.01)), probe
+        for figure in ("recall", "recall_far", "worst_request_recall", "recall_needed", "recall_far_needed"):
+            assert getattr(again, figure) == run[figure], (run["session"], run["strategy"], figure)
         assert len(run["context_tokens"]) == run["requests"] and max(run["context_tokens"]) == run["peak_tokens"]
         assert sum(run["step_cost_usd"]) == pytest.approx(run["cost_usd"], rel=1e-6)
         recounted[(run["session"], run["strategy"])] = (again, run["survival_requests"], run["empty_requests"])
@@ -81,6 +83,12 @@ def test_every_figure_of_results_json_recounts_from_the_request_dumps(bench: tup
         assert totals["overflows"] == sum(t.overflows for t, _, _ in mine)
         assert totals["violations"] == sum(t.violations + empty for t, _, empty in mine)
         assert totals["peak_tokens"] == max(t.peak_tokens for t, _, _ in mine)
+        assert totals["cost_llm_usd"] == pytest.approx(sum(t.cost_llm_usd for t, _, _ in mine), rel=0.01)
+        assert totals["cost_llm_usd"] >= totals["cost_usd"] - 1e-9
+        for figure in ("recall", "recall_far"):  # the mean of the sessions'
+            values = [getattr(t, figure) for t, _, _ in mine if getattr(t, figure) is not None]
+            assert totals[figure] == pytest.approx(sum(values) / len(values)), (totals["strategy"], figure)
+        assert totals["worst_request_recall"] == min(t.worst_request_recall for t, _, _ in mine)
         read, sent = sum(t.cache_read_tokens for t, _, _ in mine), sum(t.input_tokens for t, _, _ in mine)
         assert totals["cache_hit_ratio"] == pytest.approx(read / sent, rel=0.01)
         for probe in PROBES:
@@ -94,6 +102,8 @@ def test_the_generated_sessions_are_compacted_and_default_stays_inside_the_windo
     by_name = {t.strategy: t for t in report.totals()}
     assert by_name["none"].overflows > 0  # the sessions outgrow the window: there is something to compare
     assert by_name["default"].overflows == 0 and by_name["default"].violations == 0
+    assert (by_name["none"].recall, by_name["none"].recall_far, by_name["none"].worst_request_recall) == (1.0, 1.0, 1.0)
+    assert by_name["window"].recall < 1.0  # what a strategy drops and the agent used shows
     assert by_name["langchain"].violations > 0  # it loses the task, and the bench says so
     assert any(run.empty_requests for run in report.runs if run.strategy == "langchain")
     assert not any(run.empty_requests for run in report.runs if run.strategy != "langchain")

@@ -41,10 +41,13 @@ def replay_and_recount(conversation: Conversation, name: str, estimator: Estimat
 
 
 def assert_agree(replayed: Totals, recounted: Totals) -> None:
-    for figure in ("cost_usd", "cost_no_cache_usd", "cache_hit_ratio", "peak_tokens", "input_tokens", "output_tokens"):
+    for figure in ("cost_usd", "cost_no_cache_usd", "cost_llm_usd", "cache_hit_ratio", "peak_tokens", "input_tokens",
+                   "output_tokens"):
         assert getattr(recounted, figure) == pytest.approx(getattr(replayed, figure), rel=0.01), figure
     for probe, value in replayed.survival.items():
         assert recounted.survival[probe] == (None if value is None else pytest.approx(value, abs=0.01)), probe
+    for figure in ("recall", "recall_far", "worst_request_recall", "recall_needed", "recall_far_needed"):
+        assert getattr(recounted, figure) == getattr(replayed, figure), figure
     assert (recounted.requests, recounted.summarizer_calls) == (replayed.requests, replayed.summarizer_calls)
     assert recounted.violations == replayed.violations
 

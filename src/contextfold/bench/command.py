@@ -104,10 +104,15 @@ def bench_command(
 
 def totals_table(totals: list[StrategyTotals], window: int) -> Table:
     """The per-strategy totals for the terminal."""
-    table = Table("strategy", "cost", "no cache", "cached", "peak", "over", "viol.", "survival",
-                  title=f"window {window:,} tokens, costs in USD", title_justify="left")
+    table = Table("strategy", "cost", "LLM summ.", "no cache", "cached", "peak", "over", "viol.", "survival", "recall",
+                  "far", title=f"window {window:,} tokens, costs in USD (LLM summ.: summaries priced as LLM calls)",
+                  title_justify="left")
+
+    def share(value: float | None, style: str) -> str:
+        return "–" if value is None else format(value, style)
+
     for t in totals:
-        mean = t.survival["mean"]
-        table.add_row(t.strategy, f"{t.cost_usd:,.2f}", f"{t.cost_no_cache_usd:,.2f}", f"{t.cache_hit_ratio:.1%}",
-                      f"{t.peak_tokens:,}", f"{t.overflows:,}", f"{t.violations:,}", "–" if mean is None else f"{mean:.1%}")
+        table.add_row(t.strategy, f"{t.cost_usd:,.2f}", f"{t.cost_llm_usd:,.2f}", f"{t.cost_no_cache_usd:,.2f}",
+                      f"{t.cache_hit_ratio:.1%}", f"{t.peak_tokens:,}", f"{t.overflows:,}", f"{t.violations:,}",
+                      share(t.survival["mean"], ".1%"), share(t.recall, ".3f"), share(t.recall_far, ".3f"))
     return table

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..replay.probes import PROBES
+from ..replay.recall import SessionRecall, mean_recall
 from .run import BenchRun, Session, Settings, Skipped
 
 
@@ -36,6 +37,10 @@ class StrategyTotals:
     overflows: int
     violations: int
     survival: dict[str, float | None]
+    cost_llm_usd: float
+    recall: float | None
+    recall_far: float | None
+    worst_request_recall: float | None
 
 
 def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
@@ -51,6 +56,8 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         survival[probe] = sum(value * count for value, count in weighted) / weight if weight else None
     counted = [value for value in survival.values() if value is not None]
     survival["mean"] = sum(counted) / len(counted) if counted else None
+    recall = mean_recall([SessionRecall(t.recall, t.recall_far, t.worst_request_recall, t.recall_needed,
+                                        t.recall_far_needed) for t in totals])
     return StrategyTotals(
         strategy=strategy,
         sessions=len(mine),
@@ -62,6 +69,10 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         overflows=sum(t.overflows for t in totals),
         violations=sum(run.violations for run in mine),
         survival=survival,
+        cost_llm_usd=sum(t.cost_llm_usd for t in totals),
+        recall=recall.recall,
+        recall_far=recall.recall_far,
+        worst_request_recall=recall.worst_request_recall,
     )
 
 
@@ -140,27 +151,42 @@ def _share(value: float) -> str:
     return f"{value:.1%}"
 
 
+def _recall(value: float) -> str:
+    return f"{value:.3f}"
+
+
 def _count(value: float) -> str:
     return f"{value:,}"
 
 
 TOTALS_COLUMNS = (
     Column("cost $", lambda t: t.cost_usd, _money),
+    Column("cost, summaries by LLM $", lambda t: t.cost_llm_usd, _money),
     Column("cost without cache $", lambda t: t.cost_no_cache_usd, _money),
     Column("cache hits", lambda t: t.cache_hit_ratio, _share, lower_is_better=False),
     Column("peak tokens", lambda t: t.peak_tokens, _count),
     Column("over window", lambda t: t.overflows, _count),
     Column("violations", lambda t: t.violations, _count),
     Column("survival", lambda t: t.survival["mean"], _share, lower_is_better=False),
+    Column("recall", lambda t: t.recall, _recall, lower_is_better=False),
+)
+RECALL_COLUMNS = (
+    Column("recall", lambda t: t.recall, _recall, lower_is_better=False),
+    Column("far recall", lambda t: t.recall_far, _recall, lower_is_better=False),
+    Column("worst request", lambda t: t.worst_request_recall, _recall, lower_is_better=False),
 )
 SURVIVAL_INTRO = (
     "Share of requests that still hold each fact the agent needs (where there was one to hold): the task's "
-    "identifiers, the paths edited so far, the last error line, the latest tool output."
+    "identifiers, the paths edited so far, the last error line, the latest tool output. Recall is forward-reference "
+    "recall: of the specific tokens (identifiers, paths, values) each recorded reply used from earlier messages, the "
+    "share its request still held, weighted by tokens within a session and averaged over sessions; far recall counts "
+    "only tokens from before the last 6 messages; the worst request is the lowest share of any one request."
 )
-SURVIVAL_COLUMNS = tuple(
-    Column(title, lambda t, probe=probe: t.survival[probe], _share, lower_is_better=False)
-    for probe, title in (("task", "task"), ("edited", "edited files"), ("last_error", "last error"),
-                         ("latest_output", "latest output"), ("mean", "mean"))
+SURVIVAL_COLUMNS = (
+    *(Column(title, lambda t, probe=probe: t.survival[probe], _share, lower_is_better=False)
+      for probe, title in (("task", "task"), ("edited", "edited files"), ("last_error", "last error"),
+                           ("latest_output", "latest output"), ("mean", "mean"))),
+    *RECALL_COLUMNS,
 )
 
 
@@ -227,6 +253,8 @@ def results_markdown(report: Report) -> str:
         f"input {s.prices.input_per_mtok:g}, cache write {s.prices.cache_write_per_mtok:g}, cache read "
         f"{s.prices.cache_read_per_mtok:g}, output {s.prices.output_per_mtok:g}; cache TTL {s.cache_ttl_s:g} s. "
         "In each column the best value is in bold. A request over the window is priced as if it had been accepted; "
+        "the second cost prices every summary as if an LLM had written it (one summarizer request on the request it "
+        "replaces, cached like any other of its kind, the summary's tokens at the output price); "
         "violations are broken invariants (a call without its result, a lost task or system prompt) and requests "
         "holding nothing but the system prompt (Anthropic's API rejects those; no agent can go on from one)."
     )

@@ -6,15 +6,14 @@ message from scratch (each distinct message once), rebuilds the cache
 prefix by comparing consecutive agent requests message by message,
 re-prices everything, re-checks the invariants on the dumped messages, and
 (given the original session) re-runs the probes by text search in the
-dumped messages. What it shares with the replayer is only the rules (how a
-message is counted, how a request is priced and totalled, what a probe looks
-for), not any figure.
+dumped messages, and recall in them. What it shares with the replayer is
+only the rules (how a message is counted, how a request is priced and
+totalled, what a probe and recall look for), not any figure.
 """
 
 from __future__ import annotations
 
 import json
-import operator
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,11 +24,14 @@ from ..errors import InvalidMessage
 from ..pipeline.base import Prices
 from ..tokens import Estimator
 from .base import StrategyConfig
-from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, common_prefix, warm
+from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
 from .dump import DumpedRequest, read_requests
 from .probes import Haystack, SessionProbes, Survival, evaluate
+from .recall import Recall, session_needs
+from .recall import evaluate as evaluate_recall
 from .render import message_text, message_tokens, render_item, render_tools, tools_tokens
 from .result import AGENT, RequestRecord, Totals, priced, summarize
+from .summary_price import INSTRUCTION, SummaryPricer
 
 
 def recount(
@@ -51,29 +53,40 @@ def recount(
     counter = _Counter(tokenizer)
     rules = _DumpedRules(session)
     probes = SessionProbes(session) if session is not None else None
-    haystack = Haystack()
+    needs = session_needs(session) if session is not None else {}
+    haystack, recall_haystack = Haystack(), Haystack()
     records: list[RequestRecord] = []
-    previous: tuple[str, list[str], float | None] | None = None
+    cache: PromptCache[str] = PromptCache(ttl)
+    instruction = counter.key(INSTRUCTION)
+    summaries = SummaryPricer(prices, PromptCache(ttl), instruction, counter.message(instruction, INSTRUCTION))
     for request in read_requests(dump_path):
         keys = [counter.key(m) for m in request.messages]
         tools_key = counter.key(request.tools)
         tools = counter.tools(tools_key, request.tools)
         tokens = [counter.message(key, m) for key, m in zip(keys, request.messages)]
         read = 0
+        llm_summary_usd = 0.0
         survival: Survival | None = None
+        recall: Recall | None = None
         violations: tuple[str, ...] = ()
         if request.kind == AGENT:
-            if previous is not None and previous[0] == tools_key and warm(previous[2], request.time_s, ttl):
-                read = tools + sum(tokens[: common_prefix(previous[1], keys, operator.eq)])
-            previous = (tools_key, keys, request.time_s)
+            previous = cache.previous
+            read = cache.read(Prompt(tools_key, tools, keys, tokens, request.time_s))
+            known = set(previous.messages) if previous is not None else set()
+            new_summaries = [tokens[n] for n in request.summaries if keys[n] not in known]
+            paid = bool(records) and records[-1].kind != AGENT and records[-1].step == request.step
+            if not paid:  # a summarizer request of this step wrote its summaries
+                llm_summary_usd = summaries.price(previous, new_summaries, request.time_s)
             if probes is not None:
                 contains = haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, request.messages)})
                 survival = evaluate(probes.at(request.index), contains)
+                wire = {key: counter.text(key, m, decode_arguments=False) for key, m in zip(keys, request.messages)}
+                recall = evaluate_recall(needs.get(request.index), recall_haystack.searcher(wire))
             violations = rules.check(request)
         records.append(
             priced(prices, step=request.step, index=request.index, kind=request.kind, time_s=request.time_s,
                    input_tokens=tools + sum(tokens), cache_read_tokens=read, output_tokens=request.output_tokens,
-                   survival=survival, violations=violations)
+                   llm_summary_usd=llm_summary_usd, survival=survival, recall=recall, violations=violations)
         )
     return summarize(records, session=str(dump_path), strategy="", tokenizer=tokenizer.text.name, window=window,
                      max_output_tokens=max_output_tokens)
@@ -85,7 +98,7 @@ class _Counter:
     def __init__(self, estimator: Estimator) -> None:
         self.estimator = estimator
         self._tokens: dict[str, int] = {}
-        self._texts: dict[str, str] = {}
+        self._texts: dict[tuple[str, bool], str] = {}
 
     @staticmethod
     def key(value: Any) -> str:
@@ -101,10 +114,10 @@ class _Counter:
             self._tokens[key] = tools_tokens(tools, self.estimator)
         return self._tokens[key]
 
-    def text(self, key: str, data: Mapping[str, Any]) -> str:
-        if key not in self._texts:
-            self._texts[key] = message_text(data)
-        return self._texts[key]
+    def text(self, key: str, data: Mapping[str, Any], *, decode_arguments: bool = True) -> str:
+        if (key, decode_arguments) not in self._texts:
+            self._texts[key, decode_arguments] = message_text(data, decode_arguments=decode_arguments)
+        return self._texts[key, decode_arguments]
 
 
 class _DumpedRules:

@@ -85,7 +85,7 @@ def replay_command(
     model: str | None,
     base_url: str | None,
 ) -> None:
-    """Feed a recorded session through a context strategy and report tokens, cache, cost and what survived."""
+    """Feed a recorded session through a context strategy and report tokens, cache, cost, what survived and recall."""
     from ..commands import make_estimator
 
     try:
@@ -138,7 +138,7 @@ def progress_bar(name: str) -> Iterator[ProgressCallback | None]:
 
 
 def totals_table(totals: Totals) -> Table:
-    """The totals for a person: tokens, cache, cost, window, invariants and survival."""
+    """The totals for a person: tokens, cache, cost, window, invariants, survival and recall."""
     table = Table("figure", "value", title=f"{totals.session}: strategy {totals.strategy}, window "
                   f"{totals.window:,} tokens ({totals.tokenizer})", title_justify="left")
     peak_share = totals.peak_tokens / totals.window
@@ -150,6 +150,7 @@ def totals_table(totals: Totals) -> Table:
         ("output tokens", f"{totals.output_tokens:,}"),
         ("summarizer tokens in / out", f"{totals.summarizer_input_tokens:,} / {totals.summarizer_output_tokens:,}"),
         ("cost", f"${totals.cost_usd:,.4f} (without caching ${totals.cost_no_cache_usd:,.4f})"),
+        ("cost, summaries priced as LLM calls", f"${totals.cost_llm_usd:,.4f}"),
         ("peak request", f"{totals.peak_tokens:,} tokens ({peak_share:.0%} of the window)"),
         ("over the window", (f"{totals.overflows:,} ({totals.overflows_reserve:,} leave less than "
                              f"{totals.max_output_tokens:,} for the reply)")),
@@ -157,6 +158,10 @@ def totals_table(totals: Totals) -> Table:
     ]
     rows += [(f"survival: {name.replace('_', ' ')}", "-" if value is None else f"{value:.1%}")
              for name, value in totals.survival.items()]
+    rows += [(f"recall: {label}", "-" if value is None else f"{value:.1%}") for label, value in (
+        (f"all ({totals.recall_needed:,} needed)", totals.recall),
+        (f"far ({totals.recall_far_needed:,} needed)", totals.recall_far),
+        ("worst request", totals.worst_request_recall))]
     for row in rows:
         table.add_row(*row)
     return table

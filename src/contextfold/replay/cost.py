@@ -11,9 +11,10 @@ cacheable lengths (1,024 tokens on Anthropic) are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import fields
-from typing import TypeVar
+import operator
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, fields
+from typing import Generic, TypeVar
 
 from ..pipeline.base import Prices
 
@@ -52,6 +53,40 @@ def common_prefix(previous: Sequence[T], current: Sequence[T], same: Callable[[T
             break
         count += 1
     return count
+
+
+@dataclass(frozen=True)
+class Prompt(Generic[T]):
+    """A request as the cache sees it: its tool definitions (a key), its messages, the tokens of each, its time."""
+
+    tools: Hashable
+    tools_tokens: int
+    messages: Sequence[T]
+    tokens: Sequence[int]
+    time_s: float | None
+
+    @property
+    def input_tokens(self) -> int:
+        return self.tools_tokens + sum(self.tokens)
+
+
+class PromptCache(Generic[T]):
+    """The cache as one kind of request finds it: what the previous request of the kind left there.
+
+    ``same`` says whether two messages are the same (default ``==``).
+    """
+
+    def __init__(self, ttl_s: float, same: Callable[[T, T], bool] = operator.eq) -> None:
+        self.ttl_s = ttl_s
+        self.same = same
+        self.previous: Prompt[T] | None = None
+
+    def read(self, prompt: Prompt[T]) -> int:
+        """Tokens of ``prompt`` served from the cache; ``prompt`` is what the cache holds afterwards."""
+        previous, self.previous = self.previous, prompt
+        if previous is None or previous.tools != prompt.tools or not warm(previous.time_s, prompt.time_s, self.ttl_s):
+            return 0
+        return prompt.tools_tokens + sum(prompt.tokens[: common_prefix(previous.messages, prompt.messages, self.same)])
 
 
 def parse_prices(text: str, base: Prices = DEFAULT_PRICES) -> Prices:

@@ -18,7 +18,11 @@ alone. The fields of a line:
 ``tools``
     the tool definitions, in Chat Completions form;
 ``messages``
-    the messages in Chat Completions form, system items first (``to_openai``).
+    the messages in Chat Completions form, system items first (``to_openai``);
+``summaries``
+    the positions in ``messages`` of the summaries a strategy wrote (read as
+    none when absent), which the recount prices as LLM calls
+    (:mod:`.summary_price`).
 
 Lines are in the order the requests were sent: a step's summarizer requests
 before its agent request.
@@ -58,6 +62,7 @@ class DumpedRequest:
     output_tokens: int
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
+    summaries: tuple[int, ...] = ()
 
 
 class RequestWriter:
@@ -77,8 +82,10 @@ class RequestWriter:
         output_tokens: int,
         tools_json: str,
         messages: Sequence[Message],
+        summaries: Sequence[int] = (),
     ) -> None:
-        head = json.dumps({"step": step, "index": index, "t": time_s, "kind": kind, "output_tokens": output_tokens})
+        head = json.dumps({"step": step, "index": index, "t": time_s, "kind": kind, "output_tokens": output_tokens,
+                           "summaries": list(summaries)})
         body = ",".join(m.json for m in messages)
         self._file.write(f'{head[:-1]}, "tools": {tools_json}, "messages": [{body}]}}\n')
 
@@ -101,6 +108,10 @@ def read_requests(path: str | os.PathLike[str]) -> Iterator[DumpedRequest]:
             for name, kind in _FIELDS.items():
                 if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
                     raise SessionFormatError(str(path), f"line {number}, field {name!r}", "missing or of the wrong type")
-            yield DumpedRequest(
-                data["step"], data["index"], data["t"], data["kind"], data["output_tokens"], data["tools"], data["messages"]
-            )
+            summaries = data.get("summaries", [])
+            if not isinstance(summaries, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < len(data["messages"]) for n in summaries
+            ):
+                raise SessionFormatError(str(path), f"line {number}, field 'summaries'", "positions of messages expected")
+            yield DumpedRequest(data["step"], data["index"], data["t"], data["kind"], data["output_tokens"],
+                                data["tools"], data["messages"], tuple(summaries))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ..adapters.openai_chat import to_openai, tools_to_openai
@@ -39,6 +40,11 @@ class Message:
     data: dict[str, Any]
     json: str
     text: str
+
+    @cached_property
+    def wire_text(self) -> str:
+        """The message's text with tool-call arguments as sent (JSON), where recall looks for what was used."""
+        return message_text(self.data, decode_arguments=False)
 
 
 def as_message(data: dict[str, Any]) -> Message:
@@ -89,6 +95,12 @@ def render_request(request: Conversation, estimator: Estimator) -> tuple[list[Me
             messages.append(rendered)
             tokens.append(item_tokens(item, estimator))
     return messages, tokens
+
+
+def summary_positions(request: Conversation, messages: Sequence[Message]) -> list[int]:
+    """Where in ``messages`` (``request`` rendered) the summaries are: the items holding a summary block."""
+    summaries = {id(render_item(item)) for item in (*request.header.pinned, *request.items) if item.kind == "summary"}
+    return [number for number, message in enumerate(messages) if id(message) in summaries]
 
 
 def item_tokens(item: Item, estimator: Estimator) -> int:
@@ -146,10 +158,13 @@ def tools_tokens(tools: Sequence[Mapping[str, Any]], estimator: Estimator) -> in
     return tokens
 
 
-def message_text(data: Mapping[str, Any]) -> str:
+def message_text(data: Mapping[str, Any], *, decode_arguments: bool = True) -> str:
     """Everything of a message a reader could find a fact in: content text, reasoning, tool names and arguments.
 
-    Arguments are searched as the strings they hold, decoded from JSON.
+    Arguments are searched as the strings they hold, decoded from JSON (a
+    path in them reads as written); with ``decode_arguments`` false, as the
+    JSON text sent, which is what forward-reference recall
+    (:mod:`.recall`) reads, as the reference scorer does.
     """
     parts: list[str] = []
     content = data.get("content")
@@ -162,7 +177,7 @@ def message_text(data: Mapping[str, Any]) -> str:
     for call in _calls(data):
         name, arguments = _call_text(call)
         parts.append(name)
-        parts.extend(_strings(arguments))
+        parts.extend(_strings(arguments) if decode_arguments else [arguments])
     return "\n".join(parts)
 
 

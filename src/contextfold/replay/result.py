@@ -15,6 +15,7 @@ from typing import Any
 from ..pipeline.base import Prices
 from .cost import cost_usd
 from .probes import PROBES, Survival
+from .recall import Recall, session_recall
 
 AGENT, SUMMARIZER = "agent", "summarizer"
 
@@ -29,7 +30,10 @@ class RequestRecord:
     prompt, of which ``cache_read_tokens`` came from the cache and
     ``cache_write_tokens`` were written to it; the rest was read uncached
     (only summarizer requests, which are priced without a cache).
-    ``survival`` and ``violations`` are for agent requests only.
+    ``survival``, ``recall`` and ``violations`` are for agent requests only.
+    ``cost_llm_usd`` is ``cost_usd`` plus, for an agent request that brings a
+    summary no summarizer request paid for, what an LLM would have charged to
+    write it (:mod:`.summary_price`).
     """
 
     step: int
@@ -42,7 +46,9 @@ class RequestRecord:
     output_tokens: int
     cost_usd: float
     cost_no_cache_usd: float
+    cost_llm_usd: float = 0.0
     survival: Survival | None = None
+    recall: Recall | None = None
     violations: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,14 +68,18 @@ def priced(
     input_tokens: int,
     cache_read_tokens: int,
     output_tokens: int,
+    llm_summary_usd: float = 0.0,
     survival: Survival | None = None,
+    recall: Recall | None = None,
     violations: tuple[str, ...] = (),
 ) -> RequestRecord:
     """A record with its costs: an agent request writes to the cache all it did not read from it; a summarizer
-    request is read uncached (``cache_read_tokens`` is ignored)."""
+    request is read uncached (``cache_read_tokens`` is ignored). ``llm_summary_usd`` is what writing the
+    summaries the request brings would have cost an LLM (added to ``cost_llm_usd`` only)."""
     agent = kind == AGENT
     read = cache_read_tokens if agent else 0
     write = input_tokens - read if agent else 0
+    cost = cost_usd(prices, cache_read=read, cache_write=write, output=output_tokens, uncached=0 if agent else input_tokens)
     return RequestRecord(
         step=step,
         index=index,
@@ -79,10 +89,11 @@ def priced(
         cache_read_tokens=read,
         cache_write_tokens=write,
         output_tokens=output_tokens,
-        cost_usd=cost_usd(prices, cache_read=read, cache_write=write, output=output_tokens,
-                          uncached=0 if agent else input_tokens),
+        cost_usd=cost,
         cost_no_cache_usd=cost_usd(prices, cache_read=0, cache_write=0, output=output_tokens, uncached=input_tokens),
+        cost_llm_usd=cost + llm_summary_usd,
         survival=survival,
+        recall=recall,
         violations=violations,
     )
 
@@ -95,6 +106,11 @@ class Totals:
     those that leave less than ``max_output_tokens`` for the reply.
     ``survival`` maps each probe to its mean over the requests where it had
     something to look for, and ``mean`` to the mean of those means.
+    ``recall`` and ``recall_far`` are forward-reference recall weighted by
+    the ``recall_needed`` (``recall_far_needed``) tokens of the requests
+    (:mod:`.recall`), ``worst_request_recall`` the lowest of one request;
+    ``None`` when no request needed anything. ``cost_llm_usd`` is the cost
+    with every summary priced as if an LLM had written it.
     """
 
     session: str
@@ -118,6 +134,12 @@ class Totals:
     overflows_reserve: int
     violations: int
     survival: dict[str, float | None] = field(default_factory=dict)
+    cost_llm_usd: float = 0.0
+    recall: float | None = None
+    recall_far: float | None = None
+    worst_request_recall: float | None = None
+    recall_needed: int = 0
+    recall_far_needed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,6 +164,7 @@ def summarize(
     ``violations`` counts every broken invariant of every agent request.
     """
     agent = [r for r in records if r.kind == AGENT]
+    recall = session_recall(r.recall for r in agent)
     helpers = [r for r in records if r.kind != AGENT]
     input_tokens = sum(r.input_tokens for r in agent)
     cache_read = sum(r.cache_read_tokens for r in agent)
@@ -167,6 +190,12 @@ def summarize(
         overflows_reserve=sum(r.input_tokens > window - max_output_tokens for r in agent),
         violations=sum(len(r.violations) for r in agent),
         survival=mean_survival([r.survival for r in agent if r.survival is not None]),
+        cost_llm_usd=sum(r.cost_llm_usd for r in records),
+        recall=recall.recall,
+        recall_far=recall.recall_far,
+        worst_request_recall=recall.worst_request_recall,
+        recall_needed=recall.needed,
+        recall_far_needed=recall.needed_far,
     )
 
 

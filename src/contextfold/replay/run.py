@@ -5,8 +5,10 @@ is what the strategy returns for a :class:`~.base.Step` whose ``new_items``
 are all items since the previous request point (the previous reply
 included), handed over as the recording's own objects. Each request is then
 measured (:mod:`.render`: the request as Chat Completions messages, each
-counted once per item), priced with the prompt cache (:mod:`.cost`), probed
-for what survived (:mod:`.probes`) and checked (:mod:`.invariants`); the
+counted once per item), priced with the prompt cache (:mod:`.cost`) and with
+its new summaries priced as LLM calls (:mod:`.summary_price`), probed for
+what survived (:mod:`.probes`) and what the reply went on to use
+(:mod:`.recall`), and checked (:mod:`.invariants`); the
 strategy hears back a simulated usage. The replayer reads each request before
 asking for the next, so a strategy may hand back a conversation it goes on
 extending.
@@ -21,19 +23,30 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from contextlib import closing, nullcontext
-from typing import NamedTuple
 
 from ..conversation import Conversation, Header, Item
 from ..pipeline.base import Prices
 from ..tokens import Estimator, exact_estimator
 from ..usage import Usage
 from .base import Sent, Step, Strategy, StrategyConfig
-from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, common_prefix, warm
+from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
 from .dump import RequestWriter
 from .invariants import RecordingInvariants
 from .probes import Haystack, SessionProbes, evaluate
-from .render import Message, item_tokens, render_request, render_tools, tools_tokens
+from .recall import evaluate as evaluate_recall
+from .recall import session_needs
+from .render import (
+    Message,
+    as_message,
+    item_tokens,
+    message_tokens,
+    render_request,
+    render_tools,
+    summary_positions,
+    tools_tokens,
+)
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
+from .summary_price import INSTRUCTION, SummaryPricer
 
 Progress = Callable[[int, int], None]
 """Called after each step with (steps done, steps in all)."""
@@ -52,16 +65,12 @@ def request_time(new_items: Sequence[Item], reply: Item) -> float | None:
     return reply.timestamp
 
 
-class _Previous(NamedTuple):
-    """What the cache holds from the previous agent request."""
-
-    tools_json: str
-    messages: list[Message]
-    time_s: float | None
+def _same_message(old: Message, new: Message) -> bool:
+    return old is new or old.data == new.data
 
 
 class _Replay:
-    """The state of one replay between steps: the previous agent request, the probes, the dump."""
+    """The state of one replay between steps: the prompt caches, the probes, the dump."""
 
     def __init__(
         self,
@@ -74,36 +83,48 @@ class _Replay:
         self.recording = recording
         self.estimator = estimator
         self.prices = prices
-        self.cache_ttl_s = cache_ttl_s
         self.dump = dump
         self.probes = SessionProbes(recording)
+        self.needs = session_needs(recording)
         self.invariants = RecordingInvariants(recording)
         self.haystack = Haystack()
+        self.recall_haystack = Haystack()
         self.records: list[RequestRecord] = []
+        self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
+        instruction = as_message(INSTRUCTION)
+        self.summaries = SummaryPricer(prices, PromptCache(cache_ttl_s, _same_message), instruction,
+                                       message_tokens(instruction.data, estimator))
         self._tools: tuple[Header, str, int] | None = None
-        self._previous: _Previous | None = None
 
     def summarizer_call(self, step: Step, request: Conversation, usage: Usage | None) -> None:
         tools_json, tools_tokens_ = self._tools_of(request.header)
         messages, tokens = render_request(request, self.estimator)
         output = usage.output_tokens if usage is not None else 0
-        self._write(step, SUMMARIZER, output, tools_json, messages)
+        self._write(step, SUMMARIZER, output, tools_json, messages, ())
         self.records.append(
             priced(self.prices, step=step.number, index=step.index, kind=SUMMARIZER, time_s=step.time_s,
                    input_tokens=tools_tokens_ + sum(tokens), cache_read_tokens=0, output_tokens=output)
         )
 
-    def agent_request(self, step: Step, request: Conversation) -> RequestRecord:
+    def agent_request(self, step: Step, request: Conversation, summaries_paid: bool) -> RequestRecord:
+        """Measure the agent's request; ``summaries_paid``: summarizer requests of this step wrote its summaries."""
         tools_json, tools_tokens_ = self._tools_of(request.header)
         messages, tokens = render_request(request, self.estimator)
         output = item_tokens(self.recording.items[step.index], self.estimator)
-        read = self._cache_read(tools_json, tools_tokens_, messages, tokens, step.time_s)
-        self._previous = _Previous(tools_json, messages, step.time_s)
-        self._write(step, AGENT, output, tools_json, messages)
+        previous = self.cache.previous
+        prompt = Prompt(tools_json, tools_tokens_, messages, tokens, step.time_s)
+        read = self.cache.read(prompt)
+        summaries = summary_positions(request, messages)
+        self._write(step, AGENT, output, tools_json, messages, summaries)
+        known = {m.json for m in previous.messages} if previous is not None and summaries else set()
+        new_summaries = [tokens[n] for n in summaries if messages[n].json not in known]
         record = priced(
             self.prices, step=step.number, index=step.index, kind=AGENT, time_s=step.time_s,
-            input_tokens=tools_tokens_ + sum(tokens), cache_read_tokens=read, output_tokens=output,
+            input_tokens=prompt.input_tokens, cache_read_tokens=read, output_tokens=output,
+            llm_summary_usd=0.0 if summaries_paid else self.summaries.price(previous, new_summaries, step.time_s),
             survival=evaluate(self.probes.at(step.index), self.haystack.searcher({m: m.text for m in messages})),
+            recall=evaluate_recall(self.needs.get(step.index),
+                                   self.recall_haystack.searcher({m: m.wire_text for m in messages})),
             violations=self.invariants.check(request, step.index),
         )
         self.records.append(record)
@@ -117,20 +138,12 @@ class _Replay:
             known = self._tools = (header, json.dumps(tools, ensure_ascii=False), tools_tokens(tools, self.estimator))
         return known[1], known[2]
 
-    def _cache_read(
-        self, tools_json: str, tools_tokens_: int, messages: list[Message], tokens: list[int], time_s: float | None
-    ) -> int:
-        """Tokens served from the cache: the unchanged leading segments of the previous request, if still alive."""
-        previous = self._previous
-        if previous is None or previous.tools_json != tools_json or not warm(previous.time_s, time_s, self.cache_ttl_s):
-            return 0
-        same = common_prefix(previous.messages, messages, lambda old, new: old is new or old.data == new.data)
-        return tools_tokens_ + sum(tokens[:same])
-
-    def _write(self, step: Step, kind: str, output: int, tools_json: str, messages: list[Message]) -> None:
+    def _write(
+        self, step: Step, kind: str, output: int, tools_json: str, messages: list[Message], summaries: Sequence[int]
+    ) -> None:
         if self.dump is not None:
             self.dump.write(step=step.number, index=step.index, time_s=step.time_s, kind=kind,
-                            output_tokens=output, tools_json=tools_json, messages=messages)
+                            output_tokens=output, tools_json=tools_json, messages=messages, summaries=summaries)
 
 
 def replay(
@@ -165,7 +178,7 @@ def replay(
             sent: Sent = strategy.step(step)
             for request, usage in sent.summarizer_calls:
                 state.summarizer_call(step, request, usage)
-            record = state.agent_request(step, sent.request)
+            record = state.agent_request(step, sent.request, bool(sent.summarizer_calls))
             strategy.record_usage(_usage(record))
             if progress is not None:
                 progress(number + 1, len(points))

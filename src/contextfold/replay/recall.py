@@ -1,0 +1,147 @@
+"""Forward-reference recall: of the specific facts the agent used in its next reply, how many its request still held.
+
+The survival probes (:mod:`.probes`) ask whether a few chosen facts are
+still there; recall asks about what the agent actually went on to use. For
+the request answered by recorded assistant message *k*, the *needed* tokens
+are the specific tokens of message *k* (its text and its tool-call
+arguments, as the JSON sent) that already occur in the recorded messages
+before it (system messages not counted) and occur in no system message:
+the identifiers, paths, line numbers and values it took from its context.
+The request's recall is the share of them present anywhere in its text
+(:attr:`~.render.Message.wire_text` of each message sent). *Far* recall
+counts only the needed tokens that occur in none of the last
+:data:`FAR_MESSAGES` messages before *k*: long-range dependencies, where
+compaction bites. The full history scores 1 by construction.
+
+A session's recall is weighted by needed tokens over its requests
+(:func:`session_recall`); a set of sessions takes the mean of its sessions'.
+The definition is the one of issue 10, so that the reference scorer in
+``../shared/referee`` arrives at the same figures from a ``--requests`` dump.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from ..conversation import Conversation
+from .render import render_item
+
+TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
+"""A candidate token: a run of identifier, path and value characters."""
+
+_SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
+"""What makes a token specific rather than a plain word: a digit, ``_ . / :`` or an inner capital."""
+
+_TRAILING = ".:-/"
+"""Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
+
+MIN_CHARS = 4
+FAR_MESSAGES = 6
+"""Messages before a reply that count as recent: a token found only further back is a far one."""
+
+
+def specific_tokens(text: str) -> set[str]:
+    """The distinct specific tokens of ``text`` (see the module docstring)."""
+    found: set[str] = set()
+    for match in TOKEN.finditer(text):
+        token = match.group().rstrip(_TRAILING)
+        if len(token) >= MIN_CHARS and _SPECIFIC.search(token):
+            found.add(token)
+    return found
+
+
+@dataclass(frozen=True)
+class Needed:
+    """The tokens a recorded reply used from its context: all of them, and the far ones among them."""
+
+    tokens: frozenset[str]
+    far: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Recall:
+    """How many needed tokens one request held: ``found`` of ``needed``, ``far_found`` of ``far_needed``."""
+
+    needed: int
+    found: int
+    far_needed: int
+    far_found: int
+
+
+def session_needs(recording: Conversation) -> dict[int, Needed]:
+    """The needed tokens of every recorded reply, by the reply's index in ``recording.items``.
+
+    The recording is read as a request would carry it: its system items
+    first, then every item, each as the message it renders to (an item with
+    nothing to send is no message).
+    """
+    messages = [(None, m) for m in map(render_item, recording.header.system) if m is not None]
+    messages += [(index, m) for index, m in ((i, render_item(item)) for i, item in enumerate(recording.items))
+                 if m is not None]
+    tokens = [specific_tokens(message.wire_text) for _, message in messages]
+    system = set().union(*(t for t, (_, m) in zip(tokens, messages) if m.data.get("role") == "system"))
+    seen: set[str] = set()
+    recent: deque[set[str]] = deque(maxlen=FAR_MESSAGES)
+    needs: dict[int, Needed] = {}
+    for mine, (index, message) in zip(tokens, messages):
+        role = message.data.get("role")
+        if role == "assistant" and index is not None:
+            used = (mine & seen) - system
+            needs[index] = Needed(frozenset(used), frozenset(used.difference(*recent)))
+        if role != "system":
+            seen |= mine
+        recent.append(mine)
+    return needs
+
+
+def evaluate(needed: Needed | None, contains: Callable[[str], bool]) -> Recall | None:
+    """What a request whose text ``contains`` answers for held of ``needed``; ``None`` when nothing was needed."""
+    if needed is None or not needed.tokens:
+        return None
+    found = {token for token in needed.tokens if contains(token)}
+    return Recall(len(needed.tokens), len(found), len(needed.far), len(needed.far & found))
+
+
+@dataclass(frozen=True)
+class SessionRecall:
+    """A session's recall, far recall and worst request (``None`` where no request needed anything)."""
+
+    recall: float | None
+    recall_far: float | None
+    worst_request_recall: float | None
+    needed: int
+    needed_far: int
+
+
+def session_recall(counts: Iterable[Recall | None]) -> SessionRecall:
+    """Recall over a session's requests, weighted by their needed tokens."""
+    counted = [c for c in counts if c is not None]
+    needed = sum(c.needed for c in counted)
+    far = sum(c.far_needed for c in counted)
+    return SessionRecall(
+        recall=sum(c.found for c in counted) / needed if needed else None,
+        recall_far=sum(c.far_found for c in counted) / far if far else None,
+        worst_request_recall=min((c.found / c.needed for c in counted), default=None),
+        needed=needed,
+        needed_far=far,
+    )
+
+
+def mean_recall(sessions: Sequence[SessionRecall]) -> SessionRecall:
+    """A set of sessions: the mean of their recalls and far recalls, the worst request of all."""
+
+    def mean(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if present else None
+
+    worst = [s.worst_request_recall for s in sessions if s.worst_request_recall is not None]
+    return SessionRecall(
+        recall=mean([s.recall for s in sessions]),
+        recall_far=mean([s.recall_far for s in sessions]),
+        worst_request_recall=min(worst, default=None),
+        needed=sum(s.needed for s in sessions),
+        needed_far=sum(s.needed_far for s in sessions),
+    )

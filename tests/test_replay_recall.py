@@ -1,0 +1,182 @@
+"""Forward-reference recall: the token rule, what a reply needed, what a request held, and agreement with the referee."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import SHARED
+
+from contextfold import importers
+from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, assistant, tool, user
+from contextfold.replay import StrategyConfig, recount, replay, strategies
+from contextfold.replay.recall import Recall, session_needs, session_recall, specific_tokens
+from contextfold.replay.render import render_item
+from contextfold.tokens import Estimator, exact_estimator
+from test_replay_run import Edited
+
+ESTIMATE = Estimator()
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("see src/app.py:12.", {"src/app.py:12"}),  # trailing punctuation stripped, path and line kept
+        ("parse_config and getValue, not plain words", {"parse_config", "getValue"}),
+        ("v1.2 ab1. x_y 2024", {"v1.2", "2024"}),  # under 4 characters once stripped: not specific enough
+        ("https://example.org/a-b/", {"https://example.org/a-b"}),
+        ("-flag2 ./run.sh", {"flag2", "run.sh"}),  # a token starts on a word character
+        ("Hello World CamelCase", {"CamelCase"}),
+    ],
+)
+def test_specific_tokens_follow_the_rule(text: str, tokens: set[str]) -> None:
+    assert specific_tokens(text) == tokens
+
+
+def recorded() -> Conversation:
+    """The reply at 9 uses a path from the task (far back) and a value from the output just before it."""
+    header = Header(system=(Item("system", (Text("Tools live in /usr/bin/tool_box."),), id="sys"),))
+    items = [user("Fix parse_config in src/config_loader.py", id="task")]
+    for k in range(3):
+        items += [assistant("", [ToolCall(f"c{k}", "bash", {"command": f"echo step_{k}"})], id=f"a{k}"),
+                  tool(f"c{k}", f"step_{k}", id=f"r{k}")]
+    items += [
+        assistant("", [ToolCall("c3", "bash", {"command": "run_tests --seed 4242"})], id="a3"),
+        tool("c3", "failed with seed 4242 in parse_config", id="r3"),
+        assistant("Fixing src/config_loader.py for seed 4242 (see /usr/bin/tool_box, new_name_7)",
+                  [ToolCall("c4", "edit", {"path": "src/config_loader.py"})], id="a4"),
+    ]
+    return Conversation(items, header)
+
+
+def test_needed_tokens_come_from_earlier_messages_outside_the_system_prompt() -> None:
+    needs = session_needs(recorded())
+    last = needs[len(recorded().items) - 1]
+    # new_name_7 is the reply's own; /usr/bin/tool_box is the system prompt's; step_k were used by a0-a2 already
+    assert last.tokens == {"src/config_loader.py", "4242"}
+    assert last.far == {"src/config_loader.py"}  # 4242 is in the last six messages
+    assert needs[1].tokens == set()  # the first reply uses nothing said before it
+
+
+def drop_before(keep_from: str) -> Edited:
+    """A strategy that sends only the items from the one with id ``keep_from`` on, once it has arrived."""
+
+    def edit(items: list[Item], step: object, copies: object) -> list[Item]:
+        ids = [item.id for item in items]
+        return items[ids.index(keep_from):] if keep_from in ids else items
+
+    return Edited(f"drop-before-{keep_from}", edit)
+
+
+def test_the_full_history_recalls_everything_and_a_cut_one_loses_the_far_tokens(tmp_path: Path) -> None:
+    conversation = recorded()
+    full = replay(conversation, strategies.create("none", StrategyConfig(10_000)), StrategyConfig(10_000),
+                  tokenizer=ESTIMATE).totals
+    assert (full.recall, full.recall_far, full.worst_request_recall) == (1.0, 1.0, 1.0)
+    dump = tmp_path / "requests.jsonl"
+    cut = replay(conversation, drop_before("a3"), StrategyConfig(10_000), tokenizer=ESTIMATE, requests_path=dump).totals
+    # the last request holds 4242 (in a3 and r3) but no longer src/config_loader.py (only in the task)
+    assert cut.recall_needed == full.recall_needed == 2 and cut.recall_far_needed == 1
+    assert (cut.recall, cut.recall_far, cut.worst_request_recall) == (0.5, 0.0, 0.5)
+    recounted = recount(dump, 10_000, ESTIMATE, session=conversation)
+    assert (recounted.recall, recounted.recall_far, recounted.worst_request_recall) == (0.5, 0.0, 0.5)
+
+
+def test_recall_is_weighted_by_needed_tokens_and_reports_the_worst_request() -> None:
+    pooled = session_recall([Recall(4, 4, 2, 2), None, Recall(1, 0, 1, 0)])
+    assert (pooled.recall, pooled.recall_far, pooled.worst_request_recall) == (0.8, 2 / 3, 0.0)
+    assert session_recall([None]).recall is None
+
+
+def test_arguments_are_read_as_the_json_sent() -> None:
+    """A token the reply wrote inside escaped JSON is needed as it reads there (``\\n`` glued to it)."""
+    call = ToolCall("c0", "bash", {"command": "cd repo\nmake_all"})
+    rendered = render_item(assistant("", [call]))
+    assert rendered is not None and "nmake_all" in specific_tokens(rendered.wire_text)
+
+
+# --------------------------------------------------------------------------- agreement with the referee
+
+STRATEGY_CYCLE = (("default", 16_000), ("claude-code", 16_000), ("window", 8_000), ("mask", 32_000),
+                  ("openhands", 16_000), ("default", 32_000))
+"""Strategy and window per referee session, in turn: every one loses something, and the suite stays quick."""
+
+
+@pytest.fixture(scope="module")
+def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The reference scorer in ../shared/referee, imported as an independent oracle (never part of the project)."""
+    if not (SHARED / "referee" / "recall.py").exists():
+        pytest.skip(f"the referee is not at {SHARED / 'referee'} (set CONTEXTFOLD_SHARED to the shared/ folder)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken")))  # where it seeds its tokenizer
+        patch.syspath_prepend(str(SHARED))
+        import referee.cli
+        import referee.loaders
+        import referee.recall
+        yield sys.modules["referee"]
+
+
+def referee_sessions() -> list[tuple[str, int]]:
+    """Every shared session file the referee reads, at each of its conversations (tau-bench: the first two)."""
+    corpus = SHARED / "corpus"
+    if not corpus.exists():
+        return []
+    sys.path.insert(0, str(SHARED))
+    try:
+        from referee import loaders
+    finally:
+        sys.path.remove(str(SHARED))
+    found = []
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+        try:
+            count = len(loaders.load_all(path))
+        except loaders.UnsupportedFormat:
+            continue
+        found += [(str(path.relative_to(corpus)), index) for index in range(min(count, 2))]
+    return found
+
+
+def matching(conversations: list[Conversation], trajectory: object) -> Conversation:
+    """Our conversation of the referee's trajectory: the one whose replies make the same tool calls.
+
+    (Importers may differ elsewhere: the referee drops a hive-mind log's
+    sub-agent sessions, which ours keeps as conversations of their own.)
+    """
+
+    def calls(messages: list[dict]) -> list[list[str]]:
+        return [[c["function"]["arguments"] for c in m.get("tool_calls") or []] for m in messages
+                if m["role"] == "assistant"]
+
+    theirs = calls(trajectory.messages)  # type: ignore[attr-defined]
+    for conversation in conversations:
+        if calls([m.data for m in map(render_item, conversation.items) if m is not None]) == theirs:
+            return conversation
+    raise AssertionError("no conversation of ours makes the referee's tool calls")
+
+
+SESSIONS = referee_sessions()
+
+
+@pytest.mark.parametrize(("file", "index"), SESSIONS or [pytest.param("", 0, marks=pytest.mark.skip(
+    reason=f"shared corpus or referee not found under {SHARED} (set CONTEXTFOLD_SHARED)"))])
+def test_recall_agrees_with_the_referee_on_every_shared_session(
+    referee: ModuleType, corpus_dir: Path, tokenizers_dir: Path, tmp_path: Path, file: str, index: int
+) -> None:
+    name, window = STRATEGY_CYCLE[SESSIONS.index((file, index)) % len(STRATEGY_CYCLE)]
+    trajectory = referee.loaders.load_all(corpus_dir / file)[index]
+    conversation = matching(importers.load(corpus_dir / file), trajectory)
+    config = StrategyConfig(window)
+    dump = tmp_path / "requests.jsonl"
+    ours = replay(conversation, strategies.create(name, config), config,
+                  tokenizer=exact_estimator("o200k_base", tokenizers_dir), requests_path=dump).totals
+    theirs = referee.recall.recall(trajectory, referee.cli.read_requests(str(dump)))
+    for mine, reference in ((ours.recall, theirs["recall"]), (ours.recall_far, theirs["recall_far"]),
+                            (ours.worst_request_recall, theirs["worst_step_recall"])):
+        assert (mine is None) == (reference is None)
+        if mine is not None:
+            assert mine == pytest.approx(reference, abs=0.005), (name, window)
+    assert (ours.recall_needed, ours.recall_far_needed) == (theirs["needed"], theirs["needed_far"])
