@@ -103,7 +103,6 @@ def test_the_generated_sessions_are_compacted_and_default_stays_inside_the_windo
     assert by_name["none"].overflows > 0  # the sessions outgrow the window: there is something to compare
     assert by_name["default"].overflows == 0 and by_name["default"].violations == 0
     assert (by_name["none"].recall, by_name["none"].recall_far, by_name["none"].worst_request_recall) == (1.0, 1.0, 1.0)
-    assert by_name["window"].recall < 1.0  # what a strategy drops and the agent used shows
     assert by_name["langchain"].violations > 0  # it loses the task, and the bench says so
     assert any(run.empty_requests for run in report.runs if run.strategy == "langchain")
     assert not any(run.empty_requests for run in report.runs if run.strategy != "langchain")
