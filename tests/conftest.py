@@ -35,3 +35,62 @@ def fake_llm():
 
     with FakeLLMServer() as server:
         yield server
+
+
+def _server(name: str, start):
+    """A session-wide throwaway server; skipped with the reason when it cannot run here, failed under CI."""
+    from store_servers import missing
+
+    reason = missing(name)
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{name} is required in CI: {reason}")
+        pytest.skip(reason)
+    with start() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """A throwaway PostgreSQL on 127.0.0.1 for the whole run (initdb + pg_ctl in a temp folder)."""
+    from store_servers import postgres_server
+
+    yield from _server("postgresql", postgres_server)
+
+
+@pytest.fixture(scope="session")
+def redis_server_url():
+    """A throwaway redis-server on 127.0.0.1 for the whole run, without persistence."""
+    from store_servers import redis_server
+
+    yield from _server("redis", redis_server)
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql", "redis"])
+def store_url(request, tmp_path: Path) -> str:
+    """An empty store of each backend, as a URL: each test gets its own folder, schema or flushed database."""
+    return empty_store(request.param, request, tmp_path)
+
+
+def empty_store(backend: str, request, tmp_path: Path) -> str:
+    """An empty store of ``backend`` as a URL (the servers are shared, the data is not)."""
+    if backend == "jsonl":
+        return f"jsonl:///{tmp_path / 'sessions'}"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    if backend == "postgresql":
+        import uuid
+
+        import psycopg
+
+        url = request.getfixturevalue("postgres_server_url")
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {schema}")
+        return f"{url}?options=-csearch_path%3D{schema}"
+    import redis
+
+    url = request.getfixturevalue("redis_server_url")
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return url

@@ -105,3 +105,47 @@ class UnknownModel(ContextfoldError, KeyError):
 
 class SummarizerError(ContextfoldError):
     """A summarizer failed to produce a usable summary."""
+
+
+class StoreError(TranscriptError):
+    """A session store (JSONL folder, SQLite, PostgreSQL, Redis) could not be reached, written or read.
+
+    A subclass of :class:`TranscriptError`: a store is where a transcript
+    lives, and a caller that degrades on a failed transcript degrades the
+    same way on a failed database. Messages never carry credentials.
+    """
+
+
+class SessionNotFound(StoreError):
+    """The store holds no session with this id (resuming never creates one silently)."""
+
+    def __init__(self, store: str, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        super().__init__(f"{store}: no session {session_id!r}")
+
+
+class SessionExists(StoreError):
+    """A session with this id is already in the store, so it cannot be created again."""
+
+    def __init__(self, store: str, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        super().__init__(f"{store}: session {session_id!r} already exists")
+
+
+class ViewConflict(StoreError):
+    """A view change was based on a view that is no longer current: another writer changed it first.
+
+    ``expected`` is the revision (the sequence number of the view checkpoint)
+    the change started from, ``current`` the one the store holds. Nothing was
+    written; re-read the session and decide again.
+    """
+
+    def __init__(self, store: str, session_id: str, expected: int, current: int) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.expected = expected
+        self.current = current
+        super().__init__(f"{store}: session {session_id!r}: the view changed (revision {current}) "
+                         f"since it was read (revision {expected})")

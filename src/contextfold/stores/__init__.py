@@ -1,0 +1,20 @@
+"""Where sessions live past one process: a JSONL folder, SQLite, PostgreSQL or Redis, chosen by URL.
+
+>>> from contextfold import Context
+>>> context = Context("claude-sonnet-4-5", store="sqlite:///sessions.db", session_id="user-42")
+>>> later = Context.resume("sqlite:///sessions.db", "user-42", "claude-sonnet-4-5")   # any process
+
+Every backend keeps the transcript's records (:mod:`contextfold.transcript`)
+with gap-free per-session sequence numbers, appends only, and commits a view
+change only against the view it started from (:class:`~contextfold.errors.ViewConflict`
+otherwise). Retention is explicit: :func:`prune`.
+"""
+
+from __future__ import annotations
+
+from .base import Record, SessionInfo, Store, is_store_url, open_store, redact
+from .retention import PruneReport, prune
+from .session import StoredSession
+
+__all__ = ["PruneReport", "Record", "SessionInfo", "Store", "StoredSession", "is_store_url", "open_store", "prune",
+           "redact"]

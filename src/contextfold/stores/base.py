@@ -1,0 +1,149 @@
+"""What every session store does, whatever keeps the records.
+
+A store holds sessions; a session is the transcript's list of records
+(header, items, events, header updates, in the layout of
+:mod:`contextfold.transcript`), each with a per-session sequence number
+counted from 0 without gaps. Records are only ever appended; two operations
+are special:
+
+* a *view change* (a compaction) is appended with :meth:`Store.commit_view`,
+  a compare-and-swap: it commits only if the session's current view
+  checkpoint is still the one the writer started from (its *revision*, the
+  sequence number of that checkpoint, 0 when there is none), else it raises
+  :class:`~contextfold.errors.ViewConflict` and writes nothing;
+* retention (:mod:`contextfold.stores.retention`) deletes whole sessions and
+  empties old checkpoints, and runs only when called explicitly.
+
+Records cross this interface as dicts. Their bodies are made by the codec
+(:mod:`contextfold.codec`) and stored as the same JSON a transcript line
+holds, so every backend reads back exactly what was written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import StoreError
+
+Record = dict[str, Any]
+"""One record: ``{"seq": n, "type": ..., ...}`` on reading, without ``seq`` when appended."""
+
+VIEW_EVENT = "view"
+"""Event kind of a view checkpoint (what was being sent after a stage changed it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session as a listing shows it: ``created`` and ``updated`` are Unix seconds."""
+
+    session_id: str
+    created: float
+    updated: float
+    records: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where sessions live. ``url`` names the store for messages, with any password masked.
+
+    ``exclusive`` is true when one writer holds a session at a time (the JSONL
+    folder: a file lock), so nobody else's records can appear between one's own.
+    """
+
+    url: str
+    exclusive: bool
+
+    def create(self, session_id: str, header: Record) -> None:
+        """Start a session with its header record; :class:`~contextfold.errors.SessionExists` if it is there."""
+
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        """Append records together (no other writer's record lands between them); their sequence numbers."""
+
+    def commit_view(self, session_id: str, base: int, record: Record) -> int:
+        """Append a view checkpoint if the current one is still ``base``; its sequence number, or ViewConflict."""
+
+    def read(self, session_id: str, after: int = -1) -> list[Record]:
+        """The records after sequence number ``after``, in order; SessionNotFound if there is no such session."""
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session in the store, oldest update first."""
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session and all its records (retention only)."""
+
+    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+        """Replace the bodies of the records at these sequence numbers (retention only)."""
+
+    def close(self) -> None:
+        """Release connections and files. Safe to call twice."""
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***``, fit for logs and messages."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    except ValueError:  # not a URL we can take apart: say nothing of it
+        return "<store url>"
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (a driver's error message) with the password of ``url`` masked, should the driver echo it."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
+def open_store(location: str | os.PathLike[str] | Store) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is).
+
+    * a folder path, or ``jsonl:///path/to/folder``: one transcript file a session (today's layout);
+    * ``sqlite:///path/to/sessions.db`` (``sqlite:////abs/path`` and ``sqlite:///rel/path`` alike);
+    * ``postgresql://user@host:port/db`` (psycopg 3, extra ``[postgres]``; libpq reads ``PGPASSWORD`` etc.);
+    * ``redis://host:port/db`` (redis-py, extra ``[redis]``); ``rediss://`` for TLS.
+    """
+    if isinstance(location, Store):
+        return location
+    text = os.fspath(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("", "jsonl", "file"):
+        from .jsonl import JsonlStore
+
+        return JsonlStore(Path(_path_of(text) if scheme else text))
+    if scheme == "sqlite":
+        from .sqlite import SqliteStore
+
+        return SqliteStore(Path(_path_of(text)))
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text)
+    if scheme in ("redis", "rediss"):
+        from .redis import RedisStore
+
+        return RedisStore(text)
+    raise StoreError(f"unknown store {redact(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
+
+
+def _path_of(url: str) -> str:
+    """The path of a ``scheme:///path`` URL: ``sqlite:///x.db`` is ``x.db``, ``sqlite:////tmp/x.db`` is ``/tmp/x.db``."""
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/"):
+        raise StoreError(f"{url!r}: a file store URL has three slashes, then the path (sqlite:///sessions.db)")
+    return rest[1:] or "."
+
+
+def is_store_url(text: str) -> bool:
+    """Whether ``text`` is a store URL (rather than a plain file path)."""
+    return text.split("://", 1)[0].lower() in ("jsonl", "file", "sqlite", "postgresql", "postgres", "redis", "rediss")

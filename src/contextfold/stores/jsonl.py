@@ -1,0 +1,179 @@
+"""The JSONL folder: one transcript file a session, exactly as :mod:`contextfold.transcript` writes it.
+
+Today's layout, unchanged on disk, so every transcript ever written is a
+session of this store. Writing goes through :class:`~contextfold.transcript.Transcript`
+(its durability, its file lock): one writer a session at a time, across
+processes, which is why this store is ``exclusive`` and why a view change
+only has to be checked against what this process wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from ..errors import SessionExists, SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
+from ..codec import header_from_dict
+from ..transcript import DEFAULT_MAX_RECORD_BYTES, Transcript, _encode, _parse_line, transcript_path
+from .base import VIEW_EVENT, Record, SessionInfo
+from .records import encode
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class JsonlStore:
+    """Sessions as ``<session_id>.jsonl`` files in ``directory`` (created 0700 on first write)."""
+
+    exclusive = True
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.url = str(self.directory)
+        self._writers: dict[str, Transcript] = {}
+        self._revisions: dict[str, int] = {}
+
+    @classmethod
+    def holding(cls, transcript: Transcript) -> JsonlStore:
+        """The store of a transcript's folder, writing that session through the transcript already open."""
+        store = cls(transcript.path.parent)
+        store._adopt(transcript.restored.report.session_id, transcript)
+        return store
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({self.url!r})"
+
+    # -- writing
+    def create(self, session_id: str, header: Record) -> None:
+        path = transcript_path(self.directory, session_id)
+        if path.exists():
+            raise SessionExists(self.url, session_id)
+        self._writers[session_id] = Transcript.open(self.directory, session_id, header=header_from_dict(header["header"]))
+        self._revisions[session_id] = 0
+
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        writer = self._writer(session_id)
+        for record in records:  # all or nothing: a record that cannot be written stops the batch before it starts
+            encode(record)
+        return [writer._append_record(r["type"], _fields(r), f"a {r['type']} record") for r in records]
+
+    def commit_view(self, session_id: str, base: int, record: Record) -> int:
+        writer = self._writer(session_id)
+        current = self._revisions[session_id]
+        if current != base:
+            raise ViewConflict(self.url, session_id, base, current)
+        seq = writer._append_record(record["type"], _fields(record), "a view checkpoint")
+        self._revisions[session_id] = seq
+        return seq
+
+    def _writer(self, session_id: str) -> Transcript:
+        writer = self._writers.get(session_id)
+        if writer is None:
+            if not transcript_path(self.directory, session_id).exists():
+                raise SessionNotFound(self.url, session_id)
+            writer = self._adopt(session_id, Transcript.open(self.directory, session_id))
+        return writer
+
+    def _adopt(self, session_id: str, writer: Transcript) -> Transcript:
+        self._writers[session_id] = writer
+        self._revisions[session_id] = max((e.seq for e in writer.restored.events if e.kind == VIEW_EVENT), default=0)
+        return writer
+
+    # -- reading
+    def read(self, session_id: str, after: int = -1) -> list[Record]:
+        return [record for record in self._records(session_id) if record["seq"] > after]
+
+    def _records(self, session_id: str) -> Iterator[Record]:
+        """Every whole record of the file; a torn last line (a writer cut short) is left out."""
+        path = transcript_path(self.directory, session_id)
+        try:
+            file = open(path, "rb")
+        except FileNotFoundError:
+            raise SessionNotFound(self.url, session_id) from None
+        except OSError as err:
+            raise StoreError(f"{path}: cannot read the transcript: {err}") from err
+        with file:
+            pending: tuple[int, str] | None = None
+            for number, line in enumerate(file, start=1):
+                if pending is not None:
+                    raise TranscriptCorrupt(str(path), pending[0], f"{pending[1]}, and records follow it")
+                record, reason = _parse_line(line)
+                if reason is not None:
+                    pending = (number, reason)
+                elif not isinstance(record, dict):
+                    raise TranscriptCorrupt(str(path), number, "a record is a JSON object")
+                else:
+                    yield record
+
+    def sessions(self) -> list[SessionInfo]:
+        found = []
+        for path in self.directory.glob("*.jsonl") if self.directory.is_dir() else ():
+            if path.is_symlink() or not path.is_file():
+                continue
+            with open(path, "rb") as file:
+                first = file.readline()
+                records = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: file.read(1 << 20), b""))
+            record, reason = _parse_line(first)
+            if reason is not None or not isinstance(record, dict) or record.get("type") != "header":
+                continue  # not a transcript: nothing of ours
+            found.append(SessionInfo(path.stem, float(record.get("created", 0)), path.stat().st_mtime, records))
+        return sorted(found, key=lambda info: (info.updated, info.session_id))
+
+    # -- retention
+    def delete(self, session_id: str) -> None:
+        path = transcript_path(self.directory, session_id)
+        self._release(session_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise SessionNotFound(self.url, session_id) from None
+        results = self.directory / f"{session_id}-results"  # where Context persists large outputs
+        if results.is_dir() and not results.is_symlink():
+            shutil.rmtree(results)
+
+    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+        """Write the file again with these records replaced, atomically, holding the session's lock."""
+        self._release(session_id)
+        path = transcript_path(self.directory, session_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            raise SessionNotFound(self.url, session_id) from None
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            data = b"".join(_line(r["seq"], records.get(r["seq"], r)) for r in self._records(session_id))
+            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=f".{session_id}.", suffix=".tmp")
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except OSError as err:
+            raise StoreError(f"{path}: cannot rewrite the transcript (is a writer holding it?): {err}") from err
+        finally:
+            os.close(fd)
+
+    def _release(self, session_id: str) -> None:
+        writer = self._writers.pop(session_id, None)
+        self._revisions.pop(session_id, None)
+        if writer is not None:
+            writer.close()
+
+    def close(self) -> None:
+        for session_id in list(self._writers):
+            self._release(session_id)
+
+
+def _fields(record: Record) -> dict:
+    return {k: v for k, v in record.items() if k not in ("seq", "type")}
+
+
+def _line(seq: int, record: Record) -> bytes:
+    """A record as a transcript line: ``seq`` and ``type`` first, as the transcript writes them."""
+    return _encode({"seq": seq, "type": record["type"], **_fields(record)}, f"record {seq}", DEFAULT_MAX_RECORD_BYTES)

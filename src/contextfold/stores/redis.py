@@ -1,0 +1,171 @@
+"""``redis://host:port/db``: sessions in Redis, for workers that already share one (redis-py).
+
+A session is a list of record bodies (its index is the sequence number, so
+``RPUSH`` hands out gap-free numbers), a hash with its times and view
+revision, and a member of a sorted set of sessions by last update. Every
+write is one Lua script, which Redis runs atomically: an append checks that
+the session exists and pushes all its records together; a view change pushes
+only if the revision is still the one it was based on (the compare-and-swap
+Redis' ``WATCH``/``MULTI`` would give, in one round trip). How durable an
+acknowledged append is depends on the server's persistence (``appendonly``,
+``appendfsync``): that is the operator's choice. Credentials come from the
+URL (``redis://:password@host``) or ``REDIS_PASSWORD``-style settings of the
+caller, and are never logged. Install with the ``[redis]`` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import SessionExists, SessionNotFound, StoreError, ViewConflict
+from .base import Record, SessionInfo, redact, scrub
+from .records import decode, encode
+
+log = logging.getLogger(__name__)
+
+PREFIX = "contextfold"
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+redis.call('HSET', KEYS[1], 'created', ARGV[1], 'updated', ARGV[2], 'view_seq', 0)
+redis.call('DEL', KEYS[2])
+redis.call('RPUSH', KEYS[2], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+return 0
+"""
+
+_APPEND = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], 'updated', ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+return n
+"""
+
+_COMMIT_VIEW = """
+local current = redis.call('HGET', KEYS[1], 'view_seq')
+if not current then return {-1, 0} end
+if tonumber(current) ~= tonumber(ARGV[3]) then return {-2, tonumber(current)} end
+local n = redis.call('RPUSH', KEYS[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'updated', ARGV[1], 'view_seq', n - 1)
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+return {0, n - 1}
+"""
+
+
+class RedisStore:
+    """Sessions in a Redis database, under keys starting ``contextfold:``."""
+
+    exclusive = False
+
+    def __init__(self, url: str) -> None:
+        try:
+            import redis
+        except ImportError as err:
+            raise StoreError("the Redis store needs redis-py: pip install 'contextfold[redis]'") from err
+        self._error = redis.RedisError
+        self._secret_url = url
+        self.url = redact(url)
+        log.debug("connecting to %s", self.url)
+        with self._errors():
+            self._client: Any = redis.Redis.from_url(url)
+            self._client.ping()
+            self._scripts: dict[str, Callable[..., Any]] = {
+                name: self._client.register_script(source)
+                for name, source in (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW))
+            }
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r})"
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except self._error as err:
+            raise StoreError(f"{self.url}: {scrub(str(err), self._secret_url)}") from None
+
+    @staticmethod
+    def _keys(session_id: str) -> list[str]:
+        return [f"{PREFIX}:session:{session_id}", f"{PREFIX}:records:{session_id}", f"{PREFIX}:sessions"]
+
+    # -- writing
+    def create(self, session_id: str, header: Record) -> None:
+        now = time.time()
+        with self._errors():
+            done = self._scripts["create"](self._keys(session_id),
+                                           [header.get("created", now), now, session_id, encode(header)])
+        if done == -1:
+            raise SessionExists(self.url, session_id)
+
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        bodies = [encode(record) for record in records]
+        with self._errors():
+            length = self._scripts["append"](self._keys(session_id), [time.time(), session_id, *bodies])
+        if length == -1:
+            raise SessionNotFound(self.url, session_id)
+        return list(range(length - len(bodies), length))
+
+    def commit_view(self, session_id: str, base: int, record: Record) -> int:
+        body = encode(record)
+        with self._errors():
+            status, seq = self._scripts["commit_view"](self._keys(session_id), [time.time(), session_id, base, body])
+        if status == -1:
+            raise SessionNotFound(self.url, session_id)
+        if status == -2:
+            raise ViewConflict(self.url, session_id, base, seq)
+        return seq
+
+    # -- reading
+    def read(self, session_id: str, after: int = -1) -> list[Record]:
+        meta, records, _ = self._keys(session_id)
+        with self._errors():
+            bodies = self._client.lrange(records, after + 1, -1)
+            if not bodies and not self._client.exists(meta):
+                raise SessionNotFound(self.url, session_id)
+        where = f"{self.url}#{session_id}"
+        return [decode(where, after + 1 + i, body) for i, body in enumerate(bodies)]
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._errors():
+            ids = [sid.decode() for sid in self._client.zrange(f"{PREFIX}:sessions", 0, -1)]
+            pipe = self._client.pipeline(transaction=False)
+            for session_id in ids:
+                meta, records, _ = self._keys(session_id)
+                pipe.hmget(meta, "created", "updated")
+                pipe.llen(records)
+            replies = pipe.execute()
+        found = []
+        for session_id, (created, updated), length in zip(ids, replies[::2], replies[1::2]):
+            if created is not None:
+                found.append(SessionInfo(session_id, float(created), float(updated), length))
+        return sorted(found, key=lambda info: (info.updated, info.session_id))
+
+    # -- retention
+    def delete(self, session_id: str) -> None:
+        meta, records, index = self._keys(session_id)
+        with self._errors():
+            pipe = self._client.pipeline(transaction=True)
+            pipe.delete(meta, records)
+            pipe.zrem(index, session_id)
+            deleted, _ = pipe.execute()
+        if not deleted:
+            raise SessionNotFound(self.url, session_id)
+
+    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+        key = self._keys(session_id)[1]
+        with self._errors():
+            pipe = self._client.pipeline(transaction=True)
+            for seq, record in records.items():
+                pipe.lset(key, seq, encode(record))
+            pipe.execute()
+
+    def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
+            self._client = None

@@ -1,0 +1,175 @@
+"""One session of a store, as a :class:`~contextfold.context.Context` writes and follows it.
+
+It turns items, events and header changes into records (through the codec),
+appends them, and keeps track of how far the session has been read: ``seen``
+is the sequence number up to which every record, one's own and other
+writers', has been folded into the context. When an append comes back with a
+number past ``seen + 1``, other writers got in between; :meth:`pull` then
+returns everything after ``seen`` (marking which records were one's own) so
+the context folds the session in its one true order.
+
+A view change is committed against :attr:`revision`, the last view checkpoint
+this writer has folded; if another writer changed the view since, the store
+refuses it with :class:`~contextfold.errors.ViewConflict` and nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..conversation import Header, Item
+from ..errors import SessionNotFound
+from ..transcript import Restored, Transcript
+from .base import VIEW_EVENT, Record, Store, open_store
+from .records import event_record, header_record, header_update_record, item_record, restore, view_revision
+
+
+@dataclass(frozen=True, slots=True)
+class Pulled:
+    """A record read back from the store; ``mine`` when this writer appended it."""
+
+    record: Record
+    mine: bool
+
+
+class StoredSession:
+    """A session open for writing. Use :meth:`open` (create or continue) or :meth:`resume` (must exist)."""
+
+    def __init__(self, store: Store, session_id: str, restored: Restored, *, owns_store: bool) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.restored = restored
+        self.header = restored.conversation.header
+        self.item_count = len(restored.conversation)
+        self.seen = restored.report.records - 1
+        self.revision = max((e.seq for e in restored.events if e.kind == VIEW_EVENT), default=0)
+        self._owns_store = owns_store
+        self._mine: set[int] = set()  # own records past ``seen``, to recognise when pulled
+
+    # -- opening
+    @classmethod
+    def resume(cls, location: str | os.PathLike[str] | Store, session_id: str) -> StoredSession:
+        """The session ``session_id`` of the store at ``location``; SessionNotFound if it is not there."""
+        store = open_store(location)
+        try:
+            restored = restore(f"{store.url}#{session_id}", store.read(session_id))
+        except BaseException:
+            if store is not location:
+                store.close()
+            raise
+        return cls(store, session_id, restored, owns_store=store is not location)
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str] | Store, session_id: str, header: Header | None = None) -> StoredSession:
+        """Create ``session_id`` in the store at ``location``, or continue it if it is there.
+
+        ``header``, if given and different from the recorded one, is appended
+        as a header update, as :meth:`Transcript.open` does.
+        """
+        store = open_store(location)
+        try:
+            try:
+                session = cls.resume(store, session_id)
+            except SessionNotFound:
+                store.create(session_id, header_record(session_id, header or Header()))
+                session = cls.resume(store, session_id)
+        except BaseException:
+            if store is not location:
+                store.close()
+            raise
+        session._owns_store = store is not location
+        if header is not None and header != session.header:
+            session.update_header(header)
+        return session
+
+    @classmethod
+    def adopt(cls, transcript: Transcript) -> StoredSession:
+        """A session over a transcript already open (its file lock held): the JSONL store of its folder."""
+        from .jsonl import JsonlStore
+
+        store = JsonlStore.holding(transcript)
+        restored = transcript.restored
+        session = cls(store, restored.report.session_id, restored, owns_store=True)
+        session.header, session.item_count = transcript.header, transcript.item_count
+        return session
+
+    @property
+    def path(self) -> Path | None:
+        """The file the session lives in, for a file store (JSONL: its transcript; SQLite: the database)."""
+        if hasattr(self.store, "directory"):
+            return Path(self.store.directory) / f"{self.session_id}.jsonl"  # type: ignore[attr-defined]
+        return getattr(self.store, "path", None)
+
+    @property
+    def folder(self) -> Path | None:
+        """Where files that belong with the session (persisted outputs) go: next to its file, if it has one."""
+        return self.path.parent if self.path is not None else None
+
+    # -- writing
+    def append_items(self, items: Sequence[Item]) -> list[int]:
+        """Append items together (no other writer's record between them); their sequence numbers."""
+        seqs = self._append([item_record(item) for item in items])
+        self.item_count += len(items) if self.seen == seqs[-1] else 0
+        return seqs
+
+    def append(self, item: Item) -> int:
+        return self.append_items([item])[0]
+
+    def append_event(self, kind: str, data: Mapping[str, Any]) -> int:
+        return self._append([event_record(kind, data, self.item_count)])[0]
+
+    def update_header(self, header: Header) -> int:
+        seq = self._append([header_update_record(header)])[0]
+        self.header = header
+        return seq
+
+    def commit_view(self, data: Mapping[str, Any]) -> int:
+        """Record a view checkpoint, if the view is still the one at :attr:`revision` (else ViewConflict)."""
+        seq = self.store.commit_view(self.session_id, self.revision, event_record(VIEW_EVENT, data, self.item_count))
+        self._acknowledge([seq])
+        self.revision = seq
+        return seq
+
+    def _append(self, records: list[Record]) -> list[int]:
+        seqs = self.store.append(self.session_id, records)
+        self._acknowledge(seqs)
+        return seqs
+
+    def _acknowledge(self, seqs: list[int]) -> None:
+        if seqs[0] == self.seen + 1 and not self._mine:
+            self.seen = seqs[-1]
+        else:
+            self._mine.update(seqs)
+
+    @property
+    def behind(self) -> bool:
+        """Other writers' records may sit between what was folded and one's own last append."""
+        return bool(self._mine)
+
+    # -- following other writers
+    def pull(self) -> list[Pulled]:
+        """Every record after :attr:`seen`, in order, and move ``seen`` (and the counts) past them."""
+        if self.store.exclusive:
+            return []
+        records = self.store.read(self.session_id, self.seen)
+        pulled = [Pulled(record, record["seq"] in self._mine) for record in records]
+        for record in records:
+            if record["type"] == "item":
+                self.item_count += 1
+        if records:
+            self.seen = records[-1]["seq"]
+            self.revision = view_revision(records, self.revision)
+        self._mine = {seq for seq in self._mine if seq > self.seen}
+        return pulled
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __repr__(self) -> str:
+        return f"StoredSession({self.store.url!r}, {self.session_id!r}, seen={self.seen}, revision={self.revision})"

@@ -1,0 +1,128 @@
+"""What the SQL stores share: two tables, and one short transaction for every write.
+
+``contextfold_sessions`` has a row a session with the next sequence number
+and the revision of its view; ``contextfold_records`` a row a record, keyed by
+session and sequence number, its body the transcript's JSON. An append moves
+the session's ``next_seq`` and inserts its records in one transaction, so the
+row lock on the session (PostgreSQL) or the database write lock (SQLite)
+orders concurrent writers and a writer that dies mid-transaction leaves
+nothing behind: sequence numbers stay gap-free. A view change is the same
+update with ``AND view_seq = <base>`` in its condition: the compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import SessionExists, SessionNotFound, ViewConflict
+from .base import Record, SessionInfo
+from .records import decode, encode
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS contextfold_sessions (
+        session_id TEXT PRIMARY KEY,
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        next_seq BIGINT NOT NULL,
+        view_seq BIGINT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS contextfold_records (
+        session_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )""",
+)
+
+
+class SqlStore:
+    """The SQL of the stores; a subclass supplies the connection, the transaction and the placeholder."""
+
+    exclusive = False
+    url: str
+    placeholder = "?"
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A cursor inside one write transaction, committed on exit, rolled back on error."""
+        raise NotImplementedError
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self.placeholder)
+
+    def _where(self, session_id: str) -> str:
+        return f"{self.url}#{session_id}"
+
+    # -- writing
+    def create(self, session_id: str, header: Record) -> None:
+        now = time.time()
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("INSERT INTO contextfold_sessions VALUES (?, ?, ?, 1, 0) ON CONFLICT DO NOTHING"),
+                           (session_id, header.get("created", now), now))
+            if cursor.rowcount != 1:
+                raise SessionExists(self.url, session_id)
+            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, 0, ?)"), (session_id, encode(header)))
+
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        bodies = [encode(record) for record in records]  # before the transaction: a bad record writes nothing
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("UPDATE contextfold_sessions SET next_seq = next_seq + ?, updated = ? "
+                                     "WHERE session_id = ? RETURNING next_seq"), (len(bodies), time.time(), session_id))
+            row = cursor.fetchone()
+            if row is None:
+                raise SessionNotFound(self.url, session_id)
+            first = row[0] - len(bodies)
+            cursor.executemany(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"),
+                               [(session_id, first + i, body) for i, body in enumerate(bodies)])
+        return list(range(first, first + len(bodies)))
+
+    def commit_view(self, session_id: str, base: int, record: Record) -> int:
+        body = encode(record)
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("UPDATE contextfold_sessions SET next_seq = next_seq + 1, view_seq = next_seq, "
+                                     "updated = ? WHERE session_id = ? AND view_seq = ? RETURNING view_seq"),
+                           (time.time(), session_id, base))
+            row = cursor.fetchone()
+            if row is None:
+                cursor.execute(self._sql("SELECT view_seq FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
+                current = cursor.fetchone()
+                if current is None:
+                    raise SessionNotFound(self.url, session_id)
+                raise ViewConflict(self.url, session_id, base, current[0])
+            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"), (session_id, row[0], body))
+        return row[0]
+
+    # -- reading
+    def read(self, session_id: str, after: int = -1) -> list[Record]:
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("SELECT seq, body FROM contextfold_records WHERE session_id = ? AND seq > ? "
+                                     "ORDER BY seq"), (session_id, after))
+            rows = cursor.fetchall()
+            if not rows:
+                cursor.execute(self._sql("SELECT 1 FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
+                if cursor.fetchone() is None:
+                    raise SessionNotFound(self.url, session_id)
+        where = self._where(session_id)
+        return [decode(where, seq, body) for seq, body in rows]
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._transaction() as cursor:
+            cursor.execute("SELECT session_id, created, updated, next_seq FROM contextfold_sessions "
+                           "ORDER BY updated, session_id")
+            return [SessionInfo(sid, created, updated, records) for sid, created, updated, records in cursor.fetchall()]
+
+    # -- retention
+    def delete(self, session_id: str) -> None:
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("DELETE FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
+            if cursor.rowcount != 1:
+                raise SessionNotFound(self.url, session_id)
+            cursor.execute(self._sql("DELETE FROM contextfold_records WHERE session_id = ?"), (session_id,))
+
+    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+        with self._transaction() as cursor:
+            cursor.executemany(self._sql("UPDATE contextfold_records SET body = ? WHERE session_id = ? AND seq = ?"),
+                               [(encode(record), session_id, seq) for seq, record in records.items()])

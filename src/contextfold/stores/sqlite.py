@@ -1,0 +1,80 @@
+"""``sqlite:///path.db``: the embedded store, from the standard library, for a service on one machine.
+
+WAL mode lets readers go on while one writer commits; every write takes the
+database lock first (``BEGIN IMMEDIATE``), so processes appending to one
+session queue up instead of failing, and ``synchronous=FULL`` makes a
+committed append durable before it is acknowledged. The database file (and so
+its ``-wal`` and ``-shm`` companions, which SQLite creates with the same mode)
+is owner-only, and a symbolic link in its place is refused, as for transcripts.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+from .sql import SCHEMA, SqlStore
+
+BUSY_TIMEOUT_S = 60.0
+"""How long a write waits for another process's transaction before it fails."""
+
+
+class SqliteStore(SqlStore):
+    """Sessions in one SQLite database file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self._connection: sqlite3.Connection | None = None
+        try:
+            _create_owner_only(self.path)
+            self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=FULL")
+            with self._transaction() as cursor:
+                for statement in SCHEMA:
+                    cursor.execute(statement)
+        except (OSError, sqlite3.Error) as err:
+            self.close()
+            raise StoreError(f"{self.url}: cannot open the database: {err}") from err
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.url!r})"
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        if self._connection is None:
+            raise StoreError(f"{self.url}: the store is closed")
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield cursor
+            except BaseException:
+                self._connection.rollback()
+                raise
+            cursor.execute("COMMIT")
+        except sqlite3.Error as err:
+            if self._connection.in_transaction:
+                self._connection.rollback()
+            raise StoreError(f"{self.url}: {err}") from err
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def _create_owner_only(path: Path) -> None:
+    """Create the database file 0600 (its folder 0700) unless it exists; never through a symbolic link."""
+    if path.parent != Path(""):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
