@@ -27,11 +27,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from .codec import item_from_dict, item_to_dict
+from .codec import header_from_dict, item_from_dict, item_to_dict
 from .conversation import Conversation, Header, Item, Summary, Text, new_id
-from .errors import ContextfoldError, TranscriptError
+from .errors import ContextfoldError, SessionExists, SessionNotFound, TranscriptError, ViewConflict
 from .limits import ModelLimits, model_limits
 from .pipeline.base import Budget, Event, Policy
 from .pipeline.invariants import RequestCheck
@@ -39,14 +39,17 @@ from .pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Stew
 from .rendering import Renderer
 from .summarizers.base import Summarizer
 from .tokens import Estimator, TokenCounter
+from .stores import Store, StoredSession
+from .stores.base import VIEW_EVENT
 from .transcript import Transcript
 from .usage import Usage
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROVIDERS = ("anthropic", "openai", "responses")
-VIEW_EVENT = "view"
-"""Transcript event kind of a view checkpoint (what was being sent after a stage changed it)."""
+MAX_VIEW_CONFLICTS = 8
+"""How many times in a row a view change that another writer got in ahead of is re-decided before it is raised."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4_096
 
 _PROMPT_TOO_LONG = re.compile(
@@ -76,8 +79,12 @@ class Context:
     ``max_output_tokens``) directly. ``transcript`` is a folder (a transcript
     named after ``session_id`` is created or resumed there), a
     :class:`~contextfold.transcript.Transcript`, or ``None`` to keep nothing
-    on disk. ``results_dir`` is where oversized outputs are persisted
-    (default: next to the transcript, else nowhere: they are only cut).
+    on disk. ``store`` is a session store or its URL (``sqlite:///sessions.db``,
+    ``postgresql://...``, ``redis://...``, a folder; see :mod:`contextfold.stores`):
+    a new session ``session_id`` is created there (:meth:`resume` continues
+    one), and any number of processes may then add to it. ``results_dir`` is
+    where oversized outputs are persisted (default: next to the transcript or
+    the SQLite file, else nowhere: they are only cut).
     ``clock`` gives the time in seconds (``None`` when unknown: the prompt
     cache is then taken to be warm).
     """
@@ -90,7 +97,8 @@ class Context:
         max_output_tokens: int | None = None,
         policy: Policy | None = None,
         summarizer: Summarizer | None = None,
-        transcript: Transcript | str | Path | None = None,
+        transcript: Transcript | StoredSession | str | Path | None = None,
+        store: Store | str | Path | None = None,
         session_id: str | None = None,
         results_dir: str | Path | None = None,
         provider: str = "anthropic",
@@ -121,8 +129,9 @@ class Context:
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
         self._requests = 0
-        self.transcript = self._open_transcript(transcript)
-        default_results = Path(self.transcript.path).parent / f"{self.session_id}-results" if self.transcript else None
+        self.transcript = self._open_transcript(transcript, store)
+        folder = self.transcript.folder if self.transcript is not None else None
+        default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
 
     @property
@@ -159,13 +168,46 @@ class Context:
         header = conversation.header
         if header.system or header.tools or header.pinned:
             self.set_header(header)
-        stored = []
-        for item in conversation.items:
-            self._write(lambda transcript, item=item: transcript.append(item))
-            stored.append(self.history.append(item))
-            self._by_id[item.id] = stored[-1]
-            self._view.append(stored[-1])
+        items = list(conversation.items)
+        seqs = self._write(lambda transcript: transcript.append_items(items)) if items else None
+        if seqs and self.transcript is not None and self.transcript.behind:  # others wrote first: fold in order
+            return self._follow(dict(zip(seqs, items)))
+        return [self._take(item) for item in items]
+
+    def _take(self, item: Item) -> Item:
+        """Put a recorded item into the history and the view."""
+        stored = self.history.append(item)
+        self._by_id[item.id] = stored
+        self._view.append(stored)
         return stored
+
+    def _follow(self, own: Mapping[int, Item] | None = None) -> list[Item]:
+        """Fold in what other processes wrote to the session since it was last read, in the session's order.
+
+        ``own`` are the items this context just appended, by sequence number:
+        they are taken as they are, and returned as stored. Another writer's
+        items join the history and the view; its view change replaces the view.
+        """
+        own = own or {}
+        pulled = self._write(lambda transcript: transcript.pull()) or []
+        if self.transcript is None:  # the store failed: what was appended here still goes on in memory
+            return [self._take(item) for item in own.values()]
+        taken = []
+        for entry in pulled:
+            record = entry.record
+            if record["type"] == "item":
+                mine = record["seq"] in own
+                item = self._take(own[record["seq"]] if mine else item_from_dict(record["item"]))
+                if mine:
+                    taken.append(item)
+            elif entry.mine:
+                continue
+            elif record["type"] == "header_update":
+                self.history.header = self._view.header = header_from_dict(record["header"])
+            elif record["type"] == "event" and record["kind"] == VIEW_EVENT:
+                self._view = self._checkpointed_view(record["data"], record["item_count"])
+                self._processed = len(self._view) - (len(self.history) - record["item_count"])
+        return taken
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports."""
@@ -245,17 +287,33 @@ class Context:
         return self.render(self._step(RETRY, first=cause)[0], provider)
 
     def _step(self, occasion: Occasion, *, first: Event | None = None, **budget: Any) -> tuple[Conversation, list[Event]]:
-        """The one path of every entry point: the pipeline decides (guarded), a request is checked and
-        counted, the view is committed, and the events go out."""
-        view, events = self.steward.run(self._view, self._budget(**budget), occasion)
-        events = [first, *events] if first is not None else events
-        if occasion.sends:
-            view, repaired = self._check.ready(view)
-            events.extend(repaired)
-            self._count_request(view, changed=any(e.items for e in events))
-        self._commit(view)
-        self._emit(events)
-        return view, events
+        """The one path of every entry point: what other writers added is folded in, the pipeline decides
+        (guarded), a request is checked, the view is committed, the request counted, and the events go out.
+
+        A view change another writer got in ahead of is refused by the store
+        (nothing written, nothing counted or emitted yet): the session is read
+        again and the step decides afresh, up to :data:`MAX_VIEW_CONFLICTS`
+        times, each refusal an event; then the conflict is raised.
+        """
+        for attempt in range(MAX_VIEW_CONFLICTS + 1):
+            self._follow()
+            view, events = self.steward.run(self._view, self._budget(**budget), occasion)
+            events = [first, *events] if first is not None else events
+            if occasion.sends:
+                view, repaired = self._check.ready(view)
+                events.extend(repaired)
+            try:
+                self._commit(view)
+            except ViewConflict as conflict:
+                self._emit([Event("store", "conflict", detail=str(conflict))])
+                if attempt == MAX_VIEW_CONFLICTS:
+                    raise
+                continue
+            if occasion.sends:
+                self._count_request(view, changed=any(e.items for e in events))
+            self._emit(events)
+            return view, events
+        raise AssertionError("unreachable")
 
     def _budget(self, **overrides: Any) -> Budget:
         now = self.clock()
@@ -285,11 +343,23 @@ class Context:
         self._last_request_s = self.clock()
 
     def _commit(self, view: Conversation) -> None:
-        """``view`` is what is sent from now on; a changed view is checkpointed in the transcript."""
+        """``view`` is what is sent from now on; a changed view is checkpointed in the transcript.
+
+        The checkpoint names the one it replaces (``base``); the store refuses it
+        with :class:`~contextfold.errors.ViewConflict` if that is no longer the
+        current one, and the view stays as it was.
+        """
         if view is not self._view:
-            self._write(lambda transcript: transcript.append_event(VIEW_EVENT, {"items": self._view_entries(view)}))
+            self._write(lambda transcript: transcript.commit_view({"items": self._view_entries(view),
+                                                                   "base": transcript.revision}))
         self._view = view
         self._processed = len(view)
+
+    def _checkpointed_view(self, data: Mapping[str, Any], item_count: int) -> Conversation:
+        """The view a checkpoint recorded, followed by the items added after it."""
+        view = [self._by_id[e["ref"]] if "ref" in e else item_from_dict(e["item"]) for e in data["items"]]
+        view.extend(self.history.items[item_count:])
+        return Conversation(view, self.history.header)
 
     def _view_entries(self, view: Conversation) -> list[dict[str, Any]]:
         """A view as :meth:`resume` reads it back: history items by id; summaries, restored files
@@ -335,17 +405,21 @@ class Context:
             for callback in self._subscribers:
                 callback(event)
 
-    def _write(self, write: Callable[[Transcript], object]) -> None:
-        """Every transcript write goes through here. When the disk fails, writes stop and the
-        session goes on in memory (nothing is dropped from the view), with an event that says so."""
+    def _write(self, write: Callable[[StoredSession], T]) -> T | None:
+        """Every transcript read and write goes through here. When the disk or database fails, writes
+        stop and the session goes on in memory (nothing is dropped from the view), with an event that
+        says so. A view conflict is no failure: it is raised for :meth:`_step` to resolve."""
         if self.transcript is None:
-            return
+            return None
         try:
-            write(self.transcript)
+            return write(self.transcript)
+        except ViewConflict:
+            raise
         except TranscriptError as error:
             self.transcript = None
             logger.warning("transcript writes stopped for session %s: %s", self.session_id, error)
             self._emit([Event("transcript", "failed", detail=f"transcript writes stopped: {error}")])
+            return None
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
@@ -354,14 +428,15 @@ class Context:
         It starts empty (``keep_history=True`` copies the current view) and
         compacts on its own; the parent sees only what the caller adds back.
         """
+        child_id = session_id or f"{self.session_id}.sub-{new_id('f')[2:]}"
         child = Context(
             self.model,
             window_tokens=self.window_tokens,
             max_output_tokens=self.limits.max_output_tokens,
             policy=self.policy,
             summarizer=self.summarizer,
-            transcript=Path(self.transcript.path).parent if self.transcript is not None else None,
-            session_id=session_id or f"{self.session_id}.sub-{new_id('f')[2:]}",
+            transcript=self.transcript.sibling(child_id) if self.transcript is not None else None,
+            session_id=child_id,
             provider=self.provider,
             estimator=Estimator(self.estimator.text, self.estimator.costs),
             clock=self.clock,
@@ -392,38 +467,48 @@ class Context:
         }
 
     @classmethod
-    def resume(cls, directory: str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
-        """The context of a session recorded in ``directory``, as it was: its history, and the view it was sending.
+    def resume(cls, store: Store | str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
+        """The context of a session recorded in ``store``, as it was: its history, and the view it was sending.
 
-        ``model`` and ``options`` are those of :class:`Context` (the transcript keeps
-        the conversation, not the configuration).
+        ``store`` is a transcript folder, a store URL or a :class:`~contextfold.stores.Store`.
+        A session that is not there is :class:`~contextfold.errors.SessionNotFound`,
+        never a new empty one. ``model`` and ``options`` are those of
+        :class:`Context` (the transcript keeps the conversation, not the configuration).
         """
-        context = cls(model, transcript=directory, session_id=session_id, **options)
-        if context.transcript is None:
-            raise TranscriptError(f"cannot resume {session_id!r}: {context.events[-1].detail if context.events else 'no transcript'}")
+        context = cls(model, transcript=StoredSession.resume(store, session_id), session_id=session_id, **options)
+        assert context.transcript is not None
         restored = context.transcript.restored
         history = restored.conversation
         context.history = history.with_items(history.items)
         context._by_id = {item.id: item for item in context.history}
         checkpoint = next((e for e in reversed(restored.events) if e.kind == VIEW_EVENT), None)
-        if checkpoint is None:
-            view, after = [], 0
-        else:
-            view = [context._by_id[e["ref"]] if "ref" in e else item_from_dict(e["item"]) for e in checkpoint.data["items"]]
-            after = checkpoint.item_count
-        view.extend(context.history.items[after:])
-        context._view = Conversation(view, context.history.header)
+        after = checkpoint.item_count if checkpoint is not None else 0
+        context._view = (context._checkpointed_view(checkpoint.data, after) if checkpoint is not None
+                         else Conversation(context.history.items, context.history.header))
         context._processed = len(context._view) - (len(context.history) - after)
         return context
 
-    def _open_transcript(self, transcript: Transcript | str | Path | None) -> Transcript | None:
-        if transcript is None or isinstance(transcript, Transcript):
+    def _open_transcript(self, transcript: Transcript | StoredSession | str | Path | None,
+                         store: Store | str | Path | None) -> StoredSession | None:
+        """The session to write to. A fault of the disk or database is survived (an event, in memory
+        from then on); asking for a session that is, or is not, there is the caller's error."""
+        if transcript is not None and store is not None:
+            raise ContextfoldError("give a transcript or a store, not both")
+        if isinstance(transcript, StoredSession):
             return transcript
         try:
-            return Transcript.open(transcript, self.session_id)
+            if isinstance(transcript, Transcript):
+                return StoredSession.adopt(transcript)
+            if transcript is not None:
+                return StoredSession.open(transcript, self.session_id)
+            if store is not None:
+                return StoredSession.create(store, self.session_id)
+        except (SessionExists, SessionNotFound):
+            raise
         except TranscriptError as error:
+            logger.warning("session %s: could not open the transcript: %s", self.session_id, error)
             self.events.append(Event("transcript", "failed", detail=f"could not open the transcript: {error}"))
-            return None
+        return None
 
     def close(self) -> None:
         """Flush and release the transcript (another process may then resume the session)."""

@@ -3,7 +3,10 @@
 Credentials come from the URL or from libpq's environment (``PGPASSWORD``,
 ``PGPASSFILE``, ``PGUSER``...), and never reach a log or a message: the store
 names itself by the URL with its password masked, and driver errors are
-scrubbed of it. Install with the ``[postgres]`` extra.
+scrubbed of it. ``?durability=`` (see :data:`~contextfold.stores.base.DURABILITIES`)
+sets ``synchronous_commit`` for the store's connection: off by default (an
+acknowledged append survives any writer's crash), on with ``commit``.
+Install with the ``[postgres]`` extra.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import StoreError
-from .base import redact, scrub
+from .base import Durability, redact, scrub
 from .sql import SCHEMA, SqlStore
 
 log = logging.getLogger(__name__)
@@ -27,7 +30,7 @@ class PostgresStore(SqlStore):
 
     placeholder = "%s"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, durability: Durability = "process") -> None:
         try:
             import psycopg
         except ImportError as err:
@@ -39,6 +42,7 @@ class PostgresStore(SqlStore):
         log.debug("connecting to %s", self.url)
         try:
             self._connection = psycopg.connect(url, autocommit=True)  # each write is its own transaction() block
+            self._connection.execute(f"SET synchronous_commit = {'on' if durability == 'commit' else 'off'}")
             with self._transaction() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 for statement in SCHEMA:

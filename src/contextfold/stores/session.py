@@ -23,10 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ..conversation import Header, Item
-from ..errors import SessionNotFound
+from ..errors import SessionExists
 from ..transcript import Restored, Transcript
 from .base import VIEW_EVENT, Record, Store, open_store
 from .records import event_record, header_record, header_update_record, item_record, restore, view_revision
+
+
+Location = str | os.PathLike[str] | Store
+"""A store, or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,43 +53,49 @@ class StoredSession:
         self.seen = restored.report.records - 1
         self.revision = max((e.seq for e in restored.events if e.kind == VIEW_EVENT), default=0)
         self._owns_store = owns_store
+        self._location: Location = store  # what it was opened from (a URL may carry a password: never shown)
         self._mine: set[int] = set()  # own records past ``seen``, to recognise when pulled
 
     # -- opening
     @classmethod
-    def resume(cls, location: str | os.PathLike[str] | Store, session_id: str) -> StoredSession:
+    def resume(cls, location: Location, session_id: str) -> StoredSession:
         """The session ``session_id`` of the store at ``location``; SessionNotFound if it is not there."""
+        return cls._opening(location, session_id, create=False)
+
+    @classmethod
+    def create(cls, location: Location, session_id: str, header: Header | None = None) -> StoredSession:
+        """A new session ``session_id`` in the store at ``location``; SessionExists if it is there."""
+        return cls._opening(location, session_id, create=True, header=header)
+
+    @classmethod
+    def open(cls, location: Location, session_id: str) -> StoredSession:
+        """Continue ``session_id`` in the store at ``location``, or create it (a transcript folder's habit)."""
+        return cls._opening(location, session_id, create=None)
+
+    @classmethod
+    def _opening(cls, location: Location, session_id: str, *, create: bool | None,
+                 header: Header | None = None) -> StoredSession:
+        """Open the store and the session: ``create`` True (must be new), False (must exist) or None (either)."""
         store = open_store(location)
         try:
+            if create is not False:
+                try:
+                    store.create(session_id, header_record(session_id, header or Header()))
+                except SessionExists:
+                    if create:
+                        raise
             restored = restore(f"{store.url}#{session_id}", store.read(session_id))
         except BaseException:
             if store is not location:
                 store.close()
             raise
-        return cls(store, session_id, restored, owns_store=store is not location)
-
-    @classmethod
-    def open(cls, location: str | os.PathLike[str] | Store, session_id: str, header: Header | None = None) -> StoredSession:
-        """Create ``session_id`` in the store at ``location``, or continue it if it is there.
-
-        ``header``, if given and different from the recorded one, is appended
-        as a header update, as :meth:`Transcript.open` does.
-        """
-        store = open_store(location)
-        try:
-            try:
-                session = cls.resume(store, session_id)
-            except SessionNotFound:
-                store.create(session_id, header_record(session_id, header or Header()))
-                session = cls.resume(store, session_id)
-        except BaseException:
-            if store is not location:
-                store.close()
-            raise
-        session._owns_store = store is not location
-        if header is not None and header != session.header:
-            session.update_header(header)
+        session = cls(store, session_id, restored, owns_store=store is not location)
+        session._location = location
         return session
+
+    def sibling(self, session_id: str) -> StoredSession:
+        """Another session (a subagent's) in the same store, created or continued; it has its own connection."""
+        return StoredSession.open(self._location, session_id)
 
     @classmethod
     def adopt(cls, transcript: Transcript) -> StoredSession:

@@ -2,8 +2,10 @@
 
 WAL mode lets readers go on while one writer commits; every write takes the
 database lock first (``BEGIN IMMEDIATE``), so processes appending to one
-session queue up instead of failing, and ``synchronous=FULL`` makes a
-committed append durable before it is acknowledged. The database file (and so
+session queue up instead of failing. How durable an acknowledged append is
+follows ``?durability=`` (see :data:`~contextfold.stores.base.DURABILITIES`):
+by default it survives any writer's crash, with ``commit`` a power loss too.
+The database file (and so
 its ``-wal`` and ``-shm`` companions, which SQLite creates with the same mode)
 is owner-only, and a symbolic link in its place is refused, as for transcripts.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from .base import Durability
 from .sql import SCHEMA, SqlStore
 
 BUSY_TIMEOUT_S = 60.0
@@ -27,7 +30,7 @@ BUSY_TIMEOUT_S = 60.0
 class SqliteStore(SqlStore):
     """Sessions in one SQLite database file."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process") -> None:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self._connection: sqlite3.Connection | None = None
@@ -35,7 +38,7 @@ class SqliteStore(SqlStore):
             _create_owner_only(self.path)
             self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute("PRAGMA synchronous=FULL")
+            self._connection.execute(f"PRAGMA synchronous={'FULL' if durability == 'commit' else 'NORMAL'}")
             with self._transaction() as cursor:
                 for statement in SCHEMA:
                     cursor.execute(statement)
