@@ -37,10 +37,10 @@ from .pipeline.base import Budget, Event, Policy
 from .pipeline.invariants import RequestCheck
 from .pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
 from .rendering import Renderer
-from .summarizers.base import Summarizer
-from .tokens import Estimator, TokenCounter
 from .stores import Store, StoredSession
 from .stores.base import VIEW_EVENT
+from .summarizers.base import Summarizer
+from .tokens import Estimator, TokenCounter
 from .transcript import Transcript
 from .usage import Usage
 

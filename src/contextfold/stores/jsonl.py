@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ..errors import SessionExists, SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
 from ..codec import header_from_dict
+from ..errors import SessionExists, SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
 from ..transcript import DEFAULT_MAX_RECORD_BYTES, Transcript, _encode, _parse_line, transcript_path
 from .base import VIEW_EVENT, Record, SessionInfo
 from .records import encode
@@ -92,7 +92,7 @@ class JsonlStore:
         """Every whole record of the file; a torn last line (a writer cut short) is left out."""
         path = transcript_path(self.directory, session_id)
         try:
-            file = open(path, "rb")
+            file = open(path, "rb")  # noqa: SIM115 - a missing file is told apart from a failed read; closed below
         except FileNotFoundError:
             raise SessionNotFound(self.url, session_id) from None
         except OSError as err:

@@ -28,7 +28,6 @@ from ..transcript import Restored, Transcript
 from .base import VIEW_EVENT, Record, Store, open_store
 from .records import event_record, header_record, header_update_record, item_record, restore, view_revision
 
-
 Location = str | os.PathLike[str] | Store
 """A store, or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""
 
