@@ -11,16 +11,28 @@ Install with the ``[postgres]`` extra.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import StoreError
-from .base import Durability, redact, scrub
+from ..errors import SessionNotFound, StoreError
+from .base import Durability, Record, redact, scrub
+from .records import encode
 from .sql import SCHEMA, SqlStore
 
 log = logging.getLogger(__name__)
+
+_APPEND = """
+WITH moved AS (
+    UPDATE contextfold_sessions SET next_seq = next_seq + %s, updated = %s WHERE session_id = %s RETURNING next_seq
+)
+INSERT INTO contextfold_records (session_id, seq, body)
+SELECT %s, moved.next_seq - %s + new.number - 1, new.body
+FROM moved, unnest(%s::text[]) WITH ORDINALITY AS new(body, number)
+RETURNING seq
+"""
 
 SCHEMA_LOCK = 0x636F6E74  # an advisory lock key: concurrent first connections create the tables one at a time
 
@@ -54,13 +66,27 @@ class PostgresStore(SqlStore):
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        """One statement, so one round trip and its own transaction: move ``next_seq``, insert the records."""
+        bodies = [encode(record) for record in records]
+        with self._transaction(block=False) as cursor:
+            cursor.execute(_APPEND, (len(bodies), time.time(), session_id, session_id, len(bodies), bodies))
+            seqs = sorted(row[0] for row in cursor.fetchall())
+        if len(seqs) != len(bodies):
+            raise SessionNotFound(self.url, session_id)
+        return seqs
+
+    @contextlib.contextmanager
+    def _transaction(self, *, block: bool = True) -> Iterator[Any]:
+        """A cursor in a transaction block; without ``block``, each statement is its own transaction
+        (autocommit), which saves the BEGIN and COMMIT round trips."""
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
         try:
-            with self._connection.transaction(), self._connection.cursor() as cursor:
-                yield cursor
+            with contextlib.ExitStack() as stack:
+                if block:
+                    stack.enter_context(self._connection.transaction())
+                yield stack.enter_context(self._connection.cursor())
         except self._error as err:
             raise StoreError(f"{self.url}: {scrub(str(err), self._secret_url)}") from None
 

@@ -46,8 +46,12 @@ class SqlStore:
     placeholder = "?"
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        """A cursor inside one write transaction, committed on exit, rolled back on error."""
+    def _transaction(self, *, block: bool = True) -> Iterator[Any]:
+        """A cursor inside one write transaction, committed on exit, rolled back on error.
+
+        ``block=False`` is for reads (and single statements): no transaction
+        block, no write lock, each statement on its own.
+        """
         raise NotImplementedError
 
     def _sql(self, statement: str) -> str:
@@ -97,7 +101,7 @@ class SqlStore:
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
-        with self._transaction() as cursor:
+        with self._transaction(block=False) as cursor:
             cursor.execute(self._sql("SELECT seq, body FROM contextfold_records WHERE session_id = ? AND seq > ? "
                                      "ORDER BY seq"), (session_id, after))
             rows = cursor.fetchall()
@@ -109,7 +113,7 @@ class SqlStore:
         return [decode(where, seq, body) for seq, body in rows]
 
     def sessions(self) -> list[SessionInfo]:
-        with self._transaction() as cursor:
+        with self._transaction(block=False) as cursor:
             cursor.execute("SELECT session_id, created, updated, next_seq FROM contextfold_sessions "
                            "ORDER BY updated, session_id")
             return [SessionInfo(sid, created, updated, records) for sid, created, updated, records in cursor.fetchall()]

@@ -50,11 +50,16 @@ class SqliteStore(SqlStore):
         return f"SqliteStore({self.url!r})"
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, *, block: bool = True) -> Iterator[Any]:
+        """A cursor holding the write lock (``BEGIN IMMEDIATE``); without ``block``, one for reading, each
+        statement its own snapshot, taking no lock."""
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
         cursor = self._connection.cursor()
         try:
+            if not block:
+                yield cursor
+                return
             cursor.execute("BEGIN IMMEDIATE")
             try:
                 yield cursor
