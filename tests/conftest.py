@@ -69,28 +69,6 @@ def redis_server_url():
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql", "redis"])
 def store_url(request, tmp_path: Path) -> str:
     """An empty store of each backend, as a URL: each test gets its own folder, schema or flushed database."""
+    from store_servers import empty_store
+
     return empty_store(request.param, request, tmp_path)
-
-
-def empty_store(backend: str, request, tmp_path: Path) -> str:
-    """An empty store of ``backend`` as a URL (the servers are shared, the data is not)."""
-    if backend == "jsonl":
-        return f"jsonl:///{tmp_path / 'sessions'}"
-    if backend == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    if backend == "postgresql":
-        import uuid
-
-        import psycopg
-
-        url = request.getfixturevalue("postgres_server_url")
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute(f"CREATE SCHEMA {schema}")
-        return f"{url}?options=-csearch_path%3D{schema}"
-    import redis
-
-    url = request.getfixturevalue("redis_server_url")
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()
-    return url

@@ -126,3 +126,30 @@ def redis_server() -> Iterator[str]:
         process.terminate()
         process.wait(timeout=30)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def empty_store(backend: str, request, tmp_path: Path) -> str:
+    """An empty store of ``backend`` as a URL, for a test: its own folder, schema or flushed database.
+
+    The servers are the session-wide fixtures of ``conftest.py``; the data is the test's own.
+    """
+    if backend == "jsonl":
+        return f"jsonl:///{tmp_path / 'sessions'}"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    if backend == "postgresql":
+        import uuid
+
+        import psycopg
+
+        url = request.getfixturevalue("postgres_server_url")
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {schema}")
+        return f"{url}?options=-csearch_path%3D{schema}"
+    import redis
+
+    url = request.getfixturevalue("redis_server_url")
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return url

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import empty_store
+from store_servers import empty_store
 from store_worker_child import digest
 
 from contextfold import Context

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..codec import header_from_dict
 from ..errors import SessionExists, SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
-from ..transcript import DEFAULT_MAX_RECORD_BYTES, Transcript, _encode, _parse_line, transcript_path
+from ..transcript import Transcript, _parse_line, transcript_path
 from .base import VIEW_EVENT, Record, SessionInfo
-from .records import encode
+from .records import encode, to_line
 
 try:
     import fcntl
@@ -147,7 +147,7 @@ class JsonlStore:
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            data = b"".join(_line(r["seq"], records.get(r["seq"], r)) for r in self._records(session_id))
+            data = b"".join(to_line({**records.get(r["seq"], r), "seq": r["seq"]}) for r in self._records(session_id))
             handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=f".{session_id}.", suffix=".tmp")
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
@@ -172,8 +172,3 @@ class JsonlStore:
 
 def _fields(record: Record) -> dict:
     return {k: v for k, v in record.items() if k not in ("seq", "type")}
-
-
-def _line(seq: int, record: Record) -> bytes:
-    """A record as a transcript line: ``seq`` and ``type`` first, as the transcript writes them."""
-    return _encode({"seq": seq, "type": record["type"], **_fields(record)}, f"record {seq}", DEFAULT_MAX_RECORD_BYTES)

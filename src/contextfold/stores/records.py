@@ -50,6 +50,12 @@ def encode(record: Record, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> 
         raise StoreError(str(err)) from err
 
 
+def to_line(record: Record) -> bytes:
+    """A record as a line of a transcript file (``seq`` and ``type`` first, as the transcript writes them)."""
+    ordered = {"seq": record["seq"], "type": record["type"], **record}
+    return _encode(ordered, f"record {record['seq']}", DEFAULT_MAX_RECORD_BYTES)
+
+
 def decode(where: str, seq: int, body: str | bytes) -> Record:
     """The record stored as ``body`` at ``seq``; TranscriptCorrupt naming it if the body is not a JSON object."""
     try:
