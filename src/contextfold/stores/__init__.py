@@ -12,9 +12,9 @@ otherwise). Retention is explicit: :func:`prune`.
 
 from __future__ import annotations
 
-from .base import Record, SessionInfo, Store, is_store_url, open_store, redact
+from .base import Record, SessionInfo, Store, is_store_url, open_store, redact, split_session_ref
 from .retention import PruneReport, prune
 from .session import StoredSession
 
 __all__ = ["PruneReport", "Record", "SessionInfo", "Store", "StoredSession", "is_store_url", "open_store", "prune",
-           "redact"]
+           "redact", "split_session_ref"]

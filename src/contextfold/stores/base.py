@@ -172,6 +172,18 @@ def _path_of(url: str) -> str:
     return rest[1:] or "."
 
 
+def split_session_ref(text: str) -> tuple[str, str] | None:
+    """``(store, session_id)`` if ``text`` names a stored session as ``STORE#session-id``, else None.
+
+    ``STORE`` is a store URL or an existing folder of transcripts; the session
+    id is whatever follows the last ``#`` (ids never hold one).
+    """
+    location, hash_, session_id = text.rpartition("#")
+    if not hash_ or not session_id or not (is_store_url(location) or Path(location).is_dir()):
+        return None
+    return location, session_id
+
+
 def is_store_url(text: str) -> bool:
     """Whether ``text`` is a store URL (rather than a plain file path)."""
     return text.split("://", 1)[0].lower() in ("jsonl", "file", "sqlite", "postgresql", "postgres", "redis", "rediss")
