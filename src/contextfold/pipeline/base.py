@@ -81,6 +81,7 @@ class Policy:
     # clear / mask: old outputs cleared, in one batch, when it pays
     clear_keep_recent_rounds: int = 3
     clear_min_savings_tokens: int = 20_000
+    clear_keep_referenced_chars: int = 600  # a cleared output keeps its lines the agent's references point at
     cache_ttl_s: float = 300.0
     exclude_tools: tuple[str, ...] = ()
     mask_window_rounds: int | None = None  # set to enable observation masking (10 in the literature)
@@ -96,11 +97,18 @@ class Policy:
     restore_max_files: int = 5
     restore_file_tokens: int = 5_000
     restore_total_tokens: int = 50_000
+    restore_max_share: float = 0.5  # ...and at most this share of what the summary saved
+    restore_min_weight: float = 3.0  # only files the agent's recent turns keep naming (see pipeline.importance)
+    clear_first_max_fraction: float = 0.7  # over the trigger, clearing old outputs alone is enough if it gets this low
+    # survival: after a compaction, put back what the agent still needs and the compaction dropped
+    survival_max_tokens: int = 2_000
+    survival_max_share: float = 0.25  # ...and at most this share of what the compaction saved
     # economics: change the cached prefix only when the reads it saves outweigh rewriting it
     prices: Prices = field(default_factory=Prices)
     economic_summaries: bool = True  # summarize below the trigger too, when that pays
     economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
     economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
+    price_summaries: bool = True  # price every summary as the model call that would write it, whoever writes it
     horizon_factor: float = 1.0  # requests still to come, as a multiple of the requests so far
     min_horizon_requests: int = 8
     max_horizon_requests: int = 200
@@ -172,10 +180,16 @@ class Budget:
     tail_tokens: int | None = None  # overrides the policy's tail share (escalation uses it)
     count_text: Callable[[str], int] | None = None
     growth_tokens_per_request: float | None = None  # how fast the request grows, when known
+    compaction_due: bool = False  # over the trigger: the prefix is about to be rewritten whatever a stage does
 
     @property
     def cache_cold(self) -> bool:
         return self.idle_s is not None and self.idle_s > self.policy.cache_ttl_s
+
+    @property
+    def prefix_rewritten(self) -> bool:
+        """The cached prefix is lost anyway (cold, or a compaction is due): an edit breaks nothing more."""
+        return self.cache_cold or self.compaction_due
 
     @property
     def horizon_requests(self) -> int:

@@ -18,19 +18,29 @@ from ..actions import failure_line, result_action
 from ..conversation import Conversation, Item
 from .base import Budget, Event
 from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
+from .importance import References, referenced_lines
 
 STAGE = "clear"
 
 
-def placeholder(item: Item, tokens: int, stage: str) -> Item:
-    """``item`` with its output replaced by a note of what was there."""
+def placeholder(item: Item, tokens: int, stage: str, refs: References | None = None, keep_chars: int = 0) -> Item:
+    """``item`` with its output replaced by a note of what was there.
+
+    With ``refs``, the lines of the output that hold references the agent
+    has been using stay (at most ``keep_chars``): what it took from this
+    output is what it is most likely to need from it again.
+    """
     result = item.tool_result
     assert result is not None
     action = result_action(item)
+    text = result_text(item)
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
-    line = failure_line(result_text(item), result.is_error, action.kind if action else None)
+    line = failure_line(text, result.is_error, action.kind if action else None)
     if line is not None:
         note += f". It reported: {line}"
+    kept = referenced_lines(text, refs, keep_chars) if refs is not None and keep_chars > 0 else []
+    if kept:
+        note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
     return with_result(item, note + "]", stage, keep_media=False)
 
 
@@ -43,19 +53,20 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     latest = latest_result_index(conversation.items)
     changes: dict[int, Item] = {}
     savings = 0
+    refs = References.of(conversation.items)
     for index in range(recent_round_start(conversation, keep or 0)):
         item = conversation[index]
         result = item.tool_result
         if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:
             continue
         tokens = budget.count_item(item)
-        changed = placeholder(item, tokens, "mask" if masking else STAGE)
+        changed = placeholder(item, tokens, "mask" if masking else STAGE, refs, p.clear_keep_referenced_chars)
         saved = tokens - budget.count_item(changed)
         if saved > 0:
             changes[index] = changed
             savings += saved
-    if not masking and not (budget.cache_cold or savings >= p.clear_min_savings_tokens):
+    if not masking and not (budget.prefix_rewritten or savings >= p.clear_min_savings_tokens):
         return conversation, []
     action = "masked" if masking else "cleared"
-    why = "cache cold" if budget.cache_cold else f"saves {savings:,} tokens"
+    why = "cache cold" if budget.cache_cold else "compaction due" if budget.compaction_due else f"saves {savings:,} tokens"
     return apply(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")

@@ -10,6 +10,16 @@ requests still to come, the first outweighs the second. Those requests are
 counted up to the next summary at most (it would remove the same tokens
 anyway). When the cache has gone cold the whole prompt is written again, so
 any saving pays.
+
+Two more costs sit beside the rewrite. A summary is priced as the model
+call that would write it (the request it replaces read as new input, the
+summary written at the output price) when the summarizer is a model, and by
+default for any summarizer (``Policy.price_summaries``), so the schedule is
+the same whichever writes them. And forgetting is priced: an item removed
+while the agent is still using what it holds (:mod:`.importance`: references
+in it that the compacted request no longer carries) is likely to be read
+again, a tool call and its output, which costs its tokens at the write
+price. Where the history fits and is still in use, that keeps it.
 """
 
 from __future__ import annotations
@@ -17,8 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..conversation import Conversation
+from ..conversation import Conversation, Item
 from .base import Budget, Event
+from .importance import References, item_tokens
+
+LOSS_WEIGHT_FOR_CERTAIN = 4.0
+"""Lost references of this summed weight (say, a path used by four recent turns) make a re-read certain."""
+RE_READ_CALL_TOKENS = 60
+"""Output tokens of the call that reads something again."""
 
 
 @dataclass(frozen=True)
@@ -31,11 +47,15 @@ class Verdict:
     horizon_requests: int
     benefit_usd: float
     cost_usd: float
+    summary_call_usd: float = 0.0
+    re_read_usd: float = 0.0
 
     def describe(self) -> str:
+        extra = f", a summarizer call (${self.summary_call_usd:.4f})" if self.summary_call_usd else ""
+        extra += f", expected re-reads (${self.re_read_usd:.4f})" if self.re_read_usd else ""
         return (
             f"saves {self.saved_tokens:,} tokens/request over ~{self.horizon_requests} requests "
-            f"(${self.benefit_usd:.4f}) against rewriting {self.rewritten_tokens:,} tokens (${self.cost_usd:.4f})"
+            f"(${self.benefit_usd:.4f}) against rewriting {self.rewritten_tokens:,} tokens{extra} (${self.cost_usd:.4f} in all)"
         )
 
 
@@ -59,7 +79,53 @@ def verdict(before: Conversation, after: Conversation, budget: Budget) -> Verdic
         horizon = max(1, min(horizon, round(until_summary)))
     benefit = saved * prices.cache_read_per_mtok * horizon / 1e6
     cost = 0.0 if budget.cache_cold else rewritten * (prices.cache_write_per_mtok - prices.cache_read_per_mtok) / 1e6
-    return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost)
+    call = summary_call_usd(before, after, budget)
+    re_read = re_read_usd(before, after, budget)
+    cost += call + re_read
+    return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost, call, re_read)
+
+
+def _new_items(before: Conversation, after: Conversation) -> list[Item]:
+    kept = {id(item) for item in before.items}
+    return [item for item in after.items if id(item) not in kept]
+
+
+def summary_call_usd(before: Conversation, after: Conversation, budget: Budget) -> float:
+    """What a model would charge to write the summaries ``after`` adds: the request read, the summary written."""
+    if not (budget.policy.price_summaries or not getattr(budget.summarizer, "offline", False)):
+        return 0.0
+    written = sum(budget.count_item(item) for item in _new_items(before, after) if item.meta.get("summary"))
+    if not written:
+        return 0.0
+    prices = budget.policy.prices
+    return (budget.count(before) * prices.cache_write_per_mtok + written * prices.output_per_mtok) / 1e6
+
+
+def re_read_usd(before: Conversation, after: Conversation, budget: Budget) -> float:
+    """The expected price of reading again what ``after`` dropped while the agent still uses it.
+
+    Each removed or shortened item is needed again with a likelihood that
+    grows with the weight of the references it held that ``after`` no longer
+    carries (:data:`LOSS_WEIGHT_FOR_CERTAIN` makes it certain); a re-read costs
+    its tokens written to the cache again and a call of :data:`RE_READ_CALL_TOKENS`.
+    """
+    remaining = {id(item) for item in after.items}
+    removed = [item for item in before.items if id(item) not in remaining]
+    if not removed:
+        return 0.0
+    refs = References.of(before.items)
+    present: set[str] = set().union(*(item_tokens(item) for item in after.items))
+    prices = budget.policy.prices
+    total = 0.0
+    for item in removed:
+        lost = sum(refs.weight(t) for t in item_tokens(item) if t not in present)
+        if lost <= 0:
+            continue
+        likelihood = min(1.0, lost / LOSS_WEIGHT_FOR_CERTAIN)
+        tokens = budget.count_item(item)
+        total += likelihood * (tokens * prices.cache_write_per_mtok + RE_READ_CALL_TOKENS * prices.output_per_mtok) / 1e6
+    return total
+
 
 
 def choose(

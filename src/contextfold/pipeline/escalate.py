@@ -3,7 +3,9 @@
 A summary can leave the request over its target (a long tail, a summarizer
 that overshoots). Summarizing again with the same tail would loop, as early
 condensers did; :func:`compact` shortens the tail instead, then applies the
-per-kind rules, and reports whether the target was met.
+per-kind rules, and reports whether the target was met. Before any summary
+it tries clearing old outputs alone (:func:`clear_first`), which costs no
+summarizer call and keeps every turn of the agent.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from dataclasses import replace
 
 from ..conversation import Conversation
 from .base import Budget, Event, Stage
+from .clear import clear
 from .selective import selective
-from .summarize import summarize
+from .snip import snip
+from .summarize import summarize, task_index
+from .survival import survive
 
 
 def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:
@@ -26,6 +31,22 @@ def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stag
     return conversation, events
 
 
+def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event]] | None:
+    """Over the trigger, snipping and clearing old outputs alone, when that gets far enough below it.
+
+    It keeps every turn of the agent (and, in each placeholder, the lines it
+    took from the output) and costs no summarizer call; the prefix is
+    rewritten either way. A summary is needed only when this does not make
+    room for a while (``Policy.clear_first_max_fraction`` of the target).
+    """
+    due = replace(budget, compaction_due=True)
+    cleared, events = run_stages(conversation, due, (snip, clear))
+    if not events or budget.count(cleared) > budget.policy.clear_first_max_fraction * target_tokens:
+        return None
+    checked, more = survive(conversation, cleared, due, task_index=task_index(conversation))
+    return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it
+
+
 def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
     """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
 
@@ -35,6 +56,10 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
     budget forces a summary, as a manual compact does), the events of the
     attempts that made it, and whether the target was met.
     """
+    if not budget.force_summary:
+        cleared = clear_first(conversation, budget, target_tokens)
+        if cleared is not None:
+            return *cleared, True
     tail = budget.tail_budget_tokens
     start_tokens = budget.count(conversation)
     best, best_tokens, best_events = conversation, start_tokens, []

@@ -4,7 +4,10 @@ A summary says which files were read and edited; the agent usually needs
 their contents again at once. Claude Code re-reads the most recently used
 files after compacting; here the latest content each file had in the
 summarized span is restored (capped per file and in all), with the latest
-todo or plan state, unless the kept tail already shows them.
+todo or plan state, unless the kept tail already shows them. Only files the
+agent is still working with come back: those whose path its recent turns
+keep naming (:mod:`.importance`, at least ``min_weight``); a file read once
+long ago costs more to carry than to read again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable, Sequence
 from ..actions import EDIT, READ, TODO, call_actions, result_action
 from ..conversation import Item, Text
 from .edits import MARK, head_tail, is_placeholder
+from .importance import References
 
 CHARS_PER_TOKEN = 4
 """Used only to turn a token cap into a character cut; the result is measured afterwards."""
@@ -41,6 +45,12 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
     return [(path, *seen[path]) for path in order]
 
 
+def path_weight(refs: References, path: str) -> float:
+    """How much the agent is using ``path``: the heaviest reference naming it (``/repo/a/b.py`` names ``a/b.py``)."""
+    name = path.removeprefix("./")
+    return max((refs.weight(t) for t in refs.uses if t.endswith(name) or name.endswith(t) and "/" in t), default=0.0)
+
+
 def _latest_todo(span: Sequence[Item]) -> str | None:
     for item in reversed(span):
         for call, action in zip(item.tool_calls, call_actions(item)):
@@ -57,6 +67,8 @@ def restored_item(
     file_tokens: int,
     total_tokens: int,
     count_text: Callable[[str], int],
+    refs: References | None = None,
+    min_weight: float = 0.0,
 ) -> Item | None:
     """One user item with the recent files and the todo state, or ``None`` when nothing needs restoring."""
     tail_actions = [action for item in tail for action in call_actions(item)]
@@ -65,6 +77,8 @@ def restored_item(
     spent = 0
     for path, content, edited in _files(span):
         if len(sections) >= max_files or content is None or path in visible:
+            continue
+        if refs is not None and path_weight(refs, path) < min_weight:
             continue
         body = head_tail(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3)
         cost = count_text(body)

@@ -15,9 +15,13 @@ from ..boundary import choose_cut
 from ..conversation import Conversation, Item, Summary
 from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from .base import Budget, Event
+from .compression import summary_share
+from .importance import References
 from .restore import restored_item
+from .survival import survive
 
 STAGE = "summarize"
+MIN_SUMMARY_TOKENS = 200
 
 
 def task_index(conversation: Conversation) -> int | None:
@@ -25,7 +29,7 @@ def task_index(conversation: Conversation) -> int | None:
     for index, item in enumerate(conversation.items):
         if item.role == "assistant":
             return None
-        if item.role == "user" and not item.meta.get("summary") and not item.meta.get("restored"):
+        if item.role == "user" and not _added(item):
             return index
     return None
 
@@ -41,27 +45,28 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     if cut is None:
         return conversation, []
     items = list(conversation.items)
-    span = [item for item in items[start : cut.index] if not item.meta.get("restored")]
+    span = [item for item in items[start : cut.index] if not _added(item) or item.meta.get("summary")]
     tail = items[cut.index :]
     # Neither the summary nor the restored files may eat the room the summary is meant to make,
-    # and a summary is at most a seventh of what it replaces (so it shrinks the span by ~85 %).
+    # and a summary takes the share of what it replaces that its content calls for (see compression).
     room = min(budget.window_tokens // 10, budget.trigger_tokens // 5)
     span_tokens = sum(budget.count_item(item) for item in span)
-    target = max(min(p.summary_target_tokens, room, span_tokens * 14 // 100), 200)
+    share = summary_share(span, budget.count_item)
+    target = max(min(p.summary_target_tokens, room, int(span_tokens * share)), MIN_SUMMARY_TOKENS)
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )
     block = Summary(f"{SUMMARY_PREAMBLE}\n\n{result.text}", covers=len(span), extra={"state": dict(result.state)})
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
-    # Restored files may take back at most half of what the summary saved: a compaction never grows the request.
+    # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
-    restore_cap = min(p.restore_total_tokens, room, saved // 2)
+    restore_cap = min(p.restore_total_tokens, room, int(saved * p.restore_max_share))
     restored = restored_item(
         span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
-        count_text=budget.count_text,
+        count_text=budget.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
     )
     kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
-    summarized = conversation.with_items(kept)
+    summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task)
     before, after = budget.count(conversation), budget.count(summarized)
     data = {
         "boundary": cut.index,
@@ -71,6 +76,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "span_items": len(span),
         "span_tokens": span_tokens,
         "summary_tokens": budget.count_item(summary_item),
+        "summary_share": round(share, 3),
         "restored_tokens": budget.count_item(restored) if restored is not None else 0,
         "fallback": result.fallback,
         "instructions": budget.instructions,
@@ -79,4 +85,9 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         STAGE, "summarized", tuple(item.id for item in span), before, after,
         f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})", data, tuple(result.calls),
     )
-    return summarized, [event]
+    return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
+
+
+def _added(item: Item) -> bool:
+    """Whether contextfold wrote ``item`` (a summary, restored files, a survival note), not the user."""
+    return bool(item.meta.get("summary") or item.meta.get("restored") or item.meta.get("survival"))

@@ -77,6 +77,7 @@ _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
 _NEXT_FLOOR = 16
 _EARLIER_SUMMARY_FLOOR = 24
+_ERROR_DETAIL_FLOOR = 24  # the exception behind the last error is what the next step works from
 
 _NEW_SNIPPETS = 2
 """The most recently changed files whose last change grows at the higher weight."""
@@ -217,7 +218,7 @@ class _Layout:
             Fixed(self.meter, f"    {last.line}"),
         ]
         if last.detail:
-            parts.append(self._elastic(last.detail, _W_ERRORS, 0, "  The exception: "))
+            parts.append(self._elastic(last.detail, _W_ERRORS, _ERROR_DETAIL_FLOOR, "  The exception: "))
         reported = facts.last_reported_error
         if reported is not None and reported is not last:  # the last failure had no error line of its own
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{shorten(reported.source, 200)}`:"))

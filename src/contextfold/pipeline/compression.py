@@ -1,0 +1,50 @@
+"""compression: how much of its span a summary may take, from what the span holds.
+
+A fixed share (a seventh) gives a span of directory listings and repeated
+test output the same room as one full of edits and tracebacks. Here the
+share follows the content: tokens of user messages, edits and failed calls
+are *dense* (each line may be needed again), tokens of listings, searches
+and outputs read again are *sparse*; everything else counts in between. The
+share runs from :data:`MIN_SHARE` for a span of pure chatter to
+:data:`MAX_SHARE` for one of pure edits and errors. What the summary leaves
+out of the dense part, the survival check (:mod:`.survival`) puts back by
+reference, so the summary itself can stay short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..actions import EDIT, SEARCH, call_actions, failed, result_action
+from ..conversation import Item
+
+MIN_SHARE = 0.02
+MAX_SHARE = 0.08
+DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
+
+
+def density(item: Item) -> float:
+    """How much of ``item`` a summary should keep, from 0 (listings, searches) to 1 (user words, edits, errors)."""
+    if item.role == "user":
+        return DENSE
+    if item.role == "assistant":
+        return DENSE if any(a.kind == EDIT for a in call_actions(item)) else MIDDLE
+    result = item.tool_result
+    if result is None:
+        return MIDDLE
+    action = result_action(item)
+    kind = action.kind if action else None
+    if failed(result.text, result.is_error, kind):
+        return DENSE
+    return SPARSE if kind == SEARCH else MIDDLE
+
+
+def summary_share(span: Sequence[Item], count_item: Callable[[Item], int]) -> float:
+    """The share of the span's tokens its summary may take (between :data:`MIN_SHARE` and :data:`MAX_SHARE`)."""
+    total = weighted = 0.0
+    for item in span:
+        tokens = count_item(item)
+        total += tokens
+        weighted += tokens * density(item)
+    dense = weighted / total if total else 0.0
+    return MIN_SHARE + (MAX_SHARE - MIN_SHARE) * dense

@@ -1,0 +1,160 @@
+"""importance: how likely an item, or an identifier in it, is to be needed again.
+
+What an agent goes on to use is mostly what it has used already: the paths,
+identifiers, line numbers and values its own calls and words carried, the
+ones the user named, and whatever the last error pointed at. A *reference*
+is such a specific token (at least four characters, with a digit, ``_``,
+``.``, ``/``, ``:`` or an inner capital, so plain words do not count); it
+weighs more the more turns used it and the more recently. An item matters
+as much as the references it holds, more when it is a user message, an error
+or an edit, and more when it is recent.
+
+The stages ask this module rather than guessing on their own: clear and
+snip keep the referenced lines of what they remove, selective spares the
+items that matter, the summary and the survival check keep the references,
+and the economics prices forgetting by it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..actions import EDIT, call_actions, failure_line, result_action
+from ..conversation import Item, Summary, Text, Thinking, ToolResult
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
+_SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
+_MEMO = "references"
+
+HALF_LIFE_TURNS = 40
+"""A reference last used this many turns ago counts half as much as one used now."""
+USER_WEIGHT = 3.0
+"""A token the user wrote counts as this many uses by the agent: the user rarely repeats it."""
+
+
+def specific_tokens(text: str) -> frozenset[str]:
+    """The specific tokens of ``text``: identifiers, paths, line numbers and values, not plain words."""
+    found = set()
+    for token in _TOKEN.findall(text):
+        token = token.rstrip(".:-/")
+        if len(token) >= 4 and _SPECIFIC.search(token):
+            found.add(token)
+    return frozenset(found)
+
+
+def item_text(item: Item) -> str:
+    """Everything of ``item`` a model reads as text: text, thinking, summaries, call arguments, outputs."""
+    parts: list[str] = []
+    for block in item.blocks:
+        if isinstance(block, (Text, Summary, ToolResult)):
+            parts.append(block.text)
+        elif isinstance(block, Thinking):
+            parts.append(block.thinking)
+    for call in item.tool_calls:
+        parts.append(call.name)
+        parts.append(json.dumps(dict(call.arguments), ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def item_tokens(item: Item) -> frozenset[str]:
+    """The specific tokens of ``item`` (memoized on the item: items never change)."""
+    tokens = item.memo.get(_MEMO)
+    if tokens is None:
+        tokens = item.memo[_MEMO] = specific_tokens(item_text(item))
+    return tokens
+
+
+def source_weight(item: Item) -> float:
+    """How much one appearance of a token in ``item`` counts as a *use* of it.
+
+    The agent's own turns count once, the user's :data:`USER_WEIGHT` times;
+    summaries and survival notes once (they carry uses from before them);
+    tool outputs and restored files not at all: they show tokens, nobody used them yet.
+    """
+    if item.role == "assistant":
+        return 1.0
+    if item.role != "user" or item.meta.get("restored"):
+        return 0.0
+    return 1.0 if item.meta.get("summary") or item.meta.get("survival") else USER_WEIGHT
+
+
+@dataclass
+class References:
+    """The specific tokens the agent and the user have used, with how often and how lately.
+
+    ``uses`` counts the turns that used a token (a user turn counts
+    :data:`USER_WEIGHT` times); ``last`` is the turn number of the latest
+    use, turns being the items scanned, in order.
+    """
+
+    uses: dict[str, float] = field(default_factory=dict)
+    last: dict[str, int] = field(default_factory=dict)
+    turns: int = 0
+
+    @classmethod
+    def of(cls, items: Iterable[Item]) -> References:
+        refs = cls()
+        refs.read(items)
+        return refs
+
+    def read(self, items: Iterable[Item]) -> None:
+        for item in items:
+            self.turns += 1
+            weight = source_weight(item)
+            if not weight:
+                continue
+            for token in item_tokens(item):
+                self.uses[token] = self.uses.get(token, 0.0) + weight
+                self.last[token] = self.turns
+
+    def weight(self, token: str) -> float:
+        """How likely ``token`` is to be needed again: its uses, decayed by how long ago the last one was."""
+        uses = self.uses.get(token)
+        if uses is None:
+            return 0.0
+        age = self.turns - self.last[token]
+        return uses * 0.5 ** (age / HALF_LIFE_TURNS)
+
+    def ranked(self, exclude: Iterable[str] = ()) -> list[str]:
+        """The references, most likely needed first, without those in ``exclude``."""
+        skip = set(exclude)
+        return sorted((t for t in self.uses if t not in skip), key=lambda t: (-self.weight(t), t))
+
+    def item_weight(self, item: Item) -> float:
+        """How much of what was used lives in ``item``: the summed weight of its referenced tokens."""
+        return sum(self.weight(token) for token in item_tokens(item) if token in self.uses)
+
+
+def item_importance(item: Item, refs: References, age_turns: int) -> float:
+    """How much keeping ``item`` matters: its references, its kind (user, error, edit), its recency."""
+    score = refs.item_weight(item)
+    if item.role == "user":
+        score += 10.0
+    result = item.tool_result
+    if result is not None:
+        action = result_action(item)
+        if failure_line(result.text, result.is_error, action.kind if action else None) is not None:
+            score += 5.0
+    elif item.tool_calls and any(action.kind == EDIT for action in call_actions(item)):
+        score += 5.0
+    return score * (1.0 + 0.5 ** (age_turns / HALF_LIFE_TURNS))
+
+
+def referenced_lines(text: str, refs: References, max_chars: int) -> list[str]:
+    """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order)."""
+    scored: list[tuple[float, int, str]] = []
+    for number, line in enumerate(text.splitlines()):
+        weight = sum(refs.weight(t) for t in specific_tokens(line) if t in refs.uses)
+        if weight > 0:
+            scored.append((weight, number, line.strip()[:300]))
+    kept: list[tuple[int, str]] = []
+    spent = 0
+    for weight, number, line in sorted(scored, key=lambda s: (-s[0], s[1])):
+        if spent + len(line) + 1 > max_chars:
+            continue
+        kept.append((number, line))
+        spent += len(line) + 1
+    return [line for _, line in sorted(kept)]

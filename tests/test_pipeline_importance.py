@@ -1,0 +1,134 @@
+"""Importance, the survival check, adaptive compression and the price of forgetting."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_pipeline_stages import EST, HEADER, bash, make_budget, session
+
+from contextfold import conversation as c
+from contextfold.conversation import Conversation, Item
+from contextfold.pipeline.base import Policy
+from contextfold.pipeline.clear import clear
+from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
+from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
+from contextfold.pipeline.importance import References, item_text, specific_tokens
+from contextfold.pipeline.restore import restored_item
+from contextfold.pipeline.summarize import summarize
+from contextfold.pipeline.survival import missing, needs, note_text, survive
+
+SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
+
+
+@given(st.text(alphabet="abcXYZ_./:-019 \n", max_size=200))
+def test_specific_tokens_are_identifiers_paths_and_values_never_plain_words(text: str) -> None:
+    for token in specific_tokens(text):
+        assert len(token) >= 4 and token in text and SPECIFIC.search(token)
+        assert not token.endswith((".", ":", "-", "/"))
+    assert specific_tokens("the quick brown fox") == frozenset()
+    assert specific_tokens("see src/app.py:12 and parseValue, not plain") == {"src/app.py:12", "parseValue"}
+
+
+def test_references_weigh_uses_by_agent_and_user_with_recency_not_tool_outputs() -> None:
+    conv = session(
+        ("cat src/app.py", "only_in_output_9 appears here"),
+        ("grep -n total_v2 src/app.py", "12: total_v2 = 1"),
+        ("grep -n total_v2 src/app.py", "12: total_v2 = 1"),
+    )
+    refs = References.of(conv.items)
+    assert refs.weight("only_in_output_9") == 0.0  # shown by a tool, never used
+    assert refs.weight("src/app.py") > refs.weight("total_v2") > 1.5  # the task (a user turn counts more) and 3 calls
+    older = References.of([*conv.items, *[c.assistant(f"step {k}") for k in range(200)]])
+    assert older.weight("total_v2") < refs.weight("total_v2")  # unused for a long time: it fades
+    assert refs.ranked()[0] == "src/app.py"
+
+
+def test_cleared_output_keeps_the_lines_the_agent_went_on_to_use() -> None:
+    listing = "\n".join(f"line {k}: nothing to see" for k in range(300)) + "\nconfig/settings_prod.yaml: the one\n"
+    conv = session(
+        ("ls -R", listing),
+        ("cat config/settings_prod.yaml", "debug: false"),
+        *[(f"echo {k}", "x") for k in range(4)],
+    )
+    out, events = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0, clear_keep_recent_rounds=1)))
+    assert events and "output cleared" in out[2].text
+    assert "config/settings_prod.yaml: the one" in out[2].text and "line 17:" not in out[2].text
+
+
+def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:
+    conv = session(
+        ("cat src/shop/tax_rules.py", "RATE_TABLE_2024 = {...}"),
+        ("grep -n RATE_TABLE_2024 src/shop/tax_rules.py", "3: RATE_TABLE_2024"),
+        ("pytest tests/test_tax.py", "E   ValueError: rate missing for region eu_west_3\n1 failed"),
+        *[(f"echo {k}", "noise " * 200) for k in range(6)],
+    )
+    before = needs(conv, 0)
+    assert "RATE_TABLE_2024" in before.references[:5]
+    assert any("eu_west_3" in line or "1 failed" in line for line in before.errors)
+    out, events = summarize(conv, make_budget(tail_tokens=300))
+    text = "\n".join(item_text(item) for item in out.items)
+    assert "RATE_TABLE_2024" in text and "src/shop/tax_rules.py" in text
+    assert out.validate() == [] and out[-1] is conv[-1]
+    assert not missing(before, text).references[:5]
+    note = [item for item in out.items if item.meta.get("survival")]
+    if note:  # what the summary already carried needs no note
+        assert any(e.stage == "survival" and e.action == "restored" for e in events)
+        assert EST.item(note[0]) <= make_budget().policy.survival_max_tokens + 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet="abcdef_0123456789./", min_size=4, max_size=30), min_size=1, max_size=400),
+       st.integers(min_value=20, max_value=2_000))
+def test_survival_note_never_exceeds_its_cap(references: list[str], cap: int) -> None:
+    lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+    lost.references = [r for r in dict.fromkeys(references) if specific_tokens(r)]
+    text = note_text(lost, cap, EST.text)
+    assert text is None or EST.text(text) <= cap
+
+
+def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:
+    conv = session(("cat a_file.py", "x = 1"), ("echo done", "ok"))
+    same, events = survive(conv, conv, make_budget(), task_index=0)
+    assert same is conv and events == []
+    dropped = conv.with_items(conv.items[:1])
+    off, events = survive(conv, dropped, make_budget(policy=Policy(survival_max_tokens=0)), task_index=0)
+    assert off is dropped and events == []
+
+
+def test_summary_share_follows_content() -> None:
+    searches = session(*[(f"grep -rn thing{k} .", "a.py:1: thing\n" * 50) for k in range(6)])
+    edits = session(*[(f"sed -i 's/a/b/' f{k}.py", "Traceback\nValueError: broken\nexit code 1") for k in range(6)])
+    sparse = summary_share(searches.items[1:], EST.item)
+    dense = summary_share(edits.items[1:], EST.item)
+    assert MIN_SHARE <= sparse < dense <= MAX_SHARE
+
+
+def test_economics_prices_the_summarizer_call_and_the_re_reads_of_what_is_still_used() -> None:
+    conv = session(
+        ("cat src/core/engine_v2.py", "def run_engine_v2(): ...\n" * 200),
+        *[("grep -n run_engine_v2 src/core/engine_v2.py", "1: def run_engine_v2") for _ in range(3)],
+        *[(f"echo {k}", "noise " * 300) for k in range(6)],
+    )
+    budget = make_budget(tail_tokens=300)
+    out, _ = summarize(conv, budget)
+    assert summary_call_usd(conv, out, budget) > 0
+    assert summary_call_usd(conv, out, make_budget(policy=Policy(price_summaries=False))) == 0  # offline, not priced
+    cleared_all = conv.with_items([conv[0], conv[-2], conv[-1]])  # drops the read the agent keeps using
+    cleared_noise = conv.with_items([item for k, item in enumerate(conv.items) if not 10 <= k < 18])
+    assert re_read_usd(conv, cleared_all, budget) > re_read_usd(conv, cleared_noise, budget) >= 0
+    decision = verdict(conv, out, budget)
+    assert decision.cost_usd >= decision.summary_call_usd + decision.re_read_usd > 0
+
+
+def test_restore_brings_back_only_files_in_use() -> None:
+    used = [bash("c0", "cat src/hot_path.py"), c.tool("c0", "HOT = 1"), bash("c1", "cat src/cold_path.py"),
+            c.tool("c1", "COLD = 1")]
+    greps = [item for k in range(4) for item in (bash(f"u{k}", "grep -n HOT src/hot_path.py"), c.tool(f"u{k}", "1"))]
+    conv = Conversation([c.user("task"), *used, *greps], HEADER)  # links each output to its call
+    span = conv.items[1:]
+    refs = References.of(conv.items)
+    item = restored_item(span, [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
+                         refs=refs, min_weight=3.0)
+    assert isinstance(item, Item) and "src/hot_path.py" in item.text and "cold_path" not in item.text
