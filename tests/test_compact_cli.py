@@ -88,7 +88,8 @@ def compacted(result: Result, out: Path, original: Conversation) -> tuple[Conver
     """The written session, and where its verbatim tail starts in the original."""
     assert result.exit_code == 0, result.output
     (conversation,) = importers.load(out)
-    tail = conversation.items[3:]
+    added = 3 + sum(1 for item in conversation.items[3:4] if item.meta.get("survival"))  # the survival check's note
+    tail = conversation.items[added:]
     start = len(original) - len(tail)
     assert list(tail) == list(original.items[start:])  # the recent tail, verbatim
     return conversation, list(original.items[1:start]), start
