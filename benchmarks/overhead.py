@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from contextfold import Context, Usage
+from contextfold.adapters import to_openai
 from contextfold.conversation import Conversation, Item, ToolCall, ToolResult
 from contextfold.importers import load
 from contextfold.pipeline.base import Policy
@@ -129,7 +130,7 @@ def langchain_trim(base: Conversation, runs: int = 15) -> float:
     from langchain_core.messages import convert_to_messages, trim_messages
     from langchain_core.messages.utils import count_tokens_approximately
 
-    messages = convert_to_messages(base.to_openai())
+    messages = convert_to_messages(to_openai(base))
     samples = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -227,7 +227,7 @@ def test_openai_chat_to_anthropic() -> None:
         {"role": "system", "content": "mid-run reminder"},
     ]
     with pytest.warns(LossyConversion, match="openai reasoning"):
-        request = from_openai(messages).to_anthropic()
+        request = to_anthropic(from_openai(messages))
     assert request["system"] == [{"type": "text", "text": "sys"}, {"type": "text", "text": "dev"}]
     out = request["messages"]
     assert out[0]["content"] == [
@@ -261,7 +261,7 @@ def test_responses_to_openai_chat_keeps_reasoning_text() -> None:
         {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "call_1", "output": [{"type": "input_text", "text": "r"}]},
     ]
-    messages = from_responses(items).to_openai()
+    messages = to_openai(from_responses(items))
     assert messages[1] == {
         "role": "assistant",
         "reasoning_content": "plan",

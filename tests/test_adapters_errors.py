@@ -15,7 +15,15 @@ from contextfold import (
     OversizedBlock,
     UnknownRole,
 )
-from contextfold.adapters import MAX_BLOCK_BYTES, from_anthropic, from_openai, from_responses
+from contextfold.adapters import (
+    MAX_BLOCK_BYTES,
+    from_anthropic,
+    from_openai,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_responses,
+)
 
 HUGE = "x" * (MAX_BLOCK_BYTES + 1)
 USER = {"role": "user", "content": "hi"}
@@ -320,17 +328,17 @@ def test_the_final_message_may_be_empty() -> None:
     """Anthropic accepts empty content on the last message (an empty assistant prefill), so it is carried."""
     for content in ("", []):
         wire = [USER, {"role": "assistant", "content": content}]
-        assert from_anthropic(wire).to_anthropic()["messages"] == wire
+        assert to_anthropic(from_anthropic(wire))["messages"] == wire
 
 
 def test_openai_empty_content_is_carried() -> None:
     wire = [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}, {"role": "user", "content": []}]
-    assert from_openai(wire).to_openai() == wire
+    assert to_openai(from_openai(wire)) == wire
 
 
 def test_a_block_at_the_limit_is_accepted() -> None:
     wire = [{"role": "user", "content": "y" * MAX_BLOCK_BYTES}]
-    assert from_openai(wire).to_openai() == wire
+    assert to_openai(from_openai(wire)) == wire
 
 
 def test_limit_counts_utf8_bytes() -> None:
@@ -359,11 +367,11 @@ def test_non_json_arguments_are_carried_but_not_sent_to_anthropic() -> None:
     call = conversation[1].tool_calls[1]
     assert (call.arguments, call.raw_arguments) == ({}, "{'bad': json")
     assert conversation[1].meta["invalid_arguments"] == ["c1"]
-    assert conversation.to_openai() == wire
+    assert to_openai(conversation) == wire
     assert (
-        from_responses(conversation.to_responses()).to_openai()[1]["tool_calls"][1]["function"]["arguments"]
+        to_openai(from_responses(to_responses(conversation)))[1]["tool_calls"][1]["function"]["arguments"]
         == "{'bad': json"
     )
     with pytest.raises(InvalidToolArguments) as caught:
-        conversation.to_anthropic()
+        to_anthropic(conversation)
     assert (caught.value.index, caught.value.field) == (1, "blocks[1].arguments")

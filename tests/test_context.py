@@ -221,6 +221,7 @@ def test_bad_setup_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "responses"])
 def test_incremental_rendering_equals_rendering_from_scratch(provider: str) -> None:
+    from contextfold.adapters import adapter_for
     from contextfold.rendering import Renderer
     from contextfold.synthetic import generate_session
 
@@ -233,7 +234,7 @@ def test_incremental_rendering_equals_rendering_from_scratch(provider: str) -> N
         context.add(list(session.items[previous:index]))
         previous = index
         request = context.prepare()
-        assert request == Renderer(provider).render(context.view())
+        assert request == Renderer(adapter_for(provider)).render(context.view())
     assert any(e.stage == "summarize" for e in context.events)  # views were replaced along the way
 
 

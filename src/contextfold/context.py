@@ -21,7 +21,6 @@ the four entry points (:meth:`prepare_view`, :meth:`at_turn_boundary`,
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,6 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .adapters import adapter_for, is_prompt_too_long
+from .adapters.usage import any_usage
 from .codec import header_from_dict, item_from_dict, item_to_dict
 from .conversation import Conversation, Header, Item, Summary, Text, new_id
 from .errors import ContextfoldError, SessionExists, SessionNotFound, TranscriptError, ViewConflict
@@ -47,22 +48,9 @@ from .usage import Usage
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PROVIDERS = ("anthropic", "openai", "responses")
 MAX_VIEW_CONFLICTS = 8
 """How many times in a row a view change that another writer got in ahead of is re-decided before it is raised."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4_096
-
-_PROMPT_TOO_LONG = re.compile(
-    r"prompt is too long|context_length_exceeded|maximum context length|input is too long|too many tokens|"
-    r"reduce the length of the messages|exceeds the context window",
-    re.IGNORECASE,
-)
-
-
-def is_prompt_too_long(error: BaseException | str) -> bool:
-    """Whether a provider error says the request did not fit (Anthropic's and OpenAI's wording)."""
-    text = error if isinstance(error, str) else f"{error} {getattr(error, 'body', '') or ''}"
-    return bool(_PROMPT_TOO_LONG.search(text))
 
 
 def _default_summarizer() -> Summarizer:
@@ -112,7 +100,7 @@ class Context:
         self.model = model
         self.policy = policy or Policy()
         self.summarizer = summarizer or _default_summarizer()
-        self.provider = _check_provider(provider)
+        self.provider = adapter_for(provider).name
         self.session_id = session_id or new_id("session")
         self.clock = clock
         self.estimator = estimator or Estimator()
@@ -211,17 +199,10 @@ class Context:
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports."""
-        provider = _check_provider(provider or self.provider)
-        data = response.model_dump(exclude_none=True) if hasattr(response, "model_dump") else dict(response)
-        if provider == "anthropic":
-            items = self.add([{"role": "assistant", "content": data["content"]}], "anthropic")
-        elif provider == "openai":
-            message = {k: v for k, v in data["choices"][0]["message"].items() if v is not None}
-            items = self.add([message], "openai")
-        else:
-            items = self.add(data["output"], "responses")
-        if data.get("usage"):
-            self.record_usage(data["usage"])
+        reply = adapter_for(provider or self.provider).read_response(response)
+        items = self.add(reply.conversation)
+        if reply.usage is not None:
+            self.record_usage(reply.usage)
         return items
 
     def set_header(self, header: Header) -> None:
@@ -244,12 +225,7 @@ class Context:
         if messages and all(isinstance(m, Item) for m in messages):
             return Conversation(messages)
         known = self.history.call_ids
-        provider = _check_provider(provider or self.provider)
-        if provider == "anthropic":
-            return Conversation.from_anthropic(messages, system=system, tools=tools, known_call_ids=known)
-        if provider == "openai":
-            return Conversation.from_openai(messages, tools=tools, known_call_ids=known)
-        return Conversation.from_responses(messages, tools=tools, known_call_ids=known)
+        return adapter_for(provider or self.provider).read(messages, system=system, tools=tools, known_call_ids=known)
 
     # ------------------------------------------------------------------ 2. prepare
     def view(self) -> Conversation:
@@ -371,18 +347,17 @@ class Context:
     # ------------------------------------------------------------------ 3. send
     def render(self, view: Conversation, provider: str | None = None) -> dict[str, Any]:
         """``view`` as a request body for ``provider`` (incrementally: only new messages are rendered)."""
-        name = _check_provider(provider or self.provider)
-        renderer = self._renderers.get(name)
+        adapter = adapter_for(provider or self.provider)
+        renderer = self._renderers.get(adapter.name)
         if renderer is None:
-            renderer = self._renderers[name] = Renderer(name)
+            renderer = self._renderers[adapter.name] = Renderer(adapter)
         return renderer.render(view)
 
     # ------------------------------------------------------------------ 4. record
     def record_usage(self, usage: Usage | Mapping[str, Any] | Any) -> None:
         """Take what the provider reported for the last request (anchors the count, detects cache breaks)."""
         if not isinstance(usage, Usage):
-            data = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
-            usage = Usage.from_any(data)
+            usage = any_usage(usage)
         if self._last_sent is not None:
             self.counter.record_usage(usage, self._last_sent)
         cache_break = self.steward.cache_break(usage)
@@ -521,9 +496,3 @@ class Context:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_provider(provider: str) -> str:
-    if provider not in PROVIDERS:
-        raise ContextfoldError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
-    return provider

@@ -11,9 +11,12 @@ The unit compaction works in is the :class:`Round`: an assistant item with all
 of its tool calls (parallel ones included) plus the items answering them. No
 stage ever splits a round; :meth:`Conversation.units` gives the atomic spans.
 
-Everything here is provider-agnostic. Provider-specific fields that the model
-has no slot for ride along in ``Block.extra`` and ``Item.meta`` so that the
-adapters can reproduce the exact wire message (round trips are lossless).
+Everything here is provider-agnostic and imports no adapter: reading and
+writing wire formats is :mod:`contextfold.adapters`' job
+(``adapter_for("anthropic").read(messages)``). Provider-specific fields that
+the model has no slot for ride along in ``Block.extra`` and ``Item.meta`` so
+that the adapters can reproduce the exact wire message (round trips are
+lossless).
 """
 
 from __future__ import annotations
@@ -586,59 +589,3 @@ class Conversation:
                 repairs.append(Repair("answered_call", index, f"added an error result for call {call.id!r}", call.id))
         repairs.sort(key=lambda r: r.index)
         return self.with_items(items), repairs
-
-    # -- adapters (the wire formats live in contextfold.adapters)
-    @classmethod
-    def from_anthropic(
-        cls,
-        messages: Sequence[Mapping[str, Any]],
-        system: str | Sequence[Mapping[str, Any]] | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        known_call_ids: Iterable[str] = (),
-    ) -> Conversation:
-        """Read an Anthropic Messages request; ``known_call_ids`` are calls made in an earlier batch."""
-        from .adapters import anthropic
-
-        return anthropic.from_anthropic(messages, system=system, tools=tools, known_call_ids=known_call_ids)
-
-    def to_anthropic(self) -> dict[str, Any]:
-        from .adapters import anthropic
-
-        return anthropic.to_anthropic(self)
-
-    @classmethod
-    def from_openai(
-        cls,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        known_call_ids: Iterable[str] = (),
-    ) -> Conversation:
-        """Read OpenAI Chat Completions messages; ``known_call_ids`` are calls made in an earlier batch."""
-        from .adapters import openai_chat
-
-        return openai_chat.from_openai(messages, tools=tools, known_call_ids=known_call_ids)
-
-    def to_openai(self) -> list[dict[str, Any]]:
-        from .adapters import openai_chat
-
-        return openai_chat.to_openai(self)
-
-    @classmethod
-    def from_responses(
-        cls,
-        items: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        known_call_ids: Iterable[str] = (),
-    ) -> Conversation:
-        """Read OpenAI Responses input items; ``known_call_ids`` are calls made in an earlier batch."""
-        from .adapters import openai_responses
-
-        return openai_responses.from_responses(items, tools=tools, known_call_ids=known_call_ids)
-
-    def to_responses(self) -> list[dict[str, Any]]:
-        from .adapters import openai_responses
-
-        return openai_responses.to_responses(self)

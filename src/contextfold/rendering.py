@@ -1,64 +1,49 @@
-"""Turning the view into a provider request, re-rendering only what is new.
+"""Turning the view into a provider request, re-rendering only what is new, with the cache breakpoints.
 
 An agent calls ``prepare()`` on every step with a history that mostly did not
 change. Rendering a thousand messages each time costs milliseconds; this
 keeps the wire messages of everything before the last assistant turn and
 renders only that turn and what follows. It starts over when the view was
-replaced (a stage fired) or the header changed.
+replaced (a stage fired) or the header changed. The wire format itself is the
+adapter's: this module never looks inside the messages it gets back.
 
 Splitting before an assistant item is safe for all three formats: no adapter
 merges an assistant message with what precedes it, and every tool result
-after it answers a call in it.
+after it answers a call in it. Nor does any adapter merge a summary item
+with its neighbours, so a chunk is also rendered in pieces around its latest
+summary, to know which message that is.
+
+Where the prompt-cache breakpoints go (formats whose cache needs marks, that
+is Anthropic's): the last tool definition, the last system block, the latest
+summary and the last message. The first three sit on content that changes
+only when a stage fires, so every request reads them from the cache; the
+fourth moves forward each turn, so the whole history up to it is cached for
+the next request. Marks are not part of what the cache keys on, so moving
+the last one does not break the prefix. When the caller placed marks of its
+own (read from the items, not from the rendered JSON) none are added: the
+provider's limit is four.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from typing import Any
 
-from .caching import EPHEMERAL, MAX_BREAKPOINTS, is_summary_message, mark_last_block
+from .adapters import Adapter, WireHeader
 from .conversation import Conversation, Header, Item
-
-
-def _render_messages(items: list[Item], provider: str) -> list[dict[str, Any]]:
-    conversation = Conversation(items)
-    if provider == "anthropic":
-        return conversation.to_anthropic()["messages"]
-    if provider == "openai":
-        return conversation.to_openai()
-    return conversation.to_responses()
-
-
-def _render_header(header: Header, provider: str) -> dict[str, Any]:
-    conversation = Conversation(header=header)
-    if provider == "anthropic":
-        request = conversation.to_anthropic()
-        return {"system": request["system"], "tools": request["tools"], "pinned": request["messages"]}
-    if provider == "openai":
-        from .adapters.openai_chat import tools_to_openai
-
-        return {"lead": conversation.to_openai(), "tools": tools_to_openai(conversation)}
-    from .adapters.openai_responses import tools_to_responses
-
-    return {"lead": conversation.to_responses(), "tools": tools_to_responses(conversation)}
-
-
-def _marks(messages: list[dict[str, Any]]) -> int:
-    return sum(json.dumps(m, default=str).count('"cache_control"') for m in messages)
 
 
 class Renderer:
     """Renders views of one session for one provider, incrementally."""
 
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
         self._view: Conversation | None = None
         self._header: Header | None = None
-        self._head: dict[str, Any] = {}
-        self._head_marks = 0  # cache_control marks in the rendered header, counted once per header
+        self._head = WireHeader({}, ())
         self._frozen: list[dict[str, Any]] = []  # wire messages of items[:_upto]
         self._upto = 0
-        self._frozen_marks = 0
+        self._frozen_marked = False  # whether the caller placed cache marks in items[:_upto]
         self._summary_at: int | None = None  # index in _frozen of the latest summary message
 
     def render(self, view: Conversation) -> dict[str, Any]:
@@ -70,54 +55,37 @@ class Renderer:
             split -= 1
         split = split - 1 if split > self._upto else self._upto  # the last assistant turn is re-rendered
         if split > self._upto:
-            fresh = _render_messages(list(items[self._upto : split]), self.provider)
-            self._freeze(fresh)
+            self._freeze(items[self._upto : split])
             self._upto = split
-        tail = _render_messages(list(items[self._upto :]), self.provider) if self._upto < len(items) else []
-        return self._request(tail)
+        tail_items = items[self._upto :]
+        tail, tail_summary = self._render(tail_items)
+        messages = [*self._frozen, *tail]
+        marked = self._head.marked or self._frozen_marked or any(map(self.adapter.cache_marked, tail_items))
+        if marked or not (messages or self._head.lead):
+            return self.adapter.request(self._head, messages)
+        lead = len(self._head.lead)
+        summary = len(self._frozen) + tail_summary if tail_summary is not None else self._summary_at
+        breakpoints = {lead + len(messages) - 1} | ({lead + summary} if summary is not None else set())
+        return self.adapter.request(self._head, messages, sorted(breakpoints))
 
     def _reset(self, view: Conversation) -> None:
         self._view, self._header = view, view.header
-        self._head = _render_header(view.header, self.provider)
-        head_marks = _marks(self._head.get("pinned", [])) + _marks(self._head["tools"])
-        self._head_marks = head_marks + json.dumps(self._head.get("system"), default=str).count('"cache_control"')
-        self._frozen, self._upto, self._frozen_marks, self._summary_at = [], 0, 0, None
+        self._head = self.adapter.write_header(view.header)
+        self._frozen, self._upto, self._frozen_marked, self._summary_at = [], 0, False, None
 
-    def _freeze(self, messages: list[dict[str, Any]]) -> None:
-        for message in messages:
-            if is_summary_message(message):
-                self._summary_at = len(self._frozen)
-            self._frozen.append(message)
-        self._frozen_marks += _marks(messages)
+    def _freeze(self, items: Sequence[Item]) -> None:
+        messages, summary = self._render(items)
+        if summary is not None:
+            self._summary_at = len(self._frozen) + summary
+        self._frozen.extend(messages)
+        self._frozen_marked = self._frozen_marked or any(map(self.adapter.cache_marked, items))
 
-    def _request(self, tail: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.provider == "anthropic":
-            return self._anthropic(tail)
-        key = "messages" if self.provider == "openai" else "input"
-        return {key: [*self._head["lead"], *self._frozen, *tail], "tools": self._head["tools"]}
-
-    def _anthropic(self, tail: list[dict[str, Any]]) -> dict[str, Any]:
-        """Messages with up to four cache breakpoints (tools, system, latest summary, last message).
-
-        When the caller placed marks of its own, none are added: the limit is four.
-        """
-        head = self._head
-        messages = [*head["pinned"], *self._frozen, *tail]
-        request = {"system": head["system"], "messages": messages, "tools": head["tools"]}
-        own = self._head_marks + self._frozen_marks + _marks(tail)  # marks the caller placed itself
-        if own or not messages:
-            return request
-        if head["tools"]:
-            request["tools"] = [*head["tools"][:-1], {**head["tools"][-1], "cache_control": EPHEMERAL}]
-        system = head["system"]
-        if system:
-            blocks = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
-            blocks[-1]["cache_control"] = EPHEMERAL
-            request["system"] = blocks
-        summary_at = next((len(head["pinned"]) + len(self._frozen) + i for i in range(len(tail) - 1, -1, -1)
-                           if is_summary_message(tail[i])), None)
-        if summary_at is None and self._summary_at is not None:
-            summary_at = len(head["pinned"]) + self._summary_at
-        for index in sorted({summary_at, len(messages) - 1} - {None})[: MAX_BREAKPOINTS - 2]:
-            messages[index] = mark_last_block(messages[index])
-        return request
+    def _render(self, items: Sequence[Item]) -> tuple[list[dict[str, Any]], int | None]:
+        """The wire messages of ``items``, and the index among them of the latest summary's message."""
+        at = next((k for k in range(len(items) - 1, -1, -1) if items[k].kind == "summary"), None)
+        if at is None:
+            return (self.adapter.write_items(items) if items else []), None
+        before = self.adapter.write_items(items[:at]) if at else []
+        summary = self.adapter.write_items(items[at : at + 1])
+        after = self.adapter.write_items(items[at + 1 :]) if at + 1 < len(items) else []
+        return [*before, *summary, *after], (len(before) + len(summary) - 1 if summary else None)

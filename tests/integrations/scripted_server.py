@@ -32,6 +32,7 @@ from typing import Any
 from agent_model_server import Call, ScriptedModel, Seen, Turn
 
 from contextfold import Conversation, Estimator
+from contextfold.adapters import adapter_for
 from contextfold.errors import ContextfoldError
 
 TASK = (
@@ -63,13 +64,14 @@ def chunk_text(chunk: int, lines: int = 24) -> str:
 
 def request_conversation(provider: str, body: Mapping[str, Any]) -> Conversation:
     """A request body read through contextfold's adapters (the Responses ``instructions`` become a system item)."""
+    adapter = adapter_for(provider)
     if provider == "anthropic":
-        return Conversation.from_anthropic(body["messages"], system=body.get("system"), tools=body.get("tools"))
+        return adapter.read(body["messages"], system=body.get("system"), tools=body.get("tools"))
     if provider == "openai":
-        return Conversation.from_openai(body["messages"], tools=body.get("tools"))
+        return adapter.read(body["messages"], tools=body.get("tools"))
     items = body["input"] if isinstance(body["input"], list) else [{"role": "user", "content": body["input"]}]
     instructions = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
-    return Conversation.from_responses([*instructions, *items], tools=body.get("tools"))
+    return adapter.read([*instructions, *items], tools=body.get("tools"))
 
 
 class ToolLoopServer(ScriptedModel):

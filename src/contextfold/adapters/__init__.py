@@ -1,5 +1,11 @@
 """The only code that knows a wire format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses.
 
+One adapter object per provider (:class:`AnthropicMessages`, :class:`OpenAIChat`,
+:class:`OpenAIResponses`, all :class:`Adapter` s), chosen by name with
+:func:`adapter_for`, owns every wire shape of its format: requests, replies,
+usage, prompt-cache marks and "prompt is too long" errors. The free functions
+below are the request mappings those objects are built on.
+
 Each adapter reads a provider's request lists into a neutral
 :class:`~contextfold.conversation.Conversation` and writes one back; for input
 that came from the same format the round trip is exact (``to_x(from_x(m)) ==
@@ -7,7 +13,7 @@ m``). Fields the neutral model has no slot for ride in ``Block.extra`` and
 ``Item.meta`` (see :mod:`._common` for the convention) and are written only to
 the format they came from.
 
-Across formats (``from_anthropic(...).to_openai()``) the content is mapped
+Across formats (``to_openai(from_anthropic(...))``) the content is mapped
 (data URLs and base64 sources, tool calls with their ids, results, documents)
 and format hints (``cache_control``, ``detail``, item ids) are left behind.
 What the target cannot carry raises a typed error naming the item and field
@@ -21,16 +27,30 @@ Reading errors name the index in the list the caller passed and the field
 """
 
 from ._common import MAX_BLOCK_BYTES, LossyConversion
-from .anthropic import from_anthropic, to_anthropic, tools_to_anthropic
-from .openai_chat import from_openai, to_openai, tools_to_openai
-from .openai_responses import from_responses, to_responses, tools_to_responses
+from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
+from .base import Adapter, Reply, WireHeader
+from .openai_chat import OpenAIChat, from_openai, to_openai, tools_to_openai
+from .openai_responses import OpenAIResponses, from_responses, to_responses, tools_to_responses
+from .overflow import PromptTooLong, is_prompt_too_long, prompt_too_long
+from .registry import PROVIDERS, adapter_for
 
 __all__ = [
     "MAX_BLOCK_BYTES",
+    "PROVIDERS",
+    "Adapter",
+    "AnthropicMessages",
     "LossyConversion",
+    "OpenAIChat",
+    "OpenAIResponses",
+    "PromptTooLong",
+    "Reply",
+    "WireHeader",
+    "adapter_for",
     "from_anthropic",
     "from_openai",
     "from_responses",
+    "is_prompt_too_long",
+    "prompt_too_long",
     "to_anthropic",
     "to_openai",
     "to_responses",

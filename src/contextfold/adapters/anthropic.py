@@ -49,6 +49,7 @@ from ..conversation import (
     new_id,
 )
 from ..errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
+from ..usage import Usage
 from ._common import (
     SEQUENCE,
     CallIds,
@@ -74,6 +75,9 @@ from ._common import (
     where,
     write_tools,
 )
+from .anthropic_cache import header_marked, item_marked, with_breakpoints
+from .base import Adapter, WireHeader
+from .usage import anthropic_usage
 
 ORIGIN = "anthropic"
 TARGET = "Anthropic Messages"
@@ -435,3 +439,52 @@ def _write_reasoning(
         return merged(tree, block.extra if source else {})
     warn_dropped(f"{source} reasoning", index, field, TARGET)
     return None
+
+
+# --------------------------------------------------------------------------- the adapter object
+
+
+_INCOMPLETE = {
+    "max_tokens": "truncated (stop reason max_tokens)",
+    "refusal": "the model refused",
+    "model_context_window_exceeded": "truncated (the model's window was exhausted)",
+}
+"""Stop reasons meaning the answer is not whole, in words."""
+
+
+class AnthropicMessages(Adapter):
+    """The Anthropic Messages API: ``system``, ``messages`` and ``tools``; cache breakpoints are marks."""
+
+    name = ORIGIN
+    title = TARGET
+    messages_key = "messages"
+
+    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+        return from_anthropic(messages, system, tools, known_call_ids=known_call_ids)
+
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        return to_anthropic(conversation)
+
+    def write_header(self, header: Header) -> WireHeader:
+        request = to_anthropic(Conversation(header=header))
+        fields = {"system": request["system"], "tools": request["tools"]}
+        return WireHeader(fields, request["messages"], header_marked(header, ORIGIN))
+
+    def request(
+        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
+    ) -> dict[str, Any]:
+        fields = header.fields
+        request = {"system": fields["system"], "messages": [*header.lead, *messages], "tools": fields["tools"]}
+        return with_breakpoints(request, cache_at) if cache_at else request
+
+    def cache_marked(self, item: Item) -> bool:
+        return item_marked(item, ORIGIN)
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
+
+    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
+        return _INCOMPLETE.get(data.get("stop_reason"))  # type: ignore[arg-type]
+
+    def read_usage(self, usage: Any) -> Usage:
+        return anthropic_usage(usage)

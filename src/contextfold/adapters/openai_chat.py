@@ -71,6 +71,7 @@ from ._common import (
     with_leading_system,
     write_tools,
 )
+from .base import MessageListAdapter
 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"
@@ -288,3 +289,29 @@ def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)
     raise foreign_block(block, index, field, TARGET)
+
+
+# --------------------------------------------------------------------------- the adapter object
+
+
+class OpenAIChat(MessageListAdapter):
+    """OpenAI Chat Completions (and compatible servers): ``messages`` and ``tools``; the cache needs no marks."""
+
+    def __init__(self) -> None:
+        super().__init__((ORIGIN, TARGET, "messages"), from_openai, to_openai, tools_to_openai)
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        message = {k: v for k, v in (_choice(data).get("message") or {}).items() if v is not None}
+        return from_openai([message]) if message else Conversation()
+
+    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
+        return _INCOMPLETE.get(_choice(data).get("finish_reason"))  # type: ignore[arg-type]
+
+
+def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first choice of a completion (the only one contextfold asks for)."""
+    return (data.get("choices") or [{}])[0]
+
+
+_INCOMPLETE = {"length": "truncated (finish reason length)", "content_filter": "stopped by the content filter"}
+"""Finish reasons meaning the answer is not whole, in words."""

@@ -73,6 +73,7 @@ from ._common import (
     with_leading_system,
     write_tools,
 )
+from .base import MessageListAdapter
 
 ORIGIN = "responses"
 TARGET = "OpenAI Responses"
@@ -417,3 +418,26 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)
     raise foreign_block(block, index, field, TARGET)
+
+
+# --------------------------------------------------------------------------- the adapter object
+
+
+class OpenAIResponses(MessageListAdapter):
+    """The OpenAI Responses API: ``input`` items and ``tools``; the cache needs no marks."""
+
+    def __init__(self) -> None:
+        super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        return from_responses(data.get("output") or [])
+
+    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
+        if data.get("status") != "incomplete":
+            return None
+        reason = (data.get("incomplete_details") or {}).get("reason")
+        return _INCOMPLETE.get(reason, f"incomplete ({reason})")
+
+
+_INCOMPLETE = {"max_output_tokens": "truncated (max_output_tokens)", "content_filter": "stopped by the content filter"}
+"""Reasons an ``incomplete`` response gives, in words."""

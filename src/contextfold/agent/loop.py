@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from contextfold import Context, ContextfoldError, Event, Header, Item, Text, ToolCall, ToolResult, Usage
+from contextfold.adapters import adapter_for
 
 from .models import ModelClient
 from .tools import Tool, ToolError, Workspace
@@ -108,7 +109,7 @@ class Agent:
             if retry is None:
                 raise
             response = self.model.create(retry)
-        self.usage.append(Usage.from_any(response.usage.model_dump()))
+        self.usage.append(adapter_for(self.model.provider).read_usage(response.usage))
         return response
 
     def execute(self, tools: Mapping[str, Tool], call: ToolCall) -> ToolResult:

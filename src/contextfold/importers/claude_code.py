@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Block, Conversation, Document, Image, Opaque, RedactedThinking, Text, Thinking, ToolCall
-from ..usage import Usage
+from ..adapters import adapter_for
 from ._common import ConversationBuilder, Source, field_of, small_scalars, unix_time
 
 FORMAT = "claude-code"
@@ -97,7 +97,7 @@ def add_assistant_message(
     if isinstance(message.get("model"), str):
         meta["model"] = message["model"]
     if isinstance(message.get("usage"), Mapping):
-        meta["usage"] = Usage.from_anthropic(message["usage"]).to_dict()
+        meta["usage"] = adapter_for("anthropic").read_usage(message["usage"]).to_dict()
     if isinstance(message.get("stop_reason"), str):
         meta["stop_reason"] = message["stop_reason"]
     response_id = message.get("id")

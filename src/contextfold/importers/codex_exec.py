@@ -164,6 +164,8 @@ def _output(item: Mapping[str, Any]) -> str:
 
 def codex_usage(usage: Mapping[str, Any]) -> Usage:
     """Codex reports ``cached_input_tokens`` beside ``input_tokens``, which includes them."""
-    return Usage.from_openai(
-        {**usage, "input_tokens_details": {"cached_tokens": usage.get("cached_input_tokens") or 0}}
+    return Usage(
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=int(usage.get("cached_input_tokens") or 0),
     )

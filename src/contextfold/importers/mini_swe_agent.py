@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation
-from ..usage import Usage
+from ..adapters import adapter_for
 from . import _openai_messages
 from ._common import ConversationBuilder, Source, field_of, unix_time
 
@@ -82,7 +82,7 @@ def _response_meta(response: Any) -> dict[str, Any]:
         return {}
     meta: dict[str, Any] = {}
     if isinstance(response.get("usage"), Mapping):
-        meta["usage"] = Usage.from_openai(response["usage"]).to_dict()
+        meta["usage"] = adapter_for("openai").read_usage(response["usage"]).to_dict()
     if isinstance(response.get("model"), str):
         meta["model"] = response["model"]
     if isinstance(response.get("id"), str):

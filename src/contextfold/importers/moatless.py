@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation, Text, ToolCall
-from ..usage import Usage
+from ..adapters import adapter_for
 from ._common import ConversationBuilder, Source, field_of, unix_time
 
 FORMAT = "moatless"
@@ -99,5 +99,5 @@ def _completion_meta(transition: Mapping[str, Any], action: Mapping[str, Any]) -
     if isinstance(model, str):
         meta["model"] = model
     if isinstance(completion.get("usage"), Mapping):
-        meta["usage"] = Usage.from_openai(completion["usage"]).to_dict()
+        meta["usage"] = adapter_for("openai").read_usage(completion["usage"]).to_dict()
     return meta

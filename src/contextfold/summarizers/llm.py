@@ -39,7 +39,6 @@ import asyncio
 import email.utils
 import importlib
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +46,8 @@ from itertools import accumulate
 from types import ModuleType
 from typing import Any, Protocol
 
+from ..adapters import prompt_too_long
+from ..adapters.usage import anthropic_usage, openai_usage
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel
 from ..limits import model_limits
@@ -79,9 +80,6 @@ SHRINK_MARGIN = 0.9
 
 TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
 _RETRIED_STATUS = frozenset({408, 409, 429})
-_ANTHROPIC_OVER = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*)")
-_OPENAI_MAXIMUM = re.compile(r"maximum context length is (\d[\d,]*)")
-_OPENAI_ACTUAL = re.compile(r"(?:resulted in|requested) (\d[\d,]*) tokens")
 
 
 # --------------------------------------------------------------------------- what goes out, what comes back
@@ -362,8 +360,6 @@ class LLMSummarizer:
 
 def classify(error: BaseException, sdk: ModuleType) -> Failure:
     """What an SDK exception means for the retry loop (both SDKs share the exception shapes)."""
-    from ..context import is_prompt_too_long  # here, not at the top: context imports the summarizers package
-
     if isinstance(error, getattr(sdk, "APITimeoutError", ())):
         return Failure(TRANSIENT, "timed out")
     if isinstance(error, getattr(sdk, "APIConnectionError", ())):
@@ -371,8 +367,9 @@ def classify(error: BaseException, sdk: ModuleType) -> Failure:
     status = getattr(error, "status_code", None)
     if isinstance(error, getattr(sdk, "APIStatusError", ())) and isinstance(status, int):
         text = f"HTTP {status}: {_message(error)}"
-        if is_prompt_too_long(error):
-            return Failure(TOO_LONG, text, fits_share=_fits_share(str(error)))
+        too_long = prompt_too_long(error)
+        if too_long is not None:
+            return Failure(TOO_LONG, text, fits_share=too_long.fits_share)
         if status in _RETRIED_STATUS or status >= 500:
             return Failure(TRANSIENT, text, retry_after_s=retry_after_s(error.response.headers))
         return Failure(FATAL, text)
@@ -395,19 +392,6 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         moment = email.utils.parsedate_to_datetime(value) if email.utils.parsedate(value) else None
         return max(moment.timestamp() - time.time(), 0.0) if moment is not None else None
-
-
-def _fits_share(text: str) -> float | None:
-    """The provider's maximum over the size it counted, read from its "too long" message."""
-    numbers = _ANTHROPIC_OVER.search(text)
-    if numbers:
-        actual, maximum = (int(n.replace(",", "")) for n in numbers.groups())
-    else:
-        top, used = _OPENAI_MAXIMUM.search(text), _OPENAI_ACTUAL.search(text)
-        if not (top and used):
-            return None
-        maximum, actual = int(top.group(1).replace(",", "")), int(used.group(1).replace(",", ""))
-    return maximum / actual if actual > maximum > 0 else None
 
 
 def _message(error: BaseException) -> str:
@@ -525,7 +509,7 @@ _ANTHROPIC_BAD_STOPS = {"max_tokens": "truncated (stop reason max_tokens)", "ref
 
 def _anthropic_answer(message: Any) -> Answer:
     text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-    usage = Usage.from_anthropic(message.usage.model_dump()) if getattr(message, "usage", None) else None
+    usage = anthropic_usage(message.usage) if getattr(message, "usage", None) else None
     return Answer(text, _ANTHROPIC_BAD_STOPS.get(message.stop_reason), usage)
 
 
@@ -604,7 +588,7 @@ _OPENAI_BAD_STOPS = {"length": "truncated (finish reason length)", "content_filt
 def _chat_answer(completion: Any) -> Answer:
     choice = completion.choices[0] if completion.choices else None
     text = (choice.message.content or "") if choice is not None else ""
-    usage = Usage.from_openai(completion.usage.model_dump()) if completion.usage else None
+    usage = openai_usage(completion.usage) if completion.usage else None
     return Answer(text, _OPENAI_BAD_STOPS.get(choice.finish_reason) if choice is not None else None, usage)
 
 
@@ -622,7 +606,7 @@ class _ChatChunks:
                 self.parts.append(choice.delta.content)
             self.finish = choice.finish_reason or self.finish
         if getattr(chunk, "usage", None):
-            self.usage = Usage.from_openai(chunk.usage.model_dump())
+            self.usage = openai_usage(chunk.usage)
 
     def answer(self) -> Answer:
         return Answer("".join(self.parts), _OPENAI_BAD_STOPS.get(self.finish or ""), self.usage)

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from ..adapters import to_responses
+from ..adapters.usage import openai_usage
 from ..conversation import Conversation, Header
-from ..usage import Usage
 from .base import SummaryRequest, SummaryResult
 from .llm import Answer, Fitter, OpenAIEndpoint, Payload
 
@@ -42,7 +43,7 @@ class ItemsFitter:
         span = [item for item in request.items if not item.meta.get("restored")]
         conversation = Conversation(span)
         self.units = [span[start:end] for start, end in conversation.units()]
-        self.wire = [Conversation(unit).to_responses() for unit in self.units]
+        self.wire = [to_responses(Conversation(unit)) for unit in self.units]
         sizes = [request.count_text(json.dumps(items, ensure_ascii=False)) for items in self.wire]
         self.left = [*accumulate(reversed(sizes), initial=0)][::-1]
 
@@ -91,6 +92,6 @@ class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
 def _answer(response: Any) -> Answer:
     # The JSON as received: the SDK's types expect output messages from the assistant, not the user messages echoed here.
     data = response.to_dict(warnings=False) if hasattr(response, "to_dict") else dict(response)
-    usage = Usage.from_openai(data["usage"]) if data.get("usage") else None
+    usage = openai_usage(data["usage"]) if data.get("usage") else None
     return Answer("", None, usage, tuple(data.get("output") or ()))
 

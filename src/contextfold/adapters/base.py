@@ -1,0 +1,179 @@
+"""What every provider adapter offers: the one interface the rest of contextfold talks to a wire format through.
+
+An :class:`Adapter` owns one provider's wire shapes in both directions:
+request messages and tool definitions (:meth:`~Adapter.read`,
+:meth:`~Adapter.write`), the pieces an incremental renderer assembles a
+request from (:meth:`~Adapter.write_header`, :meth:`~Adapter.write_items`,
+:meth:`~Adapter.request`), prompt-cache marks, model replies
+(:meth:`~Adapter.read_response`), usage and provider errors. Callers pick one
+by name with :func:`contextfold.adapters.adapter_for` and never look inside
+the dicts it returns.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..conversation import Conversation, Header, Item, Text
+from ..errors import InvalidContent
+from ..usage import Usage
+from .overflow import PromptTooLong, prompt_too_long
+from .usage import openai_usage
+
+
+@dataclass(frozen=True)
+class WireHeader:
+    """A header rendered once and reused for every request while it does not change.
+
+    ``fields`` are the request fields besides the message list (``system``,
+    ``tools``); ``lead`` the messages sent before the conversation (OpenAI's
+    system messages, pinned items); ``marked`` whether the caller placed
+    prompt-cache marks of its own in it.
+    """
+
+    fields: Mapping[str, Any]
+    lead: Sequence[Mapping[str, Any]]
+    marked: bool = False
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer read off the wire: its items, the usage reported, and whether it ended normally.
+
+    ``incomplete`` says why the answer is not whole (cut at the reply limit,
+    refused, filtered) in words; ``None`` when the model finished on its own.
+    """
+
+    conversation: Conversation
+    usage: Usage | None = None
+    incomplete: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer's text blocks, joined as the model wrote them."""
+        return "".join(b.text for item in self.conversation for b in item.blocks if isinstance(b, Text))
+
+
+class Adapter(ABC):
+    """One provider's wire format. Stateless: one instance per provider, shared."""
+
+    name: str
+    """The provider name callers choose it by (``"anthropic"``, ``"openai"``, ``"responses"``)."""
+    title: str
+    """The API's name, for messages (``"Anthropic Messages"``)."""
+    messages_key: str
+    """The request field holding the message list (``"messages"`` or ``"input"``)."""
+
+    # ------------------------------------------------------------------ requests
+    def read(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        known_call_ids: Iterable[str] = (),
+    ) -> Conversation:
+        """A request's messages (and ``system``/``tools``) as a conversation; errors name index and field.
+
+        ``known_call_ids`` names calls made in messages read before these
+        (tool results may answer them).
+        """
+        return self._read(messages, system, tools, known_call_ids)
+
+    @abstractmethod
+    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation: ...
+
+    @abstractmethod
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        """The request body for ``conversation``: its messages, tools and (Anthropic) system prompt."""
+
+    @abstractmethod
+    def write_header(self, header: Header) -> WireHeader:
+        """The parts of a request that come from the header."""
+
+    def write_items(self, items: Sequence[Item]) -> list[dict[str, Any]]:
+        """The wire messages of ``items`` alone (no header)."""
+        return list(self.write(Conversation(items))[self.messages_key])
+
+    def request(
+        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
+    ) -> dict[str, Any]:
+        """A request body from a rendered header and the conversation's messages.
+
+        ``cache_at`` asks for prompt-cache breakpoints after these messages
+        (indexes into ``messages``), and on the header; formats whose cache
+        needs no marks ignore it.
+        """
+        return {self.messages_key: [*header.lead, *messages], **header.fields}
+
+    def cache_marked(self, item: Item) -> bool:
+        """Whether the caller put a prompt-cache mark of this format in ``item`` (none by default)."""
+        return False
+
+    # ------------------------------------------------------------------ answers
+    def read_response(self, response: Any) -> Reply:
+        """A reply (an SDK response object or its dict) as items, usage and how it ended."""
+        data = as_data(response)
+        usage = self.read_usage(data["usage"]) if data.get("usage") else None
+        return Reply(self._answer(data), usage, self._incomplete(data))
+
+    @abstractmethod
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        """The items of a reply's dict."""
+
+    @abstractmethod
+    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
+        """Why a reply is not whole, in words; ``None`` when the model finished on its own."""
+
+    @abstractmethod
+    def read_usage(self, usage: Any) -> Usage:
+        """A ``usage`` object of this format (SDK object or dict) in the neutral shape."""
+
+    def prompt_too_long(self, error: BaseException | str) -> PromptTooLong | None:
+        """What an error says about a request that did not fit, or ``None`` when it says something else."""
+        return prompt_too_long(error)
+
+
+def as_data(response: Any) -> dict[str, Any]:
+    """An SDK response object or a dict as a plain dict without ``None`` fields (absent on the wire)."""
+    if hasattr(response, "model_dump"):  # without warnings: the SDK's types do not expect every item a server echoes
+        return response.model_dump(exclude_none=True, warnings=False)
+    return dict(response)
+
+
+class MessageListAdapter(Adapter):
+    """A format whose request is a message list and tools, its system prompt a leading message (OpenAI's two).
+
+    Built on the format's request mappings: ``read_list(messages, tools,
+    known_call_ids=...)``, ``write_list(conversation)`` and ``write_tools(conversation)``.
+    """
+
+    def __init__(
+        self,
+        names: tuple[str, str, str],
+        read_list: Callable[..., Conversation],
+        write_list: Callable[[Conversation], list[dict[str, Any]]],
+        write_tools: Callable[[Conversation], list[dict[str, Any]]],
+    ) -> None:
+        self.name, self.title, self.messages_key = names
+        self.read_list = read_list
+        self.write_list = write_list
+        self.write_tools = write_tools
+
+    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+        if system is not None:
+            raise InvalidContent(None, "system", f"{self.title} takes the system prompt as a leading system message")
+        return self.read_list(messages, tools, known_call_ids=known_call_ids)
+
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        return {self.messages_key: self.write_list(conversation), "tools": self.write_tools(conversation)}
+
+    def write_header(self, header: Header) -> WireHeader:
+        conversation = Conversation(header=header)
+        return WireHeader({"tools": self.write_tools(conversation)}, self.write_list(conversation))
+
+    def read_usage(self, usage: Any) -> Usage:
+        return openai_usage(usage)

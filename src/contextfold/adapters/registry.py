@@ -1,0 +1,21 @@
+"""Choosing an adapter by provider name: the one place the provider-name switch is written."""
+
+from __future__ import annotations
+
+from ..errors import ContextfoldError
+from .anthropic import AnthropicMessages
+from .base import Adapter
+from .openai_chat import OpenAIChat
+from .openai_responses import OpenAIResponses
+
+_ADAPTERS: dict[str, Adapter] = {a.name: a for a in (AnthropicMessages(), OpenAIChat(), OpenAIResponses())}
+PROVIDERS = tuple(_ADAPTERS)
+"""The provider names :func:`adapter_for` knows: ``anthropic``, ``openai`` (Chat Completions), ``responses``."""
+
+
+def adapter_for(provider: str) -> Adapter:
+    """The adapter of ``provider``; :class:`ContextfoldError` for a name that is none of :data:`PROVIDERS`."""
+    adapter = _ADAPTERS.get(provider)
+    if adapter is None:
+        raise ContextfoldError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+    return adapter

@@ -1,0 +1,126 @@
+"""The adapter objects: chosen by name, owning requests, replies, usage, cache marks and "too long" errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfold import Context, ContextfoldError, InvalidContent, Item, Summary, Text, Usage
+from contextfold.adapters import (
+    PROVIDERS,
+    AnthropicMessages,
+    OpenAIChat,
+    OpenAIResponses,
+    adapter_for,
+    from_anthropic,
+    prompt_too_long,
+    to_anthropic,
+    to_openai,
+    to_responses,
+    tools_to_openai,
+)
+
+EPHEMERAL = {"type": "ephemeral"}
+TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]
+
+
+def test_one_adapter_per_provider_chosen_by_name() -> None:
+    assert PROVIDERS == ("anthropic", "openai", "responses")
+    assert isinstance(adapter_for("anthropic"), AnthropicMessages)
+    assert isinstance(adapter_for("openai"), OpenAIChat)
+    assert isinstance(adapter_for("responses"), OpenAIResponses)
+    assert adapter_for("openai") is adapter_for("openai")
+    with pytest.raises(ContextfoldError, match="unknown provider 'gemini'"):
+        adapter_for("gemini")
+
+
+def test_write_is_the_request_body_of_each_format() -> None:
+    messages = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]
+    chat = adapter_for("openai").read(messages)
+    assert adapter_for("openai").write(chat) == {"messages": to_openai(chat), "tools": tools_to_openai(chat)}
+    assert adapter_for("responses").write(chat)["input"] == to_responses(chat)
+    assert adapter_for("anthropic").write(chat) == to_anthropic(chat)
+
+
+def test_openai_formats_refuse_a_system_field_instead_of_dropping_it() -> None:
+    with pytest.raises(InvalidContent, match="leading system message"):
+        adapter_for("openai").read([{"role": "user", "content": "hi"}], system="Be terse.")
+
+
+def test_replies_are_read_with_their_usage_and_how_they_ended() -> None:
+    anthropic = adapter_for("anthropic").read_response({
+        "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5},
+    })
+    assert anthropic.text == "Done." and anthropic.incomplete == "truncated (stop reason max_tokens)"
+    assert anthropic.usage == Usage(prompt_tokens=100, output_tokens=5, cache_read_tokens=90)
+    chat = adapter_for("openai").read_response({
+        "choices": [{"message": {"role": "assistant", "content": "Done.", "refusal": None}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 90}},
+    })
+    assert chat.text == "Done." and chat.incomplete is None
+    assert chat.usage == Usage(prompt_tokens=100, output_tokens=5, cache_read_tokens=90)
+    assert "refusal" not in chat.conversation[0].meta.get("extra", {})  # null fields are absent on the wire
+    responses = adapter_for("responses").read_response({
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Do"}]}],
+    })
+    assert responses.text == "Do" and responses.incomplete == "truncated (max_output_tokens)"
+    assert responses.usage is None
+
+
+def test_prompt_too_long_says_how_much_would_fit() -> None:
+    anthropic = prompt_too_long("prompt is too long: 250000 tokens > 200000 maximum")
+    assert anthropic is not None and anthropic.fits_share == pytest.approx(0.8)
+    openai = adapter_for("openai").prompt_too_long(
+        "This model's maximum context length is 128000 tokens. However, your messages resulted in 160000 tokens"
+    )
+    assert openai is not None and openai.fits_share == pytest.approx(0.8)
+    assert prompt_too_long("overloaded_error") is None
+
+
+def _session(arguments: dict) -> Context:
+    context = Context(window_tokens=50_000, provider="anthropic")
+    context.add([{"role": "user", "content": "Fix f1.py"}], system="You are a coding agent.", tools=TOOLS)
+    context.add([
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": arguments}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ])
+    return context
+
+
+def _marks(request: dict) -> list[str]:
+    found = ["tools"] if "cache_control" in request["tools"][-1] else []
+    system = request["system"]
+    if isinstance(system, list) and "cache_control" in system[-1]:
+        found.append("system")
+    found += [f"messages[{k}]" for k, m in enumerate(request["messages"])
+              if isinstance(m["content"], list) and "cache_control" in m["content"][-1]]
+    return found
+
+
+def test_a_tool_argument_named_cache_control_leaves_the_automatic_breakpoints_in_place() -> None:
+    plain = _marks(_session({"command": "ls"}).prepare())
+    request = _session({"command": "ls", "cache_control": {"type": "ephemeral"}}).prepare()
+    assert plain == ["tools", "system", "messages[2]"]
+    assert _marks(request) == plain
+    assert request["messages"][1]["content"][0]["input"]["cache_control"] == EPHEMERAL  # the argument is untouched
+
+
+def test_marks_the_caller_placed_turn_the_automatic_ones_off() -> None:
+    context = _session({"command": "ls"})
+    context.add([{"role": "user", "content": [{"type": "text", "text": "next", "cache_control": EPHEMERAL}]}])
+    request = context.prepare()
+    assert _marks(request) == ["messages[3]"]
+    assert request["system"] == "You are a coding agent."
+
+
+def test_the_latest_summary_is_a_breakpoint_found_from_the_model_not_its_text() -> None:
+    context = _session({"command": "ls"})
+    context.add([Item("user", (Summary("Earlier: f1.py was read.", covers=3),)), Item("user", (Text("go on"),))])
+    context.add(from_anthropic([{"role": "assistant", "content": "Reading f2.py."}]).items)
+    context.add([Item("user", (Text("and then?"),))])
+    request = context.prepare()
+    assert request["messages"][3]["content"][-1]["text"] == "Earlier: f1.py was read."
+    assert _marks(request) == ["tools", "system", "messages[3]", "messages[6]"]
