@@ -152,6 +152,7 @@ class Context:
         the transcript before this returns. The cost does not grow with the
         history: results are matched against the history's live set of call ids.
         """
+        self._follow()  # results may answer calls another process added: know them first
         conversation = self._to_conversation(messages, provider, system, tools)
         header = conversation.header
         if header.system or header.tools or header.pinned:
