@@ -100,6 +100,10 @@ def check_session(url: str, outputs: dict[int, list[str]], killed: int | None) -
     committed = {int(line.split()[1]): line.split()[2]
                  for w in range(COMPACTORS) for line in outputs[w] if line.startswith("committed ")}
     assert sorted(committed) == [c["seq"] for c in checkpoints]
+    refused = sum(int(line.split()[1]) for w in range(COMPACTORS) for line in outputs[w] if line.startswith("conflicts "))
+    raised = sum(line == "gave-up" for w in range(COMPACTORS) for line in outputs[w])
+    print(f"{len(records)} records; {len(checkpoints)} view changes committed, {refused} refused and re-decided, "
+          f"{raised} raised")
 
     resumed = Context.resume(url, "shared", window_tokens=200_000)
     try:

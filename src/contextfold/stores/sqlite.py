@@ -5,7 +5,11 @@ database lock first (``BEGIN IMMEDIATE``), so processes appending to one
 session queue up instead of failing. How durable an acknowledged append is
 follows ``?durability=`` (see :data:`~contextfold.stores.base.DURABILITIES`):
 by default it survives any writer's crash, with ``commit`` a power loss too.
-The database file (and so
+SQLite's lock is not queued: a waiting writer polls, so under heavy
+contention one writer can wait while others commit again and again; a view
+change that waits that way is more often refused (and re-decided, or raised
+after :data:`~contextfold.context.MAX_VIEW_CONFLICTS` refusals) than on
+PostgreSQL, whose row locks are granted in order. The database file (and so
 its ``-wal`` and ``-shm`` companions, which SQLite creates with the same mode)
 is owner-only, and a symbolic link in its place is refused, as for transcripts.
 """
