@@ -29,7 +29,7 @@ from agent_session import (
 from click.testing import CliRunner
 
 from contextfold import ToolResult
-from contextfold.adapters._common import ERROR_MARK
+from contextfold.adapters._writing import ERROR_MARK
 from contextfold.cli import cli
 from contextfold.transcript import Restored, Transcript
 

@@ -1,6 +1,6 @@
 """contextfold: keep long-running LLM agents inside their context window."""
 
-from .adapters._common import LossyConversion
+from .adapters import LossyConversion
 from .context import Context, is_prompt_too_long
 from .conversation import (
     Block,

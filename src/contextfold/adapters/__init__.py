@@ -10,7 +10,7 @@ Each adapter reads a provider's request lists into a neutral
 :class:`~contextfold.conversation.Conversation` and writes one back; for input
 that came from the same format the round trip is exact (``to_x(from_x(m)) ==
 m``). Fields the neutral model has no slot for ride in ``Block.extra`` and
-``Item.meta`` (see :mod:`._common` for the convention) and are written only to
+``Item.meta`` (see :mod:`._reading` for the convention) and are written only to
 the format they came from.
 
 Across formats (``to_openai(from_anthropic(...))``) the content is mapped
@@ -26,7 +26,8 @@ Reading errors name the index in the list the caller passed and the field
 ``conversation.items`` (``None`` for header items) and the neutral field path.
 """
 
-from ._common import MAX_BLOCK_BYTES, LossyConversion
+from ._reading import MAX_BLOCK_BYTES
+from ._writing import LossyConversion
 from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
 from .base import Adapter, Reply, WireHeader
 from .openai_chat import OpenAIChat, from_openai, to_openai, tools_to_openai

@@ -50,31 +50,10 @@ from ..conversation import (
 )
 from ..errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
 from ..usage import Usage
-from ._common import (
-    SEQUENCE,
-    CallIds,
-    WireObject,
-    anthropic_source,
-    as_list,
-    as_object,
-    check_arguments,
-    check_block,
-    compact,
-    foreign_block,
-    is_anthropic_source,
-    merged,
-    numbered,
-    origin,
-    read_spec,
-    read_tools,
-    require_call,
-    shaped,
-    spec_fields,
-    split_data_url,
-    warn_dropped,
-    where,
-    write_tools,
-)
+from ._media import anthropic_source, is_anthropic_source, split_data_url
+from ._reading import SEQUENCE, CallIds, WireObject, as_list, as_object, check_block, require_call, where
+from ._tools import read_spec, read_tools, spec_fields, write_tools
+from ._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
 from .anthropic_cache import header_marked, item_marked, with_breakpoints
 from .base import Adapter, WireHeader
 from .usage import anthropic_usage
@@ -382,7 +361,7 @@ def _write_result(item: Item, index: int | None, prefix: str) -> dict[str, Any]:
         written = (_write_block(b, item, index, f"{field}.content[{k}]") for k, b in enumerate(content))
         content = [part for part in written if part is not None]
     absent = same and item.meta.get("result_content") == "absent" and content == ""
-    tree = compact(
+    tree = without_nones(
         type="tool_result", tool_use_id=result.call_id, content=None if absent else content, is_error=result.is_error
     )
     return merged(tree, result.extra) if same else tree
@@ -403,7 +382,7 @@ def _write_block(block: Block, item: Item, index: int | None, field: str) -> dic
         if is_anthropic_source(block):
             return merged({"type": "document", "source": block.source}, extra)
         filename = block.source.get("filename")
-        return compact(type="document", source=anthropic_source(block, index, field), title=filename)
+        return without_nones(type="document", source=anthropic_source(block, index, field), title=filename)
     if isinstance(block, (Thinking, RedactedThinking)):
         return _write_reasoning(block, source, index, field)
     if isinstance(block, ToolCall):
@@ -416,7 +395,7 @@ def _write_block(block: Block, item: Item, index: int | None, field: str) -> dic
 
 def _image_source(image: Image, same: bool, index: int | None, field: str) -> dict[str, Any]:
     if image.data is not None:
-        return compact(type="base64", media_type=image.media_type, data=image.data)
+        return without_nones(type="base64", media_type=image.media_type, data=image.data)
     if image.url is not None:
         inline = None if same else split_data_url(image.url)
         if inline is not None:
@@ -435,7 +414,7 @@ def _write_reasoning(
         if source in (ORIGIN, None):
             return merged({"type": "redacted_thinking", "data": block.data}, block.extra if source else {})
     elif source == ORIGIN or (source is None and block.signature is not None):
-        tree = compact(type="thinking", thinking=block.thinking, signature=block.signature)
+        tree = without_nones(type="thinking", thinking=block.thinking, signature=block.signature)
         return merged(tree, block.extra if source else {})
     warn_dropped(f"{source} reasoning", index, field, TARGET)
     return None

@@ -45,32 +45,21 @@ from ..conversation import (
     ToolSpec,
 )
 from ..errors import InvalidContent, UnknownRole
-from ._common import (
+from ._media import image_url, openai_file
+from ._reading import (
     SEQUENCE,
     CallIds,
     WireObject,
-    arguments_json,
     as_list,
     as_object,
     check_block,
-    foreign_block,
-    image_url,
-    merged,
-    numbered,
-    openai_file,
-    origin,
     parse_arguments,
     read_object,
-    read_spec,
-    read_tools,
     require_call,
-    result_content,
-    shaped,
-    spec_fields,
-    warn_dropped,
     with_leading_system,
-    write_tools,
 )
+from ._tools import read_spec, read_tools, spec_fields, write_tools
+from ._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
 from .base import MessageListAdapter
 
 ORIGIN = "openai"

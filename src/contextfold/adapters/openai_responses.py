@@ -45,33 +45,30 @@ from ..conversation import (
     ToolSpec,
 )
 from ..errors import InvalidContent, UnknownRole
-from ._common import (
-    OPENAI_FILE_KEYS,
+from ._media import OPENAI_FILE_KEYS, image_url, openai_file
+from ._reading import (
     SEQUENCE,
     CallIds,
     WireObject,
-    arguments_json,
     as_list,
     as_object,
     check_block,
-    compact,
-    foreign_block,
-    image_url,
-    merged,
-    numbered,
-    openai_file,
-    origin,
     parse_arguments,
     read_object,
-    read_spec,
-    read_tools,
     require_call,
+    with_leading_system,
+)
+from ._tools import read_spec, read_tools, spec_fields, write_tools
+from ._writing import (
+    arguments_json,
+    foreign_block,
+    merged,
+    numbered,
+    origin,
     result_content,
     shaped,
-    spec_fields,
     warn_dropped,
-    with_leading_system,
-    write_tools,
+    without_nones,
 )
 from .base import MessageListAdapter
 
@@ -234,7 +231,7 @@ def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
     if kind == "input_file":
         wire.take_if("type", kind)
         source = {key: wire.take(key, str, required=False) for key in OPENAI_FILE_KEYS}
-        return Document(compact(**source), wire.rest)
+        return Document(without_nones(**source), wire.rest)
     return Opaque(wire.data, ORIGIN)  # refusal, and parts we do not know
 
 
@@ -387,7 +384,7 @@ def _write_turn_block(block: Block, item: Item, same: bool, index: int | None, f
 def _write_reasoning(block: Thinking) -> dict[str, Any]:
     kept = block.extra.get("summary")
     summary = kept if _summary_text(kept) == block.thinking and kept is not None else _default_summary(block.thinking)
-    tree = compact(type="reasoning", summary=summary, encrypted_content=block.signature)
+    tree = without_nones(type="reasoning", summary=summary, encrypted_content=block.signature)
     return merged(tree, {k: v for k, v in block.extra.items() if k != "summary"})
 
 
@@ -411,7 +408,7 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
             raise InvalidContent(
                 index, field, f"an image by another provider's file id cannot be expressed in {TARGET}"
             )
-        return merged(compact(type="input_image", image_url=url, detail=None if same else "auto"), extra)
+        return merged(without_nones(type="input_image", image_url=url, detail=None if same else "auto"), extra)
     if isinstance(block, Document):
         source = dict(block.source) if same else openai_file(block, index, field, TARGET, accepts_url=True)
         return merged({"type": "input_file", **source}, extra)

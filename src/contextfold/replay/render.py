@@ -59,7 +59,7 @@ def render_item(item: Item) -> Message | None:
     block from another provider) is rendered in the nearest OpenAI shape (the
     image stays inside the tool message), so that it is still counted and
     dumped; only reasoning with no readable text is left out, with the
-    adapter's :class:`~contextfold.adapters._common.LossyConversion` warning.
+    adapter's :class:`~contextfold.adapters.LossyConversion` warning.
     """
     if _RENDERED in item.memo:
         return item.memo[_RENDERED]

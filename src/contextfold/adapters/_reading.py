@@ -1,0 +1,236 @@
+"""Taking wire objects apart: the working copy an adapter takes modelled fields out of, and its checks.
+
+Reading a wire object, an adapter *takes* the fields the neutral model has a
+slot for; whatever is left (unknown keys, ``cache_control``, ``detail``, ids,
+statuses) is the block's ``extra`` or the item's ``meta["extra"]``, and the
+writers deep-merge it back (:func:`._writing.merged`). A field is only taken
+when it has the type the model expects, so an odd value (``"description":
+null``) simply stays in the leftover and comes back untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from ..conversation import Conversation, Header, Item, Opaque, ToolSpec
+from ..errors import InvalidContent, InvalidEncoding, InvalidMessage, OversizedBlock
+
+
+SEQUENCE = (list, tuple)
+"""What counts as a JSON array on input (a ``str`` is never one)."""
+
+
+def where(prefix: str, name: str) -> str:
+    """A dotted field path: ``where("content[2]", "text") == "content[2].text"``."""
+    return f"{prefix}.{name}" if prefix else name
+
+
+def as_object(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
+    """A wire object as a mapping. SDK response models (pydantic) are dumped as sent by the server."""
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_unset=True)
+    raise InvalidContent(index, field or "message", f"expected an object, got {type(value).__name__}")
+
+
+def as_list(value: Any, index: int | None, field: str) -> Sequence[Any]:
+    if isinstance(value, SEQUENCE):
+        return value
+    raise InvalidContent(index, field, f"expected a list, got {type(value).__name__}")
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    kinds = types if isinstance(types, tuple) else (types,)
+    names = {list: "list", tuple: "list", str: "string", bool: "boolean", Mapping: "object", dict: "object"}
+    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in kinds))
+
+
+class WireObject:
+    """A working copy of one wire object: fields are taken out, ``rest`` is what the model has no slot for.
+
+    Paths are dotted (``"function.arguments"``); nested objects are copied
+    before anything is removed from them, so the caller's data is never changed.
+    """
+
+    __slots__ = ("data", "field", "index", "rest")
+
+    def __init__(self, data: Mapping[str, Any], index: int | None, field: str) -> None:
+        self.data = data
+        self.rest: dict[str, Any] = dict(data)
+        self.index = index
+        self.field = field
+
+    def take(
+        self,
+        path: str,
+        types: type | tuple[type, ...],
+        *,
+        required: bool = True,
+        nonempty: bool = False,
+        error: type[InvalidMessage] = InvalidContent,
+    ) -> Any:
+        """Remove and return the value at ``path`` if it has one of ``types`` (and is non-empty if asked).
+
+        Otherwise the value stays in ``rest``; a required one raises ``error``.
+        """
+        keys = path.split(".")
+        value = self._lookup(keys)
+        if isinstance(value, types) and not (nonempty and not value):
+            self._remove(keys)
+            return value
+        if required:
+            got = "nothing" if value is _MISSING else type(value).__name__
+            raise error(self.index, where(self.field, path), f"expected {_type_names(types)}, got {got}")
+        return None
+
+    def take_if(self, key: str, expected: Any) -> bool:
+        """Remove a top-level key when it holds ``expected`` (a default the writer puts back)."""
+        if key in self.rest and self.rest[key] == expected:
+            del self.rest[key]
+            return True
+        return False
+
+    def _lookup(self, keys: list[str]) -> Any:
+        node: Any = self.rest
+        for key in keys:
+            if not isinstance(node, Mapping) or key not in node:
+                return _MISSING
+            node = node[key]
+        return node
+
+    def _remove(self, keys: list[str]) -> None:
+        chain = [self.rest]
+        for key in keys[:-1]:
+            child = dict(chain[-1][key])
+            chain[-1][key] = child
+            chain.append(child)
+        del chain[-1][keys[-1]]
+        for depth in range(len(chain) - 1, 0, -1):  # prune objects we emptied
+            if chain[depth]:
+                break
+            del chain[depth - 1][keys[depth - 1]]
+
+
+_MISSING: Any = object()
+
+
+def read_object(raw: Any, index: int | None, field: str) -> WireObject:
+    """One wire block or part, checked for encoding and size, ready to be taken apart."""
+    data = as_object(raw, index, field)
+    check_block(data, index, field)
+    return WireObject(data, index, field)
+
+
+class CallIds:
+    """The call ids a tool result may answer: those read so far from this list, and those known from before.
+
+    ``known`` is kept by reference, not copied: a caller appending to a long
+    history passes its live set of ids, and reading one message stays O(1).
+    """
+
+    def __init__(self, known: Iterable[str]) -> None:
+        self._known: AbstractSet[str] = known if isinstance(known, AbstractSet) else frozenset(known)
+        self._read: set[str] = set()
+
+    def add(self, call_id: str) -> None:
+        self._read.add(call_id)
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._read or call_id in self._known
+
+
+def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
+    """A tool result must answer a call made earlier in the same list (or in ``known_call_ids``)."""
+    if call_id not in calls:
+        raise InvalidContent(index, field, f"no earlier tool call has id {call_id!r}")
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def with_leading_system(
+    items: Iterable[Item], header_tools: tuple[ToolSpec | Opaque, ...], provider: str
+) -> Conversation:
+    """A conversation whose header holds the system/developer items that open the list (OpenAI formats)."""
+    system: list[Item] = []
+    body: list[Item] = []
+    for item in items:
+        if not body and item.role in ("system", "developer"):
+            system.append(item)
+        else:
+            body.append(item)
+    return Conversation(body, Header(system=tuple(system), tools=header_tools, meta={"origin": provider}))
+
+
+MAX_BLOCK_BYTES = 32 * 1024 * 1024
+"""Largest single block accepted, in UTF-8 bytes of its strings (32 MiB, the Anthropic request limit)."""
+
+
+def check_block(value: Any, index: int | None, field: str) -> None:
+    """Reject text that is not valid UTF-8 and blocks over :data:`MAX_BLOCK_BYTES`."""
+    try:
+        size = _size(value)
+    except _BadText:
+        path, reason, error = _locate(value, field) or (field, "text is not valid UTF-8", InvalidEncoding)
+        raise error(index, path, reason) from None
+    if size > MAX_BLOCK_BYTES:
+        raise OversizedBlock(index, field or "item", f"block is {size} bytes; the limit is {MAX_BLOCK_BYTES}")
+
+
+class _BadText(Exception):
+    pass
+
+
+def _size(value: Any) -> int:
+    """UTF-8 bytes of every string in a JSON value (scalars count 8)."""
+    if isinstance(value, str):
+        if value.isascii():
+            return len(value)
+        try:
+            return len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise _BadText from None
+    if isinstance(value, Mapping):
+        return sum(_size(k) + _size(v) for k, v in value.items())
+    if isinstance(value, SEQUENCE):
+        return sum(_size(v) for v in value)
+    if isinstance(value, (bytes, bytearray)):
+        raise _BadText
+    return 8
+
+
+def _locate(value: Any, path: str) -> tuple[str, str, type[InvalidMessage]] | None:
+    """Where the first bad string in ``value`` is, why, and the error to raise (slow path, errors only)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path, f"lone surrogate {value[exc.start]!r} at character {exc.start}", InvalidEncoding
+    elif isinstance(value, (bytes, bytearray)):
+        try:
+            bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return path, f"bytes are not valid UTF-8 at byte {exc.start}", InvalidEncoding
+        return path, "expected a string, got bytes (decode them first)", InvalidContent
+    elif isinstance(value, Mapping):
+        for key, child in value.items():
+            found = _locate(key, path) or _locate(child, where(path, str(key)))
+            if found:
+                return found
+    elif isinstance(value, SEQUENCE):
+        for position, child in enumerate(value):
+            found = _locate(child, f"{path}[{position}]")
+            if found:
+                return found
+    return None
