@@ -117,10 +117,11 @@ def test_mini_swe_agent(tmp_path: Path) -> None:
     }
     assert first.meta["model"] == "deepseek-chat"
     result = conversation[2].tool_result
-    assert result.extra == {"returncode": 2} and result.tool_name == "bash" and conversation[2].timestamp == 101.0
-    assert conversation[3].meta == {"interrupt_type": "FormatError"}
+    assert conversation[2].meta["facts"] == {"returncode": 2} and result.extra == {}  # the recording's, not the wire's
+    assert result.tool_name == "bash" and conversation[2].timestamp == 101.0
+    assert conversation[3].meta["interrupt_type"] == "FormatError"
     exit_result = conversation[5].tool_result
-    assert (exit_result.call_id, exit_result.text, exit_result.extra) == (
+    assert (exit_result.call_id, exit_result.text, conversation[5].meta["facts"]) == (
         "c2",
         "diff --git a/x b/x",
         {"exit_status": "Submitted"},
@@ -138,7 +139,7 @@ def test_mini_swe_agent_result_without_call_names_the_message(tmp_path: Path) ->
     messages = MINI["messages"][:2] + [{"role": "tool", "tool_call_id": "ghost", "content": "?"}]
     with pytest.raises(SessionFormatError) as caught:
         load(write(tmp_path, "run.traj.json", {**MINI, "messages": messages}))
-    assert caught.value.location == "$.messages[2]" and "ghost" in caught.value.reason
+    assert caught.value.location == "$.messages[2].tool_call_id" and "ghost" in caught.value.reason
 
 
 def test_truncated_json_names_line_and_column(tmp_path: Path) -> None:
@@ -156,7 +157,8 @@ def test_invalid_tool_arguments_are_kept_raw(tmp_path: Path) -> None:
     messages = [MINI["messages"][1], {"role": "assistant", "content": None, "tool_calls": [broken]}]
     (conversation,) = load(write(tmp_path, "run.traj.json", {**MINI, "messages": messages}))
     (bad,) = conversation[1].tool_calls
-    assert (bad.arguments, bad.raw_arguments, bad.extra) == ({}, '{"command": "ls', {"invalid_arguments": True})
+    assert (bad.arguments, bad.raw_arguments) == ({}, '{"command": "ls')
+    assert conversation[1].meta["invalid_arguments"] == ["c1"]  # recorded the one way the adapters do
 
 
 # --------------------------------------------------------------------------- tau-bench and SWE-agent
@@ -178,7 +180,7 @@ def test_tau_bench_one_conversation_per_result_and_reused_ids(tmp_path: Path) ->
     assert first.header.meta == {"format": "tau-bench", "task_id": 0, "trial": 0, "reward": 1.0}
     assert second.header.meta["task_id"] == 1 and first.validate() == []
     renamed = first[3].tool_calls[0]
-    assert (renamed.id, renamed.extra["original_id"]) == ("a#2", "a")
+    assert (renamed.id, first[3].meta["original_ids"]) == ("a#2", {"a#2": "a"})
     assert first[4].tool_result.call_id == "a#2" and first[4].tool_result.arguments == {"command": "y"}
     assert first[0].id != second[0].id  # ids are distinct across conversations of one file
 
@@ -214,7 +216,7 @@ def test_swe_agent_thought_action_history(tmp_path: Path) -> None:
     (conversation,) = load(path)
     assert conversation.validate() == [] and conversation.header.system_text == "SETTING"
     assert conversation[1].tool_calls == (ToolCall("swe-step-0", "bash", {"command": "ls\n"}),)
-    assert conversation[2].tool_result.extra == {"execution_time_s": 0.5}
+    assert conversation[2].meta["facts"] == {"execution_time_s": 0.5}
     assert conversation[4].tool_result.text == "diff --git"  # the last observation is only in the trajectory
 
 
@@ -266,13 +268,14 @@ def test_moatless_actions_become_calls(tmp_path: Path) -> None:
     (conversation,) = load(path)
     assert conversation.validate() == [] and conversation[0].text == "Unicode bug"
     assert conversation[0].timestamp == pytest.approx(1723754065.859767)
-    retry_call, retry = conversation[1], conversation[2].tool_result
+    retry_call, retry_item = conversation[1], conversation[2]
+    retry = retry_item.tool_result
     assert retry_call.tool_calls == (ToolCall("moatless-1-0", "EditCode", {"content": "<replace>a</replace>"}),)
     assert retry_call.meta == {
         "model": "m2",
         "usage": {"prompt_tokens": 9, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0},
     }
-    assert (retry.text, retry.is_error, retry.extra) == ("same", True, {"trigger": "retry"})
+    assert (retry.text, retry.is_error, retry_item.meta["facts"]) == ("same", True, {"trigger": "retry"})
     assert json.loads(conversation[4].tool_result.text) == {"message": "Applied", "diff": "-a\n+b"}
     assert conversation[3].meta == {"model": "m1"}
 
@@ -445,10 +448,10 @@ def test_claude_code_joins_records_of_one_response(tmp_path: Path) -> None:
         "cache_write_tokens": 10,
     }
     assert response.meta["response_id"] == "msg_1" and response.timestamp == pytest.approx(1768976446.065)
-    assert conversation[2].tool_result.extra == {"type": "text", "filePath": "/a", "numLines": 3}
+    assert conversation[2].meta["facts"] == {"type": "text", "filePath": "/a", "numLines": 3}
     image_result = conversation[3].tool_result
     assert image_result.is_error is True and image_result.content[1] == Image(data="iVBO", media_type="image/png")
-    assert conversation[4].meta == {"is_meta": True}
+    assert conversation[4].meta["is_meta"] is True
     assert conversation.header.meta == {"format": "claude-code", "session_id": "s", "skipped": {"queue-operation": 1}}
 
 
@@ -467,7 +470,7 @@ def test_claude_code_bad_line_and_orphan_result(tmp_path: Path) -> None:
     assert bad.value.location == "line 4"
     with pytest.raises(SessionFormatError) as orphan:
         load(write(tmp_path, "b.jsonl", [CLAUDE_RECORDS[1], cc_result("nobody", "x")]))
-    assert orphan.value.location == "line 2.message.content[0]" and "nobody" in orphan.value.reason
+    assert orphan.value.location == "line 2.message.content[0].tool_use_id" and "nobody" in orphan.value.reason
 
 
 # --------------------------------------------------------------------------- stream-json, raw and in a hive-mind log
@@ -630,7 +633,7 @@ def test_codex_exec_events(tmp_path: Path) -> None:
     assert isinstance(response.blocks[0], Thinking) and response.blocks[1] == Text("[ ] read", extra={"plan": True})
     assert response.tool_calls == (ToolCall("item_2", "shell", {"command": "bash -lc ls"}),)
     failed = first[1].tool_result
-    assert (failed.text, failed.is_error, failed.extra) == ("a.py\n", True, {"exit_code": 1, "status": "failed"})
+    assert (failed.text, failed.is_error, first[1].meta["facts"]) == ("a.py\n", True, {"exit_code": 1, "status": "failed"})
     assert first[2].tool_calls[0].arguments == {"changes": [{"path": "/w/a.py", "kind": "add"}]}
     assert first[3].tool_result.text == "add /w/a.py"
     assert first[4].text == "[x] read"  # the plan again once it changed; the identical final state is not repeated
@@ -704,7 +707,7 @@ def test_codex_tui_recording(tmp_path: Path) -> None:
     assert conversation[1].tool_calls[0].arguments == {"command": ["bash", "-lc", "ls"], "cwd": "/w"}
     assert conversation[1].meta["usage"]["cache_read_tokens"] == 5537
     result = conversation[2].tool_result
-    assert (result.text, result.extra) == ("a\nwarn", {"exit_code": 0, "duration_s": 1.5})
+    assert (result.text, conversation[2].meta["facts"]) == ("a\nwarn", {"exit_code": 0, "duration_s": 1.5})
     assert conversation[3].text == "Done."
     assert conversation.header.meta["skipped"] == {
         "agent_reasoning_delta": 1,

@@ -26,7 +26,7 @@ Reading errors name the index in the list the caller passed and the field
 ``conversation.items`` (``None`` for header items) and the neutral field path.
 """
 
-from ._reading import MAX_BLOCK_BYTES
+from ._reading import MAX_BLOCK_BYTES, parse_arguments
 from ._writing import LossyConversion
 from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
 from .base import Adapter, Reply, WireHeader
@@ -51,6 +51,7 @@ __all__ = [
     "from_openai",
     "from_responses",
     "is_prompt_too_long",
+    "parse_arguments",
     "prompt_too_long",
     "to_anthropic",
     "to_openai",

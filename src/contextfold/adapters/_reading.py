@@ -151,7 +151,12 @@ def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
-    """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object."""
+    """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object.
+
+    An empty string is no arguments (``{}``): models send it for tools without parameters.
+    """
+    if not raw:
+        return {}
     try:
         value = json.loads(raw)
     except ValueError:

@@ -437,6 +437,7 @@ class AnthropicMessages(Adapter):
     name = ORIGIN
     title = TARGET
     messages_key = "messages"
+    incomplete_stops = _INCOMPLETE
 
     def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
         return from_anthropic(messages, system, tools, known_call_ids=known_call_ids)
@@ -462,8 +463,8 @@ class AnthropicMessages(Adapter):
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
 
-    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
-        return _INCOMPLETE.get(data.get("stop_reason"))  # type: ignore[arg-type]
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        return data.get("stop_reason")
 
     def read_usage(self, usage: Any) -> Usage:
         return anthropic_usage(usage)

@@ -43,12 +43,14 @@ class WireHeader:
 class Reply:
     """A model's answer read off the wire: its items, the usage reported, and whether it ended normally.
 
-    ``incomplete`` says why the answer is not whole (cut at the reply limit,
-    refused, filtered) in words; ``None`` when the model finished on its own.
+    ``stop`` is why the model stopped, in the provider's word; ``incomplete``
+    says why the answer is not whole (cut at the reply limit, refused,
+    filtered) in words, ``None`` when the model finished on its own.
     """
 
     conversation: Conversation
     usage: Usage | None = None
+    stop: str | None = None
     incomplete: str | None = None
 
     @property
@@ -118,15 +120,19 @@ class Adapter(ABC):
         """A reply (an SDK response object or its dict) as items, usage and how it ended."""
         data = as_data(response)
         usage = self.read_usage(data["usage"]) if data.get("usage") else None
-        return Reply(self._answer(data), usage, self._incomplete(data))
+        stop = self._stop(data)
+        return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None)
+
+    incomplete_stops: Mapping[str, str] = {}
+    """The stop reasons meaning an answer is not whole, and what to call them."""
 
     @abstractmethod
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         """The items of a reply's dict."""
 
     @abstractmethod
-    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
-        """Why a reply is not whole, in words; ``None`` when the model finished on its own."""
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        """Why the model stopped, in the provider's word."""
 
     @abstractmethod
     def read_usage(self, usage: Any) -> Usage:

@@ -288,19 +288,19 @@ class OpenAIChat(MessageListAdapter):
 
     def __init__(self) -> None:
         super().__init__((ORIGIN, TARGET, "messages"), from_openai, to_openai, tools_to_openai)
+        self.incomplete_stops = {
+            "length": "truncated (finish reason length)",
+            "content_filter": "stopped by the content filter",
+        }
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         message = {k: v for k, v in (_choice(data).get("message") or {}).items() if v is not None}
         return from_openai([message]) if message else Conversation()
 
-    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
-        return _INCOMPLETE.get(_choice(data).get("finish_reason"))  # type: ignore[arg-type]
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        return _choice(data).get("finish_reason")
 
 
 def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
     """The first choice of a completion (the only one contextfold asks for)."""
     return (data.get("choices") or [{}])[0]
-
-
-_INCOMPLETE = {"length": "truncated (finish reason length)", "content_filter": "stopped by the content filter"}
-"""Finish reasons meaning the answer is not whole, in words."""

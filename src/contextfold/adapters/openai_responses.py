@@ -425,16 +425,16 @@ class OpenAIResponses(MessageListAdapter):
 
     def __init__(self) -> None:
         super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
+        self.incomplete_stops = {
+            "max_output_tokens": "truncated (max_output_tokens)",
+            "content_filter": "stopped by the content filter",
+            "incomplete": "incomplete",
+        }
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_responses(data.get("output") or [])
 
-    def _incomplete(self, data: Mapping[str, Any]) -> str | None:
-        if data.get("status") != "incomplete":
-            return None
-        reason = (data.get("incomplete_details") or {}).get("reason")
-        return _INCOMPLETE.get(reason, f"incomplete ({reason})")
-
-
-_INCOMPLETE = {"max_output_tokens": "truncated (max_output_tokens)", "content_filter": "stopped by the content filter"}
-"""Reasons an ``incomplete`` response gives, in words."""
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        if data.get("status") == "incomplete":
+            return (data.get("incomplete_details") or {}).get("reason") or "incomplete"
+        return data.get("status")

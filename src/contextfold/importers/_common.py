@@ -22,14 +22,17 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..adapters import Reply, adapter_for, parse_arguments
 from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
-from ..errors import SessionFormatError
+from ..errors import InvalidMessage, SessionFormatError
 from ..usage import Usage
 
 MAX_EXTRA_CHARS = 300
@@ -157,26 +160,47 @@ def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | t
     return value
 
 
-def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
-    """Tool-call arguments as ``(parsed object, raw string, block extra)``.
+def call_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as recorded (an object, a JSON string, anything else) as ``(arguments, raw string)``.
 
     A model may emit arguments that are not a JSON object; that is a recorded
-    fact, not a broken file, so the call is kept with ``{}`` and
-    ``extra["invalid_arguments"]``, the raw string preserved.
+    fact, not a broken file, so the call is kept with ``{}`` and the raw string
+    (JSON text for a recorded non-string), and :meth:`ConversationBuilder.build`
+    lists it in the item's ``meta["invalid_arguments"]``, as the adapters do.
     """
     if isinstance(raw, Mapping):
-        return dict(raw), None, {}
-    if raw is None or raw == "":
-        return {}, raw, {}
-    if not isinstance(raw, str):
-        return {}, None, {"invalid_arguments": True}
+        return dict(raw), None
+    if raw is None:
+        return {}, None
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    return parse_arguments(text) or {}, text
+
+
+def read_wire(
+    builder: ConversationBuilder, adapter: str, messages: Sequence[Any], where: str, **fields: Any
+) -> list[Item]:
+    """Provider-shaped messages of a recording, read by that provider's adapter (system items first).
+
+    Tool results may answer any call recorded so far.
+    """
+    with _wire_errors(builder, where):
+        read = adapter_for(adapter).read(messages, known_call_ids=builder.recorded_call_ids(), **fields)
+    return [*read.header.system, *read.items]
+
+
+def read_reply(builder: ConversationBuilder, adapter: str, response: Any, where: str) -> Reply:
+    """A model response as a recording kept it, read by that provider's adapter."""
+    with _wire_errors(builder, where):
+        return adapter_for(adapter).read_response(response)
+
+
+@contextmanager
+def _wire_errors(builder: ConversationBuilder, where: str) -> Iterator[None]:
+    """An adapter's typed errors as a :class:`SessionFormatError` at ``where`` and the field."""
     try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError:
-        return {}, raw, {"invalid_arguments": True}
-    if not isinstance(parsed, dict):
-        return {}, raw, {"invalid_arguments": True}
-    return parsed, raw, {}
+        yield
+    except InvalidMessage as error:
+        raise builder.source.error(f"{where}.{error.field}" if error.field else where, error.reason) from error
 
 
 def small_scalars(data: Any, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -250,11 +274,16 @@ class ConversationBuilder:
         self._latest: dict[str, str] = {}  # id as recorded -> unique id of its newest call
         self._answered: set[str] = set()
         self._reuses: Counter[str] = Counter()
+        self._groups: dict[str, str] = {}
 
     # -- what has been seen
     def call(self, call_id: str) -> ToolCall | None:
         """The newest call recorded with this id."""
         return self._calls.get(self._latest.get(call_id, call_id))
+
+    def recorded_call_ids(self) -> AbstractSet[str]:
+        """Call ids as the file records them (a live view: results may answer any of them)."""
+        return self._latest.keys()
 
     def open_calls(self) -> list[str]:
         """Ids of calls without a result yet, in order."""
@@ -267,12 +296,43 @@ class ConversationBuilder:
     # -- adding
     def add_system(self, text: str, timestamp: float | None = None) -> None:
         """A system prompt: into the header while no item exists, else an item in place."""
+        self._add_system("system", text_blocks(text) if self._drafts else [Text(text)], timestamp, {})
+
+    def _add_system(self, role: str, blocks: Sequence[Block], timestamp: float | None, meta: Mapping[str, Any]) -> None:
         if self._drafts:
-            self._drafts.append(_Draft("system", text_blocks(text), timestamp))
+            self._drafts.append(_Draft(role, list(blocks), timestamp, dict(meta)))
         else:
-            self.system.append(
-                Item("system", (Text(text),), id=self._id(f"system{len(self.system)}"), timestamp=timestamp)
-            )
+            key = f"system{len(self.system)}"
+            self.system.append(Item(role, tuple(blocks), id=self._id(key), timestamp=timestamp, meta=dict(meta)))
+
+    def add_item(
+        self,
+        item: Item,
+        where: str,
+        timestamp: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        response_id: str | None = None,
+    ) -> None:
+        """An item an adapter read (:func:`read_wire`), placed as its role says.
+
+        ``meta`` adds what the recording says about it; ``facts`` are a tool
+        result's (see :meth:`add_result`); ``response_id`` joins an assistant
+        item to the earlier records of the same response.
+        """
+        meta = {**item.meta, **(meta or {})}
+        if "group" in meta:  # the adapter's fresh id for one wire message: made stable, as item ids are
+            meta["group"] = self._groups.setdefault(meta["group"], f"grp_{len(self._groups)}")
+        result = item.tool_result
+        if result is not None:
+            content, error = result.content, result.is_error
+            self.add_result(result.call_id, content, where, error, timestamp, facts, meta, result.extra)
+        elif item.role == "assistant":
+            self.add_assistant(item.blocks, where, timestamp, meta, response_id)
+        elif item.role in ("system", "developer"):
+            self._add_system(item.role, item.blocks, timestamp, meta)
+        else:
+            self._drafts.append(_Draft(item.role, list(item.blocks), timestamp, meta))
 
     def add_user(
         self, blocks: Sequence[Block], timestamp: float | None = None, meta: Mapping[str, Any] | None = None
@@ -299,26 +359,29 @@ class ConversationBuilder:
 
         Agents do reuse a call id once its result is in (tau-bench, SWE-agent
         replays); the conversation needs unique ids, so a reused id becomes
-        ``<id>#<n>`` (``extra["original_id"]`` keeps it) and the results that
-        follow are matched to the newest call of that id.
+        ``<id>#<n>`` (the item's ``meta["original_ids"]`` maps it back) and the
+        results that follow are matched to the newest call of that id.
         """
-        blocks = [self._register(block, where) if isinstance(block, ToolCall) else block for block in blocks]
+        renamed: dict[str, str] = {}
+        blocks = [self._register(block, where, renamed) if isinstance(block, ToolCall) else block for block in blocks]
+        meta = {**(meta or {}), **({"original_ids": renamed} if renamed else {})}
         target = self._joinable(response_id, merge)
         if target is None:
-            self._drafts.append(_Draft("assistant", list(blocks), timestamp, dict(meta or {}), response_id))
+            self._drafts.append(_Draft("assistant", list(blocks), timestamp, meta, response_id))
         else:
             target.blocks.extend(blocks)
-            target.meta.update(meta or {})
+            renamed.update(target.meta.get("original_ids", {}))
+            target.meta.update(meta)
 
-    def _register(self, call: ToolCall, where: str) -> ToolCall:
+    def _register(self, call: ToolCall, where: str, renamed: dict[str, str]) -> ToolCall:
         original = call.id
         if original in self._latest:
             previous = self._latest[original]
             if previous not in self._answered:
                 raise self.source.error(where, f"tool call id {original!r} is used again before its result")
             self._reuses[original] += 1
-            renamed = f"{original}#{self._reuses[original] + 1}"
-            call = replace(call, id=renamed, extra={**call.extra, "original_id": original})
+            call = replace(call, id=f"{original}#{self._reuses[original] + 1}")
+            renamed[call.id] = original
         self._latest[original] = call.id
         self._calls[call.id] = call
         return call
@@ -343,10 +406,17 @@ class ConversationBuilder:
         where: str,
         is_error: bool | None = None,
         timestamp: float | None = None,
-        extra: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """The result of a call already added; anything else means a broken file."""
+        """The result of a call already added; anything else means a broken file.
+
+        ``facts`` are what the recording adds about the result (an exit code,
+        the file read): they go to the item's ``meta["facts"]``, never to the
+        block's ``extra``, which holds only what the provider's wire had and is
+        written back to it.
+        """
         call_id = self._latest.get(call_id, call_id)
         call = self._calls.get(call_id)
         if call is None:
@@ -355,10 +425,9 @@ class ConversationBuilder:
             raise self.source.error(where, f"second tool result for call {call_id!r}")
         self._answered.add(call_id)
         result = ToolResult(call_id, content, is_error, call.name, call.arguments, extra=dict(extra or {}))
+        meta = {**(meta or {}), **({"facts": dict(facts)} if facts else {})}
         index = len(self._drafts)
-        self._drafts.append(
-            Item("tool", (result,), id=self._id(str(index)), timestamp=timestamp, meta=dict(meta or {}))
-        )
+        self._drafts.append(Item("tool", (result,), id=self._id(str(index)), timestamp=timestamp, meta=meta))
 
     def set_usage(self, usage: Usage) -> bool:
         """Put a reported usage on the latest assistant item; ``False`` if it already has one (or none exists)."""
@@ -388,6 +457,10 @@ class ConversationBuilder:
             meta = dict(draft.meta)
             if draft.response_id is not None:
                 meta.setdefault("response_id", draft.response_id)
+            meta.pop("invalid_arguments", None)  # an adapter's list names the ids as recorded, before renaming
+            invalid = [b.id for b in draft.blocks if isinstance(b, ToolCall) and _invalid_arguments(b)]
+            if invalid:
+                meta["invalid_arguments"] = invalid
             items.append(
                 Item(draft.role, tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
             )
@@ -398,3 +471,8 @@ class ConversationBuilder:
 
     def _id(self, position: str) -> str:
         return "it_" + hashlib.blake2b(f"{self.key}/{position}".encode(), digest_size=8).hexdigest()
+
+
+def _invalid_arguments(call: ToolCall) -> bool:
+    """The adapters' rule: a call whose raw argument string is not a JSON object."""
+    return call.raw_arguments is not None and parse_arguments(call.raw_arguments) is None

@@ -1,18 +1,19 @@
 """Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
 
 One JSON record per line. ``user`` and ``assistant`` records carry an
-Anthropic Messages ``message``; the functions here that convert those
-messages are shared with the stream-json importer, whose events have the
-same shape.
+Anthropic Messages ``message``, read by the Anthropic adapter (the one reader
+of that format: images by file id, cache marks and unknown blocks survive
+and are written back); the functions here that hand those messages over are
+shared with the stream-json importer, whose events have the same shape.
 
 - An API response is often written as several ``assistant`` records sharing
   ``message.id`` (one per content block). They become one assistant item
   (``meta["response_id"]``), so parallel calls stay in one round; the usage
   of the response's last record is kept once, in ``meta["usage"]``.
-- A ``user`` record with ``tool_result`` blocks gives one tool item per block
+- A ``user`` record with tool results gives one tool item per result
   (``is_error`` as recorded); the record's ``toolUseResult`` adds its short
-  scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to
-  ``ToolResult.extra``. Other user content is a user item; ``isMeta`` records
+  scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to the tool
+  item's ``meta["facts"]``. Other user content is a user item; ``isMeta`` records
   (hook feedback, injected reminders) are marked ``meta["is_meta"]``.
 - ``isSidechain`` records (a subagent's own chat in older versions) form a
   separate conversation per chain, after the main one.
@@ -29,9 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Block, Conversation, Document, Image, Opaque, RedactedThinking, Text, Thinking, ToolCall
-from ..adapters import adapter_for
-from ._common import ConversationBuilder, Source, field_of, small_scalars, unix_time
+from ..conversation import Conversation
+from ._common import ConversationBuilder, Source, field_of, read_reply, read_wire, small_scalars, unix_time
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant"})
@@ -90,18 +90,20 @@ def load(source: Source) -> list[Conversation]:
 def add_assistant_message(
     builder: ConversationBuilder, message: Mapping[str, Any], where: str, timestamp: float | None
 ) -> None:
-    """One assistant record/event; records of the same response (``message.id``) join one item."""
-    content = field_of(builder.source, message, "content", list, f"{where}.message")
-    blocks = [_assistant_block(builder, block, f"{where}.message.content[{i}]") for i, block in enumerate(content)]
-    meta: dict[str, Any] = {}
-    if isinstance(message.get("model"), str):
-        meta["model"] = message["model"]
-    if isinstance(message.get("usage"), Mapping):
-        meta["usage"] = adapter_for("anthropic").read_usage(message["usage"]).to_dict()
-    if isinstance(message.get("stop_reason"), str):
-        meta["stop_reason"] = message["stop_reason"]
-    response_id = message.get("id")
-    builder.add_assistant(blocks, where, timestamp, meta, response_id if isinstance(response_id, str) else None)
+    """One assistant record/event (an API response), read by the Anthropic adapter.
+
+    Records of the same response (``message.id``) join one item.
+    """
+    field_of(builder.source, message, "content", list, f"{where}.message")
+    reply = read_reply(builder, "anthropic", message, f"{where}.message")
+    meta: dict[str, Any] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
+    if reply.usage is not None:
+        meta["usage"] = reply.usage.to_dict()
+    if reply.stop is not None:
+        meta["stop_reason"] = reply.stop
+    response_id = message["id"] if isinstance(message.get("id"), str) else None
+    for item in reply.conversation:
+        builder.add_item(item, where, timestamp, meta, response_id=response_id)
 
 
 def add_user_message(
@@ -112,36 +114,13 @@ def add_user_message(
     tool_use_result: Any = None,
     meta: Mapping[str, Any] | None = None,
 ) -> None:
-    """One user record/event: tool results become tool items, anything else a user item."""
-    content = message.get("content")
-    if isinstance(content, str):
-        builder.add_user([Text(content)], timestamp, meta)
-        return
-    if not isinstance(content, list):
-        raise builder.source.error(f"{where}.message.content", "expected a string or a list of blocks")
-    results = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"]
-    extra = tool_result_extra(tool_use_result) if len(results) == 1 else {}
-    others: list[Block] = []
-    for index, block in enumerate(content):
-        at = f"{where}.message.content[{index}]"
-        if not isinstance(block, Mapping):
-            raise builder.source.error(at, "a content block must be an object")
-        if block.get("type") == "tool_result":
-            call_id = field_of(builder.source, block, "tool_use_id", str, at)
-            is_error = block.get("is_error")
-            builder.add_result(
-                call_id,
-                _result_content(builder, block.get("content"), f"{at}.content"),
-                at,
-                is_error if isinstance(is_error, bool) else None,
-                timestamp,
-                extra,
-                meta,
-            )
-        else:
-            others.append(_content_block(block))
-    if others:
-        builder.add_user(others, timestamp, meta)
+    """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""
+    wire = {"role": "user", "content": message.get("content")}
+    items = read_wire(builder, "anthropic", [wire], f"{where}.message")
+    results = sum(item.role == "tool" for item in items)
+    facts = tool_result_extra(tool_use_result) if results == 1 else {}
+    for item in items:
+        builder.add_item(item, where, timestamp, meta, facts if item.role == "tool" else None)
 
 
 def tool_result_extra(raw: Any) -> dict[str, Any]:
@@ -151,47 +130,3 @@ def tool_result_extra(raw: Any) -> dict[str, Any]:
         for key, value in small_scalars(raw["file"], RESULT_COPIES).items():
             extra.setdefault(key, value)
     return extra
-
-
-def _assistant_block(builder: ConversationBuilder, block: Any, where: str) -> Block:
-    if not isinstance(block, Mapping):
-        raise builder.source.error(where, "a content block must be an object")
-    kind = block.get("type")
-    if kind == "tool_use":
-        call_id = field_of(builder.source, block, "id", str, where)
-        name = field_of(builder.source, block, "name", str, where)
-        arguments = block.get("input")
-        if not isinstance(arguments, Mapping):
-            raise builder.source.error(f"{where}.input", "tool_use input must be an object")
-        return ToolCall(call_id, name, dict(arguments))
-    if kind == "thinking" and isinstance(block.get("thinking"), str):
-        signature = block.get("signature")
-        return Thinking(block["thinking"], signature if isinstance(signature, str) else None)
-    if kind == "redacted_thinking" and isinstance(block.get("data"), str):
-        return RedactedThinking(block["data"])
-    return _content_block(block)
-
-
-def _content_block(block: Mapping[str, Any]) -> Block:
-    """Text, image and document blocks; anything else passes through as an opaque block."""
-    kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return Text(block["text"])
-    source = block.get("source")
-    if kind == "image" and isinstance(source, Mapping):
-        if source.get("type") == "url":
-            return Image(url=source.get("url"))
-        return Image(data=source.get("data"), media_type=source.get("media_type"))
-    if kind == "document" and isinstance(source, Mapping):
-        return Document(source)
-    return Opaque(block, provider="anthropic")
-
-
-def _result_content(builder: ConversationBuilder, content: Any, where: str) -> str | tuple[Block, ...]:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list) or not all(isinstance(b, Mapping) for b in content):
-        raise builder.source.error(where, "tool_result content must be a string or a list of blocks")
-    return tuple(_content_block(b) for b in content)

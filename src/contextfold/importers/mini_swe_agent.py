@@ -6,7 +6,7 @@ and ``reasoning_content`` make the items: ``extra.response`` (a raw copy of
 the provider response) and ``extra.raw_output`` (a copy of the tool output)
 duplicate what is already there. From ``extra`` the importer keeps the
 timestamp, the response's ``usage`` and ``model`` (item meta) and the
-returncode / exception of a tool result (``ToolResult.extra``).
+returncode / exception of a tool result (the tool item's ``meta["facts"]``).
 
 The final ``role: "exit"`` message is what the environment made of the last
 command: the submit command (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``)
@@ -23,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation
 from ..adapters import adapter_for
+from ..conversation import Conversation
 from . import _openai_messages
 from ._common import ConversationBuilder, Source, field_of, unix_time
 
 FORMAT = "mini-swe-agent"
+OWN_KEYS = ("extra", "provider_specific_fields")
+"""Message keys that are the recording's, not the chat's: mini-swe-agent's ``extra`` and litellm's bookkeeping."""
 
 
 def matches(source: Source) -> bool:
@@ -71,8 +73,8 @@ def load(source: Source) -> list[Conversation]:
             meta = _response_meta(extra.get("response"))
         elif extra.get("interrupt_type"):
             meta = {"interrupt_type": extra["interrupt_type"]}
-        result_extra = {k: extra[k] for k in ("returncode", "exception_info") if extra.get(k) not in (None, "")}
-        _openai_messages.add_message(builder, message, where, timestamp, meta, result_extra)
+        facts = {k: extra[k] for k in ("returncode", "exception_info") if extra.get(k) not in (None, "")}
+        _openai_messages.add_message(builder, message, where, timestamp, meta, facts, OWN_KEYS)
     return [builder.build()]
 
 
@@ -106,7 +108,7 @@ def _add_exit(
             content if isinstance(content, str) else "",
             where,
             timestamp=timestamp,
-            extra={"exit_status": status} if status else {},
+            facts={"exit_status": status} if status else {},
         )
     else:
         builder.skip("exit")

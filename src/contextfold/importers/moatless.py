@@ -27,8 +27,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, Text, ToolCall
 from ..adapters import adapter_for
+from ..conversation import Conversation, Text, ToolCall
 from ._common import ConversationBuilder, Source, field_of, unix_time
 
 FORMAT = "moatless"
@@ -87,7 +87,7 @@ def _add_action(
         f"{where}.response",
         is_error,
         timestamp,
-        extra={"trigger": trigger} if isinstance(trigger, str) else {},
+        facts={"trigger": trigger} if isinstance(trigger, str) else {},
     )
 
 

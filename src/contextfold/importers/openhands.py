@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Block, Conversation, Image, Text, Thinking, ToolCall
-from . import _openai_messages
-from ._common import ConversationBuilder, Source, field_of, parse_arguments, text_blocks, tool_specs, unix_time
+from ..conversation import Block, Conversation, Image, Opaque, Text, Thinking, ToolCall
+from ._common import ConversationBuilder, Source, call_arguments, field_of, text_blocks, tool_specs, unix_time
 
 FORMAT = "openhands"
 EVENT_KINDS = frozenset(
@@ -74,8 +73,8 @@ def load(source: Source) -> list[Conversation]:
 
 def _add_message(builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None) -> None:
     message = field_of(builder.source, event, "llm_message", Mapping, where)
-    blocks = _openai_messages.content_blocks(builder, message.get("content"), f"{where}.llm_message.content")
-    blocks += _openai_messages.content_blocks(builder, event.get("extended_content") or [], f"{where}.extended_content")
+    blocks = _content(builder, message.get("content"), f"{where}.llm_message.content")
+    blocks += _content(builder, event.get("extended_content") or [], f"{where}.extended_content")
     if message.get("role") == "assistant":
         builder.add_assistant(blocks, where, timestamp)
     else:
@@ -86,7 +85,7 @@ def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: s
     call = field_of(builder.source, event, "tool_call", Mapping, where)
     call_id = field_of(builder.source, call, "id", str, f"{where}.tool_call")
     name = field_of(builder.source, call, "name", str, f"{where}.tool_call")
-    arguments, raw, extra = parse_arguments(call.get("arguments"))
+    arguments, raw = call_arguments(call.get("arguments"))
     blocks: list[Block] = []
     reasoning = event.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
@@ -94,7 +93,7 @@ def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: s
     for part in event.get("thought") or ():
         if isinstance(part, Mapping) and isinstance(part.get("text"), str):
             blocks.extend(text_blocks(part["text"]))
-    blocks.append(ToolCall(call_id, name, arguments, raw, extra))
+    blocks.append(ToolCall(call_id, name, arguments, raw))
     response_id = event.get("llm_response_id")
     builder.add_assistant(blocks, where, timestamp, response_id=response_id if isinstance(response_id, str) else None)
 
@@ -108,7 +107,7 @@ def _add_observation(
     if isinstance(output, str):
         blocks: list[Block] = text_blocks(output)
     else:
-        blocks = _openai_messages.content_blocks(builder, observation.get("content"), f"{where}.observation.content")
+        blocks = _content(builder, observation.get("content"), f"{where}.observation.content")
     error = observation.get("error")
     if error:
         blocks.append(Text(str(error)))
@@ -125,3 +124,20 @@ def _add_observation(
         timestamp,
         {"observation": observation["kind"]} if isinstance(observation.get("kind"), str) else {},
     )
+
+
+def _content(builder: ConversationBuilder, content: Any, where: str) -> list[Block]:
+    """OpenHands content: a string, or its own parts (``TextContent``, ``ImageContent`` with ``image_urls``)."""
+    if content is None or isinstance(content, str):
+        return text_blocks(content)
+    if not isinstance(content, list) or not all(isinstance(part, Mapping) for part in content):
+        raise builder.source.error(where, "content must be a string or a list of parts")
+    blocks: list[Block] = []
+    for part in content:
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            blocks.extend(text_blocks(part["text"]))
+        elif part.get("type") == "image" and isinstance(part.get("image_urls"), list):
+            blocks.extend(Image(url=url) for url in part["image_urls"] if isinstance(url, str))
+        else:
+            blocks.append(Opaque(part))
+    return blocks

@@ -16,7 +16,7 @@ per step) supplies what the history lacks:
   it is taken from the matching ``trajectory`` step.
 
 ``trajectory[n].execution_time`` (seconds), where present, goes into the n-th
-result's ``extra["execution_time_s"]``. The per-step ``messages`` copies of
+result's ``meta["facts"]["execution_time_s"]``. The per-step ``messages`` copies of
 the whole prompt (newer files) are redundant and ignored. There are no
 wall-clock timestamps.
 """
@@ -28,10 +28,12 @@ from typing import Any
 
 from ..conversation import Conversation, ToolCall
 from . import _openai_messages
-from ._common import ConversationBuilder, Source, field_of
+from ._common import ConversationBuilder, Source, field_of, text_blocks
 
 FORMAT = "swe-agent"
 SHELL_TOOL = "bash"
+OWN_KEYS = ("agent", "message_type", "thought", "action", "tool_call_ids")
+"""History keys that are SWE-agent's, not the chat's."""
 
 
 def matches(source: Source) -> bool:
@@ -54,14 +56,18 @@ def load(source: Source) -> list[Conversation]:
             raise source.error(where, "a message must be an object")
         role = message.get("role")
         open_calls = builder.open_calls()
-        if role == "assistant" and not message.get("tool_calls") and isinstance(message.get("action"), str):
+        chat = _openai_messages.read_message(builder, message, where, OWN_KEYS) if role == "assistant" else []
+        if isinstance(message.get("action"), str) and chat and not any(item.tool_calls for item in chat):
             _add_action(builder, message, actions, where)
+        elif chat:
+            for item in chat:
+                builder.add_item(item, where)
         elif role == "tool" and isinstance(message.get("tool_call_ids"), list):
-            _add_observation(builder, message, message["tool_call_ids"], _step_extra(steps, actions - 1), where)
+            _add_observation(builder, message, message["tool_call_ids"], _step_facts(steps, actions - 1), where)
         elif role == "user" and open_calls and open_calls[-1].startswith("swe-step-"):
-            _add_observation(builder, message, open_calls[-1:], _step_extra(steps, actions - 1), where)
+            _add_observation(builder, message, open_calls[-1:], _step_facts(steps, actions - 1), where)
         else:
-            _openai_messages.add_message(builder, message, where)
+            _openai_messages.add_message(builder, message, where, own_keys=OWN_KEYS)
         actions += role == "assistant"
     _answer_last_step(builder, steps, actions)
     return [builder.build()]
@@ -69,23 +75,23 @@ def load(source: Source) -> list[Conversation]:
 
 def _add_action(builder: ConversationBuilder, message: Mapping[str, Any], step: int, where: str) -> None:
     content = message.get("content")
-    blocks = _openai_messages.content_blocks(builder, content, f"{where}.content")
+    blocks = text_blocks(content) if isinstance(content, str) else []
     call = ToolCall(f"swe-step-{step}", SHELL_TOOL, {"command": message["action"]})
     builder.add_assistant([*blocks, call], where)
 
 
 def _add_observation(
-    builder: ConversationBuilder, message: Mapping[str, Any], call_ids: list[Any], extra: dict[str, Any], where: str
+    builder: ConversationBuilder, message: Mapping[str, Any], call_ids: list[Any], facts: dict[str, Any], where: str
 ) -> None:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
     for call_id in call_ids:
         if not isinstance(call_id, str):
             raise builder.source.error(f"{where}.tool_call_ids", "tool call ids must be strings")
-        builder.add_result(call_id, text, where, extra=extra)
+        builder.add_result(call_id, text, where, facts=facts)
 
 
-def _step_extra(steps: list[Any], step: int) -> dict[str, Any]:
+def _step_facts(steps: list[Any], step: int) -> dict[str, Any]:
     entry = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], Mapping) else {}
     seconds = entry.get("execution_time")
     return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}
@@ -102,5 +108,5 @@ def _answer_last_step(builder: ConversationBuilder, steps: list[Any], actions: i
             open_calls[-1],
             observation,
             f"$.trajectory[{len(steps) - 1}].observation",
-            extra=_step_extra(steps, len(steps) - 1),
+            facts=_step_facts(steps, len(steps) - 1),
         )
