@@ -72,3 +72,11 @@ def store_url(request, tmp_path: Path) -> str:
     from store_servers import empty_store
 
     return empty_store(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "redis"])
+def shared_store_url(request, tmp_path: Path) -> str:
+    """An empty store of each backend many processes may write one session of (all but the JSONL folder)."""
+    from store_servers import empty_store
+
+    return empty_store(request.param, request, tmp_path)

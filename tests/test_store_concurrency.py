@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from store_servers import empty_store
 from store_worker_child import digest
 
 from contextfold import Context
@@ -31,11 +30,10 @@ KILLED, KILL_AFTER, ENDLESS = WORKERS - 1, 60, 10**9
 TIMEOUT_S = 600
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "redis"])
-def shared_session(request, tmp_path: Path) -> str:
-    url = empty_store(request.param, request, tmp_path)
-    StoredSession.create(url, "shared").close()
-    return url
+@pytest.fixture
+def shared_session(shared_store_url: str) -> str:
+    StoredSession.create(shared_store_url, "shared").close()
+    return shared_store_url
 
 
 def run_workers(url: str, kill: bool) -> dict[int, list[str]]:

@@ -10,7 +10,7 @@ import pytest
 
 from contextfold.codec import item_to_dict
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolResult
-from contextfold.errors import SessionExists, SessionNotFound, StoreError, ViewConflict
+from contextfold.errors import SessionExists, SessionNotFound, StoreError, TranscriptError, ViewConflict
 from contextfold.stores import StoredSession, open_store, prune
 from contextfold.stores.records import event_record, header_record, item_record
 
@@ -90,11 +90,9 @@ def test_a_view_change_commits_only_against_the_current_view(store) -> None:
     assert store.commit_view("s1", first, view(2, [])) == 4
 
 
-def test_a_stored_session_follows_other_writers(store_url: str) -> None:
-    first = StoredSession.open(store_url, "s1")
-    if first.store.exclusive:
-        pytest.skip("the JSONL store has one writer a session (a file lock)")
-    second = StoredSession.resume(store_url, "s1")
+def test_a_stored_session_follows_other_writers(shared_store_url: str) -> None:
+    first = StoredSession.open(shared_store_url, "s1")
+    second = StoredSession.resume(shared_store_url, "s1")
     try:
         mine = first.append_items([user("a")])
         theirs = second.append_items([user("b"), user("c")])
@@ -147,3 +145,18 @@ def test_a_record_that_cannot_be_stored_is_refused_and_nothing_of_its_batch_is_w
     with pytest.raises(StoreError):
         store.append("s1", [item_record(user("x")), {"type": "event", "kind": "bad", "data": {"x": float("nan")}}])
     assert [r["seq"] for r in store.read("s1")] == [0]
+
+
+def test_the_jsonl_folder_has_one_writer_a_session(tmp_path) -> None:
+    """Its file lock refuses a second writer, so nobody's records can land between one's own."""
+    first = StoredSession.open(tmp_path / "sessions", "s1")
+    second = StoredSession.resume(tmp_path / "sessions", "s1")
+    try:
+        assert first.store.exclusive
+        first.append_items([user("a")])
+        with pytest.raises(TranscriptError):
+            second.append_items([user("b")])
+        assert second.pull() == [] and not first.behind
+    finally:
+        first.close()
+        second.close()
