@@ -121,7 +121,8 @@ class JsonlStore:
             record, reason = _parse_line(first)
             if reason is not None or not isinstance(record, dict) or record.get("type") != "header":
                 continue  # not a transcript: nothing of ours
-            found.append(SessionInfo(path.stem, float(record.get("created", 0)), path.stat().st_mtime, records))
+            created = float(record.get("created", 0))  # the file's clock is coarser than time.time(): never before it
+            found.append(SessionInfo(path.stem, created, max(path.stat().st_mtime, created), records))
         return sorted(found, key=lambda info: (info.updated, info.session_id))
 
     # -- retention
