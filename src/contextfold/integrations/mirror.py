@@ -1,0 +1,114 @@
+"""A :class:`~contextfold.context.Context` kept in step with a history that an agent framework owns.
+
+Frameworks hand their whole message history to an extension point before
+every model call (the Agents SDK's ``call_model_input_filter``, pydantic-ai's
+history processor, a Strands conversation manager, LangChain middleware). A
+:class:`Mirror` turns that into contextfold's append-only model: it finds the
+part of the list it has already seen, adds only the new messages to its
+Context, and returns the Context's prepared view in the framework's types.
+
+Two prefixes count as "already seen":
+
+* the list the framework gave last time (the framework keeps its raw history
+  and our view is transient, as with ``call_model_input_filter``);
+* the list this mirror returned last time (the framework adopted our view as
+  its history, as pydantic-ai and Strands do).
+
+Anything else (a new conversation, a history the framework rewrote itself)
+starts a fresh Context over the whole list, with an event saying so. Reading
+and writing the framework's types is done by the two functions it is given,
+which live in :mod:`contextfold.adapters`; the mirror itself knows no format.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from ..context import Context
+from ..conversation import Conversation
+from ..pipeline.base import Event
+
+M = TypeVar("M")
+
+Read = Callable[[Sequence[M], Iterable[str]], Conversation]
+"""Framework messages -> Conversation; the second argument names calls made in messages read before."""
+Write = Callable[[Conversation], list[M]]
+"""Conversation -> framework messages."""
+
+
+class Mirror(Generic[M]):
+    """One session's Context, fed from the framework's full history on every call (see the module docstring).
+
+    ``make_context`` builds the Context (model, window, policy, summarizer,
+    transcript); it is called again when the framework's history stops
+    matching what the mirror has seen.
+    """
+
+    def __init__(self, make_context: Callable[[], Context], read: Read[M], write: Write[M]) -> None:
+        self.make_context = make_context
+        self.read = read
+        self.write = write
+        self.context = make_context()
+        self._given: list[M] = []  # what the framework handed over last time
+        self._returned: list[M] = []  # what this mirror handed back last time
+
+    @property
+    def events(self) -> list[Event]:
+        return self.context.events
+
+    def sync(self, messages: Sequence[M]) -> Conversation:
+        """Add what is new in ``messages`` to the Context and return its view (no stage runs here)."""
+        messages = list(messages)
+        start = 0 if not (self._given or self._returned) else _after(messages, self._given)
+        if start is None:
+            start = _after(messages, self._returned)
+        if start is None:
+            self._restart(len(messages))
+            start = 0
+        new = messages[start:]
+        if new:
+            self.context.add(self.read(new, self.context.history.call_ids))
+        self._given = copy.deepcopy(messages)
+        return self.context.view()
+
+    def prepare(self, messages: Sequence[M]) -> list[M]:
+        """What to send instead of ``messages``: the new ones added, the stages due run, calls paired."""
+        self.sync(messages)
+        out = self.write(self.context.prepare_view())
+        self._returned = copy.deepcopy(out)
+        return out
+
+    def compacted(self, messages: Sequence[M], *, force: bool = False, instructions: str | None = None) -> list[M]:
+        """``messages`` compacted for storage: summarized if over the trigger (or ``force``), else as they were."""
+        self.sync(messages)
+        if force:
+            self.context.compact(instructions)
+        else:
+            self.context.at_turn_boundary()
+        out = self.write(self.context.view())
+        self._returned = copy.deepcopy(out)
+        return out
+
+    def record_usage(self, usage: Any) -> None:
+        """What the provider reported for the last request (keeps the token count anchored)."""
+        self.context.record_usage(usage)
+
+    def _restart(self, size: int) -> None:
+        had = len(self.context.history)
+        self.context.close()
+        self.context = self.make_context()
+        self._given, self._returned = [], []
+        if had:
+            self.context.record_events([Event(
+                "integration", "restarted",
+                detail=f"the framework's history ({size} messages) does not continue the {had} seen; read it afresh",
+            )])
+
+
+def _after(messages: list[M], prefix: list[M]) -> int | None:
+    """Where ``messages`` goes on past ``prefix``, or ``None`` when it does not start with it."""
+    if not prefix or len(messages) < len(prefix) or messages[: len(prefix)] != prefix:
+        return None
+    return len(prefix)

@@ -1,0 +1,155 @@
+"""contextfold for the OpenAI Agents SDK (``pip install 'contextfold[openai-agents]'``).
+
+Two pieces, used together or apart:
+
+* :class:`ContextfoldInputFilter`, a ``RunConfig(call_model_input_filter=...)``:
+  before every model call it adds the new Responses input items to a
+  contextfold Context and returns the Context's view instead of the full list.
+  Nothing is persisted: the runner, its ``RunResult`` and any Session keep the
+  raw items. Its :attr:`~ContextfoldInputFilter.hooks` (``Runner.run(...,
+  hooks=...)``) pass each response's usage back, so the token count stays
+  anchored on what the provider reported.
+* :class:`ContextfoldSession`, a wrapper around any ``Session`` (SQLite,
+  Redis, OpenAI Conversations...) that adds ``run_compaction``: the runner
+  calls it after a turn that ends without local tool outputs (the end of a
+  run), and it replaces the stored history by contextfold's compacted view
+  when the history is over the trigger (or always, with ``force``). The next
+  run starts from the task, a summary and the recent tail.
+
+Items go through :mod:`contextfold.adapters.openai_responses` unchanged unless
+a stage changed them: reasoning, ``compaction`` items from OpenAI's server and
+other item types contextfold does not model pass through as they came.
+The SDK is imported lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ..adapters.openai_responses import from_responses, to_responses
+from ..context import Context
+from ..conversation import Conversation
+from ..pipeline.base import Event
+from .mirror import Mirror
+
+logger = logging.getLogger(__name__)
+
+
+def _read(items: Sequence[Any], known: Iterable[str]) -> Conversation:
+    return from_responses(list(items), known_call_ids=known)
+
+
+def _mirror(make_context: Callable[[], Context]) -> Mirror[Any]:
+    return Mirror(make_context, _read, to_responses)
+
+
+def _context_factory(model: str | None, options: dict[str, Any]) -> Callable[[], Context]:
+    """A Context per conversation, with the caller's model and options; Responses is the format."""
+    return lambda: Context(model, provider="responses", **options)
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    """The SDK's ``Usage`` object as the Responses usage mapping contextfold reads."""
+    details = getattr(usage, "input_tokens_details", None)
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "input_tokens_details": {"cached_tokens": getattr(details, "cached_tokens", 0) or 0},
+    }
+
+
+class ContextfoldInputFilter:
+    """``call_model_input_filter`` that sends contextfold's view of the run's input (one Context per agent).
+
+    ``model`` and ``options`` are those of :class:`~contextfold.Context`
+    (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...).
+    """
+
+    def __init__(self, model: str | None = None, **options: Any) -> None:
+        self._make_context = _context_factory(model, options)
+        self.mirrors: dict[str, Mirror[Any]] = {}
+        self._hooks: Any = None
+
+    def __call__(self, data: Any) -> Any:
+        from agents.run_config import ModelInputData
+
+        mirror = self.mirror(data.agent.name)
+        return ModelInputData(input=mirror.prepare(data.model_data.input), instructions=data.model_data.instructions)
+
+    def mirror(self, agent_name: str) -> Mirror[Any]:
+        """The mirror (and so the Context: ``.context``) of one agent's model calls."""
+        if agent_name not in self.mirrors:
+            self.mirrors[agent_name] = _mirror(self._make_context)
+        return self.mirrors[agent_name]
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event of every agent's Context, in order per agent."""
+        return [event for mirror in self.mirrors.values() for event in mirror.events]
+
+    @property
+    def hooks(self) -> Any:
+        """``RunHooks`` that record each model response's usage in the agent's Context (pass to ``Runner.run``)."""
+        if self._hooks is None:
+            from agents.lifecycle import RunHooks
+
+            owner = self
+
+            class UsageHooks(RunHooks[Any]):
+                async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                    owner.mirror(agent.name).record_usage(_usage(response.usage))
+
+            self._hooks = UsageHooks()
+        return self._hooks
+
+
+class ContextfoldSession:
+    """A ``Session`` that stores through ``session`` and compacts what it stored with contextfold.
+
+    The four Session methods pass through; ``run_compaction(args)`` reads the
+    stored items, compacts them (over the trigger, or whenever
+    ``args["force"]``) and, if anything changed, replaces the stored items;
+    should writing the new items fail, the old ones are put back and the error
+    raised. ``model`` and ``options`` are those of :class:`~contextfold.Context`.
+    """
+
+    def __init__(self, session: Any, model: str | None = None, **options: Any) -> None:
+        self.session = session
+        self.session_id = session.session_id
+        self.session_settings = getattr(session, "session_settings", None)
+        self.mirror = _mirror(_context_factory(model, options))
+
+    @property
+    def events(self) -> list[Event]:
+        return self.mirror.events
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return await self.session.get_items(limit)
+
+    async def add_items(self, items: list[Any]) -> None:
+        await self.session.add_items(items)
+
+    async def pop_item(self) -> Any:
+        return await self.session.pop_item()
+
+    async def clear_session(self) -> None:
+        await self.session.clear_session()
+
+    async def run_compaction(self, args: dict[str, Any] | None = None) -> None:
+        """Compact the stored history (the runner calls this after a turn; ``force`` compacts whatever the size)."""
+        stored = await self.session.get_items()
+        if not stored:
+            return
+        compacted = self.mirror.compacted(stored, force=bool((args or {}).get("force")))
+        if compacted == stored:
+            return
+        await self.session.clear_session()
+        try:
+            await self.session.add_items(compacted)
+        except Exception:
+            logger.warning("storing the compacted history of %s failed; the previous history is put back", self.session_id)
+            await self.session.clear_session()
+            await self.session.add_items(stored)
+            raise

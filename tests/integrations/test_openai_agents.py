@@ -1,0 +1,84 @@
+"""The OpenAI Agents SDK's real Runner and Responses model against the scripted server, through contextfold.
+
+60 tool rounds at a 16k window with ``ContextfoldInputFilter`` (per call) and
+``ContextfoldSession`` (the stored history, compacted after the run); then a
+second run on the stored history. The mutation check runs the same loop with
+contextfold's pairing turned off and expects the server to reject a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
+from support import pairing_disabled, require
+
+from contextfold import Conversation
+
+agents = require("agents", "openai-agents")
+openai = require("openai", "openai-agents")
+from contextfold.integrations.openai_agents import ContextfoldInputFilter, ContextfoldSession  # noqa: E402
+
+agents.set_tracing_disabled(True)  # no trace export: tests never touch the network
+
+
+@agents.function_tool
+def read_chunk(chunk: int) -> str:
+    """Read one chunk of the service log."""
+    return chunk_text(chunk)
+
+
+@pytest.fixture
+def server() -> Iterator[ToolLoopServer]:
+    with ToolLoopServer() as model:
+        yield model
+
+
+def _agent(server: ToolLoopServer) -> Any:
+    client = openai.AsyncOpenAI(base_url=server.base_url("openai"), api_key="test", max_retries=0)
+    model = agents.OpenAIResponsesModel(model="gpt-4.1", openai_client=client)
+    return agents.Agent(name="auditor", instructions="You are a careful log auditor.", tools=[read_chunk], model=model)
+
+
+async def _run(server: ToolLoopServer, session: Any, text: str = TASK) -> tuple[Any, ContextfoldInputFilter]:
+    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    result = await agents.Runner.run(
+        _agent(server), text, session=session, max_turns=100,
+        run_config=agents.RunConfig(call_model_input_filter=compactor), hooks=compactor.hooks,
+    )
+    return result, compactor
+
+
+def test_sixty_rounds_compacted_per_call_and_in_the_session(server: ToolLoopServer) -> None:
+    session = ContextfoldSession(agents.SQLiteSession("audit"), window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    result, compactor = asyncio.run(_run(server, session))
+
+    assert result.final_output == FINAL
+    assert server.failures() == [], server.figures()
+    assert max(server.prompt_tokens) <= WINDOW_TOKENS
+    stats = compactor.mirror("auditor").context.stats()
+    assert stats["events"].get("summarize:summarized", 0) >= 2, stats
+    # The runner kept every raw item: the filter changed only what was sent.
+    assert sum(1 for item in result.to_input_list() if item.get("type") == "function_call") == server.rounds
+
+    stored = asyncio.run(session.get_items())
+    conversation = Conversation.from_responses(stored)
+    assert conversation.validate() == []
+    assert TASK in conversation.items[0].text
+    assert any(e.stage == "summarize" for e in session.events)
+    assert len(stored) < len(result.to_input_list())  # compacted after the run
+
+    # The stored history carries the next run: one more request, valid and under the window.
+    before = len(server.valid)
+    follow_up, _ = asyncio.run(_run(server, session, "How many chunks did you read?"))
+    assert follow_up.final_output == FINAL
+    assert len(server.valid) == before + 1 and server.problems == []
+
+
+def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:
+    with pairing_disabled(), pytest.raises(openai.BadRequestError):
+        asyncio.run(_run(server, None))
+    assert any("function call" in p or "tool output" in p for p in server.problems), server.problems
