@@ -27,6 +27,7 @@ bar a finished run missed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 from agent_model_server import Call, ScriptedModel, Seen, Turn
@@ -123,7 +124,7 @@ class ToolLoopServer(ScriptedModel):
     def shrinks(self) -> int:
         """How many times a request was much smaller than the one before it (a compaction reached the wire)."""
         sizes = self.prompt_tokens
-        return sum(1 for before, after in zip(sizes, sizes[1:]) if after < SHRINK * before)
+        return sum(1 for before, after in pairwise(sizes) if after < SHRINK * before)
 
     def failures(self, *, min_shrinks: int = 2) -> list[str]:
         """The bars a finished run missed (empty when every one was met)."""

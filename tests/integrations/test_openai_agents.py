@@ -20,7 +20,7 @@ from contextfold import Conversation
 
 agents = require("agents", "openai-agents")
 openai = require("openai", "openai-agents")
-from contextfold.integrations.openai_agents import ContextfoldInputFilter, ContextfoldSession  # noqa: E402
+from contextfold.integrations.openai_agents import ContextfoldInputFilter, ContextfoldSession
 
 agents.set_tracing_disabled(True)  # no trace export: tests never touch the network
 

@@ -53,10 +53,22 @@ class Mirror(Generic[M]):
         self.context = make_context()
         self._given: list[M] = []  # what the framework handed over last time
         self._returned: list[M] = []  # what this mirror handed back last time
+        self.last_read = 0  # framework messages the last sync read
+        self.fresh = True  # whether the last sync read the framework's list from its start
 
     @property
     def events(self) -> list[Event]:
         return self.context.events
+
+    @property
+    def returned(self) -> list[M]:
+        """What this mirror handed back last time (do not modify it)."""
+        return self._returned
+
+    def adopt(self, messages: Sequence[M]) -> None:
+        """Continue from ``messages`` as if this mirror had returned them (a session restored from storage)."""
+        self.sync(messages)
+        self._returned = copy.deepcopy(list(messages))
 
     def sync(self, messages: Sequence[M]) -> Conversation:
         """Add what is new in ``messages`` to the Context and return its view (no stage runs here)."""
@@ -68,6 +80,7 @@ class Mirror(Generic[M]):
             self._restart(len(messages))
             start = 0
         new = messages[start:]
+        self.last_read, self.fresh = len(new), start == 0
         if new:
             self.context.add(self.read(new, self.context.history.call_ids))
         self._given = copy.deepcopy(messages)
@@ -112,3 +125,17 @@ def _after(messages: list[M], prefix: list[M]) -> int | None:
     if not prefix or len(messages) < len(prefix) or messages[: len(prefix)] != prefix:
         return None
     return len(prefix)
+
+
+class Mirrored:
+    """What an integration holding one :class:`Mirror` shows its user: the Context and its events."""
+
+    mirror: Mirror[Any]
+
+    @property
+    def context(self) -> Context:
+        return self.mirror.context
+
+    @property
+    def events(self) -> list[Event]:
+        return self.mirror.events

@@ -32,7 +32,7 @@ from ..adapters.openai_responses import from_responses, to_responses
 from ..context import Context
 from ..conversation import Conversation
 from ..pipeline.base import Event
-from .mirror import Mirror
+from .mirror import Mirror, Mirrored
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ContextfoldInputFilter:
         return self._hooks
 
 
-class ContextfoldSession:
+class ContextfoldSession(Mirrored):
     """A ``Session`` that stores through ``session`` and compacts what it stored with contextfold.
 
     The four Session methods pass through; ``run_compaction(args)`` reads the
@@ -120,10 +120,6 @@ class ContextfoldSession:
         self.session_id = session.session_id
         self.session_settings = getattr(session, "session_settings", None)
         self.mirror = _mirror(_context_factory(model, options))
-
-    @property
-    def events(self) -> list[Event]:
-        return self.mirror.events
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         return await self.session.get_items(limit)

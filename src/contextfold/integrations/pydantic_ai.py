@@ -1,0 +1,59 @@
+"""contextfold for pydantic-ai (``pip install 'contextfold[pydantic-ai]'``): a history processor.
+
+``Agent(model, capabilities=[ContextfoldHistory(...).capability()])`` on
+current releases (the ``ProcessHistory`` capability), or
+``Agent(model, history_processors=[ContextfoldHistory(...)])`` on releases
+that still take plain processors: the object is the processor either way.
+
+Before every model request pydantic-ai hands over the run's messages; the new
+ones go into a contextfold Context and the Context's view comes back: the
+task, a summary of what was cut, the recent tail, every ``ToolCallPart`` with
+its ``ToolReturnPart``, parts contextfold does not model (provider
+compaction, built-in tools, files) as they came. pydantic-ai makes the
+processed list the run's history, so ``result.all_messages()`` is the
+compacted history, valid as the next run's ``message_history``. The usage of
+each ``ModelResponse`` is recorded as it arrives, so the count stays anchored
+on the provider's figures.
+
+Messages are read and written by :mod:`contextfold.adapters.pydantic_ai`;
+pydantic-ai is imported only when the capability is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
+from ..context import Context
+from .mirror import Mirror, Mirrored
+
+
+class ContextfoldHistory(Mirrored):
+    """A pydantic-ai history processor backed by one contextfold Context (one conversation).
+
+    ``model`` and ``options`` are those of :class:`~contextfold.Context`
+    (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...).
+    """
+
+    def __init__(self, model: str | None = None, **options: Any) -> None:
+        self.mirror: Mirror[Any] = Mirror(
+            lambda: Context(model, **options),
+            lambda messages, known: from_pydantic_ai(messages, known_call_ids=known),
+            to_pydantic_ai,
+        )
+        self._recorded: Any = None  # the response whose usage was recorded last
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        """The messages to send: contextfold's view of ``messages``."""
+        latest = next((m for m in reversed(messages) if getattr(m, "kind", None) == "response"), None)
+        usage = usage_from_pydantic_ai(latest) if latest is not None and latest is not self._recorded else None
+        if usage is not None:
+            self.mirror.record_usage(usage)
+            self._recorded = latest
+        return self.mirror.prepare(messages)
+
+    def capability(self) -> Any:
+        """This processor as pydantic-ai's ``ProcessHistory`` capability."""
+        from pydantic_ai.capabilities import ProcessHistory
+
+        return ProcessHistory(self)

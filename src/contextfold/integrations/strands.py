@@ -1,0 +1,124 @@
+"""contextfold for Strands Agents (``pip install 'contextfold[strands]'``): a ``ConversationManager``.
+
+``Agent(conversation_manager=ContextfoldConversationManager(...))``. Strands
+lets a conversation manager own ``agent.messages``, so this one does:
+
+* before every model call (a ``BeforeModelCallEvent`` hook) the new messages
+  go into a contextfold Context and ``agent.messages`` becomes the Context's
+  view: the task, a summary, the recent tail, every tool call with its
+  result. Long tool loops inside one invocation are compacted as they run;
+* after every model call (``AfterModelCallEvent``) the usage Strands
+  reports is recorded, so the count stays anchored on the provider's figure;
+* ``apply_management`` (the end of an invocation) and ``reduce_context``
+  without an error (Strands' proactive call) compact when over the trigger;
+  ``reduce_context`` with an error (the model said the context overflowed)
+  summarizes whatever the size, and re-raises the error if nothing could be
+  cut;
+* ``get_state``/``restore_from_session`` keep a session manager consistent:
+  the state holds the view (the messages to prepend) and, as
+  ``removed_message_count``, how many of the session's stored messages that
+  view stands for, so a restored agent has exactly the history it had.
+
+Messages are read and written by :mod:`contextfold.adapters.strands`. Strands
+is imported lazily: importing this module needs only contextfold.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..adapters.strands import from_strands, to_strands, usage_from_strands
+from ..context import Context
+from .mirror import Mirror, Mirrored
+
+
+def _base() -> type:
+    from strands.agent.conversation_manager import ConversationManager
+
+    return ConversationManager
+
+
+def __getattr__(name: str) -> Any:
+    """``ContextfoldConversationManager`` is built on first access, when Strands is imported."""
+    if name == "ContextfoldConversationManager":
+        cls = _manager_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _manager_class() -> type:
+    class ContextfoldConversationManager(Mirrored, _base()):  # type: ignore[misc]
+        """A Strands ``ConversationManager`` backed by a contextfold Context (see the module docstring).
+
+        ``model`` and ``options`` are those of :class:`~contextfold.Context`
+        (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...).
+        """
+
+        def __init__(self, model: str | None = None, **options: Any) -> None:
+            super().__init__()
+            self._make_context = lambda: Context(model, **options)
+            self.mirror: Mirror[Any] = Mirror(self._make_context, _read, to_strands)
+            self._covered = 0  # stored session messages the mirror's last view stands for
+
+        # -------------------------------------------------------------- hooks
+        def register_hooks(self, registry: Any, **kwargs: Any) -> None:
+            from strands.hooks import AfterModelCallEvent, BeforeModelCallEvent
+
+            super().register_hooks(registry, **kwargs)
+            registry.add_callback(BeforeModelCallEvent, self._before_model_call)
+            registry.add_callback(AfterModelCallEvent, self._after_model_call)
+
+        def _before_model_call(self, event: Any) -> None:
+            self._adopt(event.agent, self.mirror.prepare(event.agent.messages))
+
+        def _after_model_call(self, event: Any) -> None:
+            response = getattr(event, "stop_response", None)
+            usage = usage_from_strands(response.message) if response is not None else None
+            if usage is not None:
+                self.mirror.record_usage(usage)
+
+        # -------------------------------------------------------------- the ConversationManager interface
+        def apply_management(self, agent: Any, **kwargs: Any) -> None:
+            """At the end of an invocation: summarize if the history is over the trigger."""
+            self._adopt(agent, self.mirror.compacted(agent.messages))
+
+        def reduce_context(self, agent: Any, e: Exception | None = None, **kwargs: Any) -> None:
+            """Proactive (``e`` is None): as :meth:`apply_management`. Reactive: summarize now, or re-raise ``e``."""
+            if e is None:
+                self.apply_management(agent)
+                return
+            before = list(agent.messages)
+            after = self.mirror.compacted(before, force=True)
+            if after == before:
+                raise e
+            self._adopt(agent, after)
+
+        def get_state(self) -> dict[str, Any]:
+            return {
+                **super().get_state(),
+                "removed_message_count": self._covered,
+                "messages": copy.deepcopy(self.mirror.returned),
+            }
+
+        def restore_from_session(self, state: dict[str, Any]) -> list[Any] | None:
+            """The messages to put before the session's messages from ``removed_message_count`` on (the view)."""
+            super().restore_from_session(state)
+            messages = list(state.get("messages") or [])
+            self.mirror = Mirror(self._make_context, _read, to_strands)
+            self.mirror.adopt(messages)
+            self._covered = self.removed_message_count
+            return messages
+
+        def _adopt(self, agent: Any, messages: list[Any]) -> None:
+            """Make ``messages`` the agent's history; the session's stored messages so far are now stood for."""
+            self._covered = self.mirror.last_read + (0 if self.mirror.fresh else self._covered)
+            self.removed_message_count = self._covered
+            agent.messages[:] = messages
+
+    return ContextfoldConversationManager
+
+
+def _read(messages: Any, known: Any) -> Any:
+    return from_strands(list(messages), known_call_ids=known)

@@ -1,0 +1,82 @@
+"""pydantic-ai's real Agent and OpenAI Chat model against the scripted server, through contextfold.
+
+60 tool rounds in one run at a 16k window with ``ContextfoldHistory`` as a
+``ProcessHistory`` capability; the run's messages afterwards are valid and
+carry a second run. The mutation check runs the same loop with contextfold's
+pairing turned off and expects the server to reject a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
+from support import pairing_disabled, require
+
+from contextfold.adapters.pydantic_ai import from_pydantic_ai
+
+pydantic_ai = require("pydantic_ai", "pydantic-ai")
+require("pydantic_ai.models.openai", "pydantic-ai")
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from contextfold.integrations.pydantic_ai import ContextfoldHistory
+
+
+@pytest.fixture
+def server() -> Iterator[ToolLoopServer]:
+    with ToolLoopServer() as model:
+        yield model
+
+
+def _agent(server: ToolLoopServer, history: ContextfoldHistory) -> Any:
+    provider = OpenAIProvider(base_url=server.base_url("openai"), api_key="test")
+    agent = pydantic_ai.Agent(
+        OpenAIChatModel("gpt-4.1", provider=provider), instructions="You are a careful log auditor.",
+        capabilities=[history.capability()], retries=0,
+    )
+
+    @agent.tool_plain
+    def read_chunk(chunk: int) -> str:
+        """Read one chunk of the service log."""
+        return chunk_text(chunk)
+
+    return agent
+
+
+def _history() -> ContextfoldHistory:
+    return ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+
+
+def test_sixty_rounds_in_one_run(server: ToolLoopServer) -> None:
+    history = _history()
+    limits = pydantic_ai.UsageLimits(request_limit=100)
+    result = _agent(server, history).run_sync(TASK, usage_limits=limits)
+
+    assert result.output == FINAL
+    assert server.failures() == [], server.figures()
+    assert max(server.prompt_tokens) <= WINDOW_TOKENS
+    stats = history.context.stats()
+    assert stats["events"].get("summarize:summarized", 0) >= 2, stats
+
+    messages = result.all_messages()
+    conversation = from_pydantic_ai(messages)
+    assert conversation.validate() == []
+    assert any(item.role == "user" and TASK in item.text for item in conversation.items[:2])
+    assert len(messages) < 2 * server.rounds  # the run's history is the compacted view
+
+    # The stored history carries the next run, through a fresh processor (a new process, say).
+    before = len(server.valid)
+    follow_up = _agent(server, _history()).run_sync("How many chunks did you read?", message_history=messages)
+    assert follow_up.output == FINAL
+    assert len(server.valid) == before + 1 and server.problems == []
+
+
+def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:
+    limits = pydantic_ai.UsageLimits(request_limit=100)
+    # pydantic-ai drops a tool return whose call is gone, so the server sees the latest result missing.
+    with pairing_disabled(), pytest.raises(pydantic_ai.exceptions.ModelHTTPError, match="status_code: 400"):
+        _agent(server, _history()).run_sync(TASK, usage_limits=limits)
+    assert server.problems

@@ -1,0 +1,85 @@
+"""Strands Agents' real Agent and OpenAI model (streaming Chat Completions) against the scripted server.
+
+60 tool rounds in one invocation at a 16k window with
+``ContextfoldConversationManager``; the agent's messages afterwards are
+valid and carry a second invocation; a file session manager restores the
+same history into a new agent. The mutation check runs the same loop with
+contextfold's pairing turned off and expects the server to reject a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
+from support import pairing_disabled, require
+
+from contextfold.adapters.strands import from_strands
+
+strands = require("strands", "strands")
+require("strands.models.openai", "strands")
+from strands.models.openai import OpenAIModel
+from strands.session.file_session_manager import FileSessionManager
+
+from contextfold.integrations.strands import ContextfoldConversationManager
+
+
+@strands.tool
+def read_chunk(chunk: int) -> str:
+    """Read one chunk of the service log.
+
+    Args:
+        chunk: The number of the chunk to read.
+    """
+    return chunk_text(chunk)
+
+
+@pytest.fixture
+def server() -> Iterator[ToolLoopServer]:
+    with ToolLoopServer() as model:
+        yield model
+
+
+def _agent(server: ToolLoopServer, sessions: Path | None = None) -> Any:
+    model = OpenAIModel(
+        client_args={"base_url": server.base_url("openai"), "api_key": "test", "max_retries": 0},
+        model_id="gpt-4.1", params={"max_tokens": 1024},
+    )
+    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    session = FileSessionManager(session_id="audit", storage_dir=str(sessions)) if sessions else None
+    return strands.Agent(
+        model=model, tools=[read_chunk], system_prompt="You are a careful log auditor.", conversation_manager=manager,
+        callback_handler=None, session_manager=session,
+    )
+
+
+def test_sixty_rounds_in_one_invocation(server: ToolLoopServer, tmp_path: Path) -> None:
+    agent = _agent(server, tmp_path)
+    result = agent(TASK)
+
+    assert str(result).strip() == FINAL
+    assert server.failures() == [], server.figures()
+    assert max(server.prompt_tokens) <= WINDOW_TOKENS
+    stats = agent.conversation_manager.context.stats()
+    assert stats["events"].get("summarize:summarized", 0) >= 2, stats
+
+    conversation = from_strands(agent.messages)
+    assert conversation.validate() == []
+    assert TASK in conversation.items[0].text
+    assert len(agent.messages) < 2 * server.rounds  # the agent holds the compacted view, not 120 messages
+
+    # A new agent on the same session gets exactly this history back, and a second invocation runs on it.
+    restored = _agent(server, tmp_path)
+    assert restored.messages == agent.messages
+    before = len(server.valid)
+    assert str(restored("How many chunks did you read?")).strip() == FINAL
+    assert len(server.valid) == before + 1 and server.problems == []
+
+
+def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:
+    with pairing_disabled(), pytest.raises(Exception, match="tool message answers no pending tool call"):
+        _agent(server)(TASK)
+    assert server.problems
