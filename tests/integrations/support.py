@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 
 import pytest
+from agent_model_server import ScriptedModel
 
 from contextfold import Conversation
 from contextfold.boundary import Cut
@@ -55,3 +59,15 @@ def pairing_disabled() -> Iterator[None]:
         patch.setattr(summarize, "choose_cut", lambda conversation, **kw: _split_round(conversation, choose(conversation, **kw)))
         patch.setattr(Conversation, "repair", lambda self: (self, []))
         yield
+
+
+def run_script(path: Path, server: ScriptedModel, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a Python script whose SDK clients find ``server`` through the environment (base URLs, keys, no tracing)."""
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": server.base_url("anthropic"),
+        "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url("openai"),
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    return subprocess.run([sys.executable, str(path), *args], check=False, cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
