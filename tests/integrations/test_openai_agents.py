@@ -67,6 +67,7 @@ def test_sixty_rounds_compacted_per_call_and_in_the_session(server: ToolLoopServ
     stored = asyncio.run(session.get_items())
     conversation = Conversation.from_responses(stored)
     assert conversation.validate() == []
+    assert conversation.to_responses() == stored
     assert TASK in conversation.items[0].text
     assert any(e.stage == "summarize" for e in session.events)
     assert len(stored) < len(result.to_input_list())  # compacted after the run

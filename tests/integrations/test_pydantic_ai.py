@@ -15,7 +15,7 @@ import pytest
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
-from contextfold.adapters.pydantic_ai import from_pydantic_ai
+from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
 pydantic_ai = require("pydantic_ai", "pydantic-ai")
 require("pydantic_ai.models.openai", "pydantic-ai")
@@ -64,6 +64,7 @@ def test_sixty_rounds_in_one_run(server: ToolLoopServer) -> None:
     messages = result.all_messages()
     conversation = from_pydantic_ai(messages)
     assert conversation.validate() == []
+    assert to_pydantic_ai(conversation) == messages
     assert any(item.role == "user" and TASK in item.text for item in conversation.items[:2])
     assert len(messages) < 2 * server.rounds  # the run's history is the compacted view
 

@@ -17,7 +17,7 @@ import pytest
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
-from contextfold.adapters.strands import from_strands
+from contextfold.adapters.strands import from_strands, to_strands
 
 strands = require("strands", "strands")
 require("strands.models.openai", "strands")
@@ -68,6 +68,7 @@ def test_sixty_rounds_in_one_invocation(server: ToolLoopServer, tmp_path: Path) 
 
     conversation = from_strands(agent.messages)
     assert conversation.validate() == []
+    assert to_strands(conversation) == agent.messages
     assert TASK in conversation.items[0].text
     assert len(agent.messages) < 2 * server.rounds  # the agent holds the compacted view, not 120 messages
 
