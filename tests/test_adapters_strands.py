@@ -12,7 +12,7 @@ CALLS = {"role": "assistant", "content": [
     {"text": "Two reads."},
     {"toolUse": {"toolUseId": "t1", "name": "read", "input": {"path": "a.py"}}},
     {"toolUse": {"toolUseId": "t2", "name": "read", "input": {}, "reasoningSignature": "x"}},
-], "metadata": {"usage": {"inputTokens": 50, "outputTokens": 9, "totalTokens": 59, "cacheReadInputTokens": 30}}}
+], "metadata": {"usage": {"inputTokens": 50, "outputTokens": 9, "totalTokens": 89, "cacheReadInputTokens": 30}}}
 RESULTS = {"role": "user", "content": [
     {"toolResult": {"toolUseId": "t2", "status": "error", "content": [{"text": "no such file"}, {"json": {"code": 2}}]}},
     {"text": "and a note between"},
@@ -65,7 +65,10 @@ def test_errors_name_the_message_and_field() -> None:
                         known_call_ids={"t9"}).validate() != []  # known from before: read, though unpaired here
 
 
-def test_usage_counts_the_whole_prompt() -> None:
-    usage = usage_from_strands(CALLS)
+def test_usage_counts_the_whole_prompt_once() -> None:
+    usage = usage_from_strands(CALLS)  # Anthropic style: the cache reads are not in inputTokens
     assert (usage.prompt_tokens, usage.cache_read_tokens, usage.output_tokens) == (80, 30, 9)
+    openai_style = {"metadata": {"usage": {"inputTokens": 50, "outputTokens": 9, "totalTokens": 59,
+                                           "cacheReadInputTokens": 30}}}
+    assert usage_from_strands(openai_style).prompt_tokens == 50
     assert usage_from_strands({"role": "user", "content": []}) is None

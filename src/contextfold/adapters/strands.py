@@ -180,16 +180,17 @@ def _write_block(block: Block, index: int, field: str) -> dict[str, Any]:
 def usage_from_strands(message: Mapping[str, Any]) -> Usage | None:
     """The usage Strands recorded in an assistant message's ``metadata`` (``None`` when there is none).
 
-    ``inputTokens`` counts the prompt without the cache reads and writes, which
-    Strands reports apart (``cacheReadInputTokens``, ``cacheWriteInputTokens``).
+    Strands' providers differ: OpenAI's ``inputTokens`` includes the cached
+    prompt, Anthropic's and Bedrock's leave cache reads and writes out. As
+    Strands itself decides, ``inputTokens + outputTokens == totalTokens``
+    means the cache is inside ``inputTokens``; otherwise it is added.
     """
     usage = (message.get("metadata") or {}).get("usage") if isinstance(message, Mapping) else None
     if not usage:
         return None
+    prompt, output = int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)
     read = int(usage.get("cacheReadInputTokens") or 0)
     written = int(usage.get("cacheWriteInputTokens") or 0)
-    return Usage(
-        prompt_tokens=int(usage.get("inputTokens") or 0) + read + written,
-        output_tokens=int(usage.get("outputTokens") or 0),
-        cache_read_tokens=read,
-    )
+    if prompt + output != usage.get("totalTokens"):
+        prompt += read + written
+    return Usage(prompt_tokens=prompt, output_tokens=output, cache_read_tokens=read, cache_write_tokens=written)
