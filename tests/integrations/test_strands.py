@@ -84,3 +84,22 @@ def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) ->
     with pairing_disabled(), pytest.raises(Exception, match="tool message answers no pending tool call"):
         _agent(server)(TASK)
     assert server.problems
+
+
+def test_reduce_context_after_an_overflow_summarizes_or_reraises(server: ToolLoopServer) -> None:
+    agent = _agent(server)
+    calls = [{"role": "assistant", "content": [{"toolUse": {"toolUseId": f"t{n}", "name": "read_chunk", "input": {"chunk": n}}}]}
+             for n in range(12)]
+    results = [{"role": "user", "content": [{"toolResult": {"toolUseId": f"t{n}", "content": [{"text": chunk_text(n)}]}}]}
+               for n in range(12)]
+    agent.messages[:] = [{"role": "user", "content": [{"text": TASK}]}, *[m for pair in zip(calls, results) for m in pair]]
+    overflow = RuntimeError("the context window overflowed")
+
+    agent.conversation_manager.reduce_context(agent, e=overflow)
+    assert len(agent.messages) < 10
+    assert from_strands(agent.messages).validate() == []
+    assert TASK in agent.messages[0]["content"][0]["text"]
+
+    agent.messages[:] = [{"role": "user", "content": [{"text": TASK}]}]  # nothing left to cut
+    with pytest.raises(RuntimeError, match="overflowed"):
+        agent.conversation_manager.reduce_context(agent, e=overflow)
