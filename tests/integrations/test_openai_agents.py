@@ -16,7 +16,7 @@ import pytest
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
-from contextfold import Conversation
+from contextfold.adapters import from_responses, to_responses
 
 agents = require("agents", "openai-agents")
 openai = require("openai", "openai-agents")
@@ -65,9 +65,9 @@ def test_sixty_rounds_compacted_per_call_and_in_the_session(server: ToolLoopServ
     assert sum(1 for item in result.to_input_list() if item.get("type") == "function_call") == server.rounds
 
     stored = asyncio.run(session.get_items())
-    conversation = Conversation.from_responses(stored)
+    conversation = from_responses(stored)
     assert conversation.validate() == []
-    assert conversation.to_responses() == stored
+    assert to_responses(conversation) == stored
     assert TASK in conversation.items[0].text
     assert any(e.stage == "summarize" for e in session.events)
     assert len(stored) < len(result.to_input_list())  # compacted after the run

@@ -16,7 +16,7 @@ Two pieces, used together or apart:
   when the history is over the trigger (or always, with ``force``). The next
   run starts from the task, a summary and the recent tail.
 
-Items go through :mod:`contextfold.adapters.openai_responses` unchanged unless
+Items go through the Responses adapter (``adapter_for("responses")``) unchanged unless
 a stage changed them: reasoning, ``compaction`` items from OpenAI's server and
 other item types contextfold does not model pass through as they came.
 The SDK is imported lazily, on first use.
@@ -28,21 +28,29 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..adapters.openai_responses import from_responses, to_responses
+from ..adapters import adapter_for
 from ..context import Context
 from ..conversation import Conversation
 from ..pipeline.base import Event
+from ..usage import Usage
 from .mirror import Mirror, Mirrored
 
 logger = logging.getLogger(__name__)
 
 
+_RESPONSES = adapter_for("responses")
+
+
 def _read(items: Sequence[Any], known: Iterable[str]) -> Conversation:
-    return from_responses(list(items), known_call_ids=known)
+    return _RESPONSES.read(list(items), known_call_ids=known)
+
+
+def _write(conversation: Conversation) -> list[Any]:
+    return _RESPONSES.write(conversation)[_RESPONSES.messages_key]
 
 
 def _mirror(make_context: Callable[[], Context]) -> Mirror[Any]:
-    return Mirror(make_context, _read, to_responses)
+    return Mirror(make_context, _read, _write)
 
 
 def _context_factory(model: str | None, options: dict[str, Any]) -> Callable[[], Context]:
@@ -50,14 +58,14 @@ def _context_factory(model: str | None, options: dict[str, Any]) -> Callable[[],
     return lambda: Context(model, provider="responses", **options)
 
 
-def _usage(usage: Any) -> dict[str, Any]:
-    """The SDK's ``Usage`` object as the Responses usage mapping contextfold reads."""
+def _usage(usage: Any) -> Usage:
+    """The SDK's ``Usage`` object, read as the Responses usage it was summed from."""
     details = getattr(usage, "input_tokens_details", None)
-    return {
+    return _RESPONSES.read_usage({
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "input_tokens_details": {"cached_tokens": getattr(details, "cached_tokens", 0) or 0},
-    }
+    })
 
 
 class ContextfoldInputFilter:
