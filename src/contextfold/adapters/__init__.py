@@ -21,6 +21,11 @@ What the target cannot carry raises a typed error naming the item and field
 :class:`~contextfold.errors.InvalidContent`); reasoning it has no slot for is
 dropped with a :class:`LossyConversion` warning.
 
+Agent frameworks that keep their history in types of their own have adapters
+of the same kind beside these, used by :mod:`contextfold.integrations`:
+:mod:`.strands` (Strands' Bedrock Converse messages) and :mod:`.pydantic_ai`
+(pydantic-ai's ``ModelMessage`` objects), each with its exact round trip.
+
 Reading errors name the index in the list the caller passed and the field
 (``content[2].tool_use_id``); writing errors name the index in
 ``conversation.items`` (``None`` for header items) and the neutral field path.
