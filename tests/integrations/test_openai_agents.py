@@ -83,3 +83,21 @@ def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) ->
     with pairing_disabled(), pytest.raises(openai.BadRequestError):
         asyncio.run(_run(server, None))
     assert any("function call" in p or "tool output" in p for p in server.problems), server.problems
+
+
+def test_items_contextfold_does_not_change_pass_through_as_they_came(server: ToolLoopServer) -> None:
+    items = [
+        {"role": "user", "content": TASK},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque-blob-from-openai"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}],
+         "encrypted_content": "enc"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_chunk", "arguments": '{"chunk": 0}',
+         "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_1", "output": chunk_text(0)},
+    ]
+    data = agents.run_config.CallModelData(
+        model_data=agents.run_config.ModelInputData(input=list(items), instructions="audit"), agent=_agent(server),
+        context=None,
+    )
+    sent = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS)(data)
+    assert (sent.input, sent.instructions) == (items, "audit")
