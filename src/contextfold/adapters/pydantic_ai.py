@@ -37,7 +37,8 @@ from typing import Any
 from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult, new_id
 from ..errors import InvalidMessage
 from ..usage import Usage
-from ._common import CallIds, foreign_block, origin, require_call
+from ._reading import CallIds, require_call
+from ._writing import foreign_block, origin
 
 ORIGIN = "pydantic_ai"
 TARGET = "pydantic-ai messages"

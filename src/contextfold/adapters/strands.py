@@ -35,7 +35,8 @@ from typing import Any
 from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, ToolCall, ToolResult, new_id
 from ..errors import InvalidContent, InvalidMessage, UnknownRole
 from ..usage import Usage
-from ._common import CallIds, foreign_block, origin, require_call
+from ._reading import CallIds, require_call
+from ._writing import foreign_block, origin
 
 ORIGIN = "strands"
 TARGET = "Strands messages"
