@@ -6,7 +6,15 @@ from test_replay_run import CONFIG, ESTIMATE, LOSSY_STRATEGIES, session
 
 from contextfold.conversation import Conversation, ToolCall, assistant, tool, user
 from contextfold.replay import replay, strategies
-from contextfold.replay.probes import Haystack, SessionProbes, Targets, distinctive_tail, evaluate, task_identifiers
+from contextfold.replay.probes import (
+    Haystack,
+    SessionProbes,
+    Targets,
+    distinctive_tail,
+    evaluate,
+    last_error_line,
+    task_identifiers,
+)
 from contextfold.synthetic import generate_session
 
 
@@ -39,22 +47,41 @@ def test_targets_follow_the_session_up_to_each_request() -> None:
     assert first.edited == () and first.last_error is None and first.latest_output is None
     assert {"src/app.py", "#42", "ValueError", "parse_config"} <= set(first.task)
     at_edit = probes.at(5)
-    assert at_edit.last_error == "1 failed in 0.1s"  # the last error line of the failed run
+    assert at_edit.last_error == "E   ValueError: invalid literal for int()"  # the last error line of the run
     assert at_edit.latest_output == "1 failed in 0.1s"  # its last line is long enough, and new
     final = probes.at(7)
     assert final.edited == ("src/app.py",)
-    assert final.last_error == at_edit.last_error  # a clean output does not clear the last error
+    assert final.last_error == at_edit.last_error  # another call's clean output does not resolve it
     assert final.latest_output is None  # the edit printed nothing
     assert probes.at(3) == Targets(first.task, (), None, "    return int(text)")  # asking again starts over
 
 
-def test_outputs_that_did_not_fail_give_no_error_line() -> None:
-    calls = [ToolCall("c0", "bash", {"command": "grep -n Error log.txt"})]
+def test_an_error_line_ends_a_traceback_or_says_error_and_is_not_code() -> None:
+    traceback = "Traceback (most recent call last):\n  File \"a.py\", line 3\n    raise KeyError(k)\nKeyError: 'x'\ndone"
+    assert last_error_line(traceback) == "KeyError: 'x'"
+    assert last_error_line("ok\nFAILED tests/test_a.py::test_b - assert 1 == 2\n1 passed") == \
+        "FAILED tests/test_a.py::test_b - assert 1 == 2"
+    assert last_error_line("src/x.c:3:1: error: expected ';'\n" + "x" * 300 + " Error: long") == "x" * 200
+    assert last_error_line("    except ValueError: pass\nclass ConfigError: ...") is None  # code naming errors
+    assert last_error_line("1 failed in 0.1s\nerr:") is None
+
+
+def test_an_error_stays_until_the_same_call_runs_again_without_one() -> None:
+    """Any output's error line counts (a read that shows a failing check too); a clean re-run resolves it."""
+    test, read = {"command": "pytest -q"}, {"command": "cat ci.log"}
     conversation = Conversation([
-        user("Look for errors."), assistant("", calls), tool("c0", "<returncode>0</returncode>\nlog.txt:3: ValueError: x"),
-        assistant("One ValueError."),
+        user("Make the tests pass."),
+        assistant("", [ToolCall("c0", "bash", test)]), tool("c0", "FAILED test_a.py::test_one"),
+        assistant("", [ToolCall("c1", "bash", read)]), tool("c1", "step 3: Error: lint failed"),
+        assistant("", [ToolCall("c2", "bash", test)]), tool("c2", "1 passed"),  # not the call that had the error
+        assistant("", [ToolCall("c3", "bash", read)]), tool("c3", "all checks green"),
+        assistant("Done."),
     ])
-    assert SessionProbes(conversation).at(3).last_error is None
+    probes = SessionProbes(conversation)
+    assert probes.at(3).last_error == "FAILED test_a.py::test_one"
+    assert probes.at(5).last_error == "step 3: Error: lint failed"
+    assert probes.at(7).last_error == "step 3: Error: lint failed"
+    assert probes.at(9).last_error is None  # the read that showed it ran again, clean: resolved
 
 
 def test_evaluate_scores_shares_and_leaves_out_what_has_nothing_to_look_for() -> None:

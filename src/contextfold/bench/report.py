@@ -177,7 +177,8 @@ RECALL_COLUMNS = (
 )
 SURVIVAL_INTRO = (
     "Share of requests that still hold each fact the agent needs (where there was one to hold): the task's "
-    "identifiers, the paths edited so far, the last error line, the latest tool output. Recall is forward-reference "
+    "identifiers, the paths edited so far, the last error line (any tool's, verbatim, until the same call runs again "
+    "without one), the latest tool output. Recall is forward-reference "
     "recall: of the specific tokens (identifiers, paths, values) each recorded reply used from earlier messages, the "
     "share its request still held, weighted by tokens within a session and averaged over sessions; far recall counts "
     "only tokens from before the last 6 messages; the worst request is the lowest share of any one request."

@@ -18,9 +18,13 @@ where there is nothing to look for yet (no edit so far, say):
     The share of the distinct paths the agent edited so far (every path of
     every EDIT call, :func:`contextfold.actions.classify`) that appear.
 ``last_error``
-    1 when the last error line seen so far appears: the last line
-    :func:`contextfold.actions.error_lines` finds in a tool output that
-    :func:`contextfold.actions.failed`.
+    1 when the last error line seen so far appears verbatim, until a later
+    step resolves it: the last line :func:`last_error_line` finds in the
+    latest tool output that has one, whatever the tool (a test run, a build,
+    a file read that shows a failing check), as the reference scorer reads
+    it. A later output of the same call (the same tool and arguments: the
+    test run again) without an error line resolves it, and the probe then
+    has nothing to look for until the next error.
 ``latest_output``
     1 when the distinctive tail of the latest tool output appears: the
     shortest run of its last whole lines holding at least
@@ -32,12 +36,13 @@ where there is nothing to look for yet (no edit so far, say):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..actions import EDIT, call_actions, failure_line, result_action
-from ..conversation import Conversation, Item
+from ..actions import EDIT, call_actions
+from ..conversation import Conversation, Item, ToolResult
 
 TASK_SHARE = 0.8
 """Share of the task's identifiers a request must hold for the task to count as present."""
@@ -54,6 +59,11 @@ _IDENTIFIERS = re.compile(
     r"|(?P<word>\w+)"  # kept when CamelCase or snake_case
 )
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+_ERROR_MARK = re.compile(r"Error:|error:|FAILED")
+_CODE_WORDS = re.compile(r"\b(?:except|raise|class|def|import|catch|throw)\b")  # a line of code that names errors
+_TRACEBACK_START = "Traceback (most recent call last)"
+ERROR_LINE_MAX_CHARS = 200
+"""An error line is compared by its first 200 characters (stripped)."""
 _MIN_CHARS = 4  # "e.g", "a/b" and "x_y" name nothing in particular
 
 
@@ -71,6 +81,35 @@ def task_identifiers(text: str) -> tuple[str, ...]:
         if keep:
             found.setdefault(token)
     return tuple(found)
+
+
+def last_error_line(text: str) -> str | None:
+    """The last line of ``text`` reporting an error, stripped and cut to :data:`ERROR_LINE_MAX_CHARS`.
+
+    A line reports an error when it ends a Python traceback (the first
+    unindented line after ``Traceback (most recent call last)``) or holds
+    ``Error:``, ``error:`` or ``FAILED``, has at least 4 characters, and is
+    not a line of code (``except``, ``raise``, ``class``, ``def``,
+    ``import``, ``catch``, ``throw``). ``None`` when no line does.
+    """
+    last = None
+    in_traceback = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(_TRACEBACK_START):
+            in_traceback = True
+            continue
+        ends_traceback = in_traceback and bool(stripped) and not line[0].isspace()
+        in_traceback = in_traceback and not ends_traceback
+        reports = ends_traceback or _ERROR_MARK.search(stripped) is not None
+        if reports and len(stripped) >= 4 and not _CODE_WORDS.search(stripped):
+            last = stripped[:ERROR_LINE_MAX_CHARS]
+    return last
+
+
+def _call_key(result: ToolResult) -> tuple[str, str]:
+    """The call a result answers, as the tool's name and its arguments: a re-run has the same key."""
+    return result.tool_name or "", json.dumps(result.arguments, sort_keys=True, default=str)
 
 
 def distinctive_tail(output: str, earlier: Sequence[str]) -> str | None:
@@ -148,7 +187,7 @@ class SessionProbes:
         self._seen = 0
         self._texts: list[str] = []
         self._edited: dict[str, None] = {}
-        self._last_error: str | None = None
+        self._last_error: tuple[str, tuple[str, str]] | None = None  # the line, and the call whose output had it
         self._output: tuple[str, int] | None = None  # latest output text, and how many items came before it
         self._tail: str | None = None
 
@@ -164,7 +203,8 @@ class SessionProbes:
             self._tail = distinctive_tail(text, self._texts[:before])
             self._output = None
         task = self._task if self.task_index is not None and self.task_index < index else ()
-        return Targets(task, tuple(self._edited), self._last_error, self._tail)
+        error = None if self._last_error is None else self._last_error[0]
+        return Targets(task, tuple(self._edited), error, self._tail)
 
     def _take(self, item: Item) -> None:
         for action in call_actions(item):
@@ -173,9 +213,11 @@ class SessionProbes:
         result = item.tool_result
         if result is not None:
             text = result.text
-            action = result_action(item)
-            line = failure_line(text, result.is_error, action.kind if action else None)
-            self._last_error = line if line is not None else self._last_error
+            line, call = last_error_line(text), _call_key(result)
+            if line is not None:
+                self._last_error = (line, call)
+            elif self._last_error is not None and call[0] and self._last_error[1] == call and text.strip():
+                self._last_error = None  # the same call ran again without an error: resolved
             self._output = (text, len(self._texts))
         self._texts.append(item.text)
 
