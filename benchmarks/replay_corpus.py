@@ -4,9 +4,11 @@
                                        [--strategies none default] [--tau-bench-limit 20] [--json]
 
 Per window it prints, for each strategy, the total cost with prompt-cache
-pricing and without caching, requests over the window, invariant violations,
-mean survival, and the cost ratio against ``none`` (priced as if its oversized
-requests had been accepted). Token counts use exact o200k (offline files from
+pricing and without caching, the cost with every summary priced as if an LLM
+had written it, requests over the window, invariant violations, mean
+survival, forward-reference recall and far recall (the mean of the sessions'),
+the worst request's recall, and the cost ratios against ``none`` (priced as if
+its oversized requests had been accepted). Token counts use exact o200k (offline files from
 $CONTEXTFOLD_TOKENIZERS_DIR or ../shared/tokenizers).
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from contextfold.importers import load
 from contextfold.replay import replay
 from contextfold.replay.base import StrategyConfig
+from contextfold.replay.recall import SessionRecall, mean_recall
 from contextfold.replay.strategies import create
 from contextfold.tokens import exact_estimator
 
@@ -70,8 +73,10 @@ def main() -> None:
         for window in args.windows:
             rows = {}
             for name in args.strategies:
-                totals = {"cost_usd": 0.0, "cost_no_cache_usd": 0.0, "overflows": 0, "violations": 0, "requests": 0}
+                totals = {"cost_usd": 0.0, "cost_no_cache_usd": 0.0, "cost_llm_usd": 0.0, "overflows": 0, "violations": 0,
+                          "requests": 0}
                 survival: list[float] = []
+                recalls: list[SessionRecall] = []
                 worst = []
                 shrinks: list[float] = []
                 for label, conversation in found:
@@ -85,8 +90,13 @@ def main() -> None:
                     if t["survival"]["mean"] is not None:
                         survival.extend([t["survival"]["mean"]] * t["requests"])
                     worst.append((t["survival"]["mean"] if t["survival"]["mean"] is not None else 1.0, label))
+                    recalls.append(SessionRecall(t["recall"], t["recall_far"], t["worst_request_recall"],
+                                                 t["recall_needed"], t["recall_far_needed"]))
                 totals["survival_mean"] = sum(survival) / len(survival) if survival else None
                 totals["worst_survival"] = sorted(worst)[:3]
+                pooled = mean_recall(recalls)
+                totals["recall"], totals["recall_far"] = pooled.recall, pooled.recall_far
+                totals["worst_request_recall"] = pooled.worst_request_recall
                 if shrinks:
                     shrinks.sort()
                     totals["compactions"] = len(shrinks)
@@ -97,6 +107,7 @@ def main() -> None:
             base = rows.get("none", {}).get("cost_usd")
             for name, row in rows.items():
                 row["cost_vs_none"] = row["cost_usd"] / base if base else None
+                row["cost_llm_vs_none"] = row["cost_llm_usd"] / base if base else None
             report["windows"][window] = rows
     report["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
@@ -106,11 +117,17 @@ def main() -> None:
     print(f"{len(found)} sessions, {report['seconds']} s")
     for window, rows in report["windows"].items():
         print(f"\nwindow {window:,}")
-        print(f"{'strategy':<10} {'cost $':>9} {'no-cache $':>11} {'vs none':>8} {'over':>6} {'viol':>5} {'survival':>9}")
+        print(f"{'strategy':<12} {'cost $':>9} {'no-cache $':>11} {'LLM summ. $':>12} {'vs none':>8} {'LLM vs none':>12} "
+              f"{'over':>6} {'viol':>5} {'survival':>9} {'recall':>7} {'far':>7} {'worst':>6}")
+
+        def shown(value: float | None, digits: int) -> str:
+            return "-" if value is None else f"{value:.{digits}f}"
+
         for name, r in rows.items():
-            ratio = f"{r['cost_vs_none']:.3f}" if r["cost_vs_none"] is not None else "-"
-            surv = f"{r['survival_mean']:.4f}" if r["survival_mean"] is not None else "-"
-            print(f"{name:<10} {r['cost_usd']:>9.3f} {r['cost_no_cache_usd']:>11.3f} {ratio:>8} {r['overflows']:>6} {r['violations']:>5} {surv:>9}")
+            print(f"{name:<12} {r['cost_usd']:>9.3f} {r['cost_no_cache_usd']:>11.3f} {r['cost_llm_usd']:>12.3f} "
+                  f"{shown(r['cost_vs_none'], 3):>8} {shown(r['cost_llm_vs_none'], 3):>12} {r['overflows']:>6} "
+                  f"{r['violations']:>5} {shown(r['survival_mean'], 4):>9} {shown(r['recall'], 3):>7} "
+                  f"{shown(r['recall_far'], 3):>7} {shown(r['worst_request_recall'], 2):>6}")
             print(f"{'':<10} lowest survival: {', '.join(f'{s:.3f} {label}' for s, label in r['worst_survival'])}")
             if "compactions" in r:
                 print(f"{'':<10} {r['compactions']} summaries; summarized span shrank by {r['span_shrink_min']:.1%} at least, "

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from contextfold.adapters.openai_chat import to_openai
 from contextfold.bench import Report, Session, Settings, available_strategies, find_sessions, run_bench, write_results
 from contextfold.bench.command import register
-from contextfold.bench.plots import session_chart, write_plots
+from contextfold.bench.plots import cost_recall_chart, session_chart, trade_offs, write_plots
 from contextfold.bench.report import results_markdown
 from contextfold.errors import UnknownSessionFormat
 from contextfold.replay import recount, strategies
@@ -135,8 +135,26 @@ def test_the_charts_label_their_axes_and_draw_the_window(bench: tuple[Report, Pa
     assert set(window.get_ydata()) == {WINDOW}
     assert [text.get_text() for text in figure.legends[0].get_texts()] == labels
     written = write_plots(report, tmp_path)
-    assert {p.name for p in written} >= {"overview.png", "cost.png", f"{report.sessions[0].slug}.png"}
+    assert {p.name for p in written} >= {"overview.png", "cost.png", "cost-recall.png", f"{report.sessions[0].slug}.png"}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+def test_the_cost_recall_chart_has_one_point_per_strategy_and_window(bench: tuple[Report, Path]) -> None:
+    _, out = bench
+    results = json.loads((out / "results.json").read_text())
+    other = {**results, "window": 2 * WINDOW}  # as if a second bench had run at another window
+    points = trade_offs(results) + trade_offs(other)
+    none = next(t for t in results["totals"] if t["strategy"] == "none")
+    default = next(p for p in points if p.strategy == "default" and p.window == WINDOW)
+    totals = next(t for t in results["totals"] if t["strategy"] == "default")
+    assert (default.recall, default.cost) == (totals["recall"], totals["cost_usd"] / none["cost_usd"])
+    assert default.cost_llm == totals["cost_llm_usd"] / none["cost_usd"]
+    assert len(points) == 2 * len(results["strategies"])
+    ax = cost_recall_chart(points).axes[0]
+    assert ax.get_ylabel() == "cost relative to the full history" and "recall" in ax.get_xlabel()
+    labelled = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert sorted(labelled) == sorted(f"{p.strategy}, {p.window:,}" for p in points)
+    assert trade_offs({**results, "totals": [t for t in results["totals"] if t["strategy"] != "none"]}) == []
 
 
 # --------------------------------------------------------------------------- finding sessions and the command
@@ -198,7 +216,25 @@ def test_the_command_writes_results_charts_and_dumps(tmp_path: Path) -> None:
     assert sorted(p.name for p in dumps.iterdir()) == sorted(
         f"{slug}.{name}.jsonl" for slug in ("chats.json_0", "chats.json_1") for name in ("none", "window"))
     assert (out / "results.md").exists() and (out / "overview.png").exists() and (out / "plots").is_dir()
+    assert (out / "cost-recall.png").exists()
     assert "window 3,000 tokens" in result.output
+    again = invoke(str(tmp_path / "chats.json"), "--window", "6000", "--strategies", "none,window", "--jobs", "1",
+                   "--tokenizer", "estimate", "--out", str(tmp_path / "out-6k"), "--chart-with", str(out))
+    assert again.exit_code == 0, again.output
+    assert invoke(str(tmp_path / "chats.json"), "--window", "6000", "--tokenizer", "estimate",
+                  "--chart-with", str(tmp_path)).exit_code == 2  # no results.json there
+
+
+def test_without_matplotlib_the_charts_are_skipped_with_one_line_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    write_tau_bench(tmp_path / "chats.json", 7)
+    out = tmp_path / "out"
+    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "none", "--jobs", "1",
+                    "--tokenizer", "estimate", "--out", str(out))
+    assert result.exit_code == 0 and (out / "results.json").exists() and not (out / "cost-recall.png").exists()
+    assert result.stderr.strip() == "contextfold: charts skipped: matplotlib is not installed (pip install 'contextfold[bench]')"
 
 
 def test_a_strategy_that_cannot_run_is_left_out_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

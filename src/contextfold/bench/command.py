@@ -57,6 +57,9 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
               help="Token counter for every figure of every strategy.")
 @click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
+@click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="An earlier bench's --out folder (another window) whose points join the cost-versus-recall chart.")
 def bench_command(
     paths: tuple[Path, ...],
     window: int,
@@ -67,6 +70,7 @@ def bench_command(
     jobs: int | None,
     tokenizer: str,
     max_output: int,
+    chart_with: tuple[Path, ...],
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
     started = time.perf_counter()
@@ -79,6 +83,9 @@ def bench_command(
             raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
         if not sessions:
             raise click.UsageError(f"no recorded session found under {', '.join(map(str, paths))}")
+        missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
+        if missing_results:
+            raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
         with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
             runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
     except ContextfoldError as error:
@@ -87,12 +94,12 @@ def bench_command(
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
     written = write_results(report, out)
+    from .plots import write_plots
+
     try:
-        from .plots import write_plots
+        written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
     except ImportError:
         click.echo("contextfold: charts skipped: matplotlib is not installed (pip install 'contextfold[bench]')", err=True)
-    else:
-        written += write_plots(report, out)
     console = Console()
     console.print(totals_table(report.totals(), window))
     for name, why in unavailable.items():

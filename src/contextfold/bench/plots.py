@@ -4,7 +4,12 @@
   the window drawn as a horizontal line;
 * ``overview.png``: the same for the sessions that grow the largest, side by side;
 * ``cost.png``: cumulative cost per strategy, summed over every session by
-  request number (a session that has ended adds its final cost).
+  request number (a session that has ended adds its final cost);
+* ``cost-recall.png``: the trade-off at a glance, one point per strategy and
+  window: forward-reference recall across, cost relative to the full history
+  up (a filled marker with summaries free, a hollow one joined to it with
+  summaries priced as LLM calls). Earlier benches' ``results.json`` (other
+  windows) can be drawn in the same chart.
 
 matplotlib (the ``bench`` extra) is imported only here, and only when a
 chart is drawn; the figures are drawn with its object API on the Agg canvas,
@@ -13,7 +18,9 @@ so no display and no global pyplot state are involved.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,15 +37,74 @@ PALETTE_COLORS = 256
 _STYLES = ("-", "--", "-.", ":")
 
 
-def write_plots(report: Report, folder: Path, *, dpi: int = DPI) -> list[Path]:
-    """Every chart of ``report`` into ``folder``; the paths written. Raises ImportError without matplotlib."""
+MARKERS = ("o", "s", "D", "^", "v", "P")
+"""One marker shape per window in the cost-versus-recall chart."""
+
+
+@dataclass(frozen=True)
+class TradeOff:
+    """One point of the cost-versus-recall chart: a strategy at a window, its recall, its costs relative to ``none``."""
+
+    strategy: str
+    window: int
+    recall: float
+    cost: float
+    cost_llm: float
+
+
+def write_plots(
+    report: Report, folder: Path, *, dpi: int = DPI, other_results: Sequence[Path] = ()
+) -> list[Path]:
+    """Every chart of ``report`` into ``folder``; the paths written. Raises ImportError without matplotlib.
+
+    ``other_results`` are ``results.json`` files of other benches whose
+    points join the cost-versus-recall chart.
+    """
     plots = folder / "plots"
     plots.mkdir(parents=True, exist_ok=True)
     written = [_save(session_chart(report, session.label), plots / f"{session.slug}.png", dpi)
                for session in report.sessions]
     written.append(_save(overview_chart(report), folder / "overview.png", dpi))
     written.append(_save(cost_chart(report), folder / "cost.png", dpi))
+    points = [point for path in other_results for point in trade_offs(json.loads(path.read_text(encoding="utf-8")))]
+    points += trade_offs({"window": report.settings.window_tokens,
+                          "totals": [asdict(t) for t in report.totals()]})
+    written.append(_save(cost_recall_chart(points), folder / "cost-recall.png", dpi))
     return written
+
+
+def trade_offs(results: dict[str, Any]) -> list[TradeOff]:
+    """The chart's points of one bench (its ``results.json`` data): strategies with a recall, when ``none`` ran."""
+    totals = results["totals"]
+    base = next((t["cost_usd"] for t in totals if t["strategy"] == "none"), None)
+    if not base:
+        return []
+    return [TradeOff(t["strategy"], results["window"], t["recall"], t["cost_usd"] / base, t["cost_llm_usd"] / base)
+            for t in totals if t.get("recall") is not None]
+
+
+def cost_recall_chart(points: Sequence[TradeOff]) -> Figure:
+    """Cost relative to the full history against recall, one point per strategy and window (see the module docstring)."""
+    figure = _figure((8, 5))
+    ax = figure.subplots()
+    names = list(dict.fromkeys(p.strategy for p in points))
+    windows = sorted({p.window for p in points})
+    for p in points:
+        style = _line(p.strategy, names)
+        marker = MARKERS[windows.index(p.window) % len(MARKERS)]
+        ax.plot([p.recall, p.recall], [p.cost, p.cost_llm], color=style["color"], linewidth=1, zorder=style["zorder"])
+        ax.plot([p.recall], [p.cost_llm], marker=marker, markersize=7, linestyle="none", markerfacecolor="white",
+                color=style["color"], zorder=style["zorder"])
+        ax.plot([p.recall], [p.cost], marker=marker, markersize=7, linestyle="none", color=style["color"],
+                label=f"{p.strategy}, {p.window:,}", zorder=style["zorder"])
+        ax.annotate(p.strategy, (p.recall, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
+    ax.set_xlabel("forward-reference recall (share of the facts used later that the request still held)")
+    ax.set_ylabel("cost relative to the full history")
+    ax.set_title("Cost against recall (filled: summaries free; hollow: summaries priced as LLM calls)",
+                 fontsize="medium")
+    ax.grid(alpha=0.3)
+    _legend(figure)
+    return figure
 
 
 def session_chart(report: Report, label: str) -> Figure:
