@@ -35,7 +35,7 @@ from ._reading import MAX_BLOCK_BYTES, parse_arguments
 from ._writing import LossyConversion
 from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
 from .base import Adapter, Reply, WireHeader
-from .openai_chat import OpenAIChat, from_openai, to_openai, tools_to_openai
+from .openai_chat import OpenAIChat, from_openai, reply_from_chunks, to_openai, tools_to_openai
 from .openai_responses import OpenAIResponses, from_responses, to_responses, tools_to_responses
 from .overflow import PromptTooLong, is_prompt_too_long, prompt_too_long
 from .registry import PROVIDERS, adapter_for
@@ -58,6 +58,7 @@ __all__ = [
     "is_prompt_too_long",
     "parse_arguments",
     "prompt_too_long",
+    "reply_from_chunks",
     "to_anthropic",
     "to_openai",
     "to_responses",

@@ -60,7 +60,7 @@ from ._reading import (
 )
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
-from .base import MessageListAdapter
+from .base import MessageListAdapter, Reply, as_data
 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"
@@ -301,6 +301,29 @@ class OpenAIChat(MessageListAdapter):
         return _choice(data).get("finish_reason")
 
 
+_ADAPTER = OpenAIChat()
+
+
 def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
     """The first choice of a completion (the only one contextfold asks for)."""
     return (data.get("choices") or [{}])[0]
+
+
+def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
+    """A streamed completion (SDK chunks or their dicts) put back together and read as one reply.
+
+    Only the text is streamed back by the callers that use this (summaries), so
+    the deltas' text, the finish reason and the usage chunk are what is kept.
+    """
+    parts: list[str] = []
+    finish: str | None = None
+    usage: Mapping[str, Any] | None = None
+    for chunk in chunks:
+        data = as_data(chunk)
+        for choice in data.get("choices") or ():
+            parts.append((choice.get("delta") or {}).get("content") or "")
+            finish = choice.get("finish_reason") or finish
+        usage = data.get("usage") or usage
+    message = {"role": "assistant", "content": "".join(parts)}
+    completion = {"choices": [{"message": message, "finish_reason": finish}], **({"usage": usage} if usage else {})}
+    return _ADAPTER.read_response(completion)

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contextfold import ContextfoldError
+from contextfold.sdk import SDKS, error_classes, make_client
 
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 MODEL_ENV = {"anthropic": "ANTHROPIC_MODEL", "openai": "OPENAI_MODEL"}
-KEY_ENV = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
 MAX_RETRIES = 2
 """SDK retries on connection errors, 429 and 5xx before an error reaches the loop."""
 
@@ -62,24 +62,16 @@ class _SDKModel:
     ) -> None:
         self.model = model_name(self.provider, model)
         self.max_tokens = max_tokens
-        self._client = self._connect(base_url, api_key)
-
-    def _connect(self, base_url: str | None, api_key: str | None) -> Any:
-        """The SDK client; sets ``request_errors`` and ``api_errors`` from the SDK's exception classes."""
-        raise NotImplementedError
+        bad_request, root = error_classes(self.provider)
+        self.request_errors: tuple[type[BaseException], ...] = (bad_request,)
+        self.api_errors: tuple[type[BaseException], ...] = (root,)
+        self._client = make_client(self.provider, base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
 
 
 class AnthropicModel(_SDKModel):
     """Claude through the Messages API (``anthropic`` SDK)."""
 
     provider = "anthropic"
-
-    def _connect(self, base_url: str | None, api_key: str | None) -> Any:
-        import anthropic
-
-        self.request_errors = (anthropic.BadRequestError,)
-        self.api_errors = (anthropic.AnthropicError,)
-        return anthropic.Anthropic(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
 
     def create(self, request: Mapping[str, Any]) -> Any:
         body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
@@ -90,13 +82,6 @@ class OpenAIModel(_SDKModel):
     """GPT models through Chat Completions (``openai`` SDK); any server speaking that format via ``base_url``."""
 
     provider = "openai"
-
-    def _connect(self, base_url: str | None, api_key: str | None) -> Any:
-        import openai
-
-        self.request_errors = (openai.BadRequestError,)
-        self.api_errors = (openai.OpenAIError,)
-        return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
 
     def create(self, request: Mapping[str, Any]) -> Any:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
@@ -110,6 +95,7 @@ def make_model(
     kinds = {"anthropic": AnthropicModel, "openai": OpenAIModel}
     if provider not in kinds:
         raise ModelSetupError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
-    if api_key is None and not any(os.environ.get(name) for name in KEY_ENV[provider]):
-        raise ModelSetupError(f"no API key for {provider}: set {' or '.join(KEY_ENV[provider])}")
+    keys = SDKS[provider].key_variables
+    if api_key is None and not any(os.environ.get(name) for name in keys):
+        raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)}")
     return kinds[provider](model, max_tokens=max_tokens, base_url=base_url, api_key=api_key)

@@ -100,7 +100,7 @@ def add_assistant_message(
     if reply.usage is not None:
         meta["usage"] = reply.usage.to_dict()
     if reply.stop is not None:
-        meta["stop_reason"] = reply.stop
+        meta["stop"] = reply.stop
     response_id = message["id"] if isinstance(message.get("id"), str) else None
     for item in reply.conversation:
         builder.add_item(item, where, timestamp, meta, response_id=response_id)

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import importlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
@@ -46,11 +45,11 @@ from itertools import accumulate
 from types import ModuleType
 from typing import Any, Protocol
 
-from ..adapters import prompt_too_long
-from ..adapters.usage import anthropic_usage, openai_usage
+from ..adapters import Reply, adapter_for, prompt_too_long, reply_from_chunks
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel
 from ..limits import model_limits
+from ..sdk import SDKS, make_client, sdk_module
 from ..usage import Usage
 from ._text import Meter
 from .base import Summarizer, SummaryRequest, SummaryResult
@@ -203,9 +202,7 @@ class LLMSummarizer:
     name: str = "llm"
 
     package = ""
-    """The SDK module this summarizer needs."""
-    key_variable = ""
-    """The environment variable the API key comes from by default."""
+    """The SDK package this summarizer needs (its key comes from the package's first key variable by default)."""
 
     def __post_init__(self) -> None:
         section_titles(self.style)  # an unknown style or a missing key is an error now, not at the first compaction
@@ -317,7 +314,7 @@ class LLMSummarizer:
     # ------------------------------------------------------------------ clients
     def _sdk(self) -> ModuleType:
         try:
-            return importlib.import_module(self.package)
+            return sdk_module(self.package)
         except ImportError:
             raise SummarizerError(
                 f"the {self.name} summarizer needs the {self.package!r} package: pip install 'contextfold[{self.package}]'"
@@ -333,16 +330,28 @@ class LLMSummarizer:
             self.async_client = self._make_client(asynchronous=True)
         return self.async_client
 
+    @property
+    def _key_variable(self) -> str:
+        return SDKS[self.package].key_variables[0]
+
+    @property
+    def _base_url(self) -> str | None:
+        return self.base_url
+
     def _credentials(self) -> str:
         """The API key: ``api_key``, else the environment variable; :class:`SummarizerError` when there is none."""
-        key = self.api_key or os.environ.get(self.key_variable)
+        key = self.api_key or os.environ.get(self._key_variable)
         if not key:
-            raise SummarizerError(f"no API key for the {self.name} summarizer: pass api_key= or set {self.key_variable}")
+            variable = self._key_variable
+            raise SummarizerError(f"no API key for the {self.name} summarizer: pass api_key= or set {variable}")
         return key
 
-    # ------------------------------------------------------------------ what subclasses define
     def _make_client(self, *, asynchronous: bool) -> Any:
-        raise NotImplementedError
+        """The SDK's client, without its own retries: the plan decides when to try again."""
+        options = {"api_key": self._credentials(), "base_url": self._base_url, "timeout": self.timeout_s}
+        return make_client(self.package, asynchronous=asynchronous, max_retries=0, **options)
+
+    # ------------------------------------------------------------------ what subclasses define
 
     def _fitter(self, request: SummaryRequest) -> Fitter:
         raise NotImplementedError
@@ -475,12 +484,6 @@ class AnthropicSummarizer(_PromptSummarizer):
     name: str = "anthropic"
 
     package = "anthropic"
-    key_variable = "ANTHROPIC_API_KEY"
-
-    def _make_client(self, *, asynchronous: bool) -> Any:
-        sdk = self._sdk()
-        factory = sdk.AsyncAnthropic if asynchronous else sdk.Anthropic
-        return factory(api_key=self._credentials(), base_url=self.base_url, timeout=self.timeout_s, max_retries=0)
 
     def _arguments(self, payload: Payload) -> dict[str, Any]:
         return {
@@ -493,24 +496,23 @@ class AnthropicSummarizer(_PromptSummarizer):
     def _send(self, client: Any, payload: Payload) -> Answer:
         if self.stream:
             with client.messages.stream(**self._arguments(payload)) as stream:
-                return _anthropic_answer(stream.get_final_message())
-        return _anthropic_answer(client.messages.create(**self._arguments(payload)))
+                return _answer("anthropic", stream.get_final_message())
+        return _answer("anthropic", client.messages.create(**self._arguments(payload)))
 
     async def _asend(self, client: Any, payload: Payload) -> Answer:
         if self.stream:
             async with client.messages.stream(**self._arguments(payload)) as stream:
-                return _anthropic_answer(await stream.get_final_message())
-        return _anthropic_answer(await client.messages.create(**self._arguments(payload)))
+                return _answer("anthropic", await stream.get_final_message())
+        return _answer("anthropic", await client.messages.create(**self._arguments(payload)))
 
 
-_ANTHROPIC_BAD_STOPS = {"max_tokens": "truncated (stop reason max_tokens)", "refusal": "the model refused",
-                        "model_context_window_exceeded": "truncated (the model's window was exhausted)"}
+def _answer(provider: str, response: Any) -> Answer:
+    """An SDK response read by the provider's adapter."""
+    return _from_reply(adapter_for(provider).read_response(response))
 
 
-def _anthropic_answer(message: Any) -> Answer:
-    text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-    usage = anthropic_usage(message.usage) if getattr(message, "usage", None) else None
-    return Answer(text, _ANTHROPIC_BAD_STOPS.get(message.stop_reason), usage)
+def _from_reply(reply: Reply) -> Answer:
+    return Answer(reply.text, reply.incomplete, reply.usage)
 
 
 class OpenAIEndpoint(LLMSummarizer):
@@ -523,21 +525,15 @@ class OpenAIEndpoint(LLMSummarizer):
     """
 
     package = "openai"
-    key_variable = "OPENAI_API_KEY"
 
     @property
     def _base_url(self) -> str | None:
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
     def _credentials(self) -> str:
-        if self._base_url and not (self.api_key or os.environ.get(self.key_variable)):
+        if self._base_url and not (self.api_key or os.environ.get(self._key_variable)):
             return "unused"
         return super()._credentials()
-
-    def _make_client(self, *, asynchronous: bool) -> Any:
-        sdk = self._sdk()
-        factory = sdk.AsyncOpenAI if asynchronous else sdk.OpenAI
-        return factory(api_key=self._credentials(), base_url=self._base_url, timeout=self.timeout_s, max_retries=0)
 
 
 @dataclass
@@ -570,50 +566,10 @@ class OpenAISummarizer(OpenAIEndpoint, _PromptSummarizer):
 
     def _send(self, client: Any, payload: Payload) -> Answer:
         response = client.chat.completions.create(**self._arguments(payload))
-        return _chat_stream_answer(response) if self.stream else _chat_answer(response)
+        return _from_reply(reply_from_chunks(response)) if self.stream else _answer("openai", response)
 
     async def _asend(self, client: Any, payload: Payload) -> Answer:
         response = await client.chat.completions.create(**self._arguments(payload))
         if not self.stream:
-            return _chat_answer(response)
-        collected = _ChatChunks()
-        async for chunk in response:
-            collected.add(chunk)
-        return collected.answer()
-
-
-_OPENAI_BAD_STOPS = {"length": "truncated (finish reason length)", "content_filter": "stopped by the content filter"}
-
-
-def _chat_answer(completion: Any) -> Answer:
-    choice = completion.choices[0] if completion.choices else None
-    text = (choice.message.content or "") if choice is not None else ""
-    usage = openai_usage(completion.usage) if completion.usage else None
-    return Answer(text, _OPENAI_BAD_STOPS.get(choice.finish_reason) if choice is not None else None, usage)
-
-
-class _ChatChunks:
-    """A streamed chat completion put back together: text, finish reason, the usage chunk."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.finish: str | None = None
-        self.usage: Usage | None = None
-
-    def add(self, chunk: Any) -> None:
-        for choice in chunk.choices or ():
-            if choice.delta is not None and choice.delta.content:
-                self.parts.append(choice.delta.content)
-            self.finish = choice.finish_reason or self.finish
-        if getattr(chunk, "usage", None):
-            self.usage = openai_usage(chunk.usage)
-
-    def answer(self) -> Answer:
-        return Answer("".join(self.parts), _OPENAI_BAD_STOPS.get(self.finish or ""), self.usage)
-
-
-def _chat_stream_answer(stream: Any) -> Answer:
-    collected = _ChatChunks()
-    for chunk in stream:
-        collected.add(chunk)
-    return collected.answer()
+            return _answer("openai", response)
+        return _from_reply(reply_from_chunks([chunk async for chunk in response]))
