@@ -5,17 +5,26 @@ failure comes back to the model as an error result that says why (a
 :class:`ToolError`), so it can change course; nothing is skipped silently.
 File tools resolve symlinks before checking that a path is inside the
 working folder, so neither ``../``, nor an absolute path, nor a link leads
-out of it. The shell runs in the working folder, with a timeout and an
-output cap, and only after :attr:`Workspace.approve` says yes.
+out of it, and then open the file walking from the folder without following
+any link (:mod:`.confined`), so a swap after the check leads nowhere either;
+a file with a second hard link is never written, and the session's own
+folder (its transcript) is out of their reach. Every tool is bounded in
+time and output: ``grep`` runs in a child process killed at its limit (a
+catastrophic regular expression, a FIFO). The shell runs in the working
+folder, with a timeout, an output cap and no provider credentials in its
+environment, and only after :attr:`Workspace.approve` says yes.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,18 +33,30 @@ from typing import Any
 
 from contextfold import ToolSpec
 
+from .confined import Refused, open_inside
+from .search import SKIPPED_DIRS, walk
+
+log = logging.getLogger(__name__)
 OUTPUT_CAP_CHARS = 20_000
 """Longest tool output returned to the model; longer ones keep their head and tail."""
 BASH_TIMEOUT_S = 120.0
 """Default and largest time a shell command may run, in seconds."""
+GREP_TIMEOUT_S = 20.0
+"""Longest a search may run, in seconds (a catastrophic regular expression is killed at it)."""
+READ_CAP_BYTES = 32 * 1024 * 1024
+"""Most of a file ``read_file`` and ``edit_file`` load; a larger file is refused for edits and read in part."""
+PROTECTED_DIRS = (".contextfold",)
+"""Folders of the working folder the file tools never touch: the session's transcript lives there."""
+CREDENTIAL_VARIABLES = re.compile(
+    r"^(ANTHROPIC_|OPENAI_|AWS_|AZURE_|GOOGLE_|GEMINI_|MISTRAL_|COHERE_|GROQ_|HF_|HUGGING)|"
+    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|SESSION_KEY)",
+    re.IGNORECASE,
+)
+"""Environment variables the shell tool does not pass on: provider keys and anything named like a secret."""
 READ_LIMIT_LINES = 2_000
 """Lines ``read_file`` returns when no limit is given."""
 LIST_LIMIT_ENTRIES = 500
 """Paths ``list_files`` and matches ``grep`` return at most."""
-SKIPPED_DIRS = frozenset(
-    {".git", ".contextfold", "__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
-)
-"""Folders the listing and search tools do not walk into (said so in their descriptions)."""
 TODO_STATES = ("pending", "in_progress", "completed")
 TODO_SCHEMA = {"type": "array", "items": {"type": "object", "required": ["content", "status"], "properties": {
     "content": {"type": "string"}, "status": {"type": "string", "enum": list(TODO_STATES)}}}}
@@ -128,10 +149,14 @@ class Workspace:
     approve: Approve
     bash_timeout_s: float = BASH_TIMEOUT_S
     output_cap_chars: int = OUTPUT_CAP_CHARS
+    grep_timeout_s: float = GREP_TIMEOUT_S
+    protected: tuple[str, ...] = PROTECTED_DIRS
+    """Folders (relative to ``root``) the file tools refuse: the session's own files."""
     todos: list[dict[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
+        self._protected = tuple((self.root / name).resolve() for name in self.protected)
 
     def tools(self, subagent: Callable[[str], str] | None = None) -> dict[str, Tool]:
         """The tools by name; ``task`` only when a ``subagent`` runner is given."""
@@ -170,69 +195,84 @@ class Workspace:
     # ------------------------------------------------------------------ paths
     def resolve(self, path: str) -> Path:
         """``path`` as an absolute path inside the working folder (symlinks followed), or a ToolError naming it."""
-        target = (self.root / path).resolve()
+        try:
+            target = (self.root / path).resolve()
+        except (OSError, ValueError) as error:  # a NUL in the path, a link loop
+            raise ToolError(f"{path!r} cannot be used as a path: {error}") from None
         if not target.is_relative_to(self.root):
             raise ToolError(
                 f"{path!r} is outside the working folder {self.root} (it resolves to {target}); "
                 "file tools only reach files inside it"
             )
+        if any(target.is_relative_to(folder) for folder in self._protected):
+            raise ToolError(f"{path!r} is in the session's own folder, which the file tools do not touch")
         return target
+
+    def _open(self, path: str, flags: int, *, writing: bool = False) -> int:
+        """``path`` resolved, checked and opened without following links (see :mod:`.confined`)."""
+        target = self.resolve(path)
+        try:
+            return open_inside(self.root, target, flags, writing=writing, make_parents=writing)
+        except Refused as error:
+            log.warning("file tool refused %r: %s", path, error)
+            raise ToolError(f"{path!r}: {error}") from None
+        except FileNotFoundError:
+            raise ToolError(f"{path!r} does not exist") from None
+        except IsADirectoryError:
+            raise ToolError(f"{path!r} is not a file") from None
+        except OSError as error:
+            raise ToolError(f"{path!r}: {error.strerror or error}") from None
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() or "."
 
     def _files(self, top: Path) -> tuple[list[Path], int]:
         """Files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out."""
-        if top.is_file():
-            return [top], 0
-        if not top.is_dir():
-            raise ToolError(f"{self._relative(top)!r} does not exist")
-        files, outside = [], 0
-        for folder, dirs, names in os.walk(top):  # links to folders are not followed; those leading out are counted
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            outside += sum(1 for d in dirs if not (Path(folder) / d).resolve().is_relative_to(self.root))
-            for name in sorted(names):
-                path = Path(folder) / name
-                if path.resolve().is_relative_to(self.root):
-                    files.append(path)
-                else:
-                    outside += 1
-        return files, outside
+        try:
+            return walk(self.root, top)
+        except FileNotFoundError:
+            raise ToolError(f"{self._relative(top)!r} does not exist") from None
 
     def _outside_note(self, outside: int) -> str:
         return f"\n[{outside} link(s) leading outside the working folder left out]" if outside else ""
 
     # ------------------------------------------------------------------ file tools
     def read_file(self, path: str, offset: int = 1, limit: int = READ_LIMIT_LINES) -> str:
-        target = self.resolve(path)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a file")
-        lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as file:
+            data = file.read(READ_CAP_BYTES + 1)
+        cut = f"\n[only the first {READ_CAP_BYTES:,} bytes were read]" if len(data) > READ_CAP_BYTES else ""
+        lines = data[:READ_CAP_BYTES].decode("utf-8", errors="replace").splitlines()
         start = max(offset, 1)
         shown = lines[start - 1 : start - 1 + limit]
         body = "\n".join(f"{number:>6}\t{line}" for number, line in enumerate(shown, start))
         rest = len(lines) - (start - 1 + len(shown))
         more = f"\n[{rest} more line(s): read on with offset={start + len(shown)}]" if rest > 0 else ""
-        return cap(body, self.output_cap_chars) + more if lines else f"{path} is empty"
+        return cap(body, self.output_cap_chars) + more + cut if lines else f"{path} is empty"
 
     def write_file(self, path: str, content: str) -> str:
-        target = self.resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        return f"wrote {len(content):,} characters to {self._relative(target)}"
+        with os.fdopen(self._open(path, os.O_WRONLY | os.O_CREAT, writing=True), "wb") as file:
+            file.truncate(0)  # only now: the checks of the open file came first
+            file.write(content.encode("utf-8"))
+        return f"wrote {len(content):,} characters to {self._relative(self.resolve(path))}"
 
     def edit_file(self, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
-        target = self.resolve(path)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a file")
-        text = target.read_text(encoding="utf-8")
-        found = text.count(old_string) if old_string else 0
-        if found == 0:
-            raise ToolError(f"old_string was not found in {path}" if old_string else "old_string is empty")
-        if found > 1 and not replace_all:
-            raise ToolError(f"old_string occurs {found} times in {path}: give more context, or set replace_all")
-        target.write_text(text.replace(old_string, new_string), encoding="utf-8")
-        return f"edited {self._relative(target)}: {found} replacement(s)"
+        with os.fdopen(self._open(path, os.O_RDWR, writing=True), "r+b") as file:
+            data = file.read(READ_CAP_BYTES + 1)
+            if len(data) > READ_CAP_BYTES:
+                raise ToolError(f"{path!r} is over {READ_CAP_BYTES:,} bytes; edit it with the shell")
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ToolError(f"{path!r} is not UTF-8 text: {error}") from None
+            found = text.count(old_string) if old_string else 0
+            if found == 0:
+                raise ToolError(f"old_string was not found in {path}" if old_string else "old_string is empty")
+            if found > 1 and not replace_all:
+                raise ToolError(f"old_string occurs {found} times in {path}: give more context, or set replace_all")
+            file.seek(0)
+            file.truncate(0)
+            file.write(text.replace(old_string, new_string).encode("utf-8"))
+        return f"edited {self._relative(self.resolve(path))}: {found} replacement(s)"
 
     def list_files(self, path: str = ".") -> str:
         files, outside = self._files(self.resolve(path))
@@ -241,25 +281,30 @@ class Workspace:
         return ("\n".join(listed) or "no files") + more + self._outside_note(outside)
 
     def grep(self, pattern: str, path: str = ".", glob: str = "*") -> str:
+        """Search in a child process killed after :attr:`grep_timeout_s` (see :mod:`.search`)."""
         try:
-            regex = re.compile(pattern)
+            re.compile(pattern)
         except re.error as error:
             raise ToolError(f"bad regular expression {pattern!r}: {error}") from None
-        files, outside = self._files(self.resolve(path))
-        matches = []
-        for file in files:
-            if not file.match(glob):
-                continue
-            for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    matches.append(f"{self._relative(file)}:{number}: {line}")
-        more = (
-            f"\n[{len(matches) - LIST_LIMIT_ENTRIES} more matches not shown]"
-            if len(matches) > LIST_LIMIT_ENTRIES
-            else ""
-        )
-        body = "\n".join(matches[:LIST_LIMIT_ENTRIES]) or f"no match for {pattern!r}"
-        return cap(body, self.output_cap_chars) + more + self._outside_note(outside)
+        top = self.resolve(path)
+        arguments = {"root": str(self.root), "top": str(top), "pattern": pattern, "glob": glob,
+                     "limit": LIST_LIMIT_ENTRIES}
+        try:
+            child = subprocess.run([sys.executable, "-m", "contextfold.agent.search"], input=json.dumps(arguments),
+                                   capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
+                                   env=_search_environment())
+        except subprocess.TimeoutExpired:
+            log.warning("grep %r stopped at its time limit of %g s", pattern, self.grep_timeout_s)
+            raise ToolError(f"grep stopped after {self.grep_timeout_s:g} s (a pattern that backtracks badly, or too "
+                            "much to search): narrow the path or simplify the pattern") from None
+        if child.returncode != 0:
+            reason = "does not exist" if "FileNotFoundError" in child.stderr else child.stderr.strip()[-500:]
+            raise ToolError(f"searching {self._relative(top)!r}: {reason}")
+        result = json.loads(child.stdout)
+        matches = [f"{file}:{number}: {line}" for file, number, line in result["matches"][:LIST_LIMIT_ENTRIES]]
+        more = f"\n[more than {LIST_LIMIT_ENTRIES} matches: only the first shown]" if result["more"] else ""
+        body = "\n".join(matches) or f"no match for {pattern!r}"
+        return cap(body, self.output_cap_chars) + more + self._outside_note(result["outside"])
 
     # ------------------------------------------------------------------ shell
     def bash(self, command: str, timeout_s: float | None = None) -> str:
@@ -276,6 +321,7 @@ class Workspace:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=tool_environment(),
             )
             try:
                 status: int | None = process.wait(timeout=timeout)
@@ -299,6 +345,20 @@ class Workspace:
     def render_todos(self) -> str:
         marks = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
         return "\n".join(f"{marks[t['status']]} {t['content']}" for t in self.todos) or "the todo list is empty"
+
+
+def tool_environment() -> dict[str, str]:
+    """This process's environment without provider keys or anything named like a secret (see
+    :data:`CREDENTIAL_VARIABLES`): a command the model writes must not be able to read them."""
+    return {name: value for name, value in os.environ.items() if not CREDENTIAL_VARIABLES.search(name)}
+
+
+def _search_environment() -> dict[str, str]:
+    """The tool environment, with this copy of contextfold first on the path (the child runs in the working folder)."""
+    package_parent = str(Path(__file__).resolve().parents[2])
+    environment = tool_environment()
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, environment.get("PYTHONPATH")]))
+    return environment
 
 
 def _head_and_tail(file: Any, limit: int) -> str:

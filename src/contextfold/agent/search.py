@@ -1,0 +1,85 @@
+"""Walking and searching the working folder, bounded: what ``list_files`` and ``grep`` run.
+
+A regular expression can backtrack for hours on one line, and Python cannot
+interrupt it in a thread, so ``grep`` runs :func:`grep` in a child process
+(``python -m contextfold.agent.search``, arguments as JSON on stdin, result
+as JSON on stdout) that the tool kills at its time limit. Files are opened
+without following links and only if they are regular files, so a FIFO is
+skipped rather than read forever; links whose target is outside the working
+folder are left out and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+SKIPPED_DIRS = frozenset(
+    {".git", ".contextfold", "__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
+)
+"""Folders the listing and search tools do not walk into (said so in their descriptions)."""
+LINE_CAP_CHARS = 400
+"""Longest matching line shown (a minified file is one line of megabytes)."""
+
+
+def walk(root: Path, top: Path) -> tuple[list[Path], int]:
+    """Regular files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out."""
+    if top.is_file():
+        return [top], 0
+    if not top.is_dir():
+        raise FileNotFoundError(top)
+    files, outside = [], 0
+    for folder, dirs, names in os.walk(top):  # links to folders are not followed; those leading out are counted
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        outside += sum(1 for d in dirs if not (Path(folder) / d).resolve().is_relative_to(root))
+        for name in sorted(names):
+            path = Path(folder) / name
+            if not path.resolve().is_relative_to(root):
+                outside += 1
+            elif path.is_file():
+                files.append(path)
+    return files, outside
+
+
+def grep(root: Path, top: Path, pattern: str, glob: str, limit: int) -> dict[str, Any]:
+    """Up to ``limit + 1`` matches as ``(relative path, line number, line)`` and the outside-link count."""
+    regex = re.compile(pattern)
+    files, outside = walk(root, top)
+    matches: list[tuple[str, int, str]] = []
+    for file in files:
+        if not file.match(glob):
+            continue
+        for number, line in enumerate(_text(file).splitlines(), 1):
+            if regex.search(line):
+                matches.append((file.relative_to(root).as_posix(), number, line[:LINE_CAP_CHARS]))
+                if len(matches) > limit:
+                    return {"matches": matches, "outside": outside, "more": True}
+    return {"matches": matches, "outside": outside, "more": False}
+
+
+def _text(path: Path) -> str:
+    """A regular file's text, opened without following a link or blocking on a FIFO; ``""`` otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return file.read().decode("utf-8", errors="replace")
+
+
+def main() -> None:
+    arguments = json.load(sys.stdin)
+    result = grep(Path(arguments["root"]), Path(arguments["top"]), arguments["pattern"], arguments["glob"],
+                  arguments["limit"])
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
