@@ -17,7 +17,9 @@ route's format, streamed as server-sent events when the request asks for
 ``stream``. Faults carry the status codes, headers and error bodies the
 real APIs send (400 prompt too long, 429 with ``retry-after``, 500, 529
 overloaded; OpenAI's 400 ``context_length_exceeded``). ``delay_s`` holds
-the answer back, to make a client time out.
+the answer back, to make a client time out. A :class:`Stall` is a hostile
+server: it answers 200 and then trickles a byte every few seconds, or
+streams pings, until the client hangs up or the server stops.
 
 Every request is recorded (:attr:`FakeLLMServer.requests`: path, headers,
 JSON body) and checked against the rules of its format (every Anthropic
@@ -451,6 +453,17 @@ def error_response(route: str, fault: Fault) -> tuple[int, dict[str, str], dict[
     return status, headers, {"error": error}
 
 
+@dataclass(frozen=True)
+class Stall:
+    """A server that never finishes: ``trickle`` sends one byte every ``every_s`` (whitespace before a JSON
+    body, or a server-sent event that never ends); ``ping`` sends a complete ``ping`` event every ``every_s``.
+    Either resets every socket timeout a client may have."""
+
+    kind: str = "trickle"
+    every_s: float = 2.0
+    delay_s: float = 0.0
+
+
 # --------------------------------------------------------------------------- the server
 
 _BODIES = {"messages": anthropic_message, "chat": chat_completion, "responses": responses_body, "compact": compact_body}
@@ -466,6 +479,7 @@ class FakeLLMServer:
         self.requests: list[Received] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()  # ends the loops of stalled answers
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> FakeLLMServer:
@@ -477,6 +491,7 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -500,7 +515,7 @@ class FakeLLMServer:
         return f"{self.url}/v1"
 
     # ------------------------------------------------------------------ script and record
-    def script(self, route: str, *answers: Reply | Fault) -> None:
+    def script(self, route: str, *answers: Reply | Fault | Stall) -> None:
         """Queue ``answers`` for ``route`` (one of ``messages``, ``chat``, ``responses``, ``compact``)."""
         with self._lock:
             self._queues[route].extend(answers)
@@ -520,7 +535,7 @@ class FakeLLMServer:
         with self._lock:
             return [f"{r.route} #{n}: {p}" for n, r in enumerate(self.requests) for p in r.problems]
 
-    def _take(self, route: str, received: Received) -> Reply | Fault:
+    def _take(self, route: str, received: Received) -> Reply | Fault | Stall:
         with self._lock:
             self.requests.append(received)
             if received.problems:
@@ -565,7 +580,9 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             answer = server._take(route, Received(route, path, headers, body, problems))
             time.sleep(answer.delay_s)
             try:
-                if isinstance(answer, Fault):
+                if isinstance(answer, Stall):
+                    self._stall(answer, isinstance(body, dict) and bool(body.get("stream")))
+                elif isinstance(answer, Fault):
                     self._json(*error_response(route, answer))
                 elif isinstance(body, dict) and body.get("stream") and route in _EVENTS:
                     self._events(_EVENTS[route](answer, body))
@@ -583,6 +600,21 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
+
+        def _stall(self, stall: Stall, streaming: bool) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream" if streaming else "application/json")
+            if not streaming:
+                self.send_header("content-length", "1000000")
+            self.end_headers()
+            self.wfile.flush()
+            beat = b" "  # whitespace before a JSON body that never comes
+            if streaming:  # a complete ping event, or an SSE comment line that never ends
+                beat = b"event: ping\ndata: {\"type\": \"ping\"}\n\n" if stall.kind == "ping" else b":"
+            while not server.stopping.wait(stall.every_s):
+                self.wfile.write(beat)
+                self.wfile.flush()
+            self.close_connection = True
 
         def _events(self, events: Iterator[tuple[str | None, Any]]) -> None:
             write_events(self, events)

@@ -23,6 +23,12 @@ What happens to one summary request, and why:
 * An answer that is empty, truncated (the reply limit was hit), refused or
   without a ``<summary>`` is rejected: it is not retried (the same prompt
   would most likely fail the same way).
+* The whole summary, every attempt and wait included, has a wall-clock
+  ``deadline_s`` (default 40 s): a server that trickles a byte every few
+  seconds, or streams pings forever, resets every socket timeout but not
+  this one. A sync call runs in a worker thread the caller stops waiting
+  for at the deadline (each attempt also gets the time left as its SDK
+  timeout, so the thread ends soon after); an async call is cancelled.
 * Whatever fails, the request is never raised to the pipeline: ``fallback``
   (the extractive summarizer) writes the summary and
   :attr:`SummaryResult.fallback` says why. The :class:`~contextfold.context.Context`
@@ -37,7 +43,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -68,6 +76,8 @@ from .prompts import (
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
+DEFAULT_DEADLINE_S = 40.0
+"""Wall-clock bound on one summary (all attempts and waits); then the fallback writes it."""
 DEFAULT_WINDOW_TOKENS = 32_768
 """The summarizer's window when its model is not in :mod:`contextfold.limits` (a local model, say)."""
 WINDOW_MARGIN = 0.05
@@ -79,6 +89,12 @@ SHRINK_MARGIN = 0.9
 
 TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
 _RETRIED_STATUS = frozenset({408, 409, 429})
+
+log = logging.getLogger(__name__)
+
+
+class OutOfTime(Exception):
+    """The summary's deadline passed before an answer came (the outcome the drivers hand the plan)."""
 
 
 # --------------------------------------------------------------------------- what goes out, what comes back
@@ -178,6 +194,9 @@ class LLMSummarizer:
     max_output_tokens: int = 16_000
     """Reply limit (analysis and summary together); lowered to the model's own limit when that is smaller."""
     timeout_s: float = 120.0
+    """Socket timeout of one attempt (capped by the time left before ``deadline_s``)."""
+    deadline_s: float = DEFAULT_DEADLINE_S
+    """Wall-clock bound on one summary, every attempt and wait included; then ``fallback`` writes it."""
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     window_tokens: int | None = None
@@ -213,25 +232,36 @@ class LLMSummarizer:
     # ------------------------------------------------------------------ public
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         run = _Run(self._plan(request))
+        deadline = time.monotonic() + self.deadline_s
         for step in run.steps():
+            left = deadline - time.monotonic()
             if isinstance(step, _Wait):
-                self.sleep(step.seconds)
+                self.sleep(max(min(step.seconds, left), 0.0))
                 continue
-            try:
-                run.outcome = self._send(self._client(), step.payload)
-            except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
-                run.outcome = error
+            if left <= 0:
+                run.outcome = OutOfTime()
+                continue
+            client = self._client()
+            run.outcome = _within(left, lambda: self._send(_limited(client, min(self.timeout_s, left)), step.payload))
         return run.result
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
         run = _Run(self._plan(request))
+        deadline = time.monotonic() + self.deadline_s
         for step in run.steps():
+            left = deadline - time.monotonic()
             if isinstance(step, _Wait):
-                await self.asleep(step.seconds)
+                await self.asleep(max(min(step.seconds, left), 0.0))
+                continue
+            if left <= 0:
+                run.outcome = OutOfTime()
                 continue
             try:
-                run.outcome = await self._asend(self._async_client(), step.payload)
-            except Exception as error:  # noqa: BLE001 - as above
+                client = _limited(self._async_client(), min(self.timeout_s, left))
+                run.outcome = await asyncio.wait_for(self._asend(client, step.payload), left)
+            except asyncio.TimeoutError:
+                run.outcome = OutOfTime()
+            except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
                 run.outcome = error
         return run.result
 
@@ -309,6 +339,10 @@ class LLMSummarizer:
     def _classify(self, outcome: BaseException | None) -> Failure:
         if outcome is None:  # a driver bug; say so rather than loop
             return Failure(FATAL, "no outcome for the request")
+        if isinstance(outcome, OutOfTime):
+            log.warning("%s summarizer (%s): no answer within %g s; using the fallback", self.name, self.model,
+                        self.deadline_s)
+            return Failure(FATAL, f"no answer within the deadline of {self.deadline_s:g} s")
         return classify(outcome, self._sdk())
 
     # ------------------------------------------------------------------ clients
@@ -365,6 +399,33 @@ class LLMSummarizer:
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
         """The result an answer gives, or why it is rejected."""
         raise NotImplementedError
+
+
+def _limited(client: Any, seconds: float) -> Any:
+    """``client`` with its socket timeout capped at ``seconds`` (SDK clients have ``with_options``)."""
+    with_options = getattr(client, "with_options", None)
+    return with_options(timeout=seconds) if callable(with_options) else client
+
+
+def _within(seconds: float, call: Callable[[], Answer]) -> Answer | BaseException:
+    """``call()``'s answer or exception, or :class:`OutOfTime` if it takes longer than ``seconds``.
+
+    The call runs in a daemon thread; past the deadline the caller stops
+    waiting and the thread is left to end on its own (its socket timeout is
+    capped at ``seconds`` too, so it does unless the server keeps trickling).
+    """
+    outcome: list[Answer | BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(call())
+        except Exception as error:  # noqa: BLE001 - handed to the plan to classify
+            outcome.append(error)
+
+    worker = threading.Thread(target=work, name="contextfold-summary", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return outcome[0] if outcome else OutOfTime()
 
 
 def classify(error: BaseException, sdk: ModuleType) -> Failure:
