@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -104,6 +105,18 @@ def test_repair_fixes_both_directions_and_reports_each_change() -> None:
     assert synthetic is not None and synthetic.is_error and synthetic.tool_name == "bash"
 
 
+def test_repair_leaves_one_call_per_id_in_an_assistant_message() -> None:
+    conv = Conversation([c.user("task"), c.assistant("two reads", [call("a", path="x"), call("a", path="y"), call("b")]),
+                         c.tool("a", "x data"), c.tool("a", "y data"), c.tool("b", "b data")])
+    fixed, repairs = conv.repair()
+    assert fixed.validate() == []
+    assert [b.arguments for b in fixed[1].tool_calls] == [{"path": "x"}, {}]
+    assert [(r.action, r.call_id) for r in repairs] == [("dropped_call", "a"), ("dropped_result", "a")]
+    sent = fixed.to_anthropic()["messages"][1]["content"]
+    ids = [block["id"] for block in sent if block["type"] == "tool_use"]
+    assert len(ids) == len(set(ids)) == 2
+
+
 def test_repair_of_a_valid_conversation_changes_nothing() -> None:
     conv = generate_session(rounds=30, seed=3)
     fixed, repairs = conv.repair()
@@ -121,7 +134,7 @@ def test_codec_round_trip_is_exact() -> None:
 
 
 # A conversation scrambled at random: valid rounds, then items dropped, duplicated and shuffled locally.
-_events = st.lists(st.sampled_from(["round1", "round2", "user", "text"]), min_size=1, max_size=12)
+_events = st.lists(st.sampled_from(["round1", "round2", "twin", "user", "text"]), min_size=1, max_size=12)
 
 
 @settings(max_examples=300, deadline=None)
@@ -135,6 +148,10 @@ def test_repair_always_yields_a_valid_conversation(events: list[str], damage: li
             n += len(calls)
             items.append(c.assistant("", calls))
             items.extend(c.tool(x.id, f"out {x.id}") for x in calls)
+        elif ev == "twin":  # one message with two calls sharing an id (fuzzed inputs have them)
+            items.append(c.assistant("", [call(f"c{n}"), call(f"c{n}", flag=True)]))
+            items.extend(c.tool(f"c{n}", f"out {k}") for k in range(2))
+            n += 1
         elif ev == "user":
             items.append(c.user("more"))
         else:
@@ -152,6 +169,7 @@ def test_repair_always_yields_a_valid_conversation(events: list[str], damage: li
     assert fixed.validate() == []
     assert bool(repairs) == bool(conv.validate())
     # Non-tool items keep their order; only an item made of repeated tool calls may go.
-    dropped = {r.index for r in repairs if r.action == "dropped_call"}
-    kept = [i.text for k, i in enumerate(conv) if i.role != "tool" and not (k in dropped and not i.text)]
+    dropped = Counter(r.index for r in repairs if r.action == "dropped_call")
+    kept = [i.text for k, i in enumerate(conv)
+            if i.role != "tool" and not (dropped[k] == len(i.tool_calls) > 0 and not i.text)]
     assert [i.text for i in fixed if i.role != "tool"] == kept

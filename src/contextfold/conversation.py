@@ -567,9 +567,16 @@ class Conversation:
         for index, item in enumerate(self._items):
             if item.role == "tool":
                 continue
-            repeated = [call for call in item.tool_calls if call_pos[call.id] != index]
+            kept, repeated, ids_here = [], [], set()
+            for block in item.blocks:  # a call id seen in an earlier item, or earlier in this one, is a repeat
+                if isinstance(block, ToolCall):
+                    if call_pos[block.id] != index or block.id in ids_here:
+                        repeated.append(block)
+                        continue
+                    ids_here.add(block.id)
+                kept.append(block)
             if repeated:
-                item = item.with_blocks(b for b in item.blocks if not any(b is call for call in repeated))
+                item = item.with_blocks(kept)
                 for call in repeated:
                     repairs.append(Repair("dropped_call", index, f"repeated tool call id {call.id!r}", call.id))
                 if not item.blocks:
