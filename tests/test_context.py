@@ -11,6 +11,7 @@ from contextfold import Usage
 from contextfold.context import Context, is_prompt_too_long
 from contextfold.errors import ContextfoldError
 from contextfold.pipeline.base import Event, Policy
+from contextfold.pipeline.persist import saved_output
 from contextfold.summarizers.base import SummaryResult
 from contextfold.transcript import Transcript
 
@@ -84,7 +85,9 @@ def test_large_outputs_are_persisted_next_to_the_transcript(tmp_path: Path) -> N
     text = json.dumps(request)
     assert "s2-results" in text and len(text) < 10_000
     assert any(e.stage == "persist" for e in context.events)
-    assert len(context.history[2].text) == 80_000  # the history keeps everything
+    # saved on arrival: memory and transcript keep the preview and where the whole output is
+    assert len(context.history[2].text) < 4_000 and saved_output(context.history[2]) == "row\n" * 20_000
+    assert Transcript.load(tmp_path / "sessions" / "s2.jsonl").conversation[2] == context.history[2]
 
 
 def test_over_the_trigger_a_summary_replaces_the_middle_and_the_task_stays(tmp_path: Path) -> None:

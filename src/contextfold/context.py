@@ -32,17 +32,28 @@ from .adapters import adapter_for, is_prompt_too_long
 from .adapters.usage import any_usage
 from .codec import header_from_dict, item_from_dict, item_to_dict
 from .conversation import Conversation, Header, Item, Summary, Text, new_id
-from .errors import ContextfoldError, SessionExists, SessionNotFound, TranscriptError, ViewConflict
+from .errors import (
+    ContextfoldError,
+    SessionExists,
+    SessionNotFound,
+    TranscriptCorrupt,
+    TranscriptError,
+    TranscriptLocked,
+    TranscriptUnsafe,
+    ViewConflict,
+)
 from .limits import ModelLimits, model_limits
 from .pipeline.base import Budget, Event, Policy
 from .pipeline.invariants import RequestCheck
+from .pipeline.persist import offload
 from .pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
+from .redaction import describe, redact_item
 from .rendering import Renderer
 from .stores import Store, StoredSession
 from .stores.base import VIEW_EVENT
 from .summarizers.base import Summarizer
 from .tokens import Estimator, TokenCounter
-from .transcript import Transcript
+from .transcript import Restored, Transcript
 from .usage import Usage
 
 logger = logging.getLogger(__name__)
@@ -117,6 +128,7 @@ class Context:
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
         self._requests = 0
+        self._transcript_down = False  # the disk refused a write; the records wait in the transcript for it
         self.transcript = self._open_transcript(transcript, store)
         folder = self.transcript.folder if self.transcript is not None else None
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
@@ -157,11 +169,24 @@ class Context:
         header = conversation.header
         if header.system or header.tools or header.pinned:
             self.set_header(header)
-        items = list(conversation.items)
+        items = [self._admitted(item) for item in conversation.items]
         seqs = self._write(lambda transcript: transcript.append_items(items)) if items else None
         if seqs and self.transcript is not None and self.transcript.behind:  # others wrote first: fold in order
             return self._follow(dict(zip(seqs, items)))
         return [self._take(item) for item in items]
+
+    def _admitted(self, item: Item) -> Item:
+        """``item`` as the transcript and the history keep it: its secrets taken out when the policy says
+        so, and an oversized output saved to disk with only its preview kept (:func:`~.pipeline.persist.offload`)."""
+        if self.policy.redact_secrets:
+            item, found = redact_item(item)
+            if found:
+                logger.info("redacted %s from item %s", describe(found), item.id)
+                self._emit([Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}",
+                                  data=dict(found))])
+        item, events = offload(item, self.policy, self.results_dir, self.estimator.item)
+        self._emit(events)
+        return item
 
     def _take(self, item: Item) -> Item:
         """Put a recorded item into the history and the view."""
@@ -388,7 +413,7 @@ class Context:
         if self.transcript is None:
             return None
         try:
-            return write(self.transcript)
+            result = write(self.transcript)
         except ViewConflict:
             raise
         except TranscriptError as error:
@@ -396,6 +421,23 @@ class Context:
             logger.warning("transcript writes stopped for session %s: %s", self.session_id, error)
             self._emit([Event("transcript", "failed", detail=f"transcript writes stopped: {error}")])
             return None
+        self._watch_disk()
+        return result
+
+    def _watch_disk(self) -> None:
+        """Say once when the disk starts refusing records (they wait in the transcript, written first
+        once it accepts again), and once when every waiting record is on disk."""
+        waiting = self.transcript.waiting if self.transcript is not None else 0
+        if waiting and not self._transcript_down:
+            self._transcript_down = True
+            logger.warning("session %s: the disk refuses transcript writes; %d record(s) wait in memory and are "
+                           "retried on the next write", self.session_id, waiting)
+            self._emit([Event("transcript", "waiting", detail=f"the disk refused {waiting} record(s); "
+                                                               "they are written first once it accepts")])
+        elif not waiting and self._transcript_down:
+            self._transcript_down = False
+            logger.warning("session %s: transcript writes resumed; every waiting record is on disk", self.session_id)
+            self._emit([Event("transcript", "recovered", detail="the disk accepted the waiting records")])
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
@@ -427,6 +469,7 @@ class Context:
         tokens = self.counter.count(self.view())
         by_stage = Counter(f"{e.stage}:{e.action}" for e in self.events)
         return {
+            "session_id": self.session_id,
             "requests": self._requests,
             "items_in_history": len(self.history),
             "items_in_view": len(self._view),
@@ -451,18 +494,37 @@ class Context:
         never a new empty one. ``model`` and ``options`` are those of
         :class:`Context` (the transcript keeps the conversation, not the configuration).
         """
-        context = cls(model, transcript=StoredSession.resume(store, session_id), session_id=session_id, **options)
-        assert context.transcript is not None
-        restored = context.transcript.restored
-        history = restored.conversation
-        context.history = history.with_items(history.items)
-        context._by_id = {item.id: item for item in context.history}
-        checkpoint = next((e for e in reversed(restored.events) if e.kind == VIEW_EVENT), None)
-        after = checkpoint.item_count if checkpoint is not None else 0
-        context._view = (context._checkpointed_view(checkpoint.data, after) if checkpoint is not None
-                         else Conversation(context.history.items, context.history.header))
-        context._processed = len(context._view) - (len(context.history) - after)
+        session = StoredSession.resume(store, session_id)
+        try:
+            context = cls(model, transcript=session, session_id=session_id, **options)
+            context._restore(session.restored)
+        except BaseException:  # a failed resume releases the session (its lock) on every path
+            session.close()
+            raise
         return context
+
+    def _restore(self, restored: Restored) -> None:
+        """Take the history and the last usable view checkpoint from what the session held."""
+        history = restored.conversation
+        self.history = history.with_items(history.items)
+        self._by_id = {item.id: item for item in self.history}
+        report = restored.report
+        for skipped in report.skipped:
+            aside = f"; set aside in {report.damaged_saved_to}" if skipped is report.damaged and report.damaged_saved_to else ""
+            logger.warning("resuming session %s: skipped %s%s", self.session_id, skipped, aside)
+            self._emit([Event("transcript", "skipped", detail=f"skipped {skipped}{aside}")])
+        self._view, after = Conversation(self.history.items, self.history.header), 0
+        for checkpoint in reversed([e for e in restored.events if e.kind == VIEW_EVENT]):
+            try:
+                self._view, after = self._checkpointed_view(checkpoint.data, checkpoint.item_count), checkpoint.item_count
+                break
+            except (KeyError, TypeError, ValueError, AttributeError, ContextfoldError) as error:
+                logger.warning("resuming session %s: view checkpoint %d unusable (%s); trying an older one",
+                               self.session_id, checkpoint.seq, error)
+                self._emit([Event("transcript", "checkpoint_skipped",
+                                  detail=f"view checkpoint {checkpoint.seq}: {type(error).__name__}: {error}")])
+        self._processed = len(self._view) - (len(self.history) - after)
+        self.steward.resumed(self.counter.count(self._view))  # the session priced what it sent as it went
 
     def _open_transcript(self, transcript: Transcript | StoredSession | str | Path | None,
                          store: Store | str | Path | None) -> StoredSession | None:
@@ -475,11 +537,11 @@ class Context:
         try:
             if isinstance(transcript, Transcript):
                 return StoredSession.adopt(transcript)
-            if transcript is not None:
-                return StoredSession.open(transcript, self.session_id)
+            if transcript is not None:  # a folder: a new session, never one already recorded there
+                return StoredSession.create(transcript, self.session_id)
             if store is not None:
                 return StoredSession.create(store, self.session_id)
-        except (SessionExists, SessionNotFound):
+        except (SessionExists, SessionNotFound, TranscriptLocked, TranscriptUnsafe, TranscriptCorrupt):
             raise
         except TranscriptError as error:
             logger.warning("session %s: could not open the transcript: %s", self.session_id, error)
@@ -487,10 +549,18 @@ class Context:
         return None
 
     def close(self) -> None:
-        """Flush and release the transcript (another process may then resume the session)."""
-        if self.transcript is not None:
-            self.transcript.close()
-            self.transcript = None
+        """Flush and release the transcript (another process may then resume the session).
+
+        The file is released even when the disk still refuses waiting records;
+        their loss is logged and recorded as an event.
+        """
+        session, self.transcript = self.transcript, None
+        if session is None:
+            return
+        try:
+            session.close()
+        except TranscriptError as error:
+            self._emit([Event("transcript", "lost", detail=str(error))])
 
     def __enter__(self) -> Context:
         return self

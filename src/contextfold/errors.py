@@ -88,6 +88,38 @@ class TranscriptCorrupt(TranscriptError):
         super().__init__(f"{path}, line {line}: {reason}")
 
 
+class UnsafePath(ContextfoldError):
+    """A file or folder contextfold would write is a symbolic link, not a regular file,
+    shared through a hard link, owned by someone else or writable by others.
+
+    ``path`` names it; nothing was read from it or written to it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class TranscriptUnsafe(TranscriptError, UnsafePath):
+    """The transcript file or its folder failed the safety checks of :class:`UnsafePath`."""
+
+
+class TranscriptLocked(TranscriptError):
+    """Another writer (another process, or another Context in this one) holds the session."""
+
+
+class TranscriptForked(TranscriptError):
+    """The transcript was opened by another process (this one is a fork); only the opener may write."""
+
+
+class OutputNotStored(ContextfoldError):
+    """A tool output too large to keep that could not be saved to disk either.
+
+    The call is still answered: its result says the output was lost and why.
+    """
+
+
 class TokenizerUnavailable(ContextfoldError):
     """An exact tokenizer was asked for but cannot be loaded here."""
 

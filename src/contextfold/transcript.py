@@ -12,26 +12,38 @@ crash of the process (even ``SIGKILL``) cannot lose it; with ``fsync="always"``
 (the default) it also survives a power loss. A crash in the middle of a write
 leaves a *torn* last line; reading skips and reports it, and
 :meth:`Transcript.open` cuts it off before appending, so a new record never
-gets glued onto a torn one. A bad line anywhere else is not a crash
-artefact: reading stops with :class:`~contextfold.errors.TranscriptCorrupt`
-naming the line.
+gets glued onto a torn one. A bad line anywhere else (a damaged disk block,
+a flipped byte) is not a crash artefact: reading keeps every record before
+it and reports the rest as damaged; :meth:`Transcript.open` moves the damaged
+part to a side file (never deleting it) before appending.
+
+Every record ends with a CRC-32 of the rest of its line, so a flipped byte
+inside a string is found instead of loaded. Version 1 transcripts (no
+checksums) still load.
+
+Safety rule: the folder and the file are opened without following links
+(:mod:`contextfold.private_files`), owner-only; one writer holds a session at
+a time (an advisory lock), and only in the process that opened it (a forked
+child is refused).
 
 Records (``seq`` counts records from 0 with no gap, so a lost line shows)::
 
-    {"seq": 0, "type": "header", "format": "contextfold-transcript", "version": 1,
-     "session_id": "...", "created": 1700000000.0, "header": {...codec.header_to_dict...}}
-    {"seq": 1, "type": "item", "item": {...codec.item_to_dict...}}
-    {"seq": 2, "type": "event", "kind": "compaction", "time": 1700000001.5, "item_count": 1, "data": {...}}
-    {"seq": 3, "type": "header_update", "header": {...}}
+    {"seq": 0, "type": "header", "format": "contextfold-transcript", "version": 2, "checksum": "crc32",
+     "session_id": "...", "created": 1700000000.0, "header": {...codec.header_to_dict...},"crc":"0a1b2c3d"}
+    {"seq": 1, "type": "item", "item": {...codec.item_to_dict...},"crc":"..."}
+    {"seq": 2, "type": "event", "kind": "compaction", "time": 1700000001.5, "item_count": 1, "data": {...},"crc":"..."}
+    {"seq": 3, "type": "header_update", "header": {...},"crc":"..."}
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +51,17 @@ from typing import Any, Literal, NamedTuple
 
 from .codec import header_from_dict, header_to_dict, item_from_dict, item_to_dict
 from .conversation import Conversation, Header, Item
-from .errors import InvalidConversation, TranscriptCorrupt, TranscriptError
+from .errors import (
+    InvalidConversation,
+    SessionExists,
+    SessionNotFound,
+    TranscriptCorrupt,
+    TranscriptError,
+    TranscriptForked,
+    TranscriptLocked,
+    TranscriptUnsafe,
+)
+from .private_files import open_dir, open_file, write_new
 
 try:
     import fcntl
@@ -47,8 +69,12 @@ except ImportError:  # Windows: no advisory lock, one writer per transcript is t
     fcntl = None  # type: ignore[assignment]
 
 FORMAT = "contextfold-transcript"
-FORMAT_VERSION = 1
-"""The record layout this module writes; a transcript with a higher version is refused."""
+FORMAT_VERSION = 2
+"""The record layout this module writes (2: every record carries a checksum); a higher version is refused."""
+CHECKSUM = "crc32"
+_CRC_TAIL = re.compile(rb',"crc":"([0-9a-f]{8})"\}\n\Z')
+
+log = logging.getLogger(__name__)
 
 FsyncPolicy = Literal["always", "batch", "never"]
 FSYNC_POLICIES: tuple[str, ...] = ("always", "batch", "never")
@@ -59,6 +85,9 @@ DEFAULT_MAX_RECORD_BYTES = 32 * 1024 * 1024
 An item over it could never be sent to a model anyway, and every reader
 holds a whole line in memory.
 """
+
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""Records kept in memory while the disk refuses them (a full disk), written first once it accepts again."""
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -118,9 +147,12 @@ class LoadReport:
     """What reading a transcript found.
 
     ``records`` counts the good records (header included). ``torn_tail`` is the
-    last line when a crash cut its write short; it is the only line ever
-    skipped. ``truncated`` says the file was cut back to its last good record
-    (only :meth:`Transcript.open` does that; :meth:`Transcript.load` never writes).
+    last line when a crash cut its write short. ``damaged`` is the first bad
+    line that records follow, with everything after it (``length`` covers
+    them all): the load stops before it. ``truncated`` says the file was cut
+    back to its last good record (only :meth:`Transcript.open` does that,
+    after copying damaged lines to ``damaged_saved_to``; :meth:`Transcript.load`
+    never writes).
     """
 
     path: Path
@@ -129,10 +161,12 @@ class LoadReport:
     records: int
     torn_tail: SkippedLine | None = None
     truncated: bool = False
+    damaged: SkippedLine | None = None
+    damaged_saved_to: Path | None = None
 
     @property
     def skipped(self) -> tuple[SkippedLine, ...]:
-        return (self.torn_tail,) if self.torn_tail else ()
+        return tuple(line for line in (self.damaged, self.torn_tail) if line is not None)
 
 
 class Restored(NamedTuple):
@@ -156,6 +190,7 @@ class _Reader:
     session_id: str = ""
     created: float = 0.0
     header: Header | None = None
+    checksums: bool = False  # the header promises a checksum on every record
     items: list[Item] = field(default_factory=list)
     events: list[TranscriptEvent] = field(default_factory=list)
 
@@ -179,7 +214,7 @@ class _Reader:
             handler(record)
         except TranscriptError as err:
             raise self.corrupt(line, str(err)) from err
-        except (KeyError, TypeError, ValueError, InvalidConversation) as err:
+        except (KeyError, TypeError, ValueError, AttributeError, InvalidConversation) as err:
             raise self.corrupt(line, f"invalid {kind} record: {type(err).__name__}: {err}") from err
         self.next_seq += 1
 
@@ -191,6 +226,7 @@ class _Reader:
         self.session_id = validate_session_id(record["session_id"])
         self.created = float(record["created"])
         self.header = header_from_dict(record["header"])
+        self.checksums = record.get("checksum") == CHECKSUM
 
     def _header_update(self, record: dict[str, Any]) -> None:
         self.header = header_from_dict(record["header"])
@@ -204,43 +240,79 @@ class _Reader:
             raise TypeError("an event has a string kind and an object as data")
         self.events.append(TranscriptEvent(record["seq"], kind, data, float(record["time"]), int(record["item_count"])))
 
-    def restored(self, torn_tail: SkippedLine | None, truncated: bool) -> Restored:
+    def restored(self, torn_tail: SkippedLine | None, truncated: bool = False, *, damaged: SkippedLine | None = None,
+                 saved_to: Path | None = None) -> Restored:
         assert self.header is not None
-        report = LoadReport(self.path, self.session_id, self.created, self.next_seq, torn_tail, truncated)
+        report = LoadReport(self.path, self.session_id, self.created, self.next_seq, torn_tail, truncated,
+                            damaged, saved_to)
         return Restored(Conversation(self.items, self.header), self.events, report)
 
 
-def _parse_line(line: bytes) -> tuple[Any, str | None]:
-    """The record on one raw line, or ``(None, reason)`` when the line is unreadable."""
+def _parse_line(line: bytes, checksums: bool = False) -> tuple[Any, str | None]:
+    """The record on one raw line, or ``(None, reason)`` when the line is unreadable or fails its checksum."""
     if not line.endswith(b"\n"):
         return None, "no line end: the write was cut short"
+    tail = _CRC_TAIL.search(line)
+    if tail is not None:
+        line = line[: tail.start()] + b"}"
+        if zlib.crc32(line) != int(tail.group(1), 16):
+            return None, "checksum mismatch: the line was changed after it was written"
+    elif checksums:
+        return None, "no checksum where every record has one"
     try:
         return json.loads(line.decode("utf-8")), None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError alike
         return None, f"not valid JSON ({err})"
 
 
-def _read(path: Path) -> tuple[_Reader, SkippedLine | None]:
-    """Read every record; an unreadable line is a torn tail if it is the last, else corruption."""
+def _read(fd: int, path: Path) -> tuple[_Reader, SkippedLine | None, SkippedLine | None]:
+    """Read the records of the open file ``fd`` up to the first bad one.
+
+    Returns the reader, the torn tail (a bad last line) and the damage (a bad
+    line records follow, spanning to the end of the file). Only a bad header
+    with records after it is an error: there is nothing to resume.
+    """
     reader = _Reader(path)
-    unreadable: SkippedLine | None = None
-    offset = 0
+    bad: SkippedLine | None = None
+    after_bad = offset = 0
     try:
-        with open(path, "rb") as file:
+        with os.fdopen(os.dup(fd), "rb") as file:
+            file.seek(0)
             for number, line in enumerate(file, start=1):
-                if unreadable is not None:
-                    raise reader.corrupt(unreadable.line, f"{unreadable.reason}, and records follow it, "
-                                                          "so it is not a torn tail")
-                record, reason = _parse_line(line)
+                if bad is not None:
+                    after_bad += 1
+                    offset += len(line)
+                    continue
+                record, reason = _parse_line(line, reader.checksums)
+                if reason is None:
+                    try:
+                        reader.read(number, record)
+                    except TranscriptCorrupt as err:
+                        reason = err.reason
                 if reason is not None:
-                    unreadable = SkippedLine(number, offset, len(line), reason)
+                    bad = SkippedLine(number, offset, len(line), reason)
                 else:
-                    reader.read(number, record)
                     reader.good_bytes = offset + len(line)
                 offset += len(line)
     except OSError as err:
         raise TranscriptError(f"{path}: cannot read the transcript: {err}") from err
-    return reader, unreadable
+    if bad is None or not after_bad:
+        return reader, bad, None
+    if reader.header is None:
+        raise reader.corrupt(bad.line, f"{bad.reason}, and records follow it: no header to resume from")
+    damaged = SkippedLine(bad.line, bad.offset, offset - bad.offset,
+                          f"{bad.reason}; it and the {after_bad} line(s) after it were not loaded")
+    log.warning("%s: %s", path, damaged)
+    return reader, None, damaged
+
+
+def _open_read_only(path: Path) -> int:
+    """A descriptor for reading ``path`` that refuses links, FIFOs and devices."""
+    folder = open_dir(path.parent, create=False, unsafe=TranscriptUnsafe)
+    try:
+        return open_file(folder, path.name, os.O_RDONLY, where=path.parent, unsafe=TranscriptUnsafe)
+    finally:
+        os.close(folder)
 
 
 # --------------------------------------------------------------------------- writing
@@ -261,6 +333,11 @@ def _encode(record: dict[str, Any], what: str, max_record_bytes: int) -> bytes:
     return data
 
 
+def checksummed(line: bytes) -> bytes:
+    """A record line (as :func:`_encode` makes it) with the CRC-32 of its JSON added as its last field."""
+    return b"%s,\"crc\":\"%08x\"}\n" % (line[:-2], zlib.crc32(line[:-1]))
+
+
 class Transcript:
     """An open transcript of one session, appending in order. Use :meth:`open`.
 
@@ -276,11 +353,15 @@ class Transcript:
       :meth:`sync`). A process crash loses nothing; a power loss can lose
       whatever the OS had not written yet.
 
-    Errors are :class:`TranscriptError` so the caller can carry on without a
-    transcript. A failed write is undone (the file keeps only whole records);
-    after a failed fsync, or a failed undo, the transcript refuses further
-    appends until it is reopened, because which records reached the disk is
-    then unknown.
+    Errors are :class:`TranscriptError`. A write the disk refuses (a full
+    disk) is undone, so the file keeps only whole records, and the record
+    waits in memory (:attr:`pending`, up to :data:`MAX_PENDING_BYTES`): the
+    next append, :meth:`sync` or :meth:`close` writes it first, so nothing is
+    lost once space is freed. After a failed fsync, or a failed undo, the
+    transcript refuses further appends until it is reopened, because which
+    records reached the disk is then unknown. Only the process that opened a
+    transcript may write to it: a forked child gets
+    :class:`~contextfold.errors.TranscriptForked`.
 
     :attr:`restored` is what the file held when it was opened (the header
     alone for a new transcript); :attr:`header` and :attr:`item_count` follow
@@ -289,7 +370,8 @@ class Transcript:
 
     restored: Restored
 
-    def __init__(self, path: Path, fd: int, fsync: FsyncPolicy, batch_records: int, max_record_bytes: int) -> None:
+    def __init__(self, path: Path, fd: int, dir_fd: int, fsync: FsyncPolicy, batch_records: int,
+                 max_record_bytes: int) -> None:
         self.path = path
         self.fsync: FsyncPolicy = fsync
         self.batch_records = batch_records
@@ -297,10 +379,13 @@ class Transcript:
         self.header = Header()
         self.item_count = 0
         self._fd: int | None = fd
+        self._dir_fd: int | None = dir_fd
+        self._pid = os.getpid()
         self._size = 0  # bytes of whole records in the file
         self._next_seq = 0
         self._unsynced = 0  # changes written since the last fsync
         self._broken: str | None = None
+        self._pending: list[bytes] = []  # encoded records the disk refused, oldest first
 
     # -- opening and loading
     @classmethod
@@ -313,14 +398,19 @@ class Transcript:
         fsync: FsyncPolicy = "always",
         batch_records: int = 32,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        resume: bool | None = None,
     ) -> Transcript:
         """Create the transcript of ``session_id`` in ``directory``, or resume the one there.
 
-        The directory is created owner-only (0700) and the file 0600. On
-        resume the file is read back (see :attr:`restored`), a torn last line
-        is cut off, and ``header``, if given and different from the recorded
-        one, is appended as a header update. Only one writer may hold a
-        transcript at a time.
+        ``resume=False`` insists on a new session (:class:`SessionExists` if one
+        is recorded), ``resume=True`` on an existing one (:class:`SessionNotFound`),
+        ``None`` takes either. The directory is created owner-only (0700) and
+        the file 0600; a link at either is refused (:class:`TranscriptUnsafe`).
+        On resume the file is read back (see :attr:`restored`), a torn last
+        line is cut off, damaged lines are moved to a side file, and
+        ``header``, if given and different from the recorded one, is appended
+        as a header update. Only one writer may hold a transcript at a time
+        (:class:`TranscriptLocked`).
         """
         if fsync not in FSYNC_POLICIES:
             raise TranscriptError(f"fsync must be one of {FSYNC_POLICIES}, not {fsync!r}")
@@ -328,77 +418,122 @@ class Transcript:
             raise TranscriptError(f"batch_records must be at least 1, not {batch_records}")
         path = transcript_path(directory, session_id)
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            dir_fd = open_dir(path.parent, unsafe=TranscriptUnsafe)
         except OSError as err:
             raise TranscriptError(f"{path}: cannot open the transcript for appending: {err}") from err
-        transcript = cls(path, fd, fsync, batch_records, max_record_bytes)
+        try:
+            fd, created = _open_session_file(dir_fd, path, resume)
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        transcript = cls(path, fd, dir_fd, fsync, batch_records, max_record_bytes)
         try:
             transcript._start(session_id, header)
         except BaseException:
-            transcript.close()
+            transcript._release(remove=created)
             raise
+        log.debug("%s: opened (%s, %d items)", path, "new" if created else "resumed", transcript.item_count)
         return transcript
 
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Restored:
         """Rebuild the conversation and events a transcript holds, without writing to it.
 
-        A torn last line is skipped and reported; any other bad line raises
-        :class:`TranscriptCorrupt` naming it.
+        A torn last line is skipped and reported, and so is a damaged line with
+        everything after it (:attr:`LoadReport.damaged`); a link is refused.
         """
-        reader, torn_tail = _read(Path(path))
+        path = Path(path)
+        try:
+            fd = _open_read_only(path)
+        except OSError as err:
+            raise TranscriptError(f"{path}: cannot read the transcript: {err}") from err
+        try:
+            reader, torn_tail, damaged = _read(fd, path)
+        finally:
+            os.close(fd)
         if reader.header is None:
             cut = f" ({torn_tail})" if torn_tail else ""
             raise TranscriptCorrupt(str(path), 1, f"no complete header record{cut}")
-        return reader.restored(torn_tail, truncated=False)
+        return reader.restored(torn_tail, damaged=damaged)
+
+    @property
+    def pending(self) -> int:
+        """Records accepted but not yet on disk because the disk refused them."""
+        return len(self._pending)
 
     def _start(self, session_id: str, header: Header | None) -> None:
         self._lock()
-        reader, torn_tail = _read(self.path)
+        reader, torn_tail, damaged = _read(self._fd, self.path)  # type: ignore[arg-type]
+        if reader.header is not None and reader.session_id != session_id:
+            raise TranscriptCorrupt(str(self.path), 1, f"belongs to session {reader.session_id!r}, not {session_id!r}")
         self._size = reader.good_bytes
-        if torn_tail is not None:
-            self._io(lambda fd: os.ftruncate(fd, reader.good_bytes), f"cutting off the torn {torn_tail}")
-            self._after_change()
+        saved_to = self._cut_bad_lines(reader.good_bytes, torn_tail, damaged)
         if reader.header is None:  # new, or a crash before the header was whole
-            self._io(lambda fd: os.fchmod(fd, 0o600), "setting the file mode")
             created, header = time.time(), header or Header()
-            self._append_record("header", {"format": FORMAT, "version": FORMAT_VERSION, "session_id": session_id,
-                                           "created": created, "header": header_to_dict(header)}, "header")
+            self._append_record("header", {"format": FORMAT, "version": FORMAT_VERSION, "checksum": CHECKSUM,
+                                           "session_id": session_id, "created": created,
+                                           "header": header_to_dict(header)}, "header")
+            if self._pending:
+                raise TranscriptError(f"{self.path}: could not write the header: the disk refused it")
             if self.fsync != "never":
                 self._sync_directory()
             reader = _Reader(self.path, self._next_seq, self._size, session_id, created, header)
-        elif reader.session_id != session_id:
-            raise TranscriptCorrupt(str(self.path), 1, f"belongs to session {reader.session_id!r}, not {session_id!r}")
-        self.restored = reader.restored(torn_tail, truncated=torn_tail is not None)
+        cut = torn_tail is not None or damaged is not None
+        self.restored = reader.restored(torn_tail, cut, damaged=damaged, saved_to=saved_to)
         self.header = self.restored.conversation.header
         self.item_count = len(self.restored.conversation)
         self._next_seq = reader.next_seq
         if header is not None and header != self.header:
             self.update_header(header)
 
+    def _cut_bad_lines(self, good_bytes: int, torn_tail: SkippedLine | None, damaged: SkippedLine | None) -> Path | None:
+        """Cut the file back to its last good record; lines that were whole are first copied to a side file."""
+        bad = damaged or torn_tail
+        if bad is None:
+            return None
+        saved_to = None
+        removed = os.pread(self._fd, bad.length, bad.offset)  # type: ignore[arg-type]
+        if b"\n" in removed:  # a whole line may be an acknowledged record: keep a copy, never just delete it
+            name = f"{self.path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+            try:
+                saved_to = write_new(self._dir_fd, name, removed, where=self.path.parent)  # type: ignore[arg-type]
+            except OSError as err:
+                raise TranscriptError(f"{self.path}: cannot set the damaged {bad} aside: {err}") from err
+            log.warning("%s: damaged %s; moved to %s, resuming from the %d bytes before it",
+                        self.path, bad, saved_to, good_bytes)
+        self._io(lambda fd: os.ftruncate(fd, good_bytes), f"cutting off the bad {bad}")
+        self._after_change()
+        return saved_to
+
     def _lock(self) -> None:
-        if fcntl is not None:
-            self._io(lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
-                     "locking the file (is another writer holding this session?)")
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+        except BlockingIOError as err:
+            raise TranscriptLocked(f"{self.path}: another writer holds this session (another process, "
+                                   "or another Context in this one); close it first") from err
+        except OSError as err:
+            raise TranscriptError(f"{self.path}: locking the file failed: {err}") from err
 
     def _sync_directory(self) -> None:
         """Make the new file's directory entry durable too."""
         try:
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            os.fsync(self._dir_fd)  # type: ignore[arg-type]
         except OSError as err:
             raise TranscriptError(f"{self.path.parent}: cannot sync the directory: {err}") from err
 
     # -- appending
     def append(self, item: Item) -> int:
-        """Append one item; returns its record's sequence number once it is committed."""
-        seq = self._append_record("item", {"item": item_to_dict(item)}, f"item {item.id!r} ({item.role})")
-        self.item_count += 1
-        return seq
+        """Append one item; returns its record's sequence number once it is committed.
+
+        If the disk refuses the record (a full disk) it waits in memory
+        (:attr:`pending`, logged) and the next write, :meth:`sync` or
+        :meth:`close` writes it first; if too much is waiting already, it is
+        refused with a :class:`TranscriptError`.
+        """
+        return self._append_record("item", {"item": item_to_dict(item)}, f"item {item.id!r} ({item.role})",
+                                   is_item=True)
 
     def append_event(self, kind: str, data: Mapping[str, Any]) -> int:
         """Record an event (``data`` must be JSON-serializable); returns its sequence number."""
@@ -413,26 +548,50 @@ class Transcript:
 
     def update_header(self, header: Header) -> int:
         """Record that the header changed (new system prompt or tools); returns the sequence number."""
-        seq = self._append_record("header_update", {"header": header_to_dict(header)}, "header update")
         self.header = header
-        return seq
+        return self._append_record("header_update", {"header": header_to_dict(header)}, "header update")
 
     def sync(self) -> None:
-        """Force everything appended so far to the disk, whatever the fsync policy."""
+        """Write what the disk refused before, then force everything to the disk, whatever the fsync policy."""
         self._check_usable()
+        self._flush_pending()
         if self._unsynced:
             self._fsync()
 
     def close(self) -> None:
-        """Sync (unless the policy is ``"never"``) and release the file. Safe to call twice."""
+        """Write what is pending, sync (unless the policy is ``"never"``) and release the file and its lock.
+
+        Safe to call twice. The file is released whatever happens; records the
+        disk still refuses are then lost, and a :class:`TranscriptError` says how many.
+        """
         if self._fd is None:
             return
+        lost = 0
         try:
-            if self._unsynced and self.fsync != "never" and self._broken is None:
-                self._fsync()
+            if self._pid == os.getpid() and self._broken is None:
+                try:
+                    self._flush_pending()
+                except TranscriptError:
+                    lost = len(self._pending)
+                if self._unsynced and self.fsync != "never":
+                    self._fsync()
         finally:
-            os.close(self._fd)
-            self._fd = None
+            self._release(remove=False)
+        if lost:
+            log.error("%s: closed with %d record(s) the disk refused; they are lost", self.path, lost)
+            raise TranscriptError(f"{self.path}: closed with {lost} record(s) the disk refused; they are lost")
+
+    def _release(self, *, remove: bool) -> None:
+        """Close the file (which drops the lock) and its folder; ``remove`` deletes a file this open created."""
+        if remove and self._pid == os.getpid():
+            try:
+                os.unlink(self.path.name, dir_fd=self._dir_fd)
+            except OSError as err:
+                log.warning("%s: could not remove the unfinished new transcript: %s", self.path, err)
+        for fd in (self._fd, self._dir_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._dir_fd = None
 
     def __enter__(self) -> Transcript:
         return self
@@ -444,19 +603,36 @@ class Transcript:
         return f"Transcript({str(self.path)!r}, {self._next_seq} records, fsync={self.fsync!r})"
 
     # -- the write path
-    def _append_record(self, kind: str, fields: dict[str, Any], what: str) -> int:
+    def _append_record(self, kind: str, fields: dict[str, Any], what: str, *, is_item: bool = False) -> int:
         self._check_usable()
         seq = self._next_seq
-        data = _encode({"seq": seq, "type": kind, **fields}, what, self.max_record_bytes)
-        try:
-            self._write_all(data)
-        except OSError as err:
-            self._undo_partial_write()
-            raise TranscriptError(f"{self.path}: could not append {what}: {err}") from err
-        self._size += len(data)
+        data = checksummed(_encode({"seq": seq, "type": kind, **fields}, what, self.max_record_bytes))
+        if self._pending and sum(map(len, self._pending)) + len(data) > MAX_PENDING_BYTES:
+            self._flush_pending()  # raises while the disk still refuses: the record is refused, not queued
+        self._pending.append(data)
         self._next_seq += 1
-        self._after_change()
+        self.item_count += is_item
+        try:
+            self._flush_pending()
+        except TranscriptError as err:
+            if self._broken is not None:
+                raise
+            log.warning("%s: could not append %s yet; kept in memory with %d record(s) waiting, written first "
+                        "once the disk accepts: %s", self.path, what, len(self._pending), err.__cause__)
         return seq
+
+    def _flush_pending(self) -> None:
+        """Write the records the disk refused so far, oldest first; stop at the first refusal."""
+        while self._pending:
+            data = self._pending[0]
+            try:
+                self._write_all(data)
+            except OSError as err:
+                self._undo_partial_write()
+                raise TranscriptError(f"{self.path}: the disk refused a record: {err}") from err
+            self._pending.pop(0)
+            self._size += len(data)
+            self._after_change()
 
     def _write_all(self, data: bytes) -> None:
         """Write every byte: a regular file may take fewer than asked in one call."""
@@ -473,6 +649,7 @@ class Transcript:
             os.ftruncate(self._fd, self._size)  # type: ignore[arg-type]
         except OSError as err:
             self._broken = f"a failed write left part of a record that could not be removed ({err})"
+            log.error("%s: %s", self.path, self._broken)
 
     def _after_change(self) -> None:
         self._unsynced += 1
@@ -484,6 +661,7 @@ class Transcript:
             os.fsync(self._fd)  # type: ignore[arg-type]
         except OSError as err:
             self._broken = f"fsync failed ({err}), so which records reached the disk is unknown"
+            log.error("%s: %s", self.path, self._broken)
             raise TranscriptError(f"{self.path}: {self._broken}") from err
         self._unsynced = 0
 
@@ -497,5 +675,26 @@ class Transcript:
     def _check_usable(self) -> None:
         if self._fd is None:
             raise TranscriptError(f"{self.path}: the transcript is closed")
+        if self._pid != os.getpid():
+            raise TranscriptForked(f"{self.path}: opened by process {self._pid}, not this one ({os.getpid()}, a "
+                                   "fork): only the process that opened a transcript may write to it")
         if self._broken is not None:
             raise TranscriptError(f"{self.path}: no further appends: {self._broken}; reopen the transcript")
+
+
+def _open_session_file(dir_fd: int, path: Path, resume: bool | None) -> tuple[int, bool]:
+    """Open (or create, ``O_EXCL``) the transcript file in its folder; returns the descriptor and whether it is new."""
+    flags = os.O_RDWR | os.O_APPEND
+    try:
+        if resume is not True:
+            try:
+                return open_file(dir_fd, path.name, flags | os.O_CREAT | os.O_EXCL, where=path.parent,
+                                 unsafe=TranscriptUnsafe), True
+            except FileExistsError:
+                if resume is False:
+                    raise SessionExists(str(path.parent), path.stem) from None
+        return open_file(dir_fd, path.name, flags, where=path.parent, unsafe=TranscriptUnsafe), False
+    except FileNotFoundError as err:
+        raise SessionNotFound(str(path.parent), path.stem) from err
+    except OSError as err:
+        raise TranscriptError(f"{path}: cannot open the transcript for appending: {err}") from err

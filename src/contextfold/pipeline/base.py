@@ -114,6 +114,8 @@ class Policy:
     max_horizon_requests: int = 200
     # guards
     max_consecutive_failures: int = 3
+    # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
+    redact_secrets: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,43 @@
 """persist: a tool output too large for the context goes to disk; a preview stays.
 
 Runs on new items only, before they are ever sent, so it never breaks the
-cached prefix. The file is named after the item id (never after anything in
-the output), created owner-only, and the preview says how to read the rest.
-If the disk fails the output is cut to the same preview without a path and
-the event says so: the transcript still holds the whole output.
+cached prefix. The file name comes from the item id alone (the id itself
+when it is plain, else a hash of it: see
+:func:`~contextfold.private_files.safe_name`), in an owner-only folder that
+must not be a link, written whole under a temporary name and renamed into
+place (:func:`~contextfold.private_files.write_new`), and the preview says
+how to read the rest. If the disk fails or the folder is unsafe, the output
+is cut to the same preview without a path and the event says so (and the
+log): the transcript still holds the whole output.
+
+:func:`offload` does the same when an item is added, before the transcript
+or the history hold it, so a large output lives on disk only (the history
+keeps the preview, with the file's path in ``meta["saved_to"]``;
+:func:`saved_output` reads it back). An output too large even for a
+transcript record that cannot be saved either becomes an error result that
+still answers its call (:class:`~contextfold.errors.OutputNotStored`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..errors import OutputNotStored, UnsafePath
+from ..private_files import open_dir, open_file, safe_name, write_new
+from .base import Budget, Event, Policy
 from .edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "persist"
+MAX_KEPT_CHARS = 8 * 1024 * 1024
+"""An output longer than this that cannot be saved is not kept whole anywhere (a transcript record holds
+32 MiB, up to 4 bytes a character): it becomes an error result with its preview."""
+log = logging.getLogger(__name__)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=\r\n]{2000,}")
 
 
@@ -31,22 +51,81 @@ def _binary_descriptor(text: str) -> str | None:
     return f"{MARK}: base64 payload of about {len(payload) * 3 // 4:,} bytes ({kind}) replaced by this note]"
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by the owner only (the folder too)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def save_output(results_dir: str | os.PathLike[str], item_id: str, text: str) -> Path:
+    """Write ``text`` as the saved output of ``item_id`` in ``results_dir``; returns its path.
+
+    Raises :class:`OSError` (a full disk) or :class:`~contextfold.errors.UnsafePath`
+    (the folder is a link, or others may write to it); nothing is left behind either way.
+    """
+    folder = Path(results_dir)
+    dir_fd = open_dir(folder)
     try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
-            fd = -1
-            handle.write(text)
+        return write_new(dir_fd, safe_name(item_id, ".txt"), text.encode("utf-8", "surrogatepass"), where=folder)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(dir_fd)
 
 
-def _preview(item: Item, text: str, budget: Budget, where: str) -> str:
-    p = budget.policy
+def saved_output(item: Item) -> str | None:
+    """The whole output of an item :func:`offload` saved, read back from its file (``None`` if it was not saved)."""
+    saved_to = item.meta.get("saved_to")
+    if not isinstance(saved_to, str):
+        return None
+    path = Path(saved_to)
+    folder = open_dir(path.parent, create=False)
+    try:
+        fd = open_file(folder, path.name, os.O_RDONLY, where=path.parent)
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as file:
+        return file.read().decode("utf-8", "surrogatepass")
+
+
+def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) -> bool:
+    """A tool output too large to send whole (a preview goes instead)."""
+    if item.role != "tool" or is_compacted(item):
+        return False
+    text = result_text(item)
+    return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
+
+
+def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | None) -> tuple[Item, str | None]:
+    """``item`` with its output saved in ``results_dir`` and replaced by a preview saying where; and why
+    saving failed, if it did (the preview then has no path)."""
+    text = result_text(item)
+    where, failure, saved = "", None, None
+    if results_dir is not None:
+        try:
+            saved = save_output(results_dir, item.id, text)
+            where = f"full output ({len(text):,} characters) saved to {saved}; read parts of it with your file tools"
+        except (OSError, UnsafePath) as error:
+            log.warning("could not save the output of item %.80r; only a preview is kept: %s", item.id, error)
+            failure = str(error)
+    result = with_result(item, _preview(text, policy, where), STAGE)
+    return (replace(result, meta={**result.meta, "saved_to": str(saved)}) if saved else result), failure
+
+
+def offload(item: Item, policy: Policy, results_dir: Path | None,
+            count_item: Callable[[Item], int]) -> tuple[Item, list[Event]]:
+    """At add time: an oversized output goes to disk now, and only its preview is kept (see the module doc)."""
+    if not is_oversized(item, policy, count_item):
+        return item, []
+    text = result_text(item)
+    if results_dir is not None:
+        saved, failure = persisted(item, policy, results_dir)
+        if failure is None:
+            return saved, [Event(STAGE, "persisted", (item.id,), detail=f"saved {len(text):,} characters on arrival")]
+    if len(text) <= MAX_KEPT_CHARS:
+        return item, []  # kept whole; the stage cuts it before it is sent
+    error = OutputNotStored(f"the output of item {item.id!r} ({len(text):,} characters) is too large to keep and "
+                            f"could not be saved to disk; only its head and tail were kept")
+    log.warning("%s", error)
+    result = with_result(item, f"[{type(error).__name__}: {error}]\n{_preview(text, policy, '')}", STAGE)
+    result = replace(result, blocks=(replace(result.blocks[0], is_error=True),))
+    return result, [Event(STAGE, "not_stored", (item.id,), detail=str(error))]
+
+
+def _preview(text: str, policy: Policy, where: str) -> str:
+    p = policy
     descriptor = _binary_descriptor(text)
     if descriptor is not None:
         return f"{descriptor}\n{where}"
@@ -55,24 +134,14 @@ def _preview(item: Item, text: str, budget: Budget, where: str) -> str:
 
 
 def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
-    p = budget.policy
     changes: dict[int, Item] = {}
     failures: list[str] = []
     for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
-        if is_compacted(item):
+        if not is_oversized(item, budget.policy, budget.count_item):
             continue
-        text = result_text(item)
-        if len(text) <= p.persist_max_chars and budget.count_item(item) <= p.persist_max_tokens:
-            continue
-        where = ""
-        if budget.results_dir is not None:
-            path = Path(budget.results_dir) / f"{item.id}.txt"
-            try:
-                write_private(path, text)
-                where = f"full output ({len(text):,} characters) saved to {path}; read parts of it with your file tools"
-            except OSError as error:
-                failures.append(f"{item.id}: {error}")
-        changes[index] = with_result(item, _preview(item, text, budget, where), STAGE)
+        changes[index], failure = persisted(item, budget.policy, budget.results_dir)
+        if failure is not None:
+            failures.append(f"{item.id}: {failure}")
     conversation, events = apply(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")
     if failures:
         events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))

@@ -98,6 +98,11 @@ class Steward:
         self._last_fired: str | None = None
         self._last_cache_read: int | None = None
 
+    def resumed(self, evaluated_tokens: int) -> None:
+        """A resumed session's view was last priced at ``evaluated_tokens``: the first step after the
+        resume does not price it all again (that would cost a summarizer run over the whole view)."""
+        self._evaluated_at_tokens = evaluated_tokens
+
     @property
     def breaker_open(self) -> bool:
         """Automatic compaction has failed too often in a row and is off until a manual compact succeeds."""

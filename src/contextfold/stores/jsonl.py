@@ -9,6 +9,7 @@ only has to be checked against what this process wrote.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -16,8 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..codec import header_from_dict
-from ..errors import SessionExists, SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
-from ..transcript import Transcript, _parse_line, transcript_path
+from ..errors import SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
+from ..transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
 from .base import VIEW_EVENT, Record, SessionInfo
 from .records import encode, to_line
 
@@ -25,6 +26,8 @@ try:
     import fcntl
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
 
 
 class JsonlStore:
@@ -50,11 +53,17 @@ class JsonlStore:
 
     # -- writing
     def create(self, session_id: str, header: Record) -> None:
-        path = transcript_path(self.directory, session_id)
-        if path.exists():
-            raise SessionExists(self.url, session_id)
-        self._writers[session_id] = Transcript.open(self.directory, session_id, header=header_from_dict(header["header"]))
+        self._writers[session_id] = Transcript.open(self.directory, session_id, header=header_from_dict(header["header"]),
+                                                    resume=False)  # SessionExists, or TranscriptUnsafe for a link
         self._revisions[session_id] = 0
+
+    def acquire(self, session_id: str) -> Restored | None:
+        """Take the session for writing now (its lock: a second writer is refused at once, not at its
+        first append), and what its transcript held, damaged lines set aside and reported; ``None``
+        when this store holds it already (read it as it is now)."""
+        if session_id in self._writers:
+            return None
+        return self._writer(session_id).restored
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
         writer = self._writer(session_id)
@@ -74,9 +83,7 @@ class JsonlStore:
     def _writer(self, session_id: str) -> Transcript:
         writer = self._writers.get(session_id)
         if writer is None:
-            if not transcript_path(self.directory, session_id).exists():
-                raise SessionNotFound(self.url, session_id)
-            writer = self._adopt(session_id, Transcript.open(self.directory, session_id))
+            writer = self._adopt(session_id, Transcript.open(self.directory, session_id, resume=True))
         return writer
 
     def _adopt(self, session_id: str, writer: Transcript) -> Transcript:
@@ -84,15 +91,22 @@ class JsonlStore:
         self._revisions[session_id] = max((e.seq for e in writer.restored.events if e.kind == VIEW_EVENT), default=0)
         return writer
 
+    def waiting(self, session_id: str) -> int:
+        """Records of the session the disk refused so far, waiting in memory to be written first."""
+        writer = self._writers.get(session_id)
+        return writer.pending if writer is not None else 0
+
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
-        return [record for record in self._records(session_id) if record["seq"] > after]
+        """The records after ``after``, up to the first damaged line (logged; the writer sets it aside)."""
+        return [record for record in self._records(session_id, up_to_damage=True) if record["seq"] > after]
 
-    def _records(self, session_id: str) -> Iterator[Record]:
-        """Every whole record of the file; a torn last line (a writer cut short) is left out."""
+    def _records(self, session_id: str, *, up_to_damage: bool = False) -> Iterator[Record]:
+        """Every whole record of the file, never through a link; a torn last line (a writer cut short)
+        is left out, and so, with ``up_to_damage``, is a damaged line with everything after it."""
         path = transcript_path(self.directory, session_id)
         try:
-            file = open(path, "rb")  # noqa: SIM115 - a missing file is told apart from a failed read; closed below
+            file = os.fdopen(_open_read_only(path), "rb")
         except FileNotFoundError:
             raise SessionNotFound(self.url, session_id) from None
         except OSError as err:
@@ -100,6 +114,10 @@ class JsonlStore:
         with file:
             pending: tuple[int, str] | None = None
             for number, line in enumerate(file, start=1):
+                if pending is not None and up_to_damage and pending[0] > 1:
+                    log.warning("%s: line %d is damaged (%s); the session is read up to the record before it",
+                                path, pending[0], pending[1])
+                    return
                 if pending is not None:
                     raise TranscriptCorrupt(str(path), pending[0], f"{pending[1]}, and records follow it")
                 record, reason = _parse_line(line)

@@ -16,7 +16,7 @@ from typing import Any
 from ..codec import header_to_dict, item_to_dict
 from ..conversation import Header, Item
 from ..errors import StoreError, TranscriptCorrupt, TranscriptError
-from ..transcript import DEFAULT_MAX_RECORD_BYTES, FORMAT, FORMAT_VERSION, Restored, _encode, _Reader
+from ..transcript import DEFAULT_MAX_RECORD_BYTES, FORMAT, FORMAT_VERSION, Restored, _encode, _Reader, checksummed
 from .base import VIEW_EVENT, Record
 
 
@@ -53,7 +53,7 @@ def encode(record: Record, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> 
 def to_line(record: Record) -> bytes:
     """A record as a line of a transcript file (``seq`` and ``type`` first, as the transcript writes them)."""
     ordered = {"seq": record["seq"], "type": record["type"], **record}
-    return _encode(ordered, f"record {record['seq']}", DEFAULT_MAX_RECORD_BYTES)
+    return checksummed(_encode(ordered, f"record {record['seq']}", DEFAULT_MAX_RECORD_BYTES))
 
 
 def decode(where: str, seq: int, body: str | bytes) -> Record:

@@ -83,7 +83,9 @@ class StoredSession:
                 except SessionExists:
                     if create:
                         raise
-            restored = restore(f"{store.url}#{session_id}", store.read(session_id))
+            acquire = getattr(store, "acquire", None)  # a store with a lock takes it now (JSONL)
+            restored = (acquire(session_id) if acquire is not None else None) or restore(
+                f"{store.url}#{session_id}", store.read(session_id))
         except BaseException:
             if store is not location:
                 store.close()
@@ -154,6 +156,12 @@ class StoredSession:
             self.seen = seqs[-1]
         else:
             self._mine.update(seqs)
+
+    @property
+    def waiting(self) -> int:
+        """Records the store accepted but the disk refused so far (a JSONL transcript on a full disk)."""
+        waiting = getattr(self.store, "waiting", None)
+        return waiting(self.session_id) if waiting is not None else 0
 
     @property
     def behind(self) -> bool:

@@ -1,0 +1,166 @@
+"""Owner-only files in owner-only folders, opened without ever following a link.
+
+Everything a session writes (its transcript, persisted outputs) goes through
+here, because each of those paths can be reached from untrusted input (an
+item id in a crafted session file, a folder someone else can write to):
+
+* a folder is opened once with ``O_NOFOLLOW | O_DIRECTORY`` and every file in
+  it is opened relative to that descriptor, so swapping the folder for a
+  link after the check changes nothing;
+* a file is opened with ``O_NOFOLLOW`` (and ``O_EXCL`` when it is new): a link
+  planted at its name is refused, never followed;
+* a folder or file writable by others is tightened when it is ours (with a
+  logged warning) and refused when it is not; a file with a second hard link
+  is refused, since writing it would change the other name too;
+* a new file is written under a temporary name and renamed into place, so a
+  failed write (a full disk) leaves nothing behind.
+
+Refusals are :class:`~contextfold.errors.UnsafePath` (or the ``unsafe`` class
+the caller passes, e.g. :class:`~contextfold.errors.TranscriptUnsafe`).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from .errors import UnsafePath
+
+log = logging.getLogger(__name__)
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a file name must not block the open
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def safe_name(identifier: str, suffix: str) -> str:
+    """A file name for ``identifier``: itself when it is short and plain, else a hash of it.
+
+    Plain means 1-100 letters, digits, ``.``, ``_``, ``-``, starting with a
+    letter or digit. Any other id (a path, a NUL, 10,000 characters) is named
+    ``<plain prefix>~<sha256>``: ``~`` never occurs in a plain name, so the two
+    kinds cannot collide, and the same id always gets the same name.
+    """
+    if _SAFE_NAME.fullmatch(identifier):
+        return identifier + suffix
+    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    prefix = re.sub(r"[^A-Za-z0-9_-]+", "_", identifier)[:40].strip("_-")
+    return f"{prefix}~{digest}{suffix}"
+
+
+def open_dir(path: str | os.PathLike[str], *, create: bool = True, unsafe: type[UnsafePath] = UnsafePath) -> int:
+    """A descriptor of the folder ``path`` (created 0700 if missing), checked to be safe to write in."""
+    path = Path(path)
+    if create:
+        try:
+            path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        except FileExistsError:  # a dangling link or a file at the name: the open below says which
+            pass
+    try:
+        fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
+            raise unsafe(str(path), "the folder is a symbolic link; refusing to follow it") from err
+        raise
+    try:
+        _tighten(fd, path, DIR_MODE, unsafe, "folder")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file(dir_fd: int, name: str, flags: int, *, where: Path, unsafe: type[UnsafePath] = UnsafePath) -> int:
+    """Open ``name`` in the folder ``dir_fd`` with ``flags``, never following a link, and check it.
+
+    ``flags`` may include ``O_CREAT | O_EXCL``; the file is created 0600. An
+    existing file must be a regular file of ours with one link; a loose mode
+    is tightened.
+    """
+    path = where / name
+    try:
+        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, FILE_MODE, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno == errno.ELOOP or (err.errno == errno.EEXIST and _is_link(dir_fd, name)):
+            raise unsafe(str(path), "the file is a symbolic link; refusing to follow it") from err
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise unsafe(str(path), "not a regular file")
+        if info.st_nlink > 1:
+            raise unsafe(str(path), f"the file has {info.st_nlink} hard links; writing it would change the others")
+        _tighten(fd, path, FILE_MODE, unsafe, "file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_new(dir_fd: int, name: str, data: bytes, *, where: Path) -> Path:
+    """Write ``data`` as ``name`` in the folder ``dir_fd``, all or nothing; returns the path.
+
+    The bytes go to a fresh temporary file (``O_EXCL``, 0600) that is renamed
+    over ``name`` once complete: a link planted at ``name`` is replaced, not
+    followed, and on any error (a full disk) the temporary file is removed.
+    """
+    temporary = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
+    fd = open_file(dir_fd, temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, where=where)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written == 0:
+                    raise OSError(errno.ENOSPC, "the file accepted no bytes")
+                view = view[written:]
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=dir_fd)
+        except OSError as err:
+            log.warning("could not remove the partial file %s: %s", where / temporary, err)
+        raise
+    return where / name
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _tighten(fd: int, path: Path, mode: int, unsafe: type[UnsafePath], what: str) -> None:
+    """Refuse a file or folder of someone else that others may write; make ours owner-only."""
+    info = os.fstat(fd)
+    loose = stat.S_IMODE(info.st_mode) & 0o077
+    if not loose:
+        return
+    mine = info.st_uid == os.geteuid() if hasattr(os, "geteuid") else True
+    writable_by_others = bool(loose & 0o022)
+    if not mine:
+        if writable_by_others:
+            raise unsafe(str(path), f"the {what} belongs to another user and others may write to it "
+                                    f"(mode {stat.S_IMODE(info.st_mode):o})")
+        return
+    if what == "folder" and not writable_by_others:
+        return  # a folder of ours others may list but not change: keep the owner's choice
+    try:
+        os.fchmod(fd, mode)
+    except OSError as err:
+        raise unsafe(str(path), f"the {what} has mode {stat.S_IMODE(info.st_mode):o} and cannot be made "
+                                f"owner-only: {err}") from err
+    log.warning("%s: the %s had mode %o; made it owner-only (%o)", path, what, stat.S_IMODE(info.st_mode), mode)
