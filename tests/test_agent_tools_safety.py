@@ -1,6 +1,7 @@
 """The agent's tools against a hostile workspace: hard links, swaps after the check, FIFOs, catastrophic
 patterns, the session's own folder and the provider keys in the environment."""
 
+# ruff: noqa: F811 - ``root`` is the fixture of test_agent_tools, imported so both files share one working folder setup
 from __future__ import annotations
 
 import os

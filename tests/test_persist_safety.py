@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context
-from contextfold import private_files
+from contextfold import Context, private_files
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.persist import save_output, saved_output
 

@@ -291,7 +291,7 @@ class Workspace:
                      "limit": LIST_LIMIT_ENTRIES}
         try:
             child = subprocess.run([sys.executable, "-m", "contextfold.agent.search"], input=json.dumps(arguments),
-                                   capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
+                                   check=False, capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
                                    env=_search_environment())
         except subprocess.TimeoutExpired:
             log.warning("grep %r stopped at its time limit of %g s", pattern, self.grep_timeout_s)

@@ -241,8 +241,8 @@ class LLMSummarizer:
             if left <= 0:
                 run.outcome = OutOfTime()
                 continue
-            client = self._client()
-            run.outcome = _within(left, lambda: self._send(_limited(client, min(self.timeout_s, left)), step.payload))
+            client = _limited(self._client(), min(self.timeout_s, left))
+            run.outcome = _within(left, lambda client=client, payload=step.payload: self._send(client, payload))
         return run.result
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
