@@ -120,6 +120,9 @@ def test_resuming_an_unknown_session_is_an_error_and_creates_nothing(tmp_path: P
     with pytest.raises(SessionNotFound, match="no session 'tpyo'"):
         Context.resume(tmp_path, "tpyo", window_tokens=10_000)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{SESSION}.jsonl"]
+    with pytest.raises(SessionNotFound):
+        Context.resume(tmp_path / "no-such-folder", SESSION, window_tokens=10_000)
+    assert not (tmp_path / "no-such-folder").exists()
 
 
 def test_a_forked_child_cannot_write_and_the_parent_carries_on(tmp_path: Path) -> None:

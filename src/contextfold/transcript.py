@@ -418,7 +418,9 @@ class Transcript:
             raise TranscriptError(f"batch_records must be at least 1, not {batch_records}")
         path = transcript_path(directory, session_id)
         try:
-            dir_fd = open_dir(path.parent, unsafe=TranscriptUnsafe)
+            dir_fd = open_dir(path.parent, create=resume is not True, unsafe=TranscriptUnsafe)
+        except FileNotFoundError as err:  # resuming in a folder that does not exist: nothing is created
+            raise SessionNotFound(str(path.parent), session_id) from err
         except OSError as err:
             raise TranscriptError(f"{path}: cannot open the transcript for appending: {err}") from err
         try:
