@@ -142,3 +142,9 @@ def test_the_shell_gets_no_provider_credentials(root: Path, monkeypatch: pytest.
     text, error = run(agent_in(root), "bash", command="env")
     assert not error and "KEEP_ME=visible" in text and "PATH=" in text
     assert not any(name in text or value in text for name, value in secrets.items())
+
+
+def test_a_listing_stops_at_its_limit(root: Path) -> None:
+    workspace = Workspace(root, lambda command: True, grep_timeout_s=-1.0)  # a limit already past: stops at once
+    with pytest.raises(ToolError, match="took over -1 s"):
+        workspace.list_files()

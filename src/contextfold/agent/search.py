@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,19 @@ LINE_CAP_CHARS = 400
 """Longest matching line shown (a minified file is one line of megabytes)."""
 
 
-def walk(root: Path, top: Path) -> tuple[list[Path], int]:
-    """Regular files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out."""
+def walk(root: Path, top: Path, deadline: float | None = None) -> tuple[list[Path], int]:
+    """Regular files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out.
+
+    Past ``deadline`` (a :func:`time.monotonic` value) the walk stops with :class:`TimeoutError`.
+    """
     if top.is_file():
         return [top], 0
     if not top.is_dir():
         raise FileNotFoundError(top)
     files, outside = [], 0
     for folder, dirs, names in os.walk(top):  # links to folders are not followed; those leading out are counted
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"the walk of {top} took too long")
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         outside += sum(1 for d in dirs if not (Path(folder) / d).resolve().is_relative_to(root))
         for name in sorted(names):

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ OUTPUT_CAP_CHARS = 20_000
 BASH_TIMEOUT_S = 120.0
 """Default and largest time a shell command may run, in seconds."""
 GREP_TIMEOUT_S = 20.0
-"""Longest a search may run, in seconds (a catastrophic regular expression is killed at it)."""
+"""Longest a search or a listing may run, in seconds (a catastrophic regular expression is killed at it)."""
 READ_CAP_BYTES = 32 * 1024 * 1024
 """Most of a file ``read_file`` and ``edit_file`` load; a larger file is refused for edits and read in part."""
 PROTECTED_DIRS = (".contextfold",)
@@ -229,9 +230,12 @@ class Workspace:
     def _files(self, top: Path) -> tuple[list[Path], int]:
         """Files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out."""
         try:
-            return walk(self.root, top)
+            return walk(self.root, top, time.monotonic() + self.grep_timeout_s)
         except FileNotFoundError:
             raise ToolError(f"{self._relative(top)!r} does not exist") from None
+        except TimeoutError:
+            raise ToolError(f"listing {self._relative(top)!r} took over {self.grep_timeout_s:g} s: "
+                            "list a smaller folder") from None
 
     def _outside_note(self, outside: int) -> str:
         return f"\n[{outside} link(s) leading outside the working folder left out]" if outside else ""
