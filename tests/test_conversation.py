@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold import conversation as c
+from contextfold.adapters import to_anthropic
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.conversation import Conversation, Item, Text, ToolCall, ToolResult
 from contextfold.errors import InvalidContent, UnknownRole
@@ -112,7 +113,7 @@ def test_repair_leaves_one_call_per_id_in_an_assistant_message() -> None:
     assert fixed.validate() == []
     assert [b.arguments for b in fixed[1].tool_calls] == [{"path": "x"}, {}]
     assert [(r.action, r.call_id) for r in repairs] == [("dropped_call", "a"), ("dropped_result", "a")]
-    sent = fixed.to_anthropic()["messages"][1]["content"]
+    sent = to_anthropic(fixed)["messages"][1]["content"]
     ids = [block["id"] for block in sent if block["type"] == "tool_use"]
     assert len(ids) == len(set(ids)) == 2
 
