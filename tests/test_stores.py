@@ -10,7 +10,13 @@ import pytest
 
 from contextfold.codec import item_to_dict
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolResult
-from contextfold.errors import SessionExists, SessionNotFound, StoreError, TranscriptError, ViewConflict
+from contextfold.errors import (
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+    TranscriptLocked,
+    ViewConflict,
+)
 from contextfold.stores import StoredSession, open_store, prune
 from contextfold.stores.records import event_record, header_record, item_record
 
@@ -150,13 +156,17 @@ def test_a_record_that_cannot_be_stored_is_refused_and_nothing_of_its_batch_is_w
 def test_the_jsonl_folder_has_one_writer_a_session(tmp_path) -> None:
     """Its file lock refuses a second writer, so nobody's records can land between one's own."""
     first = StoredSession.open(tmp_path / "sessions", "s1")
-    second = StoredSession.resume(tmp_path / "sessions", "s1")
     try:
         assert first.store.exclusive
         first.append_items([user("a")])
-        with pytest.raises(TranscriptError):
-            second.append_items([user("b")])
-        assert second.pull() == [] and not first.behind
+        with pytest.raises(TranscriptLocked):  # refused when it takes the session, before it could write
+            StoredSession.resume(tmp_path / "sessions", "s1")
+        first.append_items([user("b")])
+        assert first.pull() == [] and not first.behind
     finally:
         first.close()
-        second.close()
+    again = StoredSession.resume(tmp_path / "sessions", "s1")  # the lock went with the close
+    try:
+        assert [r["item"]["blocks"][0]["text"] for r in again.store.read("s1")[1:]] == ["a", "b"]
+    finally:
+        again.close()
