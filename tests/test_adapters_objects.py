@@ -124,3 +124,13 @@ def test_the_latest_summary_is_a_breakpoint_found_from_the_model_not_its_text() 
     request = context.prepare()
     assert request["messages"][3]["content"][-1]["text"] == "Earlier: f1.py was read."
     assert _marks(request) == ["tools", "system", "messages[3]", "messages[6]"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_request_leaves_out_the_system_and_tools_the_agent_does_not_have(provider: str) -> None:
+    """Real APIs reject ``"tools": []`` and some a ``null`` system: absent fields are not sent at all."""
+    context = Context(window_tokens=10_000, provider=provider)
+    context.add([Item("user", (Text("hello"),))])
+    request = context.prepare()
+    assert "tools" not in request and "system" not in request
+    assert list(request) == [adapter_for(provider).messages_key]

@@ -55,7 +55,7 @@ from ._reading import SEQUENCE, CallIds, WireObject, as_list, as_object, check_b
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
 from .anthropic_cache import header_marked, item_marked, with_breakpoints
-from .base import Adapter, WireHeader
+from .base import Adapter, WireHeader, present_fields
 from .usage import anthropic_usage
 
 ORIGIN = "anthropic"
@@ -447,14 +447,13 @@ class AnthropicMessages(Adapter):
 
     def write_header(self, header: Header) -> WireHeader:
         request = to_anthropic(Conversation(header=header))
-        fields = {"system": request["system"], "tools": request["tools"]}
+        fields = present_fields(system=request["system"], tools=request["tools"])
         return WireHeader(fields, request["messages"], header_marked(header, ORIGIN))
 
     def request(
         self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
     ) -> dict[str, Any]:
-        fields = header.fields
-        request = {"system": fields["system"], "messages": [*header.lead, *messages], "tools": fields["tools"]}
+        request = {**header.fields, "messages": [*header.lead, *messages]}
         return with_breakpoints(request, cache_at) if cache_at else request
 
     def cache_marked(self, item: Item) -> bool:

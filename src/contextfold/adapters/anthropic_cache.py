@@ -51,10 +51,10 @@ def _tool_marked(tool: ToolSpec | Opaque, same: bool, origin: str) -> bool:
 
 def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int]) -> dict[str, Any]:
     """``request`` with breakpoints on the last tool, the last system block and the messages at ``messages_at``."""
-    tools = request["tools"]
+    tools = request.get("tools")
     if tools:
         request["tools"] = [*tools[:-1], {**tools[-1], MARK: EPHEMERAL}]
-    system = request["system"]
+    system = request.get("system")
     if system:
         blocks = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
         blocks[-1][MARK] = EPHEMERAL

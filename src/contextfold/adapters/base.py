@@ -39,6 +39,11 @@ class WireHeader:
     marked: bool = False
 
 
+def present_fields(**fields: Any) -> dict[str, Any]:
+    """The request fields that have a value: providers reject ``"tools": []`` and some a ``null`` system."""
+    return {name: value for name, value in fields.items() if value}
+
+
 @dataclass(frozen=True)
 class Reply:
     """A model's answer read off the wire: its items, the usage reported, and whether it ended normally.
@@ -179,7 +184,7 @@ class MessageListAdapter(Adapter):
 
     def write_header(self, header: Header) -> WireHeader:
         conversation = Conversation(header=header)
-        return WireHeader({"tools": self.write_tools(conversation)}, self.write_list(conversation))
+        return WireHeader(present_fields(tools=self.write_tools(conversation)), self.write_list(conversation))
 
     def read_usage(self, usage: Any) -> Usage:
         return openai_usage(usage)
