@@ -135,6 +135,23 @@ class UnknownModel(ContextfoldError, KeyError):
         return str(self.args[0])
 
 
+class ContextOverflow(ContextfoldError):
+    """Even the smallest request contextfold can make does not fit the window.
+
+    Raised only after every way down was tried (summary with a shorter tail,
+    per-kind rules, old and latest outputs cut); ``smallest_tokens`` is the
+    size of that smallest request, ``window_tokens`` the window it had to fit.
+    """
+
+    def __init__(self, smallest_tokens: int, window_tokens: int, what: str) -> None:
+        self.smallest_tokens = smallest_tokens
+        self.window_tokens = window_tokens
+        super().__init__(
+            f"the smallest request contextfold can make is {smallest_tokens:,} tokens, over the {window_tokens:,}-token "
+            f"window: {what}; use a model with a larger window, or shorten the system prompt, tools or task"
+        )
+
+
 class SummarizerError(ContextfoldError):
     """A summarizer failed to produce a usable summary."""
 

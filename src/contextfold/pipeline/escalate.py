@@ -72,7 +72,7 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
         if tokens < best_tokens or (budget.force_summary and best is conversation):
             best, best_tokens, best_events = result, tokens, produced
         if tokens <= target_tokens:
-            return best, [*events, *best_events], True
+            return _never_larger(conversation, start_tokens, best, best_tokens, [*events, *best_events], target_tokens)
         kept = best_events is produced
         events.append(  # an attempt not kept still cost its model calls: they ride on this event
             Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
@@ -83,4 +83,17 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
     tokens = budget.count(result)
     if tokens < best_tokens:
         best, best_tokens, best_events = result, tokens, [*best_events, *produced]
-    return best, [*events, *best_events], best_tokens <= target_tokens
+    return _never_larger(conversation, start_tokens, best, best_tokens, [*events, *best_events], target_tokens)
+
+
+def _never_larger(
+    conversation: Conversation, start_tokens: int, best: Conversation, best_tokens: int, events: list[Event],
+    target_tokens: int,
+) -> tuple[Conversation, list[Event], bool]:
+    """``best``, unless it is larger than what it replaces (a forced summary of a short span): then nothing changes."""
+    if best_tokens <= start_tokens:
+        return best, events, best_tokens <= target_tokens
+    skipped = Event("summarize", "skipped", tokens_before=start_tokens, tokens_after=start_tokens,
+                    detail=f"a summary would make the request {best_tokens:,} tokens, from {start_tokens:,}: kept as is",
+                    calls=tuple(call for e in events for call in e.calls))  # what was spent is still priced
+    return conversation, [skipped], start_tokens <= target_tokens

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..conversation import Conversation
+from ..errors import ContextOverflow
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
 from .base import Budget, Event, Policy, Stage
@@ -30,6 +31,7 @@ from .budget import budget_outputs
 from .clear import clear
 from .economics import choose
 from .escalate import compact, run_stages
+from .fit import fit_window, window_limit
 from .persist import persist
 from .snip import snip
 from .summarize import summarize
@@ -123,6 +125,8 @@ class Steward:
         view, events = run_stages(view, budget, self.pipeline.cheap)
         try:
             decided, produced, fits = self._decide(view, budget, occasion)
+        except ContextOverflow:
+            raise  # nothing left to remove: the caller must know before it sends
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
             decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
@@ -145,6 +149,9 @@ class Steward:
         if occasion.summary == FORCED:
             budget = replace(budget, force_summary=True)
         result, produced, fits = compact(view, budget, target)
+        if occasion.sends and budget.count(result) > window_limit(budget):
+            result, more = fit_window(result, budget)  # the window is a limit, not a target: go on down
+            produced = [*produced, *more]
         self._evaluated_at_tokens = budget.count(result)
         return result, [*events, *produced], fits
 
@@ -154,7 +161,10 @@ class Steward:
             return min(budget.trigger_tokens, int(budget.count(view) * REACTIVE_TARGET_SHARE))
         if occasion.summary == FORCED:
             return budget.trigger_tokens
-        if ends_at_boundary(view) and not self.breaker_open and budget.count(view) > budget.trigger_tokens:
+        tokens = budget.count(view)
+        if not ends_at_boundary(view) or tokens <= budget.trigger_tokens:
+            return None
+        if not self.breaker_open or tokens > window_limit(budget):  # an open breaker never lets a request overflow
             return budget.trigger_tokens
         return None
 
@@ -208,8 +218,10 @@ class Steward:
         elif automatic:
             self.failures += 1
             if self.failures == self.policy.max_consecutive_failures:
-                events.append(Event("summarize", "breaker_open",
-                                    detail=f"{self.failures} compactions in a row failed; automatic compaction is off"))
+                detail = (f"{self.failures} compactions in a row failed to reach the trigger; automatic compaction "
+                          "is off until one succeeds, except to keep a request within the window")
+                logger.warning("contextfold: %s", detail)
+                events.append(Event("summarize", "breaker_open", detail=detail))
         return events
 
     def _note_fired(self, events: Iterable[Event]) -> None:

@@ -1,0 +1,82 @@
+"""Never over the window: small windows, huge outputs, an open breaker, and the typed error when nothing fits."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_context import SYSTEM, TOOLS, turn
+from test_pipeline_stages import EST, make_budget, session
+
+from contextfold.context import Context
+from contextfold.errors import ContextOverflow
+from contextfold.limits import ModelLimits
+from contextfold.pipeline import compact
+from contextfold.pipeline.base import Policy
+from contextfold.pipeline.fit import fit_window, window_limit
+from contextfold.pipeline.step import Steward
+
+
+def test_fit_brings_a_request_under_the_window_cutting_the_latest_output_last() -> None:
+    conv = session(*[(f"cat f{k}.py", "old line\n" * 300) for k in range(4)], ("cat huge.log", "row\n" * 4_000))
+    budget = make_budget(window_tokens=2_000)
+    out, events = fit_window(conv, budget)
+    assert EST.conversation(out) <= window_limit(budget) and out.validate() == []
+    assert out[0] is conv[0] and {e.stage for e in events} >= {"selective", "fit"}
+    assert out[-1].text.startswith("row\n") and "omitted" in out[-1].text  # head and tail of the latest output
+
+
+def test_a_task_larger_than_the_window_is_a_typed_error_naming_the_smallest_request() -> None:
+    conv = session(("ls", "a"), task="Do this: " + "word " * 3_000)
+    with pytest.raises(ContextOverflow) as raised:
+        fit_window(conv, make_budget(window_tokens=1_000))
+    assert raised.value.window_tokens == 1_000 and raised.value.smallest_tokens > 1_000
+    assert "smallest request" in str(raised.value)
+
+
+@pytest.mark.parametrize("window", [4_000, 8_000, 16_000, 20_000, 32_000, 128_000])
+def test_the_trigger_is_inside_the_window_at_every_window(window: int) -> None:
+    trigger = Steward(Policy()).trigger_tokens(ModelLimits(window, 4_096))
+    assert window // 4 <= trigger < window and (window < 32_000 or trigger == window - 4_096 - 13_000)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(min_value=1, max_value=6_000), min_size=5, max_size=25), st.sampled_from([3_000, 6_000]))
+def test_no_request_goes_over_the_window_whatever_the_outputs(sizes: list[int], window: int) -> None:
+    context = Context(window_tokens=window, max_output_tokens=1_000, clock=lambda: None,
+                      policy=Policy(persist_max_tokens=10**9, persist_max_chars=10**9, truncate_max_chars=10**9))
+    context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
+    for k, size in enumerate(sizes):
+        context.add(turn(k, "x " * size))
+        view = context.prepare_view()
+        assert context.counter.count(view) <= window and view.validate() == []
+
+
+def test_an_open_breaker_is_an_event_and_a_warning_and_never_lets_a_request_overflow(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    task = "Fix it. " + "context " * 1_400  # ~1,350 tokens: over the trigger (1,000), so no summary can reach it
+    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None)
+    context.add([{"role": "user", "content": task}], system=SYSTEM, tools=TOOLS)
+    with caplog.at_level(logging.WARNING, logger="contextfold"):
+        for k in range(12):
+            context.add(turn(k, "y " * 400))
+            view = context.prepare_view()
+            assert context.counter.count(view) <= 4_000
+    assert context.breaker_open
+    assert any(e.action == "breaker_open" for e in context.events)
+    assert any("automatic compaction is off" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("window", [400_000, 1_000_000])
+def test_a_forced_compaction_never_returns_a_larger_request(window: int) -> None:
+    conv = session(("ls", "a.py"), ("cat a.py", "x = 1"))
+    budget = make_budget(window_tokens=window, trigger_tokens=window // 2, force_summary=True)
+    out, events, fits = compact(conv, budget, budget.trigger_tokens)
+    assert out is conv and fits and [e.action for e in events] == ["skipped"]
+    big = session(*[(f"cat f{k}.py", "line of code\n" * 400) for k in range(30)])
+    out, _, _ = compact(big, replace(budget, tail_tokens=2_000), budget.trigger_tokens)
+    assert EST.conversation(out) < EST.conversation(big)
