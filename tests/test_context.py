@@ -113,7 +113,7 @@ def test_manual_compact_passes_instructions_to_the_summarizer() -> None:
 
     context, _ = started(summarizer=Recording())
     for k in range(1, 5):
-        context.add(turn(k, "x"))
+        context.add(turn(k, "x " * 300))  # enough to summarize: a compaction never grows the request
     events = context.compact("focus on the failing test")
     assert seen == ["focus on the failing test"]
     assert any(e.action == "summarized" for e in events)
