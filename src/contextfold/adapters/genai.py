@@ -1,0 +1,294 @@
+"""google-genai ``Content`` lists (Gemini, Google ADK) <-> :class:`~contextfold.conversation.Conversation`, lossless.
+
+``to_genai(from_genai(contents))`` gives back the same contents, as the plain
+dicts the SDK's models dump to (``Content.model_dump(mode="json",
+exclude_none=True)``: snake_case keys, bytes in base64); ``types.Content.model_validate``
+turns each into the SDK object again. Reading accepts the SDK objects or those dicts,
+so this module never imports ``google.genai``.
+
+How Gemini's shapes map onto the neutral model:
+
+* A ``model`` content is one assistant item: text parts are Text blocks,
+  ``thought`` text parts Thinking, ``function_call`` parts ToolCalls (their
+  ``args`` are the arguments), any other part (inline data, files, code
+  execution...) an Opaque block. Part fields with no slot (``thought_signature``,
+  ``will_continue``) ride in the block's ``extra``.
+* A ``user`` content holding ``function_response`` parts becomes one tool item
+  per response, then a user item with its other parts, if any. Each item
+  keeps the content it came from and its parts' positions
+  (``meta["content"]``, ``meta["parts"]``) so the writer groups them back in
+  order; tool items with no such record (a synthetic result) join the
+  responses before them, which is where Gemini wants every response to a
+  turn: in the one user content after it.
+* A response is a ToolResult: ADK's ``{"result": text}`` becomes that text;
+  any other object its JSON text (written back as the object while the text
+  still parses to one, else as ``{"result": text}``, which is how a stage's
+  shortened output reaches the model).
+* Gemini's own API leaves call ids out (ADK strips its ``adk-`` ids before
+  sending); a call without an id gets a positional one, marked so it is not
+  written, and a response without an id answers the oldest open call of its
+  name, as Gemini pairs them.
+
+ADK events are read with :func:`from_adk_events`: each event's content, with
+the event's timestamp and id on every item it gave.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..conversation import (
+    Block,
+    Conversation,
+    Header,
+    Item,
+    Opaque,
+    Summary,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    new_id,
+)
+from ..errors import InvalidContent, UnknownRole
+from ._common import as_list, compact, foreign_block, merged, read_object
+
+ORIGIN = "genai"
+TARGET = "Gemini (google-genai)"
+_ROLES = {"user": "user", "model": "assistant"}
+_RESULT = "result"
+"""The key ADK wraps a tool's non-object return value in."""
+
+
+def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        return dump(mode="json", exclude_none=True)
+    return read_object(value, index, field).data
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def from_genai(
+    contents: Sequence[Any], *, system_instruction: Any = None, known_call_ids: Iterable[str] = ()
+) -> Conversation:
+    """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt.
+
+    Errors name the content index and field: :class:`UnknownRole`,
+    :class:`InvalidContent` (wrong types, a response to no call).
+    """
+    reader = _Reader(known_call_ids)
+    items = [item for index, raw in enumerate(as_list(contents, None, "contents")) for item in reader.content(raw, index)]
+    header = Header(system=(reader.system(system_instruction),) if system_instruction is not None else (), meta={"origin": ORIGIN})
+    return Conversation(items, header)
+
+
+def from_adk_events(events: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
+    """The conversation an ADK session's events hold: every event with content, in order.
+
+    Each item carries its event's ``timestamp`` and ``meta["event"]`` (the event
+    id), so a span of items maps back to a range of events; events without
+    content (state changes, compaction records) give no item.
+    """
+    reader = _Reader(known_call_ids)
+    items: list[Item] = []
+    for index, event in enumerate(events):
+        content = getattr(event, "content", None)
+        if content is None or not getattr(content, "parts", None):
+            continue
+        for item in reader.content(content, index):
+            meta = {**item.meta, "event": event.id, "author": event.author}
+            items.append(Item(item.role, item.blocks, id=item.id, timestamp=event.timestamp, meta=meta))
+    return Conversation(items, Header(meta={"origin": ORIGIN}))
+
+
+class _Reader:
+    """Reads contents in order, remembering which calls are still open (to pair responses without ids)."""
+
+    def __init__(self, known_call_ids: Iterable[str]) -> None:
+        self.calls = set(known_call_ids)
+        self.open: list[ToolCall] = []  # calls of the last model turn not answered yet
+
+    def system(self, raw: Any) -> Item:
+        if isinstance(raw, str):
+            return Item("system", (Text(raw),), meta={"origin": ORIGIN, "shape": "str"})
+        item = self.content(raw, None)[0]
+        return Item("system", item.blocks, id=item.id, meta=item.meta)
+
+    def content(self, raw: Any, index: int | None) -> list[Item]:
+        data = _dump(raw, index, "")
+        rest = dict(data)
+        role = rest.pop("role", None)
+        if role is not None and role not in _ROLES:
+            raise UnknownRole(index, "role", f"unknown role {role!r}; expected 'user' or 'model'")
+        parts = as_list(rest.pop("parts", []), index, "parts")
+        group = new_id("content")  # unique, so contents read in separate batches never merge
+        meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
+        if role is None:
+            meta["role"] = None
+        if rest:
+            meta["extra"] = rest
+        if role == "model":
+            self.open = []
+        items: list[Item] = []
+        kept: list[Block] = []
+        positions: list[int] = []
+        for position, part in enumerate(parts):
+            field = f"parts[{position}]"
+            wire = read_object(part, index, field)
+            if "function_response" in wire.rest:
+                result = self._response(wire, index, field)
+                items.append(Item("tool", (result,), meta={"origin": ORIGIN, "content": group, "parts": [position]}))
+            elif "function_call" in wire.rest:
+                if role != "model":
+                    raise InvalidContent(index, f"{field}.function_call", "a function call can only come from the model")
+                kept.append(self._call(wire, index, position))
+                positions.append(position)
+            else:
+                kept.append(_block(wire))
+                positions.append(position)
+        if kept or not items:
+            items.append(Item(_ROLES.get(role or "user", "user"), tuple(kept), meta={**meta, "parts": positions}))
+        else:  # a content of responses only: its own fields ride on the first
+            items[0] = Item("tool", items[0].blocks, meta={**meta, "parts": items[0].meta["parts"]})
+        return items
+    def _call(self, wire: Any, index: int | None, position: int) -> ToolCall:
+        name = wire.take("function_call.name", str)
+        args = wire.take("function_call.args", Mapping, required=False)
+        call_id = wire.take("function_call.id", str, required=False)
+        if call_id is None:
+            call_id = f"genai_{index}_{position}"
+            wire.rest["no_id"] = True
+        if args is None:
+            wire.rest["no_args"] = True
+        call = ToolCall(call_id, name, args or {}, extra=wire.rest)
+        self.calls.add(call_id)
+        self.open.append(call)
+        return call
+
+    def _response(self, wire: Any, index: int | None, field: str) -> ToolResult:
+        name = wire.take("function_response.name", str, required=False)
+        call_id = wire.take("function_response.id", str, required=False)
+        response = wire.take("function_response.response", Mapping, required=False)
+        if call_id is None:
+            call = next((c for c in self.open if c.name == name), None)
+            if call is None:
+                raise InvalidContent(index, f"{field}.function_response", f"no open call named {name!r} to answer")
+            call_id = call.id
+            wire.rest["no_id"] = True
+        elif call_id not in self.calls:
+            raise InvalidContent(index, f"{field}.function_response.id", f"no earlier function call has id {call_id!r}")
+        self.open = [c for c in self.open if c.id != call_id]
+        if name is not None:
+            wire.rest["name"] = name
+        if response is None:
+            wire.rest["no_response"] = True
+            return ToolResult(call_id, "", extra=wire.rest)
+        if set(response) == {_RESULT} and isinstance(response[_RESULT], str):
+            return ToolResult(call_id, response[_RESULT], extra=wire.rest)
+        wire.rest["json"] = True
+        return ToolResult(call_id, json.dumps(response, ensure_ascii=False), extra=wire.rest)
+
+
+def _block(wire: Any) -> Block:
+    """A part that is neither a call nor a response: text, thought, or something carried as it is."""
+    thought = wire.rest.get("thought") is True
+    text = wire.take("text", str, required=False)
+    if text is None:
+        return Opaque(wire.data, ORIGIN)
+    if thought:
+        wire.take_if("thought", True)
+        return Thinking(text, extra=wire.rest)
+    return Text(text, extra=wire.rest)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+    """The contents for ``conversation`` (header excluded: see :func:`system_instruction_to_genai`)."""
+    groups: list[tuple[Any, list[tuple[int, Item]]]] = []
+    for index, item in enumerate(conversation.items):
+        key = _group_key(item, index)
+        if groups and (groups[-1][0] == key or (key is None and item.role == "tool" and groups[-1][1][-1][1].role == "tool")):
+            groups[-1][1].append((index, item))
+        else:
+            groups.append((key, [(index, item)]))
+    return [_write_content(members) for _, members in groups]
+
+
+def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | str | None:
+    """The header's system prompt as a ``system_instruction`` (the string or content it was read from)."""
+    system = conversation.header.system
+    if not system:
+        return None
+    if len(system) == 1 and system[0].meta.get("shape") == "str":
+        return system[0].text
+    return _write_content([(None, item) for item in system])
+
+
+def _group_key(item: Item, index: int) -> Any:
+    """Items read from one content share its key; anything else is its own content (tool items: see to_genai)."""
+    if item.meta.get("origin") == ORIGIN and "content" in item.meta:
+        return item.meta["content"]
+    return None if item.role == "tool" else ("item", index)
+
+
+def _write_content(members: list[tuple[int | None, Item]]) -> dict[str, Any]:
+    placed: list[tuple[int | None, dict[str, Any]]] = []
+    for index, item in members:
+        same = item.meta.get("origin") == ORIGIN
+        positions = item.meta.get("parts") if same else None
+        for k, block in enumerate(item.blocks):
+            position = positions[k] if positions is not None and k < len(positions) else None
+            placed.append((position, _write_part(block, same, index, f"blocks[{k}]")))
+    if all(position is not None for position, _ in placed) and len({p for p, _ in placed}) == len(placed):
+        placed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type, return-value]
+    first = members[0][1]
+    content: dict[str, Any] = {"parts": [part for _, part in placed]}
+    own = next((item.meta for _, item in members if item.meta.get("origin") == ORIGIN and "content" in item.meta), {})
+    if not ("role" in own and own["role"] is None):
+        content["role"] = "model" if first.role == "assistant" else "user"
+    return merged(content, own.get("extra", {}))
+
+
+def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict[str, Any]:
+    own = dict(block.extra) if same else {}
+    if isinstance(block, Summary):
+        return {"text": block.text}
+    if isinstance(block, Text):
+        return {"text": block.text, **own}
+    if isinstance(block, Thinking):
+        return {"text": block.thinking, "thought": True, **own}
+    if isinstance(block, ToolCall):
+        no_id, no_args = own.pop("no_id", False), own.pop("no_args", False)
+        args = None if no_args and not block.arguments else dict(block.arguments)
+        return merged({"function_call": compact(id=None if no_id else block.id, name=block.name, args=args)}, own)
+    if isinstance(block, ToolResult):
+        return merged({"function_response": _response(block, own)}, own)
+    if isinstance(block, Opaque) and block.provider == ORIGIN:
+        return dict(block.data)
+    raise foreign_block(block, index, field, TARGET)
+
+
+def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, Any]:
+    """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
+    no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
+    name = own.pop("name", result.tool_name)
+    text = result.text
+    response: dict[str, Any] | None = {_RESULT: text}
+    if no_response and not text:
+        response = None
+    elif is_json:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            response = parsed
+    if result.is_error and response is not None and "error" not in response:
+        response = {"error": text}
+    return compact(id=None if no_id else result.call_id, name=name, response=response)
