@@ -3,7 +3,8 @@
 Stages keep the invariants by construction; this checks them anyway, on
 what the caller added as much as on what the stages made, and repairs what
 it can (reporting each repair in an event). One case is the caller's to
-fix, not ours: the latest assistant turn still waiting for its tool results.
+fix, not ours: the latest assistant turn still waiting for its tool results
+(when nothing but results follows it).
 The check is incremental: a view that only grew is checked from where it
 was left, so an ordinary step costs what it added.
 """
@@ -29,7 +30,11 @@ class RequestCheck:
         problem is that the last assistant turn's calls have no results yet.
         """
         violations = self._violations(view)
-        pending = [v for v in violations if v.kind == "unanswered_call" and v.index == _last_assistant(view)]
+        last = _last_assistant(view)
+        # Calls still open at the end are the caller's to answer; calls a later message closed
+        # (a run interrupted between the model's call and its tools) are repaired like any other break.
+        open_at_end = last is not None and all(item.role == "tool" for item in view.items[last + 1 :])
+        pending = [v for v in violations if v.kind == "unanswered_call" and v.index == last and open_at_end]
         if pending and len(pending) == len(violations):
             raise InvalidConversation(
                 f"the last assistant turn (item {pending[0].index}) has {len(pending)} tool call(s) without results: "
