@@ -43,8 +43,10 @@ from ..conversation import (
     Thinking,
     ToolCall,
     ToolResult,
+    ToolSpec,
 )
 from ..errors import InvalidContent, UnknownRole
+from ..usage import Usage
 from ._common import as_list, foreign_block, read_object, require_call, with_leading_system
 
 ORIGIN = "langchain"
@@ -206,3 +208,27 @@ def _write_part(block: Block, same: bool, index: int | None, field: str) -> Any:
 def message_id(item: Item) -> str | None:
     """The LangChain id of the message an item was read from (``None`` when it had none)."""
     return item.meta.get("extra", {}).get("id") if item.meta.get("origin") == ORIGIN else None
+
+
+def tools_from_langchain(tools: Sequence[Any]) -> tuple[ToolSpec | Opaque, ...]:
+    """Tool definitions (``BaseTool`` objects, functions or provider dicts) as the header's tools.
+
+    LangChain renders each the way it sends it to OpenAI-compatible models;
+    those are read with the Chat Completions rules.
+    """
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from .openai_chat import from_openai
+
+    return from_openai([], tools=[convert_to_openai_tool(tool) for tool in tools]).header.tools
+
+
+def usage_from_langchain(usage: Mapping[str, Any]) -> Usage:
+    """An ``AIMessage.usage_metadata`` (``input_tokens`` counts the cached part too) in the neutral shape."""
+    details = usage.get("input_token_details") or {}
+    return Usage(
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=int(details.get("cache_read") or 0),
+        cache_write_tokens=int(details.get("cache_creation") or 0),
+    )

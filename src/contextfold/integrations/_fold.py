@@ -1,0 +1,130 @@
+"""One compaction of a framework's history, as contextfold would make it: what to summarize, and the summary.
+
+Frameworks that persist a compaction themselves (ADK appends a compaction
+event; LangChain's ``before_model`` replaces the state's messages) need the
+decision and the text, not a request: which items the summary replaces
+(always a pair-safe span after the task, chosen by
+:func:`~contextfold.boundary.choose_cut`), the summary item, and the
+restored-files item that goes with it. :func:`fold` runs a throwaway
+:class:`~contextfold.context.Context` over the history for that, so the
+policy, the escalation to a shorter tail and the summarizer's fallback are
+the same as in a contextfold agent loop.
+
+A summary carries structured state for the next one (``Summary.extra["state"]``);
+a framework that stores only the text loses it, so :class:`SummaryStates`
+remembers the state of the summaries this process wrote, by their text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context import Context
+from ..conversation import Conversation, Item, Summary
+from ..pipeline.base import Event, Policy
+from ..summarizers.base import SUMMARY_PREAMBLE, Summarizer
+
+log = logging.getLogger("contextfold.integrations")
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A compaction: ``span`` (the history items it replaces, in order), ``summary`` and ``restored`` (or ``None``)."""
+
+    span: tuple[Item, ...]
+    summary: Item
+    restored: Item | None
+    events: tuple[Event, ...]
+
+    @property
+    def texts(self) -> list[str]:
+        """What the framework stores in place of the span: the summary, then the restored files."""
+        return [self.summary.text] + ([self.restored.text] if self.restored is not None else [])
+
+
+@dataclass
+class Settings:
+    """What every integration is configured with; see :class:`~contextfold.context.Context` for each field."""
+
+    model: str | None = None
+    window_tokens: int | None = None
+    max_output_tokens: int | None = None
+    policy: Policy | None = None
+    summarizer: Summarizer | None = None
+    on_event: Callable[[Event], None] | None = None
+
+    def context(self, **options: Any) -> Context:
+        context = Context(
+            self.model,
+            window_tokens=self.window_tokens,
+            max_output_tokens=self.max_output_tokens,
+            policy=self.policy,
+            summarizer=self.summarizer,
+            **options,
+        )
+        context.subscribe(report)
+        if self.on_event is not None:
+            context.subscribe(self.on_event)
+        return context
+
+
+def report(event: Event) -> None:
+    """Log an event: a fault (a summarizer that failed or fell back, a repair) as a warning, the rest as info."""
+    faulty = event.action in ("failed", "fallback", "breaker_open", "repaired")
+    log.log(logging.WARNING if faulty else logging.INFO, "%s %s: %s", event.stage, event.action, event.detail)
+
+
+class SummaryStates:
+    """The structured state of recent summaries, by their text (bounded: the oldest are forgotten)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._states: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
+        self._size = size
+
+    def remember(self, summary: Item) -> None:
+        for block in summary.blocks:
+            if isinstance(block, Summary):
+                self._states[block.text] = block.extra.get("state", {})
+                self._states.move_to_end(block.text)
+        while len(self._states) > self._size:
+            self._states.popitem(last=False)
+
+    def revive(self, item: Item) -> Item:
+        """``item`` as a summary item if it opens with a contextfold summary (with its state when remembered).
+
+        The framework stored only text; the summary's first block becomes a
+        :class:`~contextfold.conversation.Summary` again, so the next summary
+        carries its facts forward, and the item is marked as a summary, so it
+        is never taken for the task.
+        """
+        first = item.blocks[0] if item.blocks else None
+        text = getattr(first, "text", None)
+        if not isinstance(text, str) or not text.startswith(SUMMARY_PREAMBLE) or isinstance(first, Summary):
+            return item
+        block = Summary(text, extra={"state": dict(self._states.get(text, {}))})
+        return Item("user", (block, *item.blocks[1:]), id=item.id, timestamp=item.timestamp,
+                    meta={**item.meta, "summary": True})
+
+
+def fold(conversation: Conversation, settings: Settings, instructions: str | None = None) -> Folded | None:
+    """Summarize ``conversation`` the way the pipeline would now; ``None`` when there is nothing to summarize.
+
+    The task (the first user message) and a recent tail within the policy's
+    budget stay out of the span; the span never splits a call from its result.
+    """
+    context = settings.context()
+    context.add(conversation)
+    events = context.compact(instructions)
+    done = [e for e in events if e.stage == "summarize" and e.action == "summarized"]
+    if not done:
+        return None
+    view = context.view()
+    summary = next(item for item in view if item.meta.get("summary"))
+    restored = next((item for item in view if item.meta.get("restored")), None)
+    covered = set(done[-1].items)
+    span = tuple(item for item in conversation if item.id in covered)
+    return Folded(span, summary, restored, tuple(events))

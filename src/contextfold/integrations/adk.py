@@ -1,0 +1,131 @@
+"""Google ADK: contextfold writes the summaries of ADK's own event compaction.
+
+ADK compacts a session by appending a *compaction event*: the raw events stay
+in the session (append-only), and every request built afterwards reads the
+summary in place of the events whose timestamps fall in its range. Which
+events are offered, and when, is ADK's business (``EventsCompactionConfig``:
+a token threshold checked before every model call and after each invocation,
+or a sliding window of invocations); what the summary says and which of the
+offered events it replaces is the summarizer's. :class:`ContextfoldSummarizer`
+is that summarizer:
+
+* it reads the offered events through :func:`contextfold.adapters.genai.from_adk_events`;
+* it keeps the task (the first user message) and a recent tail within the
+  policy's budget out of the range, cutting only between whole tool rounds
+  (:mod:`contextfold.boundary`), so the range never separates a function
+  call from its response;
+* it summarizes the rest with contextfold's summarizer (the offline
+  extractive one by default; an LLM summarizer falls back to it), an earlier
+  summary included, so facts carry forward;
+* it returns one compaction event whose content (role ``user``, as
+  contextfold injects summaries; see :data:`SUMMARY_ROLE`) holds the summary
+  and the files the agent was working with.
+
+:func:`compaction_config` gives the ``EventsCompactionConfig`` to pass to
+``App``: the trigger is contextfold's for the window, and ADK keeps no raw
+events of its own (``event_retention_size=0``) because the cut chooses the
+tail. Every compaction emits contextfold's events to ``on_event`` and the
+``contextfold.integrations`` logger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from google.adk.apps.app import EventsCompactionConfig
+from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
+from google.adk.events.event import Event as AdkEvent
+from google.adk.events.event_actions import EventActions, EventCompaction
+from google.genai import types
+
+from ..adapters.genai import from_adk_events
+from ..conversation import Conversation
+from ..pipeline.base import Event, Policy
+from ..summarizers.base import Summarizer
+from ._fold import Folded, Settings, SummaryStates, fold, log
+
+__all__ = ["ContextfoldSummarizer", "compaction_config"]
+
+SUMMARY_ROLE = "user"
+"""The role of the summary's content. Not ``model`` (what ADK's own summarizer writes): the kept tail usually
+opens with the model's function call, and Gemini rejects a function call turn that follows a model turn."""
+
+
+class ContextfoldSummarizer(BaseEventsSummarizer):
+    """An ADK events summarizer that compacts the way contextfold does (see the module docstring).
+
+    ``model`` names the model (its window comes from contextfold's registry)
+    or give ``window_tokens``; ``policy`` and ``summarizer`` are those of
+    :class:`~contextfold.Context`. ``on_event`` receives every contextfold event.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        window_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        policy: Policy | None = None,
+        summarizer: Summarizer | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        self.settings = Settings(model, window_tokens, max_output_tokens, policy, summarizer, on_event)
+        self.instructions = instructions
+        self.states = SummaryStates()
+        self.compactions = 0
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Prompt tokens above which contextfold would summarize (the threshold :func:`compaction_config` sets)."""
+        return self.settings.context().trigger_tokens
+
+    async def maybe_summarize_events(self, *, events: list[AdkEvent]) -> AdkEvent | None:
+        conversation = self._conversation(events)
+        folded = fold(conversation, self.settings, self.instructions)
+        if folded is None:
+            return None
+        span = _event_range(events, folded, conversation)
+        if span is None:
+            return None
+        self.states.remember(folded.summary)
+        self.compactions += 1
+        content = types.Content(role=SUMMARY_ROLE, parts=[types.Part(text=text) for text in folded.texts])
+        compaction = EventCompaction(start_timestamp=span[0], end_timestamp=span[1], compacted_content=content)
+        return AdkEvent(author="user", actions=EventActions(compaction=compaction), invocation_id=AdkEvent.new_id())
+
+    def _conversation(self, events: Sequence[AdkEvent]) -> Conversation:
+        """The offered events as a conversation; the summary ADK puts first (its seed) is a summary again."""
+        answered = {r.id for event in events for r in event.get_function_responses() if r.id}
+        conversation = from_adk_events(events, known_call_ids=answered)  # a range may open with a call's response
+        return conversation.with_items(self.states.revive(item) for item in conversation)
+
+
+def _event_range(events: Sequence[AdkEvent], folded: Folded, conversation: Conversation) -> tuple[float, float] | None:
+    """The timestamps the compaction covers: from the span's first event to its last.
+
+    ADK hides every raw event whose timestamp falls in the range, so the
+    range must stop before the first kept event; when two events share a
+    timestamp across the cut, no compaction is made (and a warning says why).
+    """
+    covered = {item.id for item in folded.span}
+    stamps = [item.timestamp for item in folded.span if item.timestamp is not None]
+    kept = [item.timestamp for item in conversation if item.id not in covered and item.timestamp is not None]
+    if not stamps:
+        return None
+    start, end = min(stamps), max(stamps)
+    if any(start <= stamp <= end for stamp in kept):
+        log.warning("no compaction: an event kept after the cut has the timestamp of a summarized one")
+        return None
+    return start, end
+
+
+def compaction_config(summarizer: ContextfoldSummarizer, **options: Any) -> EventsCompactionConfig:
+    """The ``EventsCompactionConfig`` for ``App``: ADK offers every event once the prompt passes contextfold's trigger.
+
+    ``options`` override the config's fields (``token_threshold``, or the
+    sliding-window pair ``compaction_interval``/``overlap_size``).
+    """
+    fields: dict[str, Any] = {"token_threshold": summarizer.trigger_tokens, "event_retention_size": 0, **options}
+    return EventsCompactionConfig(summarizer=summarizer, **fields)

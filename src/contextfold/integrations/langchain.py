@@ -1,0 +1,205 @@
+"""LangChain v1: a middleware that sends every model call through contextfold, and a summarizer for LangChain's own.
+
+:class:`ContextfoldMiddleware` is an ``AgentMiddleware`` for ``create_agent``.
+
+* ``wrap_model_call`` (always): the request's messages go through a
+  :class:`~contextfold.Context` kept per conversation, which runs the whole
+  pipeline (oversized outputs cut, old ones cleared when it pays, a summary
+  at a turn boundary over the trigger, every call kept with its result, the
+  task kept) and repairs what the history itself breaks (a call left without
+  its result by an interrupted run gets an error result in the request). The
+  change is transient: the graph state keeps the raw history, and the
+  context is kept between calls, so the request prefix stays byte-stable
+  for the prompt cache until a stage decides a change pays. The usage the
+  model reports anchors the token count.
+* ``before_model`` (with ``persist=True``): when the state's history is over
+  the trigger, its summarized span is replaced in the state itself (a
+  ``RemoveMessage`` of everything, then the task, the summary, the restored
+  files and the tail, with their ids), the way ``SummarizationMiddleware``
+  persists its summaries; a checkpointed thread then stays small.
+
+:class:`ContextfoldSummary` is a plain callable ``(messages) -> str`` for
+``SummarizationMiddleware(summarizer=...)``, for who keeps LangChain's
+middleware (its trigger, its ``keep`` and its cut) and wants contextfold's
+structured summary; pass ``trim_tokens_to_summarize=None`` so it sees every
+message.
+
+Messages are converted through :mod:`contextfold.adapters.langchain`;
+contextfold's events go to ``on_event`` and the ``contextfold.integrations`` logger.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
+from ..context import Context
+from ..conversation import Conversation, Header
+from ..pipeline.base import Event, Policy
+from ..summarizers.base import Summarizer, SummaryRequest
+from ..tokens import Estimator
+from ._fold import Settings, SummaryStates, fold
+
+__all__ = ["ContextfoldMiddleware", "ContextfoldSummary"]
+
+MAX_THREADS = 64
+"""Conversations whose context is kept between calls (the least recently used is dropped beyond it)."""
+
+
+@dataclass
+class _Thread:
+    """The context of one conversation and the LangChain ids of the messages it holds, in order."""
+
+    context: Context
+    ids: list[str | None] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
+
+
+class ContextfoldMiddleware(AgentMiddleware):
+    """Keeps a LangChain agent's model calls within the window (see the module docstring).
+
+    ``model`` names the model (window and reply limit from contextfold's
+    registry) or give ``window_tokens``; ``policy`` and ``summarizer`` are
+    those of :class:`~contextfold.Context`; ``on_event`` receives every
+    contextfold event; ``persist=True`` also writes summaries into the state.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        window_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        policy: Policy | None = None,
+        summarizer: Summarizer | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        persist: bool = False,
+    ) -> None:
+        super().__init__()
+        self.settings = Settings(model, window_tokens, max_output_tokens, policy, summarizer, on_event)
+        self.persist = persist
+        self.states = SummaryStates()
+        self._threads: OrderedDict[str | None, _Thread] = OrderedDict()
+
+    # ------------------------------------------------------------------ transient, per call
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | AIMessage:
+        thread, prepared = self._prepare(request)
+        response = handler(prepared)
+        self._record(thread, response)
+        return response
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse | AIMessage:
+        thread, prepared = self._prepare(request)
+        response = await handler(prepared)
+        self._record(thread, response)
+        return response
+
+    def context(self, messages: Sequence[AnyMessage]) -> Context | None:
+        """The context kept for the conversation these messages belong to (for ``stats()`` and events)."""
+        thread = self._threads.get(messages[0].id if messages else None)
+        return thread.context if thread is not None else None
+
+    def _prepare(self, request: ModelRequest) -> tuple[_Thread, ModelRequest]:
+        messages = request.messages
+        thread = self._sync(messages)
+        system = [request.system_message] if request.system_message is not None else []
+        header = from_langchain(system).header
+        thread.context.set_header(Header(header.system, tools_from_langchain(request.tools), meta=header.meta))
+        view = thread.context.prepare_view()
+        return thread, request.override(messages=to_langchain(view.with_items(view.items, Header())))
+
+    def _sync(self, messages: Sequence[AnyMessage]) -> _Thread:
+        """The conversation's context with every new message added; rebuilt when the state was rewritten."""
+        key = messages[0].id if messages else None
+        ids = [m.id for m in messages]
+        thread = self._threads.get(key)
+        if thread is None or None in ids or ids[: len(thread.ids)] != thread.ids:
+            thread = _Thread(self.settings.context())
+        self._threads[key] = thread
+        self._threads.move_to_end(key)
+        while len(self._threads) > MAX_THREADS:
+            self._threads.popitem(last=False)
+        new = from_langchain(messages[len(thread.ids) :], known_call_ids=thread.calls)
+        thread.calls.update(call.id for item in new for call in item.tool_calls)
+        thread.context.add([self.states.revive(item) for item in new])
+        thread.ids = ids
+        return thread
+
+    @staticmethod
+    def _record(thread: _Thread, response: Any) -> None:
+        """The usage the model reported anchors the context's count."""
+        result = getattr(getattr(response, "model_response", response), "result", [response])
+        for message in result:
+            if isinstance(message, AIMessage) and message.usage_metadata:
+                thread.context.record_usage(usage_from_langchain(message.usage_metadata))
+
+    # ------------------------------------------------------------------ persisted, in the state
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._persist(state["messages"]) if self.persist else None
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.before_model(state, runtime)
+
+    def _persist(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:
+        """The state update that replaces the summarized span, or ``None`` while the history is under the trigger."""
+        conversation = from_langchain(messages)
+        conversation = conversation.with_items(self.states.revive(item) for item in conversation)
+        probe = self.settings.context()
+        reported = next((m.usage_metadata.get("input_tokens", 0) for m in reversed(messages)
+                         if isinstance(m, AIMessage) and m.usage_metadata), 0)
+        if max(probe.counter.count(conversation), reported) <= probe.trigger_tokens:
+            return None
+        folded = fold(conversation, self.settings)
+        if folded is None:
+            return None
+        self.states.remember(folded.summary)
+        inserted = to_langchain(Conversation([folded.summary] + ([folded.restored] if folded.restored else [])))
+        for message in inserted:
+            message.id = str(uuid.uuid4())
+        covered = {item.id for item in folded.span}
+        lead = len(messages) - len(conversation)  # the leading system messages became the header
+        kept: list[AnyMessage] = list(messages[:lead])
+        for item, message in zip(conversation, messages[lead:]):
+            if item.id not in covered:
+                kept.append(message)
+            elif inserted:
+                kept.extend(inserted)
+                inserted = []
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+
+
+class ContextfoldSummary:
+    """A summarizer for ``SummarizationMiddleware(summarizer=ContextfoldSummary())``: messages in, summary text out.
+
+    It writes contextfold's structured summary (the extractive one by
+    default, or ``summarizer``) within ``target_tokens``. LangChain chooses
+    the messages; a span that begins with tool messages whose calls were cut
+    off is read as it is.
+    """
+
+    def __init__(self, summarizer: Summarizer | None = None, *, target_tokens: int = 4_000) -> None:
+        if summarizer is None:
+            from ..summarizers.extractive import ExtractiveSummarizer
+
+            summarizer = ExtractiveSummarizer()
+        self.summarizer = summarizer
+        self.target_tokens = target_tokens
+        self.estimator = Estimator()
+
+    def __call__(self, messages: list[AnyMessage]) -> str:
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        conversation = from_langchain(messages, known_call_ids=answered)
+        request = SummaryRequest(list(conversation), conversation.header, self.target_tokens, self.estimator.text)
+        return self.summarizer.summarize(request).text

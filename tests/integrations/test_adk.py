@@ -1,0 +1,109 @@
+"""Google ADK: the real ``Runner`` and ``Gemini`` model class on the scripted server, contextfold writing the summaries.
+
+60 tool rounds at a 16,000-token window in one invocation: ADK checks its
+token threshold before every model call and hands the events to
+:class:`~contextfold.integrations.adk.ContextfoldSummarizer`, whose
+compaction events (appended to the session, which keeps every raw event)
+replace a pair-safe span after the task. Every request the server gets is
+valid by Gemini's rules, holds the task and fits; the task finishes; the
+stored session serves the next invocation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
+from support import pairing_disabled, require
+
+from contextfold import Event
+
+require("google.adk", "adk")
+
+from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.apps import App  # noqa: E402
+from google.adk.models.google_llm import Gemini  # noqa: E402
+from google.adk.runners import Runner  # noqa: E402
+from google.adk.sessions import InMemorySessionService  # noqa: E402
+from google.genai import errors, types  # noqa: E402
+
+from contextfold.adapters.genai import from_adk_events  # noqa: E402
+from contextfold.integrations import adk  # noqa: E402
+from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config  # noqa: E402
+
+SYSTEM = "You are a careful log auditor."
+
+
+def read_chunk(chunk: int) -> str:
+    """Read one chunk of the service log (about 700 tokens)."""
+    return chunk_text(chunk)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToolLoopServer]:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    with ToolLoopServer() as model:
+        yield model
+
+
+async def _ask(runner: Runner, session_id: str, text: str) -> str:
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    answer = ""
+    async for event in runner.run_async(user_id="auditor", session_id=session_id, new_message=message):
+        if event.content and event.content.parts and event.content.parts[0].text:
+            answer = event.content.parts[0].text
+    return answer
+
+
+def run(server: ToolLoopServer) -> tuple[ContextfoldSummarizer, list[Event], list[Any], str]:
+    """One invocation on the task, then one more question on the stored session."""
+    events: list[Event] = []
+    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append)
+    model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
+    agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk])
+    app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
+    service = InMemorySessionService()
+    runner = Runner(app=app, session_service=service)
+
+    async def go() -> tuple[list[Any], str]:
+        session = await service.create_session(app_name="audit", user_id="auditor")
+        await _ask(runner, session.id, TASK)
+        stored = (await service.get_session(app_name="audit", user_id="auditor", session_id=session.id)).events
+        return stored, await _ask(runner, session.id, "How many ERROR lines?")
+
+    stored, follow_up = asyncio.run(go())
+    return summarizer, events, stored, follow_up
+
+
+def test_sixty_rounds_at_16k_every_request_valid(server: ToolLoopServer) -> None:
+    summarizer, events, stored, follow_up = run(server)
+    assert server.failures() == [], server.figures()
+    assert summarizer.compactions >= 2
+    assert sum(1 for e in events if e.stage == "summarize" and e.action == "summarized") == summarizer.compactions
+    compactions = [e for e in stored if e.actions and e.actions.compaction]
+    assert len(compactions) == summarizer.compactions
+    raw = from_adk_events(stored)  # append-only: every raw event is still in the session
+    assert raw.validate() == [] and sum(1 for item in raw if item.role == "tool") == 60
+    assert follow_up == FINAL and server.problems == []
+
+
+def test_the_server_rejects_a_summary_in_a_model_turn(server: ToolLoopServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation check: written as a model turn (as ADK's own summarizer does), the summary puts the tail's
+    first function call right after a model turn, which Gemini rejects."""
+    monkeypatch.setattr(adk, "SUMMARY_ROLE", "model")
+    with pytest.raises(errors.ClientError, match="function call turn must come right after a user turn"):
+        run(server)
+    assert server.problems
+
+
+def test_a_split_round_is_re_paired_by_adk_itself(server: ToolLoopServer) -> None:
+    """With contextfold's pairing off, a summary can swallow a call whose response stays: ADK puts the call back
+    when it builds the request (``_recover_compacted_function_calls``), so no request breaks; and the next range,
+    which opens with that response, is still summarized."""
+    with pairing_disabled():
+        summarizer, _, _, follow_up = run(server)
+    assert server.failures() == [], server.figures()
+    assert summarizer.compactions >= 2 and follow_up == FINAL

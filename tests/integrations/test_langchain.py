@@ -1,0 +1,133 @@
+"""LangChain v1: ``create_agent`` with a real ``ChatOpenAI`` on the scripted server, contextfold as middleware.
+
+60 tool rounds at a 16,000-token window: every request the server gets is
+valid, holds the task and fits; the history was compacted several times on
+the way; the task finishes; the checkpointed state (raw, since the
+middleware's compaction is transient) is valid and serves the next run.
+With ``persist=True`` the state itself is compacted, and is as valid. With
+contextfold's pairing turned off the server rejects a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_model_server import Call, ScriptedModel, Seen, Turn
+from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
+from support import pairing_disabled, require
+
+from contextfold import Event
+
+require("langchain.agents", "langchain")
+require("langchain_openai", "langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from openai import BadRequestError  # noqa: E402
+
+from contextfold.adapters.langchain import from_langchain  # noqa: E402
+from contextfold.integrations.langchain import ContextfoldMiddleware, ContextfoldSummary  # noqa: E402
+
+SYSTEM = "You are a careful log auditor."
+
+
+@pytest.fixture
+def server() -> Iterator[ToolLoopServer]:
+    with ToolLoopServer() as model:
+        yield model
+
+
+@tool(description=TOOL_DESCRIPTION)
+def read_chunk(chunk: int) -> str:
+    return chunk_text(chunk)
+
+
+def run(server: ToolLoopServer, **options: Any) -> tuple[Any, list[Event], dict[str, Any]]:
+    """The agent on one thread until it answers; its state's messages, contextfold's events, the thread config."""
+    events: list[Event] = []
+    model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
+    middleware = ContextfoldMiddleware(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append,
+                                       **options)
+    agent = create_agent(model, tools=[read_chunk], system_prompt=SYSTEM, middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "audit"}, "recursion_limit": 1_000}
+    agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config)
+    return agent, events, config
+
+
+def summaries(events: list[Event]) -> int:
+    return sum(1 for e in events if e.stage == "summarize" and e.action == "summarized")
+
+
+@pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
+def test_sixty_rounds_at_16k_every_request_valid(server: ToolLoopServer, persist: bool) -> None:
+    agent, events, config = run(server, persist=persist)
+    assert server.failures() == [], server.figures()
+    assert summaries(events) >= 2
+    messages = agent.get_state(config).values["messages"]
+    assert from_langchain(messages).validate() == []
+    raw = sum(1 for m in messages if m.type == "tool")
+    assert raw == 60 if not persist else raw < 60  # transient: the state keeps every result; persisted: it shrank
+    # The stored history serves the next run: one more request, as valid as the others.
+    before = len(server.exchanges)
+    agent.invoke({"messages": [{"role": "user", "content": "How many ERROR lines?"}]}, config)
+    assert len(server.exchanges) == before + 1 and server.problems == []
+    assert agent.get_state(config).values["messages"][-1].content == FINAL
+
+
+def test_the_server_rejects_the_run_without_pairing(server: ToolLoopServer) -> None:
+    with pairing_disabled(), pytest.raises(BadRequestError, match="tool"):
+        run(server)
+    assert server.problems
+
+
+def _interrupted(agent: Any, thread: str) -> dict[str, Any]:
+    """A run stopped before its tools ran, then a new user message: the state holds a call without result."""
+    config: Any = {"configurable": {"thread_id": thread}}
+    agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config)
+    agent.update_state(config, {"messages": [{"role": "user", "content": "Stop and report."}]}, as_node="tools")
+    assert [v.kind for v in from_langchain(agent.get_state(config).values["messages"]).validate()] == ["unanswered_call"]
+    return config
+
+
+def test_a_dangling_call_from_an_interrupted_run_is_answered_in_the_request() -> None:
+    """The request after an interrupted run would be rejected; contextfold answers the call with an error
+    result, in the request only. Without its repair the server rejects the request."""
+
+    def script(seen: Seen) -> Turn:
+        first = seen.body["messages"][-1]["content"] == TASK
+        return Turn("Reading.", (Call("read_chunk", {"chunk": 0}),)) if first else Turn("Stopped.")
+
+    with ScriptedModel(script) as server:
+        model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
+        agent = create_agent(model, tools=[read_chunk], system_prompt=SYSTEM,
+                             middleware=[ContextfoldMiddleware(window_tokens=WINDOW_TOKENS)],
+                             checkpointer=InMemorySaver(), interrupt_before=["tools"])
+        config = _interrupted(agent, "repaired")
+        agent.invoke(None, config)
+        assert server.problems == [] and agent.get_state(config).values["messages"][-1].content == "Stopped."
+        assert [m["role"] for m in server.exchanges[-1].body["messages"]] == ["system", "user", "assistant", "tool", "user"]
+        with pairing_disabled():
+            config = _interrupted(agent, "not repaired")
+            with pytest.raises(BadRequestError, match="tool"):
+                agent.invoke(None, config)
+
+
+def test_summarization_middleware_takes_the_summary_callable() -> None:
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    summarize = ContextfoldSummary(target_tokens=500)
+    middleware = SummarizationMiddleware(model=ChatOpenAI(model="gpt-4.1", api_key="test"), trigger=("messages", 4),
+                                         keep=("messages", 2), summarizer=summarize, trim_tokens_to_summarize=None)
+    messages = [HumanMessage(TASK, id="h")]
+    for n in range(4):
+        messages += [AIMessage("", tool_calls=[{"name": "read_chunk", "args": {"chunk": n}, "id": f"c{n}"}], id=f"a{n}"),
+                     ToolMessage(chunk_text(n), tool_call_id=f"c{n}", id=f"t{n}")]
+    update = middleware.before_model({"messages": messages}, None)
+    summary = update["messages"][1].content
+    assert "## 1. Primary Request and Intent" in summary and "read_chunk: 3 calls" in summary
