@@ -4,8 +4,9 @@ google-genai (ADK's default model client) posts camelCase JSON to
 ``/v1beta/models/{model}:generateContent``. Tool calls carry no ids on this
 wire (ADK strips its own): a function response answers the call of the turn
 right before it, by name. The rules checked are the ones the real API
-enforces with a 400 ``INVALID_ARGUMENT``: a function call turn comes right
-after a user turn or a function response turn; a function response turn
+enforces with a 400 ``INVALID_ARGUMENT`` (quoted in :data:`CALL_AFTER` and
+the two after it): a function call turn comes right after a user turn or a
+function response turn (so never first); a function response turn
 comes right after a function call turn, with one response per call, by name;
 and a call is answered before anything else is said.
 """
@@ -20,6 +21,15 @@ from typing import Any
 
 PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 PART_KINDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult")
+
+
+CALL_AFTER = "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+RESPONSE_AFTER = "Please ensure that function response turn comes immediately after a function call turn."
+RESPONSE_COUNT = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts of the "
+    "function call turn."
+)
+"""The API's own words for the three rules (what its 400 ``INVALID_ARGUMENT`` says)."""
 
 
 def is_gemini_path(path: str) -> bool:
@@ -54,13 +64,12 @@ def check_gemini(headers: Mapping[str, str], body: Any) -> list[str]:
                 problems.append(f"{where}.parts[{k}]: exactly one of {', '.join(PART_KINDS)} is required, got {kinds}")
         calls, responses = _names(content, "functionCall"), _names(content, "functionResponse")
         before_calls = _names(previous, "functionCall")
-        if calls and previous and previous.get("role") == "model":
-            problems.append(f"{where}: a function call turn must come right after a user turn or a function response turn")
-        if responses and responses != before_calls:
-            problems.append(
-                f"{where}: a function response turn must come right after the function call turn it answers, one "
-                f"response per call (calls {dict(before_calls)}, responses {dict(responses)})"
-            )
+        if calls and (not previous or previous.get("role") == "model"):
+            problems.append(f"{where}: {CALL_AFTER}")
+        if responses and not before_calls:
+            problems.append(f"{where}: {RESPONSE_AFTER}")
+        elif responses and responses != before_calls:
+            problems.append(f"{where}: {RESPONSE_COUNT} (calls {dict(before_calls)}, responses {dict(responses)})")
         if before_calls and not responses:
             problems.append(f"{where}: the function calls {dict(before_calls)} of the turn before are not answered")
         previous = content

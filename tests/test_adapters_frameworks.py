@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from contextfold import Conversation
 from contextfold.adapters.genai import from_genai, to_genai
 from contextfold.codec import conversation_from_dict, conversation_to_dict
+from contextfold.errors import InvalidContent, UnknownRole
 
-ROUND_TRIPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ROUND_TRIPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _reload(conversation: Conversation) -> Conversation:
@@ -42,3 +45,58 @@ def test_langchain_round_trip(messages: list[Any]) -> None:
     assert to_langchain(conversation) == messages
     assert to_langchain(_reload(conversation)) == messages
     assert conversation.validate() == []
+
+
+# --------------------------------------------------------------------------- what the pipeline does to them
+
+
+def test_genai_edits_and_repairs_reach_the_wire_in_gemini_shapes() -> None:
+    """A shortened JSON output is sent as ``{"result": text}``; a repair's error result joins the turn's responses."""
+    contents = [
+        {"role": "user", "parts": [{"text": "task"}]},
+        {"role": "model", "parts": [{"function_call": {"name": "ls", "args": {}}},
+                                    {"function_call": {"name": "cat", "args": {"path": "a"}}}]},
+        {"role": "user", "parts": [{"function_response": {"name": "ls", "response": {"files": ["a", "b"]}}}]},
+    ]
+    conversation = from_genai(contents)
+    result = conversation[2].tool_result
+    assert result is not None and json.loads(result.text) == {"files": ["a", "b"]}
+    shortened = conversation[2].with_blocks([replace(result, content='{"files": ["a", … 1 more')])
+    repaired, repairs = conversation.with_items([*conversation.items[:2], shortened]).repair()
+    assert [r.action for r in repairs] == ["answered_call"]
+    [turn] = to_genai(repaired)[2:]
+    assert [p["function_response"]["name"] for p in turn["parts"]] == ["ls", "cat"]
+    assert turn["parts"][0]["function_response"]["response"] == {"result": '{"files": ["a", … 1 more'}
+    assert "error" in turn["parts"][1]["function_response"]["response"]
+
+
+def test_genai_errors_name_the_content_and_field() -> None:
+    with pytest.raises(UnknownRole) as role:
+        from_genai([{"role": "user", "parts": [{"text": "a"}]}, {"role": "tool", "parts": []}])
+    assert role.value.index == 1
+    with pytest.raises(InvalidContent) as orphan:
+        from_genai([{"role": "user", "parts": [{"function_response": {"name": "ls", "response": {}}}]}])
+    assert (orphan.value.index, orphan.value.field) == (0, "parts[0].function_response")
+
+
+def test_langchain_reads_what_it_can_pair_and_writes_other_formats() -> None:
+    from langchain_core.messages import AIMessage, ChatMessage, HumanMessage, ToolMessage
+
+    from contextfold.adapters.langchain import from_langchain, to_langchain
+
+    with pytest.raises(UnknownRole) as role:
+        from_langchain([HumanMessage("a"), ChatMessage(content="b", role="critic")])
+    assert role.value.index == 1
+    with pytest.raises(InvalidContent):
+        from_langchain([HumanMessage("a"), ToolMessage("r", tool_call_id="nowhere")])
+    chat = Conversation.from_openai([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+    ])
+    assert to_langchain(chat) == [
+        HumanMessage("task"),
+        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1", "type": "tool_call"}]),
+        ToolMessage("a b", tool_call_id="c1"),
+    ]

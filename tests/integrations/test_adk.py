@@ -94,7 +94,7 @@ def test_the_server_rejects_a_summary_in_a_model_turn(server: ToolLoopServer, mo
     """The mutation check: written as a model turn (as ADK's own summarizer does), the summary puts the tail's
     first function call right after a model turn, which Gemini rejects."""
     monkeypatch.setattr(adk, "SUMMARY_ROLE", "model")
-    with pytest.raises(errors.ClientError, match="function call turn must come right after a user turn"):
+    with pytest.raises(errors.ClientError, match="function call turn comes immediately after a user turn"):
         run(server)
     assert server.problems
 

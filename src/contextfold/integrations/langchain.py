@@ -132,8 +132,9 @@ class ContextfoldMiddleware(AgentMiddleware):
         while len(self._threads) > MAX_THREADS:
             self._threads.popitem(last=False)
         new = from_langchain(messages[len(thread.ids) :], known_call_ids=thread.calls)
-        thread.calls.update(call.id for item in new for call in item.tool_calls)
-        thread.context.add([self.states.revive(item) for item in new])
+        items = [*new.header.system, *new]  # system messages in the state stay where they are
+        thread.calls.update(call.id for item in items for call in item.tool_calls)
+        thread.context.add([self.states.revive(item) for item in items])
         thread.ids = ids
         return thread
 
