@@ -37,9 +37,10 @@ from itertools import count
 from typing import Any
 
 from fake_llm_server import Fault, check_chat, check_messages, check_responses, error_response, write_events
+from gemini_wire import calls_in_gemini, check_gemini, gemini_error, gemini_reply, is_gemini_path, seen_gemini
 
 ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses"}
-CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses}
+CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses, "gemini": check_gemini}
 _FAULT_ROUTES = {"anthropic": "messages", "openai": "chat", "responses": "responses"}
 CHARS_PER_TOKEN = 4
 MAX_CACHE_BREAKPOINTS = 4
@@ -140,11 +141,13 @@ def _seen_responses(body: Mapping[str, Any]) -> tuple[str, str, list[tuple[str, 
     return system, task, tail[::-1]
 
 
-SEEN = {"anthropic": _seen_anthropic, "openai": _seen_openai, "responses": _seen_responses}
+SEEN = {"anthropic": _seen_anthropic, "openai": _seen_openai, "responses": _seen_responses, "gemini": seen_gemini}
 
 
 def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
-    """(id, name, arguments) of every tool call in a request."""
+    """(id, name, arguments) of every tool call in a request (Gemini's have no id: ``None``)."""
+    if provider == "gemini":
+        return calls_in_gemini(body)
     if provider == "responses":
         items = body["input"] if isinstance(body["input"], list) else []
         return [(i["call_id"], i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
@@ -166,7 +169,7 @@ def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str, str, An
 
 def _prompt_chars(body: Mapping[str, Any]) -> str:
     """The request as the provider caches it: tools, system, messages, without the breakpoint markers."""
-    parts = [body.get(key) for key in ("tools", "system", "instructions", "messages", "input")]
+    parts = [body.get(key) for key in ("tools", "system", "instructions", "systemInstruction", "messages", "input", "contents")]
     return json.dumps(parts).replace(', "cache_control": {"type": "ephemeral"}', "")
 
 
@@ -203,7 +206,7 @@ class ScriptedModel:
 
     def base_url(self, provider: str) -> str:
         """What the provider's SDK takes as ``base_url``."""
-        return self.url if provider == "anthropic" else f"{self.url}/v1"
+        return self.url if provider in ("anthropic", "gemini") else f"{self.url}/v1"
 
     @property
     def valid(self) -> list[Exchange]:
@@ -260,7 +263,8 @@ class ScriptedModel:
             if marks > MAX_CACHE_BREAKPOINTS:
                 problems.append(f"{marks} cache_control blocks, at most {MAX_CACHE_BREAKPOINTS} are allowed")
         for call_id, name, arguments in _calls_in(provider, body):
-            if self.issued.get(call_id) != (name, arguments):
+            issued = self.issued.get(call_id) == (name, arguments) if call_id else (name, arguments) in self.issued.values()
+            if not issued:
                 problems.append(f"tool call {call_id} ({name}) is not one this server issued with these arguments")
         return problems
 
@@ -357,7 +361,7 @@ def _responses_reply(
     }
 
 
-REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}
+REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply, "gemini": gemini_reply}
 
 
 # --------------------------------------------------------------------------- the same answers, streamed
@@ -438,6 +442,8 @@ STREAMS = {"anthropic": _anthropic_events, "openai": _chat_events, "responses": 
 
 def _error(provider: str, message: str) -> dict[str, Any]:
     """The provider's 400 body for an invalid request."""
+    if provider == "gemini":
+        return gemini_error(message)
     return error_response(_FAULT_ROUTES[provider], Fault.invalid(message))[2]
 
 
@@ -447,7 +453,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             """Quiet: the tests assert on what was recorded."""
 
         def do_POST(self) -> None:
-            provider = ROUTES.get(self.path.split("?", 1)[0])
+            provider = ROUTES.get(self.path.split("?", 1)[0]) or ("gemini" if is_gemini_path(self.path) else None)
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             body: Any = None
             if provider is None:

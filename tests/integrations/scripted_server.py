@@ -34,6 +34,7 @@ from agent_model_server import Call, ScriptedModel, Seen, Turn
 
 from contextfold import Conversation, Estimator
 from contextfold.adapters import adapter_for
+from contextfold.adapters.genai import from_genai
 from contextfold.errors import ContextfoldError
 
 TASK = (
@@ -65,6 +66,8 @@ def chunk_text(chunk: int, lines: int = 24) -> str:
 
 def request_conversation(provider: str, body: Mapping[str, Any]) -> Conversation:
     """A request body read through contextfold's adapters (the Responses ``instructions`` become a system item)."""
+    if provider == "gemini":
+        return gemini_conversation(body)
     adapter = adapter_for(provider)
     if provider == "anthropic":
         return adapter.read(body["messages"], system=body.get("system"), tools=body.get("tools"))
@@ -73,6 +76,15 @@ def request_conversation(provider: str, body: Mapping[str, Any]) -> Conversation
     items = body["input"] if isinstance(body["input"], list) else [{"role": "user", "content": body["input"]}]
     instructions = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
     return adapter.read([*instructions, *items], tools=body.get("tools"))
+
+
+def gemini_conversation(body: Mapping[str, Any]) -> Conversation:
+    """A ``generateContent`` body read through google-genai's own models (camelCase JSON) and contextfold's adapter."""
+    from google.genai import types
+
+    contents = [types.Content.model_validate(content) for content in body["contents"]]
+    system = body.get("systemInstruction")
+    return from_genai(contents, system_instruction=types.Content.model_validate(system) if system else None)
 
 
 class ToolLoopServer(ScriptedModel):
