@@ -11,6 +11,7 @@ from framework_strategies import genai_contents, langchain_messages
 from hypothesis import HealthCheck, given, settings
 
 from contextfold import Conversation
+from contextfold.adapters import from_openai
 from contextfold.adapters.genai import from_genai, to_genai
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.errors import InvalidContent, UnknownRole
@@ -89,7 +90,7 @@ def test_langchain_reads_what_it_can_pair_and_writes_other_formats() -> None:
     assert role.value.index == 1
     with pytest.raises(InvalidContent):
         from_langchain([HumanMessage("a"), ToolMessage("r", tool_call_id="nowhere")])
-    chat = Conversation.from_openai([
+    chat = from_openai([
         {"role": "user", "content": "task"},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},

@@ -23,8 +23,10 @@ dropped with a :class:`LossyConversion` warning.
 
 Agent frameworks that keep their history in types of their own have adapters
 of the same kind beside these, used by :mod:`contextfold.integrations`:
-:mod:`.strands` (Strands' Bedrock Converse messages) and :mod:`.pydantic_ai`
-(pydantic-ai's ``ModelMessage`` objects), each with its exact round trip.
+:mod:`.strands` (Strands' Bedrock Converse messages), :mod:`.pydantic_ai`
+(pydantic-ai's ``ModelMessage`` objects), :mod:`.langchain` (LangChain
+message objects) and :mod:`.genai` (google-genai ``Content`` lists, as Gemini
+and Google ADK hold them, and ADK events), each with its exact round trip.
 
 Reading errors name the index in the list the caller passed and the field
 (``content[2].tool_use_id``); writing errors name the index in
