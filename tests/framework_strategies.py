@@ -107,7 +107,8 @@ def _lc_ai(draw: Draw, ids: count) -> tuple[Any, list[str]]:
     fields: dict[str, Any] = {"content": content, "tool_calls": calls}
     fields = _maybe(draw, fields, "id", st.just(f"lc_run--{next(ids)}"))
     fields = _maybe(draw, fields, "response_metadata", st.just({"model_name": "gpt-4.1", "finish_reason": "stop"}))
-    fields = _maybe(draw, fields, "usage_metadata", st.just({"input_tokens": 12, "output_tokens": 3, "total_tokens": 15}))
+    usage = {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15}
+    fields = _maybe(draw, fields, "usage_metadata", st.just(usage))
     fields = _maybe(draw, fields, "additional_kwargs", st.just({"refusal": None}))
     return AIMessage(**fields), [c["id"] for c in calls]
 

@@ -20,10 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
-PART_KINDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult")
+PART_KINDS = (
+    "text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult"
+)
 
 
-CALL_AFTER = "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+CALL_AFTER = (
+    "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+)
 RESPONSE_AFTER = "Please ensure that function response turn comes immediately after a function call turn."
 RESPONSE_COUNT = (
     "Please ensure that the number of function response parts is equal to the number of function call parts of the "
@@ -112,7 +116,9 @@ def calls_in_gemini(body: Mapping[str, Any]) -> list[tuple[str | None, str, Any]
     ]
 
 
-def gemini_reply(body: Mapping[str, Any], turn: Any, ids: Sequence[str], prompt: int, cached: int, output: int) -> dict[str, Any]:
+def gemini_reply(
+    body: Mapping[str, Any], turn: Any, ids: Sequence[str], prompt: int, cached: int, output: int
+) -> dict[str, Any]:
     """A ``GenerateContentResponse`` for a scripted turn: its text, then one ``functionCall`` part per call.
 
     The ids stay on the server (Gemini's API sends none); usage is reported

@@ -90,7 +90,8 @@ def _interrupted(agent: Any, thread: str) -> dict[str, Any]:
     config: Any = {"configurable": {"thread_id": thread}}
     agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config)
     agent.update_state(config, {"messages": [{"role": "user", "content": "Stop and report."}]}, as_node="tools")
-    assert [v.kind for v in from_langchain(agent.get_state(config).values["messages"]).validate()] == ["unanswered_call"]
+    state = agent.get_state(config).values["messages"]
+    assert [v.kind for v in from_langchain(state).validate()] == ["unanswered_call"]
     return config
 
 
@@ -110,7 +111,8 @@ def test_a_dangling_call_from_an_interrupted_run_is_answered_in_the_request() ->
         config = _interrupted(agent, "repaired")
         agent.invoke(None, config)
         assert server.problems == [] and agent.get_state(config).values["messages"][-1].content == "Stopped."
-        assert [m["role"] for m in server.exchanges[-1].body["messages"]] == ["system", "user", "assistant", "tool", "user"]
+        sent = server.exchanges[-1].body["messages"]
+        assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
         with pairing_disabled():
             config = _interrupted(agent, "not repaired")
             with pytest.raises(BadRequestError, match="tool"):
@@ -126,7 +128,8 @@ def test_summarization_middleware_takes_the_summary_callable() -> None:
                                          keep=("messages", 2), summarizer=summarize, trim_tokens_to_summarize=None)
     messages = [HumanMessage(TASK, id="h")]
     for n in range(4):
-        messages += [AIMessage("", tool_calls=[{"name": "read_chunk", "args": {"chunk": n}, "id": f"c{n}"}], id=f"a{n}"),
+        call = {"name": "read_chunk", "args": {"chunk": n}, "id": f"c{n}"}
+        messages += [AIMessage("", tool_calls=[call], id=f"a{n}"),
                      ToolMessage(chunk_text(n), tool_call_id=f"c{n}", id=f"t{n}")]
     update = middleware.before_model({"messages": messages}, None)
     summary = update["messages"][1].content

@@ -53,7 +53,8 @@ from ..conversation import (
     new_id,
 )
 from ..errors import InvalidContent, UnknownRole
-from ._common import as_list, compact, foreign_block, merged, read_object
+from ._reading import CallIds, as_list, read_object
+from ._writing import foreign_block, merged, without_nones
 
 ORIGIN = "genai"
 TARGET = "Gemini (google-genai)"
@@ -81,8 +82,10 @@ def from_genai(
     :class:`InvalidContent` (wrong types, a response to no call).
     """
     reader = _Reader(known_call_ids)
-    items = [item for index, raw in enumerate(as_list(contents, None, "contents")) for item in reader.content(raw, index)]
-    header = Header(system=(reader.system(system_instruction),) if system_instruction is not None else (), meta={"origin": ORIGIN})
+    raws = as_list(contents, None, "contents")
+    items = [item for index, raw in enumerate(raws) for item in reader.content(raw, index)]
+    system = (reader.system(system_instruction),) if system_instruction is not None else ()
+    header = Header(system=system, meta={"origin": ORIGIN})
     return Conversation(items, header)
 
 
@@ -109,7 +112,7 @@ class _Reader:
     """Reads contents in order, remembering which calls are still open (to pair responses without ids)."""
 
     def __init__(self, known_call_ids: Iterable[str]) -> None:
-        self.calls = set(known_call_ids)
+        self.calls = CallIds(known_call_ids)
         self.open: list[ToolCall] = []  # calls of the last model turn not answered yet
 
     def system(self, raw: Any) -> Item:
@@ -144,7 +147,8 @@ class _Reader:
                 items.append(Item("tool", (result,), meta={"origin": ORIGIN, "content": group, "parts": [position]}))
             elif "function_call" in wire.rest:
                 if role != "model":
-                    raise InvalidContent(index, f"{field}.function_call", "a function call can only come from the model")
+                    reason = "a function call can only come from the model"
+                    raise InvalidContent(index, f"{field}.function_call", reason)
                 kept.append(self._call(wire, index, position))
                 positions.append(position)
             else:
@@ -213,7 +217,8 @@ def to_genai(conversation: Conversation) -> list[dict[str, Any]]:
     groups: list[tuple[Any, list[tuple[int, Item]]]] = []
     for index, item in enumerate(conversation.items):
         key = _group_key(item, index)
-        if groups and (groups[-1][0] == key or (key is None and item.role == "tool" and groups[-1][1][-1][1].role == "tool")):
+        after_results = key is None and item.role == "tool" and bool(groups) and groups[-1][1][-1][1].role == "tool"
+        if groups and (groups[-1][0] == key or after_results):
             groups[-1][1].append((index, item))
         else:
             groups.append((key, [(index, item)]))
@@ -266,7 +271,8 @@ def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict
     if isinstance(block, ToolCall):
         no_id, no_args = own.pop("no_id", False), own.pop("no_args", False)
         args = None if no_args and not block.arguments else dict(block.arguments)
-        return merged({"function_call": compact(id=None if no_id else block.id, name=block.name, args=args)}, own)
+        call = without_nones(id=None if no_id else block.id, name=block.name, args=args)
+        return merged({"function_call": call}, own)
     if isinstance(block, ToolResult):
         return merged({"function_response": _response(block, own)}, own)
     if isinstance(block, Opaque) and block.provider == ORIGIN:
@@ -291,4 +297,4 @@ def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, Any]:
             response = parsed
     if result.is_error and response is not None and "error" not in response:
         response = {"error": text}
-    return compact(id=None if no_id else result.call_id, name=name, response=response)
+    return without_nones(id=None if no_id else result.call_id, name=name, response=response)

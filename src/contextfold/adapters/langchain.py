@@ -47,7 +47,8 @@ from ..conversation import (
 )
 from ..errors import InvalidContent, UnknownRole
 from ..usage import Usage
-from ._common import as_list, foreign_block, read_object, require_call, with_leading_system
+from ._reading import CallIds, as_list, read_object, require_call, with_leading_system
+from ._writing import foreign_block
 
 ORIGIN = "langchain"
 TARGET = "LangChain messages"
@@ -63,7 +64,7 @@ STRING = "lc_string"
 
 def from_langchain(messages: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
     """Read LangChain messages. Errors name the message index and field."""
-    calls = set(known_call_ids)
+    calls = CallIds(known_call_ids)
     items = [_read_message(message, index, calls) for index, message in enumerate(as_list(messages, None, "messages"))]
     return with_leading_system(items, (), ORIGIN)
 
@@ -85,7 +86,7 @@ def _fields(message: Any, index: int) -> tuple[str, dict[str, Any], dict[str, An
     return kind, modelled, extra
 
 
-def _read_message(message: Any, index: int, calls: set[str]) -> Item:
+def _read_message(message: Any, index: int, calls: CallIds) -> Item:
     kind, fields, extra = _fields(message, index)
     role = _ROLES[kind]
     meta: dict[str, Any] = {"origin": ORIGIN}
@@ -127,7 +128,7 @@ def _read_part(part: Any, index: int, field: str) -> Block:
     return Opaque(wire.data, ORIGIN)
 
 
-def _read_call(call: Any, index: int, field: str, calls: set[str]) -> ToolCall:
+def _read_call(call: Any, index: int, field: str, calls: CallIds) -> ToolCall:
     wire = read_object(call, index, field)
     name = wire.take("name", str)
     args = wire.take("args", Mapping)
@@ -171,10 +172,11 @@ def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dic
         return {"content": content, "tool_call_id": result.call_id, "status": "error" if result.is_error else "success"}
     calls = item.tool_calls
     blocks = [b for b in item.blocks if not isinstance(b, ToolCall)]
-    fields: dict[str, Any] = {"content": _content(blocks, item.meta.get("shape") if same else None, same, index, prefix)}
+    shape = item.meta.get("shape") if same else None
+    fields: dict[str, Any] = {"content": _content(blocks, shape, same, index, prefix)}
     if calls:
         fields["tool_calls"] = [
-            {"name": c.name, "args": dict(c.arguments), "id": c.id, **(dict(c.extra) if same else {"type": "tool_call"})}
+            {"name": c.name, "args": dict(c.arguments), "id": c.id, **(c.extra if same else {"type": "tool_call"})}
             for c in calls
         ]
     return fields
