@@ -68,6 +68,7 @@ def run_script(path: Path, server: ScriptedModel, cwd: Path, *args: str) -> subp
         "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": server.base_url("anthropic"),
         "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url("openai"),
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": server.base_url("gemini"),
     }
     return subprocess.run([sys.executable, str(path), *args], check=False, cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)

@@ -26,12 +26,16 @@ SCRIPTS = {  # examples/ script -> (module it needs, the extra that installs it)
     "openai_agents_example.py": ("agents", "openai-agents"),
     "pydantic_ai_example.py": ("pydantic_ai", "pydantic-ai"),
     "strands_example.py": ("strands", "strands"),
+    "langchain_agent.py": ("langchain_openai", "langchain"),
+    "adk_agent.py": ("google.adk", "adk"),
 }
 SECTIONS = {  # README heading -> the same
     "## In an agent loop": ("anthropic", "anthropic"),
     "### OpenAI Agents SDK": ("agents", "openai-agents"),
     "### pydantic-ai": ("pydantic_ai", "pydantic-ai"),
     "### Strands Agents": ("strands", "strands"),
+    "### LangChain v1": ("langchain_openai", "langchain"),
+    "### Google ADK": ("google.adk", "adk"),
 }
 
 
