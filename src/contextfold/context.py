@@ -44,7 +44,7 @@ from .errors import (
 )
 from .limits import ModelLimits, model_limits
 from .pipeline.base import Budget, Event, Policy
-from .pipeline.invariants import RequestCheck
+from .pipeline.invariants import InvariantCheck
 from .pipeline.persist import offload
 from .pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
 from .redaction import describe, redact_item
@@ -123,7 +123,7 @@ class Context:
         self._by_id: dict[str, Item] = {}  # history items by id, to record views by reference
         self._view = Conversation()  # what is sent: appended to as items arrive, replaced when a stage fires
         self._processed = 0  # view items the cheap stages have seen
-        self._check = RequestCheck()
+        self._check = InvariantCheck()
         self._renderers: dict[str, Renderer] = {}
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None

@@ -16,7 +16,7 @@ from ..errors import InvalidConversation
 from .base import Event
 
 
-class RequestCheck:
+class InvariantCheck:
     """The invariant check of one session's requests, remembering how far the current view was checked."""
 
     def __init__(self) -> None:

@@ -29,7 +29,7 @@ from .dump import DumpedRequest, read_requests
 from .probes import Haystack, SessionProbes, Survival, evaluate
 from .recall import Recall, session_needs
 from .recall import evaluate as evaluate_recall
-from .render import message_text, message_tokens, render_item, render_tools, tools_tokens
+from .render import Message, as_message, render_item, render_tools, tools_tokens
 from .result import AGENT, RequestRecord, Totals, priced, summarize
 from .summary_price import INSTRUCTION, SummaryPricer
 
@@ -93,31 +93,33 @@ def recount(
 
 
 class _Counter:
-    """Tokens and text of dumped messages, each distinct message (by its canonical JSON) worked out once."""
+    """Tokens and text of dumped messages, each distinct message (by its canonical JSON) read back once."""
 
     def __init__(self, estimator: Estimator) -> None:
         self.estimator = estimator
-        self._tokens: dict[str, int] = {}
-        self._texts: dict[tuple[str, bool], str] = {}
+        self._messages: dict[str, Message] = {}
+        self._tools: dict[str, int] = {}
 
     @staticmethod
     def key(value: Any) -> str:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
-    def message(self, key: str, data: Mapping[str, Any]) -> int:
-        if key not in self._tokens:
-            self._tokens[key] = message_tokens(data, self.estimator)
-        return self._tokens[key]
+    def read(self, key: str, data: dict[str, Any]) -> Message:
+        if key not in self._messages:
+            self._messages[key] = as_message(data)
+        return self._messages[key]
+
+    def message(self, key: str, data: dict[str, Any]) -> int:
+        return self.estimator.item(self.read(key, data).item)
 
     def tools(self, key: str, tools: Sequence[Mapping[str, Any]]) -> int:
-        if key not in self._tokens:
-            self._tokens[key] = tools_tokens(tools, self.estimator)
-        return self._tokens[key]
+        if key not in self._tools:
+            self._tools[key] = tools_tokens(tools, self.estimator)
+        return self._tools[key]
 
-    def text(self, key: str, data: Mapping[str, Any], *, decode_arguments: bool = True) -> str:
-        if (key, decode_arguments) not in self._texts:
-            self._texts[key, decode_arguments] = message_text(data, decode_arguments=decode_arguments)
-        return self._texts[key, decode_arguments]
+    def text(self, key: str, data: dict[str, Any], *, decode_arguments: bool = True) -> str:
+        message = self.read(key, data)
+        return message.text if decode_arguments else message.wire_text
 
 
 class _DumpedRules:
@@ -164,4 +166,4 @@ class _DumpedRules:
         return broken
 
     def _holds_task(self, messages: list[dict[str, Any]]) -> bool:
-        return self.task in messages or any(self.task_text in message_text(m) for m in messages)
+        return self.task in messages or any(self.task_text in as_message(m).text for m in messages)

@@ -3,27 +3,26 @@
 Every figure the replay reports is computed from this one rendering, so the
 ``--requests`` dump holds exactly what was counted, and a recount from the
 dump alone (:mod:`.check`) arrives at the same numbers. Each item is rendered
-once and counted once per tokenizer (both memoized in ``Item.memo``), which
-keeps a replay at O(total items) tokenization however many requests repeat an
-item.
-
-Counting a message (in tokens of the replay's tokenizer) follows the
-:class:`~contextfold.tokens.Estimator`'s rules: its per-message framing, the
-text of the content, the reasoning, and each tool call's name and arguments
-with the call framing; a tool message adds the result framing; an image costs
-what the estimator charges for it. Other keys of a message are not counted.
+by the adapter once, and what was rendered is read back by the adapter into
+the neutral model (:func:`read_message`); that item is what is counted, with
+the same :class:`~contextfold.tokens.Estimator` the facade uses, and
+searched. The recount reads the dumped messages back the same way, so the
+two share the rules and nothing else. Both the rendering and the count are
+memoized in ``Item.memo``, which keeps a replay at O(total items)
+tokenization however many requests repeat an item.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from ..adapters.openai_chat import to_openai, tools_to_openai
-from ..conversation import Block, Conversation, Document, Header, Image, Item, Opaque, ToolResult
+from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
+from ..conversation import Block, Conversation, Header, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult
 from ..errors import InvalidMessage
 from ..tokens import Estimator
 
@@ -32,24 +31,46 @@ _RENDERED = "replay:openai"
 
 @dataclass(frozen=True, eq=False)
 class Message:
-    """One item as sent: the wire message, its JSON line fragment (for the dump) and its searchable text.
+    """One item as sent: the wire message, its JSON line fragment (for the dump), the message read back
+    (what is counted) and its searchable text.
 
     Compared by identity (``eq=False``): the same item gives the same object.
     """
 
     data: dict[str, Any]
     json: str
+    item: Item
     text: str
 
     @cached_property
     def wire_text(self) -> str:
         """The message's text with tool-call arguments as sent (JSON), where recall looks for what was used."""
-        return message_text(self.data, decode_arguments=False)
+        return item_text(self.item, decode_arguments=False)
+
+
+class _AnyCall(AbstractSet[str]):
+    """Every call id: a message read on its own may answer a call made in an earlier message."""
+
+    def __contains__(self, call_id: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def read_message(data: Mapping[str, Any]) -> Item:
+    """One Chat Completions message read back by the adapter into a neutral item, out of its request."""
+    conversation = from_openai([data], known_call_ids=_AnyCall())
+    return (*conversation.header.system, *conversation.items)[0]
 
 
 def as_message(data: dict[str, Any]) -> Message:
-    """A wire message with its JSON and searchable text."""
-    return Message(data, json.dumps(data, ensure_ascii=False), message_text(data))
+    """A wire message with its JSON, the item it reads back as, and its searchable text."""
+    item = read_message(data)
+    return Message(data, json.dumps(data, ensure_ascii=False), item, item_text(item))
 
 
 def render_item(item: Item) -> Message | None:
@@ -93,7 +114,7 @@ def render_request(request: Conversation, estimator: Estimator) -> tuple[list[Me
             raise type(error)(index, prefix + error.field, f"item {item.id!r}: {error.reason}") from error
         if rendered is not None:
             messages.append(rendered)
-            tokens.append(item_tokens(item, estimator))
+            tokens.append(estimator.item(rendered.item))
     return messages, tokens
 
 
@@ -104,13 +125,9 @@ def summary_positions(request: Conversation, messages: Sequence[Message]) -> lis
 
 
 def item_tokens(item: Item, estimator: Estimator) -> int:
-    """Tokens of the item's rendered message (0 when nothing of it is sent), memoized per tokenizer."""
-    key = f"replay:{estimator.name}"
-    tokens = item.memo.get(key)
-    if tokens is None:
-        rendered = render_item(item)
-        tokens = item.memo[key] = 0 if rendered is None else message_tokens(rendered.data, estimator)
-    return tokens
+    """Tokens of the item as sent (0 when nothing of it is)."""
+    rendered = render_item(item)
+    return 0 if rendered is None else estimator.item(rendered.item)
 
 
 def render_tools(header: Header) -> list[dict[str, Any]]:
@@ -122,73 +139,46 @@ def render_tools(header: Header) -> list[dict[str, Any]]:
         return tools_to_openai(Conversation((), replace(header, tools=tools)))
 
 
-# --------------------------------------------------------------------------- counting and searching
-
-
-def message_tokens(data: Mapping[str, Any], estimator: Estimator) -> int:
-    """Tokens of one Chat Completions message (see the module docstring for what is counted)."""
-    costs, count = estimator.costs, estimator.text
-    tokens = costs.message_tokens + (costs.tool_result_tokens if data.get("role") == "tool" else 0)
-    content = data.get("content")
-    if isinstance(content, str):
-        tokens += count(content)
-    elif isinstance(content, list):
-        tokens += sum(_part_tokens(part, estimator) for part in content)
-    reasoning = data.get("reasoning_content")
-    if isinstance(reasoning, str):
-        tokens += count(reasoning)
-    for call in _calls(data):
-        name, arguments = _call_text(call)
-        tokens += costs.tool_call_tokens + count(name) + count(arguments)
-    return tokens
-
-
 def tools_tokens(tools: Sequence[Mapping[str, Any]], estimator: Estimator) -> int:
-    """Tokens of the tool definitions: name, description and JSON schema of each, with the spec framing."""
-    costs, count = estimator.costs, estimator.text
-    tokens = 0
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping):
-            schema = json.dumps(function.get("parameters", {}), ensure_ascii=False)
-            tokens += count(str(function.get("name", ""))) + count(str(function.get("description") or ""))
-            tokens += costs.tool_spec_tokens + count(schema)
-        else:
-            tokens += costs.tool_spec_tokens + count(json.dumps(tool, ensure_ascii=False))
-    return tokens
+    """Tokens of tool definitions in Chat Completions form, read back by the adapter."""
+    return estimator.tools(from_openai([], tools=tools).header.tools)
 
 
-def message_text(data: Mapping[str, Any], *, decode_arguments: bool = True) -> str:
-    """Everything of a message a reader could find a fact in: content text, reasoning, tool names and arguments.
+# --------------------------------------------------------------------------- searching
+
+
+def item_text(item: Item, *, decode_arguments: bool = True) -> str:
+    """Everything of a sent item a reader could find a fact in: its text, reasoning, tool names and arguments.
 
     Arguments are searched as the strings they hold, decoded from JSON (a
     path in them reads as written); with ``decode_arguments`` false, as the
-    JSON text sent, which is what forward-reference recall
-    (:mod:`.recall`) reads, as the reference scorer does.
+    JSON text sent, which is what forward-reference recall (:mod:`.recall`)
+    reads, as the reference scorer does.
     """
     parts: list[str] = []
-    content = data.get("content")
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        parts.extend(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    if isinstance(data.get("reasoning_content"), str):
-        parts.append(data["reasoning_content"])
-    for call in _calls(data):
-        name, arguments = _call_text(call)
-        parts.append(name)
-        parts.extend(_strings(arguments) if decode_arguments else [arguments])
+    for block in item.blocks:
+        if isinstance(block, (Text, Summary, ToolResult)):
+            parts.append(block.text)
+        elif isinstance(block, Thinking):
+            parts.append(block.thinking)
+        elif isinstance(block, ToolCall):
+            parts.append(block.name)
+            sent = block.raw_arguments if block.raw_arguments is not None else json.dumps(block.arguments, ensure_ascii=False)
+            parts.extend(_strings(_decoded(sent)) if decode_arguments else [sent])
     return "\n".join(parts)
 
 
-def _strings(arguments: str) -> list[str]:
-    """The string values inside JSON arguments, decoded (a path in them reads as written), else the raw text."""
+def _decoded(arguments: str) -> Any:
     try:
-        decoded = json.loads(arguments)
+        return json.loads(arguments)
     except ValueError:
-        return [arguments]
+        return arguments
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings inside a JSON value, in order."""
     found: list[str] = []
-    stack = [decoded]
+    stack = [value]
     while stack:
         value = stack.pop()
         if isinstance(value, str):
@@ -198,31 +188,6 @@ def _strings(arguments: str) -> list[str]:
         elif isinstance(value, list):
             stack.extend(reversed(value))
     return found
-
-
-def _calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    calls = data.get("tool_calls")
-    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
-
-
-def _call_text(call: Mapping[str, Any]) -> tuple[str, str]:
-    """A call's name and arguments (a custom tool's free-text input)."""
-    body = call.get("function") or call.get("custom") or {}
-    arguments = body.get("arguments", body.get("input", ""))
-    return str(body.get("name", "")), arguments if isinstance(arguments, str) else json.dumps(arguments)
-
-
-def _part_tokens(part: Any, estimator: Estimator) -> int:
-    if not isinstance(part, Mapping):
-        return estimator.text(json.dumps(part, ensure_ascii=False))
-    kind = part.get("type")
-    if kind == "text" and isinstance(part.get("text"), str):
-        return estimator.text(part["text"])
-    if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
-        return estimator.block(Image(url=str(part["image_url"].get("url", ""))))
-    if kind == "file" and isinstance(part.get("file"), Mapping):
-        return estimator.block(Document(part["file"]))
-    return estimator.text(json.dumps(part, ensure_ascii=False))
 
 
 # --------------------------------------------------------------------------- the nearest OpenAI shape

@@ -39,7 +39,6 @@ from .render import (
     Message,
     as_message,
     item_tokens,
-    message_tokens,
     render_request,
     render_tools,
     summary_positions,
@@ -93,7 +92,7 @@ class _Replay:
         self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
         instruction = as_message(INSTRUCTION)
         self.summaries = SummaryPricer(prices, PromptCache(cache_ttl_s, _same_message), instruction,
-                                       message_tokens(instruction.data, estimator))
+                                       estimator.item(instruction.item))
         self._tools: tuple[Header, str, int] | None = None
 
     def summarizer_call(self, step: Step, request: Conversation, usage: Usage | None) -> None:
