@@ -12,9 +12,9 @@ import anthropic
 import pytest
 
 from contextfold import Context, ToolCall
-from contextfold.agent.command import refuse_without_yes
 from contextfold.agent.loop import Agent
 from contextfold.agent.tools import ToolError, Workspace
+from contextfold.cli.chat import refuse_without_yes
 
 
 class NoModel:

@@ -7,15 +7,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner, Result
 
 from contextfold.adapters.openai_chat import to_openai
 from contextfold.bench import Report, Session, Settings, available_strategies, find_sessions, run_bench, write_results
-from contextfold.bench.command import register
 from contextfold.bench.plots import cost_recall_chart, session_chart, trade_offs, write_plots
 from contextfold.bench.report import results_markdown
+from contextfold.cli import cli
 from contextfold.errors import UnknownSessionFormat
 from contextfold.replay import recount, strategies
 from contextfold.replay.dump import read_requests
@@ -191,14 +190,6 @@ def test_a_file_is_read_once_and_labels_stay_distinct(tmp_path: Path) -> None:
     twins = [Session("same", sessions[0].conversation), Session("same", sessions[1].conversation)]
     with pytest.raises(ValueError, match="share a label"):
         run_bench(twins, ["none"], Settings(3_000, tokenizer="estimate"))
-
-
-@click.group()
-def cli() -> None:
-    """A stand-in for the contextfold group."""
-
-
-register(cli)
 
 
 def invoke(*args: str) -> Result:

@@ -6,14 +6,13 @@ import json
 import time
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner, Result
 from test_replay_run import CONFIG, ESTIMATE
 
 from contextfold import importers
+from contextfold.cli import cli
 from contextfold.replay import StrategyConfig, recount, replay, strategies
-from contextfold.replay.command import register
 from contextfold.replay.cost import parse_prices
 from contextfold.replay.strategies.none import FullHistory
 from contextfold.tokens import exact_estimator
@@ -23,14 +22,6 @@ TOTALS_FIELDS = {
     "output_tokens", "cost_usd", "cost_no_cache_usd", "cache_hit_ratio", "peak_tokens", "overflows", "violations",
     "survival",
 }
-
-
-@click.group()
-def cli() -> None:
-    """A stand-in for the contextfold group."""
-
-
-register(cli)
 
 
 def invoke(*args: str) -> Result:

@@ -8,7 +8,7 @@
 
 Modules: :mod:`.run` (finding sessions, replaying them in parallel),
 :mod:`.report` (totals per strategy, ``results.json``, ``results.md``),
-:mod:`.plots` (PNG charts, with matplotlib), :mod:`.command` (``contextfold bench``).
+:mod:`.plots` (PNG charts, with matplotlib); the ``bench`` command is in :mod:`contextfold.cli.bench`.
 """
 
 from .report import Report, StrategyTotals, results_json, results_markdown, strategy_totals, write_results

@@ -26,7 +26,7 @@ from ..replay.cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES
 from ..replay.probes import PROBES
 from ..replay.result import AGENT, ReplayResult, Totals
 from ..replay.run import replay
-from ..tokens import Estimator
+from ..tokens import Estimator, named_estimator
 from ..usage import Usage
 
 TAU_BENCH_LIMIT = 20
@@ -283,10 +283,8 @@ _estimators: dict[str, Estimator] = {}
 
 def estimator_for(tokenizer: str) -> Estimator:
     """The counter a ``--tokenizer`` choice names, made once per process."""
-    from ..commands import make_estimator
-
     if tokenizer not in _estimators:
-        _estimators[tokenizer] = make_estimator(tokenizer)
+        _estimators[tokenizer] = named_estimator(tokenizer)
     return _estimators[tokenizer]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..errors import TokenizerUnavailable
 from .accuracy import RequestCheck, anchored_errors, error_summary, percentile
 from .anchored import TokenCounter
-from .estimator import NO_FRAMING, BlockCosts, Estimator, exact_estimator
+from .estimator import NO_FRAMING, TOKENIZER_CHOICES, BlockCosts, Estimator, exact_estimator, named_estimator
 from .text import (
     TOKENIZERS_DIR_ENV,
     CharRatioText,
@@ -39,6 +39,7 @@ from .text import (
 __all__ = [
     "NO_FRAMING",
     "TOKENIZERS_DIR_ENV",
+    "TOKENIZER_CHOICES",
     "BlockCosts",
     "CharRatioText",
     "Estimator",
@@ -53,6 +54,7 @@ __all__ = [
     "exact_estimator",
     "heuristic_tokens",
     "load_encoding",
+    "named_estimator",
     "percentile",
     "tiktoken_cache_dir",
 ]

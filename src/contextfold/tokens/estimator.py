@@ -32,6 +32,7 @@ from ..conversation import (
     ToolResult,
     ToolSpec,
 )
+from ..errors import TokenizerUnavailable
 from .media import b64decode, image_size, pdf_pages
 from .text import HeuristicText, TextCounter, TiktokenText
 
@@ -174,6 +175,23 @@ class Estimator:
         if isinstance(part, Mapping) and part.get("type") == "image":
             return self.costs.image_default_tokens
         return self.text(json.dumps(part, ensure_ascii=False, default=str))
+
+
+TOKENIZER_CHOICES = ("auto", "estimate", "o200k", "cl100k")
+"""What a command line may name as its token counter (``auto``: exact when the file is at hand offline)."""
+_ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
+
+
+def named_estimator(tokenizer: str) -> Estimator:
+    """The estimator one of :data:`TOKENIZER_CHOICES` names; ``auto`` falls back to the estimate when offline."""
+    if tokenizer == "estimate":
+        return Estimator()
+    if tokenizer == "auto":
+        try:
+            return exact_estimator("o200k_base")
+        except TokenizerUnavailable:
+            return Estimator()
+    return exact_estimator(_ENCODINGS[tokenizer])
 
 
 def exact_estimator(encoding: str = "o200k_base", tokenizers_dir: str | os.PathLike[str] | None = None) -> Estimator:

@@ -15,18 +15,20 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+import click
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from .commands import make_estimator
-from .pipeline.base import Event
-from .replay import replay
-from .replay.base import Sent, Step, StrategyConfig
-from .replay.strategies import create
-from .synthetic import generate_session
+from ..pipeline.base import Event
+from ..replay import replay
+from ..replay.base import Sent, Step, StrategyConfig
+from ..replay.strategies import create
+from ..synthetic import generate_session
+from ..tokens import named_estimator
+from .options import reports_errors, tokenizer_option
 
 RECENT_ROWS = 12
 
@@ -61,10 +63,19 @@ def _describe(events: list[Event]) -> tuple[str, str]:
     return stages, f"{sum(e.saved_tokens for e in events):,}"
 
 
-def run(*, rounds: int, seed: int, window: int, delay_s: float, tokenizer: str) -> None:
+@click.command()
+@click.option("--rounds", type=int, default=200, show_default=True, help="Tool rounds in the generated session.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--window", type=int, default=64_000, show_default=True, help="Context window in tokens.")
+@click.option("--delay", "delay_s", type=float, default=0.02, show_default=True,
+              help="Seconds between steps of the live view.")
+@tokenizer_option
+@reports_errors
+def demo(rounds: int, seed: int, window: int, delay_s: float, tokenizer: str) -> None:
+    """Replay a long generated coding-agent session through the pipeline, live, against the full history."""
     console = Console()
     session = generate_session(rounds=rounds, seed=seed)
-    estimator = make_estimator(tokenizer)
+    estimator = named_estimator(tokenizer)
     config = StrategyConfig(window_tokens=window)
     console.print(f"Replaying a generated coding-agent session: {len(session)} messages, {rounds} tool rounds, "
                   f"window {window:,} tokens, counted with {estimator.text.name}.")

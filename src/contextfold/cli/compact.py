@@ -1,4 +1,4 @@
-"""The ``contextfold compact`` command, and the summarizer options it shares with ``replay``.
+"""``contextfold compact``: compact a recorded session once and write the result.
 
 ``contextfold compact FILE --window N`` loads a recorded session, compacts it
 once through the public :class:`~contextfold.context.Context` (as a manual
@@ -13,59 +13,17 @@ would end up in shell history.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import importers
 from ..codec import conversation_to_dict
+from ..context import Context
 from ..conversation import Conversation
-from ..errors import ContextfoldError
-from .base import Summarizer
+from .options import make_summarizer, reports_errors, summarizer_options
 
-if TYPE_CHECKING:
-    from ..context import Context
-
-SUMMARIZERS = ("extractive", "anthropic", "openai")
 OUTPUT_FORMATS = ("session", "anthropic", "openai")
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def register(group: click.Group) -> None:
-    """Add the ``compact`` command to ``group`` (the ``contextfold`` command line)."""
-    group.add_command(compact_command)
-
-
-def summarizer_options(function: F) -> F:
-    """``--summarizer``, ``--model`` and ``--base-url``, for every command that summarizes."""
-    options = (
-        click.option("--summarizer", "summarizer_kind", type=click.Choice(SUMMARIZERS), default="extractive",
-                     show_default=True, help="Who writes the summary: offline extraction, or a model."),
-        click.option("--model", default=None, help="The summarizer's model (default: a small one of its provider)."),
-        click.option("--base-url", default=None,
-                     help="The summarizer's endpoint (an OpenAI-compatible server, a proxy, a local test server)."),
-    )
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def make_summarizer(kind: str, model: str | None = None, base_url: str | None = None) -> Summarizer:
-    """The summarizer a ``--summarizer`` choice names; keys from the environment."""
-    if kind == "extractive":
-        if model or base_url:
-            raise click.UsageError("--model and --base-url are for a model summarizer (--summarizer anthropic|openai)")
-        from .extractive import ExtractiveSummarizer
-
-        return ExtractiveSummarizer()
-    from .llm import AnthropicSummarizer, OpenAISummarizer
-
-    factory = AnthropicSummarizer if kind == "anthropic" else OpenAISummarizer
-    return factory(**({"model": model} if model else {}), base_url=base_url)
 
 
 @click.command("compact")
@@ -81,6 +39,7 @@ def make_summarizer(kind: str, model: str | None = None, base_url: str | None = 
               help="The N-th conversation of the file (0-based); needed when it holds several.")
 @click.option("--input-format", type=click.Choice(importers.FORMATS), default=None,
               help="The session format of FILE (detected when omitted).")
+@reports_errors
 def compact_command(
     file: Path,
     window: int,
@@ -94,20 +53,14 @@ def compact_command(
     input_format: str | None,
 ) -> None:
     """Compact a recorded session once and write the result."""
-    from ..context import Context
-
-    try:
-        conversation = _conversation(file, input_format, index)
-        context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url))
-        context.set_header(conversation.header)
-        context.add(list(conversation.items))
-        before = context.counter.count(context.view())
-        events = context.compact(instructions)
-        view = context.view()
-        text = _written(context, view, format_)
-    except ContextfoldError as error:
-        click.echo(f"contextfold: {error}", err=True)
-        sys.exit(2)
+    conversation = _conversation(file, input_format, index)
+    context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url))
+    context.set_header(conversation.header)
+    context.add(list(conversation.items))
+    before = context.counter.count(context.view())
+    events = context.compact(instructions)
+    view = context.view()
+    text = _written(context, view, format_)
     if output is None:
         click.echo(text)
     else:

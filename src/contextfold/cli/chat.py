@@ -1,6 +1,6 @@
 """The ``contextfold chat`` command: the reference coding agent, interactive or with ``-p "task"``.
 
-The command-line module adds it with :func:`register`. Interactive mode
+Interactive mode
 reads lines from stdin: a slash command (``/help`` lists them) or a message
 for the agent; after each turn a status line shows the context against the
 window and the stage that fired last. With ``-p`` the agent works on the
@@ -18,22 +18,18 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from contextfold import Context, ContextfoldError, UnknownModel, model_limits
-
-from .commands import Session, run_command
-from .display import RichDisplay
-from .loop import Agent, TurnLimit
-from .models import PROVIDERS, make_model, model_name
-from .tools import Approve, ToolError, Workspace
+from ..agent.commands import Session, run_command
+from ..agent.display import RichDisplay
+from ..agent.loop import Agent, TurnLimit
+from ..agent.models import PROVIDERS, make_model, model_name
+from ..agent.tools import Approve, ToolError, Workspace
+from ..context import Context
+from ..errors import ContextfoldError, UnknownModel
+from ..limits import model_limits
 
 TRANSCRIPT_DIR = ".contextfold"
 REPLY_TOKENS = 8_192
 """Longest reply asked of the model (capped by the model's own limit)."""
-
-
-def register(group: click.Group) -> None:
-    """Add the ``chat`` command to ``group`` (the ``contextfold`` command line)."""
-    group.add_command(chat)
 
 
 def reply_tokens(model: str) -> int:

@@ -1,8 +1,4 @@
-"""What the ``inspect`` and ``tokens`` commands do, separate from option parsing.
-
-Kept apart from :mod:`contextfold.cli` so that the command-line layer stays
-declarative and these functions can be called (and tested) directly.
-"""
+"""``contextfold inspect`` and ``contextfold tokens``: what is in a recorded session, and how right the count is."""
 
 from __future__ import annotations
 
@@ -13,24 +9,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import importers
-from .conversation import Conversation
-from .inspection import Composition, compose
-from .tokens import Estimator, TokenCounter, TokenizerUnavailable, anchored_errors, error_summary, exact_estimator
-
-_ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
-
-
-def make_estimator(tokenizer: str) -> Estimator:
-    """The estimator a ``--tokenizer`` choice names; ``auto`` falls back to the estimate when offline."""
-    if tokenizer == "estimate":
-        return Estimator()
-    if tokenizer == "auto":
-        try:
-            return exact_estimator("o200k_base")
-        except TokenizerUnavailable:
-            return Estimator()
-    return exact_estimator(_ENCODINGS[tokenizer])
+from .. import importers
+from ..conversation import Conversation
+from ..inspection import Composition, compose
+from ..tokens import TokenCounter, anchored_errors, error_summary, named_estimator
+from .options import format_option, reports_errors, tokenizer_option
 
 
 def _load(file: Path, format_: str | None, index: int | None = None) -> list[Conversation]:
@@ -42,8 +25,15 @@ def _load(file: Path, format_: str | None, index: int | None = None) -> list[Con
     return [conversations[index]]
 
 
-def inspect(file: Path, *, as_json: bool, format_: str | None, tokenizer: str) -> None:
-    estimator = make_estimator(tokenizer)
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per conversation in the file.")
+@format_option
+@tokenizer_option
+@reports_errors
+def inspect(file: Path, as_json: bool, format_: str | None, tokenizer: str) -> None:
+    """What is in a recorded session: items and tokens by kind and tool, the largest items."""
+    estimator = named_estimator(tokenizer)
     for number, conversation in enumerate(_load(file, format_)):
         composition = compose(conversation, estimator.item, lambda c: estimator.header(c.header))
         if as_json:
@@ -74,8 +64,16 @@ def _render_composition(console: Console, file: Path, number: int, c: Compositio
     console.print(largest)
 
 
-def tokens(file: Path, *, as_json: bool, index: int | None, format_: str | None, tokenizer: str) -> None:
-    estimator = make_estimator(tokenizer)
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per request, then a summary object.")
+@click.option("--index", type=int, default=None, help="Only the N-th conversation of the file (0-based).")
+@format_option
+@tokenizer_option
+@reports_errors
+def tokens(file: Path, as_json: bool, index: int | None, format_: str | None, tokenizer: str) -> None:
+    """Replay a session with recorded usage: anchored estimate against reported prompt tokens."""
+    estimator = named_estimator(tokenizer)
     console = Console()
     for number, conversation in enumerate(_load(file, format_, index)):
         checks = anchored_errors(conversation, lambda: TokenCounter(estimator))

@@ -1,7 +1,4 @@
-"""The ``contextfold bench`` command: every session under the paths, every strategy, a report and charts.
-
-The command-line module adds it with :func:`register`.
-"""
+"""``contextfold bench``: every session under the paths, every strategy, a report and charts."""
 
 from __future__ import annotations
 
@@ -14,20 +11,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import ContextfoldError
+from ..bench.report import Report, StrategyTotals, write_results
+from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
 from ..replay import strategies
 from ..replay.base import StrategyConfig
-from ..replay.command import (
-    TOKENIZERS,
-    progress_bar,  # the same bar: on stderr, when it is a terminal
-)
-from .report import Report, StrategyTotals, write_results
-from .run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
-
-
-def register(group: click.Group) -> None:
-    """Add the ``bench`` command to ``group`` (the ``contextfold`` command line)."""
-    group.add_command(bench_command)
+from .options import EXACT_TOKENIZERS, progress_bar, reports_errors
 
 
 def _names(context: click.Context, parameter: click.Parameter, value: str | None) -> list[str] | None:
@@ -53,13 +41,14 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--tau-bench-limit", type=click.IntRange(min=0), default=TAU_BENCH_LIMIT, show_default=True,
               help="Conversations replayed from each tau-bench file (its first N).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes [default: the cores available].")
-@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="o200k", show_default=True,
+@click.option("--tokenizer", type=click.Choice(EXACT_TOKENIZERS), default="o200k", show_default=True,
               help="Token counter for every figure of every strategy.")
 @click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
 @click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="An earlier bench's --out folder (another window) whose points join the cost-versus-recall chart.")
+@reports_errors
 def bench_command(
     paths: tuple[Path, ...],
     window: int,
@@ -74,27 +63,23 @@ def bench_command(
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
     started = time.perf_counter()
-    try:
-        estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
-        sessions, skipped = find_sessions(paths, tau_bench_limit)
-        settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))
-        usable, unavailable = available_strategies(settings, names)
-        if names is not None and unavailable:
-            raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
-        if not sessions:
-            raise click.UsageError(f"no recorded session found under {', '.join(map(str, paths))}")
-        missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
-        if missing_results:
-            raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
-        with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
-            runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
-    except ContextfoldError as error:
-        click.echo(f"contextfold: {error}", err=True)
-        sys.exit(2)
+    estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
+    sessions, skipped = find_sessions(paths, tau_bench_limit)
+    settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))
+    usable, unavailable = available_strategies(settings, names)
+    if names is not None and unavailable:
+        raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
+    if not sessions:
+        raise click.UsageError(f"no recorded session found under {', '.join(map(str, paths))}")
+    missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
+    if missing_results:
+        raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
+    with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
+        runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
     written = write_results(report, out)
-    from .plots import write_plots
+    from ..bench.plots import write_plots
 
     try:
         written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])

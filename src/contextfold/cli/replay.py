@@ -1,40 +1,24 @@
-"""The ``contextfold replay`` command: replay a recorded session through a strategy and print its figures.
-
-The command-line module adds it with :func:`register`; everything the command
-does is here so that ``cli.py`` stays a list of commands.
-"""
+"""``contextfold replay``: replay a recorded session through a strategy and print its figures."""
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import importers
 from ..conversation import Conversation
-from ..errors import ContextfoldError
 from ..pipeline.base import Prices
-from ..summarizers.command import make_summarizer, summarizer_options
-from . import strategies
-from .base import StrategyConfig
-from .cost import DEFAULT_CACHE_TTL_S, parse_prices
-from .result import Totals
-from .run import Progress as ProgressCallback
-from .run import replay
-
-TOKENIZERS = ("o200k", "cl100k", "estimate")
-
-
-def register(group: click.Group) -> None:
-    """Add the ``replay`` command to ``group`` (the ``contextfold`` command line)."""
-    group.add_command(replay_command)
+from ..replay import strategies
+from ..replay.base import StrategyConfig
+from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices
+from ..replay.result import Totals
+from ..replay.run import replay
+from ..tokens import named_estimator
+from .options import EXACT_TOKENIZERS, make_summarizer, progress_bar, reports_errors, summarizer_options
 
 
 def _prices(context: click.Context, parameter: click.Parameter, value: str | None) -> Prices:
@@ -49,7 +33,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
 @click.option("--strategy", type=click.Choice(strategies.names()), default="default", show_default=True,
               help="Context strategy to replay the session through (default: contextfold's pipeline; none: the full history).")
-@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="o200k", show_default=True,
+@click.option("--tokenizer", type=click.Choice(EXACT_TOKENIZERS), default="o200k", show_default=True,
               help="Token counter for every figure: exact tiktoken encodings, or the block-aware estimate.")
 @click.option("--index", type=click.IntRange(min=0), default=None,
               help="Only the N-th conversation of the file (0-based); default: every one.")
@@ -68,6 +52,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--format", "format_", type=click.Choice(importers.FORMATS), default=None,
               help="Session format (detected when omitted).")
 @summarizer_options
+@reports_errors
 def replay_command(
     file: Path,
     window: int,
@@ -86,25 +71,19 @@ def replay_command(
     base_url: str | None,
 ) -> None:
     """Feed a recorded session through a context strategy and report tokens, cache, cost, what survived and recall."""
-    from ..commands import make_estimator
-
-    try:
-        estimator = make_estimator(tokenizer)
-        sessions = _sessions(file, format_, index, requests_path)
-        summarizer = make_summarizer(summarizer_kind, model, base_url)
-        config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
-        for name, conversation in sessions:
-            with progress_bar(name) as progress:
-                result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,
-                                prices=prices, cache_ttl_s=ttl, requests_path=requests_path, progress=progress,
-                                session=name)
-            if as_json:
-                click.echo(json.dumps(result.totals.to_dict(), ensure_ascii=False))
-            else:
-                Console().print(totals_table(result.totals))
-    except ContextfoldError as error:
-        click.echo(f"contextfold: {error}", err=True)
-        sys.exit(2)
+    estimator = named_estimator(tokenizer)
+    sessions = _sessions(file, format_, index, requests_path)
+    summarizer = make_summarizer(summarizer_kind, model, base_url)
+    config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
+    for name, conversation in sessions:
+        with progress_bar(name) as progress:
+            result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,
+                            prices=prices, cache_ttl_s=ttl, requests_path=requests_path, progress=progress,
+                            session=name)
+        if as_json:
+            click.echo(json.dumps(result.totals.to_dict(), ensure_ascii=False))
+        else:
+            Console().print(totals_table(result.totals))
 
 
 def _sessions(
@@ -119,22 +98,6 @@ def _sessions(
         raise click.UsageError(f"the file holds {len(conversations)} conversations: pick one with --index to dump it")
     chosen = range(len(conversations)) if index is None else [index]
     return [(f"{file}#{n}" if several else str(file), conversations[n]) for n in chosen]
-
-
-@contextmanager
-def progress_bar(name: str) -> Iterator[ProgressCallback | None]:
-    """A progress bar on stderr when it is a terminal, else nothing."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"replaying {name}", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 def totals_table(totals: Totals) -> Table:
