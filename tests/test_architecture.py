@@ -1,0 +1,160 @@
+"""The package's import graph: no cycle, and no module importing from a layer above its own.
+
+Read from the source with ``ast`` (nothing is imported), every import counted:
+top-level, inside functions, and under ``TYPE_CHECKING`` alike, since each is
+a dependency a reader has to follow. The layers are defined here once, and
+``docs/architecture.md`` must list the same ones (checked below), so the
+document stays true to the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "src"
+PACKAGE = "contextfold"
+
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "actions", "boundary", "inspection",
+                         "synthetic"})),
+    ("wire", frozenset({"adapters", "importers"})),
+    ("accounting", frozenset({"tokens", "transcript", "stores"})),
+    ("decisions", frozenset({"summarizers", "pipeline", "rendering", "caching"})),
+    ("facade", frozenset({"context", "__init__"})),
+    ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations"})),
+    ("cli", frozenset({"cli", "__main__"})),
+)
+"""Lowest first: a module may import from its own layer and the layers before it. A room is a
+top-level module or package of ``contextfold``; ``__init__`` is the package's public face."""
+
+ALLOWED: dict[tuple[str, str], str] = {}
+"""Imports that break the layering on purpose, ``(importer, imported)`` module to module, each with why."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SOURCE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in (SOURCE / PACKAGE).rglob("*.py")}
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The package's modules that ``name`` imports (``from a import b`` counts as ``a.b`` when that is a module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != PACKAGE:
+                continue
+            submodules = [f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in known]
+            if len(submodules) < len(node.names):
+                yield target
+            yield from submodules
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: set(imports(name, path, known)) - {name} for name, path in known.items()}
+
+
+def room(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer(name: str) -> int:
+    for index, (_, rooms) in enumerate(LAYERS):
+        if room(name) in rooms:
+            return index
+    raise AssertionError(f"{name} is in no layer: add its room {room(name)!r} to LAYERS and to docs/architecture.md")
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in modules():
+        layer(name)
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    upward = [
+        f"{importer} ({LAYERS[layer(importer)][0]}) imports {imported} ({LAYERS[layer(imported)][0]})"
+        for importer, targets in graph().items()
+        for imported in sorted(targets)
+        if layer(imported) > layer(importer) and (importer, imported) not in ALLOWED
+    ]
+    assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle() -> None:
+    edges = {name: {t for t in targets if (name, t) not in ALLOWED} for name, targets in graph().items()}
+    cycles = [sorted(component) for component in strongly_connected(edges) if len(component) > 1]
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_allowed_exception_is_still_needed() -> None:
+    edges = graph()
+    stale = [pair for pair in ALLOWED if pair[1] not in edges.get(pair[0], set())]
+    assert not stale, f"these exceptions no longer happen; remove them from ALLOWED: {stale}"
+
+
+def test_the_architecture_document_lists_these_layers() -> None:
+    document = ROOT / "docs" / "architecture.md"
+    if not document.exists():
+        pytest.fail("docs/architecture.md is missing")
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*(\w+)\s*\|([^|]*)\|", document.read_text(encoding="utf-8"), re.MULTILINE)
+    documented = [(name, frozenset(re.findall(r"`([\w.]+)`", rooms))) for _, name, rooms in rows]
+    assert documented == [(name, frozenset(rooms)) for name, rooms in LAYERS]
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components (iterative: the graph may be deep)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
