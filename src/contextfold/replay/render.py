@@ -130,6 +130,11 @@ def item_tokens(item: Item, estimator: Estimator) -> int:
     return 0 if rendered is None else estimator.item(rendered.item)
 
 
+def message_tokens(data: Mapping[str, Any], estimator: Estimator) -> int:
+    """Tokens of one Chat Completions message, read back into the model and counted like any item."""
+    return estimator.item(read_message(data))
+
+
 def render_tools(header: Header) -> list[dict[str, Any]]:
     """The header's tool definitions in Chat Completions form; another provider's own tools are kept as they are."""
     try:
