@@ -12,7 +12,8 @@ otherwise). Retention is explicit: :func:`prune`.
 
 from __future__ import annotations
 
-from .base import Record, SessionInfo, Store, is_store_url, open_store, redact, split_session_ref
+from .base import Record, SessionInfo, Store, is_store_url, redact, split_session_ref
+from .opening import open_store
 from .retention import PruneReport, prune
 from .session import StoredSession
 

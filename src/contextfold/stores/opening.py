@@ -1,0 +1,68 @@
+"""Opening the store a URL names: the one module that knows every backend.
+
+Kept apart from :mod:`.base` (which every backend imports) so that no
+backend and the protocol import each other; the backends are imported only
+when their URL is opened, so each optional driver stays optional.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
+
+from ..errors import StoreError
+from .base import DURABILITIES, Durability, Store, redact
+
+
+def open_store(location: str | os.PathLike[str] | Store) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is).
+
+    * a folder path, or ``jsonl:///path/to/folder``: one transcript file a session (today's layout);
+    * ``sqlite:///path/to/sessions.db`` (``sqlite:////abs/path`` and ``sqlite:///rel/path`` alike);
+    * ``postgresql://user@host:port/db`` (psycopg 3, extra ``[postgres]``; libpq reads ``PGPASSWORD`` etc.);
+    * ``redis://host:port/db`` (redis-py, extra ``[redis]``); ``rediss://`` for TLS.
+    """
+    if isinstance(location, Store):
+        return location
+    text = os.fspath(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("", "jsonl", "file"):
+        from .jsonl import JsonlStore
+
+        return JsonlStore(Path(_path_of(text) if scheme else text))
+    if scheme == "sqlite":
+        from .sqlite import SqliteStore
+
+        url, durability = split_durability(text)
+        return SqliteStore(Path(_path_of(url)), durability=durability)
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresStore
+
+        url, durability = split_durability(text)
+        return PostgresStore(url, durability=durability)
+    if scheme in ("redis", "rediss"):
+        from .redis import RedisStore
+
+        return RedisStore(text)
+    raise StoreError(f"unknown store {redact(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
+
+
+def split_durability(url: str) -> tuple[str, Durability]:
+    """``url`` without its ``durability`` query parameter, and that parameter (``"process"`` when absent)."""
+    base, _, query = url.partition("?")
+    pairs = parse_qsl(query, keep_blank_values=True)
+    chosen = [value for key, value in pairs if key == "durability"]
+    durability = chosen[-1] if chosen else "process"
+    if durability not in DURABILITIES:
+        raise StoreError(f"durability must be one of {DURABILITIES}, not {durability!r}")
+    rest = urlencode([(key, value) for key, value in pairs if key != "durability"])
+    return (f"{base}?{rest}" if rest else base), durability  # type: ignore[return-value]
+
+
+def _path_of(url: str) -> str:
+    """The path of a ``scheme:///path`` URL: ``sqlite:///x.db`` is ``x.db``, ``sqlite:////tmp/x.db`` is ``/tmp/x.db``."""
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/"):
+        raise StoreError(f"{url!r}: a file store URL has three slashes, then the path (sqlite:///sessions.db)")
+    return rest[1:] or "."
