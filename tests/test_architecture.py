@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                          "synthetic"})),
     ("wire", frozenset({"adapters", "importers"})),
     ("accounting", frozenset({"tokens", "transcript", "stores"})),
-    ("decisions", frozenset({"summarizers", "pipeline", "rendering", "caching"})),
+    ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),
     ("facade", frozenset({"context", "__init__"})),
     ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations"})),
     ("cli", frozenset({"cli", "__main__"})),

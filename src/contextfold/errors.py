@@ -56,18 +56,22 @@ class OversizedBlock(InvalidMessage):
     """A single block larger than any provider accepts in one request."""
 
 
-class SessionFormatError(ContextfoldError):
-    """A recorded session file could not be read in the format it claims.
-
-    ``location`` names where in the file: a line number, a record index or a
-    JSON path.
-    """
+class _InFile(ContextfoldError):
+    """A fault at one place in a file: ``path``, ``location`` in it (a line, a record, a JSON path), ``reason``."""
 
     def __init__(self, path: str, location: str, reason: str) -> None:
         self.path = path
         self.location = location
         self.reason = reason
         super().__init__(f"{path}, {location}: {reason}")
+
+
+class SessionFormatError(_InFile):
+    """A recorded session file could not be read in the format it claims.
+
+    ``location`` names where in the file: a line number, a record index or a
+    JSON path.
+    """
 
 
 class UnknownSessionFormat(SessionFormatError):
@@ -78,14 +82,12 @@ class TranscriptError(ContextfoldError):
     """The append-only transcript could not be written or read."""
 
 
-class TranscriptCorrupt(TranscriptError):
-    """A record in the middle of a transcript is not valid (not a torn tail)."""
+class TranscriptCorrupt(_InFile, TranscriptError):
+    """A record in the middle of a transcript is not valid (not a torn tail); ``line`` counts from 1."""
 
     def __init__(self, path: str, line: int, reason: str) -> None:
-        self.path = path
         self.line = line
-        self.reason = reason
-        super().__init__(f"{path}, line {line}: {reason}")
+        super().__init__(path, f"line {line}", reason)
 
 
 class UnsafePath(ContextfoldError):
