@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 from test_pipeline_stages import EST, HEADER, bash, make_budget, session
 
 from contextfold import conversation as c
-from contextfold.conversation import Conversation, Item
+from contextfold.conversation import Conversation, Item, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.clear import clear
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
-from contextfold.pipeline.importance import References, item_text, specific_tokens
+from contextfold.pipeline.importance import References, specific_tokens
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.summarize import summarize
 from contextfold.pipeline.survival import missing, needs, note_text, survive
@@ -68,7 +68,7 @@ def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:
     assert "RATE_TABLE_2024" in before.references[:5]
     assert any("eu_west_3" in line or "1 failed" in line for line in before.errors)
     out, events = summarize(conv, make_budget(tail_tokens=300))
-    text = "\n".join(item_text(item) for item in out.items)
+    text = "\n".join(readable_text(item) for item in out.items)
     assert "RATE_TABLE_2024" in text and "src/shop/tax_rules.py" in text
     assert out.validate() == [] and out[-1] is conv[-1]
     assert not missing(before, text).references[:5]

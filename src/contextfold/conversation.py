@@ -21,6 +21,7 @@ lossless).
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -253,6 +254,49 @@ class Item:
     def with_blocks(self, blocks: Iterable[Block]) -> Item:
         """A copy with other blocks, same id, role, timestamp and meta."""
         return replace(self, blocks=tuple(blocks))
+
+
+def readable_text(item: Item, *, decode_arguments: bool = False) -> str:
+    """Everything of ``item`` a model reads as text, in order: text, summaries, reasoning, outputs, tool names
+    and arguments.
+
+    Arguments are the JSON text sent (the exact string, when the source format
+    sent one); with ``decode_arguments``, the strings inside that JSON, so that
+    a path in them reads as written.
+    """
+    parts: list[str] = []
+    for block in item.blocks:
+        if isinstance(block, (Text, Summary, ToolResult)):
+            parts.append(block.text)
+        elif isinstance(block, Thinking):
+            parts.append(block.thinking)
+        elif isinstance(block, ToolCall):
+            raw = block.raw_arguments
+            sent = raw if raw is not None else json.dumps(dict(block.arguments), ensure_ascii=False)
+            parts.extend([block.name, *(_strings(_decoded(sent)) if decode_arguments else [sent])])
+    return "\n".join(parts)
+
+
+def _decoded(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings inside a JSON value, in order."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return found
 
 
 def user(text: str, **kw: Any) -> Item:

@@ -17,13 +17,12 @@ and the economics prices forgetting by it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..actions import EDIT, call_actions, failure_line, result_action
-from ..conversation import Item, Summary, Text, Thinking, ToolResult
+from ..conversation import Item, readable_text
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
 _SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
@@ -45,25 +44,11 @@ def specific_tokens(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def item_text(item: Item) -> str:
-    """Everything of ``item`` a model reads as text: text, thinking, summaries, call arguments, outputs."""
-    parts: list[str] = []
-    for block in item.blocks:
-        if isinstance(block, (Text, Summary, ToolResult)):
-            parts.append(block.text)
-        elif isinstance(block, Thinking):
-            parts.append(block.thinking)
-    for call in item.tool_calls:
-        parts.append(call.name)
-        parts.append(json.dumps(dict(call.arguments), ensure_ascii=False))
-    return "\n".join(parts)
-
-
 def item_tokens(item: Item) -> frozenset[str]:
     """The specific tokens of ``item`` (memoized on the item: items never change)."""
     tokens = item.memo.get(_MEMO)
     if tokens is None:
-        tokens = item.memo[_MEMO] = specific_tokens(item_text(item))
+        tokens = item.memo[_MEMO] = specific_tokens(readable_text(item))
     return tokens
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..conversation import Conversation, Item, Text
+from ..conversation import Conversation, Item, Text, readable_text
 from ..summarizers._facts import Facts
 from .base import Budget, Event
 from .edits import MARK
-from .importance import References, item_text, specific_tokens
+from .importance import References, specific_tokens
 
 STAGE = "survival"
 MAX_ERRORS = 3
@@ -112,7 +112,7 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
     p = budget.policy
     if budget.count_text is None or p.survival_max_tokens <= 0 or after is before:
         return after, []
-    lost = missing(needs(before, task_index), "\n".join(item_text(item) for item in after.items))
+    lost = missing(needs(before, task_index), "\n".join(readable_text(item) for item in after.items))
     if not lost.counts():
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)

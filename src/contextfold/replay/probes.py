@@ -4,7 +4,7 @@ For each request, the *original* session up to that point says what should
 be there (:class:`Targets`); the request's text is searched for it. "The
 request's text" is everything a reader could find a fact in: message content,
 tool results, summaries, tool call names and arguments
-(:func:`~contextfold.replay.render.item_text`). Search is verbatim and
+(:func:`~contextfold.conversation.readable_text`). Search is verbatim and
 case-sensitive. Four probes, each a figure in 0..1, ``None`` at a request
 where there is nothing to look for yet (no edit so far, say):
 

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
-from ..conversation import Block, Conversation, Header, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult
+from ..conversation import Block, Conversation, Header, Item, Opaque, ToolResult, readable_text
 from ..errors import InvalidMessage
 from ..tokens import Estimator
 
@@ -45,7 +45,7 @@ class Message:
     @cached_property
     def wire_text(self) -> str:
         """The message's text with tool-call arguments as sent (JSON), where recall looks for what was used."""
-        return item_text(self.item, decode_arguments=False)
+        return readable_text(self.item)
 
 
 class _AnyCall(AbstractSet[str]):
@@ -70,7 +70,7 @@ def read_message(data: Mapping[str, Any]) -> Item:
 def as_message(data: dict[str, Any]) -> Message:
     """A wire message with its JSON, the item it reads back as, and its searchable text."""
     item = read_message(data)
-    return Message(data, json.dumps(data, ensure_ascii=False), item, item_text(item))
+    return Message(data, json.dumps(data, ensure_ascii=False), item, readable_text(item, decode_arguments=True))
 
 
 def render_item(item: Item) -> Message | None:
@@ -147,52 +147,6 @@ def render_tools(header: Header) -> list[dict[str, Any]]:
 def tools_tokens(tools: Sequence[Mapping[str, Any]], estimator: Estimator) -> int:
     """Tokens of tool definitions in Chat Completions form, read back by the adapter."""
     return estimator.tools(from_openai([], tools=tools).header.tools)
-
-
-# --------------------------------------------------------------------------- searching
-
-
-def item_text(item: Item, *, decode_arguments: bool = True) -> str:
-    """Everything of a sent item a reader could find a fact in: its text, reasoning, tool names and arguments.
-
-    Arguments are searched as the strings they hold, decoded from JSON (a
-    path in them reads as written); with ``decode_arguments`` false, as the
-    JSON text sent, which is what forward-reference recall (:mod:`.recall`)
-    reads, as the reference scorer does.
-    """
-    parts: list[str] = []
-    for block in item.blocks:
-        if isinstance(block, (Text, Summary, ToolResult)):
-            parts.append(block.text)
-        elif isinstance(block, Thinking):
-            parts.append(block.thinking)
-        elif isinstance(block, ToolCall):
-            parts.append(block.name)
-            sent = block.raw_arguments if block.raw_arguments is not None else json.dumps(block.arguments, ensure_ascii=False)
-            parts.extend(_strings(_decoded(sent)) if decode_arguments else [sent])
-    return "\n".join(parts)
-
-
-def _decoded(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
-
-
-def _strings(value: Any) -> list[str]:
-    """The strings inside a JSON value, in order."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-        elif isinstance(value, list):
-            stack.extend(reversed(value))
-    return found
 
 
 # --------------------------------------------------------------------------- the nearest OpenAI shape
