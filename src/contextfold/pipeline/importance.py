@@ -24,8 +24,13 @@ from dataclasses import dataclass, field
 from ..actions import EDIT, call_actions, failure_line, result_action
 from ..conversation import Item, readable_text
 
-_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
+TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
+"""A candidate token: a run of identifier, path and value characters."""
 _SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
+"""What makes a token specific rather than a plain word: a digit, ``_ . / :`` or an inner capital."""
+_TRAILING = ".:-/"
+"""Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
+MIN_CHARS = 4
 _MEMO = "references"
 
 HALF_LIFE_TURNS = 40
@@ -35,11 +40,15 @@ USER_WEIGHT = 3.0
 
 
 def specific_tokens(text: str) -> frozenset[str]:
-    """The specific tokens of ``text``: identifiers, paths, line numbers and values, not plain words."""
+    """The specific tokens of ``text``: identifiers, paths, line numbers and values, not plain words.
+
+    The same rule decides what an item refers to here and what a reply used
+    in replay's recall (:mod:`contextfold.replay.recall`).
+    """
     found = set()
-    for token in _TOKEN.findall(text):
-        token = token.rstrip(".:-/")
-        if len(token) >= 4 and _SPECIFIC.search(token):
+    for match in TOKEN.finditer(text):
+        token = match.group().rstrip(_TRAILING)
+        if len(token) >= MIN_CHARS and _SPECIFIC.search(token):
             found.add(token)
     return frozenset(found)
 

@@ -7,7 +7,8 @@ are the specific tokens of message *k* (its text and its tool-call
 arguments, as the JSON sent) that already occur in the recorded messages
 before it (system messages not counted) and occur in no system message:
 the identifiers, paths, line numbers and values it took from its context.
-The request's recall is the share of them present anywhere in its text
+The rule for a specific token is :func:`~contextfold.pipeline.importance.specific_tokens`,
+the one the pipeline's importance uses. The request's recall is the share of them present anywhere in its text
 (:attr:`~.render.Message.wire_text` of each message sent). *Far* recall
 counts only the needed tokens that occur in none of the last
 :data:`FAR_MESSAGES` messages before *k*: long-range dependencies, where
@@ -21,36 +22,16 @@ The definition is the one of issue 10, so that the reference scorer in
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..conversation import Conversation
+from ..pipeline.importance import specific_tokens
 from .render import render_item
 
-TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
-"""A candidate token: a run of identifier, path and value characters."""
-
-_SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
-"""What makes a token specific rather than a plain word: a digit, ``_ . / :`` or an inner capital."""
-
-_TRAILING = ".:-/"
-"""Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
-
-MIN_CHARS = 4
 FAR_MESSAGES = 6
 """Messages before a reply that count as recent: a token found only further back is a far one."""
-
-
-def specific_tokens(text: str) -> set[str]:
-    """The distinct specific tokens of ``text`` (see the module docstring)."""
-    found: set[str] = set()
-    for match in TOKEN.finditer(text):
-        token = match.group().rstrip(_TRAILING)
-        if len(token) >= MIN_CHARS and _SPECIFIC.search(token):
-            found.add(token)
-    return found
 
 
 @dataclass(frozen=True)
