@@ -22,8 +22,8 @@ PACKAGE = "contextfold"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "actions", "boundary", "inspection",
-                         "synthetic"})),
-    ("wire", frozenset({"adapters", "importers"})),
+                         "synthetic", "redaction", "private_files"})),
+    ("wire", frozenset({"adapters", "importers", "sdk"})),
     ("accounting", frozenset({"tokens", "transcript", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),
     ("facade", frozenset({"context", "__init__"})),
