@@ -41,10 +41,6 @@ ALLOWED = {
         "the Agents SDK sums usage into its own dataclass; it is restated as the Responses usage it was summed "
         "from and read by the Responses adapter (to go once adapters read such objects themselves)"
     ),
-    "replay/render.py": (
-        "the replay counts the Chat Completions messages it dumps, so a recount from the dump alone agrees; "
-        "the core engineer's replay counter, to count through the estimator on items"
-    ),
 }
 
 
