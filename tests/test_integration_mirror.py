@@ -15,7 +15,8 @@ def _mirror() -> Mirror:
 def _round(n: int) -> list[dict]:
     return [
         {"type": "function_call", "call_id": f"c{n}", "name": "read", "arguments": f'{{"n": {n}}}'},
-        {"type": "function_call_output", "call_id": f"c{n}", "output": f"result {n}"},
+        # outputs large enough that a summary of them is smaller (a compact never returns a larger request)
+        {"type": "function_call_output", "call_id": f"c{n}", "output": f"result {n}\n" + f"line {n} of the file\n" * 200},
     ]
 
 

@@ -158,7 +158,7 @@ class ContextfoldMiddleware(AgentMiddleware):
         conversation = from_langchain(messages)
         conversation = conversation.with_items(self.states.revive(item) for item in conversation)
         probe = self.settings.context()
-        reported = next((m.usage_metadata.get("input_tokens", 0) for m in reversed(messages)
+        reported = next((usage_from_langchain(m.usage_metadata).prompt_tokens for m in reversed(messages)
                          if isinstance(m, AIMessage) and m.usage_metadata), 0)
         if max(probe.counter.count(conversation), reported) <= probe.trigger_tokens:
             return None
