@@ -21,13 +21,13 @@ from .. import importers
 from ..codec import conversation_to_dict
 from ..context import Context
 from ..conversation import Conversation
-from .options import make_summarizer, reports_errors, summarizer_options
+from .options import load_recorded, make_summarizer, recorded_argument, reports_errors, summarizer_options
 
 OUTPUT_FORMATS = ("session", "anthropic", "openai")
 
 
 @click.command("compact")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@recorded_argument
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
 @summarizer_options
 @click.option("--instructions", default=None, help="What the summary should focus on (as /compact's argument).")
@@ -74,7 +74,7 @@ def compact_command(
 
 
 def _conversation(file: Path, input_format: str | None, index: int | None) -> Conversation:
-    conversations = importers.load(file, format=input_format)
+    conversations = load_recorded(file, input_format)
     if index is None and len(conversations) != 1:
         raise click.UsageError(f"the file holds {len(conversations)} conversations: pick one with --index")
     chosen = 0 if index is None else index

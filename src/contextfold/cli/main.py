@@ -10,6 +10,7 @@ from .compact import compact_command
 from .demo import demo
 from .recorded import inspect, tokens
 from .replay import replay_command
+from .sessions import sessions
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +19,7 @@ def cli() -> None:
     """Keep long-running LLM agents inside their context window."""
 
 
-for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command):
+for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions):
     cli.add_command(command)
 
 

@@ -10,15 +10,20 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import importers
+from ..conversation import Conversation
 from ..errors import ContextfoldError
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
+from ..stores import StoredSession, redact, split_session_ref
 from ..summarizers.base import Summarizer
 from ..tokens import TOKENIZER_CHOICES
 
@@ -45,6 +50,50 @@ def reports_errors(function: F) -> F:
             fail(error)
 
     return wrapper  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class StoredRef:
+    """A session of a store, named on the command line as ``STORE#session-id``."""
+
+    location: str
+    session_id: str
+
+    def __str__(self) -> str:
+        return f"{redact(self.location)}#{self.session_id}"
+
+
+class RecordedSession(click.ParamType):
+    """A recorded session file, or ``STORE#session-id``: a session of a store (a folder or a store URL)."""
+
+    name = "FILE|STORE#ID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path | StoredRef:
+        if isinstance(value, (Path, StoredRef)):
+            return value
+        if Path(value).is_file():
+            return Path(value)
+        ref = split_session_ref(value)
+        if ref is None:
+            self.fail(f"{value!r} is neither a file nor STORE#session-id (a store URL or folder, '#', an id)",
+                      param, ctx)
+        return StoredRef(*ref)
+
+
+def recorded_argument(function: F) -> F:
+    """The ``FILE`` argument of a command that reads recorded sessions: a file, or ``STORE#session-id``."""
+    return click.argument("file", type=RecordedSession())(function)
+
+
+def load_recorded(source: Path | StoredRef, format_: str | None = None) -> list[Conversation]:
+    """The conversations of a recorded file (its format sniffed unless given), or the history of a stored session."""
+    if isinstance(source, Path):
+        return importers.load(source, format=format_)
+    if format_ is not None:
+        raise click.UsageError("--format is for files: a stored session has its own")
+    session = StoredSession.resume(source.location, source.session_id)
+    session.close()
+    return [session.restored.conversation]
 
 
 def tokenizer_option(function: F) -> F:

@@ -9,15 +9,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .. import importers
 from ..conversation import Conversation
 from ..inspection import Composition, compose
 from ..tokens import TokenCounter, anchored_errors, error_summary, named_estimator
-from .options import format_option, reports_errors, tokenizer_option
+from .options import format_option, load_recorded, recorded_argument, reports_errors, tokenizer_option
 
 
 def _load(file: Path, format_: str | None, index: int | None = None) -> list[Conversation]:
-    conversations = importers.load(file, format=format_)
+    conversations = load_recorded(file, format_)
     if index is None:
         return conversations
     if not 0 <= index < len(conversations):
@@ -26,7 +25,7 @@ def _load(file: Path, format_: str | None, index: int | None = None) -> list[Con
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@recorded_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per conversation in the file.")
 @format_option
 @tokenizer_option
@@ -65,7 +64,7 @@ def _render_composition(console: Console, file: Path, number: int, c: Compositio
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@recorded_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per request, then a summary object.")
 @click.option("--index", type=int, default=None, help="Only the N-th conversation of the file (0-based).")
 @format_option

@@ -18,7 +18,15 @@ from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices
 from ..replay.result import Totals
 from ..replay.run import replay
 from ..tokens import named_estimator
-from .options import EXACT_TOKENIZERS, make_summarizer, progress_bar, reports_errors, summarizer_options
+from .options import (
+    EXACT_TOKENIZERS,
+    load_recorded,
+    make_summarizer,
+    progress_bar,
+    recorded_argument,
+    reports_errors,
+    summarizer_options,
+)
 
 
 def _prices(context: click.Context, parameter: click.Parameter, value: str | None) -> Prices:
@@ -29,7 +37,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 
 
 @click.command("replay")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@recorded_argument
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
 @click.option("--strategy", type=click.Choice(strategies.names()), default="default", show_default=True,
               help="Context strategy to replay the session through (default: contextfold's pipeline; none: the full history).")
@@ -90,7 +98,7 @@ def _sessions(
     file: Path, format_: str | None, index: int | None, requests_path: Path | None
 ) -> list[tuple[str, Conversation]]:
     """The conversations to replay, each with the name its totals carry (``FILE#N`` in a file of several)."""
-    conversations = importers.load(file, format=format_)
+    conversations = load_recorded(file, format_)
     several = len(conversations) > 1
     if index is not None and index >= len(conversations):
         raise click.BadParameter(f"the file holds {len(conversations)} conversation(s)", param_hint="--index")

@@ -1,0 +1,149 @@
+"""``contextfold sessions``: the sessions of a store, listed, shown, exported and pruned.
+
+``--store`` is a folder of transcripts or a store URL (``sqlite:///sessions.db``,
+``postgresql://...``, ``redis://...``); it can come from ``CONTEXTFOLD_STORE``
+instead, so that a password need not be typed on a command line (where shell
+history keeps it). Nothing here changes a session except ``prune``, and that
+only as its options say.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from contextlib import closing
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..stores import StoredSession, open_store, prune
+from ..stores.base import VIEW_EVENT
+from ..stores.records import to_line
+from .options import reports_errors
+
+store_option = click.option(
+    "--store", "location", envvar="CONTEXTFOLD_STORE", required=True, metavar="URL",
+    help="A folder of transcripts or a store URL (sqlite:///, postgresql://, redis://); env CONTEXTFOLD_STORE.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+
+
+@click.group("sessions")
+def sessions() -> None:
+    """The sessions of a store: list, show, export, prune."""
+
+
+@sessions.command("list")
+@store_option
+@json_option
+@reports_errors
+def list_sessions(location: str, as_json: bool) -> None:
+    """Every session, oldest update first: when it was created and last written, how many records."""
+    with closing(open_store(location)) as store:
+        infos = store.sessions()
+        name = store.url
+    if as_json:
+        for info in infos:
+            click.echo(json.dumps({"session_id": info.session_id, "created": info.created, "updated": info.updated,
+                                   "records": info.records}))
+        return
+    table = Table("session", "created", "updated", "records", title=f"{name}: {len(infos)} session(s)",
+                  title_justify="left")
+    for info in infos:
+        table.add_row(info.session_id, _when(info.created), _when(info.updated), f"{info.records:,}")
+    Console().print(table)
+
+
+@sessions.command("show")
+@store_option
+@click.argument("session_id")
+@json_option
+@reports_errors
+def show(location: str, session_id: str, as_json: bool) -> None:
+    """What one session holds: items by role, events by kind, its view checkpoints and current view."""
+    figures = describe(location, session_id)
+    if as_json:
+        click.echo(json.dumps(figures, ensure_ascii=False))
+        return
+    table = Table("figure", "value", title=f"session {session_id}", title_justify="left")
+    for key, value in figures.items():
+        shown = ", ".join(f"{k} {v:,}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        table.add_row(key.replace("_", " "), shown)
+    Console().print(table)
+
+
+def describe(location: str, session_id: str) -> dict[str, Any]:
+    """The figures ``show`` prints."""
+    session = StoredSession.resume(location, session_id)
+    session.close()
+    restored = session.restored
+    history = restored.conversation
+    checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]
+    last = checkpoints[-1] if checkpoints else None
+    view_items = len(history) if last is None else len(last.data["items"]) + len(history) - last.item_count
+    return {
+        "session_id": session_id,
+        "created": _when(restored.report.created),
+        "records": restored.report.records,
+        "items": len(history),
+        "items_by_role": dict(Counter(item.role for item in history)),
+        "events_by_kind": dict(Counter(event.kind for event in restored.events)),
+        "view_checkpoints": len(checkpoints),
+        "items_in_view": view_items,
+        "system_prompt_items": len(history.header.system),
+        "tools": len(history.header.tools),
+    }
+
+
+@sessions.command("export")
+@store_option
+@click.argument("session_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write here (created 0600) instead of standard output.")
+@reports_errors
+def export(location: str, session_id: str, output: Path | None) -> None:
+    """The session as a transcript file: every record, one JSON line each, exactly as stored.
+
+    Put it in a folder as ``<session_id>.jsonl`` and it is a session of the JSONL store.
+    """
+    with closing(open_store(location)) as store:
+        data = b"".join(to_line(record) for record in store.read(session_id))
+    if output is None:
+        click.get_binary_stream("stdout").write(data)
+        return
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+
+
+@sessions.command("prune")
+@store_option
+@click.option("--older-than-days", type=click.FloatRange(min=0), default=None,
+              help="Delete the sessions not written for this many days.")
+@click.option("--keep-checkpoints", type=click.IntRange(min=1), default=None,
+              help="In every other session, empty all view checkpoints but the last K (the view stays exact).")
+@json_option
+@reports_errors
+def prune_sessions(location: str, older_than_days: float | None, keep_checkpoints: int | None, as_json: bool) -> None:
+    """Retention, run when asked and only then: delete old sessions, empty old checkpoints."""
+    if older_than_days is None and keep_checkpoints is None:
+        raise click.UsageError("say what to prune: --older-than-days N, --keep-checkpoints K, or both")
+    with closing(open_store(location)) as store:
+        report = prune(store, older_than_days=older_than_days, keep_checkpoints=keep_checkpoints)
+    if as_json:
+        click.echo(json.dumps({"deleted_sessions": report.deleted_sessions,
+                               "pruned_checkpoints": report.pruned_checkpoints}))
+        return
+    click.echo(f"deleted {len(report.deleted_sessions)} session(s)"
+               + (f": {', '.join(report.deleted_sessions)}" if report.deleted_sessions else ""))
+    emptied = sum(report.pruned_checkpoints.values())
+    click.echo(f"emptied {emptied} view checkpoint(s) in {len(report.pruned_checkpoints)} session(s)")
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,87 @@
+"""``contextfold sessions list|show|export|prune`` and ``STORE#session-id`` in place of a file, on every store."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from click.testing import CliRunner
+from test_store_sessions import POLICY, turn
+
+from contextfold import Context
+from contextfold.cli import cli
+from contextfold.stores import open_store
+
+
+def recorded(url: str, session_id: str, rounds: int = 8) -> Context:
+    """A session with compactions in it, written to ``url`` and closed."""
+    context = Context(window_tokens=20_000, policy=POLICY, store=url, session_id=session_id)
+    context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system="You are a coding agent.")
+    for k in range(1, rounds + 1):
+        context.add(turn(k, f"line {k}\n" * 120))
+        context.prepare()
+    context.close()
+    return context
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_list_show_and_export_a_session_that_resumes_from_the_export(store_url: str, tmp_path: Path) -> None:
+    original = recorded(store_url, "s1")
+    recorded(store_url, "s2", rounds=1)
+    listed = [json.loads(line) for line in run("sessions", "list", "--store", store_url, "--json").splitlines()]
+    assert sorted(entry["session_id"] for entry in listed) == ["s1", "s2"]
+    shown = json.loads(run("sessions", "show", "--store", store_url, "s1", "--json"))
+    assert shown["items"] == len(original.history) and shown["items_in_view"] == len(original.view())
+    assert shown["view_checkpoints"] >= 1
+    exported = tmp_path / "exported" / "s1.jsonl"
+    exported.parent.mkdir()
+    run("sessions", "export", "--store", store_url, "s1", "-o", str(exported))
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o600
+    resumed = Context.resume(exported.parent, "s1", window_tokens=20_000, policy=POLICY)
+    assert resumed.history == original.history
+    assert list(resumed.view().items) == list(original.view().items)
+    resumed.close()
+
+
+def test_prune_is_explicit_and_keeps_the_view_exact(store_url: str) -> None:
+    original = recorded(store_url, "s1")
+    result = CliRunner().invoke(cli, ["sessions", "prune", "--store", store_url])
+    assert result.exit_code == 2 and "--older-than-days" in result.output  # nothing is pruned by default
+    report = json.loads(run("sessions", "prune", "--store", store_url, "--keep-checkpoints", "1", "--json"))
+    assert report["deleted_sessions"] == [] and report["pruned_checkpoints"].get("s1", 0) >= 0
+    resumed = Context.resume(store_url, "s1", window_tokens=20_000, policy=POLICY)
+    assert list(resumed.view().items) == list(original.view().items)
+    resumed.close()
+    report = json.loads(run("sessions", "prune", "--store", store_url, "--older-than-days", "0", "--json"))
+    assert report["deleted_sessions"] == ["s1"]
+    store = open_store(store_url)
+    assert store.sessions() == []
+    store.close()
+
+
+def test_inspect_replay_and_compact_take_a_stored_session(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    original = recorded(url, "s1")
+    inspected = json.loads(run("inspect", f"{url}#s1", "--json", "--tokenizer", "estimate"))
+    assert inspected["items"] == len(original.history)
+    totals = json.loads(run("replay", f"{url}#s1", "--window", "20000", "--tokenizer", "estimate", "--json"))
+    assert totals["requests"] >= 1
+    run("compact", f"{url}#s1", "--window", "20000", "-o", str(tmp_path / "compacted.json"))
+    compacted = json.loads((tmp_path / "compacted.json").read_text())
+    assert compacted["format"] == "contextfold-session-1" and len(compacted["items"]) < len(original.history)
+
+
+def test_a_missing_session_or_store_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    result = CliRunner().invoke(cli, ["sessions", "show", "--store", url, "nobody"])
+    assert result.exit_code == 2 and "no session 'nobody'" in result.output
+    result = CliRunner().invoke(cli, ["inspect", f"{url}#nobody"])
+    assert result.exit_code == 2 and "no session 'nobody'" in result.output
+    result = CliRunner().invoke(cli, ["inspect", "nowhere.jsonl"])
+    assert result.exit_code == 2 and "STORE#session-id" in result.output
