@@ -129,7 +129,7 @@ class Broken:
 
 
 def test_three_failed_compactions_open_the_breaker() -> None:
-    context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500))
+    context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500, min_summary_messages=2))
     for k in range(1, 8):
         context.add(turn(k, "y " * 300))
         request = context.prepare()
@@ -156,7 +156,8 @@ def test_prompt_too_long_triggers_one_reactive_compaction() -> None:
 def test_a_failing_summarizer_is_survived_by_retry_request_as_by_prepare(caplog: pytest.LogCaptureFixture) -> None:
     outcomes = []
     for entry in ("prepare", "retry_request"):
-        context, _ = started(summarizer=Broken(), policy=Policy(trigger_tokens=500, economic_summaries=False))
+        policy = Policy(trigger_tokens=500, economic_summaries=False, min_summary_messages=2)
+        context, _ = started(summarizer=Broken(), policy=policy)
         for k in range(1, 6):
             context.add(turn(k, "z " * 300))
         caplog.clear()
@@ -189,7 +190,7 @@ def test_usage_anchors_the_count_and_a_cache_drop_names_the_stage() -> None:
 
 def test_events_are_published_to_subscribers_and_counted_in_stats() -> None:
     got: list[Event] = []
-    context, _ = started(policy=Policy(trigger_tokens=800))
+    context, _ = started(policy=Policy(trigger_tokens=800, min_summary_messages=2))
     context.subscribe(got.append)
     for k in range(1, 6):
         context.add(turn(k, "w " * 300))

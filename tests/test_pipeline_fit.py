@@ -59,7 +59,8 @@ def test_an_open_breaker_is_an_event_and_a_warning_and_never_lets_a_request_over
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     task = "Fix it. " + "context " * 1_400  # ~1,350 tokens: over the trigger (1,000), so no summary can reach it
-    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None)
+    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None,
+                      policy=Policy(min_summary_messages=2))
     context.add([{"role": "user", "content": task}], system=SYSTEM, tools=TOOLS)
     with caplog.at_level(logging.WARNING, logger="contextfold"):
         for k in range(12):

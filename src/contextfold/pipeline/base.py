@@ -91,6 +91,8 @@ class Policy:
     # summarize: at a turn boundary, over the trigger
     trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
     trigger_fraction: float | None = None  # or a fraction of the window
+    trigger_messages: int | None = 500  # ...or over this many messages, however small (None: no count trigger)
+    min_summary_messages: int = 10  # a summary covers at least this many (a manual compact may cover fewer, and says so)
     tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
     tail_max_trigger_fraction: float = 0.1  # ...and in this share of the trigger (see Budget.tail_budget_tokens)
     summary_target_tokens: int = 4_000
@@ -183,6 +185,7 @@ class Budget:
     count_text: Callable[[str], int] | None = None
     growth_tokens_per_request: float | None = None  # how fast the request grows, when known
     compaction_due: bool = False  # over the trigger: the prefix is about to be rewritten whatever a stage does
+    refused: bool = False  # the provider refused the request as too long: the window is at stake whatever the count
 
     @property
     def cache_cold(self) -> bool:
@@ -213,6 +216,19 @@ class Budget:
         if not growth or growth <= 0:
             return None
         return max(self.trigger_tokens - tokens, 0) / growth
+
+    def over_message_trigger(self, conversation: Conversation) -> bool:
+        """More messages than the policy's count trigger: a summary is due however few tokens they take
+        (every message costs the model attention, and clients slow down on very long lists)."""
+        limit = self.policy.trigger_messages
+        return limit is not None and len(conversation) > limit
+
+    @property
+    def max_tail_messages(self) -> int | None:
+        """At most this many messages stay verbatim after a summary: half the count trigger, so one
+        summary puts the request well under it."""
+        limit = self.policy.trigger_messages
+        return None if limit is None else max(limit // 2, 1)
 
     @property
     def tail_budget_tokens(self) -> int:

@@ -37,8 +37,11 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) 
     It keeps every turn of the agent (and, in each placeholder, the lines it
     took from the output) and costs no summarizer call; the prefix is
     rewritten either way. A summary is needed only when this does not make
-    room for a while (``Policy.clear_first_max_fraction`` of the target).
+    room for a while (``Policy.clear_first_max_fraction`` of the target),
+    or when the count of messages is over its trigger (clearing removes none).
     """
+    if budget.over_message_trigger(conversation):
+        return None
     due = replace(budget, compaction_due=True)
     cleared, events = run_stages(conversation, due, (snip, clear))
     if not events or budget.count(cleared) > budget.policy.clear_first_max_fraction * target_tokens:

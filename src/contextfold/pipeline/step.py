@@ -139,16 +139,19 @@ class Steward:
     def _decide(
         self, view: Conversation, budget: Budget, occasion: Occasion
     ) -> tuple[Conversation, list[Event], bool | None]:
-        """The decisions that may fail: the view, their events, and whether a summary met its target (``None``: none ran)."""
+        """The decisions that may fail: the view, their events, and whether a summary met its target
+        (``None``: none ran, or none could: the span was under the minimum)."""
         events: list[Event] = []
         if occasion.edits:
             view, events = self._edit(view, budget)
         target = self._summary_target(view, budget, occasion)
         if target is None:
             return view, events, None
-        if occasion.summary == FORCED:
-            budget = replace(budget, force_summary=True)
+        if occasion.summary in (FORCED, REACTIVE):
+            budget = replace(budget, force_summary=occasion.summary == FORCED, refused=occasion.summary == REACTIVE)
         result, produced, fits = compact(view, budget, target)
+        if not fits and not any(e.stage == "summarize" for e in produced):
+            fits = None  # too few messages to summarize yet (and the window not at stake): no failed compaction
         if occasion.sends and budget.count(result) > window_limit(budget):
             result, more = fit_window(result, budget)  # the window is a limit, not a target: go on down
             produced = [*produced, *more]
@@ -162,7 +165,7 @@ class Steward:
         if occasion.summary == FORCED:
             return budget.trigger_tokens
         tokens = budget.count(view)
-        if not ends_at_boundary(view) or tokens <= budget.trigger_tokens:
+        if not ends_at_boundary(view) or (tokens <= budget.trigger_tokens and not budget.over_message_trigger(view)):
             return None
         if not self.breaker_open or tokens > window_limit(budget):  # an open breaker never lets a request overflow
             return budget.trigger_tokens

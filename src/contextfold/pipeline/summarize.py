@@ -16,6 +16,7 @@ from ..conversation import Conversation, Item, Summary
 from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from .base import Budget, Event
 from .compression import summary_share
+from .fit import window_limit
 from .importance import References
 from .restore import restored_item
 from .survival import survive
@@ -41,11 +42,18 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     p = budget.policy
     task = task_index(conversation)
     start = task + 1 if task is not None else 0
-    cut = choose_cut(conversation, start=start, tail_budget_tokens=budget.tail_budget_tokens, count_item=budget.count_item)
+    items = list(conversation.items)
+    before = budget.count(conversation)
+    exemption = _short_span_exemption(budget, before)
+    cut = choose_cut(
+        conversation, start=start, tail_budget_tokens=budget.tail_budget_tokens, count_item=budget.count_item,
+        min_index=None if exemption else _after_messages(items, start, p.min_summary_messages),
+        max_tail_items=budget.max_tail_messages,
+    )
     if cut is None:
         return conversation, []
-    items = list(conversation.items)
-    span = [item for item in items[start : cut.index] if not _added(item) or item.meta.get("summary")]
+    span = [item for item in items[start : cut.index] if _summarizable(item)]
+    short = len(span) < p.min_summary_messages
     tail = items[cut.index :]
     # Neither the summary nor the restored files may eat the room the summary is meant to make,
     # and a summary takes the share of what it replaces that its content calls for (see compression).
@@ -67,7 +75,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     )
     kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
     summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task)
-    before, after = budget.count(conversation), budget.count(summarized)
+    after = budget.count(summarized)
     data = {
         "boundary": cut.index,
         "score": round(cut.score, 3),
@@ -80,12 +88,39 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "restored_tokens": budget.count_item(restored) if restored is not None else 0,
         "fallback": result.fallback,
         "instructions": budget.instructions,
+        "below_min_messages": short,
     }
-    event = Event(
-        STAGE, "summarized", tuple(item.id for item in span), before, after,
-        f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})", data, tuple(result.calls),
-    )
+    detail = f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})"
+    if short:
+        detail += f"; fewer than the minimum of {p.min_summary_messages} messages, as {exemption}"
+    event = Event(STAGE, "summarized", tuple(item.id for item in span), before, after, detail, data, tuple(result.calls))
     return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
+
+
+def _short_span_exemption(budget: Budget, tokens: int) -> str | None:
+    """Why this summary may cover fewer than the minimum of messages, if it may: a manual compact
+    asked for it, or the request is over the window (a short summary beats a refused request)."""
+    if budget.force_summary:
+        return "a manual compact asked for it"
+    if budget.refused or tokens > window_limit(budget):
+        return "the request is over the window"
+    return None
+
+
+def _after_messages(items: list[Item], start: int, count: int) -> int:
+    """The first index after ``start`` at which a span would hold ``count`` summarizable messages
+    (past the end when it never does)."""
+    seen = 0
+    for index in range(start, len(items)):
+        if seen >= count:
+            return index
+        seen += _summarizable(items[index])
+    return len(items)
+
+
+def _summarizable(item: Item) -> bool:
+    """Whether a summary takes ``item`` in: anything but what contextfold put back (an earlier summary is)."""
+    return not _added(item) or bool(item.meta.get("summary"))
 
 
 def _added(item: Item) -> bool:
