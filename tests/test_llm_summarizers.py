@@ -264,7 +264,8 @@ def turn(k: int, output: str) -> list[dict]:
 
 
 def context_with(summarizer: LLMSummarizer, trigger_tokens: int = 1_500) -> Context:
-    context = Context(window_tokens=20_000, summarizer=summarizer, policy=Policy(trigger_tokens=trigger_tokens))
+    policy = Policy(trigger_tokens=trigger_tokens, min_summary_messages=2)  # summaries of a few turns, to test them
+    context = Context(window_tokens=20_000, summarizer=summarizer, policy=policy)
     tools = [{"name": "bash", "description": "run", "input_schema": {"type": "object", "properties": {}}}]
     context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system="You are a coding agent.", tools=tools)
     return context
