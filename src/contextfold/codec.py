@@ -7,7 +7,11 @@ excepted, which is a cache) and stable: a field added later gets a default.
 
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from collections.abc import Mapping
+from dataclasses import MISSING
 from typing import Any
 
 from .conversation import (
@@ -45,15 +49,68 @@ def block_to_dict(block: Block) -> dict[str, Any]:
     return out
 
 
-def block_from_dict(data: Mapping[str, Any], where: str = "block") -> Block:
+def block_from_dict(data: Any, where: str = "block") -> Block:
+    """A block from its JSON form; each field checked against the block's type (see :func:`_checked_fields`)."""
+    data = _object(data, where)
     kind = data.get("kind")
-    cls = _BLOCK_BY_KIND.get(kind)  # type: ignore[arg-type]
+    cls = _BLOCK_BY_KIND.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise InvalidContent(None, where, f"unknown block kind {kind!r}")
-    fields = {k: v for k, v in data.items() if k != "kind"}
+        raise InvalidContent(None, where, f"unknown block kind {kind!r}" if isinstance(kind, str) or kind is None
+                             else f"a block kind must be a string, not a {type(kind).__name__}")
+    fields = _checked_fields(cls, {k: v for k, v in data.items() if k != "kind"}, where)
     if cls is ToolResult and isinstance(fields.get("content"), list):
         fields["content"] = tuple(block_from_dict(b, f"{where}.content[{i}]") for i, b in enumerate(fields["content"]))
     return cls(**fields)
+
+
+def _object(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise InvalidContent(None, where, f"expected an object, got {type(data).__name__}")
+    return data
+
+
+def _checked_fields(cls: type, fields: dict[str, Any], where: str) -> dict[str, Any]:
+    """``fields`` for ``cls(**fields)``: none unknown, every required one there, each of its annotated type.
+
+    A record written by another version, or damaged, then fails here with the field named, not later
+    in whatever first uses the value.
+    """
+    hints, declared = _declared(cls)
+    for name in fields.keys() - declared.keys():
+        raise InvalidContent(None, f"{where}.{name}", f"not a field of {cls.__name__}")
+    for name, spec in declared.items():
+        if name not in fields:
+            if spec.default is MISSING and spec.default_factory is MISSING:
+                raise InvalidContent(None, f"{where}.{name}", "missing")
+            continue
+        if not _fits(fields[name], hints[name]):
+            raise InvalidContent(None, f"{where}.{name}", f"expected {hints[name]}, got {type(fields[name]).__name__}")
+    return fields
+
+
+@functools.cache
+def _declared(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The type hints of ``cls`` and its fields set at construction (once per class: resolving is slow)."""
+    fields = {name: spec for name, spec in cls.__dataclass_fields__.items() if spec.init}  # type: ignore[attr-defined]
+    return typing.get_type_hints(cls), fields
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value can stand for a field annotated ``hint`` (a tuple of blocks is a JSON list)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is Any:
+        return True
+    if origin is tuple:
+        return isinstance(value, list)
+    if origin is not None:
+        return isinstance(value, origin)
+    if hint in (int, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 def item_to_dict(item: Item) -> dict[str, Any]:
@@ -66,9 +123,11 @@ def item_to_dict(item: Item) -> dict[str, Any]:
     }
 
 
-def item_from_dict(data: Mapping[str, Any]) -> Item:
-    blocks = tuple(block_from_dict(b, f"blocks[{i}]") for i, b in enumerate(data["blocks"]))
-    return Item(data["role"], blocks, id=data["id"], timestamp=data.get("timestamp"), meta=data.get("meta") or {})
+def item_from_dict(data: Any, where: str = "item") -> Item:
+    """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's."""
+    fields = _checked_fields(Item, {k: v for k, v in _object(data, where).items()}, where)
+    blocks = tuple(block_from_dict(b, f"{where}.blocks[{i}]") for i, b in enumerate(fields.pop("blocks")))
+    return Item(blocks=blocks, **{**fields, "meta": fields.get("meta") or {}})
 
 
 def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, Any]:
@@ -78,11 +137,13 @@ def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, Any]:
             "parameters": dict(spec.parameters), "extra": dict(spec.extra)}
 
 
-def _tool_from_dict(data: Mapping[str, Any]) -> ToolSpec | Opaque:
-    if data.get("kind") == "tool_spec":
-        return ToolSpec(data["name"], data.get("description"), data.get("parameters") or {}, data.get("extra") or {})
-    block = block_from_dict(data, "tools")
-    assert isinstance(block, Opaque)
+def _tool_from_dict(data: Any, where: str) -> ToolSpec | Opaque:
+    if _object(data, where).get("kind") == "tool_spec":
+        fields = _checked_fields(ToolSpec, {k: v for k, v in data.items() if k != "kind"}, where)
+        return ToolSpec(**{**fields, "parameters": fields.get("parameters") or {}, "extra": fields.get("extra") or {}})
+    block = block_from_dict(data, where)
+    if not isinstance(block, Opaque):
+        raise InvalidContent(None, where, f"a tool is a tool_spec or an opaque block, not a {block.kind} block")
     return block
 
 
@@ -95,13 +156,24 @@ def header_to_dict(header: Header) -> dict[str, Any]:
     }
 
 
-def header_from_dict(data: Mapping[str, Any]) -> Header:
+def header_from_dict(data: Any, where: str = "header") -> Header:
+    data = _object(data, where)
+    meta = data.get("meta") or {}
+    if not isinstance(meta, Mapping):
+        raise InvalidContent(None, f"{where}.meta", f"expected an object, got {type(meta).__name__}")
     return Header(
-        system=tuple(item_from_dict(i) for i in data.get("system", ())),
-        tools=tuple(_tool_from_dict(t) for t in data.get("tools", ())),
-        pinned=tuple(item_from_dict(i) for i in data.get("pinned", ())),
-        meta=data.get("meta") or {},
+        system=tuple(item_from_dict(i, f"{where}.system[{k}]") for k, i in enumerate(_list(data, "system", where))),
+        tools=tuple(_tool_from_dict(t, f"{where}.tools[{k}]") for k, t in enumerate(_list(data, "tools", where))),
+        pinned=tuple(item_from_dict(i, f"{where}.pinned[{k}]") for k, i in enumerate(_list(data, "pinned", where))),
+        meta=meta,
     )
+
+
+def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise InvalidContent(None, f"{where}.{key}", f"expected a list, got {type(value).__name__}")
+    return value
 
 
 def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:

@@ -212,7 +212,7 @@ class Item:
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise UnknownRole(None, "role", f"unknown role {self.role!r}; expected one of {sorted(ROLES)}")
         if not isinstance(self.blocks, tuple):
             object.__setattr__(self, "blocks", tuple(self.blocks))

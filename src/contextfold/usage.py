@@ -12,6 +12,24 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .errors import InvalidContent
+
+
+def token_count(value: Any, field: str) -> int:
+    """A reported number of tokens: a whole number, at least 0 (absent or ``null`` is 0).
+
+    Anything else (a string, a list, a negative or fractional number) is an
+    :class:`~contextfold.errors.InvalidContent` naming ``field``: a count read
+    wrong would skew every estimate anchored on it.
+    """
+    if value is None:
+        return 0
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 0:
+        shown = repr(value)[:40] if isinstance(value, (int, float, str)) else f"a {type(value).__name__}"
+        raise InvalidContent(None, field, f"expected a whole number of tokens, got {shown}")
+    return int(value)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -35,4 +53,7 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        return cls(**{k: int(data.get(k) or 0) for k in ("prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")})
+        if not isinstance(data, Mapping):
+            raise InvalidContent(None, "usage", f"expected an object, got {type(data).__name__}")
+        names = ("prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        return cls(**{name: token_count(data.get(name), f"usage.{name}") for name in names})

@@ -33,7 +33,7 @@ Reading errors name the index in the list the caller passed and the field
 ``conversation.items`` (``None`` for header items) and the neutral field path.
 """
 
-from ._reading import MAX_BLOCK_BYTES, parse_arguments
+from ._reading import MAX_BLOCK_BYTES, MAX_NESTING, check_json, parse_arguments
 from ._writing import LossyConversion
 from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
 from .base import Adapter, Reply, WireHeader
@@ -44,6 +44,7 @@ from .registry import PROVIDERS, adapter_for
 
 __all__ = [
     "MAX_BLOCK_BYTES",
+    "MAX_NESTING",
     "PROVIDERS",
     "Adapter",
     "AnthropicMessages",
@@ -54,6 +55,7 @@ __all__ = [
     "Reply",
     "WireHeader",
     "adapter_for",
+    "check_json",
     "from_anthropic",
     "from_openai",
     "from_responses",

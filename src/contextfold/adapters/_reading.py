@@ -11,6 +11,7 @@ null``) simply stays in the leftover and comes back untouched.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -119,10 +120,20 @@ class WireObject:
 _MISSING: Any = object()
 
 
-def read_object(raw: Any, index: int | None, field: str) -> WireObject:
-    """One wire block or part, checked for encoding and size, ready to be taken apart."""
+OUTPUT_TEXT = frozenset({"text", "input_text", "output_text"})
+"""Part types of a tool output's text, in the three formats: never too large (see :data:`MAX_BLOCK_BYTES`)."""
+
+
+def read_object(raw: Any, index: int | None, field: str, output: bool = False) -> WireObject:
+    """One wire block or part, checked for encoding and size, ready to be taken apart.
+
+    A text part of a tool ``output`` has no size limit; the message it is in was checked already
+    (:func:`read_message`).
+    """
     data = as_object(raw, index, field)
-    check_block(data, index, field)
+    kind = type_of(data, index, field)
+    if not (output and kind in OUTPUT_TEXT):
+        check_block(data, index, field)
     return WireObject(data, index, field)
 
 
@@ -151,7 +162,8 @@ def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
-    """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object.
+    """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object
+    (:func:`check_json` included: a string that decodes to lone surrogates is kept raw, not decoded).
 
     An empty string is no arguments (``{}``): models send it for tools without parameters.
     """
@@ -159,7 +171,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+        check_json(value, None, "arguments")
+    except (ValueError, RecursionError, InvalidMessage):  # not JSON, nested too deep, or holding what JSON cannot
         return None
     return value if isinstance(value, dict) else None
 
@@ -179,63 +192,121 @@ def with_leading_system(
 
 
 MAX_BLOCK_BYTES = 32 * 1024 * 1024
-"""Largest single block accepted, in UTF-8 bytes of its strings (32 MiB, the Anthropic request limit)."""
+"""Largest single block accepted, in UTF-8 bytes of its strings (32 MiB, the Anthropic request limit).
+
+Tool outputs are exempt: however large, they are read, and :class:`~contextfold.Context` saves them to
+disk on arrival and keeps a preview (a request never carries them whole)."""
+
+MAX_NESTING = 100
+"""Deepest nesting of objects and arrays accepted in one message. Tool schemas and arguments go a few
+levels; much deeper is hostile, and Python's own JSON writer and comparisons fail at about 1,000."""
+
+_MAX_INT_BITS = 14_000
+"""Longest integer accepted (about 4,200 digits): Python writes no more than 4,300 digits as text."""
+
+
+def word(value: Any) -> str | None:
+    """``value`` if it is a string (a role, a type), else ``None``: a list or object there names nothing."""
+    return value if isinstance(value, str) else None
+
+
+def type_of(data: Mapping[str, Any], index: int | None, field: str, key: str = "type") -> str | None:
+    """A block's or item's ``type``: ``None`` when it has none, a typed error when it is not a string."""
+    kind = data.get(key)
+    if kind is None or isinstance(kind, str):
+        return kind
+    raise InvalidContent(index, where(field, key), f"expected a string, got {shown(kind)}")
+
+
+def shown(value: Any) -> str:
+    """A short, safe rendering of a value for an error message (any type, any size)."""
+    return repr(value[:60]) if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def read_message(raw: Any, index: int) -> Mapping[str, Any]:
+    """One message (or Responses item) of a list: an object holding nothing JSON cannot carry.
+
+    The one check every reader starts with, so that no field (taken into the model or left over for the
+    writer) escapes it; block sizes are checked where the blocks are read (:func:`check_block`).
+    """
+    data = as_object(raw, index, "")
+    check_json(data, index, "")
+    return data
+
+
+def check_json(value: Any, index: int | None, field: str) -> int:
+    """Reject what no JSON request can carry, naming the field; returns the UTF-8 bytes of its strings.
+
+    Refused: text that is not valid UTF-8 (lone surrogates, bytes), numbers JSON cannot write (NaN,
+    infinities, integers of thousands of digits), keys that are not strings, values of other types (sets,
+    arbitrary objects), and nesting deeper than :data:`MAX_NESTING`. SDK objects are checked once read
+    (:func:`as_object` dumps them).
+    """
+    try:
+        return _measure(value, 0)
+    except _NotJson as bad:
+        path = field
+        for step in reversed(bad.path):
+            path = f"{path}[{step}]" if isinstance(step, int) else where(path, step)
+        raise bad.error(index, path or "message", bad.reason) from None
 
 
 def check_block(value: Any, index: int | None, field: str) -> None:
-    """Reject text that is not valid UTF-8 and blocks over :data:`MAX_BLOCK_BYTES`."""
-    try:
-        size = _size(value)
-    except _BadText:
-        path, reason, error = _locate(value, field) or (field, "text is not valid UTF-8", InvalidEncoding)
-        raise error(index, path, reason) from None
+    """:func:`check_json`, and blocks over :data:`MAX_BLOCK_BYTES` refused."""
+    size = check_json(value, index, field)
     if size > MAX_BLOCK_BYTES:
         raise OversizedBlock(index, field or "item", f"block is {size} bytes; the limit is {MAX_BLOCK_BYTES}")
 
 
-class _BadText(Exception):
-    pass
+class _NotJson(Exception):
+    """Why a value is refused; ``path`` collects the keys and indexes on the way out (innermost first)."""
+
+    def __init__(self, reason: str, error: type[InvalidMessage] = InvalidContent) -> None:
+        self.reason = reason
+        self.error = error
+        self.path: list[str | int] = []
 
 
-def _size(value: Any) -> int:
-    """UTF-8 bytes of every string in a JSON value (scalars count 8)."""
+def _measure(value: Any, depth: int) -> int:
+    """UTF-8 bytes of every string in a JSON value (scalars count 8); :class:`_NotJson` for what is not one."""
     if isinstance(value, str):
         if value.isascii():
             return len(value)
         try:
             return len(value.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise _BadText from None
-    if isinstance(value, Mapping):
-        return sum(_size(k) + _size(v) for k, v in value.items())
-    if isinstance(value, SEQUENCE):
-        return sum(_size(v) for v in value)
-    if isinstance(value, (bytes, bytearray)):
-        raise _BadText
-    return 8
-
-
-def _locate(value: Any, path: str) -> tuple[str, str, type[InvalidMessage]] | None:
-    """Where the first bad string in ``value`` is, why, and the error to raise (slow path, errors only)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            return path, f"lone surrogate {value[exc.start]!r} at character {exc.start}", InvalidEncoding
-    elif isinstance(value, (bytes, bytearray)):
+            raise _NotJson(f"lone surrogate {value[exc.start]!r} at character {exc.start}", InvalidEncoding) from None
+    if isinstance(value, (Mapping, list, tuple)):
+        if depth >= MAX_NESTING:
+            raise _NotJson(f"nested deeper than {MAX_NESTING} levels")
+        total = 0
+        for step, child in value.items() if isinstance(value, Mapping) else enumerate(value):
+            if isinstance(step, str):
+                total += _measure(step, depth)  # a key: counted, and checked like any text
+            elif isinstance(value, Mapping):
+                raise _NotJson(f"object keys must be strings, not {shown(step)}")
+            try:
+                total += _measure(child, depth + 1)
+            except _NotJson as bad:
+                bad.path.append(step)
+                raise
+        return total
+    if value is None or isinstance(value, bool):
+        return 8
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            raise _NotJson(f"an integer of {value.bit_length():,} bits is too long to write as JSON")
+        return 8
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson(f"{value} is not a JSON number")
+        return 8
+    if isinstance(value, (bytes, bytearray)):
         try:
             bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
-            return path, f"bytes are not valid UTF-8 at byte {exc.start}", InvalidEncoding
-        return path, "expected a string, got bytes (decode them first)", InvalidContent
-    elif isinstance(value, Mapping):
-        for key, child in value.items():
-            found = _locate(key, path) or _locate(child, where(path, str(key)))
-            if found:
-                return found
-    elif isinstance(value, SEQUENCE):
-        for position, child in enumerate(value):
-            found = _locate(child, f"{path}[{position}]")
-            if found:
-                return found
-    return None
+            raise _NotJson(f"bytes are not valid UTF-8 at byte {exc.start}", InvalidEncoding) from None
+        raise _NotJson("expected a string, got bytes (decode them first)")
+    if callable(getattr(value, "model_dump", None)):
+        return 0  # an SDK object: dumped and checked when its block is read
+    raise _NotJson(f"{shown(value)} is not a JSON value")

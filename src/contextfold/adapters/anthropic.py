@@ -51,7 +51,20 @@ from ..conversation import (
 from ..errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
 from ..usage import Usage
 from ._media import anthropic_source, is_anthropic_source, split_data_url
-from ._reading import SEQUENCE, CallIds, WireObject, as_list, as_object, check_block, require_call, where
+from ._reading import (
+    SEQUENCE,
+    CallIds,
+    WireObject,
+    as_list,
+    as_object,
+    check_block,
+    read_message,
+    require_call,
+    shown,
+    type_of,
+    where,
+    word,
+)
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
 from .anthropic_cache import header_marked, item_marked, with_breakpoints
@@ -111,10 +124,11 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
 
 
 def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Item]:
-    wire = WireObject(as_object(raw, index, ""), index, "")
-    role = wire.rest.get("role")
+    wire = WireObject(read_message(raw, index), index, "")
+    role = word(wire.rest.get("role"))
     if role not in _ROLES:
-        raise UnknownRole(index, "role", f"unknown role {role!r}; Anthropic messages are user, assistant or system")
+        raise UnknownRole(index, "role", f"unknown role {shown(wire.rest.get('role'))}; "
+                                         "Anthropic messages are user, assistant or system")
     wire.take("role", str)
     content = wire.take("content", (str, *SEQUENCE))
     meta: dict[str, Any] = {"origin": ORIGIN}
@@ -142,10 +156,14 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
 
 
 def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: str, calls: CallIds) -> Block:
-    """One content block; ``role`` is the message's (``"tool"`` inside a tool result, checked there)."""
-    if role != "tool":
+    """One content block; ``role`` is the message's (``"tool"`` inside a tool result).
+
+    A tool result has no size limit (its output goes to disk on arrival), but what it holds besides
+    text (images, documents) does.
+    """
+    kind = type_of(data, index, field)
+    if kind != "tool_result" and not (role == "tool" and kind == "text"):
         check_block(data, index, field)
-    kind = data.get("type")
     if (role == "system" and kind != "text") or (kind in _ONLY_IN and _ONLY_IN[kind] != role):
         raise InvalidContent(index, where(field, "type"), f"a {kind!r} block cannot appear in a {role} message")
     reader = _READERS.get(kind)  # type: ignore[arg-type]

@@ -126,6 +126,8 @@ class Adapter(ABC):
         data = as_data(response)
         usage = self.read_usage(data["usage"]) if data.get("usage") else None
         stop = self._stop(data)
+        if stop is not None and not isinstance(stop, str):
+            raise InvalidContent(None, "stop reason", f"expected a string, got {type(stop).__name__}")
         return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None)
 
     incomplete_stops: Mapping[str, str] = {}
@@ -152,6 +154,8 @@ def as_data(response: Any) -> dict[str, Any]:
     """An SDK response object or a dict as a plain dict without ``None`` fields (absent on the wire)."""
     if hasattr(response, "model_dump"):  # without warnings: the SDK's types do not expect every item a server echoes
         return response.model_dump(exclude_none=True, warnings=False)
+    if not isinstance(response, Mapping):
+        raise InvalidContent(None, "response", f"expected an object, got {type(response).__name__}")
     return dict(response)
 
 

@@ -54,9 +54,12 @@ from ._reading import (
     as_object,
     check_block,
     parse_arguments,
+    read_message,
     read_object,
     require_call,
+    shown,
     with_leading_system,
+    word,
 )
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
@@ -93,16 +96,16 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
 
 
 def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
-    wire = WireObject(as_object(raw, index, ""), index, "")
-    role = wire.rest.get("role")
+    wire = WireObject(read_message(raw, index), index, "")
+    role = word(wire.rest.get("role"))
     if role not in _ROLES:
-        raise UnknownRole(index, "role", f"unknown role {role!r}; expected one of {sorted(_ROLES)}")
+        raise UnknownRole(index, "role", f"unknown role {shown(wire.rest.get('role'))}; expected one of {sorted(_ROLES)}")
     wire.take("role", str)
     meta: dict[str, Any] = {"origin": ORIGIN}
     if role == "tool":
         call_id = wire.take("tool_call_id", str)
         require_call(call_id, calls, index, "tool_call_id")
-        blocks, shape = _read_content(wire, required=True)
+        blocks, shape = _read_content(wire, required=True, output=True)
         content: str | tuple[Block, ...] = tuple(blocks) if shape == "list" else (blocks[0].text if blocks else "")  # type: ignore[union-attr]
         blocks = [ToolResult(call_id, content)]
     elif role == "assistant":
@@ -123,21 +126,26 @@ def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
     return Item(role, tuple(blocks), meta=meta)
 
 
-def _read_content(wire: WireObject, required: bool) -> tuple[list[Block], str]:
-    """The content's blocks and shape; an empty string is no block (OpenAI accepts it, so it is carried)."""
+def _read_content(wire: WireObject, required: bool, output: bool = False) -> tuple[list[Block], str]:
+    """The content's blocks and shape; an empty string is no block (OpenAI accepts it, so it is carried).
+
+    A tool message's text (``output``) has no size limit: it goes to disk on arrival.
+    """
     if "content" not in wire.rest and not required:
         return [], "absent"
     content = wire.take("content", (str, *SEQUENCE) if required else (str, *SEQUENCE, type(None)))
     if content is None:
         return [], "none"
     if isinstance(content, str):
-        check_block(content, wire.index, "content")
+        if not output:
+            check_block(content, wire.index, "content")
         return ([Text(content)] if content else []), "str"
-    return [_read_part(part, wire.index, f"content[{j}]") for j, part in enumerate(content)], "list"  # type: ignore[arg-type]
+    parts = [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)]  # type: ignore[arg-type]
+    return parts, "list"
 
 
-def _read_part(raw: Any, index: int, field: str) -> Block:
-    wire = read_object(raw, index, field)
+def _read_part(raw: Any, index: int, field: str, output: bool) -> Block:
+    wire = read_object(raw, index, field, output)
     kind = wire.rest.get("type")
     if kind == "text":
         wire.take_if("type", kind)
@@ -294,7 +302,7 @@ class OpenAIChat(MessageListAdapter):
         }
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
-        message = {k: v for k, v in (_choice(data).get("message") or {}).items() if v is not None}
+        message = {k: v for k, v in as_object(_choice(data).get("message") or {}, 0, "").items() if v is not None}
         return from_openai([message]) if message else Conversation()
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
@@ -306,7 +314,8 @@ _ADAPTER = OpenAIChat()
 
 def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
     """The first choice of a completion (the only one contextfold asks for)."""
-    return (data.get("choices") or [{}])[0]
+    choices = as_list(data.get("choices") or [{}], None, "choices")
+    return as_object(choices[0], None, "choices[0]") if choices else {}
 
 
 def reply_from_chunks(chunks: Iterable[Any]) -> Reply:

@@ -51,12 +51,15 @@ from ._reading import (
     CallIds,
     WireObject,
     as_list,
-    as_object,
     check_block,
     parse_arguments,
+    read_message,
     read_object,
     require_call,
+    shown,
+    type_of,
     with_leading_system,
+    word,
 )
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import (
@@ -99,7 +102,7 @@ def from_responses(
     """
     reader = _Reader(CallIds(known_call_ids))
     for index, raw in enumerate(as_list(items, None, "items")):
-        reader.read(as_object(raw, index, ""), index)
+        reader.read(read_message(raw, index), index)
     reader.end_turn()
     return with_leading_system(reader.items, read_tools(tools, ORIGIN, _read_tool), ORIGIN)
 
@@ -121,8 +124,8 @@ class _Reader:
         self._invalid: list[str] = []
 
     def read(self, data: Mapping[str, Any], index: int) -> None:
-        kind = data.get("type", "message" if "role" in data else None)
-        if not isinstance(kind, str):
+        kind = type_of(data, index, "") or ("message" if "role" in data else None)
+        if kind is None:
             raise InvalidContent(index, "type", "an input item needs a type (or a role, for a message)")
         if kind == "message":
             self._read_message(data, index)
@@ -155,9 +158,11 @@ class _Reader:
         self.items.append(item)
 
     def _read_message(self, data: Mapping[str, Any], index: int) -> None:
-        role = data.get("role")
+        role = word(data.get("role"))
         if role not in _MESSAGE_ROLES:
-            raise UnknownRole(index, "role", f"unknown role {role!r}; expected one of {sorted(_MESSAGE_ROLES)}")
+            raise UnknownRole(
+                index, "role", f"unknown role {shown(data.get('role'))}; expected one of {sorted(_MESSAGE_ROLES)}"
+            )
         wire = WireObject(data, index, "")
         wire.take("role", str)
         content = wire.take("content", (str, *SEQUENCE))
@@ -190,8 +195,7 @@ class _Reader:
         call_id = wire.take("call_id", str)
         require_call(call_id, self.calls, index, "call_id")
         output = wire.take("output", (str, *SEQUENCE))
-        if isinstance(output, str):
-            check_block(output, index, "output")
+        if isinstance(output, str):  # no size limit: an output goes to disk on arrival
             content: str | tuple[Block, ...] = output
         else:
             content = tuple(_read_part(part, index, f"output[{k}]", "tool") for k, part in enumerate(output))
@@ -199,7 +203,7 @@ class _Reader:
 
     def _read_unknown(self, data: Mapping[str, Any], index: int, kind: str) -> None:
         check_block(data, index, "")
-        role = data.get("role")
+        role = word(data.get("role"))
         if role not in ("user", "system", "developer"):
             role = "user" if kind.endswith(("_output", "_response")) else None
         if role is None:
@@ -220,7 +224,7 @@ def _text_type(role: str) -> str:
 
 
 def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
-    wire = read_object(raw, index, field)
+    wire = read_object(raw, index, field, output=role == "tool")
     kind = wire.rest.get("type")
     if kind in ("input_text", "output_text"):
         wire.take_if("type", _text_type(role))
@@ -436,5 +440,6 @@ class OpenAIResponses(MessageListAdapter):
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         if data.get("status") == "incomplete":
-            return (data.get("incomplete_details") or {}).get("reason") or "incomplete"
+            details = data.get("incomplete_details")
+            return (details.get("reason") if isinstance(details, Mapping) else None) or "incomplete"
         return data.get("status")

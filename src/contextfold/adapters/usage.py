@@ -10,22 +10,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..usage import Usage
+from ..errors import InvalidContent
+from ..usage import Usage, token_count
 
 
 def usage_data(usage: Any) -> Mapping[str, Any]:
     """A usage object (SDK model or mapping) as a mapping."""
-    return usage.model_dump() if hasattr(usage, "model_dump") else usage
+    data = usage.model_dump() if hasattr(usage, "model_dump") else usage
+    if not isinstance(data, Mapping):
+        raise InvalidContent(None, "usage", f"expected an object, got {type(data).__name__}")
+    return data
+
+
+def _count(data: Mapping[str, Any], *keys: str) -> int:
+    """The first of ``keys`` the usage reports, as a token count (0 when none is)."""
+    for key in keys:
+        if data.get(key) is not None:
+            return token_count(data[key], f"usage.{key}")
+    return 0
 
 
 def anthropic_usage(usage: Any) -> Usage:
     """From a Messages API ``usage`` object (input excludes cache reads and writes)."""
     data = usage_data(usage)
-    read = int(data.get("cache_read_input_tokens") or 0)
-    write = int(data.get("cache_creation_input_tokens") or 0)
+    read = _count(data, "cache_read_input_tokens")
+    write = _count(data, "cache_creation_input_tokens")
     return Usage(
-        prompt_tokens=int(data.get("input_tokens") or 0) + read + write,
-        output_tokens=int(data.get("output_tokens") or 0),
+        prompt_tokens=_count(data, "input_tokens") + read + write,
+        output_tokens=_count(data, "output_tokens"),
         cache_read_tokens=read,
         cache_write_tokens=write,
     )
@@ -34,11 +46,15 @@ def anthropic_usage(usage: Any) -> Usage:
 def openai_usage(usage: Any) -> Usage:
     """From a Chat Completions or Responses ``usage`` object (prompt includes cached; DeepSeek's hit count too)."""
     data = usage_data(usage)
-    prompt = data.get("prompt_tokens", data.get("input_tokens")) or 0
-    output = data.get("completion_tokens", data.get("output_tokens")) or 0
     details = data.get("prompt_tokens_details") or data.get("input_tokens_details") or {}
-    cached = details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
-    return Usage(prompt_tokens=int(prompt), output_tokens=int(output), cache_read_tokens=int(cached))
+    if not isinstance(details, Mapping):
+        raise InvalidContent(None, "usage.prompt_tokens_details", f"expected an object, got {type(details).__name__}")
+    cached = _count(details, "cached_tokens") or _count(data, "prompt_cache_hit_tokens")
+    return Usage(
+        prompt_tokens=_count(data, "prompt_tokens", "input_tokens"),
+        output_tokens=_count(data, "completion_tokens", "output_tokens"),
+        cache_read_tokens=cached,
+    )
 
 
 def any_usage(usage: Any) -> Usage:

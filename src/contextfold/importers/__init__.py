@@ -99,7 +99,7 @@ def _what_it_is(source: Source) -> tuple[str, str]:
     """Where and why nothing matched, described from what the file turned out to be."""
     error = source.json_error
     if error is not None and source.first_record is None:
-        return f"line {error.lineno} column {error.colno}", f"starts like JSON but is not valid JSON: {error.msg}"
+        return error.where, f"starts like JSON but cannot be read: {error.reason}"
     return "file", _shape(source)
 
 

@@ -30,13 +30,50 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..adapters import Reply, adapter_for, parse_arguments
+from ..adapters import MAX_NESTING, Reply, adapter_for, check_json, parse_arguments
 from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
 from ..errors import InvalidMessage, SessionFormatError
 from ..usage import Usage
 
 MAX_EXTRA_CHARS = 300
 """Longest string kept in ``ToolResult.extra``; longer values duplicate the content and stay out."""
+
+
+class JsonFault(ValueError):
+    """JSON text contextfold cannot take: ``where`` in it (``line L column C`` for a syntax error, else a
+    JSON path from ``$``), ``reason``, and whether it is a ``syntax`` error (not JSON at all)."""
+
+    def __init__(self, where: str, reason: str, syntax: bool = False) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
+        self.syntax = syntax
+
+
+def parse_json(text: str, check: bool = True) -> Any:
+    """``json.loads`` that raises only :class:`JsonFault`, and (``check``) refuses values the model cannot
+    hold: lone surrogates, nesting past the adapters' limit, numbers JSON cannot write (see
+    :func:`~contextfold.adapters.check_json`). The parser itself recurses, so a deep document is caught here.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonFault(f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}", syntax=True) from None
+    except RecursionError:
+        raise JsonFault("$", f"nested deeper than {MAX_NESTING} levels") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise JsonFault("$", f"not readable as JSON: {exc}") from None
+    if check:
+        fitting(value, "$")
+    return value
+
+
+def fitting(value: Any, path: str) -> None:
+    """Raise :class:`JsonFault` at the JSON path of anything in ``value`` the model cannot hold."""
+    try:
+        check_json(value, None, path)
+    except InvalidMessage as error:
+        raise JsonFault(error.field, error.reason) from None
 
 
 class Source:
@@ -63,13 +100,20 @@ class Source:
         return SessionFormatError(self.path, location, reason)
 
     @cached_property
-    def _parsed(self) -> tuple[Any, json.JSONDecodeError | None]:
+    def _parsed(self) -> tuple[Any, JsonFault | None]:
+        """The document and why it cannot be taken: a document the model cannot hold is still returned,
+        so that detection names its format and loading names the fault."""
         if self.text.lstrip()[:1] not in ("{", "["):
             return None, None
         try:
-            return json.loads(self.text), None
-        except json.JSONDecodeError as exc:
-            return None, exc
+            document = parse_json(self.text, check=False)
+        except JsonFault as fault:
+            return None, fault
+        try:
+            fitting(document, "$")
+        except JsonFault as fault:
+            return document, fault
+        return document, None
 
     @property
     def document(self) -> Any:
@@ -77,15 +121,16 @@ class Source:
         return self._parsed[0]
 
     @property
-    def json_error(self) -> json.JSONDecodeError | None:
-        """Why the file, which starts like JSON, is not one JSON document (``None`` if it is, or is not JSON)."""
+    def json_error(self) -> JsonFault | None:
+        """Why the file, which starts like JSON, is not a JSON document contextfold can take (``None`` if it is,
+        or is not JSON)."""
         return self._parsed[1]
 
     def require_document(self, expected: type) -> Any:
         """The JSON document, which must be of ``expected`` type (``dict`` or ``list``)."""
-        doc, exc = self._parsed
-        if exc is not None and self.first_record is None:
-            raise self.error(f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}")
+        doc, fault = self._parsed
+        if fault is not None and (doc is not None or self.first_record is None):
+            raise self.error(fault.where, fault.reason)
         if not isinstance(doc, expected):
             raise self.error("$", f"expected a JSON {'object' if expected is dict else 'array'}")
         return doc
@@ -101,8 +146,8 @@ class Source:
         for line in self.lines:
             if line.strip():
                 try:
-                    value = json.loads(line)
-                except json.JSONDecodeError:
+                    value = parse_json(line, check=False)  # enough to tell the format; records() checks
+                except JsonFault:
                     return None
                 return value if isinstance(value, dict) else None
         return None
@@ -113,9 +158,10 @@ class Source:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise self.error(f"line {number}", f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+                value = parse_json(line)
+            except JsonFault as fault:
+                where = fault.where.rpartition(" ")[2] if fault.syntax else fault.where
+                raise self.error(f"line {number}", f"{fault.reason} ({'column ' if fault.syntax else ''}{where})") from None
             if not isinstance(value, dict):
                 raise self.error(f"line {number}", "expected a JSON object")
             yield number, value
@@ -158,6 +204,15 @@ def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | t
         found = "missing" if key not in record else f"a {type(value).__name__}"
         raise source.error(f"{where}.{key}", f"expected {names}, found {found}")
     return value
+
+
+def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``record[key]`` that says what a record is (its ``type``, ``kind``, ``role``): a string, or ``None``
+    when absent; anything else is a SessionFormatError at ``where.key``."""
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise source.error(f"{where}.{key}", f"expected a string, found a {type(value).__name__}")
 
 
 def call_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

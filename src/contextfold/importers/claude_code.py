@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation
-from ._common import ConversationBuilder, Source, field_of, read_reply, read_wire, small_scalars, unix_time
+from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant"})
@@ -45,7 +45,8 @@ def matches(source: Source) -> bool:
     record = source.first_record
     return (
         record is not None
-        and record.get("type") in RECORD_TYPES | BOOKKEEPING
+        and isinstance(record.get("type"), str)
+        and record["type"] in RECORD_TYPES | BOOKKEEPING
         and "session_id" not in record
         and any(key in record for key in LINK_KEYS)
     )
@@ -57,7 +58,7 @@ def load(source: Source) -> list[Conversation]:
     chain_of: dict[str, str] = {}  # record uuid -> sidechain root uuid
     for number, record in source.records():
         where = f"line {number}"
-        kind = record.get("type")
+        kind = kind_of(source, record, "type", where)
         if kind in BOOKKEEPING:
             main.skip(kind)
             continue

@@ -39,7 +39,8 @@ RESULT_FIELDS = ("subtype", "is_error", "num_turns", "duration_ms", "total_cost_
 
 
 def is_event(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("type") in EVENT_TYPES and "session_id" in value
+    kind = value.get("type") if isinstance(value, dict) else None
+    return isinstance(kind, str) and kind in EVENT_TYPES and "session_id" in value
 
 
 def matches(source: Source) -> bool:

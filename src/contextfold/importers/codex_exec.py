@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..conversation import Conversation, Text, Thinking, ToolCall
-from ..usage import Usage
+from ..usage import Usage, token_count
 from . import hive_mind_log
-from ._common import ConversationBuilder, Source, field_of
+from ._common import ConversationBuilder, Source, field_of, kind_of
 from .hive_mind_log import Entry
 
 FORMAT = "codex-exec"
@@ -107,7 +107,7 @@ class _Threads:
     def _item(self, phase: str, item: Mapping[str, Any], timestamp: float | None, where: str) -> None:
         builder = self._thread()
         item_id = field_of(self.source, item, "id", str, f"{where}.item")
-        kind = item.get("type")
+        kind = kind_of(self.source, item, "type", f"{where}.item")
         if kind == "todo_list":
             plan = "\n".join(
                 f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in item.get("items") or ()
@@ -165,7 +165,7 @@ def _output(item: Mapping[str, Any]) -> str:
 def codex_usage(usage: Mapping[str, Any]) -> Usage:
     """Codex reports ``cached_input_tokens`` beside ``input_tokens``, which includes them."""
     return Usage(
-        prompt_tokens=int(usage.get("input_tokens") or 0),
-        output_tokens=int(usage.get("output_tokens") or 0),
-        cache_read_tokens=int(usage.get("cached_input_tokens") or 0),
+        prompt_tokens=token_count(usage.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=token_count(usage.get("output_tokens"), "usage.output_tokens"),
+        cache_read_tokens=token_count(usage.get("cached_input_tokens"), "usage.cached_input_tokens"),
     )

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation, Text, Thinking, ToolCall
-from ._common import ConversationBuilder, Source, field_of, unix_time
+from ._common import ConversationBuilder, Source, field_of, kind_of, unix_time
 from .codex_exec import codex_usage
 
 FORMAT = "codex-tui"
@@ -113,7 +113,7 @@ class _Recording:
     def run(self) -> list[Conversation]:
         for number, record in self.source.records():
             where = f"line {number}"
-            kind = record.get("kind")
+            kind = kind_of(self.source, record, "kind", where)
             timestamp = unix_time(record.get("ts"))
             if kind == "codex_event":
                 payload = field_of(self.source, record, "payload", Mapping, where)
@@ -156,7 +156,7 @@ class _Recording:
         self.pending_prompts = []
 
     def _event(self, msg: Mapping[str, Any], timestamp: float | None, where: str) -> None:
-        kind = msg.get("type")
+        kind = kind_of(self.source, msg, "type", f"{where}.payload.msg")
         if kind == "session_configured":
             self._open(msg)
             return

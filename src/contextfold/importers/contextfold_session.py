@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..codec import header_from_dict, item_from_dict
 from ..conversation import Conversation
-from ..errors import ContextfoldError
+from ..errors import InvalidMessage
 from ._common import Source, field_of
 
 FORMAT = "contextfold-session-1"
@@ -38,8 +38,8 @@ def load(source: Source) -> list[Conversation]:
 
 
 def _read(source: Source, where: str, make: Callable[[Any], T], record: Any) -> T:
-    """``make(record)``, with any malformed-record error turned into a SessionFormatError naming ``where``."""
+    """``make(record)``, a malformed record a SessionFormatError naming ``where`` and the field."""
     try:
         return make(record)
-    except (ContextfoldError, KeyError, TypeError, ValueError, AttributeError) as error:
-        raise source.error(where, f"not a valid record: {type(error).__name__}: {error}") from None
+    except InvalidMessage as error:  # the codec checks every field, naming it
+        raise source.error(f"{where}.{error.field}", f"not a valid record: {error.reason}") from None

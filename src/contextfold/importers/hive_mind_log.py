@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import Text
-from ._common import ConversationBuilder, Source, unix_time
+from ._common import ConversationBuilder, JsonFault, Source, fitting, parse_json, unix_time
 
 PREFIX = re.compile(r"^\[(\d{4}-\d\d-\d\dT[0-9:.]+Z?)\] \[([A-Z]+)\] ?(.*)$")
 PROMPT_MARKERS = {"---BEGIN USER PROMPT---": "user_prompt", "---BEGIN SYSTEM PROMPT---": "system_prompt"}
@@ -95,7 +95,14 @@ def agent_entries(source: Source, is_event: Callable[[Any], bool]) -> list[Entry
 def entries(source: Source) -> list[Entry]:
     """Every event and prompt of the log, in order (parsed once per source)."""
     if "hive_mind_log" not in source.memo:
-        source.memo["hive_mind_log"] = list(_entries(_records(source.lines)))
+        found = list(_entries(_records(source.lines)))
+        for entry in found:
+            if entry.kind == "event":
+                try:
+                    fitting(entry.value, "$")
+                except JsonFault as fault:
+                    raise source.error(f"line {entry.line}", f"{fault.reason} ({fault.where})") from None
+        source.memo["hive_mind_log"] = found
     return source.memo["hive_mind_log"]
 
 
@@ -154,7 +161,7 @@ def _decode(text: str) -> tuple[list[Any], str]:
             position += 1
         try:
             value, position = _DECODER.raw_decode(text, position)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number too long, or nested deeper than the parser goes
             repaired = _loads_repaired(text[position:]) if not values else None
             if repaired is None:
                 return values, text[position:].strip()
@@ -193,12 +200,12 @@ def _continues(record: _Record) -> bool:
 def _loads_repaired(text: str) -> Any:
     """``json.loads``, retried once with invalid escapes neutralised; ``None`` if still invalid."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if not exc.msg.startswith("Invalid \\escape"):
+        return parse_json(text, check=False)
+    except JsonFault as fault:
+        if not fault.reason.startswith("not valid JSON: Invalid \\escape"):
             return None
     repaired = _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
     try:
-        return json.loads(repaired)
-    except json.JSONDecodeError:
+        return parse_json(repaired, check=False)
+    except JsonFault:
         return None

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Block, Conversation, Image, Opaque, Text, Thinking, ToolCall
-from ._common import ConversationBuilder, Source, call_arguments, field_of, text_blocks, tool_specs, unix_time
+from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, text_blocks, tool_specs, unix_time
 
 FORMAT = "openhands"
 EVENT_KINDS = frozenset(
@@ -39,7 +39,8 @@ BOOKKEEPING = frozenset(
 def matches(source: Source) -> bool:
     doc = source.document
     first = doc[0] if isinstance(doc, list) and doc else None
-    return isinstance(first, dict) and first.get("kind") in EVENT_KINDS | BOOKKEEPING and "source" in first
+    kind = first.get("kind") if isinstance(first, dict) else None
+    return isinstance(kind, str) and kind in EVENT_KINDS | BOOKKEEPING and "source" in first
 
 
 def load(source: Source) -> list[Conversation]:
@@ -48,7 +49,7 @@ def load(source: Source) -> list[Conversation]:
         where = f"$[{index}]"
         if not isinstance(event, Mapping):
             raise source.error(where, "an event must be an object")
-        kind = event.get("kind")
+        kind = kind_of(source, event, "kind", where)
         timestamp = unix_time(event.get("timestamp"))
         if kind == "SystemPromptEvent":
             prompt = event.get("system_prompt")
