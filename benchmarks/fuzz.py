@@ -32,16 +32,18 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the shared fuzzing cases and request strategies
 
-import fuzzing  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from strategies import anthropic_requests, openai_chat_requests, responses_requests  # noqa: E402
+import fuzzing
+from click.testing import CliRunner
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+from strategies import anthropic_requests, openai_chat_requests, responses_requests
 
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED", HERE.parent.parent / "shared"))
 REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests()}
@@ -49,12 +51,13 @@ REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(),
 
 def adapter_inputs(tally: fuzzing.Tally, per_provider: int, bound: float, base_seed: int) -> None:
     for provider, requests in REQUESTS.items():
-        run = _provider_run(tally, provider, bound)
-        seed(base_seed)(settings(max_examples=per_provider, database=None, deadline=None, phases=[Phase.generate],
-                                 suppress_health_check=list(HealthCheck))(given(requests, st.integers(0, 2**32 - 1))(run)))()
+        configured = settings(max_examples=per_provider, database=None, deadline=None, phases=[Phase.generate],
+                              suppress_health_check=list(HealthCheck))
+        test = given(requests, st.integers(0, 2**32 - 1))(_provider_run(tally, provider, bound))
+        seed(base_seed)(configured(test))()
 
 
-def _provider_run(tally: fuzzing.Tally, provider: str, bound: float):  # noqa: ANN202 - a test body for @given
+def _provider_run(tally: fuzzing.Tally, provider: str, bound: float) -> Callable[[dict, int], None]:
     def run(request: dict, case_seed: int) -> None:
         rng = random.Random(case_seed)
         mutated, done = fuzzing.mutate_tree(request, rng)
@@ -80,10 +83,10 @@ def session_files(tally: fuzzing.Tally, count: int, inspect: int, processes: int
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
             described = f"{name}: {done}"
-            tally.add("session file", fuzzing.judged(lambda: fuzzing.file_case(path), bound), described)
+            tally.add("session file", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
             if number < inspect:
-                outcome = fuzzing.judged(lambda: fuzzing.inspect_case(runner, path, as_json=number % 2 == 1), bound)
-                tally.add("inspect (in-process)", outcome, described)
+                run = partial(fuzzing.inspect_case, runner, path, as_json=number % 2 == 1)
+                tally.add("inspect (in-process)", fuzzing.judged(run, bound), described)
             if number < processes:
                 tally.add("inspect (subprocess)", fuzzing.inspect_process(path, bound), described)
             path.unlink()

@@ -406,7 +406,7 @@ def inspect_process(path: Path, timeout: float) -> Outcome:
     """``python -m contextfold inspect`` as a user runs it: no traceback, one line on failure, a bounded time."""
     command = [sys.executable, "-m", "contextfold", "inspect", str(path), "--tokenizer", "estimate", "--json"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, errors="replace")
+        done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout, errors="replace")
     except subprocess.TimeoutExpired:
         return Outcome("hang", f"over {timeout} s")
     if "Traceback (most recent call last)" in done.stderr:

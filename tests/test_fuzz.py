@@ -154,8 +154,7 @@ def mini_swe_agent(messages: list[Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("text", "location"),
     [
-        ('{"info": {}, "trajectory_format": "mini-swe-agent-1.1", "messages": [{"role": "user", "content": "\\ud800"}]}',
-         "$.messages[0].content"),
+        (json.dumps(mini_swe_agent([{"role": "user", "content": "\ud800"}])), "$.messages[0].content"),
         ('{"info": {"x": ' + "[" * 5_000 + "]" * 5_000 + '}, "messages": []}', "$"),
         ('{"info": {"n": ' + "9" * 5_000 + '}, "messages": []}', "$"),
     ],

@@ -29,7 +29,8 @@ def wire_round(provider: str, output: Any) -> list[dict[str, Any]]:
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c0", "content": output}]},
         ]
     if provider == "openai":
-        call = {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat huge.log"}'}}
+        function = {"name": "bash", "arguments": '{"command": "cat huge.log"}'}
+        call = {"id": "c0", "type": "function", "function": function}
         return [
             {"role": "user", "content": "read the log"},
             {"role": "assistant", "content": None, "tool_calls": [call]},

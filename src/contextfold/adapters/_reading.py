@@ -19,7 +19,6 @@ from typing import Any
 from ..conversation import Conversation, Header, Item, Opaque, ToolSpec
 from ..errors import InvalidContent, InvalidEncoding, InvalidMessage, OversizedBlock
 
-
 SEQUENCE = (list, tuple)
 """What counts as a JSON array on input (a ``str`` is never one)."""
 

@@ -99,7 +99,8 @@ def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
     wire = WireObject(read_message(raw, index), index, "")
     role = word(wire.rest.get("role"))
     if role not in _ROLES:
-        raise UnknownRole(index, "role", f"unknown role {shown(wire.rest.get('role'))}; expected one of {sorted(_ROLES)}")
+        found = shown(wire.rest.get("role"))
+        raise UnknownRole(index, "role", f"unknown role {found}; expected one of {sorted(_ROLES)}")
     wire.take("role", str)
     meta: dict[str, Any] = {"origin": ORIGIN}
     if role == "tool":
@@ -140,8 +141,7 @@ def _read_content(wire: WireObject, required: bool, output: bool = False) -> tup
         if not output:
             check_block(content, wire.index, "content")
         return ([Text(content)] if content else []), "str"
-    parts = [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)]  # type: ignore[arg-type]
-    return parts, "list"
+    return [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)], "list"
 
 
 def _read_part(raw: Any, index: int, field: str, output: bool) -> Block:

@@ -160,8 +160,8 @@ class Source:
             try:
                 value = parse_json(line)
             except JsonFault as fault:
-                where = fault.where.rpartition(" ")[2] if fault.syntax else fault.where
-                raise self.error(f"line {number}", f"{fault.reason} ({'column ' if fault.syntax else ''}{where})") from None
+                where = f"column {fault.where.rpartition(' ')[2]}" if fault.syntax else fault.where
+                raise self.error(f"line {number}", f"{fault.reason} ({where})") from None
             if not isinstance(value, dict):
                 raise self.error(f"line {number}", "expected a JSON object")
             yield number, value
