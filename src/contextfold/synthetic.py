@@ -1,20 +1,25 @@
-"""A realistic long coding-agent session, generated here, deterministic per seed.
+"""Agent sessions generated here, deterministic per seed: a realistic coding session and a hostile one.
 
 The demo and the tests need sessions that are not in the shared corpus: the
 same shape as a real coding agent's (source files read with line numbers,
 greps, failing test runs with tracebacks, edits, re-reads of edited files,
 todo updates, parallel calls), of any length, reproducible from a seed, and
-with nothing copied from anyone's recording.
+with nothing copied from anyone's recording. The load probe needs the steps
+of an agent at its worst (:func:`hostile_steps`): parallel calls, 1 MB and
+empty outputs, images, thinking with signatures, errors.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
+import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .conversation import Conversation, Header, Item, Text, ToolCall, ToolResult, ToolSpec
+from .conversation import Conversation, Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
 
 SYSTEM_PROMPT = (
     "You are a careful software engineer working in a repository through tools. "
@@ -194,3 +199,58 @@ def generate_session(rounds: int = 200, seed: int = 7, modules: int = 24, start:
             s.say("user", f"Thanks. Please also keep an eye on warnings in {rng.choice(paths)} while you go.")
     s.say("assistant", f"Done: {number} modules fixed to round half-even; all tests pass.")
     return s.conversation
+
+
+HOSTILE_TASK = ("Investigate the nightly failures: read the logs, compare the screenshots with the baseline "
+                "in ci/screens/baseline-0042.png, and fix ticket OPS-7731 without breaking the ledger_v2 export.")
+
+
+def png_header(width: int, height: int) -> str:
+    """A base64 PNG whose header declares ``width`` x ``height`` (what token counting reads), with filler data."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = struct.pack(">I", len(ihdr)) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + chunk + bytes(range(256)) * 8).decode()
+
+
+def _hostile_output(rng: random.Random, step: int, call: int) -> tuple[tuple[Text | Image, ...] | str, bool]:
+    """One tool output of the hostile agent: mostly ordinary, sometimes huge, empty, an image or an error."""
+    roll = rng.random()
+    if roll < 0.08:
+        return f"log {step}.{call} " + "".join(f"{k:07d} worker_{k % 13} ok\n" for k in range(40_000)), False
+    if roll < 0.16:
+        return "", False
+    if roll < 0.26:
+        side = rng.choice([(640, 480), (1024, 768), (800, 800)])
+        return (Text(f"screenshot {step}.{call}"), Image(data=png_header(*side), media_type="image/png")), False
+    if roll < 0.38:
+        frames = "\n".join(f'  File "src/app/module_{k}.py", line {rng.randint(1, 900)}, in handler_{k}' for k in range(12))
+        return f"Traceback (most recent call last):\n{frames}\nValueError: bad ledger_v2 row {step * 7 + call}", True
+    return "\n".join(f"{step}:{call}:{k} " + " ".join(rng.choice(_NOUNS) for _ in range(12)) for k in range(rng.randint(5, 120))), False
+
+
+def hostile_steps(steps: int, seed: int = 11, *, images_in_results: bool = True) -> Iterator[list[Item]]:
+    """What an agent loop adds before each request: the task first, then each step's assistant turn (thinking
+    with a signature, a line of text, one to five parallel calls) and its tool results; a user message now and then.
+
+    OpenAI Chat carries no image in a tool message: with ``images_in_results=False`` a screenshot comes
+    in a user message after the results instead, as agents on that API send them.
+    """
+    rng = random.Random(seed)
+    yield [Item("user", (Text(HOSTILE_TASK), Image(data=png_header(1000, 700), media_type="image/png")), id="task")]
+    for step in range(steps):
+        calls = [ToolCall(f"s{step}c{k}", rng.choice(["bash", "read_file", "grep"]), {"command": f"step {step} call {k}"})
+                 for k in range(rng.randint(1, 5))]
+        thinking = Thinking(f"Step {step}: " + " ".join(rng.choice(_NOUNS) for _ in range(rng.randint(5, 400))),
+                            signature=f"sig-{seed}-{step}")
+        items = [Item("assistant", (thinking, Text(f"Running {len(calls)} checks."), *calls), id=f"a{step}")]
+        images: list[Item] = []
+        for k, call in enumerate(calls):
+            output, is_error = _hostile_output(rng, step, k)
+            if not images_in_results and not isinstance(output, str):
+                images.append(Item("user", output, id=f"i{step}.{k}"))
+                output = f"screenshot {step}.{k} attached below"
+            items.append(Item("tool", (ToolResult(call.id, output, is_error or None),), id=f"r{step}.{k}"))
+        items.extend(images)
+        if step % 9 == 8:
+            items.append(Item("user", (Text(f"Also check run {step} of ledger_v2; keep OPS-7731 in mind."),), id=f"u{step}"))
+        yield items

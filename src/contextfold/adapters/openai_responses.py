@@ -378,7 +378,7 @@ def _write_turn_block(block: Block, item: Item, same: bool, index: int | None, f
     if isinstance(block, Thinking) and same:
         return _write_reasoning(block)
     if isinstance(block, (Thinking, RedactedThinking)):
-        warn_dropped(f"{origin(item)} reasoning", index, field, TARGET)
+        warn_dropped(f"reasoning from {origin(item) or 'another source'}", index, field, TARGET)
         return None
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)
