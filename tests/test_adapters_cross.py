@@ -185,7 +185,7 @@ def test_anthropic_to_openai_chat() -> None:
 
 
 def test_anthropic_to_responses_drops_the_signed_thinking_with_a_warning() -> None:
-    with pytest.warns(LossyConversion, match="anthropic reasoning"):
+    with pytest.warns(LossyConversion, match="reasoning from anthropic"):
         items = to_responses(from_anthropic(ANTHROPIC))
     assert [i.get("type") for i in items] == [
         "message",
