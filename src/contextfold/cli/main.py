@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from . import logs
 from .bench import bench_command
 from .chat import chat
 from .compact import compact_command
 from .demo import demo
+from .models import models_command
 from .recorded import inspect, tokens
 from .replay import replay_command
 from .sessions import sessions
@@ -15,11 +17,16 @@ from .sessions import sessions
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="contextfold")
-def cli() -> None:
+@click.option("--log-level", type=click.Choice(logs.LEVELS), default=None,
+              help="What contextfold logs to stderr [default: warning].")
+@click.option("-v", "--verbose", count=True, help="Log more: -v info, -vv debug.")
+def cli(log_level: str | None, verbose: int) -> None:
     """Keep long-running LLM agents inside their context window."""
+    logs.configure(log_level, verbose)
 
 
-for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions):
+for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions,
+                models_command):
     cli.add_command(command)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,8 @@ from ..conversation import (
 from ..errors import TokenizerUnavailable
 from .media import b64decode, image_size, pdf_pages
 from .text import HeuristicText, TextCounter, TiktokenText
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -183,17 +186,25 @@ _ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 
 
 def named_estimator(tokenizer: str) -> Estimator:
-    """The estimator one of :data:`TOKENIZER_CHOICES` names; ``auto`` falls back to the estimate when offline."""
+    """The estimator one of :data:`TOKENIZER_CHOICES` names.
+
+    ``auto`` never touches the network: exact o200k counts when the file is
+    on this machine (:func:`~.text.load_encoding` without download), else the
+    estimate, with a logged warning saying how to get exact counts offline.
+    """
     if tokenizer == "estimate":
         return Estimator()
     if tokenizer == "auto":
         try:
-            return exact_estimator("o200k_base")
-        except TokenizerUnavailable:
+            return exact_estimator("o200k_base", download=False)
+        except TokenizerUnavailable as error:
+            log.warning("counting tokens with the block-aware estimate (a few %% off): %s", error)
             return Estimator()
     return exact_estimator(_ENCODINGS[tokenizer])
 
 
-def exact_estimator(encoding: str = "o200k_base", tokenizers_dir: str | os.PathLike[str] | None = None) -> Estimator:
+def exact_estimator(
+    encoding: str = "o200k_base", tokenizers_dir: str | os.PathLike[str] | None = None, *, download: bool = True
+) -> Estimator:
     """An :class:`Estimator` counting text exactly with tiktoken (raises :class:`TokenizerUnavailable`)."""
-    return Estimator(TiktokenText(encoding, tokenizers_dir))
+    return Estimator(TiktokenText(encoding, tokenizers_dir, download=download))

@@ -2,8 +2,9 @@
 
 :class:`HeuristicText` needs nothing and is tuned against o200k;
 :class:`TiktokenText` is exact for OpenAI's ``o200k_base`` / ``cl100k_base``
-and loads its BPE file offline from a folder (tiktoken itself would download
-it), which is what the file plumbing here is for.
+and loads its BPE file offline from a folder or tiktoken's cache; when it must
+download it, it does so within a time limit (tiktoken's own download has
+none), which is what the file plumbing here is for.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 import shutil
 import tempfile
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -125,6 +128,11 @@ _ENCODING_SHA256 = {
 }
 TOKENIZERS_DIR_ENV = "CONTEXTFOLD_TOKENIZERS_DIR"
 """Environment variable naming a folder holding ``o200k_base.tiktoken`` / ``cl100k_base.tiktoken``."""
+DOWNLOAD_TIMEOUT_S = 20.0
+"""The longest a BPE file's download may take (tiktoken's own download has no time limit at all)."""
+OFFLINE_HINT = (f"for exact counts offline, set {TOKENIZERS_DIR_ENV} to a folder holding o200k_base.tiktoken, "
+                "or run once with --tokenizer o200k while online (the file then stays in tiktoken's cache)")
+"""How to get exact counts without the network: said whenever a counter falls back to the estimate."""
 
 _load_lock = threading.Lock()
 _encodings: dict[tuple[str, str | None], Any] = {}
@@ -138,64 +146,135 @@ def tiktoken_cache_dir(tokenizers_dir: str | os.PathLike[str]) -> Path:
     loads it with no network.
     """
     source = Path(tokenizers_dir)
+    return _linked_cache({name: source / f"{name}.tiktoken" for name in _ENCODING_SHA256})
+
+
+def _linked_cache(files: dict[str, Path]) -> Path:
+    """A fresh tiktoken cache folder holding a link to each existing file, under its encoding's cache key."""
     cache = Path(tempfile.mkdtemp(prefix="contextfold-tiktoken-"))
-    for name in _ENCODING_SHA256:
-        path = source / f"{name}.tiktoken"
+    for name, path in files.items():
         if path.exists():
-            key = hashlib.sha1(_ENCODING_URL.format(name=name).encode()).hexdigest()
-            (cache / key).symlink_to(path.resolve())
+            (cache / _cache_key(name)).symlink_to(path.resolve())
     return cache
 
 
-def load_encoding(name: str = "o200k_base", tokenizers_dir: str | os.PathLike[str] | None = None) -> Any:
+def _cache_key(name: str) -> str:
+    return hashlib.sha1(_ENCODING_URL.format(name=name).encode()).hexdigest()
+
+
+def _tiktoken_cache() -> Path | None:
+    """The folder tiktoken caches downloads in (as its ``read_file_cached`` picks it); None when caching is off."""
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            return Path(os.environ[variable]) if os.environ[variable] else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def cached_file(name: str) -> Path | None:
+    """``name``'s BPE file in tiktoken's cache when it is there and intact (tiktoken would re-download it otherwise)."""
+    cache = _tiktoken_cache()
+    path = cache / _cache_key(name) if cache is not None else None
+    if path is None or not path.is_file():
+        return None
+    return path if hashlib.sha256(path.read_bytes()).hexdigest() == _ENCODING_SHA256[name] else None
+
+
+def load_encoding(
+    name: str = "o200k_base",
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    *,
+    download: bool = True,
+    timeout_s: float = DOWNLOAD_TIMEOUT_S,
+) -> Any:
     """The tiktoken ``Encoding`` called ``name``, loaded once per process.
 
     With ``tokenizers_dir`` (or ``$CONTEXTFOLD_TOKENIZERS_DIR``) the BPE file is
-    read from there; otherwise tiktoken's own cache or download is used.
-    Raises :class:`TokenizerUnavailable` when tiktoken is not installed or the
-    file cannot be had.
+    read from there and nowhere else; otherwise from tiktoken's cache, else
+    (``download``) fetched within ``timeout_s`` seconds into that cache. The
+    network is never used without that bound. Raises
+    :class:`TokenizerUnavailable` when tiktoken is not installed or the file
+    cannot be had.
     """
     folder = tokenizers_dir if tokenizers_dir is not None else os.environ.get(TOKENIZERS_DIR_ENV)
     key = (name, str(folder) if folder is not None else None)
     with _load_lock:
         if key not in _encodings:
-            _encodings[key] = _load_encoding_unlocked(name, folder)
+            _encodings[key] = _load_encoding_unlocked(name, folder, download, timeout_s)
         return _encodings[key]
 
 
-def _load_encoding_unlocked(name: str, folder: str | os.PathLike[str] | None) -> Any:
+def _load_encoding_unlocked(name: str, folder: str | os.PathLike[str] | None, download: bool, timeout_s: float) -> Any:
     try:
         import tiktoken
     except ImportError as exc:
         raise TokenizerUnavailable(
             f"exact counting with {name!r} needs tiktoken: pip install 'contextfold[tiktoken]'"
         ) from exc
-    if folder is not None and not (Path(folder) / f"{name}.tiktoken").exists():
-        raise TokenizerUnavailable(f"no {name}.tiktoken in {folder}")
+    if name not in _ENCODING_SHA256:
+        raise TokenizerUnavailable(f"unknown encoding {name!r}; expected one of {', '.join(_ENCODING_SHA256)}")
+    if folder is not None:
+        path: Path | None = Path(folder) / f"{name}.tiktoken"
+        if not path.exists():  # type: ignore[union-attr]
+            raise TokenizerUnavailable(f"no {name}.tiktoken in {folder}")
+    else:
+        path = cached_file(name)
+    if path is None and not download:
+        raise TokenizerUnavailable(f"{name}.tiktoken is not on this machine; {OFFLINE_HINT}")
+    if path is None:
+        path = _download(name, timeout_s)
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-    cache = tiktoken_cache_dir(folder) if folder is not None else None
+    cache = _linked_cache({name: path})
     try:
-        if cache is not None:
-            # tiktoken reads the variable (and the file) at load time only; both go right after.
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+        # tiktoken reads the variable (and the file) at load time only; both go right after.
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
         return tiktoken.get_encoding(name)
-    except Exception as exc:  # network errors, hash mismatch, unknown name: all mean "not here"
-        where = f"from {folder}" if folder is not None else f"(set {TOKENIZERS_DIR_ENV} to a folder with {name}.tiktoken)"
-        raise TokenizerUnavailable(f"could not load tiktoken encoding {name!r} {where}: {exc}") from exc
+    except Exception as exc:  # a damaged file: its hash does not match
+        raise TokenizerUnavailable(f"could not load tiktoken encoding {name!r} from {path}: {exc}") from exc
     finally:
-        if cache is not None:
-            shutil.rmtree(cache, ignore_errors=True)
-            if saved is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = saved
+        shutil.rmtree(cache, ignore_errors=True)
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+
+
+def _download(name: str, timeout_s: float) -> Path:
+    """Fetch ``name``'s BPE file within ``timeout_s`` seconds in all, check its hash, keep it in tiktoken's cache."""
+    url = _ENCODING_URL.format(name=name)
+    deadline = time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # proxies from the environment, as usual
+            while chunk := response.read(1 << 16):
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"not done after {timeout_s:g} s")
+    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections, a proxy that never answers
+        raise TokenizerUnavailable(f"could not download {name}.tiktoken within {timeout_s:g} s ({exc}); "
+                                   f"{OFFLINE_HINT}") from exc
+    data = b"".join(chunks)
+    if hashlib.sha256(data).hexdigest() != _ENCODING_SHA256[name]:
+        raise TokenizerUnavailable(f"the downloaded {name}.tiktoken is damaged (its sha256 does not match)")
+    cache = _tiktoken_cache() or Path(tempfile.mkdtemp(prefix="contextfold-tiktoken-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / _cache_key(name)
+    partial = Path(f"{path}.{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    partial.replace(path)  # whole or not at all, as tiktoken writes its cache
+    return path
 
 
 class TiktokenText:
     """Exact token counts with a tiktoken encoding (``o200k_base``: GPT-4o and later; ``cl100k_base``: GPT-4)."""
 
-    def __init__(self, encoding: str = "o200k_base", tokenizers_dir: str | os.PathLike[str] | None = None) -> None:
-        self._encoding = load_encoding(encoding, tokenizers_dir)
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        tokenizers_dir: str | os.PathLike[str] | None = None,
+        *,
+        download: bool = True,
+    ) -> None:
+        self._encoding = load_encoding(encoding, tokenizers_dir, download=download)
         self.name = f"tiktoken:{encoding}"
 
     def __call__(self, text: str) -> int:

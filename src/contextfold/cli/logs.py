@@ -1,0 +1,38 @@
+"""Python ``logging`` for the command line: contextfold's records to stderr, one line each.
+
+The library logs what a user should know but need not stop for (a counter
+falling back to the estimate, a summarizer falling back, a store retrying);
+the command line shows warnings and above by default, ``-v`` adds info,
+``-vv`` (or ``--log-level debug``) everything.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+LEVELS = ("debug", "info", "warning", "error")
+
+
+class _EchoHandler(logging.Handler):
+    """Writes through click to whatever stderr is now (a test runner swaps it), as ``contextfold: level: text``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage().removeprefix("contextfold: ")  # some messages name us already
+            click.echo(f"contextfold: {record.levelname.lower()}: {message}", err=True)
+        except Exception:  # noqa: BLE001 - logging must never take the command down
+            self.handleError(record)
+
+
+_handler = _EchoHandler()
+
+
+def configure(level: str | None, verbose: int) -> None:
+    """Send the ``contextfold`` loggers' records at ``level`` (else warning, info with -v, debug with -vv) to stderr."""
+    name = level or LEVELS[max(0, 2 - verbose)]
+    logger = logging.getLogger("contextfold")
+    logger.setLevel(name.upper())
+    if _handler not in logger.handlers:
+        logger.addHandler(_handler)
