@@ -200,7 +200,7 @@ def test_the_command_writes_results_charts_and_dumps(tmp_path: Path) -> None:
     write_tau_bench(tmp_path / "chats.json", 4, 5)
     out, dumps = tmp_path / "out", tmp_path / "requests"
     result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "none,window", "--jobs", "1",
-                    "--tokenizer", "estimate", "--out", str(out), "--requests-dir", str(dumps))
+                    "--tokenizer", "estimate", "--max-output", "500", "--out", str(out), "--requests-dir", str(dumps))
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["window"] == 3000 and data["strategies"] == ["none", "window"] and len(data["runs"]) == 4
@@ -216,16 +216,20 @@ def test_the_command_writes_results_charts_and_dumps(tmp_path: Path) -> None:
                   "--chart-with", str(tmp_path)).exit_code == 2  # no results.json there
 
 
-def test_without_matplotlib_the_charts_are_skipped_with_one_line_naming_the_extra(
+def test_without_matplotlib_bench_stops_before_any_replay_with_one_line_naming_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     write_tau_bench(tmp_path / "chats.json", 7)
     out = tmp_path / "out"
-    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "none", "--jobs", "1",
-                    "--tokenizer", "estimate", "--out", str(out))
+    args = [str(tmp_path / "chats.json"), "--window", "3000", "--max-output", "500", "--strategies", "none", "--jobs",
+            "1", "--tokenizer", "estimate", "--out", str(out)]
+    result = invoke(*args)
+    assert result.exit_code == 2 and not out.exists()  # refused before the replays, not after
+    assert result.stderr.strip() == ("contextfold: matplotlib is not installed (the charts are drawn with it): "
+                                     "pip install 'contextfold[bench]', or pass --no-charts")
+    result = invoke(*args, "--no-charts")
     assert result.exit_code == 0 and (out / "results.json").exists() and not (out / "cost-recall.png").exists()
-    assert result.stderr.strip() == "contextfold: charts skipped: matplotlib is not installed (pip install 'contextfold[bench]')"
 
 
 def test_a_strategy_that_cannot_run_is_left_out_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,7 +237,7 @@ def test_a_strategy_that_cannot_run_is_left_out_or_refused(tmp_path: Path, monke
     usable, missing = available_strategies(Settings(10_000))
     assert "langchain" not in usable and "pip install" in missing["langchain"] and "default" in usable
     write_tau_bench(tmp_path / "chats.json", 6)
-    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "langchain", "--tokenizer",
-                    "estimate", "--out", str(tmp_path / "out"))
+    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--max-output", "500", "--strategies", "langchain",
+                    "--tokenizer", "estimate", "--out", str(tmp_path / "out"))
     assert result.exit_code == 2 and "langchain" in result.output and not (tmp_path / "out").exists()
-    assert invoke(str(tmp_path / "chats.json"), "--window", "3000", "--strategies", "nonesuch").exit_code == 2
+    assert invoke(str(tmp_path / "chats.json"), "--window", "8000", "--strategies", "nonesuch").exit_code == 2

@@ -69,10 +69,11 @@ def test_exact_counting_is_the_default(corpus_dir: Path, tokenizers_dir: Path, m
 def test_usage_errors_exit_with_2_and_one_line(corpus_dir: Path, tmp_path: Path) -> None:
     tau = str(corpus_dir / "tau-bench" / "gpt-4o-airline.json")
     for args in (
-        [tau, "--window", "4000", "--requests", str(tmp_path / "r.jsonl"), "--tokenizer", "estimate"],
-        [tau, "--window", "4000", "--index", "100000", "--tokenizer", "estimate"],
+        [tau, "--window", "8000", "--requests", str(tmp_path / "r.jsonl"), "--tokenizer", "estimate"],
+        [tau, "--window", "8000", "--index", "100000", "--tokenizer", "estimate"],
         [tau, "--window", "4000", "--prices", "input=cheap"],
         [tau, "--window", "4000", "--strategy", "no-such-strategy"],
+        [tau, "--window", "4096", "--tokenizer", "estimate"],  # no room beside the 4,096 tokens kept for the reply
     ):
         result = CliRunner().invoke(cli, ["replay", *args])
         assert result.exit_code == 2, args

@@ -3,47 +3,35 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
 import pytest
 
 from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, assistant, tool, user
 from contextfold.errors import ContextfoldError
-from contextfold.replay import Sent, Step, StrategyConfig, replay, strategies
+from contextfold.replay import Sent, Step, StrategyConfig, fired, replay, strategies
 from contextfold.replay.base import Strategy
 from contextfold.replay.result import ReplayResult
 from contextfold.replay.strategies.claude_code import auto_compact_tokens
 from contextfold.replay.strategies.openhands import Condenser, next_boundary
 from contextfold.synthetic import generate_session
 from contextfold.tokens import Estimator
-from contextfold.usage import Usage
 
 ESTIMATE = Estimator()
 
 
-@dataclass
-class Recorder:
-    """Wraps a strategy and keeps a copy of the items of every request it sent."""
+class Recorder(fired.Recorder):
+    """Keeps, besides the events, a copy of the items and the header of every request the strategy sent."""
 
-    inner: Strategy
-    requests: list[list[Item]] = field(default_factory=list)
-    headers: list[Header] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def start(self, header: Header) -> None:
-        self.inner.start(header)
+    def __init__(self, inner: Strategy) -> None:
+        super().__init__(inner)
+        self.requests: list[list[Item]] = []
+        self.headers: list[Header] = []
 
     def step(self, step: Step) -> Sent:
-        sent = self.inner.step(step)
+        sent = super().step(step)
         self.requests.append(list(sent.request.items))
         self.headers.append(sent.request.header)
         return sent
-
-    def record_usage(self, usage: Usage) -> None:
-        self.inner.record_usage(usage)
 
 
 def run(conversation: Conversation, strategy: Strategy, config: StrategyConfig) -> tuple[Recorder, ReplayResult]:

@@ -126,12 +126,24 @@ class TokenizerUnavailable(ContextfoldError):
     """An exact tokenizer was asked for but cannot be loaded here."""
 
 
+class MissingDependency(ContextfoldError, ImportError):
+    """An optional package a feature needs is not installed; the message names the extra that installs it."""
+
+    def __init__(self, package: str, extra: str, why: str, instead: str = "") -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(f"{package} is not installed ({why}): pip install 'contextfold[{extra}]'"
+                         + (f", or {instead}" if instead else ""))
+
+
 class UnknownModel(ContextfoldError, KeyError):
     """A model name the registry cannot resolve; register it or pass its limits."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, close: tuple[str, ...] = ()) -> None:
         self.model = model
-        super().__init__(f"unknown model {model!r}: register it with register_model() or pass its limits")
+        self.close = close
+        guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+        super().__init__(f"unknown model {model!r}{guess}: register it with register_model() or pass its limits")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

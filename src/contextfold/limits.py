@@ -14,6 +14,7 @@ offer only behind a beta flag are not assumed; register them to use them.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -106,7 +107,12 @@ def model_limits(model: str, overrides: Mapping[str, ModelLimits] | None = None)
         base = _strip_version(name, table)
         if base is not None:
             return table[base]
-    raise UnknownModel(model)
+    raise UnknownModel(model, tuple(difflib.get_close_matches(name, [n for t in tables for n in t], n=3)))
+
+
+def registered_models() -> dict[str, ModelLimits]:
+    """Every name in the process-wide registry with its limits (a copy), sorted by name."""
+    return dict(sorted(_REGISTRY.items()))
 
 
 def _strip_version(name: str, table: Mapping[str, ModelLimits]) -> str | None:

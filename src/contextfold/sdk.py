@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from .errors import MissingDependency
+
 
 @dataclass(frozen=True)
 class SDK:
@@ -34,8 +36,12 @@ SDKS = {
 
 
 def sdk_module(package: str) -> ModuleType:
-    """The SDK module, imported now; :class:`ImportError` when it is not installed."""
-    return importlib.import_module(SDKS[package].package)
+    """The SDK module, imported now; :class:`MissingDependency` (an ``ImportError``) naming the extra when it is not
+    installed."""
+    try:
+        return importlib.import_module(SDKS[package].package)
+    except ImportError as error:
+        raise MissingDependency(SDKS[package].package, package, f"the SDK of the {package} provider") from error
 
 
 def make_client(package: str, *, asynchronous: bool = False, **options: Any) -> Any:

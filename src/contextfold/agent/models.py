@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contextfold import ContextfoldError
-from contextfold.sdk import SDKS, error_classes, make_client
+from contextfold.sdk import SDKS, error_classes, make_client, sdk_module
 
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
@@ -95,6 +95,7 @@ def make_model(
     kinds = {"anthropic": AnthropicModel, "openai": OpenAIModel}
     if provider not in kinds:
         raise ModelSetupError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+    sdk_module(provider)  # a missing SDK first: installing it is the first thing to do
     keys = SDKS[provider].key_variables
     if api_key is None and not any(os.environ.get(name) for name in keys):
         raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)}")

@@ -25,6 +25,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MissingDependency
 from .report import Report
 
 if TYPE_CHECKING:
@@ -52,10 +53,18 @@ class TradeOff:
     cost_llm: float
 
 
+def require_matplotlib() -> None:
+    """Fail now, naming the extra, when the charts could not be drawn (before hours of replays, not after)."""
+    try:
+        import matplotlib.figure  # noqa: F401
+    except ImportError as error:
+        raise MissingDependency("matplotlib", "bench", "the charts are drawn with it", "pass --no-charts") from error
+
+
 def write_plots(
     report: Report, folder: Path, *, dpi: int = DPI, other_results: Sequence[Path] = ()
 ) -> list[Path]:
-    """Every chart of ``report`` into ``folder``; the paths written. Raises ImportError without matplotlib.
+    """Every chart of ``report`` into ``folder``; the paths written (see :func:`require_matplotlib`).
 
     ``other_results`` are ``results.json`` files of other benches whose
     points join the cost-versus-recall chart.

@@ -11,11 +11,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..bench.plots import require_matplotlib, write_plots
 from ..bench.report import Report, StrategyTotals, write_results
 from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
 from ..replay import strategies
 from ..replay.base import StrategyConfig
-from .options import EXACT_TOKENIZERS, progress_bar, reports_errors
+from .options import EXACT_TOKENIZERS, check_window, progress_bar, reports_errors
 
 
 def _names(context: click.Context, parameter: click.Parameter, value: str | None) -> list[str] | None:
@@ -45,6 +46,8 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
               help="Token counter for every figure of every strategy.")
 @click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
+@click.option("--no-charts", "charts", flag_value=False, default=True,
+              help="Write results.json and results.md only (no matplotlib needed).")
 @click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="An earlier bench's --out folder (another window) whose points join the cost-versus-recall chart.")
@@ -59,10 +62,14 @@ def bench_command(
     jobs: int | None,
     tokenizer: str,
     max_output: int,
+    charts: bool,
     chart_with: tuple[Path, ...],
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
+    check_window(window, max_output)
     started = time.perf_counter()
+    if charts:
+        require_matplotlib()
     estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
     sessions, skipped = find_sessions(paths, tau_bench_limit)
     settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))
@@ -70,7 +77,8 @@ def bench_command(
     if names is not None and unavailable:
         raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
     if not sessions:
-        raise click.UsageError(f"no recorded session found under {', '.join(map(str, paths))}")
+        why = "".join(f"\n  {entry.where}: {entry.reason}" for entry in skipped) or " (no file there)"
+        raise click.UsageError(f"no recorded session to replay under {', '.join(map(str, paths))}{why}")
     missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
     if missing_results:
         raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
@@ -79,12 +87,8 @@ def bench_command(
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
     written = write_results(report, out)
-    from ..bench.plots import write_plots
-
-    try:
+    if charts:
         written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
-    except ImportError:
-        click.echo("contextfold: charts skipped: matplotlib is not installed (pip install 'contextfold[bench]')", err=True)
     console = Console()
     console.print(totals_table(report.totals(), window))
     for name, why in unavailable.items():

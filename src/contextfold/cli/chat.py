@@ -26,6 +26,7 @@ from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
 from ..errors import ContextfoldError, UnknownModel
 from ..limits import model_limits
+from .options import check_window, command_line_message, fail
 
 TRANSCRIPT_DIR = ".contextfold"
 REPLY_TOKENS = 8_192
@@ -47,7 +48,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         known: str | None = model
     except UnknownModel:
         if window is None:
-            raise UnknownModel(model) from None
+            raise
         known = None
     return Context(
         known,
@@ -122,11 +123,16 @@ def chat(
     console = Console(stderr=not interactive, highlight=False)
     root = cwd.resolve()
     name = model_name(provider, model)
+    if window is not None:
+        check_window(window, reply_tokens(name), reserve_option=None)
     try:
         client = make_model(provider, name, max_tokens=reply_tokens(name), base_url=base_url)
         context = new_context(name, window, provider, root)
-    except ContextfoldError as error:
-        raise click.UsageError(f"{error}" + ("; pass --window" if isinstance(error, UnknownModel) else "")) from None
+    except UnknownModel as error:
+        raise click.UsageError(f"{command_line_message(error)}; for another model pass --window N (its context "
+                               "window in tokens)") from None
+    except ContextfoldError as error:  # no SDK, no key: one line saying what to install or set
+        fail(error)
     approve = (lambda command: True) if yes else ask_user(console) if interactive else refuse_without_yes
     display = RichDisplay(console, show_text=interactive)
     agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)

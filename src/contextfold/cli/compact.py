@@ -19,9 +19,16 @@ import click
 
 from .. import importers
 from ..codec import conversation_to_dict
-from ..context import Context
+from ..context import DEFAULT_MAX_OUTPUT_TOKENS, Context
 from ..conversation import Conversation
-from .options import load_recorded, make_summarizer, recorded_argument, reports_errors, summarizer_options
+from .options import (
+    check_window,
+    load_recorded,
+    make_summarizer,
+    recorded_argument,
+    reports_errors,
+    summarizer_options,
+)
 
 OUTPUT_FORMATS = ("session", "anthropic", "openai")
 
@@ -53,6 +60,7 @@ def compact_command(
     input_format: str | None,
 ) -> None:
     """Compact a recorded session once and write the result."""
+    check_window(window, DEFAULT_MAX_OUTPUT_TOKENS, reserve_option=None)
     conversation = _conversation(file, input_format, index)
     context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url))
     context.set_header(conversation.header)

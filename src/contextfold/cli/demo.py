@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 import click
 from rich.console import Console, Group
@@ -24,36 +23,14 @@ from rich.table import Table
 
 from ..pipeline.base import Event
 from ..replay import replay
-from ..replay.base import Sent, Step, StrategyConfig
+from ..replay.base import StrategyConfig
+from ..replay.fired import Recorder, stage_counts
 from ..replay.strategies import create
 from ..synthetic import generate_session
 from ..tokens import named_estimator
-from .options import reports_errors, tokenizer_option
+from .options import check_window, reports_errors, tokenizer_option
 
 RECENT_ROWS = 12
-
-
-@dataclass
-class _Recorder:
-    """Wraps a strategy to keep the events of each step."""
-
-    inner: object
-    events: dict[int, list[Event]] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name  # type: ignore[attr-defined]
-
-    def start(self, header):
-        self.inner.start(header)  # type: ignore[attr-defined]
-
-    def step(self, step: Step) -> Sent:
-        sent = self.inner.step(step)  # type: ignore[attr-defined]
-        self.events[step.number] = [e for e in sent.events if e.items]
-        return sent
-
-    def record_usage(self, usage):
-        self.inner.record_usage(usage)  # type: ignore[attr-defined]
 
 
 def _describe(events: list[Event]) -> tuple[str, str]:
@@ -64,53 +41,66 @@ def _describe(events: list[Event]) -> tuple[str, str]:
 
 
 @click.command()
-@click.option("--rounds", type=int, default=200, show_default=True, help="Tool rounds in the generated session.")
+@click.option("--rounds", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Tool rounds in the generated session.")
 @click.option("--seed", type=int, default=7, show_default=True)
-@click.option("--window", type=int, default=64_000, show_default=True, help="Context window in tokens.")
-@click.option("--delay", "delay_s", type=float, default=0.02, show_default=True,
+@click.option("--window", type=click.IntRange(min=1), default=64_000, show_default=True,
+              help="Context window in tokens.")
+@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
+              help="Tokens reserved for each reply.")
+@click.option("--delay", "delay_s", type=click.FloatRange(min=0), default=0.02, show_default=True,
               help="Seconds between steps of the live view.")
 @tokenizer_option
 @reports_errors
-def demo(rounds: int, seed: int, window: int, delay_s: float, tokenizer: str) -> None:
+def demo(rounds: int, seed: int, window: int, max_output: int, delay_s: float, tokenizer: str) -> None:
     """Replay a long generated coding-agent session through the pipeline, live, against the full history."""
+    check_window(window, max_output)
     console = Console()
     session = generate_session(rounds=rounds, seed=seed)
     estimator = named_estimator(tokenizer)
-    config = StrategyConfig(window_tokens=window)
+    config = StrategyConfig(window_tokens=window, max_output_tokens=max_output)
     console.print(f"Replaying a generated coding-agent session: {len(session)} messages, {rounds} tool rounds, "
                   f"window {window:,} tokens, counted with {estimator.text.name}.")
     full = replay(session, create("none", config), config, tokenizer=estimator, session="demo")
-    recorder = _Recorder(create("default", config))
-    ours = replay(session, recorder, config, tokenizer=estimator, session="demo")  # type: ignore[arg-type]
+    recorder = Recorder(create("default", config))
+    ours = replay(session, recorder, config, tokenizer=estimator, session="demo")
     agent = [r for r in ours.requests if r.kind == "agent"]
     baseline = [r for r in full.requests if r.kind == "agent"]
     recent: deque[tuple[str, ...]] = deque(maxlen=RECENT_ROWS)
     spent = {"none": 0.0, "default": 0.0}
-
-    def view(number: int, tokens: int) -> Group:
-        table = Table("request", "contextfold", "full history", "stage fired", "saved", title_justify="left",
-                      title="Each request: tokens sent with contextfold and without")
-        for row in recent:
-            table.add_row(*row)
-        used = min(tokens / window, 1.0)
-        caption = (f"request {number}: {tokens:,} of {window:,} tokens ({used:.0%}); cost so far "
-                   f"${spent['default']:.3f} with contextfold, ${spent['none']:.3f} with the full history")
-        return Group(table, Panel(Group(ProgressBar(total=1.0, completed=used, width=60), caption), title="context"))
-
-    with Live(view(0, 0), console=console, refresh_per_second=20) as live:
+    with Live(status_view(recent, 0, 0, window, spent), console=console, refresh_per_second=20) as live:
         for number, (mine, theirs) in enumerate(zip(agent, baseline)):
             spent["default"] += sum(r.cost_usd for r in ours.requests if r.step == mine.step)
             spent["none"] += theirs.cost_usd
-            stages, saved = _describe(recorder.events.get(mine.step, []))
+            stages, saved = _describe(recorder.events(mine.step))
             over = " [red](over the window)[/]" if theirs.input_tokens > window else ""
             recent.append((str(number), f"{mine.input_tokens:,}", f"{theirs.input_tokens:,}{over}", stages, saved))
-            live.update(view(number, mine.input_tokens))
+            live.update(status_view(recent, number, mine.input_tokens, window, spent))
             if delay_s:
                 time.sleep(delay_s)
+    if not console.is_terminal:
+        console.line()  # rich ends a live display with a new line only on a terminal
     _final_table(console, full.totals.to_dict(), ours.totals.to_dict(), recorder)
 
 
-def _final_table(console: Console, full: dict, ours: dict, recorder: _Recorder) -> None:
+def status_view(
+    recent: deque[tuple[str, ...]], number: int, tokens: int, window: int, spent: dict[str, float]
+) -> Group:
+    """The live view: the latest requests, then the context bar and its figures on lines of their own (no cut-off)."""
+    table = Table("request", "contextfold", "full history", "stage fired", "saved", title_justify="left",
+                  title="Each request: tokens sent with contextfold and without")
+    for row in recent:
+        table.add_row(*row)
+    used = min(tokens / window, 1.0)
+    status = Table.grid(expand=True)
+    status.add_column(overflow="fold")
+    status.add_row(ProgressBar(total=1.0, completed=used))
+    status.add_row(f"request {number}: {tokens:,} of {window:,} tokens ({used:.0%})")
+    status.add_row(f"cost so far: ${spent['default']:.3f} with contextfold, ${spent['none']:.3f} with the full history")
+    return Group(table, Panel(status, title="context"))
+
+
+def _final_table(console: Console, full: dict, ours: dict, recorder: Recorder) -> None:
     table = Table("", "full history", "contextfold", title="The whole session", title_justify="left")
     rows = [
         ("cost, prompt-cache pricing", f"${full['cost_usd']:.3f}", f"${ours['cost_usd']:.3f}"),
@@ -124,11 +114,29 @@ def _final_table(console: Console, full: dict, ours: dict, recorder: _Recorder) 
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    fired = [e for events in recorder.events.values() for e in events]
     stages = Table("stage", "times", "tokens saved", title="What contextfold did", title_justify="left")
-    for stage in dict.fromkeys(e.stage for e in fired):
-        mine = [e for e in fired if e.stage == stage]
-        stages.add_row(stage, str(len(mine)), f"{sum(e.saved_tokens for e in mine):,}")
+    for count in stage_counts(recorder.all_events()):
+        stages.add_row(count.stage, str(count.times), f"{count.saved_tokens:,}")
     console.print(stages)
+    console.print(verdict(full, ours))
+
+
+def verdict(full: dict, ours: dict) -> str:
+    """The closing sentence, from the figures in the table above it (never a claim the table contradicts)."""
     ratio = ours["cost_usd"] / full["cost_usd"] if full["cost_usd"] else 1.0
-    console.print(f"contextfold cost {ratio:.0%} of the full history, with no request over the window.")
+    theirs = "as did the full history"
+    if full["overflows"]:
+        theirs = f"the full history sent {_requests(full['overflows'])} over it"
+    if ours["overflows"]:
+        return (f"contextfold cost {ratio:.0%} of the full history; {_requests(ours['overflows'])} of "
+                f"{ours['requests']:,} still went over the window, because what every request keeps (the system "
+                f"prompt, the task and the latest tool round) did not fit in it ({theirs}).")
+    short = ours["overflows_reserve"]
+    if short:
+        return (f"contextfold cost {ratio:.0%} of the full history, with no request over the window ({theirs}); "
+                f"{_requests(short)} left less than the {ours['max_output_tokens']:,} tokens reserved for the reply.")
+    return f"contextfold cost {ratio:.0%} of the full history, with no request over the window ({theirs})."
+
+
+def _requests(n: int) -> str:
+    return f"{n:,} request" + ("" if n == 1 else "s")

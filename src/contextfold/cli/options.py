@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import importers
 from ..conversation import Conversation
-from ..errors import ContextfoldError
+from ..errors import ContextfoldError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
 from ..stores import StoredSession, redact, split_session_ref
@@ -35,8 +35,16 @@ SUMMARIZERS = ("extractive", "anthropic", "openai")
 
 
 def fail(error: ContextfoldError) -> NoReturn:
-    click.echo(f"contextfold: {error}", err=True)
+    click.echo(f"contextfold: {command_line_message(error)}", err=True)
     sys.exit(2)
+
+
+def command_line_message(error: ContextfoldError) -> str:
+    """The error's message, with what to do said in command-line terms where the library's would not help."""
+    if isinstance(error, UnknownModel):
+        guess = f" (did you mean {' or '.join(error.close)}?)" if error.close else ""
+        return f"unknown model {error.model!r}{guess}: `contextfold models` lists the known ones"
+    return str(error)
 
 
 def reports_errors(function: F) -> F:
@@ -78,6 +86,14 @@ class RecordedSession(click.ParamType):
             self.fail(f"{value!r} is neither a file nor STORE#session-id (a store URL or folder, '#', an id)",
                       param, ctx)
         return StoredRef(*ref)
+
+
+def check_window(window: int, reserve: int, reserve_option: str | None = "--max-output") -> None:
+    """A usage error when ``window`` leaves no room for a prompt beside the ``reserve`` kept for each reply."""
+    if window <= reserve:
+        smaller = f" (or a smaller {reserve_option})" if reserve_option else ""
+        raise click.BadParameter(f"{window:,} tokens leave no room for a prompt beside the {reserve:,} tokens kept "
+                                 f"for each reply: use a larger window{smaller}", param_hint="--window")
 
 
 def recorded_argument(function: F) -> F:

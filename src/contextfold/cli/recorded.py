@@ -74,7 +74,9 @@ def tokens(file: Path, as_json: bool, index: int | None, format_: str | None, to
     """Replay a session with recorded usage: anchored estimate against reported prompt tokens."""
     estimator = named_estimator(tokenizer)
     console = Console()
-    for number, conversation in enumerate(_load(file, format_, index)):
+    conversations = _load(file, format_, index)
+    without_usage = 0
+    for number, conversation in enumerate(conversations):
         checks = anchored_errors(conversation, lambda: TokenCounter(estimator))
         summary = error_summary(checks)
         if as_json:
@@ -82,14 +84,26 @@ def tokens(file: Path, as_json: bool, index: int | None, format_: str | None, to
                 click.echo(json.dumps({"step": check.step, "estimate": check.estimate, "reported": check.reported}))
             click.echo(json.dumps({"summary": True, "conversation": number if index is None else index, **summary}))
             continue
+        if not checks:  # nothing to compare: one line at the end instead of an empty table each
+            without_usage += 1
+            continue
         table = Table("step", "estimate", "reported", "error", title=f"{file} conversation {number}", title_justify="left")
         for check in checks:
             table.add_row(str(check.step), f"{check.estimate:,}", f"{check.reported:,}", f"{check.error:+.2%}")
         console.print(table)
-        if summary["requests"]:
-            console.print(
-                f"{summary['requests']} requests: median |error| {summary['median_abs_error']:.2%}, "
-                f"p95 {summary['p95_abs_error']:.2%} ({estimator.text.name}, anchored on reported usage)"
-            )
-        else:
-            console.print("no recorded usage in this conversation: nothing to compare")
+        console.print(
+            f"{summary['requests']} requests: median |error| {summary['median_abs_error']:.2%}, "
+            f"p95 {summary['p95_abs_error']:.2%} ({estimator.text.name}, anchored on reported usage)"
+        )
+    if without_usage:
+        console.print(_no_usage(without_usage, len(conversations)))
+
+
+def _no_usage(without: int, total: int) -> str:
+    """What ``tokens`` says once about the conversations with no reported prompt tokens to compare with."""
+    usage = "recorded usage (the prompt tokens the provider reported)"
+    if total == 1:
+        return f"this conversation has no {usage}: nothing to compare"
+    if without == total:
+        return f"none of the {total} conversations has {usage}: nothing to compare"
+    return f"{without} of the {total} conversations have no {usage} and are left out"

@@ -11,15 +11,17 @@ from rich.table import Table
 
 from .. import importers
 from ..conversation import Conversation
-from ..pipeline.base import Prices
+from ..pipeline.base import Event, Prices
 from ..replay import strategies
 from ..replay.base import StrategyConfig
 from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices
+from ..replay.fired import Recorder, stage_counts, summaries
 from ..replay.result import Totals
 from ..replay.run import replay
 from ..tokens import named_estimator
 from .options import (
     EXACT_TOKENIZERS,
+    check_window,
     load_recorded,
     make_summarizer,
     progress_bar,
@@ -79,19 +81,32 @@ def replay_command(
     base_url: str | None,
 ) -> None:
     """Feed a recorded session through a context strategy and report tokens, cache, cost, what survived and recall."""
+    check_window(window, max_output)
     estimator = named_estimator(tokenizer)
     sessions = _sessions(file, format_, index, requests_path)
     summarizer = make_summarizer(summarizer_kind, model, base_url)
     config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
     for name, conversation in sessions:
+        recorder = Recorder(strategies.create(strategy, config))
         with progress_bar(name) as progress:
-            result = replay(conversation, strategies.create(strategy, config), config, tokenizer=estimator,
-                            prices=prices, cache_ttl_s=ttl, requests_path=requests_path, progress=progress,
-                            session=name)
+            result = replay(conversation, recorder, config, tokenizer=estimator, prices=prices, cache_ttl_s=ttl,
+                            requests_path=requests_path, progress=progress, session=name)
         if as_json:
             click.echo(json.dumps(result.totals.to_dict(), ensure_ascii=False))
         else:
             Console().print(totals_table(result.totals))
+            click.echo(fired_line(recorder.all_events()))
+
+
+def fired_line(events: list[Event]) -> str:
+    """Which stages fired, how often and what they saved, and how many summaries were written."""
+    counts = stage_counts(events)
+    if not counts:
+        return "stages fired: none recorded; 0 summaries written"
+    stages = ", ".join(f"{c.stage} {c.times}× ({abs(c.saved_tokens):,} tokens "
+                       f"{'saved' if c.saved_tokens >= 0 else 'put back'})" for c in counts)
+    written = summaries(events)
+    return f"stages fired: {stages}; {written} summar{'y' if written == 1 else 'ies'} written"
 
 
 def _sessions(
