@@ -7,6 +7,7 @@ work starts, and never a traceback.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -147,3 +148,5 @@ def test_log_level_sets_what_reaches_stderr(session_file: Path, tmp_path: Path) 
     assert loud.exit_code == quiet.exit_code == 0
     assert loud.stderr.startswith("contextfold: warning: counting tokens with the block-aware estimate")
     assert quiet.stderr == ""
+    logger = logging.getLogger("contextfold")  # an in-process run leaves logging as it found it
+    assert logger.level == logging.NOTSET and logger.handlers == []

@@ -9,6 +9,7 @@ the command line shows warnings and above by default, ``-v`` adds info,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import click
 
@@ -29,10 +30,17 @@ class _EchoHandler(logging.Handler):
 _handler = _EchoHandler()
 
 
-def configure(level: str | None, verbose: int) -> None:
-    """Send the ``contextfold`` loggers' records at ``level`` (else warning, info with -v, debug with -vv) to stderr."""
+def configure(level: str | None, verbose: int) -> Callable[[], None]:
+    """Send the ``contextfold`` loggers' records at ``level`` (else warning, info with -v, debug with -vv) to
+    stderr; the function returned puts logging back as it was (a command run in-process leaves no trace)."""
     name = level or LEVELS[max(0, 2 - verbose)]
     logger = logging.getLogger("contextfold")
+    before = logger.level
     logger.setLevel(name.upper())
-    if _handler not in logger.handlers:
-        logger.addHandler(_handler)
+    logger.addHandler(_handler)
+
+    def restore() -> None:
+        logger.removeHandler(_handler)
+        logger.setLevel(before)
+
+    return restore

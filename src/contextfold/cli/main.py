@@ -22,7 +22,7 @@ from .sessions import sessions
 @click.option("-v", "--verbose", count=True, help="Log more: -v info, -vv debug.")
 def cli(log_level: str | None, verbose: int) -> None:
     """Keep long-running LLM agents inside their context window."""
-    logs.configure(log_level, verbose)
+    click.get_current_context().call_on_close(logs.configure(log_level, verbose))
 
 
 for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions,
