@@ -475,7 +475,7 @@ class FakeLLMServer:
 
     def __init__(self) -> None:
         self._queues: dict[str, deque[Reply | Fault]] = {route: deque() for route in ROUTES.values()}
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self.requests: list[Received] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -529,6 +529,17 @@ class FakeLLMServer:
         with self._lock:
             return [r for r in self.requests if r.route == route]
 
+    def wait_received(self, route: str, count: int = 1, limit_s: float = 120.0) -> list[Received]:
+        """The requests on ``route`` once there are ``count`` of them (or what came within ``limit_s``).
+
+        A client that gave up at its deadline may still be on its way to the
+        server (its thread was left to finish on a loaded machine): this waits
+        for the server's side instead of assuming when it got there.
+        """
+        with self._lock:
+            self._lock.wait_for(lambda: sum(r.route == route for r in self.requests) >= count, limit_s)
+            return [r for r in self.requests if r.route == route]
+
     @property
     def problems(self) -> list[str]:
         """Every problem found in any request so far (empty when every request was valid)."""
@@ -538,6 +549,7 @@ class FakeLLMServer:
     def _take(self, route: str, received: Received) -> Reply | Fault | Stall:
         with self._lock:
             self.requests.append(received)
+            self._lock.notify_all()
             if received.problems:
                 return Fault.invalid("; ".join(received.problems))
             if not self._queues[route]:

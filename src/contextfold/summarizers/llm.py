@@ -45,6 +45,7 @@ import asyncio
 import email.utils
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
@@ -430,9 +431,10 @@ def _within(seconds: float, call: Callable[[], Answer]) -> Answer | BaseExceptio
 
 def classify(error: BaseException, sdk: ModuleType) -> Failure:
     """What an SDK exception means for the retry loop (both SDKs share the exception shapes)."""
-    if isinstance(error, getattr(sdk, "APITimeoutError", ())):
+    timeouts, transport = _httpx_errors()
+    if isinstance(error, (getattr(sdk, "APITimeoutError", ()), TimeoutError, *timeouts)):
         return Failure(TRANSIENT, "timed out")
-    if isinstance(error, getattr(sdk, "APIConnectionError", ())):
+    if isinstance(error, (getattr(sdk, "APIConnectionError", ()), *transport)):
         return Failure(TRANSIENT, f"connection error: {error}")
     status = getattr(error, "status_code", None)
     if isinstance(error, getattr(sdk, "APIStatusError", ())) and isinstance(status, int):
@@ -444,6 +446,13 @@ def classify(error: BaseException, sdk: ModuleType) -> Failure:
             return Failure(TRANSIENT, text, retry_after_s=retry_after_s(error.response.headers))
         return Failure(FATAL, text)
     return Failure(FATAL, f"{type(error).__name__}: {error}")
+
+
+def _httpx_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """httpx's timeout and transport errors, which a streamed body raises unwrapped (the SDKs wrap only
+    what happens before the response starts); none when httpx was never imported."""
+    httpx = sys.modules.get("httpx")
+    return ((httpx.TimeoutException,), (httpx.TransportError,)) if httpx is not None else ((), ())
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
