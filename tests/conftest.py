@@ -1,4 +1,4 @@
-"""Shared fixtures: where the shared corpus and tokenizers are, skipping clearly when absent."""
+"""Shared fixtures: where the shared corpus and tokenizers are, skipping clearly when absent (failing under CI)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,30 @@ CORPUS = SHARED / "corpus"
 TOKENIZERS = SHARED / "tokenizers"
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip a test that cannot run here, saying why; under ``CI=true`` fail it instead: CI runs every test."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI=true runs every test, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(reason)
+
+
+def need_shared(marker: Path, what: str) -> None:
+    """Skip (fail under CI) unless ``marker``, a file of ../shared, is there."""
+    if not marker.exists():
+        skip_or_fail(f"{what} not found at {marker.parent} (set CONTEXTFOLD_SHARED to the shared/ folder)")
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The shared corpus of recorded agent sessions (../shared/corpus)."""
-    if not (CORPUS / "SOURCES.md").exists():
-        pytest.skip(f"shared corpus not found at {CORPUS} (set CONTEXTFOLD_SHARED to the shared/ folder)")
+    need_shared(CORPUS / "SOURCES.md", "the shared corpus")
     return CORPUS
 
 
 @pytest.fixture(scope="session")
 def tokenizers_dir() -> Path:
     """Offline tiktoken files (../shared/tokenizers)."""
-    if not (TOKENIZERS / "o200k_base.tiktoken").exists():
-        pytest.skip(f"offline tokenizer files not found at {TOKENIZERS}")
+    need_shared(TOKENIZERS / "o200k_base.tiktoken", "the offline tokenizer files")
     return TOKENIZERS
 
 
@@ -43,9 +54,7 @@ def _server(name: str, start):
 
     reason = missing(name)
     if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{name} is required in CI: {reason}")
-        pytest.skip(reason)
+        skip_or_fail(reason)
     with start() as url:
         yield url
 

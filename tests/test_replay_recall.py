@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import SHARED
+from conftest import SHARED, need_shared
 
 from contextfold import importers
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, assistant, tool, user
@@ -109,8 +109,7 @@ STRATEGY_CYCLE = (("default", 16_000), ("claude-code", 16_000), ("window", 8_000
 @pytest.fixture(scope="module")
 def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """The reference scorer in ../shared/referee, imported as an independent oracle (never part of the project)."""
-    if not (SHARED / "referee" / "recall.py").exists():
-        pytest.skip(f"the referee is not at {SHARED / 'referee'} (set CONTEXTFOLD_SHARED to the shared/ folder)")
+    need_shared(SHARED / "referee" / "recall.py", "the referee")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken")))  # where it seeds its tokenizer
         patch.syspath_prepend(str(SHARED))
@@ -161,8 +160,7 @@ def matching(conversations: list[Conversation], trajectory: object) -> Conversat
 SESSIONS = referee_sessions()
 
 
-@pytest.mark.parametrize(("file", "index"), SESSIONS or [pytest.param("", 0, marks=pytest.mark.skip(
-    reason=f"shared corpus or referee not found under {SHARED} (set CONTEXTFOLD_SHARED)"))])
+@pytest.mark.parametrize(("file", "index"), SESSIONS or [pytest.param("", 0, id="no-shared-corpus")])
 def test_recall_agrees_with_the_referee_on_every_shared_session(
     referee: ModuleType, corpus_dir: Path, tokenizers_dir: Path, tmp_path: Path, file: str, index: int
 ) -> None:

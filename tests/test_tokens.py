@@ -318,6 +318,17 @@ def test_calibration_converges_to_the_real_ratio() -> None:
     assert counter.ratio == pytest.approx(1.3, rel=0.02)
 
 
+def test_after_calibration_added_items_are_counted_at_the_real_ratio() -> None:
+    """Calibrated to a model that counts 30 % more than the estimate, a new output is counted 30 % larger too."""
+    counter = TokenCounter()
+    session = _grow_and_report(counter, 1.3, steps=25)
+    added = tool("late", "def total(items):\n    return sum(i.price for i in items)\n" * 80)
+    longer = session.with_items([*session.items, added])
+    truth = 3_000 + 1.3 * Estimator().items(longer.items)  # the hidden rule behind the reports
+    assert counter.count(longer) == pytest.approx(truth, rel=0.01)
+    assert counter.count(longer) - counter.count(session) == pytest.approx(1.3 * Estimator().item(added), rel=0.03)
+
+
 def test_one_outlier_moves_the_ratio_only_a_little() -> None:
     counter = TokenCounter()
     session = _grow_and_report(counter, 1.1, steps=20)
