@@ -13,7 +13,6 @@ from click.testing import CliRunner, Result
 from contextfold.adapters.openai_chat import to_openai
 from contextfold.bench import Report, Session, Settings, available_strategies, find_sessions, run_bench, write_results
 from contextfold.bench.plots import cost_recall_chart, session_chart, trade_offs, write_plots
-from contextfold.bench.report import results_markdown
 from contextfold.cli import cli
 from contextfold.errors import UnknownSessionFormat
 from contextfold.replay import recount, strategies
@@ -110,16 +109,60 @@ def test_the_generated_sessions_are_compacted_and_default_stays_inside_the_windo
         assert counts.setdefault(run.session, run.survival_requests) == run.survival_requests
 
 
-def test_results_md_has_one_row_per_strategy_and_the_best_of_each_column_in_bold(bench: tuple[Report, Path]) -> None:
-    report, out = bench
+def markdown_tables(text: str) -> list[dict[str, list[str]]]:
+    """Every table of a Markdown text: its rows by first cell, each a list of the other cells."""
+    tables: list[dict[str, list[str]]] = []
+    in_table = False
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            in_table = False
+            continue
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        if all(set(cell) <= set("-:") for cell in cells):  # the row under the header
+            continue
+        if not in_table:
+            tables.append({})
+            in_table = True
+        tables[-1][cells[0]] = cells[1:]
+    return tables
+
+
+MONEY, SHARE, RECALL, COUNT = "{:,.2f}".format, "{:.1%}".format, "{:.3f}".format, "{:,}".format
+TOTALS_MD = (("cost $", "cost_usd", MONEY, min), ("cost, summaries by LLM $", "cost_llm_usd", MONEY, min),
+             ("cost without cache $", "cost_no_cache_usd", MONEY, min), ("cache hits", "cache_hit_ratio", SHARE, max),
+             ("peak tokens", "peak_tokens", COUNT, min), ("over window", "overflows", COUNT, min),
+             ("violations", "violations", COUNT, min), ("survival", "survival.mean", SHARE, max),
+             ("recall", "recall", RECALL, max))
+SURVIVAL_MD = (("task", "survival.task", SHARE, max), ("edited files", "survival.edited", SHARE, max),
+               ("last error", "survival.last_error", SHARE, max), ("latest output", "survival.latest_output", SHARE, max),
+               ("mean", "survival.mean", SHARE, max), ("recall", "recall", RECALL, max),
+               ("far recall", "recall_far", RECALL, max), ("worst request", "worst_request_recall", RECALL, max))
+"""Each column of the two totals tables of results.md: its title, the results.json figure, its format, the best."""
+
+
+def test_results_md_shows_the_figures_of_results_json_with_the_best_of_each_column_in_bold(
+    bench: tuple[Report, Path],
+) -> None:
+    """Read from the two files the bench wrote, checked against each other (not against the code that wrote them)."""
+    _, out = bench
+    data = json.loads((out / "results.json").read_text())
     text = (out / "results.md").read_text()
-    assert text == results_markdown(report)
-    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
-    totals = rows[1 : 1 + len(report.strategies)]
-    assert [cells[0].strip() for cells in totals] == list(report.strategies)
-    cheapest = min(t.cost_usd for t in report.totals())
-    assert [cells[1].strip() for cells in totals if cells[1].strip().startswith("**")] == \
-           [f"**{cheapest:,.2f}**"] * sum(f"{t.cost_usd:,.2f}" == f"{cheapest:,.2f}" for t in report.totals())
+    totals_table, survival_table = markdown_tables(text)[:2]
+    for table, columns in ((totals_table, TOTALS_MD), (survival_table, SURVIVAL_MD)):
+        assert table["strategy"] == [title for title, *_ in columns]
+        assert list(table)[1:] == data["strategies"]  # after the header
+        for k, (title, figure, show, best) in enumerate(columns):
+            values = {}
+            for totals in data["totals"]:
+                value = totals
+                for key in figure.split("."):
+                    value = value[key]
+                values[totals["strategy"]] = value
+            top = show(best(v for v in values.values() if v is not None))
+            for strategy, value in values.items():
+                shown = "–" if value is None else show(value)
+                cell = table[strategy][k]
+                assert cell == (f"**{shown}**" if shown == top else shown), (strategy, title, cell)
     assert "## What survived" in text and "## Per session" in text and CORPUS_SESSION in text
 
 

@@ -275,6 +275,19 @@ def test_at_turn_boundary_summarizes_when_due_and_not_mid_round() -> None:
     assert context.counter.count(context.view()) <= 1_000
 
 
+def test_a_huge_new_output_is_cut_to_its_preview_before_anything_is_decided_on_the_request_size() -> None:
+    """The cheap stages run first: a request that fits once the new output is cut is not summarized for it."""
+    context, _ = started(policy=Policy(trigger_tokens=6_000))
+    for k in range(3):
+        context.add(turn(k, f"line {k}\n" * 20))
+        context.prepare()
+    context.add(turn(3, "row of a huge log\n" * 20_000))  # about 100k tokens whole; a preview once cut
+    context.prepare()
+    stages = [e.stage for e in context.events if e.items]
+    assert "persist" in stages and "summarize" not in stages, stages
+    assert context.counter.count(context.view()) < context.trigger_tokens
+
+
 def test_below_the_trigger_a_summary_happens_only_when_it_pays() -> None:
     def run(policy: Policy) -> Context:
         context, _ = started(window_tokens=200_000, policy=policy)

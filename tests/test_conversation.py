@@ -51,6 +51,20 @@ def test_rounds_and_units_keep_parallel_calls_together() -> None:
     assert conv.units() == [(0, 1), (1, 4), (4, 5)]
 
 
+def test_a_round_that_begins_inside_another_and_ends_after_it_joins_its_unit() -> None:
+    """Interleaved rounds (a recording with a late result): no cut may fall between a call and its result."""
+    conv = Conversation([
+        c.user("task"),
+        c.assistant("", [call("a")]),
+        c.assistant("", [call("b")]),
+        c.tool("a", "1"),
+        c.tool("b", "2"),
+        c.user("next"),
+    ])
+    assert [(r.start, r.end) for r in conv.rounds()] == [(1, 4), (2, 5)]
+    assert conv.units() == [(0, 1), (1, 5), (5, 6)]
+
+
 def test_validate_names_every_violation_with_its_position() -> None:
     conv = Conversation([
         c.user("task"),

@@ -73,6 +73,16 @@ def test_persist_degrades_to_a_preview_when_the_disk_fails(tmp_path: Path) -> No
     assert {e.action for e in events} == {"persisted", "disk_failed"}
 
 
+@pytest.mark.parametrize("limit", ["chars", "tokens"])
+def test_an_output_over_either_persist_limit_is_persisted(tmp_path: Path, limit: str) -> None:
+    limits = {"persist_max_chars": 1_000, "persist_max_tokens": 10**9} if limit == "chars" else \
+        {"persist_max_chars": 10**9, "persist_max_tokens": 200}
+    policy = Policy(preview_head_chars=200, preview_tail_chars=100, **limits)
+    conv = session(("cat big.log", "line of output\n" * 200))  # 3,000 characters, about 800 tokens
+    out, events = persist(conv, make_budget(policy=policy, results_dir=tmp_path))
+    assert [e.action for e in events] == ["persisted"] and len(out[2].text) < 1_000
+
+
 def test_persist_describes_base64_payloads() -> None:
     payload = "iVBORw0KGgo" + "A" * 60_000
     out, _ = persist(session(("screenshot", payload)), make_budget())
@@ -91,6 +101,8 @@ def test_truncate_keeps_head_and_tail_with_a_marker() -> None:
     kept = out[2].text
     assert kept.startswith("HEAD") and kept.endswith("TAIL") and "characters" in kept and len(kept) < 51_000
     assert events[0].stage == "truncate"
+    over, _ = truncate(session(("cat y", "n" * 60_000)), make_budget())  # a little over the 50,000 cap
+    assert len(over[2].text) < 51_000
 
 
 def test_budget_steps_down_with_utilization() -> None:
@@ -116,6 +128,8 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
     assert "superseded" in out[2].text and out[1] is conv[1]
     assert out[6].text == "new content" and out.validate() == []
     assert set(events[0].items) == {conv[2].id, conv[8].id}
+    every_search, _ = snip(conv, make_budget(policy=Policy(snip_keep_search_results=0)))
+    assert "superseded" in every_search[8].text and every_search[10].text == "hits 2"  # the latest output stays
 
 
 def test_clear_waits_for_a_cold_cache_or_a_large_saving() -> None:
@@ -181,6 +195,8 @@ def test_boundary_never_splits_a_round_and_prefers_a_cut_before_a_user_message()
     for budget_tokens in range(50, 2_000, 37):
         cut = choose_cut(conv, start=1, tail_budget_tokens=budget_tokens, count_item=EST.item)
         assert cut is not None and cut.index in starts and cut.index > 1
+        tail = EST.items(conv.items[cut.index:])
+        assert tail <= budget_tokens or cut.index == max(starts), (budget_tokens, tail)  # the last unit always stays
 
 
 def test_summarize_keeps_task_first_injects_a_user_summary_and_restores_files() -> None:
@@ -219,6 +235,16 @@ def test_economics_counts_the_rewrite_against_the_reads_it_saves() -> None:
     assert not verdict(conv, conv, make_budget(requests_sent=100)).pays
     cold = verdict(conv, cleared, make_budget(idle_s=10_000, policy=Policy(min_horizon_requests=1)))
     assert cold.pays and cold.cost_usd == 0
+
+
+def test_an_edit_is_credited_only_with_the_requests_before_the_next_summary() -> None:
+    conv = session(*[(f"echo {k}", "v " * 2_000) for k in range(10)])
+    cleared, _ = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0)))
+    after = EST.conversation(cleared)
+    far = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 500_000, growth_tokens_per_request=1_000))
+    near = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 2_000, growth_tokens_per_request=1_000))
+    assert far.horizon_requests == 100 and far.pays  # a session of 100 requests runs about 100 more
+    assert near.horizon_requests == 2 and not near.pays  # the summary two requests away would save the same anyway
 
 
 def test_stages_never_touch_the_header_or_share_mutations() -> None:

@@ -17,6 +17,7 @@ from contextfold.pipeline.base import Prices
 from contextfold.replay import StrategyConfig, Totals, recount, replay, strategies
 from contextfold.replay.base import Strategy
 from contextfold.replay.dump import read_requests
+from contextfold.replay.render import message_tokens, tools_tokens
 from contextfold.synthetic import generate_session
 from contextfold.tokens import Estimator, exact_estimator
 
@@ -38,6 +39,48 @@ def replay_and_recount(conversation: Conversation, name: str, estimator: Estimat
     recounted = recount(dump, WINDOW, estimator, PRICES, TTL_S, session=conversation,
                         max_output_tokens=CONFIG.max_output_tokens)
     return replayed, recounted
+
+
+def priced_from_scratch(dump: Path, estimator: Estimator, prices: Prices, ttl_s: float) -> dict[str, float]:
+    """The cost figures of a dump, by the cache rule the replay documents, written here apart from its code.
+
+    Tokens are the replay's own per-message rule (counting is not what is
+    checked here); the cache, the TTL and the prices are recomputed: an agent
+    request reads from the cache the tools and the longest run of leading
+    messages unchanged since the previous agent request, if that came at most
+    ``ttl_s`` earlier with the same tools, and writes the rest; a summarizer
+    request is read as plain input.
+    """
+    previous: dict | None = None
+    figures = {"cost_usd": 0.0, "cost_no_cache_usd": 0.0, "cache_read_tokens": 0, "input_tokens": 0}
+    for line in dump.read_text().splitlines():
+        request = json.loads(line)
+        tools = tools_tokens(request["tools"], estimator)
+        tokens = [message_tokens(message, estimator) for message in request["messages"]]
+        sent, output = tools + sum(tokens), request["output_tokens"]
+        read = 0
+        if request["kind"] == "agent":
+            if previous is not None and previous["tools"] == request["tools"] and (
+                    None in (previous["t"], request["t"]) or request["t"] - previous["t"] <= ttl_s):
+                same = 0
+                while same < min(len(tokens), len(previous["messages"])) and \
+                        previous["messages"][same] == request["messages"][same]:
+                    same += 1
+                read = tools + sum(tokens[:same])
+            previous = request
+            cost = read * prices.cache_read_per_mtok + (sent - read) * prices.cache_write_per_mtok
+        else:
+            cost = sent * prices.input_per_mtok
+        figures["cost_usd"] += (cost + output * prices.output_per_mtok) / 1e6
+        figures["cost_no_cache_usd"] += (sent * prices.input_per_mtok + output * prices.output_per_mtok) / 1e6
+        figures["cache_read_tokens"] += read
+        figures["input_tokens"] += sent
+    return figures
+
+
+def assert_priced_as_documented(replayed: Totals, dump: Path, estimator: Estimator) -> None:
+    for figure, value in priced_from_scratch(dump, estimator, PRICES, TTL_S).items():
+        assert getattr(replayed, figure) == pytest.approx(value, rel=1e-9), figure
 
 
 def assert_agree(replayed: Totals, recounted: Totals) -> None:
@@ -62,6 +105,7 @@ def test_a_corpus_session_recounts_to_the_same_figures(
     )
     assert replayed.requests == 64 and replayed.cache_read_tokens > 0
     assert_agree(replayed, recounted)
+    assert_priced_as_documented(replayed, tmp_path / "requests.jsonl", exact_estimator("o200k_base", tokenizers_dir))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -71,6 +115,7 @@ def test_synthetic_sessions_recount_to_the_same_figures(tmp_path: Path, name: st
     replayed, recounted = replay_and_recount(conversation, name, ESTIMATE, tmp_path / "requests.jsonl")
     assert replayed.peak_tokens > 0
     assert_agree(replayed, recounted)
+    assert_priced_as_documented(replayed, tmp_path / "requests.jsonl", ESTIMATE)
 
 
 def test_lossy_strategies_give_the_recount_something_to_disagree_about(tmp_path: Path) -> None:

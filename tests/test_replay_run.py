@@ -203,6 +203,18 @@ def test_a_pause_longer_than_the_ttl_reads_nothing_from_cache() -> None:
     assert [r.cache_read_tokens > 0 for r in result.requests] == [False, True, True, True]
 
 
+def test_a_pause_of_exactly_the_ttl_still_reads_from_cache() -> None:
+    """The cache lives for the TTL after its last use: a request at exactly that moment still finds it."""
+    conversation = session()
+    late = [replace(i, timestamp=i.timestamp + 1000) if k >= 4 and i.timestamp is not None else i
+            for k, i in enumerate(conversation.items)]
+    gap = 1020.0  # from the request at 20 s to the one at 1,040 s
+    at_the_limit = run(conversation.with_items(late), strategies.create("none", CONFIG), cache_ttl_s=gap)
+    assert [r.cache_read_tokens > 0 for r in at_the_limit.requests] == [False, True, True, True]
+    just_over = run(conversation.with_items(late), strategies.create("none", CONFIG), cache_ttl_s=gap - 0.5)
+    assert [r.cache_read_tokens > 0 for r in just_over.requests] == [False, True, False, True]
+
+
 def test_prices_are_applied_as_given() -> None:
     prices = Prices(input_per_mtok=1, cache_write_per_mtok=2, cache_read_per_mtok=0.5, output_per_mtok=4)
     totals = run(session(), strategies.create("none", CONFIG), prices=prices).totals

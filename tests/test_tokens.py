@@ -172,6 +172,7 @@ def test_image_rules() -> None:
     assert estimator.block(Image(data=_jpeg(300, 200), media_type="image/jpeg")) == 80
     assert estimator.block(Image(url="data:image/png;base64," + _png(200, 150))) == 40
     assert estimator.block(Image(data=_png(4000, 3000))) == 1600  # scaled down, capped
+    assert estimator.block(Image(data=_png(3136, 200))) == math.ceil(1568 * 100 / 750)  # long edge to 1,568 px
     assert estimator.block(Image(url="https://example.org/cat.png")) == 1600  # size unknown
     assert estimator.block(Image(url="https://example.org/cat.png", extra={"width": 75, "height": 100})) == 10
 
