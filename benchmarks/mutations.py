@@ -1,13 +1,13 @@
 """Can the suite see bugs? Small bugs put back one at a time into a copy of the project, and the tests run on each.
 
-    python benchmarks/mutations.py [--only NAME ...] [--list] [--whole-suite] [--jobs N] [--timeout S]
+    python benchmarks/mutations.py [--only NAME ...] [--tests FILE ...] [--list] [--whole-suite] [--jobs N]
 
 Each :class:`Mutation` is a bug someone made or could make: the exact snippet
 of the source it changes, what it becomes, and one line saying what goes
 wrong. ``src/``, ``tests/`` and ``pyproject.toml`` are copied into a
 temporary folder (the checkout is never touched), the mutation is applied to
-the copy, and the test files named for it run there with ``-x`` (or the whole
-suite, with ``--whole-suite``). A failing run kills the mutation; a passing
+the copy, and the test files named for it run there with ``-x`` (or the files
+given with ``--tests``, or the whole suite with ``--whole-suite``). A failing run kills the mutation; a passing
 one means the suite cannot see that bug. Before the mutations, the same tests
 run on the unchanged copy: a failure there would make every kill meaningless.
 
@@ -317,14 +317,18 @@ def try_mutation(copy: Path, item: Mutation, tests: Sequence[str], timeout: floa
     return Outcome(item, "killed", seconds, f"pytest exit {code} (collection or usage error): {first_failure(output)}")
 
 
-def tests_for(item: Mutation, whole_suite: bool) -> tuple[str, ...]:
-    return () if whole_suite else tuple(dict.fromkeys(item.tests))
+def tests_for(item: Mutation, args: argparse.Namespace) -> tuple[str, ...]:
+    """The test files to run against ``item`` (none given: pytest runs the whole suite)."""
+    if args.whole_suite:
+        return ()
+    return tuple(args.tests) if args.tests else tuple(dict.fromkeys(item.tests))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutations")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--tests", nargs="+", metavar="FILE", help="run these test files for each, not its own")
     parser.add_argument("--whole-suite", action="store_true", help="run the whole suite (-x) for each, not its test files")
     parser.add_argument("--jobs", type=int, default=1, help="mutations tried at once, each in its own copy (default 1)")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test run (default 1200)")
@@ -338,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for item in chosen:
             print(f"{item.name:40} {item.description}")
         return 0
-    missing = sorted({t for m in chosen for t in m.tests if not (ROOT / t).is_file()})
+    missing = sorted({t for m in chosen for t in tests_for(m, args) if not (ROOT / t).is_file()})
     if missing:
         parser.error(f"test file(s) not in the checkout: {', '.join(missing)}")
     with tempfile.TemporaryDirectory(prefix="contextfold-mutations-") as tmp:
@@ -347,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             copy.mkdir()
             copy_project(copy)
         if not args.no_baseline:
-            union = () if args.whole_suite else tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+            union = tuple(dict.fromkeys(t for m in chosen for t in tests_for(m, args)))
             code, output = run_tests(copies[0], union, args.timeout)
             if code != 0:
                 print(f"the unchanged copy fails its tests ({first_failure(output)}): fix that first", flush=True)
@@ -358,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def attempt(item: Mutation) -> Outcome:
             copy = free.pop()
             try:
-                outcome = try_mutation(copy, item, tests_for(item, args.whole_suite), args.timeout)
+                outcome = try_mutation(copy, item, tests_for(item, args), args.timeout)
             finally:
                 free.append(copy)
             print(f"{outcome.verdict:9} {item.name:40} {outcome.seconds:6.0f} s  {outcome.detail}", flush=True)
