@@ -18,8 +18,9 @@ from .base import Budget, Event, Stage
 from .clear import clear
 from .selective import selective
 from .snip import snip
-from .summarize import summarize, task_index
+from .summarize import summarize
 from .survival import survive
+from .task import task_index
 
 
 def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:

@@ -19,7 +19,7 @@ from ..conversation import Conversation, Image, Item, RedactedThinking, Text, Th
 from .base import NONE, Budget, Event, Rule
 from .clear import placeholder
 from .edits import MARK, head_tail, is_placeholder, latest_result_index
-from .summarize import task_index
+from .task import task_index
 
 STAGE = "selective"
 ASSISTANT_TEXT_KEEP_CHARS = 600

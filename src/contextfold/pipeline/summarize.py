@@ -20,19 +20,10 @@ from .fit import window_limit
 from .importance import References
 from .restore import restored_item
 from .survival import survive
+from .task import added_by_contextfold, task_index
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200
-
-
-def task_index(conversation: Conversation) -> int | None:
-    """Index of the task: the first user item, if no assistant turn comes before it."""
-    for index, item in enumerate(conversation.items):
-        if item.role == "assistant":
-            return None
-        if item.role == "user" and not _added(item):
-            return index
-    return None
 
 
 def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
@@ -120,9 +111,4 @@ def _after_messages(items: list[Item], start: int, count: int) -> int:
 
 def _summarizable(item: Item) -> bool:
     """Whether a summary takes ``item`` in: anything but what contextfold put back (an earlier summary is)."""
-    return not _added(item) or bool(item.meta.get("summary"))
-
-
-def _added(item: Item) -> bool:
-    """Whether contextfold wrote ``item`` (a summary, restored files, a survival note), not the user."""
-    return bool(item.meta.get("summary") or item.meta.get("restored") or item.meta.get("survival"))
+    return not added_by_contextfold(item) or bool(item.meta.get("summary"))
