@@ -165,8 +165,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         *STAGES, *PROPERTIES),
     mutation(
         "boundary-tail-over-budget", "src/contextfold/boundary.py",
-        "if tails and tokens > tail_budget_tokens:",
-        "if tails and tokens > 2 * tail_budget_tokens:",
+        "if tails and (tokens > tail_budget_tokens or",
+        "if tails and (tokens > 2 * tail_budget_tokens or",
         "a summary keeps a verbatim tail twice the size it was given", *STAGES),
     # ------------------------------------------------------------------ conversation
     mutation(
