@@ -215,6 +215,19 @@ def test_a_pause_of_exactly_the_ttl_still_reads_from_cache() -> None:
     assert [r.cache_read_tokens > 0 for r in just_over.requests] == [False, True, False, True]
 
 
+def test_new_tool_definitions_break_the_whole_cached_prefix() -> None:
+    """Tools come first in the prompt: a request with other tools reads nothing from the cache, the next reads again."""
+
+    class NewToolAtStep2(Edited):
+        def step(self, step: Step) -> Sent:
+            if step.number == 2:
+                self.header = replace(self.header, tools=(*self.header.tools, ToolSpec("grep", "Search.", {"type": "object"})))
+            return super().step(step)
+
+    result = run(session(), NewToolAtStep2("new-tool", lambda items, step, copies: items))
+    assert [r.cache_read_tokens > 0 for r in result.requests] == [False, True, False, True]
+
+
 def test_prices_are_applied_as_given() -> None:
     prices = Prices(input_per_mtok=1, cache_write_per_mtok=2, cache_read_per_mtok=0.5, output_per_mtok=4)
     totals = run(session(), strategies.create("none", CONFIG), prices=prices).totals
