@@ -150,3 +150,22 @@ def test_log_level_sets_what_reaches_stderr(session_file: Path, tmp_path: Path) 
     assert quiet.stderr == ""
     logger = logging.getLogger("contextfold")  # an in-process run leaves logging as it found it
     assert logger.level == logging.NOTSET and logger.handlers == []
+
+
+# --------------------------------------------------------------------------- one meaning per option name
+
+
+def test_input_and_output_formats_have_their_own_names_and_the_old_one_still_works(session_file: Path) -> None:
+    for command in ("inspect", "tokens", "replay", "compact"):
+        shown = invoke(command, "--help").output
+        assert "--input-format" in shown and "--format " not in shown, command
+    assert "--output-format" in invoke("compact", "--help").output
+    new = invoke("compact", str(session_file), "--window", "20000", "--output-format", "openai")
+    old = invoke("compact", str(session_file), "--window", "20000", "--format", "openai")  # deprecated: output
+    assert new.exit_code == old.exit_code == 0
+    assert new.stdout == old.stdout and json.loads(new.stdout)["messages"]
+    assert "deprecated" in old.stderr and "--output-format" in old.stderr
+    legacy = invoke("inspect", str(session_file), "--format", "contextfold-session-1", "--tokenizer", "estimate")
+    assert legacy.exit_code == 0 and "deprecated" in legacy.stderr and "--input-format" in legacy.stderr
+    wrong = invoke("inspect", str(session_file), "--input-format", "tau-bench", "--tokenizer", "estimate")
+    assert wrong.exit_code == 2 and "Traceback" not in wrong.output  # the format is really used

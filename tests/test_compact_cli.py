@@ -142,11 +142,11 @@ def test_compact_extractive_is_offline_and_writes_request_bodies(
     assert conversation.items[1].meta["summarizer"] == "extractive"
     assert "Focus requested by the user: keep the rounding details" in conversation.items[1].text
 
-    anthropic = json.loads(invoke(str(path), "--window", WINDOW, "--format", "anthropic").output.splitlines()[0])
+    anthropic = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "anthropic").output.splitlines()[0])
     assert set(anthropic) == {"system", "messages", "tools"}
     assert check_messages({"x-api-key": "k", "anthropic-version": "v"}, {**anthropic, "model": "m", "max_tokens": 9}) == []
     assert anthropic["messages"][1]["content"][0]["text"].startswith(summary_preamble())
-    openai = json.loads(invoke(str(path), "--window", WINDOW, "--format", "openai").output.splitlines()[0])
+    openai = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "openai").output.splitlines()[0])
     assert check_chat({"authorization": "Bearer k"}, {**openai, "model": "m"}) == []
     assert openai["messages"][0]["role"] == "system" and openai["messages"][1]["content"] == original.items[0].text
 

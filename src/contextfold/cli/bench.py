@@ -35,7 +35,7 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
 @click.option("--strategies", "names", callback=_names, default=None, metavar="NAME,...",
               help=f"Strategies to compare [default: every one available: {', '.join(strategies.names())}].")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("contextfold-bench"),
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("bench-out"),
               show_default=True, help="Folder for results.json, results.md and the charts.")
 @click.option("--requests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dump every run's requests to DIR/<session>.<strategy>.jsonl (the replay --requests format).")

@@ -4,7 +4,7 @@
 once through the public :class:`~contextfold.context.Context` (as a manual
 ``compact(instructions)`` would), and writes the result: a contextfold
 session file the importers read back, or the request body an agent would
-send next (``--format anthropic|openai``). Keys come from the usual
+send next (``--output-format anthropic|openai``). Keys come from the usual
 environment variables (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``,
 ``OPENAI_BASE_URL``); they are never taken on the command line, where they
 would end up in shell history.
@@ -26,6 +26,7 @@ from .options import (
     load_recorded,
     make_summarizer,
     recorded_argument,
+    renamed_option,
     reports_errors,
     summarizer_options,
 )
@@ -40,8 +41,8 @@ OUTPUT_FORMATS = ("session", "anthropic", "openai")
 @click.option("--instructions", default=None, help="What the summary should focus on (as /compact's argument).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the result (default: standard output).")
-@click.option("--format", "format_", type=click.Choice(OUTPUT_FORMATS), default="session", show_default=True,
-              help="A contextfold session file, or the next request body for a provider.")
+@renamed_option("--format", "--output-format", type=click.Choice(OUTPUT_FORMATS), default="session",
+                help="A contextfold session file, or the next request body for a provider [default: session].")
 @click.option("--index", type=click.IntRange(min=0), default=None,
               help="The N-th conversation of the file (0-based); needed when it holds several.")
 @click.option("--input-format", type=click.Choice(importers.FORMATS), default=None,
@@ -55,7 +56,7 @@ def compact_command(
     base_url: str | None,
     instructions: str | None,
     output: Path | None,
-    format_: str,
+    output_format: str,
     index: int | None,
     input_format: str | None,
 ) -> None:
@@ -68,7 +69,7 @@ def compact_command(
     before = context.counter.count(context.view())
     events = context.compact(instructions)
     view = context.view()
-    text = _written(context, view, format_)
+    text = _written(context, view, output_format)
     if output is None:
         click.echo(text)
     else:

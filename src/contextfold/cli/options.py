@@ -106,7 +106,7 @@ def load_recorded(source: Path | StoredRef, format_: str | None = None) -> list[
     if isinstance(source, Path):
         return importers.load(source, format=format_)
     if format_ is not None:
-        raise click.UsageError("--format is for files: a stored session has its own")
+        raise click.UsageError("--input-format is for files: a stored session has its own")
     session = StoredSession.resume(source.location, source.session_id)
     session.close()
     return [session.restored.conversation]
@@ -123,10 +123,34 @@ def tokenizer_option(function: F) -> F:
     )(function)
 
 
+def renamed_option(old: str, new: str, **new_attrs: Any) -> Callable[[F], F]:
+    """Option ``new``, and ``old`` (its former name) still accepted, hidden and saying it is deprecated.
+
+    ``old`` is processed first (eager) and leaves its value for ``new``, which
+    takes it when not given itself; ``new``'s ``default`` applies last.
+    """
+    key = f"contextfold.renamed.{new}"
+    default = new_attrs.pop("default", None)
+
+    def remember(ctx: click.Context, parameter: click.Parameter, value: Any) -> None:
+        if value is not None:
+            ctx.meta[key] = value
+
+    def resolve(ctx: click.Context, parameter: click.Parameter, value: Any) -> Any:
+        return value if value is not None else ctx.meta.get(key, default)
+
+    def decorate(function: F) -> F:
+        function = click.option(old, type=new_attrs.get("type"), default=None, hidden=True, expose_value=False,
+                                is_eager=True, callback=remember, deprecated=f"Use {new} instead.")(function)
+        return click.option(new, default=None, callback=resolve, **new_attrs)(function)
+
+    return decorate
+
+
 def format_option(function: F) -> F:
-    return click.option(
-        "--format", "format_", type=click.Choice(FORMATS), default=None, help="Session format (detected when omitted)."
-    )(function)
+    """``--input-format``: the session format of FILE (``--format`` before it meant the output in ``compact``)."""
+    return renamed_option("--format", "--input-format", type=click.Choice(FORMATS),
+                          help="The session format of FILE (detected when omitted).")(function)
 
 
 def summarizer_options(function: F) -> F:

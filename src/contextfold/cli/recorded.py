@@ -30,10 +30,10 @@ def _load(file: Path, format_: str | None, index: int | None = None) -> list[Con
 @format_option
 @tokenizer_option
 @reports_errors
-def inspect(file: Path, as_json: bool, format_: str | None, tokenizer: str) -> None:
+def inspect(file: Path, as_json: bool, input_format: str | None, tokenizer: str) -> None:
     """What is in a recorded session: items and tokens by kind and tool, the largest items."""
     estimator = named_estimator(tokenizer)
-    for number, conversation in enumerate(_load(file, format_)):
+    for number, conversation in enumerate(_load(file, input_format)):
         composition = compose(conversation, estimator.item, lambda c: estimator.header(c.header))
         if as_json:
             click.echo(json.dumps({"conversation": number, **composition.to_dict()}, ensure_ascii=False))
@@ -70,11 +70,11 @@ def _render_composition(console: Console, file: Path, number: int, c: Compositio
 @format_option
 @tokenizer_option
 @reports_errors
-def tokens(file: Path, as_json: bool, index: int | None, format_: str | None, tokenizer: str) -> None:
+def tokens(file: Path, as_json: bool, index: int | None, input_format: str | None, tokenizer: str) -> None:
     """Replay a session with recorded usage: anchored estimate against reported prompt tokens."""
     estimator = named_estimator(tokenizer)
     console = Console()
-    conversations = _load(file, format_, index)
+    conversations = _load(file, input_format, index)
     without_usage = 0
     for number, conversation in enumerate(conversations):
         checks = anchored_errors(conversation, lambda: TokenCounter(estimator))

@@ -9,7 +9,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .. import importers
 from ..conversation import Conversation
 from ..pipeline.base import Event, Prices
 from ..replay import strategies
@@ -22,6 +21,7 @@ from ..tokens import named_estimator
 from .options import (
     EXACT_TOKENIZERS,
     check_window,
+    format_option,
     load_recorded,
     make_summarizer,
     progress_bar,
@@ -59,8 +59,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
               help="Seconds the prompt cache keeps a prefix.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where a strategy may write files (persisted outputs).")
-@click.option("--format", "format_", type=click.Choice(importers.FORMATS), default=None,
-              help="Session format (detected when omitted).")
+@format_option
 @summarizer_options
 @reports_errors
 def replay_command(
@@ -75,7 +74,7 @@ def replay_command(
     prices: Prices,
     ttl: float,
     results_dir: Path | None,
-    format_: str | None,
+    input_format: str | None,
     summarizer_kind: str,
     model: str | None,
     base_url: str | None,
@@ -83,7 +82,7 @@ def replay_command(
     """Feed a recorded session through a context strategy and report tokens, cache, cost, what survived and recall."""
     check_window(window, max_output)
     estimator = named_estimator(tokenizer)
-    sessions = _sessions(file, format_, index, requests_path)
+    sessions = _sessions(file, input_format, index, requests_path)
     summarizer = make_summarizer(summarizer_kind, model, base_url)
     config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
     for name, conversation in sessions:
@@ -110,10 +109,10 @@ def fired_line(events: list[Event]) -> str:
 
 
 def _sessions(
-    file: Path, format_: str | None, index: int | None, requests_path: Path | None
+    file: Path, input_format: str | None, index: int | None, requests_path: Path | None
 ) -> list[tuple[str, Conversation]]:
     """The conversations to replay, each with the name its totals carry (``FILE#N`` in a file of several)."""
-    conversations = load_recorded(file, format_)
+    conversations = load_recorded(file, input_format)
     several = len(conversations) > 1
     if index is not None and index >= len(conversations):
         raise click.BadParameter(f"the file holds {len(conversations)} conversation(s)", param_hint="--index")

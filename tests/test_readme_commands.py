@@ -1,0 +1,127 @@
+"""Every shell command the README shows works as written: its subcommands and options exist, its extras
+and scripts are there, its first screen has exactly the two set-up commands, shell completion answers.
+
+(The README's Python blocks run against a scripted model in ``integrations/test_examples.py``.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+
+from contextfold.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SET_UP = ["python3 -m pip install -e '.[tiktoken]' && contextfold demo",
+          "python3 -m pip install -e '.[dev]' && python3 -m pytest"]
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+_ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+
+
+def shell_lines() -> list[str]:
+    """The lines of every shell block (``bash``, or no language), comments dropped."""
+    lines = [line.split("  #")[0].strip() for language, body in _BLOCK.findall(README)
+             if language in ("bash", "sh", "") for line in body.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def commands() -> list[str]:
+    """Every ``contextfold ...`` command the README shows: in shell blocks (after ``&&`` too) and in code spans."""
+    text = _BLOCK.sub("", README)
+    found = [segment.strip() for line in shell_lines() for segment in line.split("&&")]
+    found += [span.replace("\\|", "|") for span in _SPAN.findall(text)]
+    found = [_ENV.sub("", command) for command in found]
+    return [command for command in found if command.startswith("contextfold ")]
+
+
+def _option(command: click.Command, name: str) -> click.Parameter | None:
+    return next((p for p in command.params if name in getattr(p, "opts", ()) + getattr(p, "secondary_opts", ())), None)
+
+
+def _check(command_line: str) -> None:
+    """Walk the words as click would: subcommands (``a|b`` alternatives), options and their values."""
+    words = command_line.split()[1:]
+    levels: list[click.Command] = [cli]
+    position = 0
+    while position < len(words):
+        word = words[position].strip("[]")
+        position += 1
+        if word.startswith("-"):
+            name = word.split("=")[0]
+            found = [_option(level, name) for level in levels]
+            assert all(found), f"{command_line!r}: {name} is not an option of {[c.name for c in levels]}"
+            takes_value = not (found[0].is_flag or found[0].count)  # type: ignore[union-attr]
+            value_follows = position < len(words) and not words[position].startswith("-")
+            position += takes_value and "=" not in word and value_follows
+        elif all(isinstance(level, click.Group) for level in levels) and re.fullmatch(r"[a-z][a-z|-]*", word):
+            names = word.split("|")
+            for level in levels:
+                missing = [n for n in names if n not in level.commands]  # type: ignore[attr-defined]
+                assert not missing, f"{command_line!r}: no subcommand {missing} in {level.name}"
+            levels = [level.commands[n] for level in levels for n in names]  # type: ignore[attr-defined]
+        # anything else is an argument or a placeholder (FILE, N, DIR|FILE..., COMMAND)
+
+
+def _section(name: str) -> str:
+    """A section of pyproject.toml, as text (tomllib is Python 3.11+; we support 3.10)."""
+    text = (ROOT / "pyproject.toml").read_text()
+    start = text.index(f"[{name}]\n")
+    end = text.find("\n[", start + 1)
+    return text[start:] if end == -1 else text[start:end]
+
+
+def test_the_first_screen_has_exactly_the_two_set_up_commands() -> None:
+    first = README[: README.index("\n## What it is")]
+    blocks = _BLOCK.findall(first)
+    assert [body.splitlines() for _, body in blocks] == [SET_UP]
+
+
+def test_the_readme_shows_the_commands_it_should() -> None:
+    shown = {command.split()[1] for command in commands()}
+    assert set(cli.commands) <= shown | {"-v"}, set(cli.commands) - shown  # every command appears
+    assert len(commands()) >= 15
+
+
+@pytest.mark.parametrize("command", commands())
+def test_every_contextfold_command_uses_real_subcommands_and_options(command: str) -> None:
+    _check(command)
+
+
+def test_every_extra_the_readme_installs_exists_and_every_script_it_runs_is_there() -> None:
+    extras = set(re.findall(r"^([\w-]+) = \[", _section("project.optional-dependencies"), re.MULTILINE))
+    named = re.findall(r"(?:contextfold|\.|\.whl)\[([\w,-]+)\]", README)
+    assert named and {extra for group in named for extra in group.split(",")} <= extras
+    scripts = re.findall(r"python3? ((?:benchmarks|examples)/[\w/]+\.py)", README)
+    assert scripts and all((ROOT / script).is_file() for script in scripts)
+    assert not re.search(r"(?<!python3 )-m pip install 'contextfold\[", README)  # not on PyPI: from the checkout
+    assert "python3 -m pip wheel --no-deps . -w dist" in shell_lines()[2] or any(
+        "python3 -m pip wheel --no-deps . -w dist" in line for line in shell_lines())
+
+
+def test_the_bench_commands_write_where_git_ignores() -> None:
+    ignored = (ROOT / ".gitignore").read_text().split()
+    outs = [re.search(r"--out (\S+)", line).group(1) for line in shell_lines() if " bench " in f" {line} "]
+    assert outs and all(out.split("/")[0] + "/" in ignored for out in outs)
+    default = _option(cli.commands["bench"], "--out").default  # type: ignore[union-attr]
+    assert f"{default}/" in ignored
+
+
+def test_shell_completion_as_documented_answers() -> None:
+    program = shutil.which("contextfold")
+    if program is None:
+        pytest.skip("the contextfold console script is not installed (pip install -e .)")
+    assert "_CONTEXTFOLD_COMPLETE=bash_source contextfold" in README
+    env = {**os.environ, "_CONTEXTFOLD_COMPLETE": "bash_complete", "COMP_WORDS": "contextfold mo", "COMP_CWORD": "1"}
+    result = subprocess.run([program], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert "plain,models" in result.stdout.splitlines(), result.stdout + result.stderr
+    script = subprocess.run([program], env={**os.environ, "_CONTEXTFOLD_COMPLETE": "bash_source"},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert "complete" in script.stdout and "_CONTEXTFOLD_COMPLETE" in script.stdout
