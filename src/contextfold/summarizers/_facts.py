@@ -4,7 +4,10 @@ Everything here is extraction, none of it is wording or sizing: who asked
 what, which files were read and changed (with the last change), which
 commands changed the system, which errors happened and whether a later step
 resolved them, the latest todo list, what the assistant said last, tool-use
-counts and the identifiers that keep coming up. :class:`Facts` round-trips
+counts and the identifiers that keep coming up; and, for the tools that are
+not about files or commands (a browser, a booking or support API), each call
+with its arguments, the pages visited and the identifiers the tools returned,
+which is what a browsing or support session is made of. :class:`Facts` round-trips
 through a JSON-serializable ``state`` so that a later compaction, whose span
 starts with this summary, carries every fact forward instead of summarizing a
 summary.
@@ -15,6 +18,7 @@ stays bounded however long the session runs; nothing is capped to zero.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -25,6 +29,7 @@ from typing import Any
 from ..actions import (
     COMMAND,
     EDIT,
+    OTHER,
     READ,
     SEARCH,
     TODO,
@@ -53,6 +58,13 @@ KEEP_ERRORS = 40
 KEEP_COMMANDS = 40
 KEEP_RECENT_ACTIONS = 6
 KEEP_CONCEPTS = 200
+KEEP_CALLS = 40
+KEEP_PAGES = 30
+KEEP_RECORDS = 40
+CALL_CHARS = 400
+ARGUMENT_CHARS = 160
+RESULT_JSON_CHARS = 200_000
+"""Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
 RE_RUN_SIMILARITY = 0.6
 """Two commands are "the same" run when they start alike and share this fraction of their signature words."""
 
@@ -70,6 +82,9 @@ _FILE_SUFFIXES = frozenset({
 _QUERY_KEYS = ("pattern", "query", "regex", "glob", "search_term", "file_name")
 _TODO_LIST_KEYS = ("todos", "plan", "items", "tasks")
 _TODO_TEXT_KEYS = ("content", "step", "task", "title", "description", "text")
+_URL = re.compile(r"https?://[^\s\"'<>]+")
+_RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$", re.IGNORECASE)
+"""Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
 
 
 _Settled = tuple[ToolCall, Action, "str | None", bool]
@@ -126,6 +141,11 @@ class Facts:
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
+    # the tools that are not about files or commands (browser, booking, support APIs)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # {"call", "ok", "times", "inputs"}, oldest first
+    calls_total: int = 0
+    pages: dict[str, str] = field(default_factory=dict)  # url -> its title ("" when unknown), least recent first
+    records: list[str] = field(default_factory=list)  # "key value" identifiers the tools returned, oldest first
 
     # ------------------------------------------------------------------ state round trip
     def to_state(self) -> dict[str, Any]:
@@ -135,6 +155,7 @@ class Facts:
         state["errors"] = [{**vars(e), "signature": list(e.signature), "paths": list(e.paths)} for e in self.errors]
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
         state["todos"] = [dict(t) for t in self.todos] if self.todos is not None else None
+        state["calls"] = [dict(c) for c in self.calls]
         state["schema"] = STATE_SCHEMA
         return state
 
@@ -175,6 +196,12 @@ class Facts:
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP_RECENT_ACTIONS:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
+        self.calls = (self.calls + earlier.calls)[-KEEP_CALLS:]
+        self.calls_total += earlier.calls_total
+        for url, title in earlier.pages.items():
+            self._visit(url, title)
+        for record in earlier.records:
+            self._record(record)
 
     # ------------------------------------------------------------------ reading items
     def read(self, items: Sequence[Item]) -> None:
@@ -254,7 +281,9 @@ class Facts:
             self.tools.setdefault(call.name, [0, 0])[1] += 1
             self._record_error(call, action, text, line)
         else:
-            self._resolve(action)
+            self._resolve(action, call.name)
+        if action.kind == OTHER:
+            self._record_call(call, text if line is None else "", ok=line is None)
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action)
         elif action.kind == EDIT:
@@ -303,12 +332,16 @@ class Facts:
         ))
         self.errors_total += 1
 
-    def _resolve(self, action: Action) -> None:
-        """Mark the open errors this successful action resolves: a re-run of the command, or a change to a file involved."""
+    def _resolve(self, action: Action, tool: str) -> None:
+        """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
+        involved, or a later call of the same tool (one that is not about files or commands) that worked."""
         signature = action.signature
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
         for error in self.errors:
             if error.resolved is not None:
+                continue
+            if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
+                error.resolved = f"a later call of {tool} succeeded"
                 continue
             if signature and _same_run(signature, error.signature):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
@@ -319,6 +352,41 @@ class Facts:
             if touched:
                 verb = "edited" if action.kind == EDIT else "read successfully"
                 error.resolved = f"{touched[0]} was {verb} afterwards"
+
+    def _record_call(self, call: ToolCall, result: str, *, ok: bool) -> None:
+        """A call of a tool that is not about files or commands: the call itself, the pages, what it returned."""
+        line = call_line(call)
+        last = self.calls[-1] if self.calls else None
+        if last is not None and last["call"] == line:  # the same call again (a page polled): counted, not repeated
+            last["times"] += 1
+            last["ok"] = ok
+        else:
+            self.calls.append({"call": line, "ok": ok, "times": 1, "inputs": gives_input(call)})
+        self.calls_total += 1
+        for value in call.arguments.values():
+            if isinstance(value, str) and _URL.fullmatch(value.strip()):
+                self._visit(value.strip(), "")
+        returned = _json_object(result)
+        if returned is None:
+            return
+        url, title = returned.get("url"), returned.get("title")
+        if isinstance(url, str) and _URL.fullmatch(url):
+            self._visit(url, title if isinstance(title, str) else "")
+        for key, value in returned.items():
+            scalar = isinstance(value, (str, int)) and not isinstance(value, bool) and value != ""
+            if scalar and _RECORD_KEY.search(key):
+                self._record(f"{key} {value}")
+
+    def _visit(self, url: str, title: str) -> None:
+        known = self.pages.pop(url, "")  # re-inserted: dict order is recency order
+        self.pages[url] = shorten(title, 120) if title else known
+        while len(self.pages) > KEEP_PAGES:
+            del self.pages[next(iter(self.pages))]
+
+    def _record(self, record: str) -> None:
+        if record in self.records:
+            self.records.remove(record)
+        self.records = [*self.records, shorten(record, 200)][-KEEP_RECORDS:]
 
     def _read_todos(self, arguments: Mapping[str, Any]) -> None:
         for key in _TODO_LIST_KEYS:
@@ -427,10 +495,54 @@ def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: b
     elif action.kind == SEARCH:
         query = next((str(call.arguments[k]) for k in _QUERY_KEYS if call.arguments.get(k)), "")
         what = f"searched with {call.name}" + (f" for `{shorten(query, 100)}`" if query else "")
+    elif action.kind == TODO:
+        what = f"called {call.name} (todo list)"
     else:
-        what = f"called {call.name}" + (" (todo list)" if action.kind == TODO else "")
+        what = f"called {shorten(call_line(call), 160)}"
     if unanswered:
         return f"{what}: no result yet"
     if failure is not None:
         return f"{what}: failed ({shorten(failure, 160)})"
     return what if action.kind != COMMAND else f"{what}: ok"
+
+
+def call_line(call: ToolCall) -> str:
+    """A call on one line with its arguments, each value shortened: ``book(user_id='mia_li', flights=[...])``.
+
+    Arguments past :data:`CALL_CHARS` are left out whole (``, …``), never cut twice.
+    """
+    shown: list[str] = []
+    size = len(call.name) + 2
+    for key, value in call.arguments.items():
+        argument = f"{key}={_argument(value)}"
+        if shown and size + len(argument) > CALL_CHARS:
+            shown.append("…")
+            break
+        shown.append(argument)
+        size += len(argument) + 2
+    return f"{call.name}({', '.join(shown)})"
+
+
+def gives_input(call: ToolCall) -> bool:
+    """Whether the call hands over something of substance (text typed, a query, a record to book, an id to look
+    up), rather than only moving around (a click on element 12, a page state, a URL: the pages say that)."""
+    return any((isinstance(v, str) and v.strip() and not _URL.fullmatch(v.strip())) or isinstance(v, (list, dict))
+               for v in call.arguments.values())
+
+
+def _argument(value: Any) -> str:
+    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return shorten(" ".join(text.split()), ARGUMENT_CHARS)
+
+
+def _json_object(text: str) -> Mapping[str, Any] | None:
+    """The JSON object a tool returned (a record, a page's state), or None for anything else."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or len(stripped) > RESULT_JSON_CHARS:
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -6,7 +6,9 @@ message (shortened to head and tail when room is short, never dropped), the
 files read and changed with the last change to each, the commands that
 changed the system, each error with whether a later step resolved it (the
 last error line verbatim), the latest todo list, the assistant's last words,
-tool-use counts and the identifiers that keep coming up. Deterministic,
+tool-use counts and the identifiers that keep coming up; for the tools that
+are not about files or commands (a browser, a booking or support API), each
+call with its arguments, the pages visited and the identifiers returned. Deterministic,
 offline, and a few milliseconds for a span of hundreds of messages.
 
 Size: the text fits ``request.target_tokens`` as ``request.count_text``
@@ -66,6 +68,10 @@ _W_READS = 0.6
 _W_CONCEPTS = 0.5
 _W_DONE = 0.4
 _W_TOOLS = 0.3
+_W_INPUT_CALLS = 1.5  # what a browsing or support session typed, asked, booked or changed
+_W_RECORDS = 1.0
+_W_PAGES = 1.0
+_W_MOVE_CALLS = 0.3
 _FOCUS_BOOST = 2.0
 """Parts mentioning a word of the user's compaction instructions grow this much faster."""
 
@@ -200,8 +206,22 @@ class _Layout:
         if edited:
             parts.append(self._listing(lines, _W_FILES, "- Also changed (or tried to): {names}", keep=1, short=names))
         parts += snippets
-        if reads or not edited:
+        elsewhere = self._pages_and_records()
+        if reads or not (edited or elsewhere):
             parts.append(self._listing(reads, _W_READS, "- … {n} more files were read", empty="- No file was read or changed."))
+        return parts + elsewhere
+
+    def _pages_and_records(self) -> list[Part]:
+        """What a session that is not about files worked on: the pages it visited, the identifiers returned."""
+        facts, parts = self.facts, []
+        if facts.pages:
+            pages = [f"- {url}" + (f" ({title})" if title else "") for url, title in reversed(facts.pages.items())]
+            parts.append(self._listing(pages, _W_PAGES, "- … {n} earlier pages",
+                                       header="Pages visited, newest first:"))
+        if facts.records:
+            records = [f"- {record}" for record in reversed(facts.records)]
+            parts.append(self._listing(records, _W_RECORDS, "- … {n} earlier identifiers",
+                                       header="Identifiers the tools returned, newest first:"))
         return parts
 
     def _errors(self) -> list[Part]:
@@ -247,6 +267,13 @@ class _Layout:
             lines = [f"- `{shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
             header = f"- Commands that changed the system ({facts.commands_total}), newest first:"
             parts.append(self._listing(lines, _W_COMMANDS, "- … {n} earlier such commands", header=header))
+        if facts.calls:
+            parts.append(Fixed(self.meter, f"- Calls of other tools ({facts.calls_total}), newest first:"))
+        for inputs, weight, header in ((True, _W_INPUT_CALLS, "  that gave something (typed, asked, booked, sent):"),
+                                       (False, _W_MOVE_CALLS, "  that only moved around or looked:")):
+            lines = [_call_entry(c) for c in reversed(facts.calls) if bool(c.get("inputs")) is inputs]
+            if lines:
+                parts.append(self._listing(lines, weight, "  - … {n} earlier calls", header=header))
         return parts
 
     def _user_messages(self) -> list[Part]:
@@ -291,6 +318,11 @@ class _Layout:
 
     def _next_step(self) -> list[Part]:
         return [self._elastic(_next_step(self.facts), _W_NEXT, _NEXT_FLOOR)]
+
+
+def _call_entry(call: dict[str, Any]) -> str:
+    times = f" ×{call['times']}" if call["times"] > 1 else ""
+    return f"  - `{call['call']}`{times}" + ("" if call["ok"] else " (failed)")
 
 
 def _count(n: int, noun: str) -> str:
