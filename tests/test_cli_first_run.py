@@ -57,6 +57,28 @@ def test_chat_without_its_sdk_names_the_extra_in_one_line(
     assert not (tmp_path / ".contextfold").exists()  # nothing started
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_model_summarizer_without_its_sdk_is_refused_before_the_work(
+    provider: str, session_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, provider, None)
+    result = invoke("compact", str(session_file), "--window", "20000", "--summarizer", provider,
+                    env={"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"})
+    assert one_line_error(result).endswith(f"pip install 'contextfold[{provider}]'")
+
+
+def test_bench_names_the_extra_of_a_strategy_it_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_bench import write_tau_bench
+
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
+    write_tau_bench(tmp_path / "chats.json", 1)
+    result = invoke("bench", str(tmp_path / "chats.json"), "--window", "8000", "--jobs", "1", "--no-charts",
+                    "--tokenizer", "estimate", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    left_out = " ".join(result.output[result.output.index("langchain left out"):].split())
+    assert "pip install 'contextfold[bench]'" in left_out  # the brackets are not taken for markup
+
+
 # --------------------------------------------------------------------------- windows with no room for a prompt
 
 

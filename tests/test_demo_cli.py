@@ -82,4 +82,4 @@ def test_the_verdict_never_claims_what_the_figures_deny() -> None:
     assert verdict(*_totals(0, 0)) == ("contextfold cost 50% of the full history, with no request over the window "
                                        "(the full history sent 231 requests over it).")
     assert "1 request left less than the 4,096 tokens" in verdict(*_totals(0, 1))
-    assert "as did the full history" in verdict(*_totals(0, 0, full_overflows=0))
+    assert "(the full history fit too)" in verdict(*_totals(0, 0, full_overflows=0))

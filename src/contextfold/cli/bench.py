@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..bench.plots import require_matplotlib, write_plots
@@ -92,7 +93,7 @@ def bench_command(
     console = Console()
     console.print(totals_table(report.totals(), window))
     for name, why in unavailable.items():
-        console.print(f"[yellow]{name} left out: {why}[/]")
+        console.print(f"[yellow]{escape(f'{name} left out: {why}')}[/]")  # why may hold [extra] brackets
     if skipped:
         console.print(f"{len(skipped)} file(s) or conversation(s) skipped: see results.md")
     console.print(f"{len(written)} files written to {out}; the replays took {report.seconds:.0f} s")

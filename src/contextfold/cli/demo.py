@@ -124,7 +124,7 @@ def _final_table(console: Console, full: dict, ours: dict, recorder: Recorder) -
 def verdict(full: dict, ours: dict) -> str:
     """The closing sentence, from the figures in the table above it (never a claim the table contradicts)."""
     ratio = ours["cost_usd"] / full["cost_usd"] if full["cost_usd"] else 1.0
-    theirs = "as did the full history"
+    theirs = "the full history fit too"
     if full["overflows"]:
         theirs = f"the full history sent {_requests(full['overflows'])} over it"
     if ours["overflows"]:

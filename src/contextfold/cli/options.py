@@ -23,6 +23,7 @@ from ..conversation import Conversation
 from ..errors import ContextfoldError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
+from ..sdk import sdk_module
 from ..stores import StoredSession, redact, split_session_ref
 from ..summarizers.base import Summarizer
 from ..tokens import TOKENIZER_CHOICES
@@ -177,6 +178,7 @@ def make_summarizer(kind: str, model: str | None = None, base_url: str | None = 
         return ExtractiveSummarizer()
     from ..summarizers.llm import AnthropicSummarizer, OpenAISummarizer
 
+    sdk_module(kind)  # a missing SDK is one line now, not a fallback after the work
     factory = AnthropicSummarizer if kind == "anthropic" else OpenAISummarizer
     return factory(**({"model": model} if model else {}), base_url=base_url)
 
