@@ -20,7 +20,7 @@ from contextfold import InvalidContent, InvalidEncoding, SessionFormatError, Unk
 from contextfold.adapters import MAX_NESTING, adapter_for
 from contextfold.importers import load
 
-FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**32 - 1)
 
 
@@ -60,7 +60,7 @@ def bases(corpus_dir: Path) -> dict[str, bytes]:
     return fuzzing.Files((name, data) for name, data in fuzzing.base_files(corpus_dir).items() if len(data) < 1_200_000)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), seed=SEEDS)
 def test_mutated_session_files_import_or_raise_a_typed_error(
     bases: dict[str, bytes], tmp_path: Path, data: st.DataObject, seed: int
