@@ -50,7 +50,7 @@ REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(),
 
 
 def adapter_inputs(tally: fuzzing.Tally, per_provider: int, bound: float, base_seed: int) -> None:
-    for provider, requests in REQUESTS.items():
+    for provider, requests in REQUESTS.items() if per_provider else ():
         configured = settings(max_examples=per_provider, database=None, deadline=None, phases=[Phase.generate],
                               suppress_health_check=list(HealthCheck))
         test = given(requests, st.integers(0, 2**32 - 1))(_provider_run(tally, provider, bound))

@@ -93,8 +93,11 @@ _TYPE_NAMES = (
 )
 """Block and item types of the three formats, swapped in to put a valid type on the wrong shape."""
 _HOT_KEYS = ("role", "type", "content", "text", "usage", "input_tokens", "output_tokens", "prompt_tokens",
-             "cache_read_input_tokens", "tool_calls", "arguments", "input", "id", "call_id", "tool_use_id")
-"""Keys worth aiming at: the ones readers branch on or count with."""
+             "cache_read_input_tokens", "tool_calls", "arguments", "input", "id", "call_id", "tool_use_id",
+             "kind", "uuid", "parentUuid", "message", "messages", "extra", "response", "info", "config", "tools",
+             "thought", "observation", "action", "payload", "msg", "item", "items", "tool_call", "history",
+             "trajectory", "transitions", "actions", "traj", "changes", "completion", "toolUseResult", "output")
+"""Keys worth aiming at: the ones readers (adapters and importers) branch on, count with or descend into."""
 
 
 # --------------------------------------------------------------------------- tree mutations

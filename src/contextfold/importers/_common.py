@@ -278,15 +278,19 @@ def text_blocks(text: str | None) -> list[Block]:
 
 
 def tool_specs(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
-    """Tool definitions in OpenAI ``{"function": {...}}``, flat ``{name, ...}`` or bare-name form."""
+    """Tool definitions in OpenAI ``{"function": {...}}``, flat ``{name, ...}`` or bare-name form.
+
+    What fits none of them (a definition without a name or with a schema that is not an object, a
+    ``tools`` that is not a list) is kept as it was recorded, Opaque.
+    """
     specs: list[ToolSpec | Opaque] = []
-    for tool in tools or ():
+    for tool in (tools if isinstance(tools, (list, tuple)) else [tools]) if tools else ():
         if isinstance(tool, str):
             specs.append(ToolSpec(tool))
             continue
         body = tool.get("function", tool) if isinstance(tool, Mapping) else None
-        if isinstance(body, Mapping) and isinstance(body.get("name"), str):
-            parameters = body.get("parameters", body.get("input_schema")) or {}
+        parameters = (body.get("parameters", body.get("input_schema")) or {}) if isinstance(body, Mapping) else None
+        if isinstance(body, Mapping) and isinstance(body.get("name"), str) and isinstance(parameters, Mapping):
             description = body.get("description")
             specs.append(ToolSpec(body["name"], description if isinstance(description, str) else None, parameters))
         else:

@@ -66,8 +66,9 @@ def load(source: Source) -> list[Conversation]:
             raise source.error(where, f"unknown record type {kind!r}")
         builder = main
         if record.get("isSidechain"):
-            root = chain_of.get(record.get("parentUuid") or "", record.get("uuid") or where)
-            chain_of[record.get("uuid") or where] = root
+            parent, uuid = (value if isinstance(value, str) else "" for value in map(record.get, ("parentUuid", "uuid")))
+            root = chain_of.get(parent, uuid or where)
+            chain_of[uuid or where] = root
             if root not in chains:
                 chains[root] = ConversationBuilder(
                     source, f"{source.name}:{len(chains) + 1}", {"format": FORMAT, "sidechain": True}

@@ -110,7 +110,7 @@ class _Threads:
         kind = kind_of(self.source, item, "type", f"{where}.item")
         if kind == "todo_list":
             plan = "\n".join(
-                f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in item.get("items") or ()
+                f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in item.get("items") or () if isinstance(t, Mapping)
             )
             if self.plans.get(item_id) != plan:
                 self.plans[item_id] = plan

@@ -47,7 +47,9 @@ def load(source: Source) -> list[Conversation]:
     doc = source.require_document(dict)
     messages = field_of(source, doc, "messages", list, "$")
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    config_model = ((info.get("config") or {}).get("model") or {}).get("model_name")
+    config = info.get("config") if isinstance(info.get("config"), Mapping) else {}
+    model = config.get("model") if isinstance(config.get("model"), Mapping) else {}
+    config_model = model.get("model_name")
     builder = ConversationBuilder(
         source,
         f"{source.name}:0",

@@ -91,7 +91,8 @@ def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: s
     reasoning = event.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         blocks.append(Thinking(reasoning))
-    for part in event.get("thought") or ():
+    thought = event.get("thought")
+    for part in thought if isinstance(thought, list) else ():
         if isinstance(part, Mapping) and isinstance(part.get("text"), str):
             blocks.extend(text_blocks(part["text"]))
     blocks.append(ToolCall(call_id, name, arguments, raw))
