@@ -181,7 +181,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                continue\n",
         "pass\n",
         "validate() accepts two tool calls with one id", "tests/test_conversation.py", *PROPERTIES),
-    # ------------------------------------------------------------------ adapters (symmetric: a round trip cannot see them)
+    # ------------------------------------------------------------------ adapters (symmetric: no round trip sees them)
     Mutation(
         "anthropic-is-error-key", "Anthropic results carry their error flag under a key the API does not know",
         (Edit("src/contextfold/adapters/anthropic.py", 'is_error = wire.take("is_error", bool, required=False)',
@@ -197,7 +197,8 @@ MUTATIONS: tuple[Mutation, ...] = (
               'return {"call_id": result.call_id, "content": content}')),
         ADAPTERS),
     Mutation(
-        "responses-reasoning-key", "Responses reasoning carries its encrypted content under a key the API does not know",
+        "responses-reasoning-key",
+        "Responses reasoning carries its encrypted content under a key the API does not know",
         (Edit("src/contextfold/adapters/openai_responses.py", 'wire.take("encrypted_content", str, required=False)',
               'wire.take("encrypted", str, required=False)'),
          Edit("src/contextfold/adapters/openai_responses.py", "summary=summary, encrypted_content=block.signature",
@@ -259,7 +260,7 @@ def shared_folder() -> str:
 
 
 def run_tests(copy: Path, tests: Sequence[str], timeout: float) -> tuple[int | None, str]:
-    """Pytest on ``tests`` in ``copy`` (its own source first on the path): the exit code (``None``: timed out) and output."""
+    """Pytest on ``tests`` in ``copy``, its own source first: the exit code (``None``: timed out) and the output."""
     env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1",
            "CONTEXTFOLD_SHARED": shared_folder()}
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", *tests]
@@ -329,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutations")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--tests", nargs="+", metavar="FILE", help="run these test files for each, not its own")
-    parser.add_argument("--whole-suite", action="store_true", help="run the whole suite (-x) for each, not its test files")
+    parser.add_argument("--whole-suite", action="store_true", help="run the whole suite (-x) for each")
     parser.add_argument("--jobs", type=int, default=1, help="mutations tried at once, each in its own copy (default 1)")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test run (default 1200)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the run on the unchanged copy")
@@ -373,8 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     killed = sum(o.verdict in ("killed", "timeout") for o in outcomes)
     survived = [o.mutation.name for o in outcomes if o.verdict == "SURVIVED"]
     stale = [o.mutation.name for o in outcomes if o.verdict == "STALE"]
-    print(f"\nkilled {killed} of {len(outcomes)}; survived {len(survived)}" + (f": {', '.join(survived)}" if survived else "")
-          + (f"; stale {len(stale)}: {', '.join(stale)}" if stale else ""))
+    summary = f"\nkilled {killed} of {len(outcomes)}; survived {len(survived)}"
+    summary += f": {', '.join(survived)}" if survived else ""
+    summary += f"; stale {len(stale)}: {', '.join(stale)}" if stale else ""
+    print(summary)
     return 1 if survived or stale else 0
 
 

@@ -134,7 +134,8 @@ TOTALS_MD = (("cost $", "cost_usd", MONEY, min), ("cost, summaries by LLM $", "c
              ("violations", "violations", COUNT, min), ("survival", "survival.mean", SHARE, max),
              ("recall", "recall", RECALL, max))
 SURVIVAL_MD = (("task", "survival.task", SHARE, max), ("edited files", "survival.edited", SHARE, max),
-               ("last error", "survival.last_error", SHARE, max), ("latest output", "survival.latest_output", SHARE, max),
+               ("last error", "survival.last_error", SHARE, max),
+               ("latest output", "survival.latest_output", SHARE, max),
                ("mean", "survival.mean", SHARE, max), ("recall", "recall", RECALL, max),
                ("far recall", "recall_far", RECALL, max), ("worst request", "worst_request_recall", RECALL, max))
 """Each column of the two totals tables of results.md: its title, the results.json figure, its format, the best."""

@@ -144,7 +144,7 @@ def run_session(steps: list[list[Item]], provider: str, policy: Policy, cold_eve
         assert conversation.header.system_text == SYSTEM
         assert [t.name for t in conversation.header.tools] == [t.name for t in TOOLS]
         first = conversation.items[0]
-        assert (first.role, content(first.blocks)) == ("user", content(task.blocks)), "the task message is gone or changed"
+        assert (first.role, content(first.blocks)) == ("user", content(task.blocks)), "the task is gone or changed"
         outputs = [item for item in conversation.items if item.role == "tool"]
         if outputs:  # the first step holds only the task
             latest = outputs[-1].tool_result
@@ -193,5 +193,6 @@ def test_the_forcing_policy_really_fires_every_stage(tmp_path: Path) -> None:
     fired: set[str] = set()
     for n, policy in enumerate(VARIANTS):
         for cold_every in (0, 1):
-            fired |= run_session(fixed_session(), "anthropic", policy, cold_every, tmp_path / f"results-{n}-{cold_every}")
+            results = tmp_path / f"results-{n}-{cold_every}"
+            fired |= run_session(fixed_session(), "anthropic", policy, cold_every, results)
     assert {"persist", "truncate", "budget", "snip", "clear", "selective", "summarize"} <= fired, fired

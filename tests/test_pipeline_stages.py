@@ -175,7 +175,8 @@ def test_selective_removes_images_from_outputs_and_later_messages_but_never_from
     task = Item("user", (Text("Make the page look like this mockup"), picture))
     items = [task]
     for k in range(4):
-        items += [bash(f"c{k}", f"screenshot {k}"), Item("tool", (c.ToolResult(f"c{k}", (Text(f"shot {k}"), picture)),))]
+        shot = c.ToolResult(f"c{k}", (Text(f"shot {k}"), picture))
+        items += [bash(f"c{k}", f"screenshot {k}"), Item("tool", (shot,))]
     items += [Item("user", (Text("and like this"), picture)), bash("c9", "ls"), c.tool("c9", "a b")]
     conv = Conversation(items, HEADER)
     out, events = selective(conv, make_budget(), target_tokens=1)
@@ -241,8 +242,10 @@ def test_an_edit_is_credited_only_with_the_requests_before_the_next_summary() ->
     conv = session(*[(f"echo {k}", "v " * 2_000) for k in range(10)])
     cleared, _ = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0)))
     after = EST.conversation(cleared)
-    far = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 500_000, growth_tokens_per_request=1_000))
-    near = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 2_000, growth_tokens_per_request=1_000))
+    far = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 500_000,
+                                             growth_tokens_per_request=1_000))
+    near = verdict(conv, cleared, make_budget(requests_sent=100, trigger_tokens=after + 2_000,
+                                              growth_tokens_per_request=1_000))
     assert far.horizon_requests == 100 and far.pays  # a session of 100 requests runs about 100 more
     assert near.horizon_requests == 2 and not near.pays  # the summary two requests away would save the same anyway
 

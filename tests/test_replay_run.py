@@ -221,7 +221,8 @@ def test_new_tool_definitions_break_the_whole_cached_prefix() -> None:
     class NewToolAtStep2(Edited):
         def step(self, step: Step) -> Sent:
             if step.number == 2:
-                self.header = replace(self.header, tools=(*self.header.tools, ToolSpec("grep", "Search.", {"type": "object"})))
+                grep = ToolSpec("grep", "Search.", {"type": "object"})
+                self.header = replace(self.header, tools=(*self.header.tools, grep))
             return super().step(step)
 
     result = run(session(), NewToolAtStep2("new-tool", lambda items, step, copies: items))

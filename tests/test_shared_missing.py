@@ -21,7 +21,7 @@ def test_needs_the_tokenizers(tokenizers_dir):
 
 
 def run_without_shared(folder: Path, ci: bool) -> subprocess.CompletedProcess[str]:
-    """Pytest on a small test file that asks for the corpus and tokenizers, with ``CONTEXTFOLD_SHARED`` pointing nowhere."""
+    """Pytest on a small test file asking for the corpus and tokenizers, ``CONTEXTFOLD_SHARED`` pointing nowhere."""
     shutil.copy(Path(__file__).with_name("conftest.py"), folder / "conftest.py")
     (folder / "test_needs_shared.py").write_text(NEEDS_SHARED)
     env = {k: v for k, v in os.environ.items() if k != "CI"}

@@ -194,7 +194,8 @@ def test_tool_calls_count_their_json_and_a_framing() -> None:
     assert estimator.block(call) == expected
     result = ToolResult("c1", (Text("one"), Text("two")))
     assert estimator.block(result) == BlockCosts().tool_result_tokens + heuristic_tokens("one") + heuristic_tokens("two")
-    assert estimator.block(ToolResult("c1", "one")) == estimator.block(result) - heuristic_tokens("two")  # text or parts
+    one = ToolResult("c1", "one")
+    assert estimator.block(one) == estimator.block(result) - heuristic_tokens("two")  # as text or in parts
 
 
 def test_header_counts_system_tools_and_pinned() -> None:
