@@ -163,6 +163,13 @@ def test_tokens_says_once_that_conversations_carry_no_usage(tmp_path: Path) -> N
                                                "provider reported): nothing to compare")
 
 
+def test_inspect_json_names_the_counter_it_used(session_file: Path, tmp_path: Path, tokenizers_dir: Path) -> None:
+    estimated = invoke("inspect", str(session_file), "--json", env={"CONTEXTFOLD_TOKENIZERS_DIR": str(tmp_path)})
+    exact = invoke("inspect", str(session_file), "--json", env={"CONTEXTFOLD_TOKENIZERS_DIR": str(tokenizers_dir)})
+    assert json.loads(estimated.stdout)["tokenizer"] == "heuristic" and "estimate" in estimated.stderr
+    assert json.loads(exact.stdout)["tokenizer"] == "tiktoken:o200k_base" and exact.stderr == ""
+
+
 def test_log_level_sets_what_reaches_stderr(session_file: Path, tmp_path: Path) -> None:
     env = {"CONTEXTFOLD_TOKENIZERS_DIR": str(tmp_path)}  # no tokenizer file there: auto warns and estimates
     loud = invoke("inspect", str(session_file), env=env)

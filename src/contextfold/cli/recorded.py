@@ -36,7 +36,8 @@ def inspect(file: Path, as_json: bool, input_format: str | None, tokenizer: str)
     for number, conversation in enumerate(_load(file, input_format)):
         composition = compose(conversation, estimator.item, lambda c: estimator.header(c.header))
         if as_json:
-            click.echo(json.dumps({"conversation": number, **composition.to_dict()}, ensure_ascii=False))
+            row = {"conversation": number, "tokenizer": estimator.text.name, **composition.to_dict()}
+            click.echo(json.dumps(row, ensure_ascii=False))
         else:
             _render_composition(Console(), file, number, composition, estimator.text.name)
 
