@@ -80,6 +80,9 @@ def test_limits_must_be_positive() -> None:
         (ModelLimits(200_000, 64_000), 200_000 - 20_000 - 13_000),  # reply reserve capped at 20k
         (ModelLimits(128_000, 8_192), 128_000 - 8_192 - 13_000),  # small max output reserved whole
         (ModelLimits(1_000_000, 128_000), 967_000),
+        (ModelLimits(32_000, 4_096), 32_000 - 4_096 - 13_000),  # still over a third of the window
+        (ModelLimits(16_000, 4_096), 16_000 - 4_000 - 1_600),  # small: a quarter for the reply, a tenth as margin
+        (ModelLimits(8_000, 1_000), 8_000 - 1_000 - 800),
     ],
 )
 def test_threshold_formula(limits_: ModelLimits, threshold: int) -> None:

@@ -58,7 +58,7 @@ def test_no_request_goes_over_the_window_whatever_the_outputs(sizes: list[int], 
 def test_an_open_breaker_is_an_event_and_a_warning_and_never_lets_a_request_overflow(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    task = "Fix it. " + "context " * 1_400  # ~1,350 tokens: over the trigger (1,000), so no summary can reach it
+    task = "Fix it. " + "context " * 2_800  # ~2,800 tokens: over the trigger (2,600), so no summary can reach it
     context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None,
                       policy=Policy(min_summary_messages=2))
     context.add([{"role": "user", "content": task}], system=SYSTEM, tools=TOOLS)

@@ -27,6 +27,9 @@ OUTPUT_RESERVE_CAP_TOKENS = 20_000
 SAFETY_MARGIN_TOKENS = 13_000
 """Kept free besides the reply: estimation error and the compaction request itself."""
 
+SMALL_WINDOW_SHARE_DIVISOR = 3
+"""A threshold below this fraction (a third) of the window marks a small window: reserve and margin scale down."""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelLimits:
@@ -126,8 +129,17 @@ def compaction_threshold(model: str | ModelLimits, overrides: Mapping[str, Model
 
     The reply needs room (at most 20k of it is reserved: longer replies are
     rare and can be asked for), and a margin absorbs estimation error and the
-    summary request itself.
+    summary request itself. Both are sized for large windows: below about
+    32k they would leave less than a third of the window (nothing at all
+    under 17k), and the history would be summarized every few steps, losing
+    what the agent goes on to use. There the reserve and the margin scale
+    with the window instead (at most a quarter of it for the reply, a tenth
+    as margin), as Claude Code also switches to a share of small windows.
     """
     limits = model if isinstance(model, ModelLimits) else model_limits(model, overrides)
+    window = limits.context_window
     reserve = min(limits.max_output_tokens, OUTPUT_RESERVE_CAP_TOKENS)
-    return limits.context_window - reserve - SAFETY_MARGIN_TOKENS
+    threshold = window - reserve - SAFETY_MARGIN_TOKENS
+    if threshold >= window // SMALL_WINDOW_SHARE_DIVISOR:
+        return threshold
+    return window - min(reserve, window // 4) - window // 10
