@@ -18,8 +18,12 @@ from collections.abc import Callable, Sequence
 from ..actions import EDIT, SEARCH, call_actions, failed, result_action
 from ..conversation import Item
 
-MIN_SHARE = 0.02
-MAX_SHARE = 0.08
+MIN_SHARE = 0.015
+MAX_SHARE = 0.05
+"""Every token of a summary is paid three times: written at the output price, then read on every request
+until the next compaction, then read again by the summarizer that folds it in. What the agent goes on to use
+survives by reference (:mod:`.survival`) rather than by length: on the corpus replays, summaries cut from
+2-8 % of their span to 1.5-5 % kept the same forward-reference recall for about 1 % less cost at 32k."""
 DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 
 
