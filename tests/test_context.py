@@ -296,7 +296,7 @@ def test_below_the_trigger_a_summary_happens_only_when_it_pays() -> None:
             context.prepare()
         return context
 
-    eager = run(Policy(economic_summary_min_tokens=5_000))
+    eager = run(Policy(economic_summary_min_tokens=5_000, horizon_factor=1.0))  # counted over as many more requests
     assert any(e.action == "summarized" for e in eager.events)
     applied = [e for e in eager.events if e.stage == "economics" and e.action == "applied"]
     assert applied and "saves" in applied[0].detail

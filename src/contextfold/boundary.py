@@ -141,7 +141,8 @@ def choose_cut(
         tokens += sum(count_item(items[i]) for i in range(unit_start, unit_end))
         if unit_start < lowest:
             break
-        if tails and (tokens > tail_budget_tokens or (max_tail_items is not None and len(items) - unit_start > max_tail_items)):
+        too_many = max_tail_items is not None and len(items) - unit_start > max_tail_items
+        if tails and (tokens > tail_budget_tokens or too_many):
             break
         tails.append((unit_start, tokens))
     best: Cut | None = None

@@ -92,7 +92,7 @@ class Policy:
     trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
     trigger_fraction: float | None = None  # or a fraction of the window
     trigger_messages: int | None = 500  # ...or over this many messages, however small (None: no count trigger)
-    min_summary_messages: int = 10  # a summary covers at least this many (a manual compact may cover fewer, and says so)
+    min_summary_messages: int = 10  # a summary covers at least this many (a manual compact may cover less, and says so)
     tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
     tail_max_trigger_fraction: float = 0.1  # ...and in this share of the trigger (see Budget.tail_budget_tokens)
     summary_target_tokens: int = 4_000
@@ -111,7 +111,7 @@ class Policy:
     economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
     economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
     price_summaries: bool = True  # price every summary as the model call that would write it, whoever writes it
-    horizon_factor: float = 1.0  # requests still to come, as a multiple of the requests so far
+    horizon_factor: float = 0.5  # requests still to come, as a multiple of those so far (Budget.horizon_requests)
     min_horizon_requests: int = 8
     max_horizon_requests: int = 200
     # guards
@@ -198,11 +198,16 @@ class Budget:
 
     @property
     def horizon_requests(self) -> int:
-        """How many more requests a change made now is expected to serve.
+        """How many more requests a change made now can be counted on to serve.
 
-        Unknown in advance; a session that has run n requests is taken to run
-        about n more (clamped), which is the usual estimate for durations
-        with heavy tails.
+        Unknown in advance. For durations with heavy tails, a session that has
+        run n requests runs at least k more with a chance of about n / (n + k):
+        n more is an even bet. A compaction's cost is paid at once and its
+        saving only if the session goes on, so it is counted over the
+        requests the session reaches two times in three: half as many more
+        (``horizon_factor``, clamped). On the corpus replays an even bet
+        summarized near the end of a session too often (a summary whose
+        saving never came); at two in three it summarized less and lost less.
         """
         p = self.policy
         return max(p.min_horizon_requests, min(p.max_horizon_requests, round(self.requests_sent * p.horizon_factor)))

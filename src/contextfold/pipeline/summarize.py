@@ -84,7 +84,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     detail = f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})"
     if short:
         detail += f"; fewer than the minimum of {p.min_summary_messages} messages, as {exemption}"
-    event = Event(STAGE, "summarized", tuple(item.id for item in span), before, after, detail, data, tuple(result.calls))
+    ids = tuple(item.id for item in span)
+    event = Event(STAGE, "summarized", ids, before, after, detail, data, tuple(result.calls))
     return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
 
 
