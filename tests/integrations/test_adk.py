@@ -1,6 +1,6 @@
 """Google ADK: the real ``Runner`` and ``Gemini`` model class on the scripted server, contextfold writing the summaries.
 
-60 tool rounds at a 16,000-token window in one invocation: ADK checks its
+60 tool rounds at an 8,000-token window in one invocation: ADK checks its
 token threshold before every model call and hands the events to
 :class:`~contextfold.integrations.adk.ContextfoldSummarizer`, whose
 compaction events (appended to the session, which keeps every raw event)
@@ -78,7 +78,7 @@ def run(server: ToolLoopServer) -> tuple[ContextfoldSummarizer, list[Event], lis
     return summarizer, events, stored, follow_up
 
 
-def test_sixty_rounds_at_16k_every_request_valid(server: ToolLoopServer) -> None:
+def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer) -> None:
     summarizer, events, stored, follow_up = run(server)
     assert server.failures() == [], server.figures()
     assert summarizer.compactions >= 2

@@ -1,6 +1,6 @@
 """LangChain v1: ``create_agent`` with a real ``ChatOpenAI`` on the scripted server, contextfold as middleware.
 
-60 tool rounds at a 16,000-token window: every request the server gets is
+60 tool rounds at an 8,000-token window: every request the server gets is
 valid, holds the task and fits; the history was compacted several times on
 the way; the task finishes; the checkpointed state (raw, since the
 middleware's compaction is transient) is valid and serves the next run.
@@ -64,7 +64,7 @@ def summaries(events: list[Event]) -> int:
 
 
 @pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
-def test_sixty_rounds_at_16k_every_request_valid(server: ToolLoopServer, persist: bool) -> None:
+def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer, persist: bool) -> None:
     agent, events, config = run(server, persist=persist)
     assert server.failures() == [], server.figures()
     assert summaries(events) >= 2

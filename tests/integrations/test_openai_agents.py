@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK's real Runner and Responses model against the scripted server, through contextfold.
 
-60 tool rounds at a 16k window with ``ContextfoldInputFilter`` (per call) and
+60 tool rounds at an 8k window with ``ContextfoldInputFilter`` (per call) and
 ``ContextfoldSession`` (the stored history, compacted after the run); then a
 second run on the stored history. The mutation check runs the same loop with
 contextfold's pairing turned off and expects the server to reject a request.

@@ -1,6 +1,6 @@
 """pydantic-ai's real Agent and OpenAI Chat model against the scripted server, through contextfold.
 
-60 tool rounds in one run at a 16k window with ``ContextfoldHistory`` as a
+60 tool rounds in one run at an 8k window with ``ContextfoldHistory`` as a
 ``ProcessHistory`` capability; the run's messages afterwards are valid and
 carry a second run. The mutation check runs the same loop with contextfold's
 pairing turned off and expects the server to reject a request.

@@ -1,4 +1,4 @@
-"""The raw SDK loops of the README against the scripted server: 60 tool rounds at a 16k window, three wire formats.
+"""The raw SDK loops of the README against the scripted server: 60 tool rounds at an 8k window, three wire formats.
 
 These are the loops of ``examples/anthropic_loop.py`` and
 ``examples/openai_loop.py`` with the real ``anthropic`` and ``openai``
@@ -82,7 +82,7 @@ def run_loop(server: ToolLoopServer, provider: str) -> Context:
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "responses"])
-def test_sixty_rounds_at_16k_every_request_valid(server: ToolLoopServer, provider: str) -> None:
+def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer, provider: str) -> None:
     context = run_loop(server, provider)
     assert server.failures() == [], server.figures()
     assert max(server.prompt_tokens) <= WINDOW_TOKENS

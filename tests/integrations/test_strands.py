@@ -1,6 +1,6 @@
 """Strands Agents' real Agent and OpenAI model (streaming Chat Completions) against the scripted server.
 
-60 tool rounds in one invocation at a 16k window with
+60 tool rounds in one invocation at an 8k window with
 ``ContextfoldConversationManager``; the agent's messages afterwards are
 valid and carry a second invocation; a file session manager restores the
 same history into a new agent. The mutation check runs the same loop with
