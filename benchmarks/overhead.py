@@ -78,9 +78,11 @@ def median_ms(samples: list[float]) -> float:
 
 
 def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
-    # A horizon of one request: no edit of the middle ever pays, so nothing fires (the common step).
+    # A horizon of one request: no edit of the middle ever pays, so nothing fires (the common step);
+    # no message-count trigger either, or the 1,000 messages would be summarized.
     context = Context(window_tokens=50_000_000, max_output_tokens=8_000,
-                      policy=Policy(min_horizon_requests=1, max_horizon_requests=1, economic_summaries=False))
+                      policy=Policy(min_horizon_requests=1, max_horizon_requests=1, economic_summaries=False,
+                                    trigger_messages=None))
     context.set_header(base.header)
     context.add(list(base.items))
     context.prepare()
