@@ -18,7 +18,7 @@ from contextfold.synthetic import generate_session
 from contextfold.tokens import Estimator
 
 ANSWER = "<analysis>notes</analysis><summary>## 1. Primary Request and Intent\nREPLAYED-SUMMARY</summary>"
-WINDOW = 24_000
+WINDOW = 12_000
 
 
 def test_replay_records_and_prices_the_summarizer_requests(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
