@@ -33,7 +33,7 @@ from contextfold.adapters._writing import ERROR_MARK
 from contextfold.cli import cli
 from contextfold.transcript import Restored, Transcript
 
-WINDOW = 8_000
+WINDOW = 9_000
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 KEYS = {
     "ANTHROPIC_API_KEY": "test-key",

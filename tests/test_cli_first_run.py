@@ -131,7 +131,7 @@ def test_chat_with_an_unknown_model_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_replay_says_which_stages_fired_and_how_many_summaries_it_wrote(session_file: Path) -> None:
-    result = invoke("replay", str(session_file), "--window", "12000", "--max-output", "1000", "--tokenizer", "estimate")
+    result = invoke("replay", str(session_file), "--window", "6000", "--max-output", "1000", "--tokenizer", "estimate")
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if line.startswith("stages fired: "))
     written = int(line.rsplit("; ", 1)[1].split()[0])
