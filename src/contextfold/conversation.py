@@ -22,11 +22,12 @@ lossless).
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 from .errors import InvalidContent, UnknownRole
 
@@ -45,56 +46,58 @@ def _empty() -> Mapping[str, Any]:
 
 # --------------------------------------------------------------------------- blocks
 
+BlockType = TypeVar("BlockType", bound=type)
 
-@dataclass(frozen=True, slots=True)
+
+def _block(cls: BlockType) -> BlockType:
+    """Declare a block type: a frozen, slotted dataclass whose last field is ``extra`` (the provider's fields
+    the model has no slot for, such as ``cache_control``, kept for lossless round trips) and whose ``kind``
+    is its name in snake case (``ToolCall.kind == "tool_call"``, the tag of its JSON form)."""
+    cls.__annotations__["extra"] = "Mapping[str, Any]"
+    cls.extra = field(default_factory=_empty)  # type: ignore[attr-defined]
+    cls.kind = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()  # type: ignore[attr-defined]
+    return dataclass(frozen=True, slots=True)(cls)  # type: ignore[return-value]
+
+
+@_block
 class Text:
     """Plain text. ``extra`` keeps provider fields such as ``cache_control``."""
 
     text: str
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "text"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class Image:
     """An image, by URL (``data:`` URLs included) or as base64 ``data``."""
 
     url: str | None = None
     data: str | None = None
     media_type: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "image"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class Document:
     """A document (PDF, plain text, file reference); ``source`` is the provider's own."""
 
     source: Mapping[str, Any]
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "document"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class Thinking:
     """Model reasoning. ``signature`` must be sent back verbatim where the provider gave one."""
 
     thinking: str
     signature: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "thinking"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class RedactedThinking:
     """Encrypted reasoning the provider returned; opaque to us, sent back as is."""
 
     data: str
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "redacted_thinking"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class ToolCall:
     """A call the assistant made.
 
@@ -109,11 +112,9 @@ class ToolCall:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=_empty)
     raw_arguments: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "tool_call"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class ToolResult:
     """The answer to one :class:`ToolCall`.
 
@@ -129,8 +130,6 @@ class ToolResult:
     is_error: bool | None = None
     tool_name: str | None = None
     arguments: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "tool_result"
 
     @property
     def text(self) -> str:
@@ -140,7 +139,7 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, Text))
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class Summary:
     """A summary written by contextfold in place of a span of items.
 
@@ -149,11 +148,9 @@ class Summary:
 
     text: str
     covers: int = 0
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "summary"
 
 
-@dataclass(frozen=True, slots=True)
+@_block
 class Opaque:
     """A block of a kind we do not model, carried through untouched.
 
@@ -163,8 +160,6 @@ class Opaque:
 
     data: Mapping[str, Any]
     provider: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    kind: ClassVar[str] = "opaque"
 
 
 Block = Text | Image | Document | Thinking | RedactedThinking | ToolCall | ToolResult | Summary | Opaque

@@ -24,7 +24,7 @@ unanswered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation, Text
@@ -38,48 +38,32 @@ EVENT_TYPES = frozenset({"system", "assistant", "user", "result"})
 RESULT_FIELDS = ("subtype", "is_error", "num_turns", "duration_ms", "total_cost_usd")
 
 
-def is_event(value: Any) -> bool:
-    kind = value.get("type") if isinstance(value, dict) else None
-    return isinstance(kind, str) and kind in EVENT_TYPES and "session_id" in value
-
-
-def matches(source: Source) -> bool:
-    return hive_mind_log.carries(source, is_event)
-
-
-def load(source: Source) -> list[Conversation]:
-    return _Sessions(source).run(hive_mind_log.agent_entries(source, is_event))
-
-
-class _Sessions:
+class _Sessions(hive_mind_log.AgentLog):
     """Routes events to the conversation they belong to, in file order."""
 
     def __init__(self, source: Source) -> None:
-        self.source = source
+        super().__init__(source)
         self.opened: list[ConversationBuilder] = []
-        self.current: ConversationBuilder | None = None
+        self.now: ConversationBuilder | None = None
         self.subagents: dict[str, ConversationBuilder] = {}
-        self.prompts: dict[str, Entry] = {}
 
-    def run(self, entries: Iterable[Entry]) -> list[Conversation]:
-        for entry in entries:
-            if entry.kind in ("user_prompt", "system_prompt"):
-                self.prompts[entry.kind] = entry
-            elif entry.kind == "unparsed":
-                hive_mind_log.note_unparsed(self._session(), entry)
-            else:
-                self._event(entry)
+    @staticmethod
+    def is_event(value: Any) -> bool:
+        kind = value.get("type") if isinstance(value, dict) else None
+        return isinstance(kind, str) and kind in EVENT_TYPES and "session_id" in value
+
+    def finish(self) -> list[Conversation]:
         return [builder.build() for builder in self.opened]
 
-    def _event(self, entry: Entry) -> None:
+    def event(self, entry: Entry) -> None:
         event, where = entry.value, f"line {entry.line}"
         kind = event["type"]
         if kind == "system" and event.get("subtype") == "init":
             self._open(event)
         elif kind == "system":
-            self._session().skip(f"system/{event.get('subtype')}")
+            self.current().skip(f"system/{event.get('subtype')}")
         elif kind == "result":
-            self._session().meta["result"] = {k: event[k] for k in RESULT_FIELDS if k in event}
+            self.current().meta["result"] = {k: event[k] for k in RESULT_FIELDS if k in event}
         elif kind in ("assistant", "user"):
             builder = self._builder_for(event)
             message = field_of(self.source, event, "message", Mapping, where)
@@ -88,7 +72,7 @@ class _Sessions:
             else:
                 add_user_message(builder, message, where, entry.timestamp, event.get("tool_use_result"))
         else:  # stream_event (partial deltas of a message that follows whole) and other side channels
-            self._session().skip(str(kind))
+            self.current().skip(str(kind))
 
     def _open(self, init: Mapping[str, Any] | None) -> ConversationBuilder:
         init = init or {}
@@ -98,15 +82,15 @@ class _Sessions:
         builder.tools = tool_specs(init.get("tools"))
         hive_mind_log.add_prompts(builder, self.prompts)
         self.opened.append(builder)
-        self.current = builder
+        self.now = builder
         return builder
 
-    def _session(self) -> ConversationBuilder:
+    def current(self) -> ConversationBuilder:
         """The session in progress; events before any ``init`` open one without it."""
-        return self.current if self.current is not None else self._open(None)
+        return self.now if self.now is not None else self._open(None)
 
     def _builder_for(self, event: Mapping[str, Any]) -> ConversationBuilder:
-        session = self._session()
+        session = self.current()
         parent = event.get("parent_tool_use_id")
         if not isinstance(parent, str):
             return session
@@ -125,3 +109,6 @@ class _Sessions:
             self.subagents[parent] = builder
             self.opened.append(builder)
         return self.subagents[parent]
+
+
+matches, load = _Sessions.matches, _Sessions.load

@@ -25,7 +25,7 @@ without result.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import Conversation, Text, Thinking, ToolCall
@@ -39,49 +39,37 @@ TOOL_ITEMS = frozenset({"command_execution", "file_change", "web_search", "mcp_t
 """Item types that are a tool call and its result."""
 
 
-def is_event(value: Any) -> bool:
-    kind = value.get("type") if isinstance(value, dict) else None
-    return isinstance(kind, str) and (kind.startswith(("thread.", "turn.", "item.")) or kind == "error")
+class _Threads(hive_mind_log.AgentLog):
+    """Each ``thread.started`` closes the conversation in progress and opens the next."""
 
-
-def matches(source: Source) -> bool:
-    return hive_mind_log.carries(source, is_event)
-
-
-def load(source: Source) -> list[Conversation]:
-    return _Threads(source).run(hive_mind_log.agent_entries(source, is_event))
-
-
-class _Threads:
     def __init__(self, source: Source) -> None:
-        self.source = source
+        super().__init__(source)
         self.done: list[Conversation] = []
         self.builder: ConversationBuilder | None = None
         self.started: dict[str, tuple[Mapping[str, Any], float | None, str]] = {}
         self.plans: dict[str, str] = {}
-        self.prompts: dict[str, Entry] = {}
 
-    def run(self, entries: Iterable[Entry]) -> list[Conversation]:
-        for entry in entries:
-            if entry.kind == "unparsed":
-                hive_mind_log.note_unparsed(self._thread(), entry)
-                continue
-            if entry.kind != "event":
-                self.prompts[entry.kind] = entry
-                continue
-            event, where = entry.value, f"line {entry.line}"
-            kind = event["type"]
-            if kind == "thread.started":
-                self._close()
-                self._open({"thread_id": event.get("thread_id")})
-            elif kind == "turn.completed" and isinstance(event.get("usage"), Mapping):
-                self._thread().meta.setdefault("turn_usage", []).append(codex_usage(event["usage"]).to_dict())
-            elif kind in ("error", "turn.failed"):
-                self._thread().meta.setdefault("errors", []).append(event.get("message") or event.get("error"))
-            elif kind.startswith("item."):
-                self._item(kind, field_of(self.source, event, "item", Mapping, where), entry.timestamp, where)
-            else:
-                self._thread().skip(kind)
+    @staticmethod
+    def is_event(value: Any) -> bool:
+        kind = value.get("type") if isinstance(value, dict) else None
+        return isinstance(kind, str) and (kind.startswith(("thread.", "turn.", "item.")) or kind == "error")
+
+    def event(self, entry: Entry) -> None:
+        event, where = entry.value, f"line {entry.line}"
+        kind = event["type"]
+        if kind == "thread.started":
+            self._close()
+            self._open({"thread_id": event.get("thread_id")})
+        elif kind == "turn.completed" and isinstance(event.get("usage"), Mapping):
+            self.current().meta.setdefault("turn_usage", []).append(codex_usage(event["usage"]).to_dict())
+        elif kind in ("error", "turn.failed"):
+            self.current().meta.setdefault("errors", []).append(event.get("message") or event.get("error"))
+        elif kind.startswith("item."):
+            self._item(kind, field_of(self.source, event, "item", Mapping, where), entry.timestamp, where)
+        else:
+            self.current().skip(kind)
+
+    def finish(self) -> list[Conversation]:
         self._close()
         return self.done
 
@@ -93,7 +81,7 @@ class _Threads:
         hive_mind_log.add_prompts(self.builder, self.prompts)
         return self.builder
 
-    def _thread(self) -> ConversationBuilder:
+    def current(self) -> ConversationBuilder:
         return self.builder if self.builder is not None else self._open({})
 
     def _close(self) -> None:
@@ -105,7 +93,7 @@ class _Threads:
         self.builder = None
 
     def _item(self, phase: str, item: Mapping[str, Any], timestamp: float | None, where: str) -> None:
-        builder = self._thread()
+        builder = self.current()
         item_id = field_of(self.source, item, "id", str, f"{where}.item")
         kind = kind_of(self.source, item, "type", f"{where}.item")
         if kind == "todo_list":
@@ -169,3 +157,6 @@ def codex_usage(usage: Mapping[str, Any]) -> Usage:
         output_tokens=token_count(usage.get("output_tokens"), "usage.output_tokens"),
         cache_read_tokens=token_count(usage.get("cached_input_tokens"), "usage.cached_input_tokens"),
     )
+
+
+matches, load = _Threads.matches, _Threads.load

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import Text
+from ..conversation import Conversation, Text
 from ._common import ConversationBuilder, JsonFault, Source, fitting, parse_json, unix_time
 
 PREFIX = re.compile(r"^\[(\d{4}-\d\d-\d\dT[0-9:.]+Z?)\] \[([A-Z]+)\] ?(.*)$")
@@ -90,6 +90,51 @@ def agent_entries(source: Source, is_event: Callable[[Any], bool]) -> list[Entry
     if is_event(source.first_record):
         return [Entry("event", number, None, record) for number, record in source.records()]
     return [e for e in entries(source) if e.kind != "event" or is_event(e.value)]
+
+
+class AgentLog:
+    """An agent's events, raw or inside a log, read into conversations in file order.
+
+    A format subclasses it with :meth:`is_event` (whether a JSON value is one
+    of its events), :meth:`event` (take one), :meth:`current` (the
+    conversation in progress, where an undecodable event is noted) and
+    :meth:`finish`; the log's prompt blocks wait in ``prompts`` until the next
+    conversation opens with them (:func:`add_prompts`). The module of the
+    format exposes the class's :meth:`matches` and :meth:`load`.
+    """
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.prompts: dict[str, Entry] = {}
+
+    @staticmethod
+    def is_event(value: Any) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def matches(cls, source: Source) -> bool:
+        return carries(source, cls.is_event)
+
+    @classmethod
+    def load(cls, source: Source) -> list[Conversation]:
+        reader = cls(source)
+        for entry in agent_entries(source, cls.is_event):
+            if entry.kind == "event":
+                reader.event(entry)
+            elif entry.kind == "unparsed":
+                note_unparsed(reader.current(), entry)
+            else:
+                reader.prompts[entry.kind] = entry
+        return reader.finish()
+
+    def event(self, entry: Entry) -> None:
+        raise NotImplementedError
+
+    def current(self) -> ConversationBuilder:
+        raise NotImplementedError
+
+    def finish(self) -> list[Conversation]:
+        raise NotImplementedError
 
 
 def entries(source: Source) -> list[Entry]:

@@ -25,8 +25,8 @@ from typing import Any
 
 from ..context import Context
 from ..conversation import Conversation, Item, Summary
-from ..pipeline.base import Event, Policy
-from ..summarizers.base import SUMMARY_PREAMBLE, Summarizer
+from ..pipeline.base import Event
+from ..summarizers.base import SUMMARY_PREAMBLE
 
 log = logging.getLogger("contextfold.integrations")
 
@@ -46,26 +46,17 @@ class Folded:
         return [self.summary.text] + ([self.restored.text] if self.restored is not None else [])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """What every integration is configured with; see :class:`~contextfold.context.Context` for each field."""
+    """What an integration is configured with: ``model`` and ``options`` as :class:`~contextfold.context.Context`
+    takes them, and ``on_event``, which hears every event of every Context built from them."""
 
     model: str | None = None
-    window_tokens: int | None = None
-    max_output_tokens: int | None = None
-    policy: Policy | None = None
-    summarizer: Summarizer | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
     on_event: Callable[[Event], None] | None = None
 
-    def context(self, **options: Any) -> Context:
-        context = Context(
-            self.model,
-            window_tokens=self.window_tokens,
-            max_output_tokens=self.max_output_tokens,
-            policy=self.policy,
-            summarizer=self.summarizer,
-            **options,
-        )
+    def context(self) -> Context:
+        context = Context(self.model, **self.options)
         context.subscribe(report)
         if self.on_event is not None:
             context.subscribe(self.on_event)

@@ -41,8 +41,7 @@ from google.genai import types
 
 from ..adapters.genai import from_adk_events
 from ..conversation import Conversation
-from ..pipeline.base import Event, Policy
-from ..summarizers.base import Summarizer
+from ..pipeline.base import Event
 from ._fold import Folded, Settings, SummaryStates, fold, log
 
 __all__ = ["ContextfoldSummarizer", "compaction_config"]
@@ -55,23 +54,20 @@ opens with the model's function call, and Gemini rejects a function call turn th
 class ContextfoldSummarizer(BaseEventsSummarizer):
     """An ADK events summarizer that compacts the way contextfold does (see the module docstring).
 
-    ``model`` names the model (its window comes from contextfold's registry)
-    or give ``window_tokens``; ``policy`` and ``summarizer`` are those of
-    :class:`~contextfold.Context`. ``on_event`` receives every contextfold event.
+    ``model`` and ``options`` are those of :class:`~contextfold.Context`
+    (``window_tokens``, ``policy``, ``summarizer``...); ``on_event`` receives
+    every contextfold event; ``instructions`` go to the summarizer.
     """
 
     def __init__(
         self,
         model: str | None = None,
         *,
-        window_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        policy: Policy | None = None,
-        summarizer: Summarizer | None = None,
         on_event: Callable[[Event], None] | None = None,
         instructions: str | None = None,
+        **options: Any,
     ) -> None:
-        self.settings = Settings(model, window_tokens, max_output_tokens, policy, summarizer, on_event)
+        self.settings = Settings(model, options, on_event)
         self.instructions = instructions
         self.states = SummaryStates()
         self.compactions = 0

@@ -3,7 +3,9 @@
 :class:`ContextfoldMiddleware` is an ``AgentMiddleware`` for ``create_agent``.
 
 * ``wrap_model_call`` (always): the request's messages go through a
-  :class:`~contextfold.Context` kept per conversation, which runs the whole
+  :class:`~contextfold.integrations.mirror.Mirror` kept per conversation
+  (the one mechanism every integration uses to follow a framework's
+  history), whose :class:`~contextfold.Context` runs the whole
   pipeline (oversized outputs cut, old ones cleared when it pays, a summary
   at a turn boundary over the trigger, every call kept with its result, the
   task kept) and repairs what the history itself breaks (a call left without
@@ -32,8 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -43,10 +44,11 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
 from ..context import Context
 from ..conversation import Conversation, Header
-from ..pipeline.base import Event, Policy
+from ..pipeline.base import Event
 from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold
+from .mirror import Mirror
 
 __all__ = ["ContextfoldMiddleware", "ContextfoldSummary"]
 
@@ -54,97 +56,72 @@ MAX_THREADS = 64
 """Conversations whose context is kept between calls (the least recently used is dropped beyond it)."""
 
 
-@dataclass
-class _Thread:
-    """The context of one conversation and the LangChain ids of the messages it holds, in order."""
-
-    context: Context
-    ids: list[str | None] = field(default_factory=list)
-    calls: set[str] = field(default_factory=set)
-
-
 class ContextfoldMiddleware(AgentMiddleware):
     """Keeps a LangChain agent's model calls within the window (see the module docstring).
 
-    ``model`` names the model (window and reply limit from contextfold's
-    registry) or give ``window_tokens``; ``policy`` and ``summarizer`` are
-    those of :class:`~contextfold.Context`; ``on_event`` receives every
-    contextfold event; ``persist=True`` also writes summaries into the state.
+    ``model`` and ``options`` are those of :class:`~contextfold.Context`
+    (``window_tokens``, ``policy``, ``summarizer``...); ``on_event`` receives
+    every contextfold event; ``persist=True`` also writes summaries into the state.
     """
 
     def __init__(
         self,
         model: str | None = None,
         *,
-        window_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        policy: Policy | None = None,
-        summarizer: Summarizer | None = None,
         on_event: Callable[[Event], None] | None = None,
         persist: bool = False,
+        **options: Any,
     ) -> None:
         super().__init__()
-        self.settings = Settings(model, window_tokens, max_output_tokens, policy, summarizer, on_event)
+        self.settings = Settings(model, options, on_event)
         self.persist = persist
         self.states = SummaryStates()
-        self._threads: OrderedDict[str | None, _Thread] = OrderedDict()
+        self._threads: OrderedDict[str | None, Mirror[AnyMessage]] = OrderedDict()
 
     # ------------------------------------------------------------------ transient, per call
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | AIMessage:
-        thread, prepared = self._prepare(request)
+        mirror, prepared = self._prepare(request)
         response = handler(prepared)
-        self._record(thread, response)
+        _record(mirror, response)
         return response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | AIMessage:
-        thread, prepared = self._prepare(request)
+        mirror, prepared = self._prepare(request)
         response = await handler(prepared)
-        self._record(thread, response)
+        _record(mirror, response)
         return response
 
     def context(self, messages: Sequence[AnyMessage]) -> Context | None:
         """The context kept for the conversation these messages belong to (for ``stats()`` and events)."""
-        thread = self._threads.get(messages[0].id if messages else None)
-        return thread.context if thread is not None else None
+        mirror = self._threads.get(messages[0].id if messages else None)
+        return mirror.context if mirror is not None else None
 
-    def _prepare(self, request: ModelRequest) -> tuple[_Thread, ModelRequest]:
-        messages = request.messages
-        thread = self._sync(messages)
-        system = [request.system_message] if request.system_message is not None else []
-        header = from_langchain(system).header
-        thread.context.set_header(Header(header.system, tools_from_langchain(request.tools), meta=header.meta))
-        view = thread.context.prepare_view()
-        return thread, request.override(messages=to_langchain(view.with_items(view.items, Header())))
+    def _prepare(self, request: ModelRequest) -> tuple[Mirror[AnyMessage], ModelRequest]:
+        mirror = self._mirror(request.messages)
+        system = from_langchain([request.system_message] if request.system_message is not None else []).header
+        header = Header(system.system, tools_from_langchain(request.tools), meta=system.meta)
+        return mirror, request.override(messages=mirror.prepare(request.messages, header))
 
-    def _sync(self, messages: Sequence[AnyMessage]) -> _Thread:
-        """The conversation's context with every new message added; rebuilt when the state was rewritten."""
+    def _mirror(self, messages: Sequence[AnyMessage]) -> Mirror[AnyMessage]:
+        """The mirror of the conversation these messages belong to, known by the id of its first message."""
         key = messages[0].id if messages else None
-        ids = [m.id for m in messages]
-        thread = self._threads.get(key)
-        if thread is None or None in ids or ids[: len(thread.ids)] != thread.ids:
-            thread = _Thread(self.settings.context())
-        self._threads[key] = thread
+        mirror = self._threads.get(key)
+        if mirror is None:
+            mirror = self._threads[key] = Mirror(self.settings.context, self._read, _write)
         self._threads.move_to_end(key)
         while len(self._threads) > MAX_THREADS:
             self._threads.popitem(last=False)
-        new = from_langchain(messages[len(thread.ids) :], known_call_ids=thread.calls)
-        items = [*new.header.system, *new]  # system messages in the state stay where they are
-        thread.calls.update(call.id for item in items for call in item.tool_calls)
-        thread.context.add([self.states.revive(item) for item in items])
-        thread.ids = ids
-        return thread
+        return mirror
 
-    @staticmethod
-    def _record(thread: _Thread, response: Any) -> None:
-        """The usage the model reported anchors the context's count."""
-        result = getattr(getattr(response, "model_response", response), "result", [response])
-        for message in result:
-            if isinstance(message, AIMessage) and message.usage_metadata:
-                thread.context.record_usage(usage_from_langchain(message.usage_metadata))
+    def _read(self, messages: Sequence[AnyMessage], known: Iterable[str]) -> Conversation:
+        """The state's messages as items: its system messages stay where they are, and a summary this
+        middleware persisted is a summary again."""
+        read = from_langchain(list(messages), known_call_ids=known)
+        return Conversation([self.states.revive(item) for item in (*read.header.system, *read)])
 
     # ------------------------------------------------------------------ persisted, in the state
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -179,6 +156,19 @@ class ContextfoldMiddleware(AgentMiddleware):
                 kept.extend(inserted)
                 inserted = []
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+
+
+def _write(view: Conversation) -> list[AnyMessage]:
+    """The view's messages without its header: LangChain passes the system message and tools apart."""
+    return to_langchain(view.with_items(view.items, Header()))
+
+
+def _record(mirror: Mirror[AnyMessage], response: Any) -> None:
+    """The usage the model reported anchors the context's count."""
+    result = getattr(getattr(response, "model_response", response), "result", [response])
+    for message in result:
+        if isinstance(message, AIMessage) and message.usage_metadata:
+            mirror.record_usage(usage_from_langchain(message.usage_metadata))
 
 
 class ContextfoldSummary:

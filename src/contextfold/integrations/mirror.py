@@ -2,7 +2,7 @@
 
 Frameworks hand their whole message history to an extension point before
 every model call (the Agents SDK's ``call_model_input_filter``, pydantic-ai's
-history processor, a Strands conversation manager, LangChain middleware). A
+history processor, a Strands conversation manager, LangChain's ``wrap_model_call``). A
 :class:`Mirror` turns that into contextfold's append-only model: it finds the
 part of the list it has already seen, adds only the new messages to its
 Context, and returns the Context's prepared view in the framework's types.
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..context import Context
-from ..conversation import Conversation
+from ..conversation import Conversation, Header
 from ..pipeline.base import Event
 
 M = TypeVar("M")
@@ -86,9 +86,15 @@ class Mirror(Generic[M]):
         self._given = copy.deepcopy(messages)
         return self.context.view()
 
-    def prepare(self, messages: Sequence[M]) -> list[M]:
-        """What to send instead of ``messages``: the new ones added, the stages due run, calls paired."""
+    def prepare(self, messages: Sequence[M], header: Header | None = None) -> list[M]:
+        """What to send instead of ``messages``: the new ones added, the stages due run, calls paired.
+
+        ``header`` is the system prompt and tools of a framework that passes
+        them beside the messages (LangChain's request), set before the stages run.
+        """
         self.sync(messages)
+        if header is not None:
+            self.context.set_header(header)
         out = self.write(self.context.prepare_view())
         self._returned = copy.deepcopy(out)
         return out

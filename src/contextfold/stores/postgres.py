@@ -12,17 +12,15 @@ Install with the ``[postgres]`` extra.
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import SessionNotFound, StoreError
-from .base import Durability, Record, redact, scrub
+from .base import Durability, Record, scrub
 from .records import encode
+from .server import ServerLink
 from .sql import SCHEMA, SqlStore
-
-log = logging.getLogger(__name__)
 
 _APPEND = """
 WITH moved AS (
@@ -43,23 +41,18 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
 
     def __init__(self, url: str, *, durability: Durability = "process") -> None:
-        try:
-            import psycopg
-        except ImportError as err:
-            raise StoreError("the PostgreSQL store needs psycopg 3: pip install 'contextfold[postgres]'") from err
-        self._error = psycopg.Error
-        self._secret_url = url
-        self.url = redact(url)
+        self._link = ServerLink(url, module="psycopg", error="Error",
+                                needs="the PostgreSQL store needs psycopg 3: pip install 'contextfold[postgres]'")
+        self.url = self._link.url
         self._connection: Any = None
-        log.debug("connecting to %s", self.url)
         try:
-            self._connection = psycopg.connect(url, autocommit=True)  # each write is its own transaction() block
+            self._connection = self._link.driver.connect(url, autocommit=True)  # each write is its own transaction() block
             self._connection.execute(f"SET synchronous_commit = {'on' if durability == 'commit' else 'off'}")
             with self._transaction() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 for statement in SCHEMA:
                     cursor.execute(statement)
-        except psycopg.Error as err:
+        except self._link.error as err:
             self.close()
             raise StoreError(f"{self.url}: cannot open the database: {scrub(str(err), url)}") from None
 
@@ -82,13 +75,10 @@ class PostgresStore(SqlStore):
         (autocommit), which saves the BEGIN and COMMIT round trips."""
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
-        try:
-            with contextlib.ExitStack() as stack:
-                if block:
-                    stack.enter_context(self._connection.transaction())
-                yield stack.enter_context(self._connection.cursor())
-        except self._error as err:
-            raise StoreError(f"{self.url}: {scrub(str(err), self._secret_url)}") from None
+        with self._link.errors(), contextlib.ExitStack() as stack:
+            if block:
+                stack.enter_context(self._connection.transaction())
+            yield stack.enter_context(self._connection.cursor())
 
     def close(self) -> None:
         if self._connection is not None:

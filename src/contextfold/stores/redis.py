@@ -15,17 +15,14 @@ caller, and are never logged. Install with the ``[redis]`` extra.
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import SessionExists, SessionNotFound, StoreError, ViewConflict
-from .base import Record, SessionInfo, redact, scrub
+from ..errors import SessionExists, SessionNotFound, ViewConflict
+from .base import Record, SessionInfo
 from .records import decode, encode
-
-log = logging.getLogger(__name__)
+from .server import ServerLink
 
 PREFIX = "contextfold"
 
@@ -63,16 +60,12 @@ class RedisStore:
     exclusive = False
 
     def __init__(self, url: str) -> None:
-        try:
-            import redis
-        except ImportError as err:
-            raise StoreError("the Redis store needs redis-py: pip install 'contextfold[redis]'") from err
-        self._error = redis.RedisError
-        self._secret_url = url
-        self.url = redact(url)
-        log.debug("connecting to %s", self.url)
+        self._link = ServerLink(url, module="redis", error="RedisError",
+                                needs="the Redis store needs redis-py: pip install 'contextfold[redis]'")
+        self.url = self._link.url
+        self._errors = self._link.errors
         with self._errors():
-            self._client: Any = redis.Redis.from_url(url)
+            self._client: Any = self._link.driver.Redis.from_url(url)
             self._client.ping()
             self._scripts: dict[str, Callable[..., Any]] = {
                 name: self._client.register_script(source)
@@ -81,13 +74,6 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except self._error as err:
-            raise StoreError(f"{self.url}: {scrub(str(err), self._secret_url)}") from None
 
     @staticmethod
     def _keys(session_id: str) -> list[str]:

@@ -1,0 +1,43 @@
+"""What the stores on a database server share: a driver that stays optional, and a URL whose password stays secret.
+
+PostgreSQL and Redis are both reached by a URL that may carry a password,
+through a driver that is an optional extra. :class:`ServerLink` imports the
+driver when a store is opened (a missing one is a :class:`StoreError` that
+says what to install), names the store by its URL with the password masked,
+and turns the driver's errors into :class:`StoreError` scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import StoreError
+from .base import redact, scrub
+
+log = logging.getLogger(__name__)
+
+
+class ServerLink:
+    """The driver module of one store and its URL, as the store may show it (``url``) and use it (``secret_url``)."""
+
+    def __init__(self, url: str, *, module: str, error: str, needs: str) -> None:
+        try:
+            self.driver: Any = importlib.import_module(module)
+        except ImportError as err:
+            raise StoreError(needs) from err
+        self.error: type[Exception] = getattr(self.driver, error)
+        self.secret_url = url
+        self.url = redact(url)
+        log.debug("connecting to %s", self.url)
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Raise the driver's errors as :class:`StoreError`, named by the masked URL, the password scrubbed."""
+        try:
+            yield
+        except self.error as err:
+            raise StoreError(f"{self.url}: {scrub(str(err), self.secret_url)}") from None
