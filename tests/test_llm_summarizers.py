@@ -56,7 +56,9 @@ def make(provider: str, server: FakeLLMServer, sleeps: Sleeps | None = None, **o
 
 def session(rounds: int = 6) -> list[Item]:
     """A span: an earlier summary, user messages, tool rounds (one failing), the assistant's last words."""
-    items = [Item("user", (Summary(f"{summary_preamble()}\n\nEARLIER-SUMMARY: the parser was rewritten.", covers=9),))]
+    intro = f"{summary_preamble()}\n\n"  # as the summary stage writes it: the preamble, and how long it is
+    earlier = Summary(f"{intro}EARLIER-SUMMARY: the parser was rewritten.", covers=9, preamble=len(intro))
+    items = [Item("user", (earlier,))]
     items.append(user("Please fix the ledger totals in src/ledger.py; keep the API unchanged."))
     for k in range(rounds):
         items.append(assistant(f"Step {k}.", [ToolCall(f"c{k}", "bash", {"command": f"pytest tests/test_{k}.py"})]))

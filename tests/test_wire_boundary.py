@@ -18,16 +18,13 @@ WIRE_KEYS = (
     "custom_tool_call", "custom_tool_call_output", "cache_control", "choices", "finish_reason", "stop_reason",
     "input_tokens", "completion_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
     "prompt_tokens_details", "input_tokens_details", "reasoning_content", "input_schema", "image_url",
-    "input_text", "output_text", "input_image", "input_file",
+    "input_text", "output_text", "input_image", "input_file", "context_management", "applied_edits",
+    "cleared_input_tokens", "encrypted_content",
 )  # fmt: skip
 PATTERN = re.compile(
     r"""["'](?P<key>%s)["']|\.(?P<attribute>choices|finish_reason|stop_reason)\b""" % "|".join(WIRE_KEYS)
 )
 ALLOWED = {
-    "providers/anthropic_native.py": (
-        "Anthropic's server-side context management is one provider's wire feature with no neutral form: "
-        "the edits it writes (trigger types such as input_tokens) are that feature's request fields"
-    ),
     "importers/openhands.py": (
         "OpenHands events name their own fields tool_call_id and reasoning_content; "
         "the recording format's keys, not a provider message"
@@ -68,4 +65,26 @@ def test_every_exception_is_still_needed() -> None:
 
 def test_the_grep_finds_a_wire_key() -> None:
     assert PATTERN.search('block.get("tool_use_id")') and PATTERN.search("completion.choices[0]")
+    assert PATTERN.search('data.get("context_management")') and PATTERN.search('item.get("encrypted_content")')
     assert not PATTERN.search('block.kind == "tool_result"')
+
+
+PREAMBLE_USERS = {
+    "summarizers/base.py": "where the preamble is written down",
+    "pipeline/summarize.py": "the summary stage puts it in front of the summary, and says how long it is",
+    "integrations/_fold.py": (
+        "a framework that stored only a summary's text lost the model's marker: the text is all there is to "
+        "recognise it by, once, when it is read back"
+    ),
+}
+
+
+def test_a_summary_is_known_by_the_model_not_by_its_text() -> None:
+    """Whether a block is a summary, and where its body starts, are in the model (``Summary``, ``preamble``):
+    no module compares text with the preamble, save where a framework kept only the text."""
+    users = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if "SUMMARY_PREAMBLE" in path.read_text(encoding="utf-8")
+    }
+    assert users == set(PREAMBLE_USERS)

@@ -144,10 +144,18 @@ class Summary:
     """A summary written by contextfold in place of a span of items.
 
     ``covers`` counts the items it replaced; it is sent to providers as text.
+    The first ``preamble`` characters of ``text`` introduce it to the model
+    (the pipeline writes them); :attr:`body` is what the summarizer wrote.
     """
 
     text: str
     covers: int = 0
+    preamble: int = 0
+
+    @property
+    def body(self) -> str:
+        """The summary without its preamble: what a later summary quotes as the earlier one."""
+        return self.text[self.preamble :].lstrip()
 
 
 @_block

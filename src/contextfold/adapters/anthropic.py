@@ -68,6 +68,7 @@ from ._reading import (
 from ._tools import read_spec, read_tools, spec_fields, write_tools
 from ._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
 from .anthropic_cache import header_marked, item_marked, with_breakpoints
+from .anthropic_context import ContextReport, Edit, read_context_report, with_edits
 from .base import Adapter, WireHeader, present_fields
 from .usage import anthropic_usage
 
@@ -485,3 +486,14 @@ class AnthropicMessages(Adapter):
 
     def read_usage(self, usage: Any) -> Usage:
         return anthropic_usage(usage)
+
+    # ------------------------------------------------------------------ server-side context management (beta)
+    def with_context_edits(
+        self, request: Mapping[str, Any], edits: tuple[Edit, ...]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """``request`` asking the server to edit the context (:mod:`.anthropic_context`), and the beta header."""
+        return with_edits(request, edits)
+
+    def read_context_report(self, response: Any) -> ContextReport:
+        """What a reply says the server did to the context: edits applied, compaction blocks."""
+        return read_context_report(response)

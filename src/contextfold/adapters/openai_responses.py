@@ -27,6 +27,7 @@ How the wire maps onto the neutral model:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import (
@@ -45,6 +46,7 @@ from ..conversation import (
     ToolSpec,
 )
 from ..errors import InvalidContent, UnknownRole
+from ..usage import Usage
 from ._media import OPENAI_FILE_KEYS, image_url, openai_file
 from ._reading import (
     SEQUENCE,
@@ -73,7 +75,7 @@ from ._writing import (
     warn_dropped,
     without_nones,
 )
-from .base import MessageListAdapter
+from .base import MessageListAdapter, as_data
 
 ORIGIN = "responses"
 TARGET = "OpenAI Responses"
@@ -438,8 +440,28 @@ class OpenAIResponses(MessageListAdapter):
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_responses(data.get("output") or [])
 
+    def read_compaction(self, response: Any) -> ServerCompacted:
+        """What the compaction endpoint (``responses.compact``) returned, an SDK object or its dict.
+
+        Its ``compaction`` item is kept exactly as received (its content is
+        encrypted; only a later Responses request can carry it); an answer
+        without one, or with empty content, has ``item`` ``None``.
+        """
+        data = as_data(response)
+        item = next((entry for entry in data.get("output") or () if entry.get("type") == "compaction"), None)
+        usage = self.read_usage(data["usage"]) if data.get("usage") else None
+        return ServerCompacted(dict(item) if item and item.get("encrypted_content") else None, usage)
+
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         if data.get("status") == "incomplete":
             details = data.get("incomplete_details")
             return (details.get("reason") if isinstance(details, Mapping) else None) or "incomplete"
         return data.get("status")
+
+
+@dataclass(frozen=True)
+class ServerCompacted:
+    """A compaction OpenAI made server-side: its ``compaction`` item as received (or ``None``), and the usage."""
+
+    item: Mapping[str, Any] | None
+    usage: Usage | None

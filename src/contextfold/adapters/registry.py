@@ -8,7 +8,13 @@ from .base import Adapter
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
 
-_ADAPTERS: dict[str, Adapter] = {a.name: a for a in (AnthropicMessages(), OpenAIChat(), OpenAIResponses())}
+ANTHROPIC = AnthropicMessages()
+OPENAI_CHAT = OpenAIChat()
+RESPONSES = OpenAIResponses()
+"""The one shared instance of each adapter; named, for the features only one format has
+(Anthropic's server-side context edits, the Responses compaction endpoint)."""
+
+_ADAPTERS: dict[str, Adapter] = {a.name: a for a in (ANTHROPIC, OPENAI_CHAT, RESPONSES)}
 PROVIDERS = tuple(_ADAPTERS)
 """The provider names :func:`adapter_for` knows: ``anthropic``, ``openai`` (Chat Completions), ``responses``."""
 

@@ -96,7 +96,7 @@ class SummaryStates:
         text = getattr(first, "text", None)
         if not isinstance(text, str) or not text.startswith(SUMMARY_PREAMBLE) or isinstance(first, Summary):
             return item
-        block = Summary(text, extra={"state": dict(self._states.get(text, {}))})
+        block = Summary(text, preamble=len(SUMMARY_PREAMBLE), extra={"state": dict(self._states.get(text, {}))})
         return Item("user", (block, *item.blocks[1:]), id=item.id, timestamp=item.timestamp,
                     meta={**item.meta, "summary": True})
 

@@ -55,7 +55,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )
-    block = Summary(f"{SUMMARY_PREAMBLE}\n\n{result.text}", covers=len(span), extra={"state": dict(result.state)})
+    intro = f"{SUMMARY_PREAMBLE}\n\n"
+    block = Summary(intro + result.text, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)})
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)

@@ -23,124 +23,41 @@ invalidating the other's cached prefix. The server does not return the
 cleared request, so contextfold's token count goes on counting the full
 history until the next usage report anchors it.
 
-Field names and beta header values are those of the ``anthropic`` SDK's
-types (``BetaContextManagementConfigParam`` and the edit params) and of
-Anthropic's context-editing and compaction documentation.
+The edits and what the reply reports are read and written by the Anthropic
+adapter (:mod:`contextfold.adapters.anthropic_context`); this module decides
+who clears and turns the report into events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
+from ..adapters.anthropic_context import (
+    COMPACTION_BETA,
+    CONTEXT_MANAGEMENT_BETA,
+    ClearThinking,
+    ClearToolUses,
+    Edit,
+    ServerCompaction,
+)
+from ..adapters.registry import ANTHROPIC
 from ..errors import ContextfoldError
 from ..pipeline.base import Event, Policy
 
-CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
-"""The beta header value for the clearing edits."""
-COMPACTION_BETA = "compact-2026-01-12"
-"""The beta header value for server-side compaction."""
+__all__ = [
+    "COMPACTION_BETA",
+    "CONTEXT_MANAGEMENT_BETA",
+    "ClearThinking",
+    "ClearToolUses",
+    "Edit",
+    "ServerCompaction",
+    "native_events",
+    "with_context_management",
+]
+
 STAGE = "native"
 """The stage name of the events this module makes."""
-
-
-class Edit(Protocol):
-    """One context-management edit: its wire form, the beta it needs, whether it clears tool outputs."""
-
-    beta: str
-    clears_tool_outputs: bool
-
-    def to_wire(self) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class ClearToolUses:
-    """``clear_tool_uses_20250919``: the server replaces old tool results (and, if asked, inputs) by a placeholder.
-
-    Trigger on ``trigger_tokens`` input tokens or ``trigger_tool_uses`` tool
-    uses (one of them, or neither for the server's default); keep the newest
-    ``keep_tool_uses``; clear only when at least ``clear_at_least_tokens``
-    go (so the cache break pays); never clear ``exclude_tools``;
-    ``clear_tool_inputs`` clears the calls' inputs too (``True``, or for the
-    tools named). ``None`` leaves a field to the server's default.
-    """
-
-    trigger_tokens: int | None = None
-    trigger_tool_uses: int | None = None
-    keep_tool_uses: int | None = None
-    clear_at_least_tokens: int | None = None
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool | tuple[str, ...] = False
-
-    beta = CONTEXT_MANAGEMENT_BETA
-    clears_tool_outputs = True
-
-    def __post_init__(self) -> None:
-        if self.trigger_tokens is not None and self.trigger_tool_uses is not None:
-            raise ValueError("ClearToolUses triggers on input tokens or on tool uses, not both")
-
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "clear_tool_uses_20250919"}
-        if self.trigger_tokens is not None:
-            edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}
-        if self.trigger_tool_uses is not None:
-            edit["trigger"] = {"type": "tool_uses", "value": self.trigger_tool_uses}
-        if self.keep_tool_uses is not None:
-            edit["keep"] = {"type": "tool_uses", "value": self.keep_tool_uses}
-        if self.clear_at_least_tokens is not None:
-            edit["clear_at_least"] = {"type": "input_tokens", "value": self.clear_at_least_tokens}
-        if self.exclude_tools:
-            edit["exclude_tools"] = list(self.exclude_tools)
-        if self.clear_tool_inputs:
-            edit["clear_tool_inputs"] = self.clear_tool_inputs if self.clear_tool_inputs is True else list(self.clear_tool_inputs)
-        return edit
-
-
-@dataclass(frozen=True)
-class ClearThinking:
-    """``clear_thinking_20251015``: thinking is kept for the newest ``keep_turns`` assistant turns (or ``"all"``)."""
-
-    keep_turns: int | Literal["all"] | None = None
-
-    beta = CONTEXT_MANAGEMENT_BETA
-    clears_tool_outputs = False
-
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "clear_thinking_20251015"}
-        if self.keep_turns == "all":
-            edit["keep"] = "all"
-        elif self.keep_turns is not None:
-            edit["keep"] = {"type": "thinking_turns", "value": self.keep_turns}
-        return edit
-
-
-@dataclass(frozen=True)
-class ServerCompaction:
-    """``compact_20260112``: past ``trigger_tokens`` input tokens the server summarizes the conversation itself.
-
-    The answer then carries a ``compaction`` block; sent back in the history
-    (``Context.add_response`` keeps it), it stands for everything before it.
-    ``pause_after_compaction`` makes the server return right after
-    compacting (stop reason ``compaction``).
-    """
-
-    trigger_tokens: int | None = None
-    instructions: str | None = None
-    pause_after_compaction: bool = False
-
-    beta = COMPACTION_BETA
-    clears_tool_outputs = False
-
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "compact_20260112"}
-        if self.trigger_tokens is not None:
-            edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}
-        if self.instructions:
-            edit["instructions"] = self.instructions
-        if self.pause_after_compaction:
-            edit["pause_after_compaction"] = True
-        return edit
 
 
 def with_context_management(
@@ -155,17 +72,12 @@ def with_context_management(
     """
     if not edits:
         raise ValueError("with_context_management needs at least one edit")
-    wire = [edit.to_wire() for edit in edits]
-    types = [edit["type"] for edit in wire]
-    if len(set(types)) != len(types):
-        raise ContextfoldError(f"each context-management edit may be given once; got {types}")
     if any(edit.clears_tool_outputs for edit in edits) and not policy.native_clearing:
         raise ContextfoldError(
             "clear_tool_uses would clear tool outputs while contextfold's own clear stage also does: configure one "
             "clearing authority at a time (Policy(native_clearing=True) turns contextfold's off)"
         )
-    betas = sorted({edit.beta for edit in edits})
-    return {**request, "context_management": {"edits": wire}}, {"anthropic-beta": ",".join(betas)}
+    return ANTHROPIC.with_context_edits(request, edits)
 
 
 def native_events(response: Any) -> list[Event]:
@@ -173,21 +85,16 @@ def native_events(response: Any) -> list[Event]:
 
     ``response`` is an SDK message object or its dict.
     """
-    data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-    events = []
-    for edit in (data.get("context_management") or {}).get("applied_edits") or ():
-        cleared = int(edit.get("cleared_input_tokens") or 0)
-        what = {"clear_tool_uses_20250919": f"{edit.get('cleared_tool_uses', 0)} tool uses",
-                "clear_thinking_20251015": f"{edit.get('cleared_thinking_turns', 0)} thinking turns"}
-        detail = f"the provider cleared {what.get(edit.get('type'), edit.get('type'))} ({cleared:,} input tokens)"
-        events.append(Event(STAGE, "cleared", tokens_before=cleared, detail=detail, data=dict(edit)))
-    iterations = (data.get("usage") or {}).get("iterations")
-    for block in data.get("content") or ():
-        if block.get("type") != "compaction":
-            continue
-        content = block.get("content")
-        detail = ("the provider compacted the conversation server-side; the compaction block stands for what came before"
-                  if content is not None else "the provider's compaction produced no summary (the block is a no-op)")
-        summary = {"summary_chars": len(content or ""), "failed": content is None, "usage_iterations": iterations}
+    report = ANTHROPIC.read_context_report(response)
+    events = [
+        Event(STAGE, "cleared", tokens_before=edit.cleared_tokens, data=dict(edit.report),
+              detail=f"the provider cleared {edit.cleared} ({edit.cleared_tokens:,} input tokens)")
+        for edit in report.applied
+    ]
+    for block in report.compactions:
+        detail = ("the provider's compaction produced no summary (the block is a no-op)" if block.failed else
+                  "the provider compacted the conversation server-side; the compaction block stands for what came before")
+        summary = {"summary_chars": block.summary_chars, "failed": block.failed,
+                   "usage_iterations": report.usage_iterations}
         events.append(Event(STAGE, "compacted", detail=detail, data=summary))
     return events

@@ -40,7 +40,6 @@ from ..conversation import (
     ToolResult,
 )
 from ._text import shorten
-from .base import SUMMARY_PREAMBLE
 from .extractive import SECTION_TITLES
 
 STRUCTURED, CONTINUATION = "structured", "continuation"
@@ -150,7 +149,7 @@ class RenderedSpan:
 
 def render_span(items: Sequence[Item]) -> RenderedSpan:
     """The span as the summarizer reads it: roles, text, tool calls with arguments, outputs and errors."""
-    earlier = [_strip_preamble(b.text) for item in items for b in item.blocks if isinstance(b, Summary)]
+    earlier = [b.body for item in items for b in item.blocks if isinstance(b, Summary)]
     rest = [item for item in items if not any(isinstance(b, Summary) for b in item.blocks)]
     conversation = Conversation(rest)
     units, sizes, users = [], [], []
@@ -176,10 +175,6 @@ def omission_note(items: int, user_messages: Sequence[str]) -> str:
 def quote_user_messages(messages: Sequence[str]) -> str:
     """User messages as a list, each shortened to :data:`OMITTED_USER_CHARS`."""
     return "\n".join(f"- {shorten(text, OMITTED_USER_CHARS)}" for text in messages)
-
-
-def _strip_preamble(text: str) -> str:
-    return text[len(SUMMARY_PREAMBLE) :].lstrip() if text.startswith(SUMMARY_PREAMBLE) else text
 
 
 def _render_item(item: Item) -> str:

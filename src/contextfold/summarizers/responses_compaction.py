@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..adapters import to_responses
-from ..adapters.usage import openai_usage
+from ..adapters.registry import RESPONSES
 from ..conversation import Conversation, Header
 from .base import SummaryRequest, SummaryResult
 from .llm import Answer, Fitter, OpenAIEndpoint, Payload
@@ -81,8 +81,8 @@ class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
         return _answer(await client.responses.compact(**self._arguments(payload)))
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
-        item = next((entry for entry in answer.output if entry.get("type") == "compaction"), None)
-        if item is None or not item.get("encrypted_content"):
+        item = next(iter(answer.output), None)
+        if item is None:
             return "answer rejected: no compaction item in it"
         readable = self.fallback.summarize(request)
         state = {**readable.state, STATE_KEY: dict(item), "model": self.model, "omitted_items": payload.omitted_items}
@@ -90,8 +90,6 @@ class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
 
 
 def _answer(response: Any) -> Answer:
-    # The JSON as received: the SDK's types expect output messages from the assistant, not the user messages echoed here.
-    data = response.to_dict(warnings=False) if hasattr(response, "to_dict") else dict(response)
-    usage = openai_usage(data["usage"]) if data.get("usage") else None
-    return Answer("", None, usage, tuple(data.get("output") or ()))
-
+    """The endpoint's answer read by the Responses adapter: its compaction item (the only output kept) and usage."""
+    compacted = RESPONSES.read_compaction(response)
+    return Answer("", None, compacted.usage, (compacted.item,) if compacted.item is not None else ())
