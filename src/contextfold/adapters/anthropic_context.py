@@ -151,19 +151,15 @@ class AppliedEdit:
 
 
 @dataclass(frozen=True)
-class Compacted:
-    """A ``compaction`` block of the reply: the length of its summary; ``None`` content means it failed."""
-
-    summary_chars: int
-    failed: bool
-
-
-@dataclass(frozen=True)
 class ContextReport:
-    """What the server did to the context of one request, and the usage iterations it reported with it."""
+    """What the server did to the context of one request, and the usage iterations it reported with it.
+
+    ``compactions`` has one entry per ``compaction`` block: the length of its
+    summary, or ``None`` when it holds none (the compaction failed).
+    """
 
     applied: tuple[AppliedEdit, ...] = ()
-    compactions: tuple[Compacted, ...] = ()
+    compactions: tuple[int | None, ...] = ()
     usage_iterations: Any = None
 
 
@@ -179,6 +175,6 @@ def read_context_report(response: Any) -> ContextReport:
         count_key, unit = _CLEARED.get(edit.get("type"), (None, None))
         cleared = f"{edit.get(count_key, 0)} {unit}" if count_key else str(edit.get("type"))
         applied.append(AppliedEdit(cleared, int(edit.get("cleared_input_tokens") or 0), dict(edit)))
-    compactions = [Compacted(len(block.get("content") or ""), block.get("content") is None)
+    compactions = [None if block.get("content") is None else len(block["content"])
                    for block in data.get("content") or () if block.get("type") == "compaction"]
     return ContextReport(tuple(applied), tuple(compactions), (data.get("usage") or {}).get("iterations"))

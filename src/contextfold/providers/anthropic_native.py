@@ -91,10 +91,9 @@ def native_events(response: Any) -> list[Event]:
               detail=f"the provider cleared {edit.cleared} ({edit.cleared_tokens:,} input tokens)")
         for edit in report.applied
     ]
-    for block in report.compactions:
-        detail = ("the provider's compaction produced no summary (the block is a no-op)" if block.failed else
+    for chars in report.compactions:
+        detail = ("the provider's compaction produced no summary (the block is a no-op)" if chars is None else
                   "the provider compacted the conversation server-side; the compaction block stands for what came before")
-        summary = {"summary_chars": block.summary_chars, "failed": block.failed,
-                   "usage_iterations": report.usage_iterations}
+        summary = {"summary_chars": chars or 0, "failed": chars is None, "usage_iterations": report.usage_iterations}
         events.append(Event(STAGE, "compacted", detail=detail, data=summary))
     return events
