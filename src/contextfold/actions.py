@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .conversation import Item, ToolCall
@@ -140,8 +141,13 @@ def _sed_files(arguments: list[str]) -> list[str]:
     return _file_operands(operands if scripted else operands[1:])
 
 
+@lru_cache(maxsize=4_096)
 def classify_command(command: str) -> Action:
-    """Classify a shell command line by its first meaningful segment and any writes it makes."""
+    """Classify a shell command line by its first meaningful segment and any writes it makes.
+
+    Remembered per command line: the same command is classified from its call,
+    from its result, and again by each stage and summary that reads the history.
+    """
     script = command_outline(command)
     unquoted = _QUOTED.sub("''", script)  # a ">" inside quotes ("pkg>=1.2", "a > b") is not a redirection
     edits: list[str] = [m.group("path") for m in _REDIRECT.finditer(unquoted) if m.group("path") not in ("/dev/null",)]
@@ -361,8 +367,12 @@ def failed(text: str, is_error: bool | None, kind: str | None = None) -> bool:
     return kind not in (READ, SEARCH) and bool(reported_error_lines(text))
 
 
+@lru_cache(maxsize=4_096)
 def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> str | None:
     """The line naming the failure an output reports, verbatim (stripped); ``None`` when it reports none.
+
+    Remembered per output (the string is already held by the history, and
+    keeps its hash): each stage and summary that reads an output asks again.
 
     That is its last error line; an output that failed without one (a bare
     exit status, a flagged message) is named by its last line that is not

@@ -18,7 +18,7 @@ from ..actions import failure_line, result_action
 from ..conversation import Conversation, Item
 from .base import Budget, Event
 from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
-from .importance import References, referenced_lines
+from .importance import References, item_tokens, referenced_lines
 
 STAGE = "clear"
 
@@ -38,7 +38,7 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     line = failure_line(text, result.is_error, action.kind if action else None)
     if line is not None:
         note += f". It reported: {line}"
-    kept = referenced_lines(text, refs, keep_chars) if refs is not None and keep_chars > 0 else []
+    kept = referenced_lines(text, refs, keep_chars, item_tokens(item)) if refs is not None and keep_chars > 0 else []
     if kept:
         note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
     return with_result(item, note + "]", stage, keep_media=False)

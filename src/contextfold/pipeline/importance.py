@@ -137,10 +137,19 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
     return score * (1.0 + 0.5 ** (age_turns / HALF_LIFE_TURNS))
 
 
-def referenced_lines(text: str, refs: References, max_chars: int) -> list[str]:
-    """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order)."""
+def referenced_lines(text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None) -> list[str]:
+    """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order).
+
+    ``tokens`` are the specific tokens of ``text`` when known (:func:`item_tokens`
+    keeps them): then only the lines holding a referenced one are read.
+    """
+    hits = refs.uses.keys() & (tokens if tokens is not None else specific_tokens(text))
+    if not hits:
+        return []
     scored: list[tuple[float, int, str]] = []
     for number, line in enumerate(text.splitlines()):
+        if not any(token in line for token in hits):
+            continue
         weight = sum(refs.weight(t) for t in specific_tokens(line) if t in refs.uses)
         if weight > 0:
             scored.append((weight, number, line.strip()[:300]))

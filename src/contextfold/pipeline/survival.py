@@ -23,7 +23,7 @@ from ..conversation import Conversation, Item, Text, readable_text
 from ..summarizers._facts import Facts
 from .base import Budget, Event
 from .edits import MARK
-from .importance import References, specific_tokens
+from .importance import References, item_tokens, specific_tokens
 
 STAGE = "survival"
 MAX_ERRORS = 3
@@ -49,7 +49,7 @@ class Needs:
 def needs(conversation: Conversation, task_index: int | None) -> Needs:
     """What of ``conversation`` must survive any compaction of it."""
     facts = Facts()
-    facts.read(conversation.items)
+    facts.read(conversation.items, concepts=False)
     errors = [e.line[:ERROR_CHARS] for e in facts.errors if e.resolved is None][-MAX_ERRORS:][::-1]
     plan = [t["text"][:PLAN_CHARS] for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
     files = [path for path, _ in facts.edited_files()]
@@ -58,15 +58,24 @@ def needs(conversation: Conversation, task_index: int | None) -> Needs:
     return Needs(errors, plan, files, task, references)
 
 
-def missing(needed: Needs, text: str) -> Needs:
-    """The part of ``needed`` that ``text`` does not hold (substring search, like a reader would)."""
-    present = specific_tokens(text)
+def missing(needed: Needs, text: str, present: frozenset[str] | None = None) -> Needs:
+    """The part of ``needed`` that ``text`` does not hold (substring search, like a reader would).
 
-    def absent(values: Sequence[str]) -> list[str]:
-        return [v for v in values if v not in present and v not in text]
+    ``present`` are the specific tokens of ``text`` when known (the survival
+    check takes them from each item, where they are memoized, so an item kept
+    from the request before costs no second reading). Errors, plan items and
+    files are searched for in the text; the task's tokens and the references
+    are specific tokens themselves, so they can only stand inside one of the
+    text's own, and are searched for among those, a far shorter text.
+    """
+    present = specific_tokens(text) if present is None else present
+    tokens = "\n".join(present)
 
-    return Needs(absent(needed.errors), absent(needed.plan), absent(needed.files), absent(needed.task),
-                 [r for r in needed.references if r not in present and r not in text])
+    def absent(values: Sequence[str], within: str) -> list[str]:
+        return [v for v in values if v not in present and v not in within]
+
+    return Needs(absent(needed.errors, text), absent(needed.plan, text), absent(needed.files, text),
+                 absent(needed.task, tokens), absent(needed.references, tokens))
 
 
 def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int]) -> str | None:
@@ -92,19 +101,18 @@ def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int]) ->
 
 
 def _within(values: list[str], max_tokens: int, count_text: Callable[[str], int]) -> list[str]:
-    """The longest prefix of ``values`` whose comma-joined text fits ``max_tokens`` (a few measurements)."""
-    if max_tokens <= 0 or not values:
-        return []
-    size = sum(len(v) + 2 for v in values) // 3 + 1  # a first guess; measured below
-    keep = min(len(values), max(1, len(values) * max_tokens // max(size, 1)))
-    for _ in range(6):
-        tokens = count_text(", ".join(values[:keep])) + 16
-        if tokens <= max_tokens:
+    """The longest prefix of ``values`` whose comma-joined text fits ``max_tokens``.
+
+    Each value is counted on its own (the same references come back in every
+    note, so the counter has most of them already) with one token for its
+    separator, and a margin for where the pieces would merge.
+    """
+    spent = 16
+    for keep, value in enumerate(values):
+        spent += count_text(value) + 1
+        if spent > max_tokens:
             return values[:keep]
-        keep = keep * max_tokens // tokens - 1
-        if keep <= 0:
-            return []
-    return []
+    return values
 
 
 def survive(before: Conversation, after: Conversation, budget: Budget, *, task_index: int | None) -> tuple[Conversation, list[Event]]:
@@ -112,7 +120,8 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
     p = budget.policy
     if budget.count_text is None or p.survival_max_tokens <= 0 or after is before:
         return after, []
-    lost = missing(needs(before, task_index), "\n".join(readable_text(item) for item in after.items))
+    text = "\n".join(readable_text(item) for item in after.items)
+    lost = missing(needs(before, task_index), text, frozenset().union(*map(item_tokens, after.items)))
     if not lost.counts():
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)

@@ -204,8 +204,12 @@ class Facts:
             self._record(record)
 
     # ------------------------------------------------------------------ reading items
-    def read(self, items: Sequence[Item]) -> None:
-        """Add what ``items`` show, in order; tool calls are settled when their result arrives."""
+    def read(self, items: Sequence[Item], *, concepts: bool = True) -> None:
+        """Add what ``items`` show, in order; tool calls are settled when their result arrives.
+
+        ``concepts=False`` skips counting the identifiers used (the costliest
+        part), for a reader that needs only the errors, edits and plan.
+        """
         calls: dict[str, tuple[ToolCall, Action]] = {}
         prose: list[str] = []  # what user and assistant wrote, searched for concepts at the end
         settled: deque[_Settled] = deque(maxlen=KEEP_RECENT_ACTIONS)  # described at the end: only these are kept
@@ -225,7 +229,8 @@ class Facts:
         for call, action in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None))
         self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP_RECENT_ACTIONS:]
-        self._count_concepts(prose)
+        if concepts:
+            self._count_concepts(prose)
         self._trim()
 
     def _read_summary(self, block: Summary) -> None:

@@ -35,7 +35,7 @@ from ..conversation import (
 )
 from ..errors import TokenizerUnavailable
 from .media import b64decode, image_size, pdf_pages
-from .text import HeuristicText, TextCounter, TiktokenText
+from .text import HeuristicText, RememberedText, TextCounter, TiktokenText
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,13 @@ class Estimator:
 
     Each item is measured once: the figure is kept in ``item.memo`` under
     :attr:`name`, so re-counting a conversation after appending k items costs
-    k measurements.
+    k measurements; and each distinct text is counted once
+    (:class:`~.text.RememberedText`), so an item a stage rebuilds around
+    strings already seen costs lookups.
     """
 
     def __init__(self, text: TextCounter | None = None, costs: BlockCosts = BlockCosts()) -> None:
-        self.text = text or HeuristicText()
+        self.text = text if isinstance(text, RememberedText) else RememberedText(text or HeuristicText())
         self.costs = costs
         suffix = "" if costs == BlockCosts() else f"#{hashlib.sha1(repr(costs).encode()).hexdigest()[:8]}"
         self.name = f"tokens:{self.text.name}{suffix}"
@@ -117,7 +119,9 @@ class Estimator:
 
     def block(self, block: Block) -> int:
         costs = self.costs
-        if isinstance(block, (Text, Summary)):
+        if isinstance(block, Summary):  # the preamble is the same in every summary, the body the summarizer measured
+            return self.text(block.text[: block.preamble]) + self.text(block.text[block.preamble :])
+        if isinstance(block, Text):
             return self.text(block.text)
         if isinstance(block, ToolCall):
             arguments = block.raw_arguments

@@ -108,6 +108,36 @@ class HeuristicText:
         return heuristic_tokens(text)
 
 
+class RememberedText:
+    """A text counter that counts each distinct text once, then looks it up.
+
+    The stages rebuild items around the same strings (an output kept in a new
+    view, a summary the summarizer measured and the view then counts as an
+    item, a candidate view priced twice), and Python keeps a string's hash,
+    so a repeat costs one lookup instead of a pass over the text. Bounded:
+    past ``max_chars`` of remembered text it forgets everything and starts
+    again (counts are a pure function of the text, so nothing changes but time).
+    """
+
+    def __init__(self, counter: TextCounter, max_chars: int = 16_000_000) -> None:
+        self.counter = counter
+        self.name = counter.name
+        self.max_chars = max_chars
+        self._known: dict[str, int] = {}
+        self._chars = 0
+
+    def __call__(self, text: str) -> int:
+        tokens = self._known.get(text)
+        if tokens is None:
+            tokens = self.counter(text)
+            if self._chars + len(text) > self.max_chars:
+                self._known.clear()
+                self._chars = 0
+            self._known[text] = tokens
+            self._chars += len(text)
+        return tokens
+
+
 class CharRatioText:
     """``len(text) / chars_per_token``: the crude rule, kept as a baseline to compare against."""
 
