@@ -11,53 +11,43 @@ One agent step, as this class runs it::
 The history (every item ever added) is never changed; what is sent is a view
 of it, kept between calls so that the cached prefix stays byte-stable until a
 stage decides a change is worth it. Every decision (which stage runs, whether
-an edit pays, whether a summary is due, what a failure costs) lives in
-:mod:`contextfold.pipeline`; this class keeps the session's state and runs
-the four entry points (:meth:`prepare_view`, :meth:`at_turn_boundary`,
+an edit pays, whether a summary is due, what a failure costs, what a new
+item becomes) lives in :mod:`contextfold.pipeline`; this class runs the four
+entry points (:meth:`prepare_view`, :meth:`at_turn_boundary`,
 :meth:`compact`, :meth:`retry_request`) down the one guarded path,
-:meth:`_step`.
+:meth:`_step`. Two helpers keep the session's state: :mod:`.timeline` (the
+history and the view, and their checkpoints) and :mod:`.journal` (every
+read and write of the stored session, and what happens when the disk fails).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from .adapters import adapter_for, is_prompt_too_long
-from .adapters.usage import any_usage
-from .codec import header_from_dict, item_from_dict, item_to_dict
-from .conversation import Conversation, Header, Item, Summary, Text, new_id
-from .errors import (
-    ContextfoldError,
-    SessionExists,
-    SessionNotFound,
-    TranscriptCorrupt,
-    TranscriptError,
-    TranscriptLocked,
-    TranscriptUnsafe,
-    ViewConflict,
-)
-from .limits import ModelLimits, model_limits
-from .pipeline.base import Budget, Event, Policy
-from .pipeline.invariants import InvariantCheck
-from .pipeline.persist import offload
-from .pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
-from .redaction import describe, redact_item
-from .rendering import Renderer
-from .stores import Store, StoredSession
-from .stores.base import VIEW_EVENT
-from .summarizers.base import Summarizer
-from .tokens import Estimator, TokenCounter
-from .transcript import Restored, Transcript
-from .usage import Usage
+from ..adapters import adapter_for, is_prompt_too_long
+from ..adapters.usage import any_usage
+from ..conversation import Conversation, Header, Item, Summary, Text, new_id
+from ..errors import ContextfoldError, ViewConflict
+from ..limits import ModelLimits, model_limits
+from ..pipeline.admit import admit
+from ..pipeline.base import Budget, Event, Policy
+from ..pipeline.invariants import InvariantCheck
+from ..pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
+from ..rendering import Renderer
+from ..stores import Store, StoredSession
+from ..summarizers.base import Summarizer
+from ..tokens import Estimator, TokenCounter
+from ..transcript import Transcript
+from ..usage import Usage
+from .journal import Journal
+from .timeline import Timeline
 
-logger = logging.getLogger(__name__)
-T = TypeVar("T")
+__all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "is_prompt_too_long"]
 
 MAX_VIEW_CONFLICTS = 8
 """How many times in a row a view change that another writer got in ahead of is re-decided before it is raised."""
@@ -65,7 +55,7 @@ DEFAULT_MAX_OUTPUT_TOKENS = 4_096
 
 
 def _default_summarizer() -> Summarizer:
-    from .summarizers.extractive import ExtractiveSummarizer
+    from ..summarizers.extractive import ExtractiveSummarizer
 
     return ExtractiveSummarizer()
 
@@ -117,20 +107,16 @@ class Context:
         self.estimator = estimator or Estimator()
         self.counter = TokenCounter(self.estimator)
         self.steward = Steward(self.policy)
-        self.history = Conversation()
         self.events: list[Event] = []
         self._subscribers: list[Callable[[Event], None]] = []
-        self._by_id: dict[str, Item] = {}  # history items by id, to record views by reference
-        self._view = Conversation()  # what is sent: appended to as items arrive, replaced when a stage fires
-        self._processed = 0  # view items the cheap stages have seen
+        self._timeline = Timeline()  # the history, and the view that is sent
         self._check = InvariantCheck()
         self._renderers: dict[str, Renderer] = {}
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
         self._requests = 0
-        self._transcript_down = False  # the disk refused a write; the records wait in the transcript for it
-        self.transcript = self._open_transcript(transcript, store)
-        folder = self.transcript.folder if self.transcript is not None else None
+        self._journal = Journal.open(transcript, store, self.session_id, self._emit)
+        folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
 
@@ -148,6 +134,16 @@ class Context:
         """Automatic compaction has failed too often in a row and is off until a manual compact succeeds."""
         return self.steward.breaker_open
 
+    @property
+    def history(self) -> Conversation:
+        """Every item ever added, in order (never changed; do not modify it)."""
+        return self._timeline.history
+
+    @property
+    def transcript(self) -> StoredSession | None:
+        """The stored session this context writes to; ``None`` when nothing is kept, or the disk failed."""
+        return self._journal.session
+
     # ------------------------------------------------------------------ 1. add
     def add(
         self,
@@ -164,64 +160,17 @@ class Context:
         the transcript before this returns. The cost does not grow with the
         history: results are matched against the history's live set of call ids.
         """
-        self._follow()  # results may answer calls another process added: know them first
+        self._journal.follow(self._timeline)  # results may answer calls another process added: know them first
         conversation = self._to_conversation(messages, provider, system, tools)
         header = conversation.header
         if header.system or header.tools or header.pinned:
             self.set_header(header)
-        items = [self._admitted(item) for item in conversation.items]
-        seqs = self._write(lambda transcript: transcript.append_items(items)) if items else None
-        if seqs and self.transcript is not None and self.transcript.behind:  # others wrote first: fold in order
-            return self._follow(dict(zip(seqs, items)))
-        return [self._take(item) for item in items]
-
-    def _admitted(self, item: Item) -> Item:
-        """``item`` as the transcript and the history keep it: its secrets taken out when the policy says
-        so, and an oversized output saved to disk with only its preview kept (:func:`~.pipeline.persist.offload`)."""
-        if self.policy.redact_secrets:
-            item, found = redact_item(item)
-            if found:
-                logger.info("redacted %s from item %s", describe(found), item.id)
-                self._emit([Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}",
-                                  data=dict(found))])
-        item, events = offload(item, self.policy, self.results_dir, self.estimator.item)
-        self._emit(events)
-        return item
-
-    def _take(self, item: Item) -> Item:
-        """Put a recorded item into the history and the view."""
-        stored = self.history.append(item)
-        self._by_id[item.id] = stored
-        self._view.append(stored)
-        return stored
-
-    def _follow(self, own: Mapping[int, Item] | None = None) -> list[Item]:
-        """Fold in what other processes wrote to the session since it was last read, in the session's order.
-
-        ``own`` are the items this context just appended, by sequence number:
-        they are taken as they are, and returned as stored. Another writer's
-        items join the history and the view; its view change replaces the view.
-        """
-        own = own or {}
-        pulled = self._write(lambda transcript: transcript.pull()) or []
-        if self.transcript is None:  # the store failed: what was appended here still goes on in memory
-            return [self._take(item) for item in own.values()]
-        taken = []
-        for entry in pulled:
-            record = entry.record
-            if record["type"] == "item":
-                mine = record["seq"] in own
-                item = self._take(own[record["seq"]] if mine else item_from_dict(record["item"]))
-                if mine:
-                    taken.append(item)
-            elif entry.mine:
-                continue
-            elif record["type"] == "header_update":
-                self.history.header = self._view.header = header_from_dict(record["header"])
-            elif record["type"] == "event" and record["kind"] == VIEW_EVENT:
-                self._view = self._checkpointed_view(record["data"], record["item_count"])
-                self._processed = len(self._view) - (len(self.history) - record["item_count"])
-        return taken
+        items = []
+        for item in conversation.items:
+            item, events = admit(item, self.policy, self.results_dir, self.estimator.item)
+            self._emit(events)
+            items.append(item)
+        return self._journal.append(self._timeline, items)
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports."""
@@ -235,9 +184,8 @@ class Context:
         """Replace the system prompt, tools and pinned items (recorded in the transcript)."""
         if header == self.history.header:
             return
-        self.history.header = header
-        self._view.header = header
-        self._write(lambda transcript: transcript.update_header(header))
+        self._timeline.set_header(header)
+        self._journal.write(lambda session: session.update_header(header))
 
     def pin(self, text: str) -> None:
         """Keep ``text`` in every request, right after the system prompt, never compacted."""
@@ -256,7 +204,7 @@ class Context:
     # ------------------------------------------------------------------ 2. prepare
     def view(self) -> Conversation:
         """What would be sent now, before this call's stages run (do not modify it)."""
-        return self._view
+        return self._timeline.view
 
     def prepare(self, provider: str | None = None) -> dict[str, Any]:
         """The request to send now (``system``/``messages``/``tools`` for Anthropic; ``messages``/``tools``
@@ -298,8 +246,8 @@ class Context:
         times, each refusal an event; then the conflict is raised.
         """
         for attempt in range(MAX_VIEW_CONFLICTS + 1):
-            self._follow()
-            view, events = self.steward.run(self._view, self._budget(**budget), occasion)
+            self._journal.follow(self._timeline)
+            view, events = self.steward.run(self._timeline.view, self._budget(**budget), occasion)
             events = [first, *events] if first is not None else events
             if occasion.sends:
                 view, repaired = self._check.ready(view)
@@ -326,7 +274,7 @@ class Context:
             trigger_tokens=self.trigger_tokens,
             count=self.counter.count,
             count_item=self.estimator.item,
-            new_from=self._processed,
+            new_from=self._timeline.processed,
             requests_sent=self._requests,
             idle_s=idle,
             now_s=now,
@@ -351,24 +299,9 @@ class Context:
         with :class:`~contextfold.errors.ViewConflict` if that is no longer the
         current one, and the view stays as it was.
         """
-        if view is not self._view:
-            self._write(lambda transcript: transcript.commit_view({"items": self._view_entries(view),
-                                                                   "base": transcript.revision}))
-        self._view = view
-        self._processed = len(view)
-
-    def _checkpointed_view(self, data: Mapping[str, Any], item_count: int) -> Conversation:
-        """The view a checkpoint recorded, followed by the items added after it."""
-        view = [self._by_id[e["ref"]] if "ref" in e else item_from_dict(e["item"]) for e in data["items"]]
-        view.extend(self.history.items[item_count:])
-        return Conversation(view, self.history.header)
-
-    def _view_entries(self, view: Conversation) -> list[dict[str, Any]]:
-        """A view as :meth:`resume` reads it back: history items by id; summaries, restored files
-        and shortened outputs in full."""
-        return [
-            {"ref": item.id} if self._by_id.get(item.id) is item else {"item": item_to_dict(item)} for item in view.items
-        ]
+        if view is not self._timeline.view:
+            self._journal.commit_view(self._timeline.entries(view))
+        self._timeline.commit(view)
 
     # ------------------------------------------------------------------ 3. send
     def render(self, view: Conversation, provider: str | None = None) -> dict[str, Any]:
@@ -401,43 +334,9 @@ class Context:
     def _emit(self, events: Iterable[Event]) -> None:
         for event in events:
             self.events.append(event)
-            if event.stage != "transcript":
-                self._write(lambda transcript, event=event: transcript.append_event(event.stage, event.to_dict()))
+            self._journal.record(event)
             for callback in self._subscribers:
                 callback(event)
-
-    def _write(self, write: Callable[[StoredSession], T]) -> T | None:
-        """Every transcript read and write goes through here. When the disk or database fails, writes
-        stop and the session goes on in memory (nothing is dropped from the view), with an event that
-        says so. A view conflict is no failure: it is raised for :meth:`_step` to resolve."""
-        if self.transcript is None:
-            return None
-        try:
-            result = write(self.transcript)
-        except ViewConflict:
-            raise
-        except TranscriptError as error:
-            self.transcript = None
-            logger.warning("transcript writes stopped for session %s: %s", self.session_id, error)
-            self._emit([Event("transcript", "failed", detail=f"transcript writes stopped: {error}")])
-            return None
-        self._watch_disk()
-        return result
-
-    def _watch_disk(self) -> None:
-        """Say once when the disk starts refusing records (they wait in the transcript, written first
-        once it accepts again), and once when every waiting record is on disk."""
-        waiting = self.transcript.waiting if self.transcript is not None else 0
-        if waiting and not self._transcript_down:
-            self._transcript_down = True
-            logger.warning("session %s: the disk refuses transcript writes; %d record(s) wait in memory and are "
-                           "retried on the next write", self.session_id, waiting)
-            self._emit([Event("transcript", "waiting", detail=f"the disk refused {waiting} record(s); "
-                                                               "they are written first once it accepts")])
-        elif not waiting and self._transcript_down:
-            self._transcript_down = False
-            logger.warning("session %s: transcript writes resumed; every waiting record is on disk", self.session_id)
-            self._emit([Event("transcript", "recovered", detail="the disk accepted the waiting records")])
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
@@ -461,7 +360,7 @@ class Context:
         )
         child.set_header(self.history.header)
         if keep_history:
-            child.add(list(self._view.items))
+            child.add(list(self.view().items))
         return child
 
     def stats(self) -> dict[str, Any]:
@@ -472,12 +371,12 @@ class Context:
             "session_id": self.session_id,
             "requests": self._requests,
             "items_in_history": len(self.history),
-            "items_in_view": len(self._view),
+            "items_in_view": len(self.view()),
             "tokens": tokens,
             "window_tokens": self.window_tokens,
             "trigger_tokens": self.trigger_tokens,
             "utilization": tokens / self.window_tokens,
-            "summaries": sum(1 for item in self._view if any(isinstance(b, Summary) for b in item.blocks)),
+            "summaries": sum(1 for item in self.view() if any(isinstance(b, Summary) for b in item.blocks)),
             "events": dict(by_stage),
             "tokens_saved": sum(max(e.saved_tokens, 0) for e in self.events if e.items),
             "consecutive_failures": self.steward.failures,
@@ -497,70 +396,16 @@ class Context:
         session = StoredSession.resume(store, session_id)
         try:
             context = cls(model, transcript=session, session_id=session_id, **options)
-            context._restore(session.restored)
+            context._emit(context._timeline.restore(session.restored, session_id))
+            context.steward.resumed(context.counter.count(context.view()))  # the session priced what it sent as it went
         except BaseException:  # a failed resume releases the session (its lock) on every path
             session.close()
             raise
         return context
 
-    def _restore(self, restored: Restored) -> None:
-        """Take the history and the last usable view checkpoint from what the session held."""
-        history = restored.conversation
-        self.history = history.with_items(history.items)
-        self._by_id = {item.id: item for item in self.history}
-        report = restored.report
-        for skipped in report.skipped:
-            aside = f"; set aside in {report.damaged_saved_to}" if skipped is report.damaged and report.damaged_saved_to else ""
-            logger.warning("resuming session %s: skipped %s%s", self.session_id, skipped, aside)
-            self._emit([Event("transcript", "skipped", detail=f"skipped {skipped}{aside}")])
-        self._view, after = Conversation(self.history.items, self.history.header), 0
-        for checkpoint in reversed([e for e in restored.events if e.kind == VIEW_EVENT]):
-            try:
-                self._view, after = self._checkpointed_view(checkpoint.data, checkpoint.item_count), checkpoint.item_count
-                break
-            except (KeyError, TypeError, ValueError, AttributeError, ContextfoldError) as error:
-                logger.warning("resuming session %s: view checkpoint %d unusable (%s); trying an older one",
-                               self.session_id, checkpoint.seq, error)
-                self._emit([Event("transcript", "checkpoint_skipped",
-                                  detail=f"view checkpoint {checkpoint.seq}: {type(error).__name__}: {error}")])
-        self._processed = len(self._view) - (len(self.history) - after)
-        self.steward.resumed(self.counter.count(self._view))  # the session priced what it sent as it went
-
-    def _open_transcript(self, transcript: Transcript | StoredSession | str | Path | None,
-                         store: Store | str | Path | None) -> StoredSession | None:
-        """The session to write to. A fault of the disk or database is survived (an event, in memory
-        from then on); asking for a session that is, or is not, there is the caller's error."""
-        if transcript is not None and store is not None:
-            raise ContextfoldError("give a transcript or a store, not both")
-        if isinstance(transcript, StoredSession):
-            return transcript
-        try:
-            if isinstance(transcript, Transcript):
-                return StoredSession.adopt(transcript)
-            if transcript is not None:  # a folder: a new session, never one already recorded there
-                return StoredSession.create(transcript, self.session_id)
-            if store is not None:
-                return StoredSession.create(store, self.session_id)
-        except (SessionExists, SessionNotFound, TranscriptLocked, TranscriptUnsafe, TranscriptCorrupt):
-            raise
-        except TranscriptError as error:
-            logger.warning("session %s: could not open the transcript: %s", self.session_id, error)
-            self.events.append(Event("transcript", "failed", detail=f"could not open the transcript: {error}"))
-        return None
-
     def close(self) -> None:
-        """Flush and release the transcript (another process may then resume the session).
-
-        The file is released even when the disk still refuses waiting records;
-        their loss is logged and recorded as an event.
-        """
-        session, self.transcript = self.transcript, None
-        if session is None:
-            return
-        try:
-            session.close()
-        except TranscriptError as error:
-            self._emit([Event("transcript", "lost", detail=str(error))])
+        """Flush and release the transcript (another process may then resume the session)."""
+        self._journal.close()
 
     def __enter__(self) -> Context:
         return self
