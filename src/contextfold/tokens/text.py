@@ -75,27 +75,29 @@ _PUNCT_TOKENS_PER_EXTRA_CHAR = 0.103
 
 
 def heuristic_tokens(text: str) -> int:
-    """Estimated o200k tokens of ``text``, without any tokenizer (about 8 MB/s)."""
+    """Estimated o200k tokens of ``text``, without any tokenizer (about 8 MB/s).
+
+    The pieces come as tuples of the pattern's groups (one of them set), which
+    spares a match object per piece: most of the time is the pattern itself.
+    """
     total = 0.0
-    for match in _PIECES.finditer(text):
-        kind = match.lastgroup
-        size = match.end() - match.start()
-        if kind == "word":
-            total += _WORD_TOKENS + _LONG_WORD_TOKENS_PER_EXTRA_CHAR * max(0, size - _SHORT_WORD_CHARS)
-        elif kind == "sp":
+    for cjk, b64, word, uword, num, nl, sp, punct in _PIECES.findall(text):
+        if word:
+            total += _WORD_TOKENS + _LONG_WORD_TOKENS_PER_EXTRA_CHAR * max(0, len(word) - _SHORT_WORD_CHARS)
+        elif sp:
             total += _SPACE_RUN_TOKENS
-        elif kind == "punct":
-            total += _PUNCT_RUN_TOKENS + _PUNCT_TOKENS_PER_EXTRA_CHAR * (size - 1)
-        elif kind == "nl":
+        elif punct:
+            total += _PUNCT_RUN_TOKENS + _PUNCT_TOKENS_PER_EXTRA_CHAR * (len(punct) - 1)
+        elif nl:
             total += _NEWLINE_RUN_TOKENS
-        elif kind == "num":
-            total += _DIGIT_GROUP_TOKENS * ((size + 2) // 3)
-        elif kind == "uword":
-            total += _OTHER_LETTER_TOKENS_PER_CHAR * size
-        elif kind == "cjk":
-            total += _CJK_TOKENS_PER_CHAR * size
-        else:  # b64
-            total += _BASE64_TOKENS_PER_CHAR * size
+        elif num:
+            total += _DIGIT_GROUP_TOKENS * ((len(num) + 2) // 3)
+        elif uword:
+            total += _OTHER_LETTER_TOKENS_PER_CHAR * len(uword)
+        elif cjk:
+            total += _CJK_TOKENS_PER_CHAR * len(cjk)
+        else:
+            total += _BASE64_TOKENS_PER_CHAR * len(b64)
     return round(total)
 
 
