@@ -12,7 +12,7 @@ through a JSON-serializable ``state`` so that a later compaction, whose span
 starts with this summary, carries every fact forward instead of summarizing a
 summary.
 
-Stored texts are capped (``*_CHARS`` below, head and tail kept) so the state
+Stored texts are capped (``TEXT_CHARS`` below, head and tail kept) so the state
 stays bounded however long the session runs; nothing is capped to zero.
 """
 
@@ -47,22 +47,12 @@ from ._text import shorten
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
 
-TASK_CHARS = 20_000
-USER_MESSAGE_CHARS = 6_000
-CHANGE_CHARS = 2_000
-ASSISTANT_CHARS = 4_000
-EARLIER_SUMMARY_CHARS = 8_000
-ERROR_LINE_CHARS = 1_000
-COMMAND_CHARS = 300
-KEEP_ERRORS = 40
-KEEP_COMMANDS = 40
-KEEP_RECENT_ACTIONS = 6
-KEEP_CONCEPTS = 200
-KEEP_CALLS = 40
-KEEP_PAGES = 30
-KEEP_RECORDS = 40
-CALL_CHARS = 400
-ARGUMENT_CHARS = 160
+# A state is carried from one summary into the next, so each of its facts is bounded.
+TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant": 4_000, "earlier_summary": 8_000,
+              "error_line": 1_000, "command": 300, "call": 400, "argument": 160}
+"""The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
+KEEP = {"errors": 40, "commands": 40, "recent_actions": 6, "concepts": 200, "calls": 40, "pages": 30, "records": 40}
+"""How many entries a state keeps of each list: the most recent (concepts: the most frequent)."""
 RESULT_JSON_CHARS = 200_000
 """Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
 RE_RUN_SIMILARITY = 0.6
@@ -177,9 +167,9 @@ class Facts:
             mine.failed_edits += theirs.failed_edits
             mine.created = mine.created or theirs.created
             mine.last_change = theirs.last_change or mine.last_change
-        self.errors = (self.errors + earlier.errors)[-KEEP_ERRORS:]
+        self.errors = (self.errors + earlier.errors)[-KEEP["errors"]:]
         self.errors_total += earlier.errors_total
-        self.commands = (self.commands + earlier.commands)[-KEEP_COMMANDS:]
+        self.commands = (self.commands + earlier.commands)[-KEEP["commands"]:]
         self.commands_total += earlier.commands_total
         self.todos = earlier.todos if earlier.todos is not None else self.todos
         for name, (calls, failures) in earlier.tools.items():
@@ -193,10 +183,10 @@ class Facts:
             self.user_spoke_last = earlier.user_spoke_last
         elif earlier.user_messages:
             self.user_spoke_last = True
-        self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP_RECENT_ACTIONS:]
+        self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
-        self.calls = (self.calls + earlier.calls)[-KEEP_CALLS:]
+        self.calls = (self.calls + earlier.calls)[-KEEP["calls"]:]
         self.calls_total += earlier.calls_total
         for url, title in earlier.pages.items():
             self._visit(url, title)
@@ -212,7 +202,7 @@ class Facts:
         """
         calls: dict[str, tuple[ToolCall, Action]] = {}
         prose: list[str] = []  # what user and assistant wrote, searched for concepts at the end
-        settled: deque[_Settled] = deque(maxlen=KEEP_RECENT_ACTIONS)  # described at the end: only these are kept
+        settled: deque[_Settled] = deque(maxlen=KEEP["recent_actions"])  # described at the end: only these are kept
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
             if summaries:
@@ -228,7 +218,7 @@ class Facts:
                 settled.append(self._read_result(item.tool_result, calls))
         for call, action in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None))
-        self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP_RECENT_ACTIONS:]
+        self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP["recent_actions"]:]
         if concepts:
             self._count_concepts(prose)
         self._trim()
@@ -242,7 +232,7 @@ class Facts:
                 return
             except (TypeError, ValueError, AttributeError):
                 pass
-        self.earlier_summaries.append(shorten(block.text, EARLIER_SUMMARY_CHARS))
+        self.earlier_summaries.append(shorten(block.text, TEXT_CHARS["earlier_summary"]))
         self.items += block.covers
 
     def _read_user(self, item: Item, prose: list[str]) -> None:
@@ -252,14 +242,14 @@ class Facts:
             text = f"{text}\n[{media} attachment{'s' if media > 1 else ''}: images or documents]".strip()
         if not text:
             return
-        self.user_messages.append(shorten(text, USER_MESSAGE_CHARS if self.user_messages else TASK_CHARS))
+        self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
         prose.append(text)
 
     def _read_assistant(self, item: Item, calls: dict[str, tuple[ToolCall, Action]], prose: list[str]) -> None:
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
         if said:
-            self.last_assistant = shorten(said, ASSISTANT_CHARS)
+            self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.user_spoke_last = False
         prose.append(said)
         prose.extend(b.thinking for b in item.blocks if isinstance(b, Thinking))
@@ -298,7 +288,7 @@ class Facts:
             for path in action.paths:
                 self._file(path).reads += 1
         if action.changes_system and action.kind != EDIT and action.command:
-            self.commands.append({"command": _headline(action.command, COMMAND_CHARS), "ok": line is None})
+            self.commands.append({"command": _headline(action.command, TEXT_CHARS["command"]), "ok": line is None})
             self.commands_total += 1
         return call, action, line, result is None
 
@@ -317,22 +307,22 @@ class Facts:
             facts = self._file(path)
             facts.edits += 1
             facts.created = facts.created or created
-            facts.last_change = shorten(change, CHANGE_CHARS) if change is not None else facts.last_change
+            facts.last_change = shorten(change, TEXT_CHARS["change"]) if change is not None else facts.last_change
 
     def _record_error(self, call: ToolCall, action: Action, text: str, line: str) -> None:
-        source = _headline(action.command, COMMAND_CHARS) if action.command else " ".join([call.name, *action.paths])
+        source = _headline(action.command, TEXT_CHARS["command"]) if action.command else " ".join([call.name, *action.paths])
         named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
         reported = reported_error_lines(text)
         exceptions = [e for e in reported if _EXCEPTION_LINE.match(e)]
         detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
         self.errors.append(ErrorFacts(
-            line=shorten(line, ERROR_LINE_CHARS),
+            line=shorten(line, TEXT_CHARS["error_line"]),
             source=source,
             tool=call.name,
             kind=action.kind,
             signature=list(action.signature),
             paths=list(dict.fromkeys([*action.paths, *named[-5:]])),
-            detail=shorten(detail, ERROR_LINE_CHARS) if detail else None,
+            detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
             reported=line in reported,
         ))
         self.errors_total += 1
@@ -385,13 +375,13 @@ class Facts:
     def _visit(self, url: str, title: str) -> None:
         known = self.pages.pop(url, "")  # re-inserted: dict order is recency order
         self.pages[url] = shorten(title, 120) if title else known
-        while len(self.pages) > KEEP_PAGES:
+        while len(self.pages) > KEEP["pages"]:
             del self.pages[next(iter(self.pages))]
 
     def _record(self, record: str) -> None:
         if record in self.records:
             self.records.remove(record)
-        self.records = [*self.records, shorten(record, 200)][-KEEP_RECORDS:]
+        self.records = [*self.records, shorten(record, 200)][-KEEP["records"]:]
 
     def _read_todos(self, arguments: Mapping[str, Any]) -> None:
         for key in _TODO_LIST_KEYS:
@@ -409,10 +399,10 @@ class Facts:
 
     def _trim(self) -> None:
         """Keep the state bounded: the newest errors and commands, the most frequent concepts."""
-        self.errors = self.errors[-KEEP_ERRORS:]
-        self.commands = self.commands[-KEEP_COMMANDS:]
-        if len(self.concepts) > KEEP_CONCEPTS:
-            ranked = sorted(self.concepts.items(), key=lambda kv: -kv[1])[:KEEP_CONCEPTS]
+        self.errors = self.errors[-KEEP["errors"]:]
+        self.commands = self.commands[-KEEP["commands"]:]
+        if len(self.concepts) > KEEP["concepts"]:
+            ranked = sorted(self.concepts.items(), key=lambda kv: -kv[1])[:KEEP["concepts"]]
             self.concepts = dict(ranked)
 
     # ------------------------------------------------------------------ derived views
@@ -514,13 +504,13 @@ def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: b
 def call_line(call: ToolCall) -> str:
     """A call on one line with its arguments, each value shortened: ``book(user_id='mia_li', flights=[...])``.
 
-    Arguments past :data:`CALL_CHARS` are left out whole (``, …``), never cut twice.
+    Arguments past ``TEXT_CHARS["call"]`` are left out whole (``, …``), never cut twice.
     """
     shown: list[str] = []
     size = len(call.name) + 2
     for key, value in call.arguments.items():
         argument = f"{key}={_argument(value)}"
-        if shown and size + len(argument) > CALL_CHARS:
+        if shown and size + len(argument) > TEXT_CHARS["call"]:
             shown.append("…")
             break
         shown.append(argument)
@@ -538,7 +528,7 @@ def gives_input(call: ToolCall) -> bool:
 def _argument(value: Any) -> str:
     text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return shorten(" ".join(text.split()), ARGUMENT_CHARS)
+    return shorten(" ".join(text.split()), TEXT_CHARS["argument"])
 
 
 def _json_object(text: str) -> Mapping[str, Any] | None:
