@@ -367,12 +367,23 @@ def failed(text: str, is_error: bool | None, kind: str | None = None) -> bool:
     return kind not in (READ, SEARCH) and bool(reported_error_lines(text))
 
 
-@lru_cache(maxsize=4_096)
 def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> str | None:
     """The line naming the failure an output reports, verbatim (stripped); ``None`` when it reports none.
 
-    Remembered per output (the string is already held by the history, and
-    keeps its hash): each stage and summary that reads an output asks again.
+    Remembered per output up to :data:`_REMEMBERED_CHARS` (the string is held
+    by the history anyway, and keeps its hash): each stage and summary that
+    reads an output asks again. A larger output is not held: it goes to disk.
+    """
+    if len(text) > _REMEMBERED_CHARS:
+        return _failure_line(text, is_error, kind)
+    return _remembered_failure_line(text, is_error, kind)
+
+
+_REMEMBERED_CHARS = 32_768
+
+
+def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> str | None:
+    """:func:`failure_line`, computed.
 
     That is its last error line; an output that failed without one (a bare
     exit status, a flagged message) is named by its last line that is not
@@ -387,3 +398,6 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
     status = [line for line in lines if _RETURN_CODE.search(line)]
     return (meaningful or status or lines or ["(no output)"])[-1]
+
+
+_remembered_failure_line = lru_cache(maxsize=4_096)(_failure_line)

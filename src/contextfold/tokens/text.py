@@ -118,17 +118,22 @@ class RememberedText:
     item, a candidate view priced twice), and Python keeps a string's hash,
     so a repeat costs one lookup instead of a pass over the text. Bounded:
     past ``max_chars`` of remembered text it forgets everything and starts
-    again (counts are a pure function of the text, so nothing changes but time).
+    again (counts are a pure function of the text, so nothing changes but
+    time); a text longer than ``max_text_chars`` is never held (an oversized
+    output goes to disk, and must not stay in memory through this cache).
     """
 
-    def __init__(self, counter: TextCounter, max_chars: int = 16_000_000) -> None:
+    def __init__(self, counter: TextCounter, max_chars: int = 16_000_000, max_text_chars: int = 32_768) -> None:
         self.counter = counter
         self.name = counter.name
         self.max_chars = max_chars
+        self.max_text_chars = max_text_chars
         self._known: dict[str, int] = {}
         self._chars = 0
 
     def __call__(self, text: str) -> int:
+        if len(text) > self.max_text_chars:  # a large output is counted once, then saved to disk: never held here
+            return self.counter(text)
         tokens = self._known.get(text)
         if tokens is None:
             tokens = self.counter(text)
