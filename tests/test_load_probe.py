@@ -39,7 +39,8 @@ def test_hostile_loops_stay_under_the_window_after_one_retry(probe, tokenizers_d
     assert {"persist", "summarize"} <= set(figures["stages"]), figures
     # Memory stays flat while 1 MB outputs arrive: they are on disk, not in the history.
     assert figures["large_mib_second_half"] > 3, figures
-    assert figures["held_mib_end"] - figures["held_mib_half"] < figures["large_mib_second_half"] / 4, figures
+    # Kept in memory they would add all of their size; the history of ordinary items grows a little.
+    assert figures["held_mib_end"] - figures["held_mib_half"] < figures["large_mib_second_half"] / 2, figures
 
 
 def test_the_server_refuses_what_is_over_the_window(probe, tokenizers_dir) -> None:
