@@ -153,6 +153,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         "spared = len(indices)",
         "selective applies a rule to the newest items it should spare", *STAGES),
     mutation(
+        "selective-image-in-task", PIPE + "selective.py",
+        "if i != task and it.kind in",
+        "if it.kind in",
+        "selective removes an image from the task message", *STAGES, *PROPERTIES),
+    mutation(
         "summary-swallows-task", PIPE + "summarize.py",
         "start = task + 1 if task is not None else 0",
         "start = task if task is not None else 0",

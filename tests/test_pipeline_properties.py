@@ -26,7 +26,6 @@ from contextfold.adapters.openai_responses import from_responses
 from contextfold.context import Context
 from contextfold.conversation import Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.edits import MARK
 
 SYSTEM = "You are a coding agent. Use the tools."
 TASK = "Fix the rounding bug in src/shop/tax.py (issue #42) and keep tests green."
@@ -130,12 +129,6 @@ def content(blocks: tuple) -> list[tuple[str, str]]:
             for b in blocks]
 
 
-def said(blocks: tuple) -> list[tuple[str, str]]:
-    """The texts of the task, which must stay first and verbatim. Its image is left out: selective may still
-    replace it by a note (issue 11, open: see the xfail in test_pipeline_stages)."""
-    return [part for part in content(blocks) if part[0] == "text" and not part[1].startswith(MARK)]
-
-
 def run_session(steps: list[list[Item]], provider: str, policy: Policy, cold_every: int, results: Path) -> set[str]:
     """Feed ``steps`` to a :class:`Context` as an agent loop would, checking every request; the stages that fired."""
     clock = itertools.count(0, 400 if cold_every == 1 else 10)  # some sessions see a cold cache every step
@@ -151,7 +144,7 @@ def run_session(steps: list[list[Item]], provider: str, policy: Policy, cold_eve
         assert conversation.header.system_text == SYSTEM
         assert [t.name for t in conversation.header.tools] == [t.name for t in TOOLS]
         first = conversation.items[0]
-        assert (first.role, said(first.blocks)) == ("user", said(task.blocks)), "the task is gone or changed"
+        assert (first.role, content(first.blocks)) == ("user", content(task.blocks)), "the task is gone or changed"
         outputs = [item for item in conversation.items if item.role == "tool"]
         if outputs:  # the first step holds only the task
             latest = outputs[-1].tool_result

@@ -170,8 +170,6 @@ def test_selective_applies_rules_lowest_priority_first_and_stops_when_it_fits() 
     assert any(isinstance(b, c.Thinking) for b in out[-2].blocks)  # the newest thinking is kept
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: selective still removes the task's image; protecting it opens the "
-                   "summary breaker in the 16k load probe (a floor no stage may remove counts as a failed compaction)")
 def test_selective_removes_images_from_outputs_and_later_messages_but_never_from_the_task() -> None:
     picture = c.Image(data="iVBORw0KGgo=", media_type="image/png")
     task = Item("user", (Text("Make the page look like this mockup"), picture))

@@ -19,6 +19,7 @@ from ..conversation import Conversation, Image, Item, RedactedThinking, Text, Th
 from .base import NONE, Budget, Event, Rule
 from .clear import placeholder
 from .edits import MARK, head_tail, is_placeholder, latest_result_index
+from .task import task_index
 
 STAGE = "selective"
 ASSISTANT_TEXT_KEEP_CHARS = 600
@@ -67,8 +68,9 @@ def _candidates(conversation: Conversation, rule: Rule, budget: Budget) -> Itera
         indices = [i for i, it in enumerate(items) if any(isinstance(b, (Thinking, RedactedThinking)) for b in it.blocks)]
         make = {i: (lambda it=items[i]: _without_thinking(it)) for i in indices}
     elif rule.kind == "image":
+        task = task_index(conversation)
         kinds = ("user", "tool_result", "assistant", "tool_call")
-        indices = [i for i, it in enumerate(items) if it.kind in kinds]
+        indices = [i for i, it in enumerate(items) if i != task and it.kind in kinds]
         make = {i: (lambda it=items[i]: _without_images(it)) for i in indices}
     elif rule.kind == "assistant_text":
         indices = [i for i, it in enumerate(items) if it.role == "assistant"]
