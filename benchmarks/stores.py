@@ -37,7 +37,7 @@ from contextfold.conversation import Item, ToolResult
 from contextfold.stores import StoredSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from store_servers import missing, postgres_server, redis_server  # noqa: E402
+from store_servers import missing, postgres_server, redis_server
 
 
 def items(count: int) -> Iterator[Item]:

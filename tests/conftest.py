@@ -16,7 +16,7 @@ settings.load_profile("no-database")  # hypothesis would keep examples in .hypot
 def pytest_configure(config: pytest.Config) -> None:
     """Hypothesis keeps its caches in the run's temporary folder, not .hypothesis/ of the checkout: tests write
     only to temporary folders (set before collection, which already reads and writes them)."""
-    configuration.set_hypothesis_home_dir(config._tmp_path_factory.mktemp("hypothesis"))  # noqa: SLF001
+    configuration.set_hypothesis_home_dir(config._tmp_path_factory.mktemp("hypothesis"))
 
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CORPUS = SHARED / "corpus"

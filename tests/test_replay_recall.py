@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from types import ModuleType
 
 import pytest
 from conftest import SHARED, need_shared
+from test_replay_run import Edited
 
 from contextfold import importers
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, assistant, tool, user
@@ -17,7 +17,6 @@ from contextfold.replay import StrategyConfig, recount, replay, strategies
 from contextfold.replay.recall import Recall, session_needs, session_recall, specific_tokens
 from contextfold.replay.render import render_item
 from contextfold.tokens import Estimator, exact_estimator
-from test_replay_run import Edited
 
 ESTIMATE = Estimator()
 
@@ -113,9 +112,7 @@ def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken")))  # where it seeds its tokenizer
         patch.syspath_prepend(str(SHARED))
-        import referee.cli
-        import referee.loaders
-        import referee.recall
+        from referee import cli, loaders, recall  # noqa: F401 - bound on the package, which the tests use
         yield sys.modules["referee"]
 
 

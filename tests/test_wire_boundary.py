@@ -22,7 +22,7 @@ WIRE_KEYS = (
     "cleared_input_tokens", "encrypted_content",
 )  # fmt: skip
 PATTERN = re.compile(
-    r"""["'](?P<key>%s)["']|\.(?P<attribute>choices|finish_reason|stop_reason)\b""" % "|".join(WIRE_KEYS)
+    r"""["'](?P<key>""" + "|".join(WIRE_KEYS) + r""")["']|\.(?P<attribute>choices|finish_reason|stop_reason)\b"""
 )
 ALLOWED = {
     "importers/openhands.py": (

@@ -23,16 +23,16 @@ from contextfold import Event
 
 require("google.adk", "adk")
 
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.apps import App  # noqa: E402
-from google.adk.models.google_llm import Gemini  # noqa: E402
-from google.adk.runners import Runner  # noqa: E402
-from google.adk.sessions import InMemorySessionService  # noqa: E402
-from google.genai import errors, types  # noqa: E402
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.models.google_llm import Gemini
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import errors, types
 
-from contextfold.adapters.genai import from_adk_events  # noqa: E402
-from contextfold.integrations import adk  # noqa: E402
-from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config  # noqa: E402
+from contextfold.adapters.genai import from_adk_events
+from contextfold.integrations import adk
+from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config
 
 SYSTEM = "You are a careful log auditor."
 

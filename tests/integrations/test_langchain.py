@@ -23,14 +23,14 @@ from contextfold import Event
 require("langchain.agents", "langchain")
 require("langchain_openai", "langchain")
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from openai import BadRequestError  # noqa: E402
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from openai import BadRequestError
 
-from contextfold.adapters.langchain import from_langchain  # noqa: E402
-from contextfold.integrations.langchain import ContextfoldMiddleware, ContextfoldSummary  # noqa: E402
+from contextfold.adapters.langchain import from_langchain
+from contextfold.integrations.langchain import ContextfoldMiddleware, ContextfoldSummary
 
 SYSTEM = "You are a careful log auditor."
 

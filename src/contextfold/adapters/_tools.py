@@ -9,7 +9,6 @@ from ..conversation import Conversation, Opaque, ToolSpec
 from ._reading import WireObject, as_list, read_object
 from ._writing import foreign_block, without_nones
 
-
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 """The parameters schema sent for a tool defined without one in another format."""
 

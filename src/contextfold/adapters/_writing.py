@@ -18,7 +18,6 @@ from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, Too
 from ..errors import InvalidContent, InvalidToolArguments
 from ._reading import where
 
-
 ERROR_MARK = "[tool error] "
 """Put in front of an error result's text for formats that have no error flag."""
 

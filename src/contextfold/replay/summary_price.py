@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from ..pipeline.base import Prices
-from .cost import PromptCache, Prompt, cost_usd
+from .cost import Prompt, PromptCache, cost_usd
 
 T = TypeVar("T")
 
