@@ -41,6 +41,7 @@ from typing import Any
 
 from contextfold import Context, Usage
 from contextfold.adapters import adapter_for
+from contextfold.conversation import Header, Item, Text, ToolSpec
 from contextfold.synthetic import hostile_steps
 
 TOKENIZERS = Path(__file__).resolve().parents[1].parent / "shared" / "tokenizers"
@@ -138,14 +139,12 @@ def run_loop(provider: str, window: int, steps: int, folder: Path, tokenizers_di
     return figures
 
 
-def _large_mib(items: list[Any]) -> float:
+def _large_mib(items: list[Item]) -> float:
     sizes = (len(r.text) for item in items if (r := item.tool_result) is not None and isinstance(r.content, str))
     return sum(size for size in sizes if size > 100_000) / 2**20
 
 
-def _header() -> Any:
-    from contextfold.conversation import Header, Item, Text, ToolSpec
-
+def _header() -> Header:
     schema = {"type": "object", "properties": {"command": {"type": "string"}}}
     return Header(system=(Item("system", (Text("You are an operations agent. Use tools; report findings."),)),),
                   tools=tuple(ToolSpec(name, f"Run {name}.", schema) for name in ("bash", "read_file", "grep")))
