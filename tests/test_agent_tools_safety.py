@@ -148,3 +148,42 @@ def test_a_listing_stops_at_its_limit(root: Path) -> None:
     workspace = Workspace(root, lambda command: True, grep_timeout_s=-1.0)  # a limit already past: stops at once
     with pytest.raises(ToolError, match="took over -1 s"):
         workspace.list_files()
+
+
+def test_a_hard_link_is_never_read_nor_searched(root: Path) -> None:
+    """A hard link shares its contents with a file that may be outside, or the protected transcript: refused."""
+    outside = root.parent / "secret.txt"
+    outside.write_text("SECRET outside the working folder\n")
+    os.link(outside, root / "hard.txt")
+    session = root / ".contextfold"
+    session.mkdir()
+    (session / "s.jsonl").write_text("SECRET transcript\n")
+    os.link(session / "s.jsonl", root / "transcript_alias.txt")
+    workspace = Workspace(root, lambda command: True)
+    for path in ("hard.txt", "transcript_alias.txt"):
+        with pytest.raises(ToolError, match="2 hard links"):
+            workspace.read_file(path)
+        found = workspace.grep("SECRET", path=path)
+        assert "secret" not in found.lower().replace("'secret'", "") and "hard link" in found
+    found = workspace.grep("SECRET")
+    assert "secret" not in found.lower().replace("'secret'", "") and "2 file(s) with more than one hard link" in found
+
+
+def test_grep_never_reads_a_protected_folder_nor_follows_a_link_out(root: Path) -> None:
+    (root / "state").mkdir()
+    (root / "state" / "t.jsonl").write_text("SECRET transcript\n")
+    outside = root.parent / "secret.txt"
+    outside.write_text("SECRET outside\n")
+    (root / "out_link.txt").symlink_to(outside)
+    (root / "state_link.txt").symlink_to(root / "state" / "t.jsonl")
+    workspace = Workspace(root, lambda command: True, protected=("state",))
+    assert "SECRET transcript" not in workspace.grep("SECRET") and "SECRET outside" not in workspace.grep("SECRET")
+    for path in ("state/t.jsonl", "state", "state_link.txt"):
+        with pytest.raises(ToolError, match="session's own folder"):
+            workspace.grep("SECRET", path=path)
+        with pytest.raises(ToolError, match="session's own folder"):
+            workspace.read_file(path)
+    with pytest.raises(ToolError, match="outside the working folder"):
+        workspace.read_file("out_link.txt")
+    with pytest.raises(ToolError, match="outside the working folder"):
+        workspace.grep("SECRET", path="out_link.txt")

@@ -6,9 +6,10 @@ path (already resolved and checked inside the folder) is walked one
 component at a time from a descriptor of the working folder, each folder
 opened with ``O_NOFOLLOW`` relative to the last, and the file itself too: a
 link that appeared since the check is refused, never followed. The file
-must be a regular file (a FIFO or a device would block or never end), and
-one being written must have no second hard link (writing it would change a
-file outside the folder that shares its contents).
+must be a regular file (a FIFO or a device would block or never end) with
+no second hard link: a hard link shares its contents with another name that
+may be outside the folder or in the session's protected folder, so reading
+it would leak that file and writing it would change it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def open_inside(root: Path, target: Path, flags: int, *, writing: bool = False, 
     """A descriptor for ``target`` (a resolved path inside ``root``) opened with ``flags``, or :class:`Refused`.
 
     ``make_parents`` creates missing folders on the way (each one relative to
-    the last); ``writing`` refuses a file with more than one hard link.
+    the last); a file with more than one hard link is refused (``writing``
+    only changes what the refusal says).
     """
     parts = target.relative_to(root).parts
     if not parts:
@@ -53,9 +55,10 @@ def open_inside(root: Path, target: Path, flags: int, *, writing: bool = False, 
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Refused("not a regular file (a FIFO, a device or a socket is never opened)")
-        if writing and info.st_nlink > 1:
-            raise Refused(f"the file has {info.st_nlink} hard links; writing it would change a file that may be "
-                          "outside the working folder")
+        if info.st_nlink > 1:
+            effect = "writing it would change" if writing else "reading it could show"
+            raise Refused(f"the file has {info.st_nlink} hard links; {effect} a file that may be outside the working "
+                          "folder or in the session's own folder")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

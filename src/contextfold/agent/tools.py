@@ -7,8 +7,8 @@ File tools resolve symlinks before checking that a path is inside the
 working folder, so neither ``../``, nor an absolute path, nor a link leads
 out of it, and then open the file walking from the folder without following
 any link (:mod:`.confined`), so a swap after the check leads nowhere either;
-a file with a second hard link is never written, and the session's own
-folder (its transcript) is out of their reach. Every tool is bounded in
+a file with a second hard link is never read, searched or written, and the
+session's own folder (its transcript) is out of their reach. Every tool is bounded in
 time and output: ``grep`` runs in a child process killed at its limit (a
 catastrophic regular expression, a FIFO). The shell runs in the working
 folder, with a timeout, an output cap and no provider credentials in its
@@ -230,7 +230,7 @@ class Workspace:
     def _files(self, top: Path) -> tuple[list[Path], int]:
         """Files under ``top`` (or ``top`` itself), sorted, and how many links leading outside were left out."""
         try:
-            return walk(self.root, top, time.monotonic() + self.grep_timeout_s)
+            return walk(self.root, top, time.monotonic() + self.grep_timeout_s, self._protected)
         except FileNotFoundError:
             raise ToolError(f"{self._relative(top)!r} does not exist") from None
         except TimeoutError:
@@ -292,7 +292,7 @@ class Workspace:
             raise ToolError(f"bad regular expression {pattern!r}: {error}") from None
         top = self.resolve(path)
         arguments = {"root": str(self.root), "top": str(top), "pattern": pattern, "glob": glob,
-                     "limit": LIST_LIMIT_ENTRIES}
+                     "limit": LIST_LIMIT_ENTRIES, "protected": [str(folder) for folder in self._protected]}
         try:
             child = subprocess.run([sys.executable, "-m", "contextfold.agent.search"], input=json.dumps(arguments),
                                    check=False, capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
@@ -308,7 +308,9 @@ class Workspace:
         matches = [f"{file}:{number}: {line}" for file, number, line in result["matches"][:LIST_LIMIT_ENTRIES]]
         more = f"\n[more than {LIST_LIMIT_ENTRIES} matches: only the first shown]" if result["more"] else ""
         body = "\n".join(matches) or f"no match for {pattern!r}"
-        return cap(body, self.output_cap_chars) + more + self._outside_note(result["outside"])
+        linked = f"\n[{result['linked']} file(s) with more than one hard link left out: their contents may be a file " \
+                 "outside the working folder]" if result["linked"] else ""
+        return cap(body, self.output_cap_chars) + more + self._outside_note(result["outside"]) + linked
 
     # ------------------------------------------------------------------ shell
     def bash(self, command: str, timeout_s: float | None = None) -> str:
