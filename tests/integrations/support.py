@@ -22,16 +22,19 @@ from contextfold.boundary import Cut
 def require(module: str, extra: str) -> ModuleType:
     """``module``, imported; when it is missing the test is skipped saying how to install it, or fails under ``CI=true``.
 
-    CI installs every integration extra, so a framework missing there is a
-    broken build, not a reason to skip.
+    Test modules call it at their top, so the skip is a module-level one: a
+    fresh checkout with only ``.[dev]`` installed collects every file and
+    skips the framework tests, naming the extra. CI installs every
+    integration extra, so a framework missing there is a broken build, not a
+    reason to skip.
     """
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        reason = f"{module} is not installed (pip install 'contextfold[{extra}]'): {error}"
+        reason = f"{module} is not installed (python3 -m pip install -e '.[{extra}]'): {error}"
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true: {reason}")
-        pytest.skip(reason)
+            pytest.fail(f"CI=true: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
 
 
 def _split_round(conversation: Conversation, cut: Cut | None) -> Cut | None:
