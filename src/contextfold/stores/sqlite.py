@@ -85,8 +85,19 @@ class SqliteStore(SqlStore):
 
 
 def _create_owner_only(path: Path) -> None:
-    """Create the database file 0600 (its folder 0700) unless it exists; never through a symbolic link."""
+    """Create the database file 0600 (its folder 0700) unless it exists; never through a symbolic link.
+
+    An existing file is only looked at, never opened: on POSIX, closing any
+    descriptor of a file drops every lock this process holds on it, the
+    locks of its other SQLite connections included, and a connection that
+    lost its locks lets another process checkpoint and delete the
+    write-ahead log under it (a "malformed" database, or "disk I/O error").
+    A new file is created with ``O_EXCL``, so no connection can hold it yet.
+    """
     if path.parent != Path(""):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    os.close(fd)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        if path.is_symlink():
+            raise StoreError(f"sqlite:///{path}: the database is a symbolic link; give the file itself") from None
