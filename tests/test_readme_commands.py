@@ -6,6 +6,8 @@ and scripts are there, its first screen has exactly the two set-up commands, she
 
 from __future__ import annotations
 
+import ast
+import builtins
 import os
 import re
 import shutil
@@ -19,8 +21,9 @@ from contextfold.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-SET_UP = ["python3 -m pip install -e '.[tiktoken]' && contextfold demo",
-          "python3 -m pip install -e '.[dev]' && python3 -m pytest"]
+VENV = "python3 -m venv .venv && . .venv/bin/activate && "
+SET_UP = [VENV + "python3 -m pip install -e '.[tiktoken]' && contextfold demo",
+          VENV + "python3 -m pip install -e '.[dev]' && python3 -m pytest"]
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
@@ -125,3 +128,36 @@ def test_shell_completion_as_documented_answers() -> None:
     script = subprocess.run([program], env={**os.environ, "_CONTEXTFOLD_COMPLETE": "bash_source"},
                             capture_output=True, text=True, timeout=60, check=False)
     assert "complete" in script.stdout and "_CONTEXTFOLD_COMPLETE" in script.stdout
+
+
+def test_every_install_line_works_from_a_checkout() -> None:
+    """contextfold is not on a package index: every ``pip install`` the README shows installs the checkout
+    (editable, or the wheel built from it), through ``python3 -m pip``; other packages may follow it."""
+    installs = re.findall(r"(\S*pip) install ((?:-e )?'[^']*'|\S+)", README)
+    assert len(installs) >= 10
+    for pip, target in installs:
+        assert pip == "pip" and re.search(r"python3 -m pip install " + re.escape(target), README), target
+        assert re.fullmatch(r"(-e )?'\.\[[\w,-]+\]'|'dist/[^']+\.whl\[[\w,-]+\]'", target), target
+
+
+def _unbound_names(source: str) -> set[str]:
+    """Names a Python block reads that it never binds (imports, assignments, definitions, parameters)."""
+    tree = ast.parse(source)
+    bound, read = set(dir(builtins)), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound
+
+
+@pytest.mark.parametrize("block", [body for language, body in _BLOCK.findall(README) if language == "python"])
+def test_every_python_block_imports_what_it_uses(block: str) -> None:
+    assert not _unbound_names(block), block
