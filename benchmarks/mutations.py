@@ -184,24 +184,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ adapters (symmetric: no round trip sees them)
     Mutation(
         "anthropic-is-error-key", "Anthropic results carry their error flag under a key the API does not know",
-        (Edit("src/contextfold/adapters/anthropic.py", 'is_error = wire.take("is_error", bool, required=False)',
+        (Edit("src/contextfold/adapters/anthropic/wire.py", 'is_error = wire.take("is_error", bool, required=False)',
               'is_error = wire.take("error", bool, required=False)'),
-         Edit("src/contextfold/adapters/anthropic.py", "content=None if absent else content, is_error=result.is_error",
+         Edit("src/contextfold/adapters/anthropic/wire.py", "content=None if absent else content, is_error=result.is_error",
               "content=None if absent else content, error=result.is_error")),
         ADAPTERS),
     Mutation(
         "chat-tool-call-id-key", "Chat Completions tool messages name their call under a key the API does not know",
-        (Edit("src/contextfold/adapters/openai_chat.py", 'call_id = wire.take("tool_call_id", str)',
+        (Edit("src/contextfold/adapters/openai_chat/wire.py", 'call_id = wire.take("tool_call_id", str)',
               'call_id = wire.take("call_id", str)'),
-         Edit("src/contextfold/adapters/openai_chat.py", 'return {"tool_call_id": result.call_id, "content": content}',
+         Edit("src/contextfold/adapters/openai_chat/wire.py", 'return {"tool_call_id": result.call_id, "content": content}',
               'return {"call_id": result.call_id, "content": content}')),
         ADAPTERS),
     Mutation(
         "responses-reasoning-key",
         "Responses reasoning carries its encrypted content under a key the API does not know",
-        (Edit("src/contextfold/adapters/openai_responses.py", 'wire.take("encrypted_content", str, required=False)',
+        (Edit("src/contextfold/adapters/openai_responses/wire.py", 'wire.take("encrypted_content", str, required=False)',
               'wire.take("encrypted", str, required=False)'),
-         Edit("src/contextfold/adapters/openai_responses.py", "summary=summary, encrypted_content=block.signature",
+         Edit("src/contextfold/adapters/openai_responses/wire.py", "summary=summary, encrypted_content=block.signature",
               "summary=summary, encrypted=block.signature")),
         ADAPTERS),
     # ------------------------------------------------------------------ transcript

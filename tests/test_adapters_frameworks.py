@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from contextfold import Conversation
 from contextfold.adapters import from_openai
-from contextfold.adapters.genai import from_genai, to_genai
+from contextfold.adapters.gemini import from_genai, to_genai
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.errors import InvalidContent, UnknownRole
 

@@ -36,7 +36,7 @@ from agent_model_server import Call, ScriptedModel, Seen, Turn
 
 from contextfold import Conversation, Estimator
 from contextfold.adapters import adapter_for
-from contextfold.adapters.genai import from_genai
+from contextfold.adapters.gemini import from_genai
 from contextfold.errors import ContextfoldError
 
 TASK = (

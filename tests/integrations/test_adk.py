@@ -30,7 +30,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import errors, types
 
-from contextfold.adapters.genai import from_adk_events
+from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
 from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config
 

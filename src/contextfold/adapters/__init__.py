@@ -25,7 +25,7 @@ Agent frameworks that keep their history in types of their own have adapters
 of the same kind beside these, used by :mod:`contextfold.integrations`:
 :mod:`.strands` (Strands' Bedrock Converse messages), :mod:`.pydantic_ai`
 (pydantic-ai's ``ModelMessage`` objects), :mod:`.langchain` (LangChain
-message objects) and :mod:`.genai` (google-genai ``Content`` lists, as Gemini
+message objects) and :mod:`.gemini` (google-genai ``Content`` lists, as Gemini
 and Google ADK hold them, and ADK events), each with its exact round trip.
 
 Reading errors name the index in the list the caller passed and the field

@@ -9,7 +9,7 @@ or a sliding window of invocations); what the summary says and which of the
 offered events it replaces is the summarizer's. :class:`ContextfoldSummarizer`
 is that summarizer:
 
-* it reads the offered events through :func:`contextfold.adapters.genai.from_adk_events`;
+* it reads the offered events through :func:`contextfold.adapters.gemini.from_adk_events`;
 * it keeps the task (the first user message) and a recent tail within the
   policy's budget out of the range, cutting only between whole tool rounds
   (:mod:`contextfold.boundary`), so the range never separates a function
@@ -39,7 +39,7 @@ from google.adk.events.event import Event as AdkEvent
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
-from ..adapters.genai import from_adk_events
+from ..adapters.gemini import from_adk_events
 from ..conversation import Conversation
 from ..pipeline.base import Event
 from ._fold import Folded, Settings, SummaryStates, fold, log

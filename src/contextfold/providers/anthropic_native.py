@@ -24,7 +24,7 @@ cleared request, so contextfold's token count goes on counting the full
 history until the next usage report anchors it.
 
 The edits and what the reply reports are read and written by the Anthropic
-adapter (:mod:`contextfold.adapters.anthropic_context`); this module decides
+adapter (:mod:`contextfold.adapters.anthropic.context`); this module decides
 who clears and turns the report into events.
 """
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..adapters.anthropic_context import (
+from ..adapters.anthropic.context import (
     COMPACTION_BETA,
     CONTEXT_MANAGEMENT_BETA,
     ClearThinking,

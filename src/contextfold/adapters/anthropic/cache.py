@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Header, Item, Opaque, ToolResult, ToolSpec
+from ...conversation import Block, Header, Item, Opaque, ToolResult, ToolSpec
 
 MARK = "cache_control"
 EPHEMERAL = {"type": "ephemeral"}

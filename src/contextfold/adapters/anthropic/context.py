@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..errors import ContextfoldError
-from .base import as_data
+from ...errors import ContextfoldError
+from ..base import as_data
 
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 """The beta header value for the clearing edits."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import (
+from ...conversation import (
     Block,
     Conversation,
     Document,
@@ -48,10 +48,10 @@ from ..conversation import (
     ToolSpec,
     new_id,
 )
-from ..errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
-from ..usage import Usage
-from ._media import anthropic_source, is_anthropic_source, split_data_url
-from ._reading import (
+from ...errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
+from ...usage import Usage
+from .._media import anthropic_source, is_anthropic_source, split_data_url
+from .._reading import (
     SEQUENCE,
     CallIds,
     WireObject,
@@ -65,12 +65,12 @@ from ._reading import (
     where,
     word,
 )
-from ._tools import read_spec, read_tools, spec_fields, write_tools
-from ._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
-from .anthropic_cache import header_marked, item_marked, with_breakpoints
-from .anthropic_context import ContextReport, Edit, read_context_report, with_edits
-from .base import Adapter, WireHeader, present_fields
-from .usage import anthropic_usage
+from .._tools import read_spec, read_tools, spec_fields, write_tools
+from .._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
+from ..base import Adapter, WireHeader, present_fields
+from ..usage import anthropic_usage
+from .cache import header_marked, item_marked, with_breakpoints
+from .context import ContextReport, Edit, read_context_report, with_edits
 
 ORIGIN = "anthropic"
 TARGET = "Anthropic Messages"
@@ -491,7 +491,7 @@ class AnthropicMessages(Adapter):
     def with_context_edits(
         self, request: Mapping[str, Any], edits: tuple[Edit, ...]
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        """``request`` asking the server to edit the context (:mod:`.anthropic_context`), and the beta header."""
+        """``request`` asking the server to edit the context (:mod:`.context`), and the beta header."""
         return with_edits(request, edits)
 
     def read_context_report(self, response: Any) -> ContextReport:

@@ -39,7 +39,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import (
+from ...conversation import (
     Block,
     Conversation,
     Header,
@@ -52,9 +52,9 @@ from ..conversation import (
     ToolResult,
     new_id,
 )
-from ..errors import InvalidContent, UnknownRole
-from ._reading import CallIds, as_list, read_object
-from ._writing import foreign_block, merged, without_nones
+from ...errors import InvalidContent, UnknownRole
+from .._reading import CallIds, as_list, read_object
+from .._writing import foreign_block, merged, without_nones
 
 ORIGIN = "genai"
 TARGET = "Gemini (google-genai)"

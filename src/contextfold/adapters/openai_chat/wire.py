@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import (
+from ...conversation import (
     Block,
     Conversation,
     Document,
@@ -44,9 +44,9 @@ from ..conversation import (
     ToolResult,
     ToolSpec,
 )
-from ..errors import InvalidContent, UnknownRole
-from ._media import image_url, openai_file
-from ._reading import (
+from ...errors import InvalidContent, UnknownRole
+from .._media import image_url, openai_file
+from .._reading import (
     SEQUENCE,
     CallIds,
     WireObject,
@@ -61,9 +61,9 @@ from ._reading import (
     with_leading_system,
     word,
 )
-from ._tools import read_spec, read_tools, spec_fields, write_tools
-from ._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
-from .base import MessageListAdapter, Reply, as_data
+from .._tools import read_spec, read_tools, spec_fields, write_tools
+from .._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
+from ..base import MessageListAdapter, Reply, as_data
 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import (
+from ...conversation import (
     Block,
     Conversation,
     Document,
@@ -45,10 +45,10 @@ from ..conversation import (
     ToolResult,
     ToolSpec,
 )
-from ..errors import InvalidContent, UnknownRole
-from ..usage import Usage
-from ._media import OPENAI_FILE_KEYS, image_url, openai_file
-from ._reading import (
+from ...errors import InvalidContent, UnknownRole
+from ...usage import Usage
+from .._media import OPENAI_FILE_KEYS, image_url, openai_file
+from .._reading import (
     SEQUENCE,
     CallIds,
     WireObject,
@@ -63,8 +63,8 @@ from ._reading import (
     with_leading_system,
     word,
 )
-from ._tools import read_spec, read_tools, spec_fields, write_tools
-from ._writing import (
+from .._tools import read_spec, read_tools, spec_fields, write_tools
+from .._writing import (
     arguments_json,
     foreign_block,
     merged,
@@ -75,7 +75,7 @@ from ._writing import (
     warn_dropped,
     without_nones,
 )
-from .base import MessageListAdapter, as_data
+from ..base import MessageListAdapter, as_data
 
 ORIGIN = "responses"
 TARGET = "OpenAI Responses"
