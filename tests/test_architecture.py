@@ -21,8 +21,8 @@ SOURCE = ROOT / "src"
 PACKAGE = "contextfold"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "actions", "boundary", "inspection",
-                         "synthetic", "redaction", "private_files"})),
+    ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "events", "actions", "boundary",
+                         "inspection", "synthetic", "redaction", "private_files"})),
     ("wire", frozenset({"adapters", "importers", "sdk"})),
     ("accounting", frozenset({"tokens", "transcript", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),

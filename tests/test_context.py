@@ -10,7 +10,8 @@ import pytest
 from contextfold import Usage
 from contextfold.context import Context, is_prompt_too_long
 from contextfold.errors import ContextfoldError
-from contextfold.pipeline.base import Event, Policy
+from contextfold.events import Event
+from contextfold.pipeline.base import Policy
 from contextfold.pipeline.persist import saved_output
 from contextfold.summarizers.base import SummaryResult
 from contextfold.transcript import Transcript

@@ -39,8 +39,9 @@ from .errors import (
     UnknownRole,
     UnknownSessionFormat,
 )
+from .events import Event
 from .limits import ModelLimits, compaction_threshold, model_limits, register_model
-from .pipeline.base import Event, Policy, Prices, Rule
+from .pipeline.base import Policy, Prices, Rule
 from .tokens import Estimator, TokenCounter
 from .transcript import Transcript
 from .usage import Usage

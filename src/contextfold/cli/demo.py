@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from ..pipeline.base import Event
+from ..events import Event
 from ..replay import replay
 from ..replay.base import StrategyConfig
 from ..replay.fired import Recorder, stage_counts

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..conversation import Conversation
-from ..pipeline.base import Event, Prices
+from ..events import Event
+from ..pipeline.base import Prices
 from ..replay import strategies
 from ..replay.base import StrategyConfig
 from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices

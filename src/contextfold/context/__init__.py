@@ -33,9 +33,10 @@ from ..adapters import adapter_for, is_prompt_too_long
 from ..adapters.usage import any_usage
 from ..conversation import Conversation, Header, Item, Summary, Text, new_id
 from ..errors import ContextfoldError, ViewConflict
+from ..events import Event
 from ..limits import ModelLimits, model_limits
 from ..pipeline.admit import admit
-from ..pipeline.base import Budget, Event, Policy
+from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
 from ..rendering import Renderer

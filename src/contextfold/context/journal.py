@@ -29,7 +29,7 @@ from ..errors import (
     TranscriptUnsafe,
     ViewConflict,
 )
-from ..pipeline.base import Event
+from ..events import Event
 from ..stores import Store, StoredSession
 from ..stores.base import VIEW_EVENT
 from ..transcript import Transcript

@@ -16,7 +16,7 @@ from typing import Any
 from ..codec import item_from_dict, item_to_dict
 from ..conversation import Conversation, Header, Item
 from ..errors import ContextfoldError
-from ..pipeline.base import Event
+from ..events import Event
 from ..stores.base import VIEW_EVENT
 from ..transcript import Restored
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..context import Context
 from ..conversation import Conversation, Item, Summary
-from ..pipeline.base import Event
+from ..events import Event
 from ..summarizers.base import SUMMARY_PREAMBLE
 
 log = logging.getLogger("contextfold.integrations")

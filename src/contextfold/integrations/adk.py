@@ -41,7 +41,7 @@ from google.genai import types
 
 from ..adapters.gemini import from_adk_events
 from ..conversation import Conversation
-from ..pipeline.base import Event
+from ..events import Event
 from ._fold import Folded, Settings, SummaryStates, fold, log
 
 __all__ = ["ContextfoldSummarizer", "compaction_config"]

@@ -44,7 +44,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
 from ..context import Context
 from ..conversation import Conversation, Header
-from ..pipeline.base import Event
+from ..events import Event
 from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold

@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from ..context import Context
 from ..conversation import Conversation, Header
-from ..pipeline.base import Event
+from ..events import Event
 
 M = TypeVar("M")
 

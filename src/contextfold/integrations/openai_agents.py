@@ -31,7 +31,7 @@ from typing import Any
 from ..adapters import adapter_for
 from ..context import Context
 from ..conversation import Conversation
-from ..pipeline.base import Event
+from ..events import Event
 from ..usage import Usage
 from .mirror import Mirror, Mirrored
 

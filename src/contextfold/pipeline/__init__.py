@@ -21,7 +21,8 @@ session, on the one guarded path every entry point of the facade shares.
 
 from __future__ import annotations
 
-from .base import DEFAULT_RULES, Budget, Event, Policy, Prices, Rule, Stage
+from ..events import Event
+from .base import DEFAULT_RULES, Budget, Policy, Prices, Rule, Stage
 from .escalate import compact, run_stages
 from .step import DEFAULT_PIPELINE, Pipeline
 

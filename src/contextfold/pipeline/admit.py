@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..conversation import Item
+from ..events import Event
 from ..redaction import describe, redact_item
-from .base import Event, Policy
+from .base import Policy
 from .persist import offload
 
 logger = logging.getLogger(__name__)

@@ -7,12 +7,13 @@ header; it reports every item it changed in an :class:`Event`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..conversation import Conversation, Item
+from ..events import Event
 
 if TYPE_CHECKING:
     from ..summarizers.base import Summarizer
@@ -118,41 +119,6 @@ class Policy:
     max_consecutive_failures: int = 3
     # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
     redact_secrets: bool = False
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something a stage (or the facade) did, with what it touched and what it saved.
-
-    ``items`` are the ids of the items changed, removed or added; token
-    figures are for the whole request before and after. ``calls`` holds the
-    model requests a summarizer made, as ``(Conversation, Usage | None)``
-    pairs, so replay can price them; it is not part of the serialized form.
-    """
-
-    stage: str
-    action: str
-    items: tuple[str, ...] = ()
-    tokens_before: int = 0
-    tokens_after: int = 0
-    detail: str = ""
-    data: Mapping[str, Any] = field(default_factory=dict)
-    calls: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # model requests made (summarizer)
-
-    @property
-    def saved_tokens(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stage": self.stage,
-            "action": self.action,
-            "items": list(self.items),
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "detail": self.detail,
-            "data": dict(self.data),
-        }
 
 
 @dataclass(frozen=True)

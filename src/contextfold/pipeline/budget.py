@@ -8,7 +8,8 @@ their full size: the model is most likely working from them.
 from __future__ import annotations
 
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .edits import apply, head_tail, recent_round_start, result_text, tool_items, with_result
 
 STAGE = "budget"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ..actions import failure_line, result_action
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
 from .importance import References, item_tokens, referenced_lines
 

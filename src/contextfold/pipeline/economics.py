@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .importance import References, item_tokens
 
 LOSS_WEIGHT_FOR_CERTAIN = 4.0

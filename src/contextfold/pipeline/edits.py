@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..conversation import Conversation, Item, Text
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 
 MARK = "[contextfold"
 """Every placeholder and marker written by a stage starts with this."""

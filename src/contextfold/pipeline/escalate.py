@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..conversation import Conversation
-from .base import Budget, Event, Stage
+from ..events import Event
+from .base import Budget, Stage
 from .clear import clear
 from .selective import selective
 from .snip import snip

@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from ..conversation import Conversation
 from ..errors import ContextOverflow
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .edits import head_tail, latest_result_index, result_text, with_result
 from .selective import selective
 

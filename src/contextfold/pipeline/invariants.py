@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..conversation import Conversation, Validator, Violation
 from ..errors import InvalidConversation
-from .base import Event
+from ..events import Event
 
 
 class InvariantCheck:

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from ..conversation import Conversation, Item
 from ..errors import OutputNotStored, UnsafePath
+from ..events import Event
 from ..private_files import open_dir, open_file, safe_name, write_new
-from .base import Budget, Event, Policy
+from .base import Budget, Policy
 from .edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "persist"

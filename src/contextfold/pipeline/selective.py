@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ..conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
-from .base import NONE, Budget, Event, Rule
+from ..events import Event
+from .base import NONE, Budget, Rule
 from .clear import placeholder
 from .edits import MARK, head_tail, is_placeholder, latest_result_index
 from .task import task_index

@@ -12,7 +12,8 @@ import json
 
 from ..actions import EDIT, READ, SEARCH, Action, result_action
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .edits import MARK, apply, is_placeholder, latest_result_index, with_result
 
 STAGE = "snip"

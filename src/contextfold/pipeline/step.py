@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 
 from ..conversation import Conversation
 from ..errors import ContextOverflow
+from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
-from .base import Budget, Event, Policy, Stage
+from .base import Budget, Policy, Stage
 from .budget import budget_outputs
 from .clear import clear
 from .economics import choose

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from ..boundary import choose_cut
 from ..conversation import Conversation, Item, Summary
+from ..events import Event
 from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
-from .base import Budget, Event
+from .base import Budget
 from .compression import summary_share
 from .fit import window_limit
 from .importance import References

@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..conversation import Conversation, Item, Text, readable_text
+from ..events import Event
 from ..summarizers._facts import Facts
-from .base import Budget, Event
+from .base import Budget
 from .edits import MARK
 from .importance import References, item_tokens, specific_tokens
 

@@ -7,7 +7,8 @@ under its limits in tokens but not in characters). Runs on new items only.
 from __future__ import annotations
 
 from ..conversation import Conversation, Item
-from .base import Budget, Event
+from ..events import Event
+from .base import Budget
 from .edits import apply, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "truncate"

@@ -43,7 +43,8 @@ from ..adapters.anthropic.context import (
 )
 from ..adapters.registry import ANTHROPIC
 from ..errors import ContextfoldError
-from ..pipeline.base import Event, Policy
+from ..events import Event
+from ..pipeline.base import Policy
 
 __all__ = [
     "COMPACTION_BETA",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..conversation import Conversation, Header, Item
-from ..pipeline.base import Event
+from ..events import Event
 from ..usage import Usage
 
 if TYPE_CHECKING:

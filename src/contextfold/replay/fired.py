@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..conversation import Header
-from ..pipeline.base import Event
+from ..events import Event
 from ..usage import Usage
 from .base import Sent, Step, Strategy
 

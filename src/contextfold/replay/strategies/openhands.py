@@ -19,7 +19,7 @@ events are large overflows the window before it reaches 120 of them.
 from __future__ import annotations
 
 from ...conversation import Conversation, Item, Summary
-from ...pipeline.base import Event
+from ...events import Event
 from ...summarizers.base import SummaryRequest
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
