@@ -60,6 +60,7 @@ def mutation(name: str, file: str, original: str, replacement: str, description:
 
 
 PIPE = "src/contextfold/pipeline/"
+STAGE_DIR = PIPE + "stages/"
 TOKENS = ("tests/test_tokens.py", "tests/test_context.py")
 STAGES = ("tests/test_pipeline_stages.py", "tests/test_pipeline_fit.py", "tests/test_context.py")
 PROPERTIES = ("tests/test_pipeline_properties.py",)
@@ -97,12 +98,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a text tool result is counted without its framing tokens", *TOKENS),
     # ------------------------------------------------------------------ pipeline
     mutation(
-        "clear-latest-output", PIPE + "clear.py",
+        "clear-latest-output", STAGE_DIR + "clear.py",
         "if result is None or index == latest or is_placeholder(item)",
         "if result is None or is_placeholder(item)",
         "clear may replace the latest output (the one the model is reading) when it is large", *STAGES, *PROPERTIES),
     mutation(
-        "clear-ignores-min-savings", PIPE + "clear.py",
+        "clear-ignores-min-savings", STAGE_DIR + "clear.py",
         "savings >= p.clear_min_savings_tokens)",
         "savings >= 0)",
         "clear breaks a warm cache for any saving, however small", *STAGES),
@@ -128,37 +129,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            events.extend(cheap)\n",
         "prepare() prices the batch edit before persist and truncate have shrunk the new outputs", *STAGES),
     mutation(
-        "persist-needs-both-limits", PIPE + "persist.py",
+        "persist-needs-both-limits", STAGE_DIR + "persist.py",
         "return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens",
         "return len(text) > policy.persist_max_chars and count_item(item) > policy.persist_max_tokens",
         "an output over one persist limit but not the other stays in the context", *STAGES),
     mutation(
-        "truncate-cap-doubled", PIPE + "truncate.py",
+        "truncate-cap-doubled", STAGE_DIR + "truncate.py",
         "if len(text) > cap and not is_compacted(item):",
         "if len(text) > cap * 2 and not is_compacted(item):",
         "truncate lets outputs up to twice its cap through", *STAGES),
     mutation(
-        "snip-latest-output", PIPE + "snip.py",
+        "snip-latest-output", STAGE_DIR + "snip.py",
         "if index == latest or is_placeholder(item):",
         "if is_placeholder(item):",
         "snip may replace the latest output when a later step supersedes it", *STAGES),
     mutation(
-        "budget-shrinks-recent-rounds", PIPE + "budget.py",
+        "budget-shrinks-recent-rounds", STAGE_DIR + "budget.py",
         "tool_items(conversation, range(recent_round_start(conversation, p.budget_keep_recent_rounds)))",
         "tool_items(conversation, range(len(conversation)))",
         "budget cuts the outputs of the most recent rounds too", *STAGES),
     mutation(
-        "selective-spares-nothing", PIPE + "selective.py",
+        "selective-spares-nothing", STAGE_DIR + "selective.py",
         "spared = len(indices) - rule.keep_recent",
         "spared = len(indices)",
         "selective applies a rule to the newest items it should spare", *STAGES),
     mutation(
-        "selective-image-in-task", PIPE + "selective.py",
+        "selective-image-in-task", STAGE_DIR + "selective.py",
         "if i != task and it.kind in",
         "if it.kind in",
         "selective removes an image from the task message", *STAGES, *PROPERTIES),
     mutation(
-        "summary-swallows-task", PIPE + "summarize.py",
+        "summary-swallows-task", STAGE_DIR + "summarize.py",
         "start = task + 1 if task is not None else 0",
         "start = task if task is not None else 0",
         "the task message goes into the summary (which may quote it) instead of staying first, verbatim",

@@ -12,7 +12,7 @@ from contextfold.context import Context, is_prompt_too_long
 from contextfold.errors import ContextfoldError
 from contextfold.events import Event
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.persist import saved_output
+from contextfold.pipeline.stages.persist import saved_output
 from contextfold.summarizers.base import SummaryResult
 from contextfold.transcript import Transcript
 

@@ -13,7 +13,7 @@ from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Opaque, Text, ToolCall, assistant, tool, user
 from contextfold.errors import ContextfoldError
 from contextfold.pipeline.base import Budget, Policy
-from contextfold.pipeline.clear import clear
+from contextfold.pipeline.stages.clear import clear
 from contextfold.providers.anthropic_native import (
     COMPACTION_BETA,
     CONTEXT_MANAGEMENT_BETA,

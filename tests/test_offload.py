@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contextfold import Context
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
-from contextfold.pipeline.persist import saved_output
+from contextfold.pipeline.stages.persist import saved_output
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.transcript import Transcript, transcript_path
 

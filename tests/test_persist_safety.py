@@ -11,7 +11,7 @@ import pytest
 
 from contextfold import Context, private_files
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
-from contextfold.pipeline.persist import save_output, saved_output
+from contextfold.pipeline.stages.persist import save_output, saved_output
 
 BIG = "B" * 40_000
 

@@ -16,7 +16,7 @@ from contextfold.errors import ContextOverflow
 from contextfold.limits import ModelLimits
 from contextfold.pipeline import compact
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.fit import fit_window, window_limit
+from contextfold.pipeline.stages.fit import fit_window, window_limit
 from contextfold.pipeline.step import Steward
 
 

@@ -11,13 +11,13 @@ from test_pipeline_stages import EST, HEADER, bash, make_budget, session
 from contextfold import conversation as c
 from contextfold.conversation import Conversation, Item, readable_text
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.clear import clear
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
 from contextfold.pipeline.importance import References, specific_tokens
 from contextfold.pipeline.restore import restored_item
-from contextfold.pipeline.summarize import summarize
-from contextfold.pipeline.survival import missing, needs, note_text, survive
+from contextfold.pipeline.stages.clear import clear
+from contextfold.pipeline.stages.summarize import summarize
+from contextfold.pipeline.stages.survival import missing, needs, note_text, survive
 
 SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
 

@@ -15,14 +15,14 @@ from contextfold.boundary import choose_cut
 from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, ToolSpec
 from contextfold.pipeline import compact
 from contextfold.pipeline.base import Budget, Policy
-from contextfold.pipeline.budget import allowance_chars, budget_outputs
-from contextfold.pipeline.clear import clear
 from contextfold.pipeline.economics import first_change, verdict
-from contextfold.pipeline.persist import persist
-from contextfold.pipeline.selective import selective
-from contextfold.pipeline.snip import snip, superseded
-from contextfold.pipeline.summarize import summarize
-from contextfold.pipeline.truncate import truncate
+from contextfold.pipeline.stages.budget import allowance_chars, budget_outputs
+from contextfold.pipeline.stages.clear import clear
+from contextfold.pipeline.stages.persist import persist
+from contextfold.pipeline.stages.selective import selective
+from contextfold.pipeline.stages.snip import snip, superseded
+from contextfold.pipeline.stages.summarize import summarize
+from contextfold.pipeline.stages.truncate import truncate
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import Estimator
 

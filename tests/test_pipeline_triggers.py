@@ -9,7 +9,7 @@ from contextfold import conversation as c
 from contextfold.boundary import choose_cut
 from contextfold.conversation import Conversation, ToolCall
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.summarize import summarize
+from contextfold.pipeline.stages.summarize import summarize
 
 
 def summaries(context) -> list:

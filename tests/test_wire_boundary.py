@@ -71,7 +71,7 @@ def test_the_grep_finds_a_wire_key() -> None:
 
 PREAMBLE_USERS = {
     "summarizers/base.py": "where the preamble is written down",
-    "pipeline/summarize.py": "the summary stage puts it in front of the summary, and says how long it is",
+    "pipeline/stages/summarize.py": "the summary stage puts it in front of the summary, and says how long it is",
     "integrations/_fold.py": (
         "a framework that stored only a summary's text lost the model's marker: the text is all there is to "
         "recognise it by, once, when it is read back"

@@ -56,7 +56,7 @@ def pairing_disabled() -> Iterator[None]:
     this and expects the scripted server to reject a request: proof that the
     server's checks (and so the test) can fail.
     """
-    summarize = importlib.import_module("contextfold.pipeline.summarize")  # the package exports a function of that name
+    summarize = importlib.import_module("contextfold.pipeline.stages.summarize")  # the package exports a function of that name
     choose = summarize.choose_cut
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(summarize, "choose_cut", lambda conversation, **kw: _split_round(conversation, choose(conversation, **kw)))

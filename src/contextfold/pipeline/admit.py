@@ -4,7 +4,7 @@ Two decisions are made once, when an item arrives, because the transcript
 records the item as it is kept: its secrets are redacted when the policy says
 so (:mod:`contextfold.redaction`; the event names the kinds found, never the
 secrets), and an oversized output is saved to disk with only its preview
-kept (:func:`~contextfold.pipeline.persist.offload`).
+kept (:func:`~contextfold.pipeline.stages.persist.offload`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..conversation import Item
 from ..events import Event
 from ..redaction import describe, redact_item
 from .base import Policy
-from .persist import offload
+from .stages.persist import offload
 
 logger = logging.getLogger(__name__)
 

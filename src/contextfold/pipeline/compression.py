@@ -7,7 +7,7 @@ are *dense* (each line may be needed again), tokens of listings, searches
 and outputs read again are *sparse*; everything else counts in between. The
 share runs from :data:`MIN_SHARE` for a span of pure chatter to
 :data:`MAX_SHARE` for one of pure edits and errors. What the summary leaves
-out of the dense part, the survival check (:mod:`.survival`) puts back by
+out of the dense part, the survival check (:mod:`.stages.survival`) puts back by
 reference, so the summary itself can stay short.
 """
 
@@ -22,7 +22,7 @@ MIN_SHARE = 0.015
 MAX_SHARE = 0.05
 """Every token of a summary is paid three times: written at the output price, then read on every request
 until the next compaction, then read again by the summarizer that folds it in. What the agent goes on to use
-survives by reference (:mod:`.survival`) rather than by length: on the corpus replays, summaries cut from
+survives by reference (:mod:`.stages.survival`) rather than by length: on the corpus replays, summaries cut from
 2-8 % of their span to 1.5-5 % kept the same forward-reference recall for about 1 % less cost at 32k."""
 DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 

@@ -16,11 +16,11 @@ from dataclasses import replace
 from ..conversation import Conversation
 from ..events import Event
 from .base import Budget, Stage
-from .clear import clear
-from .selective import selective
-from .snip import snip
-from .summarize import summarize
-from .survival import survive
+from .stages.clear import clear
+from .stages.selective import selective
+from .stages.snip import snip
+from .stages.summarize import summarize
+from .stages.survival import survive
 from .task import task_index
 
 

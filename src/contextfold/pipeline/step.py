@@ -28,15 +28,15 @@ from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
 from .base import Budget, Policy, Stage
-from .budget import budget_outputs
-from .clear import clear
 from .economics import choose
 from .escalate import compact, run_stages
-from .fit import fit_window, window_limit
-from .persist import persist
-from .snip import snip
-from .summarize import summarize
-from .truncate import truncate
+from .stages.budget import budget_outputs
+from .stages.clear import clear
+from .stages.fit import fit_window, window_limit
+from .stages.persist import persist
+from .stages.snip import snip
+from .stages.summarize import summarize
+from .stages.truncate import truncate
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from dataclasses import replace
 from ...limits import OUTPUT_RESERVE_CAP_TOKENS, SAFETY_MARGIN_TOKENS
 from ...pipeline import DEFAULT_PIPELINE, run_stages
 from ...pipeline.base import Policy
-from ...pipeline.clear import clear
-from ...pipeline.summarize import summarize
+from ...pipeline.stages.clear import clear
+from ...pipeline.stages.summarize import summarize
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 

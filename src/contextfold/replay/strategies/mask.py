@@ -14,7 +14,7 @@ rounds outgrow the window overflows.
 from __future__ import annotations
 
 from ...pipeline.base import Policy
-from ...pipeline.clear import clear
+from ...pipeline.stages.clear import clear
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 

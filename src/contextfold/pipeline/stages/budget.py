@@ -7,10 +7,10 @@ their full size: the model is most likely working from them.
 
 from __future__ import annotations
 
-from ..conversation import Conversation, Item
-from ..events import Event
-from .base import Budget
-from .edits import apply, head_tail, recent_round_start, result_text, tool_items, with_result
+from ...conversation import Conversation, Item
+from ...events import Event
+from ..base import Budget
+from ..edits import apply, head_tail, recent_round_start, result_text, tool_items, with_result
 
 STAGE = "budget"
 

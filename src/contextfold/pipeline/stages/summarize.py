@@ -11,17 +11,17 @@ summarized again with its structured state, so facts carry forward.
 
 from __future__ import annotations
 
-from ..boundary import choose_cut
-from ..conversation import Conversation, Item, Summary
-from ..events import Event
-from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
-from .base import Budget
-from .compression import summary_share
+from ...boundary import choose_cut
+from ...conversation import Conversation, Item, Summary
+from ...events import Event
+from ...summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
+from ..base import Budget
+from ..compression import summary_share
+from ..importance import References
+from ..restore import restored_item
+from ..task import added_by_contextfold, task_index
 from .fit import window_limit
-from .importance import References
-from .restore import restored_item
 from .survival import survive
-from .task import added_by_contextfold, task_index
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 
-from ..actions import EDIT, READ, SEARCH, Action, result_action
-from ..conversation import Conversation, Item
-from ..events import Event
-from .base import Budget
-from .edits import MARK, apply, is_placeholder, latest_result_index, with_result
+from ...actions import EDIT, READ, SEARCH, Action, result_action
+from ...conversation import Conversation, Item
+from ...events import Event
+from ..base import Budget
+from ..edits import MARK, apply, is_placeholder, latest_result_index, with_result
 
 STAGE = "snip"
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..conversation import Conversation
-from ..errors import ContextOverflow
-from ..events import Event
-from .base import Budget
-from .edits import head_tail, latest_result_index, result_text, with_result
+from ...conversation import Conversation
+from ...errors import ContextOverflow
+from ...events import Event
+from ..base import Budget
+from ..edits import head_tail, latest_result_index, result_text, with_result
 from .selective import selective
 
 STAGE = "fit"

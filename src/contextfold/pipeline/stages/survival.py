@@ -5,7 +5,7 @@ decide what to keep without knowing what the next turns will use. Before the
 compacted request leaves, this check reads the request as it was and lists
 what must survive: the task's identifiers, the files edited, the errors no
 later step resolved (their line verbatim), the open plan items, and the
-references the agent and the user kept using (:mod:`.importance`). Whatever
+references the agent and the user kept using (:mod:`..importance`). Whatever
 of that the compacted request no longer holds is put back in one short note,
 within a bounded budget (heaviest first), and an event says what was missing.
 
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..conversation import Conversation, Item, Text, readable_text
-from ..events import Event
-from ..summarizers._facts import Facts
-from .base import Budget
-from .edits import MARK
-from .importance import References, item_tokens, specific_tokens
+from ...conversation import Conversation, Item, Text, readable_text
+from ...events import Event
+from ...summarizers._facts import Facts
+from ..base import Budget
+from ..edits import MARK
+from ..importance import References, item_tokens, specific_tokens
 
 STAGE = "survival"
 MAX_ERRORS = 3

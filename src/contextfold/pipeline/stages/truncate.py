@@ -6,10 +6,10 @@ under its limits in tokens but not in characters). Runs on new items only.
 
 from __future__ import annotations
 
-from ..conversation import Conversation, Item
-from ..events import Event
-from .base import Budget
-from .edits import apply, head_tail, is_compacted, result_text, tool_items, with_result
+from ...conversation import Conversation, Item
+from ...events import Event
+from ..base import Budget
+from ..edits import apply, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "truncate"
 

@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..conversation import Conversation, Item
-from ..errors import OutputNotStored, UnsafePath
-from ..events import Event
-from ..private_files import open_dir, open_file, safe_name, write_new
-from .base import Budget, Policy
-from .edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
+from ...conversation import Conversation, Item
+from ...errors import OutputNotStored, UnsafePath
+from ...events import Event
+from ...private_files import open_dir, open_file, safe_name, write_new
+from ..base import Budget, Policy
+from ..edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "persist"
 MAX_KEPT_CHARS = 8 * 1024 * 1024

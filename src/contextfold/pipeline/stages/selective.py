@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from ..conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
-from ..events import Event
-from .base import NONE, Budget, Rule
+from ...conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
+from ...events import Event
+from ..base import NONE, Budget, Rule
+from ..edits import MARK, head_tail, is_placeholder, latest_result_index
+from ..task import task_index
 from .clear import placeholder
-from .edits import MARK, head_tail, is_placeholder, latest_result_index
-from .task import task_index
 
 STAGE = "selective"
 ASSISTANT_TEXT_KEEP_CHARS = 600

@@ -14,12 +14,12 @@ the fact an agent most needs later, and it costs one line.
 
 from __future__ import annotations
 
-from ..actions import failure_line, result_action
-from ..conversation import Conversation, Item
-from ..events import Event
-from .base import Budget
-from .edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
-from .importance import References, item_tokens, referenced_lines
+from ...actions import failure_line, result_action
+from ...conversation import Conversation, Item
+from ...events import Event
+from ..base import Budget
+from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
+from ..importance import References, item_tokens, referenced_lines
 
 STAGE = "clear"
 
