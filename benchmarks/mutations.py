@@ -207,7 +207,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         ADAPTERS),
     # ------------------------------------------------------------------ transcript
     mutation(
-        "transcript-checksum-unchecked", "src/contextfold/transcript.py",
+        "transcript-checksum-unchecked", "src/contextfold/stores/transcript.py",
         "if zlib.crc32(line) != int(tail.group(1), 16):",
         "if False:",
         "a record changed on disk after it was written loads silently", *TRANSCRIPT),

@@ -15,7 +15,7 @@ from agent_session import SURVEY_ANSWER, PlannedSession, make_repository, survey
 from click.testing import CliRunner
 
 from contextfold.cli import cli
-from contextfold.transcript import Transcript
+from contextfold.stores.transcript import Transcript
 
 ENV = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": None, "COLUMNS": "200"}
 

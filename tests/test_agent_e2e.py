@@ -31,7 +31,7 @@ from click.testing import CliRunner
 from contextfold import ToolResult
 from contextfold.adapters._writing import ERROR_MARK
 from contextfold.cli import cli
-from contextfold.transcript import Restored, Transcript
+from contextfold.stores.transcript import Restored, Transcript
 
 WINDOW = 9_000
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}

@@ -13,8 +13,8 @@ from contextfold.errors import ContextfoldError
 from contextfold.events import Event
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.stages.persist import saved_output
+from contextfold.stores.transcript import Transcript
 from contextfold.summarizers.base import SummaryResult
-from contextfold.transcript import Transcript
 
 SYSTEM = "You are a coding agent."
 TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]

@@ -9,8 +9,8 @@ from pathlib import Path
 from contextfold import Context
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.stages.persist import saved_output
+from contextfold.stores.transcript import Transcript, transcript_path
 from contextfold.summarizers.extractive import ExtractiveSummarizer
-from contextfold.transcript import Transcript, transcript_path
 
 
 def round_with_output(k: int, output: str) -> list[Item]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from contextfold import Context
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.base import Policy
-from contextfold.transcript import Transcript, transcript_path
+from contextfold.stores.transcript import Transcript, transcript_path
 
 SECRETS = {
     "anthropic key": "sk-ant-api03-" + "A1b2C3d4" * 6,

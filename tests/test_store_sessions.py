@@ -20,7 +20,7 @@ from contextfold.conversation import Header, Item, Summary, Text
 from contextfold.errors import SessionExists, SessionNotFound, StoreError
 from contextfold.pipeline.base import Policy
 from contextfold.stores import open_store
-from contextfold.transcript import Transcript
+from contextfold.stores.transcript import Transcript
 
 SYSTEM = "You are a coding agent."
 TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]

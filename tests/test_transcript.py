@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from transcript_writer_child import EVENT_EVERY, expected_header, expected_item
 
-from contextfold import transcript as transcript_module
+from contextfold.stores import transcript as transcript_module
 from contextfold.conversation import (
     Conversation,
     Document,
@@ -36,7 +36,7 @@ from contextfold.conversation import (
     user,
 )
 from contextfold.errors import TranscriptCorrupt, TranscriptError
-from contextfold.transcript import Transcript, transcript_path
+from contextfold.stores.transcript import Transcript, transcript_path
 
 SESSION = "sess-01"
 UNICODE_TEXTS = ("日本語のテキスト", "emoji 🙂👍🏽", "עברית RTL", "e\u0301 combining", "line\u2028separator",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextfold import Context
-from contextfold import transcript as transcript_module
+from contextfold.stores import transcript as transcript_module
 from contextfold.conversation import user
 from contextfold.errors import (
     ContextfoldError,
@@ -23,7 +23,7 @@ from contextfold.errors import (
     TranscriptLocked,
     TranscriptUnsafe,
 )
-from contextfold.transcript import Transcript, transcript_path
+from contextfold.stores.transcript import Transcript, transcript_path
 
 SESSION = "sess-01"
 

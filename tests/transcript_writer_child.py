@@ -21,7 +21,7 @@ import sys
 import time
 
 from contextfold.conversation import Header, Item, Text, ToolCall, ToolResult, ToolSpec
-from contextfold.transcript import Transcript
+from contextfold.stores.transcript import Transcript
 
 LARGE_EVERY = 4
 """Every fourth item is large (about 100 KB), so kills land inside writes."""

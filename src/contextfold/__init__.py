@@ -42,8 +42,8 @@ from .errors import (
 from .events import Event
 from .limits import ModelLimits, compaction_threshold, model_limits, register_model
 from .pipeline.base import Policy, Prices, Rule
+from .stores.transcript import Transcript
 from .tokens import Estimator, TokenCounter
-from .transcript import Transcript
 from .usage import Usage
 
 __version__ = "0.1.0"

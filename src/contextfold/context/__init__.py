@@ -41,9 +41,9 @@ from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
 from ..rendering import Renderer
 from ..stores import Store, StoredSession
+from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
-from ..transcript import Transcript
 from ..usage import Usage
 from .journal import Journal
 from .timeline import Timeline
@@ -68,7 +68,7 @@ class Context:
     :mod:`contextfold.limits`), or give ``window_tokens`` (and
     ``max_output_tokens``) directly. ``transcript`` is a folder (a transcript
     named after ``session_id`` is created or resumed there), a
-    :class:`~contextfold.transcript.Transcript`, or ``None`` to keep nothing
+    :class:`~contextfold.stores.transcript.Transcript`, or ``None`` to keep nothing
     on disk. ``store`` is a session store or its URL (``sqlite:///sessions.db``,
     ``postgresql://...``, ``redis://...``, a folder; see :mod:`contextfold.stores`):
     a new session ``session_id`` is created there (:meth:`resume` continues

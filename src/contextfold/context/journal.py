@@ -32,7 +32,7 @@ from ..errors import (
 from ..events import Event
 from ..stores import Store, StoredSession
 from ..stores.base import VIEW_EVENT
-from ..transcript import Transcript
+from ..stores.transcript import Transcript
 from .timeline import Timeline
 
 logger = logging.getLogger("contextfold.context")

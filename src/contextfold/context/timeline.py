@@ -18,7 +18,7 @@ from ..conversation import Conversation, Header, Item
 from ..errors import ContextfoldError
 from ..events import Event
 from ..stores.base import VIEW_EVENT
-from ..transcript import Restored
+from ..stores.transcript import Restored
 
 logger = logging.getLogger("contextfold.context")
 

@@ -4,7 +4,7 @@
 >>> context = Context("claude-sonnet-4-5", store="sqlite:///sessions.db", session_id="user-42")
 >>> later = Context.resume("sqlite:///sessions.db", "user-42", "claude-sonnet-4-5")   # any process
 
-Every backend keeps the transcript's records (:mod:`contextfold.transcript`)
+Every backend keeps the transcript's records (:mod:`contextfold.stores.transcript`)
 with gap-free per-session sequence numbers, appends only, and commits a view
 change only against the view it started from (:class:`~contextfold.errors.ViewConflict`
 otherwise). Retention is explicit: :func:`prune`.

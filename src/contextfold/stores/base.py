@@ -2,7 +2,7 @@
 
 A store holds sessions; a session is the transcript's list of records
 (header, items, events, header updates, in the layout of
-:mod:`contextfold.transcript`), each with a per-session sequence number
+:mod:`contextfold.stores.transcript`), each with a per-session sequence number
 counted from 0 without gaps. Records are only ever appended; two operations
 are special:
 

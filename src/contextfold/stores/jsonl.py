@@ -1,7 +1,7 @@
-"""The JSONL folder: one transcript file a session, exactly as :mod:`contextfold.transcript` writes it.
+"""The JSONL folder: one transcript file a session, exactly as :mod:`contextfold.stores.transcript` writes it.
 
 Today's layout, unchanged on disk, so every transcript ever written is a
-session of this store. Writing goes through :class:`~contextfold.transcript.Transcript`
+session of this store. Writing goes through :class:`~contextfold.stores.transcript.Transcript`
 (its durability, its file lock): one writer a session at a time, across
 processes, which is why this store is ``exclusive`` and why a view change
 only has to be checked against what this process wrote.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..codec import header_from_dict
 from ..errors import SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
-from ..transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
 from .base import VIEW_EVENT, Record, SessionInfo
 from .records import encode, to_line
+from .transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
 
 try:
     import fcntl

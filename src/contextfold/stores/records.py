@@ -16,8 +16,8 @@ from typing import Any
 from ..codec import header_to_dict, item_to_dict
 from ..conversation import Header, Item
 from ..errors import StoreError, TranscriptCorrupt, TranscriptError
-from ..transcript import DEFAULT_MAX_RECORD_BYTES, FORMAT, FORMAT_VERSION, Restored, _encode, _Reader, checksummed
 from .base import VIEW_EVENT, Record
+from .transcript import DEFAULT_MAX_RECORD_BYTES, FORMAT, FORMAT_VERSION, Restored, _encode, _Reader, checksummed
 
 
 def header_record(session_id: str, header: Header, created: float | None = None) -> Record:

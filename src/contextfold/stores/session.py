@@ -24,10 +24,10 @@ from typing import Any
 
 from ..conversation import Header, Item
 from ..errors import SessionExists
-from ..transcript import Restored, Transcript
 from .base import VIEW_EVENT, Record, Store
 from .opening import open_store
 from .records import event_record, header_record, header_update_record, item_record, restore, view_revision
+from .transcript import Restored, Transcript
 
 Location = str | os.PathLike[str] | Store
 """A store, or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""

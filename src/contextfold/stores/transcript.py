@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from .codec import header_from_dict, header_to_dict, item_from_dict, item_to_dict
-from .conversation import Conversation, Header, Item
-from .errors import (
+from ..codec import header_from_dict, header_to_dict, item_from_dict, item_to_dict
+from ..conversation import Conversation, Header, Item
+from ..errors import (
     InvalidConversation,
     SessionExists,
     SessionNotFound,
@@ -61,7 +61,7 @@ from .errors import (
     TranscriptLocked,
     TranscriptUnsafe,
 )
-from .private_files import open_dir, open_file, write_new
+from ..private_files import open_dir, open_file, write_new
 
 try:
     import fcntl
