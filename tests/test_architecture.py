@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "events", "actions", "boundary",
                          "inspection", "synthetic", "redaction", "private_files"})),
     ("wire", frozenset({"adapters", "importers", "sdk"})),
-    ("accounting", frozenset({"tokens", "transcript", "stores"})),
+    ("accounting", frozenset({"tokens", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),
     ("facade", frozenset({"context", "__init__"})),
     ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations"})),
