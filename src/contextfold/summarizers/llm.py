@@ -26,9 +26,13 @@ What happens to one summary request, and why:
 * The whole summary, every attempt and wait included, has a wall-clock
   ``deadline_s`` (default 40 s): a server that trickles a byte every few
   seconds, or streams pings forever, resets every socket timeout but not
-  this one. A sync call runs in a worker thread the caller stops waiting
-  for at the deadline (each attempt also gets the time left as its SDK
-  timeout, so the thread ends soon after); an async call is cancelled.
+  this one. An async call is cancelled at the deadline. A sync call runs
+  the async SDK client in a short-lived thread with its own event loop, so
+  it is cancelled the same way: the attempt's client is closed with its
+  sockets and the thread has ended when :meth:`~LLMSummarizer.summarize`
+  returns (a blocked socket read cannot be interrupted any other way). Only
+  a sync ``client`` given by the caller is called in a thread that is left
+  to end on its own at the deadline: its sockets are the caller's.
 * Whatever fails, the request is never raised to the pipeline: ``fallback``
   (the extractive summarizer) writes the summary and
   :attr:`SummaryResult.fallback` says why. The :class:`~contextfold.context.Context`
@@ -48,7 +52,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from types import ModuleType
@@ -79,6 +83,8 @@ DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
 DEFAULT_DEADLINE_S = 40.0
 """Wall-clock bound on one summary (all attempts and waits); then the fallback writes it."""
+CLOSE_GRACE_S = 10.0
+"""How long past its deadline a sync attempt may take to close its client before its thread is left behind."""
 DEFAULT_WINDOW_TOKENS = 32_768
 """The summarizer's window when its model is not in :mod:`contextfold.limits` (a local model, say)."""
 WINDOW_MARGIN = 0.05
@@ -239,11 +245,7 @@ class LLMSummarizer:
             if isinstance(step, _Wait):
                 self.sleep(max(min(step.seconds, left), 0.0))
                 continue
-            if left <= 0:
-                run.outcome = OutOfTime()
-                continue
-            client = _limited(self._client(), min(self.timeout_s, left))
-            run.outcome = _within(left, lambda client=client, payload=step.payload: self._send(client, payload))
+            run.outcome = self._attempt(step.payload, left) if left > 0 else OutOfTime()
         return run.result
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
@@ -254,17 +256,38 @@ class LLMSummarizer:
             if isinstance(step, _Wait):
                 await self.asleep(max(min(step.seconds, left), 0.0))
                 continue
-            if left <= 0:
-                run.outcome = OutOfTime()
-                continue
-            try:
-                client = _limited(self._async_client(), min(self.timeout_s, left))
-                run.outcome = await asyncio.wait_for(self._asend(client, step.payload), left)
-            except asyncio.TimeoutError:
-                run.outcome = OutOfTime()
-            except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
-                run.outcome = error
+            run.outcome = await self._abounded(self._async_client, step.payload, left) if left > 0 else OutOfTime()
         return run.result
+
+    def _attempt(self, payload: Payload, seconds: float) -> Answer | BaseException:
+        """One sync attempt, over within ``seconds``; on a client of its own it leaves no thread or socket behind."""
+        if self.client is not None:
+            client = _limited(self.client, min(self.timeout_s, seconds))
+            return _within(seconds, lambda: self._send(client, payload))
+
+        async def attempt() -> Answer | BaseException:
+            own: list[Any] = []  # the attempt's client, closed with its sockets whatever happened
+
+            def fresh() -> Any:
+                own.append(self._make_client(asynchronous=True))
+                return own[0]
+
+            try:
+                return await self._abounded(fresh, payload, seconds)
+            finally:
+                if own:
+                    await own[0].close()
+
+        return _in_own_loop(attempt, seconds + CLOSE_GRACE_S)
+
+    async def _abounded(self, client: Callable[[], Any], payload: Payload, seconds: float) -> Answer | BaseException:
+        """The answer to ``payload`` from the client ``client()`` returns, cancelled after ``seconds``; errors returned."""
+        try:
+            return await asyncio.wait_for(self._asend(_limited(client(), min(self.timeout_s, seconds)), payload), seconds)
+        except asyncio.TimeoutError:
+            return OutOfTime()
+        except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
+            return error
 
     # ------------------------------------------------------------------ limits
     @property
@@ -355,11 +378,6 @@ class LLMSummarizer:
                 f"the {self.name} summarizer needs the {self.package!r} package: pip install 'contextfold[{self.package}]'"
             ) from None
 
-    def _client(self) -> Any:
-        if self.client is None:
-            self.client = self._make_client(asynchronous=False)
-        return self.client
-
     def _async_client(self) -> Any:
         if self.async_client is None:
             self.async_client = self._make_client(asynchronous=True)
@@ -408,10 +426,31 @@ def _limited(client: Any, seconds: float) -> Any:
     return with_options(timeout=seconds) if callable(with_options) else client
 
 
+def _in_own_loop(attempt: Callable[[], Coroutine[Any, Any, Answer | BaseException]], bound_s: float) -> Answer | BaseException:
+    """``attempt()`` run to its end in a new event loop on a thread of its own (the caller may be inside a loop).
+
+    The attempt bounds itself (it is cancelled at its deadline and closes its
+    client), so the thread is joined; ``bound_s`` only guards against a close
+    that never returns, which is logged.
+    """
+    outcome: list[Answer | BaseException] = []
+
+    def work() -> None:
+        outcome.append(asyncio.run(attempt()))
+
+    worker = threading.Thread(target=work, name="contextfold-summary", daemon=True)
+    worker.start()
+    worker.join(bound_s)
+    if worker.is_alive():
+        log.warning("a summary attempt did not end %g s after its deadline; its thread is left behind", CLOSE_GRACE_S)
+    return outcome[0] if outcome else OutOfTime()
+
+
 def _within(seconds: float, call: Callable[[], Answer]) -> Answer | BaseException:
     """``call()``'s answer or exception, or :class:`OutOfTime` if it takes longer than ``seconds``.
 
-    The call runs in a daemon thread; past the deadline the caller stops
+    For a sync client given by the caller, whose sockets this cannot close:
+    the call runs in a daemon thread; past the deadline the caller stops
     waiting and the thread is left to end on its own (its socket timeout is
     capped at ``seconds`` too, so it does unless the server keeps trickling).
     """
