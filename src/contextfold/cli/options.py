@@ -1,6 +1,7 @@
 """What the commands share: options, turning library errors into one line, the progress bar.
 
-Errors from the library are shown as one line naming the fault, with exit
+Errors from the library, and a file or folder the system refuses (permission
+denied, not a folder), are shown as one line naming the fault, with exit
 code 2, never a traceback (:func:`reports_errors`).
 """
 
@@ -35,13 +36,15 @@ EXACT_TOKENIZERS = ("o200k", "cl100k", "estimate")
 SUMMARIZERS = ("extractive", "anthropic", "openai")
 
 
-def fail(error: ContextfoldError) -> NoReturn:
+def fail(error: ContextfoldError | OSError) -> NoReturn:
     click.echo(f"contextfold: {command_line_message(error)}", err=True)
     sys.exit(2)
 
 
-def command_line_message(error: ContextfoldError) -> str:
+def command_line_message(error: ContextfoldError | OSError) -> str:
     """The error's message, with what to do said in command-line terms where the library's would not help."""
+    if isinstance(error, OSError):
+        return f"{error.filename}: {error.strerror}" if error.filename and error.strerror else str(error)
     if isinstance(error, UnknownModel):
         guess = f" (did you mean {' or '.join(error.close)}?)" if error.close else ""
         return f"unknown model {error.model!r}{guess}: `contextfold models` lists the known ones"
@@ -49,13 +52,13 @@ def command_line_message(error: ContextfoldError) -> str:
 
 
 def reports_errors(function: F) -> F:
-    """A library error ends the command with one line on stderr and exit code 2."""
+    """A library error, or a file the system refuses, ends the command with one line on stderr and exit code 2."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except ContextfoldError as error:
+        except (ContextfoldError, OSError) as error:
             fail(error)
 
     return wrapper  # type: ignore[return-value]
@@ -80,7 +83,10 @@ class RecordedSession(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path | StoredRef:
         if isinstance(value, (Path, StoredRef)):
             return value
-        if Path(value).is_file():
+        try:
+            if Path(value).is_file():
+                return Path(value)
+        except OSError:  # a folder on the way cannot be searched: reading it says so in one line
             return Path(value)
         ref = split_session_ref(value)
         if ref is None:

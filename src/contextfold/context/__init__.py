@@ -41,7 +41,7 @@ from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
 from ..rendering import Renderer
 from ..stores import Store, StoredSession
-from ..stores.transcript import Transcript
+from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
@@ -103,7 +103,7 @@ class Context:
         self.policy = policy or Policy()
         self.summarizer = summarizer or _default_summarizer()
         self.provider = adapter_for(provider).name
-        self.session_id = session_id or new_id("session")
+        self.session_id = validate_session_id(session_id) if session_id else new_id("session")  # names files
         self.clock = clock
         self.estimator = estimator or Estimator()
         self.counter = TokenCounter(self.estimator)
@@ -196,8 +196,9 @@ class Context:
     def _to_conversation(self, messages: Any, provider: str | None, system: Any, tools: Any) -> Conversation:
         if isinstance(messages, Conversation):
             return messages
-        messages = list(messages)
-        if messages and all(isinstance(m, Item) for m in messages):
+        if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
+            messages = list(messages)  # anything else the adapter refuses, naming the field
+        if isinstance(messages, list) and messages and all(isinstance(m, Item) for m in messages):
             return Conversation(messages)
         known = self.history.call_ids
         return adapter_for(provider or self.provider).read(messages, system=system, tools=tools, known_call_ids=known)

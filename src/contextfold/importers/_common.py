@@ -173,8 +173,13 @@ class Source:
 _FRACTION = re.compile(r"\.(\d+)")
 
 
+_LAST_UNIX_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+"""The latest time a ``datetime`` can show: a number past it (either way) is no time at all."""
+
+
 def unix_time(value: Any) -> float | None:
-    """Unix seconds from an ISO-8601 string (naive means UTC) or a number; ``None`` if absent.
+    """Unix seconds from an ISO-8601 string (naive means UTC) or a number; ``None`` if absent or
+    not a time (a number no date can show: ``10**400``, infinity, NaN).
 
     Python 3.10's ``fromisoformat`` takes neither ``Z`` nor fractions other than
     3 or 6 digits, so both are normalised first.
@@ -182,7 +187,7 @@ def unix_time(value: Any) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return float(value) if -_LAST_UNIX_S <= value <= _LAST_UNIX_S else None
     if not isinstance(value, str):
         return None
     text = value.strip().replace("Z", "+00:00").replace(" ", "T", 1)

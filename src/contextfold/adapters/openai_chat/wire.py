@@ -58,6 +58,7 @@ from .._reading import (
     read_object,
     require_call,
     shown,
+    type_of,
     with_leading_system,
     word,
 )
@@ -323,16 +324,22 @@ def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
 
     Only the text is streamed back by the callers that use this (summaries), so
     the deltas' text, the finish reason and the usage chunk are what is kept.
+    A malformed chunk is an :class:`InvalidContent` whose index is the chunk's
+    position in the stream and whose field is the path inside it.
     """
+    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
+        raise InvalidContent(None, "chunks", f"expected a stream of chunks, got {type(chunks).__name__}")
     parts: list[str] = []
     finish: str | None = None
     usage: Mapping[str, Any] | None = None
-    for chunk in chunks:
-        data = as_data(chunk)
-        for choice in data.get("choices") or ():
-            parts.append((choice.get("delta") or {}).get("content") or "")
-            finish = choice.get("finish_reason") or finish
-        usage = data.get("usage") or usage
+    for number, chunk in enumerate(chunks):
+        data = as_object(as_data(chunk) if hasattr(chunk, "model_dump") else chunk, number, "chunk")
+        for position, raw in enumerate(as_list(data.get("choices") or (), number, "choices")):
+            choice = as_object(raw, number, f"choices[{position}]")
+            delta = as_object(choice.get("delta") or {}, number, f"choices[{position}].delta")
+            parts.append(type_of(delta, number, f"choices[{position}].delta", "content") or "")
+            finish = type_of(choice, number, f"choices[{position}]", "finish_reason") or finish
+        usage = as_object(data["usage"], number, "usage") if data.get("usage") else usage
     message = {"role": "assistant", "content": "".join(parts)}
     completion = {"choices": [{"message": message, "finish_reason": finish}], **({"usage": usage} if usage else {})}
     return _ADAPTER.read_response(completion)

@@ -1,0 +1,113 @@
+"""Each raw Python exception a hostile input reached (issue 18) is now one of contextfold's typed errors,
+naming where the fault is, or for the command line one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click._textwrap  # noqa: F401 - loaded now: as nobody, the interpreter's own folder may be out of reach
+import pytest
+from click.testing import CliRunner
+
+from contextfold import Context, InvalidContent
+from contextfold.adapters import reply_from_chunks
+from contextfold.cli.main import cli
+from contextfold.errors import TranscriptError
+from contextfold.importers import load
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize(
+    ("chunks", "index", "field"),
+    [
+        ([{"choices": ["x"]}], 0, "choices[0]"),
+        ([{"choices": [{"delta": {"content": "a"}}]}, {"choices": [{"delta": ["b"]}]}], 1, "choices[0].delta"),
+        ([{"choices": [{"delta": {"content": 5}}]}], 0, "choices[0].delta.content"),
+        ([{"choices": [{"delta": {}, "finish_reason": ["stop"]}]}], 0, "choices[0].finish_reason"),
+        ([{"choices": "abc"}], 0, "choices"),
+        (["chunk"], 0, "chunk"),
+        ([{"choices": [], "usage": "lots"}], 0, "usage"),
+    ],
+)
+def test_a_malformed_stream_chunk_is_a_typed_error_naming_chunk_and_field(chunks: Any, index: int, field: str) -> None:
+    with pytest.raises(InvalidContent) as caught:
+        reply_from_chunks(chunks)
+    assert (caught.value.index, caught.value.field) == (index, field)
+
+
+def test_a_well_formed_stream_still_reads() -> None:
+    chunks = [{"choices": [{"delta": {"content": "Hel"}}]}, {"choices": [{"delta": {"content": "lo"},
+                                                                         "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}]
+    reply = reply_from_chunks(chunks)
+    assert reply.conversation.items[0].blocks[0].text == "Hello" and reply.usage is not None
+
+
+@pytest.mark.parametrize("messages", [None, 5, "hello", {"role": "user", "content": "hi"}, b"x"])
+def test_adding_something_that_is_not_a_list_of_messages_is_a_typed_error(messages: Any) -> None:
+    context = Context(window_tokens=10_000)
+    with pytest.raises(InvalidContent) as caught:
+        context.add(messages)
+    assert caught.value.field == "messages"
+    assert context.add([{"role": "user", "content": "hi"}])  # and the context goes on
+
+
+@pytest.mark.parametrize("session_id", ["../evil", "a/b", ".", "..", "x" * 129, "é", "a\nb", "\x00", 5])
+def test_a_hostile_session_id_for_a_transcript_folder_is_refused_up_front(tmp_path: Path, session_id: Any) -> None:
+    with pytest.raises(TranscriptError, match="invalid session id"):
+        Context(window_tokens=10_000, transcript=tmp_path, session_id=session_id)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("timestamp", [10**400, -(10**400), 1e300, -1e300, "99999-01-01T00:00:00"])
+def test_a_timestamp_out_of_range_is_read_as_unknown(tmp_path: Path, timestamp: Any) -> None:
+    record = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "timestamp": timestamp,
+              "message": {"role": "user", "content": "hi"}}
+    path = tmp_path / "transcript.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    (conversation,) = load(path)
+    assert [item.blocks[0].text for item in conversation.items] == ["hi"]
+    result = CliRunner().invoke(cli, ["inspect", str(path), "--tokenizer", "estimate", "--json"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert json.loads(result.stdout.splitlines()[0])["items"] == 1
+
+
+@contextmanager
+def unable_to_read() -> Iterator[None]:
+    """As a user the permissions apply to: ``nobody`` when the tests run as root (its effective id only,
+    restored after), else the user itself."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.mark.parametrize("argument", ["folder/s1.jsonl", "folder#s1", "folder"])
+def test_inspect_on_an_unreadable_folder_says_so_in_one_line(tmp_path: Path, argument: str) -> None:
+    folder = tmp_path / "folder"
+    context = Context(window_tokens=10_000, transcript=folder, session_id="s1")
+    context.add([{"role": "user", "content": "hi"}])
+    context.close()
+    runner = CliRunner()
+    readable = runner.invoke(cli, ["inspect", str(tmp_path / argument), "--tokenizer", "estimate"])  # loads the code
+    tmp_path.chmod(0o755)
+    folder.chmod(0o000)
+    try:
+        with unable_to_read():
+            result = runner.invoke(cli, ["inspect", str(tmp_path / argument), "--tokenizer", "estimate"])
+    finally:
+        folder.chmod(0o700)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code != 0 and len(lines) == 1, (readable.output, result.output)
+    assert "ermission denied" in lines[0] and "Traceback" not in result.output
