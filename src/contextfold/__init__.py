@@ -28,6 +28,8 @@ from .errors import (
     InvalidConversation,
     InvalidEncoding,
     InvalidMessage,
+    InvalidPipeline,
+    InvalidPolicy,
     InvalidToolArguments,
     OversizedBlock,
     SessionFormatError,
@@ -41,7 +43,8 @@ from .errors import (
 )
 from .events import Event
 from .limits import ModelLimits, compaction_threshold, model_limits, register_model
-from .pipeline.base import Policy, Prices, Rule
+from .pipeline.base import Budget, Policy, Prices, Rule, Stage
+from .pipeline.step import DEFAULT_PIPELINE, Pipeline
 from .stores.transcript import Transcript
 from .tokens import Estimator, TokenCounter
 from .usage import Usage
@@ -49,7 +52,9 @@ from .usage import Usage
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_PIPELINE",
     "Block",
+    "Budget",
     "Context",
     "ContextfoldError",
     "Conversation",
@@ -63,12 +68,15 @@ __all__ = [
     "InvalidConversation",
     "InvalidEncoding",
     "InvalidMessage",
+    "InvalidPipeline",
+    "InvalidPolicy",
     "InvalidToolArguments",
     "Item",
     "LossyConversion",
     "ModelLimits",
     "Opaque",
     "OversizedBlock",
+    "Pipeline",
     "Policy",
     "Prices",
     "RedactedThinking",
@@ -76,6 +84,7 @@ __all__ = [
     "Round",
     "Rule",
     "SessionFormatError",
+    "Stage",
     "SummarizerError",
     "Summary",
     "Text",

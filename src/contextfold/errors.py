@@ -212,3 +212,25 @@ class ViewConflict(StoreError):
         self.current = current
         super().__init__(f"{store}: session {session_id!r}: the view changed (revision {current}) "
                          f"since it was read (revision {expected})")
+
+
+class InvalidPolicy(ContextfoldError, ValueError):
+    """A :class:`~contextfold.Policy` knob out of its range, of the wrong type, or in conflict with another.
+
+    ``field`` names the knob; nothing is silently preferred over another.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Policy.{field}: {reason}")
+
+
+class InvalidPipeline(ContextfoldError, ValueError):
+    """A pipeline that cannot be built or run as asked: a stage it does not hold, one added twice, or a stage
+    that returned something other than ``(Conversation, list[Event])``. ``stage`` names the stage."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        self.stage = stage
+        self.reason = reason
+        super().__init__(f"stage {stage!r}: {reason}")

@@ -32,13 +32,13 @@ from typing import Any
 from ..adapters import adapter_for, is_prompt_too_long
 from ..adapters.usage import any_usage
 from ..conversation import Conversation, Header, Item, Summary, Text, new_id
-from ..errors import ContextfoldError, ViewConflict
+from ..errors import ContextfoldError, InvalidPipeline, ViewConflict
 from ..events import Event
 from ..limits import ModelLimits, model_limits
 from ..pipeline.admit import admit
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
-from ..pipeline.step import MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Steward
+from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Pipeline, Steward
 from ..rendering import Renderer
 from ..stores import Store, StoredSession
 from ..stores.transcript import Transcript, validate_session_id
@@ -76,7 +76,10 @@ class Context:
     where oversized outputs are persisted (default: next to the transcript or
     the SQLite file, else nowhere: they are only cut).
     ``clock`` gives the time in seconds (``None`` when unknown: the prompt
-    cache is then taken to be warm).
+    cache is then taken to be warm). ``pipeline`` is the stages to run,
+    :data:`~contextfold.pipeline.DEFAULT_PIPELINE` with stages added, replaced
+    or removed (:class:`~contextfold.pipeline.step.Pipeline`); whatever they
+    make passes the invariant check before it is sent.
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class Context:
         provider: str = "anthropic",
         estimator: Estimator | None = None,
         clock: Callable[[], float | None] = time.time,
+        pipeline: Pipeline | None = None,
     ) -> None:
         if model is None and window_tokens is None:
             raise ContextfoldError("Context needs a model name or window_tokens")
@@ -107,7 +111,10 @@ class Context:
         self.clock = clock
         self.estimator = estimator or Estimator()
         self.counter = TokenCounter(self.estimator)
-        self.steward = Steward(self.policy)
+        if pipeline is not None and not isinstance(pipeline, Pipeline):
+            raise InvalidPipeline("pipeline", f"Context(pipeline=...) takes a Pipeline (DEFAULT_PIPELINE.add(...)), "
+                                  f"not {type(pipeline).__name__}")
+        self.steward = Steward(self.policy, pipeline or DEFAULT_PIPELINE)
         self.events: list[Event] = []
         self._subscribers: list[Callable[[Event], None]] = []
         self._timeline = Timeline()  # the history, and the view that is sent
@@ -359,6 +366,7 @@ class Context:
             provider=self.provider,
             estimator=Estimator(self.estimator.text, self.estimator.costs),
             clock=self.clock,
+            pipeline=self.steward.pipeline,
         )
         child.set_header(self.history.header)
         if keep_history:

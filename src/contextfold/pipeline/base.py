@@ -7,12 +7,14 @@ header; it reports every item it changed in an :class:`Event`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..conversation import Conversation, Item
+from ..errors import InvalidPolicy
 from ..events import Event
 
 if TYPE_CHECKING:
@@ -120,6 +122,69 @@ class Policy:
     # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
     redact_secrets: bool = False
 
+    def __post_init__(self) -> None:
+        check_policy(self)
+
+
+
+_COUNTS_FROM_1 = ("persist_max_chars", "persist_max_tokens", "truncate_max_chars", "summary_target_tokens",
+                  "min_summary_messages", "max_consecutive_failures", "max_horizon_requests")
+_COUNTS_FROM_0 = ("preview_head_chars", "preview_tail_chars", "budget_keep_recent_rounds", "snip_keep_search_results",
+                  "clear_keep_recent_rounds", "clear_min_savings_tokens", "clear_keep_referenced_chars",
+                  "restore_max_files", "restore_file_tokens", "restore_total_tokens", "survival_max_tokens",
+                  "economic_summary_min_tokens", "economic_summary_tail_tokens", "min_horizon_requests")
+_OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_messages")
+_SHARES = ("tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
+           "clear_first_max_fraction")
+"""Shares of something, from 0 to 1; the other real knobs below are non-negative."""
+_NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor")
+
+
+def check_policy(policy: Policy) -> None:
+    """Raise :class:`~contextfold.errors.InvalidPolicy`, naming the knob, for a value out of its range, of the
+    wrong type, or in conflict with another: a misspelt setting fails where it is made, not deep in a step."""
+    for name in _COUNTS_FROM_1 + _COUNTS_FROM_0 + _OPTIONAL_COUNTS_FROM_1:
+        value = getattr(policy, name)
+        if value is None and name in _OPTIONAL_COUNTS_FROM_1:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidPolicy(name, f"a whole number is needed, not {value!r}")
+        if value < (0 if name in _COUNTS_FROM_0 else 1):
+            raise InvalidPolicy(name, f"{value} is below {0 if name in _COUNTS_FROM_0 else 1}")
+    for name in _SHARES + _NON_NEGATIVE:
+        _check_real(name, getattr(policy, name), 0.0, 1.0 if name in _SHARES else None)
+    if policy.trigger_fraction is not None:
+        _check_real("trigger_fraction", policy.trigger_fraction, 0.0, 1.0)
+        if policy.trigger_fraction == 0:
+            raise InvalidPolicy("trigger_fraction", "0 would summarize on every turn; use a share above 0")
+        if policy.trigger_tokens is not None:
+            raise InvalidPolicy("trigger_fraction", f"set with trigger_tokens={policy.trigger_tokens}: "
+                                "set one trigger, not both (the window's share or the absolute size)")
+    _check_budget_steps(policy.budget_steps)
+
+
+def _check_real(name: str, value: object, low: float, high: float | None) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        raise InvalidPolicy(name, f"a number is needed, not {value!r}")
+    if value < low or (high is not None and value > high):
+        raise InvalidPolicy(name, f"{value} is outside {low:g} to {high:g}" if high is not None
+                            else f"{value} is below {low:g}")
+
+
+def _check_budget_steps(steps: object) -> None:
+    """``((fraction of the window, chars allowed), ...)``, fractions rising."""
+    if not isinstance(steps, tuple):
+        raise InvalidPolicy("budget_steps", f"a tuple of (window fraction, chars) pairs is needed, not {steps!r}")
+    previous = 0.0
+    for position, step in enumerate(steps):
+        where = f"budget_steps[{position}]"
+        if not (isinstance(step, tuple) and len(step) == 2):
+            raise InvalidPolicy(where, f"a (window fraction, chars) pair is needed, not {step!r}")
+        _check_real(where, step[0], previous, 1.0)
+        if not isinstance(step[1], int) or isinstance(step[1], bool) or step[1] < 1:
+            raise InvalidPolicy(where, f"the chars allowed must be a whole number from 1, not {step[1]!r}")
+        previous = float(step[0])
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -220,3 +285,8 @@ class Budget:
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]
+
+
+def stage_name(stage: object) -> str:
+    """What a stage is called in errors and when a pipeline is edited: its function's name."""
+    return str(getattr(stage, "__name__", repr(stage)))

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..conversation import Conversation
+from ..errors import InvalidPipeline
 from ..events import Event
-from .base import Budget, Stage
+from .base import Budget, Stage, stage_name
 from .stages.clear import clear
 from .stages.selective import selective
 from .stages.snip import snip
@@ -28,9 +29,19 @@ def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stag
     """Each stage in turn on the previous one's output; all their events."""
     events: list[Event] = []
     for stage in stages:
-        conversation, produced = stage(conversation, budget)
+        result = stage(conversation, budget)
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Conversation)
+                and isinstance(result[1], list) and all(isinstance(e, Event) for e in result[1])):
+            raise InvalidPipeline(stage_name(stage), f"returned {_shape(result)}, not (Conversation, list[Event])")
+        conversation, produced = result
         events.extend(produced)
     return conversation, events
+
+
+def _shape(value: object) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(type(v).__name__ for v in value) + ")"
+    return type(value).__name__
 
 
 def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event]] | None:

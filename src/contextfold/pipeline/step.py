@@ -21,13 +21,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from ..conversation import Conversation
-from ..errors import ContextOverflow
+from ..errors import ContextOverflow, InvalidPipeline
 from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
-from .base import Budget, Policy, Stage
+from .base import Budget, Policy, Stage, stage_name
 from .economics import choose
 from .escalate import compact, run_stages
 from .stages.budget import budget_outputs
@@ -54,10 +55,62 @@ class Pipeline:
     A summary (:func:`~contextfold.pipeline.escalate.compact`) follows when
     one is due; it is not a stage of this list because it runs only at a turn
     boundary and escalates on its own.
+
+    A pipeline is built from :data:`DEFAULT_PIPELINE` with :meth:`add`,
+    :meth:`replace` and :meth:`remove`, each returning a new pipeline; a stage
+    is named by itself or by its function's name (``"truncate"``). A stage
+    added next to another joins that one's tier; a ``cheap`` stage must only
+    change items from ``budget.new_from`` on (what is already sent is the
+    cached prefix), a ``batch`` stage may change any item and is kept only
+    when the batch pays.
     """
 
     cheap: tuple[Stage, ...]
     batch: tuple[Stage, ...]
+
+    def add(self, stage: Stage, *, after: Stage | str | None = None, before: Stage | str | None = None,
+            tier: Literal["cheap", "batch"] = "cheap") -> Pipeline:
+        """This pipeline with ``stage`` right after ``after``, right before ``before``, or last in ``tier``."""
+        name = stage_name(stage)
+        if not callable(stage):
+            raise InvalidPipeline(name, "a stage is a function (Conversation, Budget) -> (Conversation, list[Event])")
+        if any(stage_name(s) == name for s in (*self.cheap, *self.batch)):
+            raise InvalidPipeline(name, "already in the pipeline: replace it, or give the new stage another name")
+        if after is not None and before is not None:
+            raise InvalidPipeline(name, "give after= or before=, not both")
+        anchor = after if after is not None else before
+        if anchor is None:
+            return self._with(tier, (*getattr(self, tier), stage))
+        tier, stages, index = self._find(anchor)
+        index += 1 if after is not None else 0
+        return self._with(tier, (*stages[:index], stage, *stages[index:]))
+
+    def replace(self, old: Stage | str, new: Stage) -> Pipeline:
+        """This pipeline with ``new`` in ``old``'s place."""
+        tier, stages, index = self._find(old)
+        if not callable(new):
+            raise InvalidPipeline(stage_name(new), "a stage is a function (Conversation, Budget) -> "
+                                  "(Conversation, list[Event])")
+        return self._with(tier, (*stages[:index], new, *stages[index + 1:]))
+
+    def remove(self, stage: Stage | str) -> Pipeline:
+        """This pipeline without ``stage``."""
+        tier, stages, index = self._find(stage)
+        return self._with(tier, (*stages[:index], *stages[index + 1:]))
+
+    def _find(self, wanted: Stage | str) -> tuple[Literal["cheap", "batch"], tuple[Stage, ...], int]:
+        name = wanted if isinstance(wanted, str) else stage_name(wanted)
+        tiers: tuple[tuple[Literal["cheap", "batch"], tuple[Stage, ...]], ...] = (("cheap", self.cheap),
+                                                                                 ("batch", self.batch))
+        for tier, stages in tiers:
+            for index, stage in enumerate(stages):
+                if stage is wanted or stage_name(stage) == name:
+                    return tier, stages, index
+        held = ", ".join(stage_name(s) for s in (*self.cheap, *self.batch))
+        raise InvalidPipeline(name, f"not in this pipeline (it holds {held})")
+
+    def _with(self, tier: Literal["cheap", "batch"], stages: tuple[Stage, ...]) -> Pipeline:
+        return replace(self, **{tier: stages})
 
 
 DEFAULT_PIPELINE = Pipeline(cheap=(persist, truncate), batch=(budget_outputs, snip, clear))

@@ -1,0 +1,45 @@
+"""``Policy`` refuses a knob out of its range, of the wrong type, or in conflict with another, naming the knob."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from contextfold import InvalidPolicy, Policy
+
+
+@pytest.mark.parametrize(("knobs", "field", "words"), [
+    ({"trigger_tokens": 100_000, "trigger_fraction": 0.5}, "trigger_fraction", "not both"),
+    ({"trigger_fraction": 1.5}, "trigger_fraction", "outside 0 to 1"),
+    ({"trigger_fraction": 0.0}, "trigger_fraction", "every turn"),
+    ({"trigger_tokens": 0}, "trigger_tokens", "below 1"),
+    ({"trigger_messages": -5}, "trigger_messages", "below 1"),
+    ({"tail_fraction": -0.1}, "tail_fraction", "outside 0 to 1"),
+    ({"survival_max_share": 2}, "survival_max_share", "outside 0 to 1"),
+    ({"cache_ttl_s": -1.0}, "cache_ttl_s", "below 0"),
+    ({"horizon_factor": float("nan")}, "horizon_factor", "a number is needed"),
+    ({"persist_max_chars": "30k"}, "persist_max_chars", "whole number"),
+    ({"max_consecutive_failures": True}, "max_consecutive_failures", "whole number"),
+    ({"mask_window_rounds": 0}, "mask_window_rounds", "below 1"),
+    ({"budget_steps": ((0.7, 15_000), (0.5, 30_000))}, "budget_steps[1]", "outside 0.7 to 1"),
+    ({"budget_steps": ((0.5, 0),)}, "budget_steps[0]", "from 1"),
+    ({"budget_steps": [(0.5, 1_000)]}, "budget_steps", "a tuple"),
+])
+def test_a_bad_knob_is_refused_by_name(knobs: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(InvalidPolicy, match=words) as caught:
+        Policy(**knobs)
+    assert caught.value.field == field and f"Policy.{field}:" in str(caught.value)
+
+
+def test_a_copy_with_a_bad_knob_is_refused_too() -> None:
+    with pytest.raises(InvalidPolicy):
+        replace(Policy(trigger_tokens=50_000), trigger_fraction=0.6)
+
+
+def test_the_edges_of_each_range_are_accepted() -> None:
+    Policy()
+    Policy(trigger_fraction=1.0, tail_fraction=0.0, trigger_messages=None, mask_window_rounds=1, cache_ttl_s=0,
+           budget_steps=(), survival_max_tokens=0, snip_keep_search_results=0)
+    Policy(trigger_tokens=1, budget_steps=((0.5, 1), (0.5, 2)))
