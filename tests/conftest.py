@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import configuration, settings
@@ -41,6 +44,17 @@ def corpus_dir() -> Path:
     """The shared corpus of recorded agent sessions (../shared/corpus)."""
     need_shared(CORPUS / "SOURCES.md", "the shared corpus")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The reference scorer in ../shared/referee, imported as an independent oracle (never part of the project)."""
+    need_shared(SHARED / "referee" / "strict.py", "the referee")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken")))  # where it seeds its tokenizer
+        patch.syspath_prepend(str(SHARED))
+        from referee import cli, loaders, recall, strict  # noqa: F401 - bound on the package, which the tests use
+        yield sys.modules["referee"]
 
 
 @pytest.fixture(scope="session")

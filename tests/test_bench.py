@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from contextfold.adapters.openai_chat import to_openai
 from contextfold.bench import Report, Session, Settings, available_strategies, find_sessions, run_bench, write_results
-from contextfold.bench.plots import cost_recall_chart, session_chart, trade_offs, write_plots
+from contextfold.bench.plots import session_chart, trade_off_chart, trade_offs, write_plots
 from contextfold.cli import cli
 from contextfold.errors import UnknownSessionFormat
 from contextfold.replay import recount, strategies
@@ -71,6 +72,7 @@ def test_every_figure_of_results_json_recounts_from_the_request_dumps(bench: tup
             assert again.survival[probe] == (None if value is None else pytest.approx(value, abs=0.01)), probe
         for figure in ("recall", "recall_far", "worst_request_recall", "recall_needed", "recall_far_needed"):
             assert getattr(again, figure) == run[figure], (run["session"], run["strategy"], figure)
+        assert asdict(again.strict) == run["strict"], (run["session"], run["strategy"])
         assert len(run["context_tokens"]) == run["requests"] and max(run["context_tokens"]) == run["peak_tokens"]
         assert sum(run["step_cost_usd"]) == pytest.approx(run["cost_usd"], rel=1e-6)
         recounted[(run["session"], run["strategy"])] = (again, run["survival_requests"], run["empty_requests"])
@@ -86,6 +88,9 @@ def test_every_figure_of_results_json_recounts_from_the_request_dumps(bench: tup
         for figure in ("recall", "recall_far"):  # the mean of the sessions'
             values = [getattr(t, figure) for t, _, _ in mine if getattr(t, figure) is not None]
             assert totals[figure] == pytest.approx(sum(values) / len(values)), (totals["strategy"], figure)
+        for figure in ("strict", "kwic_far", "outcome"):  # so is strict recall
+            values = [getattr(t.strict, figure) for t, _, _ in mine if getattr(t.strict, figure) is not None]
+            assert totals["strict"][figure] == pytest.approx(sum(values) / len(values)), (totals["strategy"], figure)
         assert totals["worst_request_recall"] == min(t.worst_request_recall for t, _, _ in mine)
         read, sent = sum(t.cache_read_tokens for t, _, _ in mine), sum(t.input_tokens for t, _, _ in mine)
         assert totals["cache_hit_ratio"] == pytest.approx(read / sent, rel=0.01)
@@ -132,13 +137,16 @@ TOTALS_MD = (("cost $", "cost_usd", MONEY, min), ("cost, summaries by LLM $", "c
              ("cost without cache $", "cost_no_cache_usd", MONEY, min), ("cache hits", "cache_hit_ratio", SHARE, max),
              ("peak tokens", "peak_tokens", COUNT, min), ("over window", "overflows", COUNT, min),
              ("violations", "violations", COUNT, min), ("survival", "survival.mean", SHARE, max),
-             ("recall", "recall", RECALL, max))
+             ("strict", "strict.strict", RECALL, max), ("recall", "recall", RECALL, max))
+STRICT_MD = tuple((title, f"strict.{name}", RECALL, max) for title, name in (
+    ("strict", "strict"), ("in context", "kwic"), ("in context, far", "kwic_far"), ("lines", "line"),
+    ("lines, far", "line_far"), ("outcome", "outcome"), ("outcome, far", "outcome_far")))
 SURVIVAL_MD = (("task", "survival.task", SHARE, max), ("edited files", "survival.edited", SHARE, max),
                ("last error", "survival.last_error", SHARE, max),
                ("latest output", "survival.latest_output", SHARE, max),
                ("mean", "survival.mean", SHARE, max), ("recall", "recall", RECALL, max),
                ("far recall", "recall_far", RECALL, max), ("worst request", "worst_request_recall", RECALL, max))
-"""Each column of the two totals tables of results.md: its title, the results.json figure, its format, the best."""
+"""Each column of the three totals tables of results.md: its title, the results.json figure, its format, the best."""
 
 
 def test_results_md_shows_the_figures_of_results_json_with_the_best_of_each_column_in_bold(
@@ -148,8 +156,8 @@ def test_results_md_shows_the_figures_of_results_json_with_the_best_of_each_colu
     _, out = bench
     data = json.loads((out / "results.json").read_text())
     text = (out / "results.md").read_text()
-    totals_table, survival_table = markdown_tables(text)[:2]
-    for table, columns in ((totals_table, TOTALS_MD), (survival_table, SURVIVAL_MD)):
+    totals_table, strict_table, survival_table = markdown_tables(text)[:3]
+    for table, columns in ((totals_table, TOTALS_MD), (strict_table, STRICT_MD), (survival_table, SURVIVAL_MD)):
         assert table["strategy"] == [title for title, *_ in columns]
         assert list(table)[1:] == data["strategies"]  # after the header
         for k, (title, figure, show, best) in enumerate(columns):
@@ -164,7 +172,8 @@ def test_results_md_shows_the_figures_of_results_json_with_the_best_of_each_colu
                 shown = "–" if value is None else show(value)
                 cell = table[strategy][k]
                 assert cell == (f"**{shown}**" if shown == top else shown), (strategy, title, cell)
-    assert "## What survived" in text and "## Per session" in text and CORPUS_SESSION in text
+    assert "## Strict recall" in text and "## What survived" in text and "## Per session" in text
+    assert CORPUS_SESSION in text
 
 
 def test_the_charts_label_their_axes_and_draw_the_window(bench: tuple[Report, Path], tmp_path: Path) -> None:
@@ -178,11 +187,12 @@ def test_the_charts_label_their_axes_and_draw_the_window(bench: tuple[Report, Pa
     assert set(window.get_ydata()) == {WINDOW}
     assert [text.get_text() for text in figure.legends[0].get_texts()] == labels
     written = write_plots(report, tmp_path)
-    assert {p.name for p in written} >= {"overview.png", "cost.png", "cost-recall.png", f"{report.sessions[0].slug}.png"}
+    assert {p.name for p in written} >= {"overview.png", "cost.png", "cost-strict.png", "cost-recall.png",
+                                      f"{report.sessions[0].slug}.png"}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
 
 
-def test_the_cost_recall_chart_has_one_point_per_strategy_and_window(bench: tuple[Report, Path]) -> None:
+def test_the_trade_off_charts_have_one_point_per_strategy_and_window(bench: tuple[Report, Path]) -> None:
     _, out = bench
     results = json.loads((out / "results.json").read_text())
     other = {**results, "window": 2 * WINDOW}  # as if a second bench had run at another window
@@ -190,13 +200,19 @@ def test_the_cost_recall_chart_has_one_point_per_strategy_and_window(bench: tupl
     none = next(t for t in results["totals"] if t["strategy"] == "none")
     default = next(p for p in points if p.strategy == "default" and p.window == WINDOW)
     totals = next(t for t in results["totals"] if t["strategy"] == "default")
-    assert (default.recall, default.cost) == (totals["recall"], totals["cost_usd"] / none["cost_usd"])
+    assert (default.strict, default.recall, default.cost) == (
+        totals["strict"]["strict"], totals["recall"], totals["cost_usd"] / none["cost_usd"])
     assert default.cost_llm == totals["cost_llm_usd"] / none["cost_usd"]
     assert len(points) == 2 * len(results["strategies"])
-    ax = cost_recall_chart(points).axes[0]
-    assert ax.get_ylabel() == "cost relative to the full history" and "recall" in ax.get_xlabel()
-    labelled = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
-    assert sorted(labelled) == sorted(f"{p.strategy}, {p.window:,}" for p in points)
+    for measure in ("strict", "recall"):
+        ax = trade_off_chart(points, measure).axes[0]
+        assert ax.get_ylabel() == "cost relative to the full history" and ax.get_xlabel().startswith(
+            "strict recall" if measure == "strict" else "forward-reference recall")
+        labelled = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+        assert sorted(labelled) == sorted(f"{p.strategy}, {p.window:,}" for p in points
+                                          if getattr(p, measure) is not None)
+        assert [x for line in ax.get_lines() if not line.get_label().startswith("_") for x in line.get_xdata()] == [
+            getattr(p, measure) for p in points if getattr(p, measure) is not None]
     assert trade_offs({**results, "totals": [t for t in results["totals"] if t["strategy"] != "none"]}) == []
 
 
@@ -251,7 +267,7 @@ def test_the_command_writes_results_charts_and_dumps(tmp_path: Path) -> None:
     assert sorted(p.name for p in dumps.iterdir()) == sorted(
         f"{slug}.{name}.jsonl" for slug in ("chats.json_0", "chats.json_1") for name in ("none", "window"))
     assert (out / "results.md").exists() and (out / "overview.png").exists() and (out / "plots").is_dir()
-    assert (out / "cost-recall.png").exists()
+    assert (out / "cost-strict.png").exists() and (out / "cost-recall.png").exists()
     assert "window 3,000 tokens" in result.output
     again = invoke(str(tmp_path / "chats.json"), "--window", "6000", "--strategies", "none,window", "--jobs", "1",
                    "--tokenizer", "estimate", "--out", str(tmp_path / "out-6k"), "--chart-with", str(out))

@@ -1,14 +1,14 @@
-"""Forward-reference recall: the token rule, what a reply needed, what a request held, and agreement with the referee."""
+"""Forward-reference recall: the token rule, what a reply needed, what a request held, and agreement with the referee
+(of recall and of strict recall, whose own tests are in test_replay_strict.py)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import SHARED, need_shared
+from conftest import SHARED
+from referee_oracle import STRATEGY_CYCLE, matching, referee_sessions
 from test_replay_run import Edited
 
 from contextfold import importers
@@ -16,6 +16,7 @@ from contextfold.conversation import Conversation, Header, Item, Text, ToolCall,
 from contextfold.replay import StrategyConfig, recount, replay, strategies
 from contextfold.replay.recall import Recall, session_needs, session_recall, specific_tokens
 from contextfold.replay.render import render_item
+from contextfold.replay.strict import MEASURES
 from contextfold.tokens import Estimator, exact_estimator
 
 ESTIMATE = Estimator()
@@ -100,65 +101,11 @@ def test_arguments_are_read_as_the_json_sent() -> None:
 
 # --------------------------------------------------------------------------- agreement with the referee
 
-STRATEGY_CYCLE = (("default", 16_000), ("claude-code", 16_000), ("window", 8_000), ("mask", 32_000),
-                  ("openhands", 16_000), ("default", 32_000))
-"""Strategy and window per referee session, in turn: every one loses something, and the suite stays quick."""
-
-
-@pytest.fixture(scope="module")
-def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """The reference scorer in ../shared/referee, imported as an independent oracle (never part of the project)."""
-    need_shared(SHARED / "referee" / "recall.py", "the referee")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken")))  # where it seeds its tokenizer
-        patch.syspath_prepend(str(SHARED))
-        from referee import cli, loaders, recall  # noqa: F401 - bound on the package, which the tests use
-        yield sys.modules["referee"]
-
-
-def referee_sessions() -> list[tuple[str, int]]:
-    """Every shared session file the referee reads, at each of its conversations (tau-bench: the first two)."""
-    corpus = SHARED / "corpus"
-    if not corpus.exists():
-        return []
-    sys.path.insert(0, str(SHARED))
-    try:
-        from referee import loaders
-    finally:
-        sys.path.remove(str(SHARED))
-    found = []
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
-        try:
-            count = len(loaders.load_all(path))
-        except loaders.UnsupportedFormat:
-            continue
-        found += [(str(path.relative_to(corpus)), index) for index in range(min(count, 2))]
-    return found
-
-
-def matching(conversations: list[Conversation], trajectory: object) -> Conversation:
-    """Our conversation of the referee's trajectory: the one whose replies make the same tool calls.
-
-    (Importers may differ elsewhere: the referee drops a hive-mind log's
-    sub-agent sessions, which ours keeps as conversations of their own.)
-    """
-
-    def calls(messages: list[dict]) -> list[list[str]]:
-        return [[c["function"]["arguments"] for c in m.get("tool_calls") or []] for m in messages
-                if m["role"] == "assistant"]
-
-    theirs = calls(trajectory.messages)  # type: ignore[attr-defined]
-    for conversation in conversations:
-        if calls([m.data for m in map(render_item, conversation.items) if m is not None]) == theirs:
-            return conversation
-    raise AssertionError("no conversation of ours makes the referee's tool calls")
-
-
-SESSIONS = referee_sessions()
+SESSIONS = referee_sessions(SHARED)
 
 
 @pytest.mark.parametrize(("file", "index"), SESSIONS or [pytest.param("", 0, id="no-shared-corpus")])
-def test_recall_agrees_with_the_referee_on_every_shared_session(
+def test_recall_and_strict_recall_agree_with_the_referee_on_every_shared_session(
     referee: ModuleType, corpus_dir: Path, tokenizers_dir: Path, tmp_path: Path, file: str, index: int
 ) -> None:
     name, window = STRATEGY_CYCLE[SESSIONS.index((file, index)) % len(STRATEGY_CYCLE)]
@@ -175,3 +122,12 @@ def test_recall_agrees_with_the_referee_on_every_shared_session(
         if mine is not None:
             assert mine == pytest.approx(reference, abs=0.005), (name, window)
     assert (ours.recall_needed, ours.recall_far_needed) == (theirs["needed"], theirs["needed_far"])
+    strict = referee.strict.strict(trajectory, referee.cli.read_requests(str(dump)))
+    for measure in MEASURES:  # strict recall (contextfold.replay.strict): within 0.01 of the referee's strict.py
+        mine, reference = getattr(ours.strict, measure), strict[measure]
+        assert (mine is None) == (reference is None), measure
+        if mine is not None:
+            assert mine == pytest.approx(reference, abs=0.01), (measure, name, window)
+    assert (ours.strict.kwic_needed, ours.strict.kwic_far_needed, ours.strict.line_needed,
+            ours.strict.line_far_needed) == (strict["needed_tokens"], strict["needed_far_tokens"],
+                                             strict["needed_lines"], strict["needed_far_lines"])

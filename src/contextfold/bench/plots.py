@@ -5,11 +5,14 @@
 * ``overview.png``: the same for the sessions that grow the largest, side by side;
 * ``cost.png``: cumulative cost per strategy, summed over every session by
   request number (a session that has ended adds its final cost);
-* ``cost-recall.png``: the trade-off at a glance, one point per strategy and
-  window: forward-reference recall across, cost relative to the full history
-  up (a filled marker with summaries free, a hollow one joined to it with
-  summaries priced as LLM calls). Earlier benches' ``results.json`` (other
-  windows) can be drawn in the same chart.
+* ``cost-strict.png``, the headline: the trade-off at a glance, one point per
+  strategy and window: strict recall across (what the replies went on to use,
+  held with its context: :mod:`contextfold.replay.strict`), cost relative to
+  the full history up (a filled marker with summaries free, a hollow one
+  joined to it with summaries priced as LLM calls). Earlier benches'
+  ``results.json`` (other windows) can be drawn in the same chart;
+* ``cost-recall.png``: the same against forward-reference recall, which a
+  bare list of identifiers can raise (compare the two).
 
 matplotlib (the ``bench`` extra) is imported only here, and only when a
 chart is drawn; the figures are drawn with its object API on the Agg canvas,
@@ -39,16 +42,24 @@ _STYLES = ("-", "--", "-.", ":")
 
 
 MARKERS = ("o", "s", "D", "^", "v", "P")
-"""One marker shape per window in the cost-versus-recall chart."""
+"""One marker shape per window in the trade-off charts."""
+
+MEASURES = {
+    "strict": "strict recall (share of what was used later that the request held with its context)",
+    "recall": "forward-reference recall (share of the facts used later that the request still held)",
+}
+"""The measures a trade-off chart can draw across, with their axis labels."""
 
 
 @dataclass(frozen=True)
 class TradeOff:
-    """One point of the cost-versus-recall chart: a strategy at a window, its recall, its costs relative to ``none``."""
+    """One point of a trade-off chart: a strategy at a window, its strict recall and recall, its costs relative to
+    ``none`` (a measure is ``None`` when no request needed anything, or in a bench from before it was reported)."""
 
     strategy: str
     window: int
-    recall: float
+    strict: float | None
+    recall: float | None
     cost: float
     cost_llm: float
 
@@ -67,7 +78,7 @@ def write_plots(
     """Every chart of ``report`` into ``folder``; the paths written (see :func:`require_matplotlib`).
 
     ``other_results`` are ``results.json`` files of other benches whose
-    points join the cost-versus-recall chart.
+    points join the trade-off charts.
     """
     plots = folder / "plots"
     plots.mkdir(parents=True, exist_ok=True)
@@ -78,39 +89,41 @@ def write_plots(
     points = [point for path in other_results for point in trade_offs(json.loads(path.read_text(encoding="utf-8")))]
     points += trade_offs({"window": report.settings.window_tokens,
                           "totals": [asdict(t) for t in report.totals()]})
-    written.append(_save(cost_recall_chart(points), folder / "cost-recall.png", dpi))
+    written += [_save(trade_off_chart(points, measure), folder / f"cost-{measure}.png", dpi) for measure in MEASURES]
     return written
 
 
 def trade_offs(results: dict[str, Any]) -> list[TradeOff]:
-    """The chart's points of one bench (its ``results.json`` data): strategies with a recall, when ``none`` ran."""
+    """The charts' points of one bench (its ``results.json`` data): every strategy, when ``none`` ran."""
     totals = results["totals"]
     base = next((t["cost_usd"] for t in totals if t["strategy"] == "none"), None)
     if not base:
         return []
-    return [TradeOff(t["strategy"], results["window"], t["recall"], t["cost_usd"] / base, t["cost_llm_usd"] / base)
-            for t in totals if t.get("recall") is not None]
+    return [TradeOff(t["strategy"], results["window"], (t.get("strict") or {}).get("strict"), t.get("recall"),
+                     t["cost_usd"] / base, t["cost_llm_usd"] / base) for t in totals]
 
 
-def cost_recall_chart(points: Sequence[TradeOff]) -> Figure:
-    """Cost relative to the full history against recall, one point per strategy and window (see the module docstring)."""
+def trade_off_chart(points: Sequence[TradeOff], measure: str = "strict") -> Figure:
+    """Cost relative to the full history against ``measure`` (a key of :data:`MEASURES`), one point per strategy and
+    window that has it (see the module docstring)."""
     figure = _figure((8, 5))
     ax = figure.subplots()
-    names = list(dict.fromkeys(p.strategy for p in points))
-    windows = sorted({p.window for p in points})
-    for p in points:
+    drawn = [(p, x) for p, x in ((p, getattr(p, measure)) for p in points) if x is not None]
+    names = list(dict.fromkeys(p.strategy for p, _ in drawn))
+    windows = sorted({p.window for p, _ in drawn})
+    for p, x in drawn:
         style = _line(p.strategy, names)
         marker = MARKERS[windows.index(p.window) % len(MARKERS)]
-        ax.plot([p.recall, p.recall], [p.cost, p.cost_llm], color=style["color"], linewidth=1, zorder=style["zorder"])
-        ax.plot([p.recall], [p.cost_llm], marker=marker, markersize=7, linestyle="none", markerfacecolor="white",
+        ax.plot([x, x], [p.cost, p.cost_llm], color=style["color"], linewidth=1, zorder=style["zorder"])
+        ax.plot([x], [p.cost_llm], marker=marker, markersize=7, linestyle="none", markerfacecolor="white",
                 color=style["color"], zorder=style["zorder"])
-        ax.plot([p.recall], [p.cost], marker=marker, markersize=7, linestyle="none", color=style["color"],
+        ax.plot([x], [p.cost], marker=marker, markersize=7, linestyle="none", color=style["color"],
                 label=f"{p.strategy}, {p.window:,}", zorder=style["zorder"])
-        ax.annotate(p.strategy, (p.recall, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
-    ax.set_xlabel("forward-reference recall (share of the facts used later that the request still held)")
+        ax.annotate(p.strategy, (x, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
+    ax.set_xlabel(MEASURES[measure])
     ax.set_ylabel("cost relative to the full history")
-    ax.set_title("Cost against recall (filled: summaries free; hollow: summaries priced as LLM calls)",
-                 fontsize="medium")
+    ax.set_title(f"Cost against {MEASURES[measure].split(' (')[0]} (filled: summaries free; hollow: summaries priced "
+                 "as LLM calls)", fontsize="medium")
     ax.grid(alpha=0.3)
     _legend(figure)
     return figure

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..replay.probes import PROBES
 from ..replay.recall import SessionRecall, mean_recall
+from ..replay.strict import SessionStrict, mean_strict
 from .run import BenchRun, Session, Settings, Skipped
 
 
@@ -41,6 +42,8 @@ class StrategyTotals:
     recall: float | None
     recall_far: float | None
     worst_request_recall: float | None
+    strict: SessionStrict
+    """Strict recall (:mod:`contextfold.replay.strict`): each figure the mean of the sessions' that have it."""
 
 
 def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
@@ -58,6 +61,7 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
     survival["mean"] = sum(counted) / len(counted) if counted else None
     recall = mean_recall([SessionRecall(t.recall, t.recall_far, t.worst_request_recall, t.recall_needed,
                                         t.recall_far_needed) for t in totals])
+    strict = mean_strict([t.strict for t in totals])
     return StrategyTotals(
         strategy=strategy,
         sessions=len(mine),
@@ -73,6 +77,7 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         recall=recall.recall,
         recall_far=recall.recall_far,
         worst_request_recall=recall.worst_request_recall,
+        strict=strict,
     )
 
 
@@ -168,7 +173,29 @@ TOTALS_COLUMNS = (
     Column("over window", lambda t: t.overflows, _count),
     Column("violations", lambda t: t.violations, _count),
     Column("survival", lambda t: t.survival["mean"], _share, lower_is_better=False),
+    Column("strict", lambda t: t.strict.strict, _recall, lower_is_better=False),
     Column("recall", lambda t: t.recall, _recall, lower_is_better=False),
+)
+
+
+def _strict_figure(name: str) -> Callable[[Any], float | None]:
+    """A strategy's strict recall figure ``name`` (a field of :class:`SessionStrict`)."""
+    return lambda totals: getattr(totals.strict, name)
+
+
+STRICT_COLUMNS = tuple(
+    Column(title, _strict_figure(name), _recall, lower_is_better=False)
+    for name, title in (("strict", "strict"), ("kwic", "in context"), ("kwic_far", "in context, far"),
+                        ("line", "lines"), ("line_far", "lines, far"), ("outcome", "outcome"),
+                        ("outcome_far", "outcome, far"))
+)
+STRICT_INTRO = (
+    "What each recorded reply went on to use, still in its request *with its context*, which a bare list of "
+    "identifiers cannot satisfy: in context, the specific tokens the reply wrote that were held with 24 characters "
+    "of their earlier line on each side; lines, the lines it wrote that occurred earlier, held verbatim; outcome, "
+    "the share of the last error (its line and the failing frame) and the last test-result line held. Strict is "
+    "the mean of the three; far counts only what occurred before the last 6 messages. Each figure is the mean over "
+    "sessions of a session's figure (pooled over its requests), with the definitions of the shared referee."
 )
 RECALL_COLUMNS = (
     Column("recall", lambda t: t.recall, _recall, lower_is_better=False),
@@ -245,7 +272,7 @@ def _per_session(report: Report) -> list[str]:
 
 
 def results_markdown(report: Report) -> str:
-    """``results.md``: the totals per strategy, what survived, and cost per session."""
+    """``results.md``: the totals per strategy, strict recall, what survived, and cost per session."""
     s = report.settings
     totals = report.totals()
     intro = (
@@ -265,6 +292,12 @@ def results_markdown(report: Report) -> str:
         intro,
         "",
         *table([(t.strategy, t) for t in totals], TOTALS_COLUMNS, "strategy"),
+        "",
+        "## Strict recall",
+        "",
+        STRICT_INTRO,
+        "",
+        *table([(t.strategy, t) for t in totals], STRICT_COLUMNS, "strategy"),
         "",
         "## What survived",
         "",

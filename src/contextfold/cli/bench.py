@@ -51,7 +51,7 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
               help="Write results.json and results.md only (no matplotlib needed).")
 @click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="An earlier bench's --out folder (another window) whose points join the cost-versus-recall chart.")
+              help="An earlier bench's --out folder (another window) whose points join the cost-versus-strict-recall and cost-versus-recall charts.")
 @reports_errors
 def bench_command(
     paths: tuple[Path, ...],
@@ -101,8 +101,8 @@ def bench_command(
 
 def totals_table(totals: list[StrategyTotals], window: int) -> Table:
     """The per-strategy totals for the terminal."""
-    table = Table("strategy", "cost", "LLM summ.", "no cache", "cached", "peak", "over", "viol.", "survival", "recall",
-                  "far", title=f"window {window:,} tokens, costs in USD (LLM summ.: summaries priced as LLM calls)",
+    table = Table("strategy", "cost", "LLM summ.", "no cache", "cached", "peak", "over", "viol.", "survival", "strict",
+                  "recall", "far", title=f"window {window:,} tokens, costs in USD (LLM summ.: summaries priced as LLM calls)",
                   title_justify="left")
 
     def share(value: float | None, style: str) -> str:
@@ -111,5 +111,6 @@ def totals_table(totals: list[StrategyTotals], window: int) -> Table:
     for t in totals:
         table.add_row(t.strategy, f"{t.cost_usd:,.2f}", f"{t.cost_llm_usd:,.2f}", f"{t.cost_no_cache_usd:,.2f}",
                       f"{t.cache_hit_ratio:.1%}", f"{t.peak_tokens:,}", f"{t.overflows:,}", f"{t.violations:,}",
-                      share(t.survival["mean"], ".1%"), share(t.recall, ".3f"), share(t.recall_far, ".3f"))
+                      share(t.survival["mean"], ".1%"), share(t.strict.strict, ".3f"), share(t.recall, ".3f"),
+                      share(t.recall_far, ".3f"))
     return table

@@ -124,7 +124,7 @@ def _sessions(
 
 
 def totals_table(totals: Totals) -> Table:
-    """The totals for a person: tokens, cache, cost, window, invariants, survival and recall."""
+    """The totals for a person: tokens, cache, cost, window, invariants, survival, recall and strict recall."""
     table = Table("figure", "value", title=f"{totals.session}: strategy {totals.strategy}, window "
                   f"{totals.window:,} tokens ({totals.tokenizer})", title_justify="left")
     peak_share = totals.peak_tokens / totals.window
@@ -148,6 +148,15 @@ def totals_table(totals: Totals) -> Table:
         (f"all ({totals.recall_needed:,} needed)", totals.recall),
         (f"far ({totals.recall_far_needed:,} needed)", totals.recall_far),
         ("worst request", totals.worst_request_recall))]
+    strict = totals.strict
+    rows += [(f"strict recall: {label}", "-" if value is None else f"{value:.1%}") for label, value in (
+        ("strict (mean of the three)", strict.strict),
+        (f"in context ({strict.kwic_needed:,} needed)", strict.kwic),
+        (f"in context, far ({strict.kwic_far_needed:,} needed)", strict.kwic_far),
+        (f"lines ({strict.line_needed:,} needed)", strict.line),
+        (f"lines, far ({strict.line_far_needed:,} needed)", strict.line_far),
+        ("outcome (last error, last test result)", strict.outcome),
+        ("outcome, far", strict.outcome_far))]
     for row in rows:
         table.add_row(*row)
     return table

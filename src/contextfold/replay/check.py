@@ -6,7 +6,7 @@ message from scratch (each distinct message once), rebuilds the cache
 prefix by comparing consecutive agent requests message by message,
 re-prices everything, re-checks the invariants on the dumped messages, and
 (given the original session) re-runs the probes by text search in the
-dumped messages, and recall in them. What it shares with the replayer is
+dumped messages, and recall and strict recall in them. What it shares with the replayer is
 only the rules (how a message is counted, how a request is priced and
 totalled, what a probe and recall look for), not any figure.
 """
@@ -31,6 +31,7 @@ from .recall import Recall, session_needs
 from .recall import evaluate as evaluate_recall
 from .render import Message, as_message, render_item, render_tools, tools_tokens
 from .result import AGENT, RequestRecord, Totals, priced, summarize
+from .strict import Strict, StrictSession, searchable
 from .summary_price import INSTRUCTION, SummaryPricer
 
 
@@ -54,7 +55,8 @@ def recount(
     rules = _DumpedRules(session)
     probes = SessionProbes(session) if session is not None else None
     needs = session_needs(session) if session is not None else {}
-    haystack, recall_haystack = Haystack(), Haystack()
+    strict_session = StrictSession(session) if session is not None else None
+    haystack, recall_haystack, strict_haystack = Haystack(), Haystack(), Haystack()
     records: list[RequestRecord] = []
     cache: PromptCache[str] = PromptCache(ttl)
     instruction = counter.key(INSTRUCTION)
@@ -68,6 +70,7 @@ def recount(
         llm_summary_usd = 0.0
         survival: Survival | None = None
         recall: Recall | None = None
+        strict: Strict | None = None
         violations: tuple[str, ...] = ()
         if request.kind == AGENT:
             previous = cache.previous
@@ -82,11 +85,15 @@ def recount(
                 survival = evaluate(probes.at(request.index), contains)
                 wire = {key: counter.text(key, m, decode_arguments=False) for key, m in zip(keys, request.messages)}
                 recall = evaluate_recall(needs.get(request.index), recall_haystack.searcher(wire))
+            if strict_session is not None:
+                lines = {key: searchable(counter.read(key, m).item) for key, m in zip(keys, request.messages)}
+                strict = strict_session.evaluate(request.index, strict_haystack.searcher(lines))
             violations = rules.check(request)
         records.append(
             priced(prices, step=request.step, index=request.index, kind=request.kind, time_s=request.time_s,
                    input_tokens=tools + sum(tokens), cache_read_tokens=read, output_tokens=request.output_tokens,
-                   llm_summary_usd=llm_summary_usd, survival=survival, recall=recall, violations=violations)
+                   llm_summary_usd=llm_summary_usd, survival=survival, recall=recall, strict=strict,
+                   violations=violations)
         )
     return summarize(records, session=str(dump_path), strategy="", tokenizer=tokenizer.text.name, window=window,
                      max_output_tokens=max_output_tokens)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..conversation import Conversation
 from ..pipeline.importance import specific_tokens
-from .render import render_item
+from .render import recorded_messages
 
 FAR_MESSAGES = 6
 """Messages before a reply that count as recent: a token found only further back is a far one."""
@@ -55,13 +55,9 @@ class Recall:
 def session_needs(recording: Conversation) -> dict[int, Needed]:
     """The needed tokens of every recorded reply, by the reply's index in ``recording.items``.
 
-    The recording is read as a request would carry it: its system items
-    first, then every item, each as the message it renders to (an item with
-    nothing to send is no message).
+    The recording is read as a request would carry it (:func:`~.render.recorded_messages`).
     """
-    messages = [(None, m) for m in map(render_item, recording.header.system) if m is not None]
-    messages += [(index, m) for index, m in ((i, render_item(item)) for i, item in enumerate(recording.items))
-                 if m is not None]
+    messages = recorded_messages(recording)
     tokens = [specific_tokens(message.wire_text) for _, message in messages]
     system = set().union(*(t for t, (_, m) in zip(tokens, messages) if m.data.get("role") == "system"))
     seen: set[str] = set()

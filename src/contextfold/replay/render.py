@@ -92,6 +92,18 @@ def render_item(item: Item) -> Message | None:
     return rendered
 
 
+def recorded_messages(recording: Conversation) -> list[tuple[int | None, Message]]:
+    """A recording read as a request would carry it: its system items first, then every item, each as the
+    message it renders to, with the item's index (``None`` for a system item); an item with nothing to send
+    is no message."""
+    messages: list[tuple[int | None, Message]] = [
+        (None, m) for m in map(render_item, recording.header.system) if m is not None
+    ]
+    messages += [(index, m) for index, m in ((i, render_item(item)) for i, item in enumerate(recording.items))
+                 if m is not None]
+    return messages
+
+
 def render_request(request: Conversation, estimator: Estimator) -> tuple[list[Message], list[int]]:
     """The request's messages (the header's system items, its pinned items, the conversation) and the tokens of each.
 

@@ -16,6 +16,7 @@ from ..pipeline.base import Prices
 from .cost import cost_usd
 from .probes import PROBES, Survival
 from .recall import Recall, session_recall
+from .strict import SessionStrict, Strict, session_strict
 
 AGENT, SUMMARIZER = "agent", "summarizer"
 
@@ -30,7 +31,7 @@ class RequestRecord:
     prompt, of which ``cache_read_tokens`` came from the cache and
     ``cache_write_tokens`` were written to it; the rest was read uncached
     (only summarizer requests, which are priced without a cache).
-    ``survival``, ``recall`` and ``violations`` are for agent requests only.
+    ``survival``, ``recall``, ``strict`` and ``violations`` are for agent requests only.
     ``cost_llm_usd`` is ``cost_usd`` plus, for an agent request that brings a
     summary no summarizer request paid for, what an LLM would have charged to
     write it (:mod:`.summary_price`).
@@ -49,6 +50,7 @@ class RequestRecord:
     cost_llm_usd: float = 0.0
     survival: Survival | None = None
     recall: Recall | None = None
+    strict: Strict | None = None
     violations: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +73,7 @@ def priced(
     llm_summary_usd: float = 0.0,
     survival: Survival | None = None,
     recall: Recall | None = None,
+    strict: Strict | None = None,
     violations: tuple[str, ...] = (),
 ) -> RequestRecord:
     """A record with its costs: an agent request writes to the cache all it did not read from it; a summarizer
@@ -94,6 +97,7 @@ def priced(
         cost_llm_usd=cost + llm_summary_usd,
         survival=survival,
         recall=recall,
+        strict=strict,
         violations=violations,
     )
 
@@ -109,8 +113,10 @@ class Totals:
     ``recall`` and ``recall_far`` are forward-reference recall weighted by
     the ``recall_needed`` (``recall_far_needed``) tokens of the requests
     (:mod:`.recall`), ``worst_request_recall`` the lowest of one request;
-    ``None`` when no request needed anything. ``cost_llm_usd`` is the cost
-    with every summary priced as if an LLM had written it.
+    ``None`` when no request needed anything. ``strict`` is strict recall
+    (:mod:`.strict`): keyword in context, verbatim lines, last error and
+    test result, each with its far variant, and their mean. ``cost_llm_usd`` is the cost with every
+    summary priced as if an LLM had written it.
     """
 
     session: str
@@ -140,6 +146,7 @@ class Totals:
     worst_request_recall: float | None = None
     recall_needed: int = 0
     recall_far_needed: int = 0
+    strict: SessionStrict = field(default_factory=SessionStrict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -196,6 +203,7 @@ def summarize(
         worst_request_recall=recall.worst_request_recall,
         recall_needed=recall.needed,
         recall_far_needed=recall.needed_far,
+        strict=session_strict(r.strict for r in agent),
     )
 
 

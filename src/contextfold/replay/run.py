@@ -8,7 +8,7 @@ measured (:mod:`.render`: the request as Chat Completions messages, each
 counted once per item), priced with the prompt cache (:mod:`.cost`) and with
 its new summaries priced as LLM calls (:mod:`.summary_price`), probed for
 what survived (:mod:`.probes`) and what the reply went on to use
-(:mod:`.recall`), and checked (:mod:`.invariants`); the
+(:mod:`.recall`, and with its context :mod:`.strict`), and checked (:mod:`.invariants`); the
 strategy hears back a simulated usage. The replayer reads each request before
 asking for the next, so a strategy may hand back a conversation it goes on
 extending.
@@ -45,6 +45,7 @@ from .render import (
     tools_tokens,
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
+from .strict import StrictSession, searchable
 from .summary_price import INSTRUCTION, SummaryPricer
 
 Progress = Callable[[int, int], None]
@@ -85,9 +86,11 @@ class _Replay:
         self.dump = dump
         self.probes = SessionProbes(recording)
         self.needs = session_needs(recording)
+        self.strict = StrictSession(recording)
         self.invariants = RecordingInvariants(recording)
         self.haystack = Haystack()
         self.recall_haystack = Haystack()
+        self.strict_haystack = Haystack()
         self.records: list[RequestRecord] = []
         self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
         instruction = as_message(INSTRUCTION)
@@ -124,6 +127,7 @@ class _Replay:
             survival=evaluate(self.probes.at(step.index), self.haystack.searcher({m: m.text for m in messages})),
             recall=evaluate_recall(self.needs.get(step.index),
                                    self.recall_haystack.searcher({m: m.wire_text for m in messages})),
+            strict=self.strict.evaluate(step.index, self.strict_haystack.searcher({m: searchable(m.item) for m in messages})),
             violations=self.invariants.check(request, step.index),
         )
         self.records.append(record)

@@ -1,0 +1,56 @@
+"""The shared referee (``../shared/referee``) as an independent oracle: which sessions it reads, and ours of each.
+
+Used by the agreement tests (recall, strict recall) and ``benchmarks/strict_agreement.py``; the referee
+itself is never part of the project.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from contextfold.conversation import Conversation
+from contextfold.replay.render import render_item
+
+STRATEGY_CYCLE = (("default", 16_000), ("claude-code", 16_000), ("window", 8_000), ("mask", 32_000),
+                  ("openhands", 16_000), ("default", 32_000))
+"""Strategy and window per referee session, in turn: every one loses something, and the suite stays quick."""
+
+
+def referee_sessions(shared: Path, per_file: int = 2) -> list[tuple[str, int]]:
+    """Every session file of ``shared``'s corpus the referee reads, at each of its first ``per_file`` conversations."""
+    corpus = shared / "corpus"
+    if not corpus.exists():
+        return []
+    sys.path.insert(0, str(shared))
+    try:
+        from referee import loaders
+    finally:
+        sys.path.remove(str(shared))
+    found = []
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+        try:
+            count = len(loaders.load_all(path))
+        except loaders.UnsupportedFormat:
+            continue
+        found += [(str(path.relative_to(corpus)), index) for index in range(min(count, per_file))]
+    return found
+
+
+def matching(conversations: list[Conversation], trajectory: Any) -> Conversation:
+    """Our conversation of the referee's trajectory: the one whose replies make the same tool calls.
+
+    (Importers may differ elsewhere: the referee drops a hive-mind log's
+    sub-agent sessions, which ours keeps as conversations of their own.)
+    """
+
+    def calls(messages: list[dict[str, Any]]) -> list[list[str]]:
+        return [[c["function"]["arguments"] for c in m.get("tool_calls") or []] for m in messages
+                if m["role"] == "assistant"]
+
+    theirs = calls(trajectory.messages)
+    for conversation in conversations:
+        if calls([m.data for m in map(render_item, conversation.items) if m is not None]) == theirs:
+            return conversation
+    raise AssertionError("no conversation of ours makes the referee's tool calls")
