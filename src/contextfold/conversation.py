@@ -22,12 +22,11 @@ lossless).
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Literal
 
 from .errors import InvalidContent, UnknownRole
 
@@ -46,90 +45,104 @@ def _empty() -> Mapping[str, Any]:
 
 # --------------------------------------------------------------------------- blocks
 
-BlockType = TypeVar("BlockType", bound=type)
-
-
-def _block(cls: BlockType) -> BlockType:
-    """Declare a block type: a frozen, slotted dataclass whose last field is ``extra`` (the provider's fields
-    the model has no slot for, such as ``cache_control``, kept for lossless round trips) and whose ``kind``
-    is its name in snake case (``ToolCall.kind == "tool_call"``, the tag of its JSON form)."""
-    cls.__annotations__["extra"] = "Mapping[str, Any]"
-    cls.extra = field(default_factory=_empty)  # type: ignore[attr-defined]
-    cls.kind = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()  # type: ignore[attr-defined]
-    return dataclass(frozen=True, slots=True)(cls)  # type: ignore[return-value]
-
-
-@_block
+@dataclass(frozen=True, slots=True)
 class Text:
-    """Plain text. ``extra`` keeps provider fields such as ``cache_control``."""
+    """Plain text."""
 
+    kind: ClassVar[Literal["text"]] = "text"
     text: str
+    """The text, as the model reads it."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for (``cache_control``, ...), kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class Image:
     """An image, by URL (``data:`` URLs included) or as base64 ``data``."""
 
+    kind: ClassVar[Literal["image"]] = "image"
     url: str | None = None
+    """Where the provider fetches it, or a ``data:`` URL."""
     data: str | None = None
+    """The image itself, base64-encoded."""
     media_type: str | None = None
+    """``image/png``, ``image/jpeg``, ... when known."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class Document:
-    """A document (PDF, plain text, file reference); ``source`` is the provider's own."""
+    """A document (PDF, plain text, file reference)."""
 
+    kind: ClassVar[Literal["document"]] = "document"
     source: Mapping[str, Any]
+    """The provider's own description of the document (its bytes, URL or file id)."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class Thinking:
-    """Model reasoning. ``signature`` must be sent back verbatim where the provider gave one."""
+    """Model reasoning."""
 
+    kind: ClassVar[Literal["thinking"]] = "thinking"
     thinking: str
+    """The reasoning text."""
     signature: str | None = None
+    """Sent back verbatim where the provider gave one (it checks the reasoning was not altered)."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class RedactedThinking:
     """Encrypted reasoning the provider returned; opaque to us, sent back as is."""
 
+    kind: ClassVar[Literal["redacted_thinking"]] = "redacted_thinking"
     data: str
+    """The encrypted reasoning, exactly as received."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call the assistant made.
+    """A call the assistant made."""
 
-    ``arguments`` is the parsed JSON object. ``raw_arguments`` is the exact
-    string the provider sent when its format carries arguments as a string
-    (OpenAI), kept so the request can be reproduced byte for byte; whoever
-    changes ``arguments`` must set ``raw_arguments`` to ``None``, or the stale
-    string is what gets sent.
-    """
-
+    kind: ClassVar[Literal["tool_call"]] = "tool_call"
     id: str
+    """The call's id, which its :class:`ToolResult` answers."""
     name: str
+    """The tool called."""
     arguments: Mapping[str, Any] = field(default_factory=_empty)
+    """The parsed JSON object of arguments."""
     raw_arguments: str | None = None
+    """The exact string the provider sent when its format carries arguments as a string (OpenAI), kept so the
+    request can be reproduced byte for byte; whoever changes ``arguments`` must set this to ``None``, or the
+    stale string is what gets sent."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The answer to one :class:`ToolCall`.
+    """The answer to one :class:`ToolCall`."""
 
-    ``content`` is a string or a tuple of content blocks (text, image,
-    document). ``is_error`` is ``None`` when the source did not say.
-    ``tool_name`` and ``arguments`` describe the call that produced this
-    result; the conversation fills them in, so stages can reason about a
-    result (which file did this read?) without searching for its call.
-    """
-
+    kind: ClassVar[Literal["tool_result"]] = "tool_result"
     call_id: str
+    """The id of the call answered."""
     content: str | tuple[Block, ...] = ""
+    """A string, or a tuple of content blocks (text, image, document)."""
     is_error: bool | None = None
+    """Whether the tool failed; ``None`` when the source did not say."""
     tool_name: str | None = None
+    """The tool of the call that produced this result; the conversation fills it in, so stages can reason
+    about a result (which file did this read?) without searching for its call."""
     arguments: Mapping[str, Any] | None = None
+    """The arguments of that call, filled in the same way."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
     @property
     def text(self) -> str:
@@ -139,18 +152,20 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, Text))
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class Summary:
-    """A summary written by contextfold in place of a span of items.
+    """A summary written by contextfold in place of a span of items; it is sent to providers as text."""
 
-    ``covers`` counts the items it replaced; it is sent to providers as text.
-    The first ``preamble`` characters of ``text`` introduce it to the model
-    (the pipeline writes them); :attr:`body` is what the summarizer wrote.
-    """
-
+    kind: ClassVar[Literal["summary"]] = "summary"
     text: str
+    """The whole text sent, preamble included."""
     covers: int = 0
+    """How many items it replaced."""
     preamble: int = 0
+    """The first ``preamble`` characters of ``text`` introduce it to the model (the pipeline writes them);
+    :attr:`body` is what the summarizer wrote."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
     @property
     def body(self) -> str:
@@ -158,16 +173,17 @@ class Summary:
         return self.text[self.preamble :].lstrip()
 
 
-@_block
+@dataclass(frozen=True, slots=True)
 class Opaque:
-    """A block of a kind we do not model, carried through untouched.
+    """A block of a kind we do not model, carried through untouched."""
 
-    ``provider`` names the format it came from (``"anthropic"``, ``"openai"``,
-    ``"responses"``); ``data`` is the block exactly as received.
-    """
-
+    kind: ClassVar[Literal["opaque"]] = "opaque"
     data: Mapping[str, Any]
+    """The block exactly as received."""
     provider: str | None = None
+    """The format it came from (``"anthropic"``, ``"openai"``, ``"responses"``)."""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
 Block = Text | Image | Document | Thinking | RedactedThinking | ToolCall | ToolResult | Summary | Opaque
@@ -479,9 +495,9 @@ class Conversation:
             self._calls[call.id] = call
         result = item.tool_result
         if result is not None and result.tool_name is None:
-            call = self._calls.get(result.call_id)
-            if call is not None:
-                item = item.with_blocks((replace(result, tool_name=call.name, arguments=call.arguments),))
+            answered = self._calls.get(result.call_id)
+            if answered is not None:
+                item = item.with_blocks((replace(result, tool_name=answered.name, arguments=answered.arguments),))
         self._items.append(item)
         return item
 
