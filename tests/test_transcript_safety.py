@@ -17,6 +17,7 @@ from contextfold.conversation import user
 from contextfold.errors import (
     ContextfoldError,
     SessionExists,
+    StoreUnavailable,
     SessionNotFound,
     TranscriptError,
     TranscriptForked,
@@ -172,39 +173,58 @@ class FullDisk:
         monkeypatch.setattr(transcript_module.os, "write", write)
 
 
-def test_a_full_disk_then_freed_loses_nothing_and_says_so_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_a_full_disk_raises_at_the_first_refused_add_and_writes_everything_once_freed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(monkeypatch)
     context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION)
     context.add(messages("m0"))
     disk.full = True
+    with pytest.raises(StoreUnavailable, match="No space left") as refused:
+        context.add(messages("m1"))
+    assert refused.value.waiting == 1 and [i.text for i in context.history] == ["m0", "m1"]  # kept, not added again
+    with pytest.raises(StoreUnavailable):
+        context.add(messages("m2"))
+    disk.full = False
+    context.add(messages("m3"))  # the waiting records go first, in order
+    context.close()
+    assert [i.text for i in Transcript.load(transcript_path(tmp_path, SESSION)).conversation] == ["m0", "m1", "m2", "m3"]
+
+
+def test_in_memory_mode_a_full_disk_then_freed_loses_nothing_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    disk = FullDisk(monkeypatch)
+    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION, on_store_failure="memory")
+    context.add(messages("m0"))
+    disk.full = True
     for n in range(1, 40):
         context.add(messages(f"m{n}"))
-    assert context.transcript is not None and context.transcript.waiting >= 39
+    assert context.transcript is not None and context.transcript.waiting == 39
     disk.full = False
     context.add(messages("m40"))
     assert context.transcript.waiting == 0
     actions = [e.action for e in context.events if e.stage == "transcript"]
-    assert actions == ["waiting", "recovered"]
-    assert "retried on the next write" in caplog.text and "writes resumed" in caplog.text
+    assert actions == ["waiting"] * 39 + ["recovered"]  # an event for every refused write, one when it is over
+    assert "wait in memory" in caplog.text and "accepts again" in caplog.text
     context.close()
     assert [i.text for i in Transcript.load(transcript_path(tmp_path, SESSION)).conversation] == [
         f"m{n}" for n in range(41)]
 
 
-def test_close_on_a_full_disk_releases_the_lock_and_reports_the_loss(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_close_on_a_full_disk_raises_and_can_be_called_again_once_freed(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(monkeypatch)
-    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION)
+    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION, on_store_failure="memory")
     context.add(messages("kept"))
     disk.full = True
-    context.add(messages("refused"))
-    context.close()
-    assert context.transcript is None and context.events[-1].action == "lost"
-    assert "1 record(s)" in context.events[-1].detail
+    context.add(messages("waiting"))
+    with pytest.raises(StoreUnavailable, match="1 record"):
+        context.close()
+    assert context.transcript is not None and context.events[-1].action == "unwritten"
     disk.full = False
+    context.close()
+    assert context.transcript is None
     with Context.resume(tmp_path, SESSION, window_tokens=100_000) as resumed:  # the lock was released
-        assert [i.text for i in resumed.history] == ["kept"]
+        assert [i.text for i in resumed.history] == ["kept", "waiting"]
 
 
 def test_a_failed_resume_releases_the_lock(tmp_path: Path) -> None:
@@ -218,7 +238,7 @@ def test_a_failed_resume_releases_the_lock(tmp_path: Path) -> None:
 
 def test_a_header_the_disk_refuses_leaves_no_empty_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FullDisk(monkeypatch).full = True
-    with pytest.raises(TranscriptError, match="could not write the header"):
+    with pytest.raises(TranscriptError, match="the disk refused"):
         Transcript.open(tmp_path, SESSION)
     assert list(tmp_path.iterdir()) == []
 

@@ -179,6 +179,19 @@ class StoreError(TranscriptError):
     """
 
 
+class StoreUnavailable(StoreError):
+    """A write could not be made durable (a full disk, a database out of reach), even after retrying.
+
+    Nothing it names was acknowledged. The records are kept in memory, in
+    order, and written first by the next write once the store accepts again
+    (so they are not to be added again); ``waiting`` is how many records wait.
+    """
+
+    def __init__(self, message: str, waiting: int = 0) -> None:
+        self.waiting = waiting
+        super().__init__(message)
+
+
 class SessionNotFound(StoreError):
     """The store holds no session with this id (resuming never creates one silently)."""
 

@@ -45,7 +45,7 @@ from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
-from .journal import Journal
+from .journal import Journal, OnStoreFailure
 from .timeline import Timeline
 
 __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "is_prompt_too_long"]
@@ -80,6 +80,13 @@ class Context:
     :data:`~contextfold.pipeline.DEFAULT_PIPELINE` with stages added, replaced
     or removed (:class:`~contextfold.pipeline.step.Pipeline`); whatever they
     make passes the invariant check before it is sent.
+    ``on_store_failure`` says what a write
+    the store cannot make durable (a full disk, a database out of reach) does
+    once retried: ``"raise"`` (default) raises
+    :class:`~contextfold.errors.StoreUnavailable` from the call that wrote,
+    ``"memory"`` goes on in memory with an event; either way the records wait
+    in memory, are written first once the store accepts, and :meth:`close`
+    raises while some still wait (see :mod:`.journal`).
     """
 
     def __init__(
@@ -98,6 +105,7 @@ class Context:
         estimator: Estimator | None = None,
         clock: Callable[[], float | None] = time.time,
         pipeline: Pipeline | None = None,
+        on_store_failure: OnStoreFailure = "raise",
     ) -> None:
         if model is None and window_tokens is None:
             raise ContextfoldError("Context needs a model name or window_tokens")
@@ -123,7 +131,8 @@ class Context:
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
         self._requests = 0
-        self._journal = Journal.open(transcript, store, self.session_id, self._emit)
+        self._journal = Journal.open(transcript, store, self.session_id, self._emit, on_store_failure)
+        self._emit(self._journal.opening)
         folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -178,7 +187,9 @@ class Context:
             item, events = admit(item, self.policy, self.results_dir, self.estimator.item)
             self._emit(events)
             items.append(item)
-        return self._journal.append(self._timeline, items)
+        added = self._journal.append(self._timeline, items)
+        self._journal.acknowledge()  # StoreUnavailable if they could not be made durable (they wait in memory)
+        return added
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports."""
@@ -194,6 +205,7 @@ class Context:
             return
         self._timeline.set_header(header)
         self._journal.write(lambda session: session.update_header(header))
+        self._journal.acknowledge()
 
     def pin(self, text: str) -> None:
         """Keep ``text`` in every request, right after the system prompt, never compacted."""
@@ -271,6 +283,7 @@ class Context:
             if occasion.sends:
                 self._count_request(view, changed=any(e.items for e in events))
             self._emit(events)
+            self._journal.acknowledge()  # StoreUnavailable if the view or an event could not be made durable
             return view, events
         raise AssertionError("unreachable")
 
@@ -339,6 +352,7 @@ class Context:
     def record_events(self, events: Iterable[Event]) -> None:
         """Record events from outside the pipeline (what a provider's own context management did), like any other."""
         self._emit(events)
+        self._journal.acknowledge()
 
     def _emit(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -367,6 +381,7 @@ class Context:
             estimator=Estimator(self.estimator.text, self.estimator.costs),
             clock=self.clock,
             pipeline=self.steward.pipeline,
+            on_store_failure=self._journal.on_store_failure,
         )
         child.set_header(self.history.header)
         if keep_history:
@@ -414,7 +429,11 @@ class Context:
         return context
 
     def close(self) -> None:
-        """Flush and release the transcript (another process may then resume the session)."""
+        """Write what waits and release the transcript (another process may then resume the session).
+
+        :class:`~contextfold.errors.StoreUnavailable` while the store still refuses waiting records;
+        the session is kept open then, so ``close()`` can be called again once it accepts.
+        """
         self._journal.close()
 
     def __enter__(self) -> Context:

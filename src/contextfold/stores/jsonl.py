@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..codec import header_from_dict
-from ..errors import SessionNotFound, StoreError, TranscriptCorrupt, ViewConflict
+from ..errors import SessionNotFound, StoreError, StoreUnavailable, TranscriptCorrupt, TranscriptError, ViewConflict
 from .base import VIEW_EVENT, Record, SessionInfo
 from .records import encode, to_line
 from .transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
@@ -66,19 +66,30 @@ class JsonlStore:
         return self._writer(session_id).restored
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        """One batch, written whole or not at all (see :meth:`Transcript.append_batch`)."""
         writer = self._writer(session_id)
         for record in records:  # all or nothing: a record that cannot be written stops the batch before it starts
             encode(record)
-        return [writer._append_record(r["type"], _fields(r), f"a {r['type']} record") for r in records]
+        return self._write(writer, records)
 
     def commit_view(self, session_id: str, base: int, record: Record) -> int:
         writer = self._writer(session_id)
         current = self._revisions[session_id]
         if current != base:
             raise ViewConflict(self.url, session_id, base, current)
-        seq = writer._append_record(record["type"], _fields(record), "a view checkpoint")
+        seq = self._write(writer, [record])[0]
         self._revisions[session_id] = seq
         return seq
+
+    @staticmethod
+    def _write(writer: Transcript, records: Sequence[Record]) -> list[int]:
+        """The records appended as one batch; a disk that refuses them is :class:`StoreUnavailable`."""
+        try:
+            return writer.append_batch([(r["type"], _fields(r)) for r in records])
+        except TranscriptError as err:
+            if isinstance(err.__cause__, OSError):  # full, or failing: nothing of the batch is in the file
+                raise StoreUnavailable(str(err)) from err
+            raise
 
     def _writer(self, session_id: str) -> Transcript:
         writer = self._writers.get(session_id)
@@ -90,11 +101,6 @@ class JsonlStore:
         self._writers[session_id] = writer
         self._revisions[session_id] = max((e.seq for e in writer.restored.events if e.kind == VIEW_EVENT), default=0)
         return writer
-
-    def waiting(self, session_id: str) -> int:
-        """Records of the session the disk refused so far, waiting in memory to be written first."""
-        writer = self._writers.get(session_id)
-        return writer.pending if writer is not None else 0
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
@@ -113,6 +119,7 @@ class JsonlStore:
             raise StoreError(f"{path}: cannot read the transcript: {err}") from err
         with file:
             pending: tuple[int, str] | None = None
+            batch: list[Record] = []  # the records of a batch not yet ended: given out only once it ends
             for number, line in enumerate(file, start=1):
                 if pending is not None and up_to_damage and pending[0] > 1:
                     log.warning("%s: line %d is damaged (%s); the session is read up to the record before it",
@@ -125,8 +132,15 @@ class JsonlStore:
                     pending = (number, reason)
                 elif not isinstance(record, dict):
                     raise TranscriptCorrupt(str(path), number, "a record is a JSON object")
+                elif record.get("more"):
+                    batch.append(record)
                 else:
+                    yield from batch
+                    batch = []
                     yield record
+            if batch:
+                log.warning("%s: a batch of records from seq %s was cut short by a crash; it is left out",
+                            path, batch[0].get("seq"))
 
     def sessions(self) -> list[SessionInfo]:
         found = []
@@ -190,4 +204,5 @@ class JsonlStore:
 
 
 def _fields(record: Record) -> dict:
-    return {k: v for k, v in record.items() if k not in ("seq", "type")}
+    """What a record holds besides its place (``seq``, ``type``, and ``more`` of the batch it was written in)."""
+    return {k: v for k, v in record.items() if k not in ("seq", "type", "more")}

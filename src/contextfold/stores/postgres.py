@@ -12,12 +12,13 @@ Install with the ``[postgres]`` extra.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import SessionNotFound, StoreError
-from .base import Durability, Record, scrub
+from .base import Durability, Record
 from .records import encode
 from .server import ServerLink
 from .sql import SCHEMA, SqlStore
@@ -32,6 +33,8 @@ FROM moved, unnest(%s::text[]) WITH ORDINALITY AS new(body, number)
 RETURNING seq
 """
 
+log = logging.getLogger(__name__)
+
 SCHEMA_LOCK = 0x636F6E74  # an advisory lock key: concurrent first connections create the tables one at a time
 
 
@@ -41,20 +44,26 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
 
     def __init__(self, url: str, *, durability: Durability = "process") -> None:
-        self._link = ServerLink(url, module="psycopg", error="Error",
+        self._link = ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),
                                 needs="the PostgreSQL store needs psycopg 3: pip install 'contextfold[postgres]'")
         self.url = self._link.url
+        self._durability = durability
         self._connection: Any = None
         try:
-            self._connection = self._link.driver.connect(url, autocommit=True)  # each write is its own transaction() block
-            self._connection.execute(f"SET synchronous_commit = {'on' if durability == 'commit' else 'off'}")
-            with self._transaction() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                for statement in SCHEMA:
-                    cursor.execute(statement)
-        except self._link.error as err:
+            with self._link.errors("cannot open the database: "):
+                self._connect()
+                with self._transaction() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    for statement in SCHEMA:
+                        cursor.execute(statement)
+        except StoreError:
             self.close()
-            raise StoreError(f"{self.url}: cannot open the database: {scrub(str(err), url)}") from None
+            raise
+
+    def _connect(self) -> None:
+        """A new connection (each write is its own ``_transaction()`` block, so autocommit)."""
+        self._connection = self._link.driver.connect(self._link.secret_url, autocommit=True)
+        self._connection.execute(f"SET synchronous_commit = {'on' if self._durability == 'commit' else 'off'}")
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
@@ -76,6 +85,10 @@ class PostgresStore(SqlStore):
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
         with self._link.errors(), contextlib.ExitStack() as stack:
+            if self._connection.broken:  # the server went away since: connect again (the caller retries with backoff)
+                log.warning("%s: the connection was lost; connecting again", self.url)
+                self._connection.close()
+                self._connect()
             if block:
                 stack.enter_context(self._connection.transaction())
             yield stack.enter_context(self._connection.cursor())

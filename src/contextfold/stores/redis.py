@@ -60,7 +60,7 @@ class RedisStore:
     exclusive = False
 
     def __init__(self, url: str) -> None:
-        self._link = ServerLink(url, module="redis", error="RedisError",
+        self._link = ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
                                 needs="the Redis store needs redis-py: pip install 'contextfold[redis]'")
         self.url = self._link.url
         self._errors = self._link.errors

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreUnavailable
 from .base import redact, scrub
 
 log = logging.getLogger(__name__)
@@ -24,20 +24,23 @@ log = logging.getLogger(__name__)
 class ServerLink:
     """The driver module of one store and its URL, as the store may show it (``url``) and use it (``secret_url``)."""
 
-    def __init__(self, url: str, *, module: str, error: str, needs: str) -> None:
+    def __init__(self, url: str, *, module: str, error: str, unavailable: tuple[str, ...], needs: str) -> None:
         try:
             self.driver: Any = importlib.import_module(module)
         except ImportError as err:
             raise StoreError(needs) from err
         self.error: type[Exception] = getattr(self.driver, error)
+        self.unavailable: tuple[type[Exception], ...] = tuple(getattr(self.driver, name) for name in unavailable)
         self.secret_url = url
         self.url = redact(url)
         log.debug("connecting to %s", self.url)
 
     @contextmanager
-    def errors(self) -> Iterator[None]:
-        """Raise the driver's errors as :class:`StoreError`, named by the masked URL, the password scrubbed."""
+    def errors(self, doing: str = "") -> Iterator[None]:
+        """Raise the driver's errors as :class:`StoreError`, named by the masked URL, the password scrubbed;
+        a lost or refused connection (the server down, a timeout) as :class:`StoreUnavailable`, worth a retry."""
         try:
             yield
         except self.error as err:
-            raise StoreError(f"{self.url}: {scrub(str(err), self.secret_url)}") from None
+            kind = StoreUnavailable if isinstance(err, self.unavailable) else StoreError
+            raise kind(f"{self.url}: {doing}{scrub(str(err), self.secret_url)}") from None

@@ -26,7 +26,8 @@ from ..conversation import Header, Item
 from ..errors import SessionExists
 from .base import VIEW_EVENT, Record, Store
 from .opening import open_store
-from .records import event_record, header_record, header_update_record, item_record, restore, view_revision
+from .outbox import Batch, Outbox
+from .records import encode, event_record, header_record, header_update_record, item_record, restore, view_revision
 from .transcript import Restored, Transcript
 
 Location = str | os.PathLike[str] | Store
@@ -55,6 +56,7 @@ class StoredSession:
         self._owns_store = owns_store
         self._location: Location = store  # what it was opened from (a URL may carry a password: never shown)
         self._mine: set[int] = set()  # own records past ``seen``, to recognise when pulled
+        self._outbox = Outbox(self._send, f"{store.url}#{session_id}")
 
     # -- opening
     @classmethod
@@ -125,9 +127,7 @@ class StoredSession:
     # -- writing
     def append_items(self, items: Sequence[Item]) -> list[int]:
         """Append items together (no other writer's record between them); their sequence numbers."""
-        seqs = self._append([item_record(item) for item in items])
-        self.item_count += len(items) if self.seen == seqs[-1] else 0
-        return seqs
+        return self._append([item_record(item) for item in items])
 
     def append(self, item: Item) -> int:
         return self.append_items([item])[0]
@@ -136,33 +136,43 @@ class StoredSession:
         return self._append([event_record(kind, data, self.item_count)])[0]
 
     def update_header(self, header: Header) -> int:
-        seq = self._append([header_update_record(header)])[0]
         self.header = header
-        return seq
+        return self._append([header_update_record(header)])[0]
 
     def commit_view(self, data: Mapping[str, Any]) -> int:
         """Record a view checkpoint, if the view is still the one at :attr:`revision` (else ViewConflict)."""
-        seq = self.store.commit_view(self.session_id, self.revision, event_record(VIEW_EVENT, data, self.item_count))
-        self._acknowledge([seq])
-        self.revision = seq
-        return seq
+        return self._outbox.write(Batch([event_record(VIEW_EVENT, data, self.item_count)], base=self.revision))[0]
 
     def _append(self, records: list[Record]) -> list[int]:
-        seqs = self.store.append(self.session_id, records)
-        self._acknowledge(seqs)
-        return seqs
+        """Write ``records`` together, after any the store refused before (:class:`StoreUnavailable` if it
+        still refuses: they wait in memory, in order)."""
+        for record in records:
+            encode(record)  # a record no store could hold is the caller's error, raised now, never kept waiting
+        return self._outbox.write(Batch(records))
 
-    def _acknowledge(self, seqs: list[int]) -> None:
-        if seqs[0] == self.seen + 1 and not self._mine:
+    def _send(self, batch: Batch) -> list[int]:
+        """One batch into the store, and this writer's place in the session moved past it."""
+        if batch.base is None:
+            seqs = self.store.append(self.session_id, batch.records)
+        else:
+            seqs = [self.store.commit_view(self.session_id, batch.base, batch.records[0])]
+            self.revision = seqs[0]
+        contiguous = seqs[0] == self.seen + 1 and not self._mine
+        if contiguous:
             self.seen = seqs[-1]
+            self.item_count += sum(record["type"] == "item" for record in batch.records)
         else:
             self._mine.update(seqs)
+        return seqs
+
+    def flush(self) -> None:
+        """Write what the store refused before (:class:`StoreUnavailable` if it still does)."""
+        self._outbox.flush()
 
     @property
     def waiting(self) -> int:
-        """Records the store accepted but the disk refused so far (a JSONL transcript on a full disk)."""
-        waiting = getattr(self.store, "waiting", None)
-        return waiting(self.session_id) if waiting is not None else 0
+        """Records the store refused so far, waiting in memory to be written first."""
+        return self._outbox.waiting
 
     @property
     def behind(self) -> bool:
@@ -186,6 +196,9 @@ class StoredSession:
         return pulled
 
     def close(self) -> None:
+        """Write what waits, then release the store; :class:`StoreUnavailable` (the session left open, so
+        ``close()`` can be called again once the store is back) if records could not be written."""
+        self._outbox.flush()
         if self._owns_store:
             self.store.close()
 

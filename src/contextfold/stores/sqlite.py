@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreUnavailable
 from .base import Durability
 from .sql import SCHEMA, SqlStore
 
@@ -46,7 +46,10 @@ class SqliteStore(SqlStore):
             with self._transaction() as cursor:
                 for statement in SCHEMA:
                     cursor.execute(statement)
-        except (OSError, sqlite3.Error) as err:
+        except (OSError, sqlite3.OperationalError) as err:  # a full disk, a folder that cannot be made, a lock
+            self.close()
+            raise StoreUnavailable(f"{self.url}: cannot open the database: {err}") from err
+        except sqlite3.Error as err:
             self.close()
             raise StoreError(f"{self.url}: cannot open the database: {err}") from err
 
@@ -74,7 +77,8 @@ class SqliteStore(SqlStore):
         except sqlite3.Error as err:
             if self._connection.in_transaction:
                 self._connection.rollback()
-            raise StoreError(f"{self.url}: {err}") from err
+            kind = StoreUnavailable if isinstance(err, sqlite3.OperationalError) else StoreError  # full, locked, I/O
+            raise kind(f"{self.url}: {err}") from err
         finally:
             cursor.close()
 

@@ -44,8 +44,8 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -180,6 +180,19 @@ class Restored(NamedTuple):
 # --------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Where an open batch started (its first line, and what had been read before it); ``more`` still to come."""
+
+    line: int
+    offset: int
+    seq: int
+    items: int
+    events: int
+    header: Header | None
+    more: int = 0
+
+
 @dataclass
 class _Reader:
     """Rebuilds the session one record at a time, checking each as it goes."""
@@ -193,6 +206,7 @@ class _Reader:
     checksums: bool = False  # the header promises a checksum on every record
     items: list[Item] = field(default_factory=list)
     events: list[TranscriptEvent] = field(default_factory=list)
+    batch: _Batch | None = None  # where the open batch started, while its records are read
 
     def corrupt(self, line: int, reason: str) -> TranscriptCorrupt:
         return TranscriptCorrupt(str(self.path), line, reason)
@@ -210,6 +224,13 @@ class _Reader:
                    "header_update": self._header_update}.get(kind)
         if handler is None:
             raise self.corrupt(line, f"unknown record type {kind!r}")
+        more = record.get("more", 0)
+        if type(more) is not int or more < 0:
+            raise self.corrupt(line, f"'more' is {more!r}: not the count of the batch's records still to come")
+        if self.batch is not None and more != self.batch.more - 1:
+            self.batch = None  # the part of a batch kept before a damaged line that was cut off: it ends here
+        if more and self.batch is None:
+            self.batch = _Batch(line, self.good_bytes, self.next_seq, len(self.items), len(self.events), self.header)
         try:
             handler(record)
         except TranscriptError as err:
@@ -217,6 +238,19 @@ class _Reader:
         except (KeyError, TypeError, ValueError, AttributeError, InvalidConversation) as err:
             raise self.corrupt(line, f"invalid {kind} record: {type(err).__name__}: {err}") from err
         self.next_seq += 1
+        if self.batch is not None:
+            self.batch = replace(self.batch, more=more) if more else None
+
+    def drop_open_batch(self) -> _Batch | None:
+        """Forget the records of a batch that never ended (a crash part way through writing it); where it began."""
+        batch, self.batch = self.batch, None
+        if batch is not None:
+            self.next_seq = batch.seq
+            del self.items[batch.items:]
+            del self.events[batch.events:]
+            self.header = batch.header
+            self.good_bytes = batch.offset
+        return batch
 
     def _header(self, record: dict[str, Any]) -> None:
         if record.get("format") != FORMAT:
@@ -296,6 +330,13 @@ def _read(fd: int, path: Path) -> tuple[_Reader, SkippedLine | None, SkippedLine
                 offset += len(line)
     except OSError as err:
         raise TranscriptError(f"{path}: cannot read the transcript: {err}") from err
+    crashed = bad is None or not after_bad  # a damaged line with records after it is no crash: keep what is whole
+    batch = reader.drop_open_batch() if crashed else None
+    reader.batch = None
+    if batch is not None:  # a crash part way through a batch: none of it counts, as for a torn line
+        reason = f"a batch cut short at line {bad.line} ({bad.reason})" if bad is not None else "a batch cut short"
+        bad = SkippedLine(batch.line, batch.offset, offset - batch.offset,
+                          f"{reason}: its whole records from line {batch.line} on are left out")
     if bad is None or not after_bad:
         return reader, bad, None
     if reader.header is None:
@@ -472,11 +513,9 @@ class Transcript:
         saved_to = self._cut_bad_lines(reader.good_bytes, torn_tail, damaged)
         if reader.header is None:  # new, or a crash before the header was whole
             created, header = time.time(), header or Header()
-            self._append_record("header", {"format": FORMAT, "version": FORMAT_VERSION, "checksum": CHECKSUM,
+            self.append_batch([("header", {"format": FORMAT, "version": FORMAT_VERSION, "checksum": CHECKSUM,
                                            "session_id": session_id, "created": created,
-                                           "header": header_to_dict(header)}, "header")
-            if self._pending:
-                raise TranscriptError(f"{self.path}: could not write the header: the disk refused it")
+                                           "header": header_to_dict(header)})])  # raises if the disk refuses it
             if self.fsync != "never":
                 self._sync_directory()
             reader = _Reader(self.path, self._next_seq, self._size, session_id, created, header)
@@ -603,6 +642,40 @@ class Transcript:
 
     def __repr__(self) -> str:
         return f"Transcript({str(self.path)!r}, {self._next_seq} records, fsync={self.fsync!r})"
+
+    def append_batch(self, records: Sequence[tuple[str, dict[str, Any]]]) -> list[int]:
+        """Append ``(type, fields)`` records as one batch, all or nothing; their sequence numbers.
+
+        Every record but the last carries ``"more": n`` (how many of its batch
+        follow), and the batch goes to the file in one write, so a reader sees
+        it whole or not at all: a crash part way leaves an open batch at the
+        end, which reading leaves out like a torn line (and :meth:`open` cuts
+        off, keeping a copy). Unlike :meth:`append`, a batch the disk refuses
+        is not kept here: the file is cut back to before it and
+        :class:`TranscriptError` is raised (the caller keeps the records).
+        """
+        self._check_usable()
+        self._flush_pending()  # records an append() left waiting go first; while the disk refuses them, so is this
+        last = len(records) - 1
+        lines = [checksummed(_encode({"seq": self._next_seq + n, "type": kind, **fields,
+                                      **({"more": last - n} if n < last else {})},
+                                     f"a {kind} record", self.max_record_bytes))
+                 for n, (kind, fields) in enumerate(records)]
+        data = b"".join(lines)
+        try:
+            self._write_all(data)
+        except OSError as err:
+            self._undo_partial_write()
+            raise TranscriptError(f"{self.path}: the disk refused a batch of {len(lines)} record(s): {err}") from err
+        seqs = list(range(self._next_seq, self._next_seq + len(lines)))
+        self._next_seq += len(lines)
+        self._size += len(data)
+        for kind, fields in records:
+            self.item_count += kind == "item"
+            if kind == "header_update":
+                self.header = header_from_dict(fields["header"])
+        self._after_change()
+        return seqs
 
     # -- the write path
     def _append_record(self, kind: str, fields: dict[str, Any], what: str, *, is_item: bool = False) -> int:
