@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 
 from contextfold import Context
-from contextfold.stores import transcript as transcript_module
 from contextfold.conversation import user
 from contextfold.errors import (
     ContextfoldError,
     SessionExists,
-    StoreUnavailable,
     SessionNotFound,
+    StoreUnavailable,
     TranscriptError,
     TranscriptForked,
     TranscriptLocked,
     TranscriptUnsafe,
 )
+from contextfold.stores import transcript as transcript_module
 from contextfold.stores.transcript import Transcript, transcript_path
 
 SESSION = "sess-01"

@@ -37,7 +37,6 @@ from ..errors import (
     TranscriptError,
     TranscriptLocked,
     TranscriptUnsafe,
-    ViewConflict,
 )
 from ..events import Event
 from ..stores import Store, StoredSession
