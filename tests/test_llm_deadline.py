@@ -15,6 +15,7 @@ import pytest
 from fake_llm_server import FakeLLMServer, Stall
 from test_llm_summarizers import ROUTE, make, request, session
 
+from contextfold.adapters import adapter_for
 from contextfold.context import Context
 from contextfold.conversation import Summary
 from contextfold.summarizers.llm import FATAL, TRANSIENT, Failure, classify
@@ -61,7 +62,8 @@ def test_a_socket_timeout_inside_a_streamed_body_is_a_transient_timeout(sdk_name
     ``ReadTimeout`` or a dropped connection mid-stream must be retried within the deadline like any
     timeout (on a loaded machine the socket timeout can fire just before the deadline does)."""
     httpx = pytest.importorskip("httpx")
-    sdk = pytest.importorskip(sdk_name)
+    pytest.importorskip(sdk_name)
+    sdk = adapter_for(sdk_name)
     assert classify(httpx.ReadTimeout("timed out"), sdk) == Failure(TRANSIENT, "timed out")
     assert classify(TimeoutError("timed out"), sdk) == Failure(TRANSIENT, "timed out")
     dropped = classify(httpx.RemoteProtocolError("peer closed connection"), sdk)

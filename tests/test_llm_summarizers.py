@@ -19,12 +19,13 @@ from email.utils import formatdate
 import pytest
 from fake_llm_server import FakeLLMServer, Fault, Reply
 
+from contextfold.adapters.calls import retry_after_s
 from contextfold.context import Context
 from contextfold.conversation import Header, Item, Summary, ToolCall, assistant, tool, user
 from contextfold.errors import SummarizerError
 from contextfold.pipeline.base import Policy
 from contextfold.summarizers import SECTION_TITLES, SummaryRequest, summary_preamble
-from contextfold.summarizers.llm import AnthropicSummarizer, LLMSummarizer, OpenAISummarizer, retry_after_s
+from contextfold.summarizers.llm import LLMSummarizer, ModelSummarizer
 from contextfold.summarizers.prompts import CONTINUATION_TITLES, SYSTEM_PROMPT, summary_from_answer
 from contextfold.tokens import heuristic_tokens
 
@@ -50,8 +51,8 @@ def make(provider: str, server: FakeLLMServer, sleeps: Sleeps | None = None, **o
     sleeps = sleeps if sleeps is not None else Sleeps()
     common = {"api_key": "test-key", "sleep": sleeps, "asleep": sleeps.asleep, "timeout_s": 5.0, **options}
     if provider == "anthropic":
-        return AnthropicSummarizer(base_url=server.url, **common)
-    return OpenAISummarizer(base_url=server.openai_url, **common)
+        return ModelSummarizer(provider="anthropic", base_url=server.url, **common)
+    return ModelSummarizer(provider="openai", base_url=server.openai_url, **common)
 
 
 def session(rounds: int = 6) -> list[Item]:
@@ -324,20 +325,20 @@ def test_a_missing_key_is_an_error_when_the_summarizer_is_made(monkeypatch: pyte
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(SummarizerError, match="ANTHROPIC_API_KEY"):
-        AnthropicSummarizer()
+        ModelSummarizer(provider="anthropic")
     with pytest.raises(SummarizerError, match="OPENAI_API_KEY"):
-        OpenAISummarizer()
-    assert OpenAISummarizer(base_url="http://127.0.0.1:1/v1")  # a server of one's own may need no key
+        ModelSummarizer(provider="openai")
+    assert ModelSummarizer(provider="openai", base_url="http://127.0.0.1:1/v1")  # a server of one's own may need no key
     monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
-    assert "from-env" not in repr(AnthropicSummarizer())
+    assert "from-env" not in repr(ModelSummarizer(provider="anthropic"))
 
 
 def test_windows_come_from_the_model_registry_else_the_default() -> None:
-    known = AnthropicSummarizer(api_key="k", model="claude-haiku-4-5", max_output_tokens=8_000)
+    known = ModelSummarizer(provider="anthropic", api_key="k", model="claude-haiku-4-5", max_output_tokens=8_000)
     assert known.input_budget_tokens == int(200_000 * 0.95) - 8_000
-    local = OpenAISummarizer(api_key="k", model="llama3.1:8b", max_output_tokens=4_000)
+    local = ModelSummarizer(provider="openai", api_key="k", model="llama3.1:8b", max_output_tokens=4_000)
     assert local.input_budget_tokens == int(32_768 * 0.95) - 4_000
-    capped = AnthropicSummarizer(api_key="k", model="claude-3-haiku", max_output_tokens=16_000)
+    capped = ModelSummarizer(provider="anthropic", api_key="k", model="claude-3-haiku", max_output_tokens=16_000)
     assert capped.reply_tokens == 4_096
 
 
@@ -347,13 +348,15 @@ sys.modules['anthropic'] = None
 sys.modules['openai'] = None
 import contextfold
 from contextfold import Context
-from contextfold.summarizers import AnthropicSummarizer, OpenAISummarizer
+from functools import partial
+from contextfold.summarizers import ModelSummarizer
 from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
 from contextfold.errors import SummarizerError
 context = Context(window_tokens=8000)
 context.add([{'role': 'user', 'content': 'hello'}, {'role': 'assistant', 'content': 'hi'}])
 context.compact()
-for make in (AnthropicSummarizer, OpenAISummarizer, OpenAIResponsesCompactionSummarizer):
+for make in (partial(ModelSummarizer, provider='anthropic'), partial(ModelSummarizer, provider='openai'),
+             OpenAIResponsesCompactionSummarizer):
     try:
         make(api_key='k')
     except SummarizerError as error:
@@ -374,7 +377,7 @@ def test_an_injected_client_is_used_as_is(fake_llm: FakeLLMServer) -> None:
 
     client = anthropic.Anthropic(base_url=fake_llm.url, api_key="injected", max_retries=0)
     fake_llm.script("messages", Reply(ANSWER))
-    result = AnthropicSummarizer(client=client, async_client=object()).summarize(request())
+    result = ModelSummarizer(provider="anthropic", client=client, async_client=object()).summarize(request())
     headers = fake_llm.requests[0].headers
     assert result.text == SUMMARY and "injected" in (headers.get("x-api-key") or headers["authorization"])
 

@@ -1,56 +1,49 @@
-"""The official SDK clients (``anthropic``, ``openai``), built one way and imported only when one is made.
+"""What contextfold uses of a provider's official SDK package, and importing it only when a client is made.
 
-contextfold itself needs neither SDK. The model-backed summarizers and the
-reference agent build their clients here and read every answer through the
-provider's adapter (:meth:`contextfold.adapters.Adapter.read_response`).
+contextfold itself needs no SDK. Each provider's adapter names its SDK here
+(an :class:`SDK`) and builds its clients from it; the model-backed
+summarizers and the reference agent ask the adapter
+(:func:`contextfold.adapters.adapter_for`) for a client and read every answer
+through it. Nothing here knows a provider by name.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 from .errors import MissingDependency
 
 
 @dataclass(frozen=True)
 class SDK:
-    """What contextfold uses of one SDK package: its client classes, its root error, its key variables."""
+    """One provider's SDK: its import path, the extra that installs it, the environment variables it reads."""
 
     package: str
-    client: str
-    async_client: str
-    base_error: str
+    """What to import (``anthropic``, ``openai``, ``google.genai``)."""
+    extra: str
+    """The contextfold extra that installs it (``pip install 'contextfold[extra]'``)."""
     key_variables: tuple[str, ...]
+    """Where the SDK looks for the API key, in order."""
+    model_variable: str
+    """Where the reference agent looks for the model's name (``ANTHROPIC_MODEL``)."""
+    base_url_variable: str | None = None
+    """Where the SDK looks for a server of one's own, if it does (``OPENAI_BASE_URL``)."""
 
+    def module(self) -> ModuleType:
+        """The SDK module, imported now; :class:`MissingDependency` (an ``ImportError``) naming the extra when it
+        is not installed."""
+        try:
+            return importlib.import_module(self.package)
+        except ImportError as error:
+            raise MissingDependency(self.package, self.extra, f"the SDK of the {self.extra} provider") from error
 
-SDKS = {
-    "anthropic": SDK(
-        "anthropic", "Anthropic", "AsyncAnthropic", "AnthropicError", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-    ),
-    "openai": SDK("openai", "OpenAI", "AsyncOpenAI", "OpenAIError", ("OPENAI_API_KEY",)),
-}
-"""The SDK packages by name (both OpenAI formats, Chat and Responses, use ``openai``)."""
+    def api_key(self, given: str | None = None) -> str | None:
+        """``given``, else the first key variable that is set, else ``None``."""
+        return given or next((os.environ[name] for name in self.key_variables if os.environ.get(name)), None)
 
-
-def sdk_module(package: str) -> ModuleType:
-    """The SDK module, imported now; :class:`MissingDependency` (an ``ImportError``) naming the extra when it is not
-    installed."""
-    try:
-        return importlib.import_module(SDKS[package].package)
-    except ImportError as error:
-        raise MissingDependency(SDKS[package].package, package, f"the SDK of the {package} provider") from error
-
-
-def make_client(package: str, *, asynchronous: bool = False, **options: Any) -> Any:
-    """A client of ``package`` (``api_key``, ``base_url``, ``timeout``, ``max_retries`` as the SDK takes them)."""
-    sdk = SDKS[package]
-    return getattr(sdk_module(package), sdk.async_client if asynchronous else sdk.client)(**options)
-
-
-def error_classes(package: str) -> tuple[type[BaseException], type[BaseException]]:
-    """The SDK's "bad request" error (where "prompt is too long" arrives) and its root error class."""
-    module = sdk_module(package)
-    return module.BadRequestError, getattr(module, SDKS[package].base_error)
+    def base_url(self, given: str | None = None) -> str | None:
+        """``given``, else the SDK's base-URL variable when it has one and it is set."""
+        return given or (os.environ.get(self.base_url_variable) if self.base_url_variable else None) or None

@@ -1,13 +1,18 @@
 """What every provider adapter offers: the one interface the rest of contextfold talks to a wire format through.
 
-An :class:`Adapter` owns one provider's wire shapes in both directions:
-request messages and tool definitions (:meth:`~Adapter.read`,
-:meth:`~Adapter.write`), the pieces an incremental renderer assembles a
-request from (:meth:`~Adapter.write_header`, :meth:`~Adapter.write_items`,
-:meth:`~Adapter.request`), prompt-cache marks, model replies
-(:meth:`~Adapter.read_response`), usage and provider errors. Callers pick one
-by name with :func:`contextfold.adapters.adapter_for` and never look inside
-the dicts it returns.
+An :class:`Adapter` is everything contextfold knows about one provider.
+Its wire shapes in both directions: request messages and tool definitions
+(:meth:`~Adapter.read`, :meth:`~Adapter.write`), the pieces an incremental
+renderer assembles a request from (:meth:`~Adapter.write_header`,
+:meth:`~Adapter.write_items`, :meth:`~Adapter.request`), prompt-cache marks,
+model replies (:meth:`~Adapter.read_response`), usage and stop reasons. Its
+SDK (:attr:`~Adapter.sdk`, :meth:`~Adapter.make_client`, its error classes
+and what an error means, :meth:`~Adapter.call_error`), its default models,
+how a request is sent (:meth:`~Adapter.create`, :meth:`~Adapter.send`, which a
+summary request uses too) and whether an error says the prompt was too long
+(:meth:`~Adapter.prompt_too_long`, the one overflow detector). Callers pick
+one by name with :func:`contextfold.adapters.adapter_for` and never look
+inside the dicts it returns.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from typing import Any
 
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import InvalidContent
+from ..sdk import SDK
 from ..usage import Usage
+from .calls import CallError
 from .overflow import PromptTooLong, prompt_too_long
 from .usage import openai_usage
 
@@ -72,7 +79,15 @@ class Adapter(ABC):
     title: str
     """The API's name, for messages (``"Anthropic Messages"``)."""
     messages_key: str
-    """The request field holding the message list (``"messages"`` or ``"input"``)."""
+    """The request field holding the message list (``"messages"``, ``"input"``, ``"contents"``)."""
+    usage_field: str
+    """The reply field holding the usage the provider reported (``"usage"``, ``"usage_metadata"``)."""
+    sdk: SDK
+    """The provider's official SDK: package, extra, key and model variables."""
+    default_model: str
+    """The model the reference agent talks to when none is named."""
+    summary_model: str
+    """The small model a summary is written by when none is named."""
 
     # ------------------------------------------------------------------ requests
     def read(
@@ -124,11 +139,18 @@ class Adapter(ABC):
     def read_response(self, response: Any) -> Reply:
         """A reply (an SDK response object or its dict) as items, usage and how it ended."""
         data = as_data(response)
-        usage = self.read_usage(data["usage"]) if data.get("usage") else None
+        usage = self._usage_in(data)
         stop = self._stop(data)
         if stop is not None and not isinstance(stop, str):
             raise InvalidContent(None, "stop reason", f"expected a string, got {type(stop).__name__}")
         return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None)
+
+    def reported_usage(self, response: Any) -> Usage | None:
+        """The usage a reply (an SDK response object or its dict) reports, ``None`` when it reports none."""
+        return self._usage_in(as_data(response))
+
+    def _usage_in(self, data: Mapping[str, Any]) -> Usage | None:
+        return self.read_usage(data[self.usage_field]) if data.get(self.usage_field) else None
 
     incomplete_stops: Mapping[str, str] = {}
     """The stop reasons meaning an answer is not whole, and what to call them."""
@@ -146,8 +168,72 @@ class Adapter(ABC):
         """A ``usage`` object of this format (SDK object or dict) in the neutral shape."""
 
     def prompt_too_long(self, error: BaseException | str) -> PromptTooLong | None:
-        """What an error says about a request that did not fit, or ``None`` when it says something else."""
+        """What an error says about a request that did not fit, or ``None`` when it says something else.
+
+        The one overflow detector: :meth:`contextfold.Context.retry_request` and
+        the model summarizers ask it.
+        """
         return prompt_too_long(error)
+
+    # ------------------------------------------------------------------ the SDK
+    @abstractmethod
+    def make_client(
+        self,
+        *,
+        asynchronous: bool = False,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int = 2,
+    ) -> Any:
+        """An SDK client (async when asked); ``None`` arguments leave the SDK's own defaults and variables."""
+
+    @abstractmethod
+    def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+        """The SDK's errors for a refused request (where "prompt is too long" arrives), and all its errors."""
+
+    @abstractmethod
+    def call_error(self, error: BaseException) -> CallError | None:
+        """What an SDK exception says (timeout, connection, status), or ``None`` when it is none of the SDK's."""
+
+    @abstractmethod
+    async def aclose(self, client: Any) -> None:
+        """Close an async client of :meth:`make_client` and its sockets."""
+
+    @abstractmethod
+    def limited(self, client: Any, timeout_s: float | None) -> Any:
+        """``client`` with one call's timeout capped at ``timeout_s`` (``None``: as it is)."""
+
+    @abstractmethod
+    def endpoint(self, client: Any) -> Callable[..., Any]:
+        """The SDK method that sends a request (sync or async, as ``client`` is)."""
+
+    @abstractmethod
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+        """The keyword arguments of :meth:`endpoint` for ``request`` (what :meth:`render` built)."""
+
+    def create(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+               timeout_s: float | None = None) -> Any:
+        """Send ``request`` with a sync client; the SDK's response object (for ``Context.add_response``)."""
+        client = self.limited(client, timeout_s)
+        return self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens))
+
+    async def acreate(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                      timeout_s: float | None = None) -> Any:
+        """:meth:`create` with an async client."""
+        client = self.limited(client, timeout_s)
+        return await self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens))
+
+    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+             timeout_s: float | None = None, stream: bool = False) -> Reply:
+        """Send ``request`` and read the answer; ``stream`` asks for it as events where the format streams."""
+        return self.read_response(self.create(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
+
+    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                    timeout_s: float | None = None, stream: bool = False) -> Reply:
+        """:meth:`send` with an async client."""
+        response = await self.acreate(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        return self.read_response(response)
 
 
 def as_data(response: Any) -> dict[str, Any]:

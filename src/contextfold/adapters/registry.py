@@ -1,4 +1,9 @@
-"""Choosing an adapter by provider name: the one place the provider-name switch is written."""
+"""Choosing a provider by name: the one place the provider-name switch is written.
+
+Each provider is one object (an :class:`~.base.Adapter`, in its own folder)
+owning its wire format, SDK, models, overflow errors and summary calls; adding
+a provider is its folder plus one entry in :data:`_ADAPTERS`.
+"""
 
 from __future__ import annotations
 

@@ -56,12 +56,3 @@ def openai_usage(usage: Any) -> Usage:
         cache_read_tokens=cached,
     )
 
-
-def any_usage(usage: Any) -> Usage:
-    """Whichever provider's shape ``usage`` is in (a caller that does not say which)."""
-    data = usage_data(usage)
-    if "input_tokens" in data and ("cache_read_input_tokens" in data or "cache_creation_input_tokens" in data):
-        return anthropic_usage(data)
-    if "prompt_tokens" in data or "input_tokens_details" in data:
-        return openai_usage(data)
-    return anthropic_usage(data)

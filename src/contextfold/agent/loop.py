@@ -109,7 +109,9 @@ class Agent:
             if retry is None:
                 raise
             response = self.model.create(retry)
-        self.usage.append(adapter_for(self.model.provider).read_usage(response.usage))
+        usage = adapter_for(self.model.provider).reported_usage(response)
+        if usage is not None:
+            self.usage.append(usage)
         return response
 
     def execute(self, tools: Mapping[str, Tool], call: ToolCall) -> ToolResult:

@@ -1,17 +1,19 @@
-"""The model client adapter: one small class per provider, each over its official SDK.
+"""The model client: one class over every provider's official SDK, its details read from the provider's adapter.
 
 The loop needs three things from a model: which wire format its requests
 are in (``provider``, a name :class:`contextfold.Context` knows), a call that
 sends the request :meth:`contextfold.Context.prepare` built, and which
 exceptions may mean "the prompt is too long" (``request_errors``, handed to
 :meth:`~contextfold.Context.retry_request`) or any API failure
-(``api_errors``, reported to the user). The SDKs are imported only when a
-client is made, so contextfold does not need them installed otherwise.
+(``api_errors``, reported to the user). Everything provider-specific (the SDK,
+its key and model variables, the default model, how a request is sent) is the
+adapter's (:func:`contextfold.adapters.adapter_for`); the SDK is imported only
+when a client is made, so contextfold does not need it installed otherwise.
 
 Base URL and API key come from the arguments, else the SDK's usual
-environment variables (``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY``,
-``OPENAI_BASE_URL``/``OPENAI_API_KEY``); the model name from the argument,
-else ``ANTHROPIC_MODEL``/``OPENAI_MODEL``, else a current default.
+environment variables; the model name from the argument, else the
+provider's model variable (``ANTHROPIC_MODEL``, ``OPENAI_MODEL``...), else its
+default.
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contextfold import ContextfoldError
-from contextfold.sdk import SDKS, error_classes, make_client, sdk_module
+from contextfold.adapters import PROVIDERS, Adapter, adapter_for
 
-PROVIDERS = ("anthropic", "openai")
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
-MODEL_ENV = {"anthropic": "ANTHROPIC_MODEL", "openai": "OPENAI_MODEL"}
 MAX_RETRIES = 2
 """SDK retries on connection errors, 429 and 5xx before an error reaches the loop."""
+
+__all__ = ["MAX_RETRIES", "PROVIDERS", "ModelClient", "ModelSetupError", "SDKModel", "make_model", "model_name"]
 
 
 class ModelClient(Protocol):
@@ -48,55 +49,43 @@ class ModelSetupError(ContextfoldError):
 
 
 def model_name(provider: str, model: str | None) -> str:
-    """``model``, else the provider's environment variable, else its default."""
-    return model or os.environ.get(MODEL_ENV[provider]) or DEFAULT_MODELS[provider]
+    """``model``, else the provider's model variable, else its default."""
+    adapter = adapter_for(provider)
+    return model or os.environ.get(adapter.sdk.model_variable) or adapter.default_model
 
 
-class _SDKModel:
-    """What both clients share: the model name, the reply limit, the SDK client and its error classes."""
-
-    provider: str
+class SDKModel:
+    """One provider's model through its SDK: the model name, the reply limit, the client and its error classes."""
 
     def __init__(
-        self, model: str | None = None, *, max_tokens: int, base_url: str | None = None, api_key: str | None = None
+        self,
+        adapter: Adapter,
+        model: str | None = None,
+        *,
+        max_tokens: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
     ) -> None:
-        self.model = model_name(self.provider, model)
+        self.adapter = adapter
+        self.provider = adapter.name
+        self.model = model_name(adapter.name, model)
         self.max_tokens = max_tokens
-        bad_request, root = error_classes(self.provider)
-        self.request_errors: tuple[type[BaseException], ...] = (bad_request,)
-        self.api_errors: tuple[type[BaseException], ...] = (root,)
-        self._client = make_client(self.provider, base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
-
-
-class AnthropicModel(_SDKModel):
-    """Claude through the Messages API (``anthropic`` SDK)."""
-
-    provider = "anthropic"
+        self.request_errors, self.api_errors = adapter.error_classes()
+        self._client = adapter.make_client(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
 
     def create(self, request: Mapping[str, Any]) -> Any:
-        body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
-        return self._client.messages.create(model=self.model, max_tokens=self.max_tokens, **body)
-
-
-class OpenAIModel(_SDKModel):
-    """GPT models through Chat Completions (``openai`` SDK); any server speaking that format via ``base_url``."""
-
-    provider = "openai"
-
-    def create(self, request: Mapping[str, Any]) -> Any:
-        body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
-        return self._client.chat.completions.create(model=self.model, max_completion_tokens=self.max_tokens, **body)
+        return self.adapter.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
 
 
 def make_model(
     provider: str, model: str | None = None, *, max_tokens: int, base_url: str | None = None, api_key: str | None = None
 ) -> ModelClient:
-    """The client for ``provider`` (``anthropic`` or ``openai``); a :class:`ModelSetupError` says what is missing."""
-    kinds = {"anthropic": AnthropicModel, "openai": OpenAIModel}
-    if provider not in kinds:
+    """The client for ``provider`` (one of :data:`PROVIDERS`); a :class:`ModelSetupError` says what is missing."""
+    if provider not in PROVIDERS:
         raise ModelSetupError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
-    sdk_module(provider)  # a missing SDK first: installing it is the first thing to do
-    keys = SDKS[provider].key_variables
-    if api_key is None and not any(os.environ.get(name) for name in keys):
+    adapter = adapter_for(provider)
+    adapter.sdk.module()  # a missing SDK first: installing it is the first thing to do
+    keys = adapter.sdk.key_variables
+    if adapter.sdk.api_key(api_key) is None:
         raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)}")
-    return kinds[provider](model, max_tokens=max_tokens, base_url=base_url, api_key=api_key)
+    return SDKModel(adapter, model, max_tokens=max_tokens, base_url=base_url, api_key=api_key)

@@ -4,10 +4,10 @@
 once through the public :class:`~contextfold.context.Context` (as a manual
 ``compact(instructions)`` would), and writes the result: a contextfold
 session file the importers read back, or the request body an agent would
-send next (``--output-format anthropic|openai``). Keys come from the usual
-environment variables (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``,
-``OPENAI_BASE_URL``); they are never taken on the command line, where they
-would end up in shell history.
+send next in a provider's format (``--output-format anthropic``, ``openai``,
+``responses``...). Keys come from the provider's usual environment variables
+(``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``...); they are never taken on the
+command line, where they would end up in shell history.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from .. import importers
+from ..adapters import PROVIDERS
 from ..codec import conversation_to_dict
 from ..context import DEFAULT_MAX_OUTPUT_TOKENS, Context
 from ..conversation import Conversation
@@ -31,7 +32,7 @@ from .options import (
     summarizer_options,
 )
 
-OUTPUT_FORMATS = ("session", "anthropic", "openai")
+OUTPUT_FORMATS = ("session", *PROVIDERS)
 
 
 @click.command("compact")

@@ -20,11 +20,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import importers
+from ..adapters import PROVIDERS, adapter_for
 from ..conversation import Conversation
 from ..errors import ContextfoldError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
-from ..sdk import sdk_module
 from ..stores import StoredSession, redact, split_session_ref
 from ..summarizers.base import Summarizer
 from ..tokens import TOKENIZER_CHOICES
@@ -33,7 +33,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXACT_TOKENIZERS = ("o200k", "cl100k", "estimate")
 """The counters a figure someone will compare may use (no ``auto``: it would change with the machine)."""
-SUMMARIZERS = ("extractive", "anthropic", "openai")
+SUMMARIZERS = ("extractive", *PROVIDERS)
+"""Who may write a summary: offline extraction, or any provider's model."""
 
 
 def fail(error: ContextfoldError | OSError) -> NoReturn:
@@ -178,15 +179,15 @@ def make_summarizer(kind: str, model: str | None = None, base_url: str | None = 
     """The summarizer a ``--summarizer`` choice names; keys from the environment."""
     if kind == "extractive":
         if model or base_url:
-            raise click.UsageError("--model and --base-url are for a model summarizer (--summarizer anthropic|openai)")
+            raise click.UsageError(f"--model and --base-url are for a model summarizer (--summarizer "
+                                   f"{'|'.join(PROVIDERS)})")
         from ..summarizers.extractive import ExtractiveSummarizer
 
         return ExtractiveSummarizer()
-    from ..summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+    from ..summarizers.llm import ModelSummarizer
 
-    sdk_module(kind)  # a missing SDK is one line now, not a fallback after the work
-    factory = AnthropicSummarizer if kind == "anthropic" else OpenAISummarizer
-    return factory(**({"model": model} if model else {}), base_url=base_url)
+    adapter_for(kind).sdk.module()  # a missing SDK is one line now, not a fallback after the work
+    return ModelSummarizer(provider=kind, model=model or "", base_url=base_url)
 
 
 @contextmanager

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import adapter_for, is_prompt_too_long
-from ..adapters.usage import any_usage
 from ..conversation import Conversation, Header, Item, Summary, Text, new_id
 from ..errors import ContextfoldError, InvalidPipeline, ViewConflict
 from ..events import Event
@@ -252,7 +251,7 @@ class Context:
         summarizer is survived here as in :meth:`prepare`: the request comes back
         uncompacted, and the failure is an event.
         """
-        if not is_prompt_too_long(error):
+        if adapter_for(provider or self.provider).prompt_too_long(error) is None:
             return None
         cause = Event("reactive", "prompt_too_long", detail=str(error)[:300])
         return self.render(self._step(RETRY, first=cause)[0], provider)
@@ -335,10 +334,13 @@ class Context:
         return renderer.render(view)
 
     # ------------------------------------------------------------------ 4. record
-    def record_usage(self, usage: Usage | Mapping[str, Any] | Any) -> None:
-        """Take what the provider reported for the last request (anchors the count, detects cache breaks)."""
+    def record_usage(self, usage: Usage | Mapping[str, Any] | Any, provider: str | None = None) -> None:
+        """Take what the provider reported for the last request (anchors the count, detects cache breaks).
+
+        ``usage`` is a :class:`Usage`, or the provider's own usage object (read by its adapter).
+        """
         if not isinstance(usage, Usage):
-            usage = any_usage(usage)
+            usage = adapter_for(provider or self.provider).read_usage(usage)
         if self._last_sent is not None:
             self.counter.record_usage(usage, self._last_sent)
         cache_break = self.steward.cache_break(usage)

@@ -1,21 +1,20 @@
 """Summarizers: turning a span of conversation into one text (see :mod:`.base` for the contract).
 
 :class:`ExtractiveSummarizer` is the default: offline, deterministic, structured.
-:class:`AnthropicSummarizer` and :class:`OpenAISummarizer` have a model write
-the summary (the SDKs are imported only when one is constructed), falling
-back to the extractive one when the model fails (:mod:`.llm`).
+:class:`ModelSummarizer` has a provider's model write the summary
+(``ModelSummarizer(provider="anthropic")``; its SDK is imported only when one is
+constructed), falling back to the extractive one when the model fails (:mod:`.llm`).
 """
 
 from .base import Summarizer, SummaryRequest, SummaryResult, summary_preamble
 from .extractive import SECTION_TITLES, ExtractiveSummarizer
-from .llm import AnthropicSummarizer, LLMSummarizer, OpenAISummarizer
+from .llm import LLMSummarizer, ModelSummarizer
 
 __all__ = [
     "SECTION_TITLES",
-    "AnthropicSummarizer",
     "ExtractiveSummarizer",
     "LLMSummarizer",
-    "OpenAISummarizer",
+    "ModelSummarizer",
     "Summarizer",
     "SummaryRequest",
     "SummaryResult",

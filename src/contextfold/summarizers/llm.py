@@ -1,11 +1,14 @@
-"""Summaries written by a model, through the official ``anthropic`` and ``openai`` SDKs, as safe as the offline path.
+"""Summaries written by a model, through a provider's official SDK, as safe as the offline path.
 
-:class:`AnthropicSummarizer` calls the Messages API; :class:`OpenAISummarizer`
-calls Chat Completions on any OpenAI-compatible endpoint (OpenAI, vLLM,
-Ollama, a LiteLLM proxy: give ``base_url``). Both are sync
+:class:`ModelSummarizer` (``ModelSummarizer(provider="anthropic")``, or
+``"openai"`` for Chat Completions on any OpenAI-compatible endpoint: OpenAI,
+vLLM, Ollama, a LiteLLM proxy, given ``base_url``; or any other provider
+:func:`contextfold.adapters.adapter_for` knows) sends the summary prompt
+through the provider's adapter, which builds the client, sends the request,
+reads the answer and says what an error means. It is sync
 (:meth:`~LLMSummarizer.summarize`) and async (:meth:`~LLMSummarizer.asummarize`),
-and import their SDK only when constructed, so contextfold itself needs
-neither. The prompts are in :mod:`.prompts`.
+and imports its SDK only when constructed, so contextfold itself needs none.
+The prompts are in :mod:`.prompts`.
 
 What happens to one summary request, and why:
 
@@ -46,23 +49,20 @@ that got no answer (timeouts, errors) are not: nothing reports their usage.
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import functools
 import logging
-import os
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from types import ModuleType
 from typing import Any, Protocol
 
-from ..adapters import Reply, adapter_for, prompt_too_long, reply_from_chunks
+from ..adapters import Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel
 from ..limits import model_limits
-from ..sdk import SDKS, make_client, sdk_module
 from ..usage import Usage
 from ._text import Meter
 from .base import Summarizer, SummaryRequest, SummaryResult
@@ -79,8 +79,6 @@ from .prompts import (
     task_prompt,
 )
 
-DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
-DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
 DEFAULT_DEADLINE_S = 40.0
 """Wall-clock bound on one summary (all attempts and waits); then the fallback writes it."""
 CLOSE_GRACE_S = 10.0
@@ -96,6 +94,7 @@ SHRINK_MARGIN = 0.9
 
 TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
 _RETRIED_STATUS = frozenset({408, 409, 429})
+_TRANSIENT_CALLS = frozenset({"timeout", "connection"})
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +191,14 @@ class _Run:
 class LLMSummarizer:
     """What every model-backed summarizer shares: configuration, the client, the retry loop and the fallback.
 
-    Subclasses say how to build the request (:meth:`_fitter`), send it
-    (:meth:`_send`, :meth:`_asend`) and read the answer (:meth:`_accept`).
-    Units: tokens for sizes, seconds for times.
+    ``provider`` names the adapter that owns the SDK, the client and what an
+    error means; ``model`` defaults to its small summary model. Subclasses say
+    how to build the request (:meth:`_fitter`), send it (:meth:`_send`,
+    :meth:`_asend`) and read the answer (:meth:`_accept`). Units: tokens for
+    sizes, seconds for times.
     """
 
+    provider: str = "anthropic"
     model: str = ""
     max_output_tokens: int = 16_000
     """Reply limit (analysis and summary together); lowered to the model's own limit when that is smaller."""
@@ -205,7 +207,9 @@ class LLMSummarizer:
     deadline_s: float = DEFAULT_DEADLINE_S
     """Wall-clock bound on one summary, every attempt and wait included; then ``fallback`` writes it."""
     base_url: str | None = None
+    """A server of one's own (default: the SDK's, or its base-URL variable); then no key is required."""
     api_key: str | None = field(default=None, repr=False)
+    """Default: the provider's key variable (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``...)."""
     window_tokens: int | None = None
     """The summarizer model's window; default: the model's, else :data:`DEFAULT_WINDOW_TOKENS`."""
     style: str = STRUCTURED
@@ -225,13 +229,17 @@ class LLMSummarizer:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     asleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
     fallback: Summarizer = field(default_factory=ExtractiveSummarizer)
-    name: str = "llm"
-
-    package = ""
-    """The SDK package this summarizer needs (its key comes from the package's first key variable by default)."""
+    name: str = ""
+    """How events and logs name it; default: the provider's name."""
 
     def __post_init__(self) -> None:
-        section_titles(self.style)  # an unknown style or a missing key is an error now, not at the first compaction
+        section_titles(self.style)  # an unknown style, provider or missing key is an error now, not at the first compaction
+        try:
+            self.adapter: Adapter = adapter_for(self.provider)
+        except ContextfoldError as error:
+            raise SummarizerError(str(error)) from None
+        self.model = self.model or self.adapter.summary_model
+        self.name = self.name or self.adapter.name
         if self.client is None or self.async_client is None:
             self._sdk()
             self._credentials()
@@ -262,8 +270,8 @@ class LLMSummarizer:
     def _attempt(self, payload: Payload, seconds: float) -> Answer | BaseException:
         """One sync attempt, over within ``seconds``; on a client of its own it leaves no thread or socket behind."""
         if self.client is not None:
-            client = _limited(self.client, min(self.timeout_s, seconds))
-            return _within(seconds, lambda: self._send(client, payload))
+            send = functools.partial(self._send, self.client, payload, min(self.timeout_s, seconds))
+            return _within(seconds, send)
 
         async def attempt() -> Answer | BaseException:
             own: list[Any] = []  # the attempt's client, closed with its sockets whatever happened
@@ -276,14 +284,14 @@ class LLMSummarizer:
                 return await self._abounded(fresh, payload, seconds)
             finally:
                 if own:
-                    await own[0].close()
+                    await self.adapter.aclose(own[0])
 
         return _in_own_loop(attempt, seconds + CLOSE_GRACE_S)
 
     async def _abounded(self, client: Callable[[], Any], payload: Payload, seconds: float) -> Answer | BaseException:
         """The answer to ``payload`` from the client ``client()`` returns, cancelled after ``seconds``; errors returned."""
         try:
-            return await asyncio.wait_for(self._asend(_limited(client(), min(self.timeout_s, seconds)), payload), seconds)
+            return await asyncio.wait_for(self._asend(client(), payload, min(self.timeout_s, seconds)), seconds)
         except asyncio.TimeoutError:
             return OutOfTime()
         except Exception as error:  # noqa: BLE001 - classified by the plan; nothing escapes to the pipeline
@@ -367,15 +375,16 @@ class LLMSummarizer:
             log.warning("%s summarizer (%s): no answer within %g s; using the fallback", self.name, self.model,
                         self.deadline_s)
             return Failure(FATAL, f"no answer within the deadline of {self.deadline_s:g} s")
-        return classify(outcome, self._sdk())
+        return classify(outcome, self.adapter)
 
     # ------------------------------------------------------------------ clients
-    def _sdk(self) -> ModuleType:
+    def _sdk(self) -> None:
         try:
-            return sdk_module(self.package)
+            self.adapter.sdk.module()
         except ImportError:
+            sdk = self.adapter.sdk
             raise SummarizerError(
-                f"the {self.name} summarizer needs the {self.package!r} package: pip install 'contextfold[{self.package}]'"
+                f"the {self.name} summarizer needs the {sdk.package!r} package: pip install 'contextfold[{sdk.extra}]'"
             ) from None
 
     def _async_client(self) -> Any:
@@ -383,47 +392,35 @@ class LLMSummarizer:
             self.async_client = self._make_client(asynchronous=True)
         return self.async_client
 
-    @property
-    def _key_variable(self) -> str:
-        return SDKS[self.package].key_variables[0]
-
-    @property
-    def _base_url(self) -> str | None:
-        return self.base_url
-
-    def _credentials(self) -> str:
-        """The API key: ``api_key``, else the environment variable; :class:`SummarizerError` when there is none."""
-        key = self.api_key or os.environ.get(self._key_variable)
-        if not key:
-            variable = self._key_variable
+    def _credentials(self) -> str | None:
+        """The API key: ``api_key``, else the provider's key variable; :class:`SummarizerError` when there is none,
+        unless a server of one's own is named (Ollama and vLLM need none)."""
+        sdk = self.adapter.sdk
+        key = sdk.api_key(self.api_key)
+        if not key and not sdk.base_url(self.base_url):
+            variable = sdk.key_variables[0]
             raise SummarizerError(f"no API key for the {self.name} summarizer: pass api_key= or set {variable}")
         return key
 
     def _make_client(self, *, asynchronous: bool) -> Any:
         """The SDK's client, without its own retries: the plan decides when to try again."""
-        options = {"api_key": self._credentials(), "base_url": self._base_url, "timeout": self.timeout_s}
-        return make_client(self.package, asynchronous=asynchronous, max_retries=0, **options)
+        return self.adapter.make_client(asynchronous=asynchronous, api_key=self._credentials(), base_url=self.base_url,
+                                        timeout_s=self.timeout_s, max_retries=0)
 
     # ------------------------------------------------------------------ what subclasses define
 
     def _fitter(self, request: SummaryRequest) -> Fitter:
         raise NotImplementedError
 
-    def _send(self, client: Any, payload: Payload) -> Answer:
+    def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         raise NotImplementedError
 
-    async def _asend(self, client: Any, payload: Payload) -> Answer:
+    async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         raise NotImplementedError
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
         """The result an answer gives, or why it is rejected."""
         raise NotImplementedError
-
-
-def _limited(client: Any, seconds: float) -> Any:
-    """``client`` with its socket timeout capped at ``seconds`` (SDK clients have ``with_options``)."""
-    with_options = getattr(client, "with_options", None)
-    return with_options(timeout=seconds) if callable(with_options) else client
 
 
 def _in_own_loop(attempt: Callable[[], Coroutine[Any, Any, Answer | BaseException]], bound_s: float) -> Answer | BaseException:
@@ -468,23 +465,25 @@ def _within(seconds: float, call: Callable[[], Answer]) -> Answer | BaseExceptio
     return outcome[0] if outcome else OutOfTime()
 
 
-def classify(error: BaseException, sdk: ModuleType) -> Failure:
-    """What an SDK exception means for the retry loop (both SDKs share the exception shapes)."""
+def classify(error: BaseException, adapter: Adapter) -> Failure:
+    """What an SDK exception means for the retry loop, as the provider's adapter reads it."""
     timeouts, transport = _httpx_errors()
-    if isinstance(error, (getattr(sdk, "APITimeoutError", ()), TimeoutError, *timeouts)):
+    if isinstance(error, (TimeoutError, *timeouts)):
         return Failure(TRANSIENT, "timed out")
-    if isinstance(error, (getattr(sdk, "APIConnectionError", ()), *transport)):
+    if isinstance(error, transport):
         return Failure(TRANSIENT, f"connection error: {error}")
-    status = getattr(error, "status_code", None)
-    if isinstance(error, getattr(sdk, "APIStatusError", ())) and isinstance(status, int):
-        text = f"HTTP {status}: {_message(error)}"
-        too_long = prompt_too_long(error)
-        if too_long is not None:
-            return Failure(TOO_LONG, text, fits_share=too_long.fits_share)
-        if status in _RETRIED_STATUS or status >= 500:
-            return Failure(TRANSIENT, text, retry_after_s=retry_after_s(error.response.headers))
-        return Failure(FATAL, text)
-    return Failure(FATAL, f"{type(error).__name__}: {error}")
+    call = adapter.call_error(error)
+    if call is None:
+        return Failure(FATAL, f"{type(error).__name__}: {error}")
+    if call.kind in _TRANSIENT_CALLS or call.status is None:
+        return Failure(TRANSIENT, call.message)
+    text = f"HTTP {call.status}: {call.message}"
+    too_long = adapter.prompt_too_long(error)
+    if too_long is not None:
+        return Failure(TOO_LONG, text, fits_share=too_long.fits_share)
+    if call.status in _RETRIED_STATUS or call.status >= 500:
+        return Failure(TRANSIENT, text, retry_after_s=call.retry_after_s)
+    return Failure(FATAL, text)
 
 
 def _httpx_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
@@ -492,33 +491,6 @@ def _httpx_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseExc
     what happens before the response starts); none when httpx was never imported."""
     httpx = sys.modules.get("httpx")
     return ((httpx.TimeoutException,), (httpx.TransportError,)) if httpx is not None else ((), ())
-
-
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` in seconds or as an HTTP date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        moment = email.utils.parsedate_to_datetime(value) if email.utils.parsedate(value) else None
-        return max(moment.timestamp() - time.time(), 0.0) if moment is not None else None
-
-
-def _message(error: BaseException) -> str:
-    body = getattr(error, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-    return str(error)
 
 
 # --------------------------------------------------------------------------- the prompt-based summarizers
@@ -563,11 +535,32 @@ class PromptFitter:
         return Payload({"system": SYSTEM_PROMPT, "user": user}, conversation, tokens, omitted)
 
 
-class _PromptSummarizer(LLMSummarizer):
-    """A summarizer that sends the summary prompt and reads ``<summary>`` out of the answer."""
+@dataclass
+class ModelSummarizer(LLMSummarizer):
+    """The summary written by a provider's model: the summary prompt, sent through the provider's adapter.
+
+    ``ModelSummarizer(provider="anthropic")`` calls the Messages API,
+    ``"openai"`` Chat Completions on any compatible endpoint (``base_url``),
+    and so on for every provider the registry knows; ``stream`` asks for the
+    answer as events where the format streams it. The answer's ``<summary>``
+    is the summary; anything else is rejected with the reason.
+    """
 
     def _fitter(self, request: SummaryRequest) -> Fitter:
         return PromptFitter(request, self.style)
+
+    def _request(self, payload: Payload) -> dict[str, Any]:
+        return self.adapter.write(payload.conversation)
+
+    def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
+        reply = self.adapter.send(client, self._request(payload), model=self.model, max_tokens=self.reply_tokens,
+                                  timeout_s=timeout_s, stream=self.stream)
+        return _from_reply(reply)
+
+    async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
+        reply = await self.adapter.asend(client, self._request(payload), model=self.model,
+                                         max_tokens=self.reply_tokens, timeout_s=timeout_s, stream=self.stream)
+        return _from_reply(reply)
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
         if answer.stopped is not None:
@@ -581,104 +574,5 @@ class _PromptSummarizer(LLMSummarizer):
         return SummaryResult(summary, state=state)
 
 
-@dataclass
-class AnthropicSummarizer(_PromptSummarizer):
-    """The summary written by a Claude model through the Messages API (``anthropic`` SDK).
-
-    The key is ``api_key``, else ``ANTHROPIC_API_KEY``; ``base_url`` defaults
-    to the SDK's (``ANTHROPIC_BASE_URL``, else the Anthropic API).
-    """
-
-    model: str = DEFAULT_ANTHROPIC_MODEL
-    name: str = "anthropic"
-
-    package = "anthropic"
-
-    def _arguments(self, payload: Payload) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "max_tokens": self.reply_tokens,
-            "system": payload.body["system"],
-            "messages": [{"role": "user", "content": payload.body["user"]}],
-        }
-
-    def _send(self, client: Any, payload: Payload) -> Answer:
-        if self.stream:
-            with client.messages.stream(**self._arguments(payload)) as stream:
-                return _answer("anthropic", stream.get_final_message())
-        return _answer("anthropic", client.messages.create(**self._arguments(payload)))
-
-    async def _asend(self, client: Any, payload: Payload) -> Answer:
-        if self.stream:
-            async with client.messages.stream(**self._arguments(payload)) as stream:
-                return _answer("anthropic", await stream.get_final_message())
-        return _answer("anthropic", await client.messages.create(**self._arguments(payload)))
-
-
-def _answer(provider: str, response: Any) -> Answer:
-    """An SDK response read by the provider's adapter."""
-    return _from_reply(adapter_for(provider).read_response(response))
-
-
 def _from_reply(reply: Reply) -> Answer:
     return Answer(reply.text, reply.incomplete, reply.usage)
-
-
-class OpenAIEndpoint(LLMSummarizer):
-    """The client side every summarizer on an OpenAI-compatible endpoint shares: key, ``base_url``, SDK client.
-
-    The key is ``api_key``, else ``OPENAI_API_KEY``; ``base_url`` defaults to
-    ``OPENAI_BASE_URL``, else OpenAI. A server of one's own that needs no
-    key (Ollama, vLLM) gets a placeholder when a ``base_url`` is given and
-    no key is set.
-    """
-
-    package = "openai"
-
-    @property
-    def _base_url(self) -> str | None:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
-
-    def _credentials(self) -> str:
-        if self._base_url and not (self.api_key or os.environ.get(self._key_variable)):
-            return "unused"
-        return super()._credentials()
-
-
-@dataclass
-class OpenAISummarizer(OpenAIEndpoint, _PromptSummarizer):
-    """The summary written through Chat Completions on any OpenAI-compatible endpoint (``openai`` SDK).
-
-    Keys and endpoint as :class:`OpenAIEndpoint` says. ``max_tokens_parameter``
-    names the reply-limit field: OpenAI's current models want
-    ``max_completion_tokens``, most compatible servers ``max_tokens``; by
-    default the first when talking to OpenAI itself.
-    """
-
-    model: str = DEFAULT_OPENAI_MODEL
-    name: str = "openai"
-    max_tokens_parameter: str | None = None
-
-    def _arguments(self, payload: Payload) -> dict[str, Any]:
-        limit = self.max_tokens_parameter or ("max_tokens" if self._base_url else "max_completion_tokens")
-        arguments: dict[str, Any] = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": payload.body["system"]},
-                {"role": "user", "content": payload.body["user"]},
-            ],
-            limit: self.reply_tokens,
-        }
-        if self.stream:
-            arguments.update(stream=True, stream_options={"include_usage": True})
-        return arguments
-
-    def _send(self, client: Any, payload: Payload) -> Answer:
-        response = client.chat.completions.create(**self._arguments(payload))
-        return _from_reply(reply_from_chunks(response)) if self.stream else _answer("openai", response)
-
-    async def _asend(self, client: Any, payload: Payload) -> Answer:
-        response = await client.chat.completions.create(**self._arguments(payload))
-        if not self.stream:
-            return _answer("openai", response)
-        return _from_reply(reply_from_chunks([chunk async for chunk in response]))

@@ -29,7 +29,7 @@ from ..adapters import to_responses
 from ..adapters.registry import RESPONSES
 from ..conversation import Conversation, Header
 from .base import SummaryRequest, SummaryResult
-from .llm import Answer, Fitter, OpenAIEndpoint, Payload
+from .llm import Answer, Fitter, LLMSummarizer, Payload
 
 DEFAULT_COMPACTION_MODEL = "gpt-5.1-codex-mini"
 STATE_KEY = "openai_compaction"
@@ -58,9 +58,10 @@ class ItemsFitter:
 
 
 @dataclass
-class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
+class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
     """Compaction by OpenAI's Responses compaction endpoint; the readable text is the extractive summary."""
 
+    provider: str = RESPONSES.name
     model: str = DEFAULT_COMPACTION_MODEL
     name: str = "openai-compaction"
 
@@ -74,11 +75,11 @@ class OpenAIResponsesCompactionSummarizer(OpenAIEndpoint):
             arguments["instructions"] = system
         return arguments
 
-    def _send(self, client: Any, payload: Payload) -> Answer:
-        return _answer(client.responses.compact(**self._arguments(payload)))
+    def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
+        return _answer(RESPONSES.limited(client, timeout_s).responses.compact(**self._arguments(payload)))
 
-    async def _asend(self, client: Any, payload: Payload) -> Answer:
-        return _answer(await client.responses.compact(**self._arguments(payload)))
+    async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
+        return _answer(await RESPONSES.limited(client, timeout_s).responses.compact(**self._arguments(payload)))
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
         item = next(iter(answer.output), None)

@@ -1,6 +1,7 @@
-"""Anthropic's Messages API: its wire format (:mod:`.wire`), prompt-cache marks (:mod:`.cache`) and server-side
-context edits (:mod:`.context`)."""
+"""Anthropic: the Messages API's wire format (:mod:`.wire`), prompt-cache marks (:mod:`.cache`), server-side
+context edits (:mod:`.context`), and the provider object that owns them with the SDK (:mod:`.provider`)."""
 
-from .wire import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
+from .provider import AnthropicMessages
+from .wire import from_anthropic, to_anthropic, tools_to_anthropic
 
 __all__ = ["AnthropicMessages", "from_anthropic", "to_anthropic", "tools_to_anthropic"]

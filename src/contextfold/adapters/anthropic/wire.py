@@ -49,7 +49,6 @@ from ...conversation import (
     new_id,
 )
 from ...errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
-from ...usage import Usage
 from .._media import anthropic_source, is_anthropic_source, split_data_url
 from .._reading import (
     SEQUENCE,
@@ -67,10 +66,6 @@ from .._reading import (
 )
 from .._tools import read_spec, read_tools, spec_fields, write_tools
 from .._writing import check_arguments, foreign_block, merged, numbered, origin, shaped, warn_dropped, without_nones
-from ..base import Adapter, WireHeader, present_fields
-from ..usage import anthropic_usage
-from .cache import header_marked, item_marked, with_breakpoints
-from .context import ContextReport, Edit, read_context_report, with_edits
 
 ORIGIN = "anthropic"
 TARGET = "Anthropic Messages"
@@ -437,63 +432,3 @@ def _write_reasoning(
         return merged(tree, block.extra if source else {})
     warn_dropped(f"{source} reasoning", index, field, TARGET)
     return None
-
-
-# --------------------------------------------------------------------------- the adapter object
-
-
-_INCOMPLETE = {
-    "max_tokens": "truncated (stop reason max_tokens)",
-    "refusal": "the model refused",
-    "model_context_window_exceeded": "truncated (the model's window was exhausted)",
-}
-"""Stop reasons meaning the answer is not whole, in words."""
-
-
-class AnthropicMessages(Adapter):
-    """The Anthropic Messages API: ``system``, ``messages`` and ``tools``; cache breakpoints are marks."""
-
-    name = ORIGIN
-    title = TARGET
-    messages_key = "messages"
-    incomplete_stops = _INCOMPLETE
-
-    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
-        return from_anthropic(messages, system, tools, known_call_ids=known_call_ids)
-
-    def write(self, conversation: Conversation) -> dict[str, Any]:
-        return to_anthropic(conversation)
-
-    def write_header(self, header: Header) -> WireHeader:
-        request = to_anthropic(Conversation(header=header))
-        fields = present_fields(system=request["system"], tools=request["tools"])
-        return WireHeader(fields, request["messages"], header_marked(header, ORIGIN))
-
-    def request(
-        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
-    ) -> dict[str, Any]:
-        request = {**header.fields, "messages": [*header.lead, *messages]}
-        return with_breakpoints(request, cache_at) if cache_at else request
-
-    def cache_marked(self, item: Item) -> bool:
-        return item_marked(item, ORIGIN)
-
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
-        return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
-
-    def _stop(self, data: Mapping[str, Any]) -> str | None:
-        return data.get("stop_reason")
-
-    def read_usage(self, usage: Any) -> Usage:
-        return anthropic_usage(usage)
-
-    # ------------------------------------------------------------------ server-side context management (beta)
-    def with_context_edits(
-        self, request: Mapping[str, Any], edits: tuple[Edit, ...]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """``request`` asking the server to edit the context (:mod:`.context`), and the beta header."""
-        return with_edits(request, edits)
-
-    def read_context_report(self, response: Any) -> ContextReport:
-        """What a reply says the server did to the context: edits applied, compaction blocks."""
-        return read_context_report(response)

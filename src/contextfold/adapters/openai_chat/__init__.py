@@ -1,5 +1,7 @@
-"""OpenAI Chat Completions (and every server speaking it): its wire format (:mod:`.wire`)."""
+"""OpenAI Chat Completions (and every server speaking it): the wire format (:mod:`.wire`) and the provider object
+that owns it with the ``openai`` SDK (:mod:`.provider`)."""
 
-from .wire import OpenAIChat, from_openai, reply_from_chunks, to_openai, tools_to_openai
+from .provider import OpenAIChat, OpenAIClient, reply_from_chunks
+from .wire import from_openai, to_openai, tools_to_openai
 
-__all__ = ["OpenAIChat", "from_openai", "reply_from_chunks", "to_openai", "tools_to_openai"]
+__all__ = ["OpenAIChat", "OpenAIClient", "from_openai", "reply_from_chunks", "to_openai", "tools_to_openai"]

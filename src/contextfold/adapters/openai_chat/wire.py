@@ -51,20 +51,17 @@ from .._reading import (
     CallIds,
     WireObject,
     as_list,
-    as_object,
     check_block,
     parse_arguments,
     read_message,
     read_object,
     require_call,
     shown,
-    type_of,
     with_leading_system,
     word,
 )
 from .._tools import read_spec, read_tools, spec_fields, write_tools
 from .._writing import arguments_json, foreign_block, merged, numbered, origin, result_content, shaped, warn_dropped
-from ..base import MessageListAdapter, Reply, as_data
 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"
@@ -287,59 +284,3 @@ def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)
     raise foreign_block(block, index, field, TARGET)
-
-
-# --------------------------------------------------------------------------- the adapter object
-
-
-class OpenAIChat(MessageListAdapter):
-    """OpenAI Chat Completions (and compatible servers): ``messages`` and ``tools``; the cache needs no marks."""
-
-    def __init__(self) -> None:
-        super().__init__((ORIGIN, TARGET, "messages"), from_openai, to_openai, tools_to_openai)
-        self.incomplete_stops = {
-            "length": "truncated (finish reason length)",
-            "content_filter": "stopped by the content filter",
-        }
-
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
-        message = {k: v for k, v in as_object(_choice(data).get("message") or {}, 0, "").items() if v is not None}
-        return from_openai([message]) if message else Conversation()
-
-    def _stop(self, data: Mapping[str, Any]) -> str | None:
-        return _choice(data).get("finish_reason")
-
-
-_ADAPTER = OpenAIChat()
-
-
-def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The first choice of a completion (the only one contextfold asks for)."""
-    choices = as_list(data.get("choices") or [{}], None, "choices")
-    return as_object(choices[0], None, "choices[0]") if choices else {}
-
-
-def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
-    """A streamed completion (SDK chunks or their dicts) put back together and read as one reply.
-
-    Only the text is streamed back by the callers that use this (summaries), so
-    the deltas' text, the finish reason and the usage chunk are what is kept.
-    A malformed chunk is an :class:`InvalidContent` whose index is the chunk's
-    position in the stream and whose field is the path inside it.
-    """
-    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
-        raise InvalidContent(None, "chunks", f"expected a stream of chunks, got {type(chunks).__name__}")
-    parts: list[str] = []
-    finish: str | None = None
-    usage: Mapping[str, Any] | None = None
-    for number, chunk in enumerate(chunks):
-        data = as_object(as_data(chunk) if hasattr(chunk, "model_dump") else chunk, number, "chunk")
-        for position, raw in enumerate(as_list(data.get("choices") or (), number, "choices")):
-            choice = as_object(raw, number, f"choices[{position}]")
-            delta = as_object(choice.get("delta") or {}, number, f"choices[{position}].delta")
-            parts.append(type_of(delta, number, f"choices[{position}].delta", "content") or "")
-            finish = type_of(choice, number, f"choices[{position}]", "finish_reason") or finish
-        usage = as_object(data["usage"], number, "usage") if data.get("usage") else usage
-    message = {"role": "assistant", "content": "".join(parts)}
-    completion = {"choices": [{"message": message, "finish_reason": finish}], **({"usage": usage} if usage else {})}
-    return _ADAPTER.read_response(completion)

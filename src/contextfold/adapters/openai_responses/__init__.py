@@ -1,5 +1,7 @@
-"""OpenAI's Responses API: its wire format and its compaction item (:mod:`.wire`)."""
+"""OpenAI's Responses API: the wire format (:mod:`.wire`) and the provider object that owns it with the ``openai``
+SDK and the compaction item (:mod:`.provider`)."""
 
-from .wire import OpenAIResponses, from_responses, to_responses, tools_to_responses
+from .provider import OpenAIResponses, ServerCompacted
+from .wire import from_responses, to_responses, tools_to_responses
 
-__all__ = ["OpenAIResponses", "from_responses", "to_responses", "tools_to_responses"]
+__all__ = ["OpenAIResponses", "ServerCompacted", "from_responses", "to_responses", "tools_to_responses"]

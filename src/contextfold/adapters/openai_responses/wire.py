@@ -27,7 +27,6 @@ How the wire maps onto the neutral model:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...conversation import (
@@ -46,7 +45,6 @@ from ...conversation import (
     ToolSpec,
 )
 from ...errors import InvalidContent, UnknownRole
-from ...usage import Usage
 from .._media import OPENAI_FILE_KEYS, image_url, openai_file
 from .._reading import (
     SEQUENCE,
@@ -75,7 +73,6 @@ from .._writing import (
     warn_dropped,
     without_nones,
 )
-from ..base import MessageListAdapter, as_data
 
 ORIGIN = "responses"
 TARGET = "OpenAI Responses"
@@ -421,47 +418,3 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)
     raise foreign_block(block, index, field, TARGET)
-
-
-# --------------------------------------------------------------------------- the adapter object
-
-
-class OpenAIResponses(MessageListAdapter):
-    """The OpenAI Responses API: ``input`` items and ``tools``; the cache needs no marks."""
-
-    def __init__(self) -> None:
-        super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
-        self.incomplete_stops = {
-            "max_output_tokens": "truncated (max_output_tokens)",
-            "content_filter": "stopped by the content filter",
-            "incomplete": "incomplete",
-        }
-
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
-        return from_responses(data.get("output") or [])
-
-    def read_compaction(self, response: Any) -> ServerCompacted:
-        """What the compaction endpoint (``responses.compact``) returned, an SDK object or its dict.
-
-        Its ``compaction`` item is kept exactly as received (its content is
-        encrypted; only a later Responses request can carry it); an answer
-        without one, or with empty content, has ``item`` ``None``.
-        """
-        data = as_data(response)
-        item = next((entry for entry in data.get("output") or () if entry.get("type") == "compaction"), None)
-        usage = self.read_usage(data["usage"]) if data.get("usage") else None
-        return ServerCompacted(dict(item) if item and item.get("encrypted_content") else None, usage)
-
-    def _stop(self, data: Mapping[str, Any]) -> str | None:
-        if data.get("status") == "incomplete":
-            details = data.get("incomplete_details")
-            return (details.get("reason") if isinstance(details, Mapping) else None) or "incomplete"
-        return data.get("status")
-
-
-@dataclass(frozen=True)
-class ServerCompacted:
-    """A compaction OpenAI made server-side: its ``compaction`` item as received (or ``None``), and the usage."""
-
-    item: Mapping[str, Any] | None
-    usage: Usage | None

@@ -1,0 +1,71 @@
+"""The client side the ``anthropic`` and ``openai`` SDKs share (both are generated alike): clients, errors, timeouts.
+
+Both build a client as ``Client(api_key=, base_url=, timeout=, max_retries=)``,
+cap one call's timeout with ``client.with_options(timeout=)``, and raise
+``BadRequestError`` (where "prompt is too long" arrives), ``APIStatusError``
+(any error status, with the HTTP response), ``APITimeoutError`` and
+``APIConnectionError``, all under one root error class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..sdk import SDK
+from .calls import CallError, retry_after_s
+
+
+class StainlessClient:
+    """An adapter's client side over a Stainless-generated SDK; ``sdk`` and these class names say which one."""
+
+    sdk: SDK
+    client_class: str
+    async_client_class: str
+    base_error: str
+
+    def make_client(
+        self,
+        *,
+        asynchronous: bool = False,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int = 2,
+    ) -> Any:
+        module = self.sdk.module()
+        options: dict[str, Any] = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
+        if timeout_s is not None:
+            options["timeout"] = timeout_s
+        return getattr(module, self.async_client_class if asynchronous else self.client_class)(**options)
+
+    def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+        module = self.sdk.module()
+        return (module.BadRequestError,), (getattr(module, self.base_error),)
+
+    def call_error(self, error: BaseException) -> CallError | None:
+        module = self.sdk.module()
+        if isinstance(error, module.APITimeoutError):
+            return CallError("timeout", "timed out")
+        if isinstance(error, module.APIConnectionError):
+            return CallError("connection", f"connection error: {error}")
+        status = getattr(error, "status_code", None)
+        if isinstance(error, module.APIStatusError) and isinstance(status, int):
+            return CallError("status", _message(error), status, retry_after_s(error.response.headers))
+        return None
+
+    async def aclose(self, client: Any) -> None:
+        await client.close()
+
+    def limited(self, client: Any, timeout_s: float | None) -> Any:
+        """``client`` with its socket timeout capped at ``timeout_s`` for one call."""
+        return client if timeout_s is None else client.with_options(timeout=timeout_s)
+
+
+def _message(error: BaseException) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])
+    return str(error)

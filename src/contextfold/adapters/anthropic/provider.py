@@ -1,0 +1,102 @@
+"""Anthropic as one object: the Messages API's wire (:mod:`.wire`), the ``anthropic`` SDK, models and summary calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ...conversation import Conversation, Header, Item
+from ...sdk import SDK
+from ...usage import Usage
+from .._stainless import StainlessClient
+from ..base import Adapter, Reply, WireHeader, present_fields
+from ..usage import anthropic_usage
+from .cache import header_marked, item_marked, with_breakpoints
+from .context import ContextReport, Edit, read_context_report, with_edits
+from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic
+
+_INCOMPLETE = {
+    "max_tokens": "truncated (stop reason max_tokens)",
+    "refusal": "the model refused",
+    "model_context_window_exceeded": "truncated (the model's window was exhausted)",
+}
+"""Stop reasons meaning the answer is not whole, in words."""
+
+
+class AnthropicMessages(StainlessClient, Adapter):
+    """The Anthropic Messages API: ``system``, ``messages`` and ``tools``; cache breakpoints are marks."""
+
+    name = ORIGIN
+    title = TARGET
+    messages_key = "messages"
+    usage_field = "usage"
+    incomplete_stops = _INCOMPLETE
+    sdk = SDK("anthropic", "anthropic", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "ANTHROPIC_MODEL",
+              "ANTHROPIC_BASE_URL")
+    client_class, async_client_class, base_error = "Anthropic", "AsyncAnthropic", "AnthropicError"
+    default_model = "claude-sonnet-4-6"
+    summary_model = "claude-haiku-4-5"
+
+    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+        return from_anthropic(messages, system, tools, known_call_ids=known_call_ids)
+
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        return to_anthropic(conversation)
+
+    def write_header(self, header: Header) -> WireHeader:
+        request = to_anthropic(Conversation(header=header))
+        fields = present_fields(system=request["system"], tools=request["tools"])
+        return WireHeader(fields, request["messages"], header_marked(header, ORIGIN))
+
+    def request(
+        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
+    ) -> dict[str, Any]:
+        request = {**header.fields, "messages": [*header.lead, *messages]}
+        return with_breakpoints(request, cache_at) if cache_at else request
+
+    def cache_marked(self, item: Item) -> bool:
+        return item_marked(item, ORIGIN)
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
+
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        return data.get("stop_reason")
+
+    def read_usage(self, usage: Any) -> Usage:
+        return anthropic_usage(usage)
+
+    # ------------------------------------------------------------------ sending
+    def endpoint(self, client: Any) -> Callable[..., Any]:
+        return client.messages.create  # type: ignore[no-any-return]
+
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+        body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
+        return {"model": model, "max_tokens": max_tokens, **body}
+
+    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+             timeout_s: float | None = None, stream: bool = False) -> Reply:
+        if not stream:
+            return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        client = self.limited(client, timeout_s)
+        with client.messages.stream(**self.arguments(client, request, model=model, max_tokens=max_tokens)) as events:
+            return self.read_response(events.get_final_message())
+
+    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                    timeout_s: float | None = None, stream: bool = False) -> Reply:
+        if not stream:
+            return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        client = self.limited(client, timeout_s)
+        async with client.messages.stream(**self.arguments(client, request, model=model, max_tokens=max_tokens)) as events:
+            return self.read_response(await events.get_final_message())
+
+    # ------------------------------------------------------------------ server-side context management (beta)
+    def with_context_edits(
+        self, request: Mapping[str, Any], edits: tuple[Edit, ...]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """``request`` asking the server to edit the context (:mod:`.context`), and the beta header."""
+        return with_edits(request, edits)
+
+    def read_context_report(self, response: Any) -> ContextReport:
+        """What a reply says the server did to the context: edits applied, compaction blocks."""
+        return read_context_report(response)

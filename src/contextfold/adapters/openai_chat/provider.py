@@ -1,0 +1,129 @@
+"""OpenAI Chat Completions as one object: the wire (:mod:`.wire`), the ``openai`` SDK, models and summary calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ...conversation import Conversation
+from ...errors import InvalidContent
+from ...sdk import SDK
+from .._reading import as_list, as_object, type_of
+from .._stainless import StainlessClient
+from ..base import MessageListAdapter, Reply, as_data
+from .wire import ORIGIN, TARGET, from_openai, to_openai, tools_to_openai
+
+
+class OpenAIClient(StainlessClient):
+    """The ``openai`` SDK's client side, which both OpenAI formats share.
+
+    A server of one's own that needs no key (Ollama, vLLM) gets a placeholder
+    key when a ``base_url`` is given and no key is set: the SDK refuses to
+    build a client without one.
+    """
+
+    sdk = SDK("openai", "openai", ("OPENAI_API_KEY",), "OPENAI_MODEL", "OPENAI_BASE_URL")
+    client_class, async_client_class, base_error = "OpenAI", "AsyncOpenAI", "OpenAIError"
+
+    def make_client(
+        self,
+        *,
+        asynchronous: bool = False,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int = 2,
+    ) -> Any:
+        base_url = self.sdk.base_url(base_url)
+        key = self.sdk.api_key(api_key) or ("unused" if base_url else None)
+        return super().make_client(asynchronous=asynchronous, api_key=key, base_url=base_url, timeout_s=timeout_s,
+                                   max_retries=max_retries)
+
+
+class OpenAIChat(OpenAIClient, MessageListAdapter):
+    """OpenAI Chat Completions (and compatible servers): ``messages`` and ``tools``; the cache needs no marks.
+
+    The reply limit is ``max_completion_tokens`` when talking to OpenAI itself
+    (its current models want it) and ``max_tokens`` elsewhere (what most
+    compatible servers read).
+    """
+
+    usage_field = "usage"
+    default_model = "gpt-4.1"
+    summary_model = "gpt-4.1-mini"
+
+    def __init__(self) -> None:
+        super().__init__((ORIGIN, TARGET, "messages"), from_openai, to_openai, tools_to_openai)
+        self.incomplete_stops = {
+            "length": "truncated (finish reason length)",
+            "content_filter": "stopped by the content filter",
+        }
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        message = {k: v for k, v in as_object(_choice(data).get("message") or {}, 0, "").items() if v is not None}
+        return from_openai([message]) if message else Conversation()
+
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        return _choice(data).get("finish_reason")
+
+    def endpoint(self, client: Any) -> Callable[..., Any]:
+        return client.chat.completions.create  # type: ignore[no-any-return]
+
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+        body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
+        openai_itself = "api.openai.com" in str(getattr(client, "base_url", ""))
+        return {"model": model, "max_completion_tokens" if openai_itself else "max_tokens": max_tokens, **body}
+
+    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+             timeout_s: float | None = None, stream: bool = False) -> Reply:
+        if not stream:
+            return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        client = self.limited(client, timeout_s)
+        return reply_from_chunks(client.chat.completions.create(**self._streamed(client, request, model, max_tokens)))
+
+    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                    timeout_s: float | None = None, stream: bool = False) -> Reply:
+        if not stream:
+            return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        client = self.limited(client, timeout_s)
+        chunks = await client.chat.completions.create(**self._streamed(client, request, model, max_tokens))
+        return reply_from_chunks([chunk async for chunk in chunks])
+
+    def _streamed(self, client: Any, request: Mapping[str, Any], model: str, max_tokens: int) -> dict[str, Any]:
+        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens)
+        return {**arguments, "stream": True, "stream_options": {"include_usage": True}}
+
+
+_ADAPTER = OpenAIChat()
+
+
+def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first choice of a completion (the only one contextfold asks for)."""
+    choices = as_list(data.get("choices") or [{}], None, "choices")
+    return as_object(choices[0], None, "choices[0]") if choices else {}
+
+
+def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
+    """A streamed completion (SDK chunks or their dicts) put back together and read as one reply.
+
+    Only the text is streamed back by the callers that use this (summaries), so
+    the deltas' text, the finish reason and the usage chunk are what is kept.
+    A malformed chunk is an :class:`InvalidContent` whose index is the chunk's
+    position in the stream and whose field is the path inside it.
+    """
+    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
+        raise InvalidContent(None, "chunks", f"expected a stream of chunks, got {type(chunks).__name__}")
+    parts: list[str] = []
+    finish: str | None = None
+    usage: Mapping[str, Any] | None = None
+    for number, chunk in enumerate(chunks):
+        data = as_object(as_data(chunk) if hasattr(chunk, "model_dump") else chunk, number, "chunk")
+        for position, raw in enumerate(as_list(data.get("choices") or (), number, "choices")):
+            choice = as_object(raw, number, f"choices[{position}]")
+            delta = as_object(choice.get("delta") or {}, number, f"choices[{position}].delta")
+            parts.append(type_of(delta, number, f"choices[{position}].delta", "content") or "")
+            finish = type_of(choice, number, f"choices[{position}]", "finish_reason") or finish
+        usage = as_object(data["usage"], number, "usage") if data.get("usage") else usage
+    message = {"role": "assistant", "content": "".join(parts)}
+    completion = {"choices": [{"message": message, "finish_reason": finish}], **({"usage": usage} if usage else {})}
+    return _ADAPTER.read_response(completion)

@@ -1,0 +1,65 @@
+"""OpenAI's Responses API as one object: the wire (:mod:`.wire`), the ``openai`` SDK, models, the compaction item."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...conversation import Conversation
+from ...usage import Usage
+from ..base import MessageListAdapter, as_data
+from ..openai_chat.provider import OpenAIClient
+from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_responses
+
+
+class OpenAIResponses(OpenAIClient, MessageListAdapter):
+    """The OpenAI Responses API: ``input`` items and ``tools``; the cache needs no marks."""
+
+    usage_field = "usage"
+    default_model = "gpt-4.1"
+    summary_model = "gpt-4.1-mini"
+
+    def __init__(self) -> None:
+        super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
+        self.incomplete_stops = {
+            "max_output_tokens": "truncated (max_output_tokens)",
+            "content_filter": "stopped by the content filter",
+            "incomplete": "incomplete",
+        }
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        return from_responses(data.get("output") or [])
+
+    def read_compaction(self, response: Any) -> ServerCompacted:
+        """What the compaction endpoint (``responses.compact``) returned, an SDK object or its dict.
+
+        Its ``compaction`` item is kept exactly as received (its content is
+        encrypted; only a later Responses request can carry it); an answer
+        without one, or with empty content, has ``item`` ``None``.
+        """
+        data = as_data(response)
+        item = next((entry for entry in data.get("output") or () if entry.get("type") == "compaction"), None)
+        usage = self._usage_in(data)
+        return ServerCompacted(dict(item) if item and item.get("encrypted_content") else None, usage)
+
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        if data.get("status") == "incomplete":
+            details = data.get("incomplete_details")
+            return (details.get("reason") if isinstance(details, Mapping) else None) or "incomplete"
+        return data.get("status")
+
+    def endpoint(self, client: Any) -> Callable[..., Any]:
+        return client.responses.create  # type: ignore[no-any-return]
+
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+        body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
+        return {"model": model, "max_output_tokens": max_tokens, **body}
+
+
+@dataclass(frozen=True)
+class ServerCompacted:
+    """A compaction OpenAI made server-side: its ``compaction`` item as received (or ``None``), and the usage."""
+
+    item: Mapping[str, Any] | None
+    usage: Usage | None
