@@ -158,3 +158,56 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
                         break
                 found.append(component)
     return found
+
+
+def provider_name_switches(path: Path, names: frozenset[str]) -> Iterator[str]:
+    """Where a module switches on a provider name: compares one (``==``, ``in``) or keys a dict literal with one."""
+
+    def named(node: ast.AST | None) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(named(e) for e in node.elts)
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(named(side) for side in (node.left, *node.comparators)):
+            yield f"{path.name}:{node.lineno} compares a provider name"
+        elif isinstance(node, ast.Dict) and any(named(key) for key in node.keys):
+            yield f"{path.name}:{node.lineno} keys a dict by provider name"
+
+
+def test_only_the_adapters_switch_on_a_provider_name() -> None:
+    """A provider is one object in ``adapters/``, chosen by name in its registry: nowhere else may a provider's name
+    decide anything (a new provider would have to be added there too)."""
+    from contextfold.adapters import PROVIDERS
+
+    adapters = SOURCE / PACKAGE / "adapters"
+    switches = [
+        where
+        for path in sorted((SOURCE / PACKAGE).rglob("*.py"))
+        if adapters not in path.parents
+        for where in provider_name_switches(path, frozenset(PROVIDERS))
+    ]
+    assert not switches, "provider names switched on outside adapters/:\n" + "\n".join(switches)
+
+
+def test_the_provider_name_check_can_fail(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text('MODELS = {"anthropic": "m"}\nif provider == "openai":\n    pass\nok = kind in ("session",)\n')
+    assert len(list(provider_name_switches(module.resolve(), frozenset({"anthropic", "openai"})))) == 2
+
+
+def test_the_only_overflow_detector_called_is_the_adapters() -> None:
+    """"Prompt too long" is decided by ``Adapter.prompt_too_long`` alone: outside ``adapters/`` nothing calls the
+    module functions, so a provider's own wording (Gemini's) is never missed."""
+    adapters = SOURCE / PACKAGE / "adapters"
+    calls = []
+    for path in sorted((SOURCE / PACKAGE).rglob("*.py")):
+        if adapters in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OVERFLOW_FUNCTIONS:
+                calls.append(f"{path.relative_to(SOURCE)}:{node.lineno} calls {node.func.id}()")
+    assert not calls, "overflow detectors called other than through an adapter:\n" + "\n".join(calls)
+
+
+OVERFLOW_FUNCTIONS = frozenset({"prompt_too_long", "is_prompt_too_long"})

@@ -18,7 +18,7 @@ import pytest
 from test_llm_summarizers import session
 
 from contextfold.context import Context
-from contextfold.summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+from contextfold.summarizers.llm import ModelSummarizer
 
 TRICKLE_SERVER = r"""
 import socket, sys, threading, time
@@ -76,8 +76,8 @@ def test_a_summary_cut_at_its_deadline_closes_its_socket_and_ends_its_thread(
     trickling_url: str, provider: str, stream: bool
 ) -> None:
     options = {"api_key": "test-key", "deadline_s": 1.0, "timeout_s": 60.0, "stream": stream, "max_retries": 0}
-    summarizer = (AnthropicSummarizer(base_url=trickling_url, **options) if provider == "anthropic"
-                  else OpenAISummarizer(base_url=f"{trickling_url}/v1", **options))
+    base_url = trickling_url if provider == "anthropic" else f"{trickling_url}/v1"
+    summarizer = ModelSummarizer(provider=provider, base_url=base_url, **options)
     threads, sockets = threading.active_count(), open_sockets()
     for compaction in range(6):
         context = Context(window_tokens=200_000, summarizer=summarizer)

@@ -47,3 +47,18 @@ class SDK:
     def base_url(self, given: str | None = None) -> str | None:
         """``given``, else the SDK's base-URL variable when it has one and it is set."""
         return given or (os.environ.get(self.base_url_variable) if self.base_url_variable else None) or None
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How to build a client; ``None`` leaves the SDK's own default (and the variables it reads)."""
+
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_s: float | None = None
+    max_retries: int = 2
+    """The SDK's own retries (0 when the caller retries itself)."""
+
+
+SDK_DEFAULTS = ClientOptions()
+"""A client as the SDK builds it by default (its variables, timeout and retries)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..sdk import SDK
+from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from .calls import CallError, retry_after_s
 
 
@@ -24,20 +24,13 @@ class StainlessClient:
     async_client_class: str
     base_error: str
 
-    def make_client(
-        self,
-        *,
-        asynchronous: bool = False,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout_s: float | None = None,
-        max_retries: int = 2,
-    ) -> Any:
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         module = self.sdk.module()
-        options: dict[str, Any] = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
-        if timeout_s is not None:
-            options["timeout"] = timeout_s
-        return getattr(module, self.async_client_class if asynchronous else self.client_class)(**options)
+        arguments: dict[str, Any] = {"api_key": options.api_key, "base_url": options.base_url,
+                                     "max_retries": options.max_retries}
+        if options.timeout_s is not None:
+            arguments["timeout"] = options.timeout_s
+        return getattr(module, self.async_client_class if asynchronous else self.client_class)(**arguments)
 
     def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
         module = self.sdk.module()

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import InvalidContent
-from ..sdk import SDK
+from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import Usage
 from .calls import CallError
 from .overflow import PromptTooLong, prompt_too_long
@@ -177,16 +177,8 @@ class Adapter(ABC):
 
     # ------------------------------------------------------------------ the SDK
     @abstractmethod
-    def make_client(
-        self,
-        *,
-        asynchronous: bool = False,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout_s: float | None = None,
-        max_retries: int = 2,
-    ) -> Any:
-        """An SDK client (async when asked); ``None`` arguments leave the SDK's own defaults and variables."""
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+        """An SDK client (async when asked), built as ``options`` say."""
 
     @abstractmethod
     def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:

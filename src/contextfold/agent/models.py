@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
+from contextfold.sdk import ClientOptions
 
 MAX_RETRIES = 2
 """SDK retries on connection errors, 429 and 5xx before an error reaches the loop."""
@@ -71,7 +72,7 @@ class SDKModel:
         self.model = model_name(adapter.name, model)
         self.max_tokens = max_tokens
         self.request_errors, self.api_errors = adapter.error_classes()
-        self._client = adapter.make_client(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
+        self._client = adapter.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
 
     def create(self, request: Mapping[str, Any]) -> Any:
         return self.adapter.create(self._client, request, model=self.model, max_tokens=self.max_tokens)

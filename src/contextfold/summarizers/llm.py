@@ -63,6 +63,7 @@ from ..adapters import Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel
 from ..limits import model_limits
+from ..sdk import ClientOptions
 from ..usage import Usage
 from ._text import Meter
 from .base import Summarizer, SummaryRequest, SummaryResult
@@ -404,8 +405,8 @@ class LLMSummarizer:
 
     def _make_client(self, *, asynchronous: bool) -> Any:
         """The SDK's client, without its own retries: the plan decides when to try again."""
-        return self.adapter.make_client(asynchronous=asynchronous, api_key=self._credentials(), base_url=self.base_url,
-                                        timeout_s=self.timeout_s, max_retries=0)
+        options = ClientOptions(self._credentials(), self.base_url, self.timeout_s, max_retries=0)
+        return self.adapter.make_client(options, asynchronous=asynchronous)
 
     # ------------------------------------------------------------------ what subclasses define
 

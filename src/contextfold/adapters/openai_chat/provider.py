@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...conversation import Conversation
 from ...errors import InvalidContent
-from ...sdk import SDK
+from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from .._reading import as_list, as_object, type_of
 from .._stainless import StainlessClient
 from ..base import MessageListAdapter, Reply, as_data
@@ -25,19 +26,10 @@ class OpenAIClient(StainlessClient):
     sdk = SDK("openai", "openai", ("OPENAI_API_KEY",), "OPENAI_MODEL", "OPENAI_BASE_URL")
     client_class, async_client_class, base_error = "OpenAI", "AsyncOpenAI", "OpenAIError"
 
-    def make_client(
-        self,
-        *,
-        asynchronous: bool = False,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout_s: float | None = None,
-        max_retries: int = 2,
-    ) -> Any:
-        base_url = self.sdk.base_url(base_url)
-        key = self.sdk.api_key(api_key) or ("unused" if base_url else None)
-        return super().make_client(asynchronous=asynchronous, api_key=key, base_url=base_url, timeout_s=timeout_s,
-                                   max_retries=max_retries)
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+        base_url = self.sdk.base_url(options.base_url)
+        key = self.sdk.api_key(options.api_key) or ("unused" if base_url else None)
+        return super().make_client(replace(options, api_key=key, base_url=base_url), asynchronous=asynchronous)
 
 
 class OpenAIChat(OpenAIClient, MessageListAdapter):
