@@ -158,3 +158,61 @@ def test_a_process_killed_on_a_full_disk_loses_nothing_it_acknowledged(tiny_disk
     assert acknowledged, "nothing was acknowledged before the disk filled"
     stored = texts(store, "s1")
     assert stored[: len(acknowledged)] == acknowledged  # every acknowledged item, in order, nothing before them lost
+
+
+# --------------------------------------------------------------------------- a call left open by a crash
+
+
+def test_a_resumed_session_with_a_call_never_answered_is_repaired_with_an_event(tmp_path: Path) -> None:
+    """An older transcript (or a crash between the model's call and its result) holds a call without a
+    result: resume says so, and prepare() answers it with an error result instead of refusing."""
+    from contextfold.conversation import ToolCall
+
+    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+        first.add([Item("user", (Text("list the files"),))])
+        first.add([Item("assistant", (ToolCall("call-1", "ls", {}),))])
+    resumed = Context.resume(tmp_path, "s1", window_tokens=100_000)
+    assert any(e.action == "interrupted" and "call-1" in e.detail for e in resumed.events)
+    request = resumed.prepare()
+    assert any(e.stage == "invariants" and e.action == "repaired" for e in resumed.events)
+    answered = [block for message in request["messages"] for block in message["content"]
+                if isinstance(block, dict) and block.get("type") == "tool_result"]
+    assert [block["tool_use_id"] for block in answered] == ["call-1"]
+    resumed.close()
+
+
+def test_a_call_open_at_resume_whose_result_is_then_added_is_left_alone(tmp_path: Path) -> None:
+    """A worker that resumes between a call and its result (a new Context per request) adds the result."""
+    from contextfold.conversation import ToolCall, ToolResult
+
+    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+        first.add([Item("user", (Text("list the files"),))])
+        first.add([Item("assistant", (ToolCall("call-1", "ls", {}),))])
+    with Context.resume(tmp_path, "s1", window_tokens=100_000) as resumed:
+        resumed.add([Item("tool", (ToolResult("call-1", (Text("a.py"),)),))])
+        resumed.prepare()
+        assert not any(e.stage == "invariants" for e in resumed.events)
+
+
+@pytest.mark.parametrize("cut", ["after_the_call", "inside_the_result"])
+def test_a_batch_cut_short_by_a_crash_is_left_out_whole(tmp_path: Path, cut: str) -> None:
+    """JSONL: ``add([call, result])`` is one batch; a file that ends part way through it (a kill during
+    the write) resumes without either, so no call is left without its result."""
+    from contextfold.conversation import ToolCall, ToolResult
+    from contextfold.stores.transcript import transcript_path
+
+    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+        first.add([Item("user", (Text("list the files"),), id="task")])
+        first.add([Item("assistant", (ToolCall("call-1", "ls", {}),), id="call"),
+                   Item("tool", (ToolResult("call-1", (Text("a.py"),)),), id="result")])
+    path = transcript_path(tmp_path, "s1")
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b'"more":1' in lines[-2]  # the call says one record of its batch follows
+    path.write_bytes(b"".join(lines[:-1]) + (lines[-1][:20] if cut == "inside_the_result" else b""))
+    with Context.resume(tmp_path, "s1", window_tokens=100_000) as resumed:
+        assert [i.id for i in resumed.history] == ["task"]
+        assert any(e.action == "skipped" and "batch cut short" in e.detail for e in resumed.events)
+        resumed.prepare()
+        resumed.add([Item("user", (Text("again"),), id="again")])
+    with Context.resume(tmp_path, "s1", window_tokens=100_000) as again:
+        assert [i.id for i in again.history] == ["task", "again"]

@@ -22,6 +22,7 @@ read and write of the stored session, and what happens when the disk fails).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -46,6 +47,8 @@ from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from .journal import Journal, OnStoreFailure
 from .timeline import Timeline
+
+logger = logging.getLogger("contextfold.context")
 
 __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "is_prompt_too_long"]
 
@@ -126,6 +129,7 @@ class Context:
         self._subscribers: list[Callable[[Event], None]] = []
         self._timeline = Timeline()  # the history, and the view that is sent
         self._check = InvariantCheck()
+        self._interrupted: frozenset[str] = frozenset()  # calls open when the session was resumed
         self._renderers: dict[str, Renderer] = {}
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
@@ -270,7 +274,7 @@ class Context:
             view, events = self.steward.run(self._timeline.view, self._budget(**budget), occasion)
             events = [first, *events] if first is not None else events
             if occasion.sends:
-                view, repaired = self._check.ready(view)
+                view, repaired = self._check.ready(view, self._interrupted)
                 events.extend(repaired)
             try:
                 self._commit(view)
@@ -424,11 +428,24 @@ class Context:
         try:
             context = cls(model, transcript=session, session_id=session_id, **options)
             context._emit(context._timeline.restore(session.restored, session_id))
+            context._interrupted = context._open_calls()
             context.steward.resumed(context.counter.count(context.view()))  # the session priced what it sent as it went
         except BaseException:  # a failed resume releases the session (its lock) on every path
             session.close()
             raise
         return context
+
+    def _open_calls(self) -> frozenset[str]:
+        """Calls of the resumed history without a result: the process that ran them is gone (a crash
+        between the model's reply and its tools' results, or a transcript written before batches were
+        atomic). Unless results for them are added, the next request answers them with an error result."""
+        open_calls = frozenset(v.call_id for v in self.history.validate() if v.kind == "unanswered_call" and v.call_id)
+        if open_calls:
+            logger.warning("session %s resumed with %d tool call(s) never answered (%s); they get an error result "
+                           "unless their results are added", self.session_id, len(open_calls), ", ".join(sorted(open_calls)))
+            self._emit([Event("transcript", "interrupted", detail="tool call(s) without a result when the session was "
+                                                                   f"resumed: {', '.join(sorted(open_calls))}")])
+        return open_calls
 
     def close(self) -> None:
         """Write what waits and release the transcript (another process may then resume the session).

@@ -11,6 +11,8 @@ was left, so an ordinary step costs what it added.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from ..conversation import Conversation, Validator, Violation
 from ..errors import InvalidConversation
 from ..events import Event
@@ -23,18 +25,21 @@ class InvariantCheck:
         self._validator = Validator()
         self._checked: tuple[Conversation, int] | None = None  # (view object, items fed to the validator)
 
-    def ready(self, view: Conversation) -> tuple[Conversation, list[Event]]:
+    def ready(self, view: Conversation, interrupted: AbstractSet[str] = frozenset()) -> tuple[Conversation, list[Event]]:
         """``view`` as it may be sent (repaired if need be), and the repair event if there was one.
 
         Raises :class:`~contextfold.errors.InvalidConversation` when the only
-        problem is that the last assistant turn's calls have no results yet.
+        problem is that the last assistant turn's calls have no results yet,
+        unless they are ``interrupted`` (open when a session was resumed: the
+        process that ran them is gone, so they are answered with an error result).
         """
         violations = self._violations(view)
         last = _last_assistant(view)
         # Calls still open at the end are the caller's to answer; calls a later message closed
         # (a run interrupted between the model's call and its tools) are repaired like any other break.
         open_at_end = last is not None and all(item.role == "tool" for item in view.items[last + 1 :])
-        pending = [v for v in violations if v.kind == "unanswered_call" and v.index == last and open_at_end]
+        pending = [v for v in violations if v.kind == "unanswered_call" and v.index == last and open_at_end
+                   and v.call_id not in interrupted]
         if pending and len(pending) == len(violations):
             raise InvalidConversation(
                 f"the last assistant turn (item {pending[0].index}) has {len(pending)} tool call(s) without results: "
