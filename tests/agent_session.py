@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_model_server import Call, Seen, Turn
+from contextfold.testing.scripted import Call, Seen, Turn
 
 MODULES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
 FACTORS = {name: index + 3 for index, name in enumerate(MODULES)}

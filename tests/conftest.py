@@ -66,8 +66,8 @@ def tokenizers_dir() -> Path:
 
 @pytest.fixture
 def fake_llm():
-    """A started :class:`fake_llm_server.FakeLLMServer` on 127.0.0.1 (Anthropic and OpenAI wire formats), stopped after."""
-    from fake_llm_server import FakeLLMServer
+    """A started :class:`contextfold.testing.fake_llm.FakeLLMServer` on 127.0.0.1 (Anthropic and OpenAI wire formats), stopped after."""
+    from contextfold.testing.fake_llm import FakeLLMServer
 
     with FakeLLMServer() as server:
         yield server

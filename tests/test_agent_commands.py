@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from agent_model_server import ScriptedModel
 from agent_session import SURVEY_ANSWER, PlannedSession, make_repository, survey_plan
 from click.testing import CliRunner
 
 from contextfold.cli import cli
 from contextfold.stores.transcript import Transcript
+from contextfold.testing.scripted import ScriptedModel
 
 ENV = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": None, "COLUMNS": "200"}
 

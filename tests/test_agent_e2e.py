@@ -14,7 +14,6 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from agent_model_server import Exchange, ScriptedModel
 from agent_session import (
     BUG,
     CHANGELOG,
@@ -32,6 +31,7 @@ from contextfold import ToolResult
 from contextfold.adapters._writing import ERROR_MARK
 from contextfold.cli import cli
 from contextfold.stores.transcript import Restored, Transcript
+from contextfold.testing.scripted import Exchange, ScriptedModel
 
 WINDOW = 9_000
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}

@@ -15,8 +15,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from agent_model_server import ScriptedModel
 from agent_session import SURVEY_ANSWER, PlannedSession, make_repository, survey_plan
+
+from contextfold.testing.scripted import ScriptedModel
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
 

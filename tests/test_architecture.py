@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("accounting", frozenset({"tokens", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),
     ("facade", frozenset({"context", "__init__"})),
-    ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations"})),
+    ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations", "testing"})),
     ("cli", frozenset({"cli", "__main__"})),
 )
 """Lowest first: a module may import from its own layer and the layers before it. A room is a

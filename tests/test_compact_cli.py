@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from fake_llm_server import check_chat, check_messages
 
 from contextfold import importers
 from contextfold.cli import cli
@@ -26,6 +25,7 @@ from contextfold.conversation import Conversation
 from contextfold.errors import SessionFormatError
 from contextfold.summarizers import SECTION_TITLES, summary_preamble
 from contextfold.synthetic import generate_session
+from contextfold.testing.fake_llm import check_chat, check_messages
 
 CANNED = ("<analysis>CANNED-ANALYSIS: going through the session.</analysis>\n"
           "<summary>\n## 1. Primary Request and Intent\nCANNED-SUMMARY: round half-even in src/shop.\n</summary>")

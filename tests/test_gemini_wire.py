@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gemini_wire import CALL_AFTER, RESPONSE_AFTER, RESPONSE_COUNT, check_gemini
+from contextfold.testing.gemini_wire import CALL_AFTER, RESPONSE_AFTER, RESPONSE_COUNT, check_gemini
 
 KEY = {"x-goog-api-key": "test"}
 

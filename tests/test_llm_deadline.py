@@ -12,13 +12,13 @@ import asyncio
 import time
 
 import pytest
-from fake_llm_server import FakeLLMServer, Stall
 from test_llm_summarizers import ROUTE, make, request, session
 
 from contextfold.adapters import adapter_for
 from contextfold.context import Context
 from contextfold.conversation import Summary
 from contextfold.summarizers.llm import FATAL, TRANSIENT, Failure, classify
+from contextfold.testing.fake_llm import FakeLLMServer, Stall
 
 DEADLINE_S = 1.5
 GENEROUS_S = DEADLINE_S + 30  # the SDK import and client set-up under a loaded machine count too

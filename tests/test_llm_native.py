@@ -7,7 +7,6 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from fake_llm_server import FakeLLMServer, Fault, Reply, check_responses
 
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Opaque, Text, ToolCall, assistant, tool, user
@@ -25,6 +24,7 @@ from contextfold.providers.anthropic_native import (
 )
 from contextfold.summarizers import SummaryRequest
 from contextfold.summarizers.responses_compaction import STATE_KEY, OpenAIResponsesCompactionSummarizer
+from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply, check_responses
 from contextfold.tokens import Estimator, heuristic_tokens
 
 NATIVE = Policy(native_clearing=True)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fake_llm_server import FakeLLMServer, Reply
 
 from contextfold import importers
 from contextfold.cli import cli
@@ -15,6 +14,7 @@ from contextfold.codec import conversation_to_dict
 from contextfold.replay import recount
 from contextfold.replay.cost import DEFAULT_PRICES
 from contextfold.synthetic import generate_session
+from contextfold.testing.fake_llm import FakeLLMServer, Reply
 from contextfold.tokens import Estimator
 
 ANSWER = "<analysis>notes</analysis><summary>## 1. Primary Request and Intent\nREPLAYED-SUMMARY</summary>"

@@ -17,7 +17,6 @@ import time
 from email.utils import formatdate
 
 import pytest
-from fake_llm_server import FakeLLMServer, Fault, Reply
 
 from contextfold.adapters.calls import retry_after_s
 from contextfold.context import Context
@@ -27,6 +26,7 @@ from contextfold.pipeline.base import Policy
 from contextfold.summarizers import SECTION_TITLES, SummaryRequest, summary_preamble
 from contextfold.summarizers.llm import LLMSummarizer, ModelSummarizer
 from contextfold.summarizers.prompts import CONTINUATION_TITLES, SYSTEM_PROMPT, summary_from_answer
+from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply
 from contextfold.tokens import heuristic_tokens
 
 ANSWER = (

@@ -1,6 +1,6 @@
 """The model every framework integration test runs against: a tool loop long enough to force several compactions.
 
-:class:`ToolLoopServer` is a :class:`~agent_model_server.ScriptedModel`
+:class:`ToolLoopServer` is a :class:`~contextfold.testing.scripted.ScriptedModel`
 (127.0.0.1; Anthropic Messages, OpenAI Chat Completions and Responses;
 streamed or not; every request checked against its format's rules, with
 every tool call one this server issued) with a fixed script and two more
@@ -32,12 +32,11 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from agent_model_server import Call, ScriptedModel, Seen, Turn
-
 from contextfold import Conversation, Estimator
 from contextfold.adapters import adapter_for
 from contextfold.adapters.gemini import from_genai
 from contextfold.errors import ContextfoldError
+from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
 TASK = (
     "Audit the service log: read every chunk with read_chunk, starting at chunk 0, one chunk per call, "

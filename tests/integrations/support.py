@@ -13,10 +13,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from agent_model_server import ScriptedModel
 
 from contextfold import Conversation
 from contextfold.boundary import Cut
+from contextfold.testing.scripted import ScriptedModel
 
 
 def require(module: str, extra: str) -> ModuleType:

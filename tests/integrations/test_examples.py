@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_model_server import Call, ScriptedModel, Seen, Turn
 from support import require, run_script
+
+from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_model_server import Call, ScriptedModel, Seen, Turn
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
 from contextfold import Event
+from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
 require("langchain.agents", "langchain")
 require("langchain_openai", "langchain")

@@ -1,7 +1,9 @@
-"""A scripted model for whole agent sessions, on 127.0.0.1: Anthropic Messages, OpenAI Chat and Responses.
+"""A scripted model for whole agent sessions, on 127.0.0.1: Anthropic Messages, OpenAI Chat and Responses, Gemini.
 
 The agent tests point the real ``anthropic`` and ``openai`` SDK clients at
-it, and the integration tests the agent frameworks' own model classes. Unlike a queue of canned replies, each answer is a function of the
+it, the integration tests the agent frameworks' own model classes, and
+``contextfold serve-fake`` runs it as a process for the examples (see
+:mod:`contextfold.testing.server`). Unlike a queue of canned replies, each answer is a function of the
 request (a *script*), because an agent's next step depends on what its tools
 returned and because compaction rewrites the history the model sees: the
 script gets a :class:`Seen` with a stable step counter per session (a
@@ -10,7 +12,7 @@ compaction never touches), the texts of the tool results that answer the
 previous turn, and the raw body; it returns a :class:`Turn`.
 
 Every request is checked with the rules of its format (the checks of
-:mod:`fake_llm_server`: every ``tool_use`` answered by a ``tool_result`` in the
+:mod:`contextfold.testing.fake_llm`: every ``tool_use`` answered by a ``tool_result`` in the
 next message, no orphan results, roles, ``max_tokens``; every OpenAI tool call
 answered by tool messages) plus what a whole session adds: at most four
 Anthropic cache breakpoints, and every tool call in a request is one this
@@ -36,8 +38,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from fake_llm_server import Fault, check_chat, check_messages, check_responses, error_response, write_events
-from gemini_wire import calls_in_gemini, check_gemini, gemini_error, gemini_reply, is_gemini_path, seen_gemini
+from .fake_llm import (
+    Fault,
+    check_chat,
+    check_messages,
+    check_responses,
+    error_response,
+    write_events,
+)
+from .gemini_wire import (
+    calls_in_gemini,
+    check_gemini,
+    gemini_error,
+    gemini_reply,
+    is_gemini_path,
+    seen_gemini,
+)
 
 ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses"}
 CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses, "gemini": check_gemini}
@@ -177,8 +193,10 @@ class ScriptedModel:
     """The server; a context manager. ``exchanges`` records every request, ``problems`` every rule broken."""
 
     def __init__(
-        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None
+        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None,
+        port: int = 0,
     ) -> None:
+        """``port`` 0 takes a free one (:attr:`url` says which)."""
         self.script = script
         self.checks = checks
         self.count_prompt = count_prompt
@@ -188,7 +206,7 @@ class ScriptedModel:
         self._previous: dict[tuple[str, str], str] = {}
         self._ids = count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
 
     def __enter__(self) -> ScriptedModel:
