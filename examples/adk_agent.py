@@ -1,7 +1,8 @@
 """A Google ADK agent that reviews a Python project; contextfold writes the summaries of ADK's event compaction.
 
-    pip install 'contextfold[adk]'
-    GOOGLE_API_KEY=... python examples/adk_agent.py [FOLDER]
+    python3 -m pip install -e '.[adk]'
+    export GOOGLE_API_KEY=...     # or, offline: contextfold serve-fake --provider gemini, export GOOGLE_GEMINI_BASE_URL=...
+    python3 examples/adk_agent.py [FOLDER]
 
 ADK checks the prompt size before every model call; past contextfold's
 trigger for the model's window it hands the session's events to
@@ -20,6 +21,7 @@ from google.adk.apps import App
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
+from project_tools import model_access
 
 from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config
 
@@ -41,6 +43,7 @@ def read_file(path: str) -> str:
 
 
 async def main() -> None:
+    model_access("gemini")
     summarizer = ContextfoldSummarizer(MODEL, on_event=lambda e: print(f"  [contextfold] {e.stage} {e.action}: {e.detail}"))
     agent = LlmAgent(
         name="reviewer",

@@ -1,8 +1,8 @@
 """contextfold in a hand-written agent loop on the Anthropic Messages API.
 
-    pip install 'contextfold[anthropic]'
-    export ANTHROPIC_API_KEY=...
-    python examples/anthropic_loop.py [FOLDER]
+    python3 -m pip install -e '.[anthropic]'
+    export ANTHROPIC_API_KEY=...     # or, offline: contextfold serve-fake --provider anthropic, export ANTHROPIC_BASE_URL=...
+    python3 examples/anthropic_loop.py [FOLDER]
 
 Every request goes through ``context.prepare()``: the history stays inside the
 model's window, every tool call keeps its result, the task is never cut. The
@@ -12,7 +12,7 @@ transcript of the session is written to ``.contextfold/``.
 from __future__ import annotations
 
 import anthropic
-from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool
+from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
 from contextfold import Context
 
@@ -30,6 +30,7 @@ def run_tools(response: anthropic.types.Message) -> list[dict]:
 
 
 def main() -> None:
+    model_access("anthropic")
     client = anthropic.Anthropic()
     context = Context(MODEL, transcript=".contextfold")  # window and reply limit from the registry
     context.add([{"role": "user", "content": TASK}], system=SYSTEM, tools=TOOLS)

@@ -1,7 +1,8 @@
 """A LangChain v1 agent that reviews a Python project, its model calls kept within the window by contextfold.
 
-    pip install 'contextfold[langchain]' langchain-openai
-    OPENAI_API_KEY=... python examples/langchain_agent.py [FOLDER]
+    python3 -m pip install -e '.[langchain]' langchain-openai
+    export OPENAI_API_KEY=...     # or, offline: contextfold serve-fake --provider openai, export OPENAI_BASE_URL=...
+    python3 examples/langchain_agent.py [FOLDER]
 
 ``ContextfoldMiddleware`` compacts each request on its way to the model; the
 checkpointed thread keeps the raw history (pass ``persist=True`` to write the
@@ -17,6 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
+from project_tools import model_access
 
 from contextfold.integrations.langchain import ContextfoldMiddleware
 
@@ -39,6 +41,7 @@ def read_file(path: str) -> str:
     return target.read_text(errors="replace")
 
 
+model_access("openai")
 middleware = ContextfoldMiddleware(MODEL, on_event=lambda e: print(f"  [contextfold] {e.stage} {e.action}: {e.detail}"))
 agent = create_agent(
     ChatOpenAI(model=MODEL),

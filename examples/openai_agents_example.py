@@ -1,8 +1,8 @@
 """contextfold in the OpenAI Agents SDK: per-call compaction and a compacting session.
 
-    pip install 'contextfold[openai-agents]'
-    export OPENAI_API_KEY=...
-    python examples/openai_agents_example.py [FOLDER]
+    python3 -m pip install -e '.[openai-agents]'
+    export OPENAI_API_KEY=...     # or, offline: contextfold serve-fake --provider openai, export OPENAI_BASE_URL=...
+    python3 examples/openai_agents_example.py [FOLDER]
 
 ``ContextfoldInputFilter`` decides what each model call sees (the runner keeps
 every raw item); ``ContextfoldSession`` compacts the stored history after
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
-from project_tools import SYSTEM, TASK, list_files, read_file
+from project_tools import SYSTEM, TASK, list_files, model_access, read_file
 
 from contextfold.integrations.openai_agents import ContextfoldInputFilter, ContextfoldSession
 
@@ -23,6 +23,7 @@ MODEL = "gpt-4.1"
 
 
 async def main() -> None:
+    model_access("openai")
     agent = Agent(name="reader", instructions=SYSTEM, model=MODEL,
                   tools=[function_tool(list_files), function_tool(read_file)])
     compactor = ContextfoldInputFilter(MODEL)

@@ -1,8 +1,8 @@
 """contextfold in a hand-written agent loop on OpenAI Chat Completions.
 
-    pip install 'contextfold[openai]'
-    export OPENAI_API_KEY=...
-    python examples/openai_loop.py [FOLDER]
+    python3 -m pip install -e '.[openai]'
+    export OPENAI_API_KEY=...     # or, offline: contextfold serve-fake --provider openai, export OPENAI_BASE_URL=...
+    python3 examples/openai_loop.py [FOLDER]
 
 The same loop as ``anthropic_loop.py`` in the Chat Completions format
 (``provider="openai"``); for the Responses API use ``provider="responses"``,
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import openai
-from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool
+from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
 from contextfold import Context
 
@@ -35,6 +35,7 @@ def run_tools(message: openai.types.chat.ChatCompletionMessage) -> list[dict]:
 
 
 def main() -> None:
+    model_access("openai")
     client = openai.OpenAI()
     context = Context(MODEL, provider="openai", transcript=".contextfold")
     context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}], tools=TOOLS)

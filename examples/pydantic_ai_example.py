@@ -1,8 +1,8 @@
 """contextfold in pydantic-ai: a history processor as the ProcessHistory capability.
 
-    pip install 'contextfold[pydantic-ai]'
-    export OPENAI_API_KEY=...
-    python examples/pydantic_ai_example.py [FOLDER]
+    python3 -m pip install -e '.[pydantic-ai]'
+    export OPENAI_API_KEY=...     # or, offline: contextfold serve-fake --provider openai, export OPENAI_BASE_URL=...
+    python3 examples/pydantic_ai_example.py [FOLDER]
 
 pydantic-ai makes the processed messages the run's history, so
 ``result.all_messages()`` is contextfold's compacted view, ready to be the
@@ -11,7 +11,7 @@ next run's ``message_history``.
 
 from __future__ import annotations
 
-from project_tools import SYSTEM, TASK, list_files, read_file
+from project_tools import SYSTEM, TASK, list_files, model_access, read_file
 from pydantic_ai import Agent, UsageLimits
 
 from contextfold.integrations.pydantic_ai import ContextfoldHistory
@@ -20,6 +20,7 @@ MODEL = "gpt-4.1"
 
 
 def main() -> None:
+    model_access("openai")
     history = ContextfoldHistory(MODEL)
     agent = Agent(f"openai:{MODEL}", instructions=SYSTEM, tools=[list_files, read_file],
                   capabilities=[history.capability()])

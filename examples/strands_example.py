@@ -1,8 +1,8 @@
 """contextfold in Strands Agents: a ConversationManager, with a file session that restores the same history.
 
-    pip install 'contextfold[strands]'
-    export OPENAI_API_KEY=...
-    python examples/strands_example.py [FOLDER]
+    python3 -m pip install -e '.[strands]'
+    export OPENAI_API_KEY=...     # or, offline: contextfold serve-fake --provider openai, export OPENAI_BASE_URL=...
+    python3 examples/strands_example.py [FOLDER]
 
 The manager compacts ``agent.messages`` before each model call, so a long tool
 loop inside one invocation stays inside the window; its state tells the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from project_tools import SYSTEM, TASK, list_files, read_file
+from project_tools import SYSTEM, TASK, list_files, model_access, read_file
 from strands import Agent, tool
 from strands.models.openai import OpenAIModel
 from strands.session.file_session_manager import FileSessionManager
@@ -24,6 +24,7 @@ MODEL = "gpt-4.1"
 
 
 def main() -> None:
+    model_access("openai")
     model = OpenAIModel(client_args={"api_key": os.environ["OPENAI_API_KEY"]}, model_id=MODEL)
     agent = Agent(
         model=model,

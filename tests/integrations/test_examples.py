@@ -1,36 +1,47 @@
-"""Every script in ``examples/`` and every Python block of the README's loop and framework sections runs as written.
+"""Every script in ``examples/`` runs offline against the shipped scripted model, and so does every Python block
+of the README's loop and framework sections.
 
-Each runs in a subprocess whose SDK clients find a scripted model through
-the environment (base URLs, keys, no trace export), in a folder holding a
-README.md: the model reads it with the script's ``read_file`` tool, then
-answers (a follow-up run on the same history gets the answer at once). Every
-request is checked by the server; the script must print the answer and exit 0.
+Each runs in a subprocess whose SDK clients find contextfold's scripted model
+(:func:`contextfold.testing.server.reading_script`, what ``contextfold
+serve-fake`` serves) through the base-URL variables the SDKs read, in a
+folder holding a README.md and an app.py: the model lists the folder when it
+may, reads one file, and answers with that file's first line, so the answer
+shows that the tool call went out and its result came back. The examples get
+no key: they set a dummy one themselves when the base URL is local, and
+without one exit with a line saying how to run offline. Every request is
+checked by the server; the script must print the answer and exit 0.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support import require, run_script
 
-from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
+from contextfold.testing.scripted import ScriptedModel
+from contextfold.testing.server import BASE_URL_VARIABLES, reading_script
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-ANSWER = "A library that keeps agents inside their context window."
-SCRIPTS = {  # examples/ script -> (module it needs, the extra that installs it)
-    "anthropic_loop.py": ("anthropic", "anthropic"),
-    "openai_loop.py": ("openai", "openai"),
-    "openai_agents_example.py": ("agents", "openai-agents"),
-    "pydantic_ai_example.py": ("pydantic_ai", "pydantic-ai"),
-    "strands_example.py": ("strands", "strands"),
-    "langchain_agent.py": ("langchain_openai", "langchain"),
-    "adk_agent.py": ("google.adk", "adk"),
+README_LINE = "# demo project: it keeps agents small"
+APP_LINE = '"""app.py: adds two numbers."""'
+ANSWER = "contextfold's scripted model read a file; its first line is: "
+SCRIPTS = {  # examples/ script -> (module it needs, the extra that installs it, its provider, the file it reads)
+    "anthropic_loop.py": ("anthropic", "anthropic", "anthropic", README_LINE),
+    "openai_loop.py": ("openai", "openai", "openai", README_LINE),
+    "openai_agents_example.py": ("agents", "openai-agents", "openai", README_LINE),
+    "pydantic_ai_example.py": ("pydantic_ai", "pydantic-ai", "openai", README_LINE),
+    "strands_example.py": ("strands", "strands", "openai", README_LINE),
+    "langchain_agent.py": ("langchain_openai", "langchain", "openai", APP_LINE),  # it lists only *.py
+    "adk_agent.py": ("google.adk", "adk", "gemini", APP_LINE),
 }
-SECTIONS = {  # README heading -> the same
+SECTIONS = {  # README heading -> (module it needs, the extra that installs it)
     "## In an agent loop": ("anthropic", "anthropic"),
     "### OpenAI Agents SDK": ("agents", "openai-agents"),
     "### pydantic-ai": ("pydantic_ai", "pydantic-ai"),
@@ -38,37 +49,75 @@ SECTIONS = {  # README heading -> the same
     "### LangChain v1": ("langchain_openai", "langchain"),
     "### Google ADK": ("google.adk", "adk"),
 }
-
-
-def _script(seen: Seen) -> Turn:
-    if seen.step == 0:
-        return Turn("", (Call("read_file", {"path": "README.md"}),))
-    if seen.step == 1:
-        assert "keeps agents small" in seen.results[0], seen.results
-    return Turn(ANSWER)
+KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 
 @pytest.fixture
 def server() -> Iterator[ScriptedModel]:
-    with ScriptedModel(_script) as model:
+    with ScriptedModel(reading_script) as model:
         yield model
 
 
 def _project(folder: Path) -> Path:
-    (folder / "README.md").write_text("# demo\n\nThis project keeps agents small.\n")
+    (folder / "README.md").write_text(f"{README_LINE}\n\nIt keeps agents inside their context window.\n")
+    (folder / "app.py").write_text(f"{APP_LINE}\n\n\ndef add(a, b):\n    return a + b\n")
     return folder
 
 
-def _assert_answered(run: object, server: ScriptedModel) -> None:
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert server.problems == []
-    assert ANSWER in run.stdout
+def _offline_env(**variables: str) -> dict[str, str]:
+    """This environment without any provider key or base URL, plus ``variables``."""
+    dropped = set(KEYS) | set(BASE_URL_VARIABLES.values()) | {"OPENAI_AGENTS_DISABLE_TRACING"}
+    return {**{k: v for k, v in os.environ.items() if k not in dropped}, **variables}
+
+
+def _run_example(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "examples" / script), str(cwd)], check=False, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=180)
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
-def test_example_script_runs(script: str, server: ScriptedModel, tmp_path: Path) -> None:
-    require(*SCRIPTS[script])
-    _assert_answered(run_script(ROOT / "examples" / script, server, tmp_path, str(_project(tmp_path))), server)
+def test_example_runs_offline_against_the_scripted_model(script: str, server: ScriptedModel, tmp_path: Path) -> None:
+    module, extra, provider, line = SCRIPTS[script]
+    require(module, extra)
+    env = _offline_env(**{BASE_URL_VARIABLES[provider]: server.base_url(provider)})
+    run = _run_example(script, env, _project(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert server.problems == []
+    assert ANSWER + line in run.stdout, run.stdout[-3000:]
+    assert len(server.valid) >= 3  # listed, read, answered: each request went through contextfold and was valid
+
+
+def test_every_example_is_tested() -> None:
+    shipped = {path.name for path in (ROOT / "examples").glob("*.py")} - {"project_tools.py"}
+    assert shipped == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_example_without_a_key_says_how_to_run_offline(script: str, tmp_path: Path) -> None:
+    module, extra, provider, _ = SCRIPTS[script]
+    require(module, extra)
+    run = _run_example(script, _offline_env(), _project(tmp_path))
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr[-3000:]
+    assert f"contextfold serve-fake --provider {provider}" in run.stderr and BASE_URL_VARIABLES[provider] in run.stderr
+
+
+def test_serve_fake_runs_an_example(tmp_path: Path) -> None:
+    """The command the README documents, as a process: its printed line points the example at it."""
+    require("anthropic", "anthropic")
+    command = [sys.executable, "-m", "contextfold", "serve-fake", "--provider", "anthropic"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as served:
+        try:
+            assert served.stdout is not None
+            banner, export = served.stdout.readline(), served.stdout.readline()
+            assert "scripted model" in banner
+            name, _, url = export.strip().removeprefix("export ").partition("=")
+            assert name == "ANTHROPIC_BASE_URL" and url.startswith("http://127.0.0.1:")
+            run = _run_example("anthropic_loop.py", _offline_env(ANTHROPIC_BASE_URL=url), _project(tmp_path))
+        finally:
+            served.terminate()
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ANSWER + README_LINE in run.stdout
 
 
 @pytest.mark.parametrize("heading", list(SECTIONS))
@@ -77,4 +126,7 @@ def test_readme_example_runs(heading: str, server: ScriptedModel, tmp_path: Path
     text = README.read_text()
     block = re.search(r"```python\n(.*?)```", text[text.index(f"\n{heading}\n"):], re.DOTALL).group(1)
     (tmp_path / "example.py").write_text(block)
-    _assert_answered(run_script(tmp_path / "example.py", server, _project(tmp_path)), server)
+    run = run_script(tmp_path / "example.py", server, _project(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert server.problems == []
+    assert ANSWER + README_LINE in run.stdout, run.stdout[-3000:]

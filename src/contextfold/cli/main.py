@@ -12,6 +12,7 @@ from .demo import demo
 from .models import models_command
 from .recorded import inspect, tokens
 from .replay import replay_command
+from .serve_fake import serve_fake
 from .sessions import sessions
 
 
@@ -26,7 +27,7 @@ def cli(log_level: str | None, verbose: int) -> None:
 
 
 for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions,
-                models_command):
+                models_command, serve_fake):
     cli.add_command(command)
 
 
