@@ -12,6 +12,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from .conversation import (
@@ -32,14 +33,15 @@ from .conversation import (
 )
 from .errors import InvalidContent
 
-_BLOCK_BY_KIND: dict[str, type] = {
+_BLOCK_BY_KIND: dict[str, type[Block]] = {
     cls.kind: cls for cls in (Text, Image, Document, Thinking, RedactedThinking, ToolCall, ToolResult, Summary, Opaque)
 }
 
 
 def block_to_dict(block: Block) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": block.kind}
-    for name in block.__dataclass_fields__:  # type: ignore[union-attr]
+    for spec in dataclass_fields(block):
+        name = spec.name
         value = getattr(block, name)
         if name == "content" and isinstance(value, tuple):
             value = [block_to_dict(b) for b in value]

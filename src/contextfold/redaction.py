@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -35,11 +35,19 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 """Each kind of secret and its pattern (a group 1, when present, is kept: the ``=`` before a value)."""
 
 
+def _replacement(kind: str) -> Callable[[re.Match[str]], str]:
+    """What a match of ``kind`` becomes: its group 1 (when the pattern has one) kept, the secret replaced."""
+
+    def substitute(match: re.Match[str]) -> str:
+        return f"{match.group(1) or ''}[REDACTED {kind}]" if match.re.groups else f"[REDACTED {kind}]"
+
+    return substitute
+
+
 def redact_text(text: str, found: Counter[str]) -> str:
     """``text`` with every secret replaced by ``[REDACTED <kind>]``; ``found`` counts them by kind."""
     for kind, pattern in PATTERNS:
-        text, count = pattern.subn(lambda m, kind=kind: f"{m.group(1) or ''}[REDACTED {kind}]"
-                                   if m.re.groups else f"[REDACTED {kind}]", text)
+        text, count = pattern.subn(_replacement(kind), text)
         if count:
             found[kind] += count
     return text

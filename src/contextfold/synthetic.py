@@ -18,8 +18,9 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from .conversation import Conversation, Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
+from .conversation import Block, Conversation, Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
 
 SYSTEM_PROMPT = (
     "You are a careful software engineer working in a repository through tools. "
@@ -124,9 +125,9 @@ class _Session:
     def say(self, role: str, text: str) -> None:
         self.conversation.append(Item(role, (Text(text),), id=f"it_{len(self.conversation):05d}", timestamp=self._tick(2, 20)))
 
-    def round(self, thought: str, calls: list[tuple[str, dict, str, bool]]) -> None:
+    def round(self, thought: str, calls: list[tuple[str, dict[str, Any], str, bool]]) -> None:
         """One assistant turn with its (parallel) calls: (tool, arguments, output, is_error)."""
-        blocks: list = [Text(thought)] if thought else []
+        blocks: list[Block] = [Text(thought)] if thought else []
         ids = []
         for name, args, _, _ in calls:
             self.calls += 1

@@ -33,8 +33,9 @@ def as_object(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
     if isinstance(value, Mapping):
         return value
     dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_unset=True)
+    dumped = dump(mode="json", exclude_unset=True) if callable(dump) else None
+    if isinstance(dumped, Mapping):
+        return dumped
     raise InvalidContent(index, field or "message", f"expected an object, got {type(value).__name__}")
 
 

@@ -231,7 +231,7 @@ class Adapter(ABC):
 def as_data(response: Any) -> dict[str, Any]:
     """An SDK response object or a dict as a plain dict without ``None`` fields (absent on the wire)."""
     if hasattr(response, "model_dump"):  # without warnings: the SDK's types do not expect every item a server echoes
-        return response.model_dump(exclude_none=True, warnings=False)
+        response = response.model_dump(exclude_none=True, warnings=False)
     if not isinstance(response, Mapping):
         raise InvalidContent(None, "response", f"expected an object, got {type(response).__name__}")
     return dict(response)

@@ -26,7 +26,7 @@ every importer guarantees:
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
+from typing import Protocol
 
 from ..conversation import Conversation
 from ..errors import UnknownSessionFormat
@@ -45,7 +45,19 @@ from . import (
 )
 from ._common import Source
 
-_IMPORTERS: tuple[ModuleType, ...] = (
+
+class Importer(Protocol):
+    """What each importer module provides (a module is checked against this as a protocol)."""
+
+    @property
+    def FORMAT(self) -> str: ...
+
+    def matches(self, source: Source) -> bool: ...
+
+    def load(self, source: Source) -> list[Conversation]: ...
+
+
+_IMPORTERS: tuple[Importer, ...] = (
     contextfold_session,
     mini_swe_agent,
     swe_agent,
@@ -88,7 +100,7 @@ def load(path: str | Path, format: str | None = None) -> list[Conversation]:
     return importer.load(source)
 
 
-def _detect(source: Source) -> ModuleType:
+def _detect(source: Source) -> Importer:
     for importer in _IMPORTERS:
         if importer.matches(source):
             return importer

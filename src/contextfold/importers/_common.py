@@ -211,6 +211,12 @@ def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | t
     return value
 
 
+def object_at(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``record[key]`` when it is an object, else an empty one: an optional part a recording may leave out."""
+    value = record.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> str | None:
     """``record[key]`` that says what a record is (its ``type``, ``kind``, ``role``): a string, or ``None``
     when absent; anything else is a SessionFormatError at ``where.key``."""

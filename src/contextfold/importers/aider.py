@@ -85,7 +85,7 @@ def _kind(line: str) -> str:
 
 def _runs(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
     """Consecutive lines of one kind; blank lines join replies, and end user and console runs."""
-    kind, run = "", []
+    kind, run = "", list[str]()
     for line in lines:
         this = "reply" if not line.strip() else _kind(line)
         if this != kind and run:

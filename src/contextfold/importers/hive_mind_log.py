@@ -148,7 +148,8 @@ def entries(source: Source) -> list[Entry]:
                 except JsonFault as fault:
                     raise source.error(f"line {entry.line}", f"{fault.reason} ({fault.where})") from None
         source.memo["hive_mind_log"] = found
-    return source.memo["hive_mind_log"]
+    entries_read: list[Entry] = source.memo["hive_mind_log"]  # what the branch above stored
+    return entries_read
 
 
 def _records(lines: list[str]) -> list[_Record]:

@@ -26,7 +26,7 @@ from typing import Any
 from ..adapters import adapter_for
 from ..conversation import Conversation
 from . import _openai_messages
-from ._common import ConversationBuilder, Source, field_of, unix_time
+from ._common import ConversationBuilder, Source, field_of, object_at, unix_time
 
 FORMAT = "mini-swe-agent"
 OWN_KEYS = ("extra", "provider_specific_fields")
@@ -46,9 +46,9 @@ def matches(source: Source) -> bool:
 def load(source: Source) -> list[Conversation]:
     doc = source.require_document(dict)
     messages = field_of(source, doc, "messages", list, "$")
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    config = info.get("config") if isinstance(info.get("config"), Mapping) else {}
-    model = config.get("model") if isinstance(config.get("model"), Mapping) else {}
+    info = object_at(doc, "info")
+    config = object_at(info, "config")
+    model = object_at(config, "model")
     config_model = model.get("model_name")
     builder = ConversationBuilder(
         source,
@@ -65,7 +65,7 @@ def load(source: Source) -> list[Conversation]:
         where = f"$.messages[{index}]"
         if not isinstance(message, Mapping):
             raise source.error(where, "a message must be an object")
-        extra = message.get("extra") if isinstance(message.get("extra"), Mapping) else {}
+        extra = object_at(message, "extra")
         timestamp = unix_time(extra.get("timestamp"))
         if message.get("role") == "exit":
             _add_exit(builder, message, extra, where, timestamp)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..adapters import adapter_for
 from ..conversation import Conversation, Text, ToolCall
-from ._common import ConversationBuilder, Source, field_of, unix_time
+from ._common import ConversationBuilder, Source, field_of, object_at, unix_time
 
 FORMAT = "moatless"
 
@@ -42,7 +42,7 @@ def matches(source: Source) -> bool:
 def load(source: Source) -> list[Conversation]:
     doc = source.require_document(dict)
     transitions = field_of(source, doc, "transitions", list, "$")
-    info = doc.get("info") if isinstance(doc.get("info"), Mapping) else {}
+    info = object_at(doc, "info")
     meta = {"format": FORMAT, "instance_id": info.get("instance_id"), "status": info.get("status")}
     builder = ConversationBuilder(source, f"{source.name}:0", meta)
     first = transitions[0] if transitions and isinstance(transitions[0], Mapping) else {}
@@ -92,8 +92,8 @@ def _add_action(
 
 
 def _completion_meta(transition: Mapping[str, Any], action: Mapping[str, Any]) -> dict[str, Any]:
-    completion = action.get("completion") if isinstance(action.get("completion"), Mapping) else {}
-    properties = transition.get("properties") if isinstance(transition.get("properties"), Mapping) else {}
+    completion = object_at(action, "completion")
+    properties = object_at(transition, "properties")
     meta: dict[str, Any] = {}
     model = completion.get("model") or properties.get("model")
     if isinstance(model, str):

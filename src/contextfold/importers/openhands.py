@@ -39,7 +39,9 @@ BOOKKEEPING = frozenset(
 def matches(source: Source) -> bool:
     doc = source.document
     first = doc[0] if isinstance(doc, list) and doc else None
-    kind = first.get("kind") if isinstance(first, dict) else None
+    if not isinstance(first, dict):
+        return False
+    kind = first.get("kind")
     return isinstance(kind, str) and kind in EVENT_KINDS | BOOKKEEPING and "source" in first
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..conversation import Conversation, ToolCall
 from . import _openai_messages
-from ._common import ConversationBuilder, Source, field_of, text_blocks
+from ._common import ConversationBuilder, Source, field_of, object_at, text_blocks
 
 FORMAT = "swe-agent"
 SHELL_TOOL = "bash"
@@ -45,7 +45,7 @@ def load(source: Source) -> list[Conversation]:
     doc = source.require_document(dict)
     history = field_of(source, doc, "history", list, "$")
     steps = field_of(source, doc, "trajectory", list, "$")
-    info = doc.get("info") if isinstance(doc.get("info"), Mapping) else {}
+    info = object_at(doc, "info")
     builder = ConversationBuilder(
         source, f"{source.name}:0", {"format": FORMAT, "exit_status": info.get("exit_status")}
     )

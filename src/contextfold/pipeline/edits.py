@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from ..conversation import Conversation, Item, Text
+from ..conversation import Block, Conversation, Item, Text
 from ..events import Event
 from .base import Budget
 
@@ -30,10 +30,10 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
     """
     result = item.tool_result
     assert result is not None, "only tool items have outputs to replace"
-    kept: tuple = ()
+    kept: tuple[Block, ...] = ()
     if keep_media and not isinstance(result.content, str):
         kept = tuple(b for b in result.content if not isinstance(b, Text))
-    new_content: str | tuple = (Text(content), *kept) if kept else content
+    new_content: str | tuple[Block, ...] = (Text(content), *kept) if kept else content
     meta = {**item.meta, "compacted": stage}
     return replace(item, blocks=(replace(result, content=new_content),), meta=meta)
 

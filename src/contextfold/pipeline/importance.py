@@ -17,6 +17,7 @@ and the economics prices forgetting by it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class References:
         if uses is None:
             return 0.0
         age = self.turns - self.last[token]
-        return uses * 0.5 ** (age / HALF_LIFE_TURNS)
+        return uses * math.pow(0.5, age / HALF_LIFE_TURNS)
 
     def ranked(self, exclude: Iterable[str] = ()) -> list[str]:
         """The references, most likely needed first, without those in ``exclude``."""
@@ -134,7 +135,7 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
             score += 5.0
     elif item.tool_calls and any(action.kind == EDIT for action in call_actions(item)):
         score += 5.0
-    return score * (1.0 + 0.5 ** (age_turns / HALF_LIFE_TURNS))
+    return score * (1.0 + math.pow(0.5, age_turns / HALF_LIFE_TURNS))
 
 
 def referenced_lines(text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None) -> list[str]:

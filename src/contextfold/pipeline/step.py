@@ -203,7 +203,8 @@ class Steward:
             return view, events, None
         if occasion.summary in (FORCED, REACTIVE):
             budget = replace(budget, force_summary=occasion.summary == FORCED, refused=occasion.summary == REACTIVE)
-        result, produced, fits = compact(view, budget, target)
+        result, produced, met = compact(view, budget, target)
+        fits: bool | None = met
         if not fits and not any(e.stage == "summarize" for e in produced):
             fits = None  # too few messages to summarize yet (and the window not at stake): no failed compaction
         if occasion.sends and budget.count(result) > window_limit(budget):

@@ -40,6 +40,7 @@ import json
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..actions import EDIT, call_actions
 from ..conversation import Conversation, Item, ToolResult
@@ -222,6 +223,10 @@ class SessionProbes:
         self._texts.append(item.text)
 
 
+K = TypeVar("K", bound=Hashable)
+"""What names one text of a :class:`Haystack` search (a message's key)."""
+
+
 class Haystack:
     """Substring search over the texts of requests, remembering what each text held.
 
@@ -233,7 +238,7 @@ class Haystack:
     def __init__(self) -> None:
         self._found: dict[tuple[Hashable, str], bool] = {}
 
-    def searcher(self, texts: Mapping[Hashable, str]) -> Callable[[str], bool]:
+    def searcher(self, texts: Mapping[K, str]) -> Callable[[str], bool]:
         """Whether any of ``texts`` holds a needle, searching the newest (last) first."""
         keys = list(texts)[::-1]
 

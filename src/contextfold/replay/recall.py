@@ -59,9 +59,9 @@ def session_needs(recording: Conversation) -> dict[int, Needed]:
     """
     messages = recorded_messages(recording)
     tokens = [specific_tokens(message.wire_text) for _, message in messages]
-    system = set().union(*(t for t, (_, m) in zip(tokens, messages) if m.data.get("role") == "system"))
+    system: set[str] = set().union(*(t for t, (_, m) in zip(tokens, messages) if m.data.get("role") == "system"))
     seen: set[str] = set()
-    recent: deque[set[str]] = deque(maxlen=FAR_MESSAGES)
+    recent: deque[frozenset[str]] = deque(maxlen=FAR_MESSAGES)
     needs: dict[int, Needed] = {}
     for mine, (index, message) in zip(tokens, messages):
         role = message.data.get("role")

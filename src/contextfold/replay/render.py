@@ -83,7 +83,8 @@ def render_item(item: Item) -> Message | None:
     adapter's :class:`~contextfold.adapters.LossyConversion` warning.
     """
     if _RENDERED in item.memo:
-        return item.memo[_RENDERED]
+        cached: Message | None = item.memo[_RENDERED]  # the memo holds what this function stored
+        return cached
     try:
         written = to_openai(Conversation((item,)))
     except InvalidMessage:

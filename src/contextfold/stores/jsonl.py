@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..codec import header_from_dict
 from ..errors import SessionNotFound, StoreError, StoreUnavailable, TranscriptCorrupt, TranscriptError, ViewConflict
@@ -203,6 +204,6 @@ class JsonlStore:
             self._release(session_id)
 
 
-def _fields(record: Record) -> dict:
+def _fields(record: Record) -> dict[str, Any]:
     """What a record holds besides its place (``seq``, ``type``, and ``more`` of the batch it was written in)."""
     return {k: v for k, v in record.items() if k not in ("seq", "type", "more")}

@@ -104,7 +104,7 @@ class RedisStore:
             raise SessionNotFound(self.url, session_id)
         if status == -2:
             raise ViewConflict(self.url, session_id, base, seq)
-        return seq
+        return int(seq)
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import StoreError
 from .base import VIEW_EVENT, Store
@@ -56,6 +57,6 @@ def prune(
     return report
 
 
-def _emptied(checkpoint: dict) -> dict:
+def _emptied(checkpoint: dict[str, Any]) -> dict[str, Any]:
     data = {"items": len(checkpoint["data"].get("items", ())), **{k: v for k, v in checkpoint["data"].items() if k != "items"}}
     return {**checkpoint, "kind": PRUNED_VIEW_EVENT, "data": data}

@@ -115,8 +115,9 @@ class StoredSession:
     @property
     def path(self) -> Path | None:
         """The file the session lives in, for a file store (JSONL: its transcript; SQLite: the database)."""
-        if hasattr(self.store, "directory"):
-            return Path(self.store.directory) / f"{self.session_id}.jsonl"  # type: ignore[attr-defined]
+        directory = getattr(self.store, "directory", None)
+        if directory is not None:
+            return Path(directory) / f"{self.session_id}.jsonl"
         return getattr(self.store, "path", None)
 
     @property

@@ -90,14 +90,15 @@ class SqlStore:
                                      "updated = ? WHERE session_id = ? AND view_seq = ? RETURNING view_seq"),
                            (time.time(), session_id, base))
             row = cursor.fetchone()
-            if row is None:
+            if row is None:  # the view moved on, or there is no such session: say which
                 cursor.execute(self._sql("SELECT view_seq FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
                 current = cursor.fetchone()
                 if current is None:
                     raise SessionNotFound(self.url, session_id)
                 raise ViewConflict(self.url, session_id, base, current[0])
-            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"), (session_id, row[0], body))
-        return row[0]
+            seq: int = row[0]
+            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"), (session_id, seq, body))
+        return seq
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:

@@ -220,8 +220,9 @@ class _Reader:
                                      "(a record is missing or repeated)")
         if (kind == "header") != (seq == 0):
             raise self.corrupt(line, "the header must be the first record, and only the first")
-        handler = {"header": self._header, "item": self._item, "event": self._event,
-                   "header_update": self._header_update}.get(kind)
+        handlers = {"header": self._header, "item": self._item, "event": self._event,
+                    "header_update": self._header_update}
+        handler = handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
             raise self.corrupt(line, f"unknown record type {kind!r}")
         more = record.get("more", 0)

@@ -70,6 +70,9 @@ class SummaryResult:
 class Summarizer(Protocol):
     """Anything that can summarize a span; ``name`` appears in events."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Read-only, so a frozen dataclass or a class attribute provides it."""
+        ...
 
     def summarize(self, request: SummaryRequest) -> SummaryResult: ...

@@ -56,7 +56,7 @@ def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int]) -> dic
         request["tools"] = [*tools[:-1], {**tools[-1], MARK: EPHEMERAL}]
     system = request.get("system")
     if system:
-        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
         blocks[-1][MARK] = EPHEMERAL
         request["system"] = blocks
     messages = request["messages"]

@@ -77,8 +77,11 @@ class ClearToolUses:
             edit["clear_at_least"] = {"type": "input_tokens", "value": self.clear_at_least_tokens}
         if self.exclude_tools:
             edit["exclude_tools"] = list(self.exclude_tools)
-        if self.clear_tool_inputs:
-            edit["clear_tool_inputs"] = self.clear_tool_inputs if self.clear_tool_inputs is True else list(self.clear_tool_inputs)
+        if isinstance(self.clear_tool_inputs, tuple):
+            if self.clear_tool_inputs:
+                edit["clear_tool_inputs"] = list(self.clear_tool_inputs)
+        elif self.clear_tool_inputs:
+            edit["clear_tool_inputs"] = True
         return edit
 
 

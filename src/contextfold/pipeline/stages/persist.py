@@ -121,7 +121,9 @@ def offload(item: Item, policy: Policy, results_dir: Path | None,
                             f"could not be saved to disk; only its head and tail were kept")
     log.warning("%s", error)
     result = with_result(item, f"[{type(error).__name__}: {error}]\n{_preview(text, policy, '')}", STAGE)
-    result = replace(result, blocks=(replace(result.blocks[0], is_error=True),))
+    output = result.tool_result
+    if output is not None:
+        result = result.with_blocks((replace(output, is_error=True),))
     return result, [Event(STAGE, "not_stored", (item.id,), detail=str(error))]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 
 from ...conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
 from ...events import Event
@@ -56,31 +57,36 @@ def _shorter_text(item: Item) -> Item | None:
     return None if blocks == item.blocks else replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
 
 
+def _cleared(item: Item, budget: Budget) -> Item | None:
+    return placeholder(item, budget.count_item(item), STAGE)
+
+
 def _candidates(conversation: Conversation, rule: Rule, budget: Budget) -> Iterator[tuple[int, Callable[[], Item | None]]]:
     """Indices this rule may touch (oldest first, sparing the newest ``keep_recent``) and how."""
     if rule.action == NONE:
         return
     items = conversation.items
     latest = latest_result_index(items)
+    change: Callable[[Item], Item | None]
     if rule.kind == "tool_result":
         indices = [i for i, it in enumerate(items) if it.role == "tool" and i != latest and not is_placeholder(it)]
-        make = {i: (lambda it=items[i]: placeholder(it, budget.count_item(it), STAGE)) for i in indices}
+        change = partial(_cleared, budget=budget)
     elif rule.kind == "thinking":
         indices = [i for i, it in enumerate(items) if any(isinstance(b, (Thinking, RedactedThinking)) for b in it.blocks)]
-        make = {i: (lambda it=items[i]: _without_thinking(it)) for i in indices}
+        change = _without_thinking
     elif rule.kind == "image":
         task = task_index(conversation)
         kinds = ("user", "tool_result", "assistant", "tool_call")
         indices = [i for i, it in enumerate(items) if i != task and it.kind in kinds]
-        make = {i: (lambda it=items[i]: _without_images(it)) for i in indices}
+        change = _without_images
     elif rule.kind == "assistant_text":
         indices = [i for i, it in enumerate(items) if it.role == "assistant"]
-        make = {i: (lambda it=items[i]: _shorter_text(it)) for i in indices}
+        change = _shorter_text
     else:
         return
     spared = len(indices) - rule.keep_recent
     for index in indices[: max(spared, 0)]:
-        yield index, make[index]
+        yield index, partial(change, items[index])
 
 
 def selective(

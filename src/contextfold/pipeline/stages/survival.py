@@ -127,10 +127,10 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)
     cap = min(p.survival_max_tokens, max(int(saved * p.survival_max_share), 0))
-    text = note_text(lost, cap, budget.count_text)
-    if text is None:
+    put_back = note_text(lost, cap, budget.count_text)
+    if put_back is None:
         return after, [Event(STAGE, "lost", detail=f"no room to put back {lost.counts()}", data=lost.counts())]
-    note = Item("user", (Text(text),), timestamp=budget.now_s, meta={"survival": True})
+    note = Item("user", (Text(put_back),), timestamp=budget.now_s, meta={"survival": True})
     items = list(after.items)
     at = _insert_at(before, after)
     items.insert(at, note)

@@ -13,12 +13,14 @@ the cached prefix ends after the task on each of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...conversation import Conversation, Item
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 
 
-def task_index(items: list[Item] | tuple[Item, ...]) -> int | None:
+def task_index(items: Sequence[Item]) -> int | None:
     """The first user item: the task."""
     return next((index for index, item in enumerate(items) if item.role == "user"), None)
 
