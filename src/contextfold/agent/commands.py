@@ -135,7 +135,7 @@ def exit_(session: Session, _: str) -> None:
 
 
 def help_(session: Session, _: str) -> None:
-    for name, (_, text) in COMMANDS.items():
+    for name, (_run, text) in COMMANDS.items():
         session.console.print(f"[bold]{name}[/] {escape(text)}")
 
 

@@ -116,12 +116,13 @@ class Agent:
 
     def execute(self, tools: Mapping[str, Tool], call: ToolCall) -> ToolResult:
         """Run one call; a refusal or failure becomes an error result that says why."""
+        reported: tuple[type[BaseException], ...] = (ToolError, OSError, ValueError, *self.model.api_errors)
         try:
             tool = tools.get(call.name)
             if tool is None:
                 raise ToolError(f"there is no tool {call.name!r}; the tools are {', '.join(tools)}")
             return ToolResult(call.id, tool(call.arguments), is_error=False)
-        except (ToolError, OSError, ValueError, *self.model.api_errors) as error:
+        except reported as error:
             return ToolResult(call.id, f"{call.name} failed: {error}", is_error=True)
 
     def delegate(self, prompt: str) -> str:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from contextfold import ToolSpec
 
@@ -367,7 +367,7 @@ def _search_environment() -> dict[str, str]:
     return environment
 
 
-def _head_and_tail(file: Any, limit: int) -> str:
+def _head_and_tail(file: IO[bytes], limit: int) -> str:
     """What a command wrote to ``file``, its head and tail only when over ``limit`` (read without loading it all)."""
     size = file.seek(0, os.SEEK_END)
     file.seek(0)

@@ -202,10 +202,10 @@ def _line(name: str, names: Sequence[str]) -> dict[str, Any]:
     """A strategy's colour (its place in ``names``) and dash; contextfold's own drawn thicker and on top."""
     from matplotlib import colormaps
 
-    palette = colormaps["tab10"].colors
+    palette = colormaps["tab10"]  # ten colours; an integer picks one of them
     number = names.index(name)
     ours = name == "default"
-    return {"color": palette[number % len(palette)], "linewidth": 2.4 if ours else 1.3, "zorder": 3 if ours else 2,
+    return {"color": palette(number % palette.N), "linewidth": 2.4 if ours else 1.3, "zorder": 3 if ours else 2,
             "linestyle": "-" if ours else _STYLES[number % len(_STYLES)]}
 
 

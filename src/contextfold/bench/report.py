@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,11 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
     input_tokens = sum(t.input_tokens for t in totals)
     survival: dict[str, float | None] = {}
     for probe in PROBES:
-        weighted = [(run.totals.survival[probe], run.survival_requests[probe]) for run in mine
-                    if run.totals.survival.get(probe) is not None and run.survival_requests.get(probe)]
+        weighted: list[tuple[float, int]] = []
+        for run in mine:
+            value, count = run.totals.survival.get(probe), run.survival_requests.get(probe)
+            if value is not None and count:
+                weighted.append((value, count))
         weight = sum(count for _, count in weighted)
         survival[probe] = sum(value * count for value, count in weighted) / weight if weight else None
     counted = [value for value in survival.values() if value is not None]
@@ -210,8 +214,12 @@ SURVIVAL_INTRO = (
     "share its request still held, weighted by tokens within a session and averaged over sessions; far recall counts "
     "only tokens from before the last 6 messages; the worst request is the lowest share of any one request."
 )
+def _survival(totals: StrategyTotals, probe: str) -> float | None:
+    return totals.survival[probe]
+
+
 SURVIVAL_COLUMNS = (
-    *(Column(title, lambda t, probe=probe: t.survival[probe], _share, lower_is_better=False)
+    *(Column(title, partial(_survival, probe=probe), _share, lower_is_better=False)
       for probe, title in (("task", "task"), ("edited", "edited files"), ("last_error", "last error"),
                            ("latest_output", "latest output"), ("mean", "mean"))),
     *RECALL_COLUMNS,

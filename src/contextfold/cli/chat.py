@@ -137,12 +137,13 @@ def chat(
     display = RichDisplay(console, show_text=interactive)
     agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)
     try:
-        if interactive:
+        if task is None:
             _repl(Session(agent, display, lambda: new_context(name, window, provider, root)), f"{provider} {name}")
             return
+        reported: tuple[type[BaseException], ...] = (TurnLimit, *client.api_errors)
         try:
-            answer = agent.ask(task)  # type: ignore[arg-type]
-        except (TurnLimit, *client.api_errors) as error:
+            answer = agent.ask(task)
+        except reported as error:
             console.print(f"contextfold chat: {escape(str(error))}")
             sys.exit(1)
         display.status(agent.context)
@@ -167,10 +168,11 @@ def _repl(session: Session, model: str) -> None:
             continue
         if not line:
             continue
+        reported: tuple[type[BaseException], ...] = (TurnLimit, *agent.model.api_errors)
         try:
             agent.ask(line)
         except KeyboardInterrupt:
             console.print("[red]interrupted[/]")
-        except (TurnLimit, *agent.model.api_errors) as error:
+        except reported as error:
             console.print(f"[red]{escape(str(error))}[/]")
         session.display.status(agent.context)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import Any
 
 import click
 from rich.console import Console, Group
@@ -100,7 +101,7 @@ def status_view(
     return Group(table, Panel(status, title="context"))
 
 
-def _final_table(console: Console, full: dict, ours: dict, recorder: Recorder) -> None:
+def _final_table(console: Console, full: dict[str, Any], ours: dict[str, Any], recorder: Recorder) -> None:
     table = Table("", "full history", "contextfold", title="The whole session", title_justify="left")
     rows = [
         ("cost, prompt-cache pricing", f"${full['cost_usd']:.3f}", f"${ours['cost_usd']:.3f}"),
@@ -121,7 +122,7 @@ def _final_table(console: Console, full: dict, ours: dict, recorder: Recorder) -
     console.print(verdict(full, ours))
 
 
-def verdict(full: dict, ours: dict) -> str:
+def verdict(full: dict[str, Any], ours: dict[str, Any]) -> str:
     """The closing sentence, from the figures in the table above it (never a claim the table contradicts)."""
     ratio = ours["cost_usd"] / full["cost_usd"] if full["cost_usd"] else 1.0
     theirs = "the full history fit too"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -76,7 +76,13 @@ class StoredRef:
         return f"{redact(self.location)}#{self.session_id}"
 
 
-class RecordedSession(click.ParamType):
+if TYPE_CHECKING:  # click 8.4 types a parameter type by its value; older clicks cannot subscript it at run time
+    _SessionParamType = click.ParamType[Path | StoredRef]
+else:
+    _SessionParamType = click.ParamType
+
+
+class RecordedSession(_SessionParamType):
     """A recorded session file, or ``STORE#session-id``: a session of a store (a folder or a store URL)."""
 
     name = "FILE|STORE#ID"

@@ -46,7 +46,8 @@ def _read(items: Sequence[Any], known: Iterable[str]) -> Conversation:
 
 
 def _write(conversation: Conversation) -> list[Any]:
-    return _RESPONSES.write(conversation)[_RESPONSES.messages_key]
+    items: list[Any] = _RESPONSES.write(conversation)[_RESPONSES.messages_key]  # the Responses input list
+    return items
 
 
 def _mirror(make_context: Callable[[], Context]) -> Mirror[Any]:
@@ -130,7 +131,8 @@ class ContextfoldSession(Mirrored):
         self.mirror = _mirror(_context_factory(model, options))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        return await self.session.get_items(limit)
+        items: list[Any] = await self.session.get_items(limit)
+        return items
 
     async def add_items(self, items: list[Any]) -> None:
         await self.session.add_items(items)

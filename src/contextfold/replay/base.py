@@ -54,7 +54,10 @@ class StrategyConfig:
 class Strategy(Protocol):
     """A context-management strategy under replay."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Its name in reports (read-only: a wrapper such as the recorder passes its strategy's on)."""
+        ...
 
     def start(self, header: Header) -> None:
         """Called once, before the first step, with the recording's header."""

@@ -213,7 +213,8 @@ class _Layout:
 
     def _pages_and_records(self) -> list[Part]:
         """What a session that is not about files worked on: the pages it visited, the identifiers returned."""
-        facts, parts = self.facts, []
+        facts = self.facts
+        parts: list[Part] = []
         if facts.pages:
             pages = [f"- {url}" + (f" ({title})" if title else "") for url, title in reversed(facts.pages.items())]
             parts.append(self._listing(pages, _W_PAGES, "- … {n} earlier pages",

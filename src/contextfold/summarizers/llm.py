@@ -360,7 +360,7 @@ class LLMSummarizer:
         """Seconds to wait before retry number ``retries + 1``; ``None`` when the provider asks for too long."""
         if failure.retry_after_s is not None:
             return failure.retry_after_s if failure.retry_after_s <= self.max_wait_s else None
-        return min(self.backoff_s * 2**retries, self.max_backoff_s)
+        return min(self.backoff_s * 2.0**retries, self.max_backoff_s)
 
     def _fall_back(
         self, request: SummaryRequest, calls: list[tuple[Conversation, Usage | None]], reason: str
