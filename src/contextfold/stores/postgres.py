@@ -19,17 +19,17 @@ from typing import Any
 
 from ..errors import SessionNotFound, StoreError
 from .base import Durability, Record
-from .records import encode
+from .records import encode, record_key
 from .server import ServerLink
-from .sql import SCHEMA, SqlStore
+from .sql import SqlStore
 
 _APPEND = """
 WITH moved AS (
     UPDATE contextfold_sessions SET next_seq = next_seq + %s, updated = %s WHERE session_id = %s RETURNING next_seq
 )
-INSERT INTO contextfold_records (session_id, seq, body)
-SELECT %s, moved.next_seq - %s + new.number - 1, new.body
-FROM moved, unnest(%s::text[]) WITH ORDINALITY AS new(body, number)
+INSERT INTO contextfold_records (session_id, seq, body, item_key)
+SELECT %s, moved.next_seq - %s + new.number - 1, new.body, new.item_key
+FROM moved, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS new(body, item_key, number)
 RETURNING seq
 """
 
@@ -54,8 +54,7 @@ class PostgresStore(SqlStore):
                 self._connect()
                 with self._transaction() as cursor:
                     cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    for statement in SCHEMA:
-                        cursor.execute(statement)
+                    self._create_schema(cursor)
         except StoreError:
             self.close()
             raise
@@ -69,11 +68,22 @@ class PostgresStore(SqlStore):
         return f"PostgresStore({self.url!r})"
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        """One statement, so one round trip and its own transaction: move ``next_seq``, insert the records."""
+        """One statement, so one round trip and its own transaction: move ``next_seq``, insert the records.
+
+        An item already stored (an append retried after a timeout) makes the
+        statement fail whole on the key's unique index; the append is then
+        done the careful way (:meth:`SqlStore.append`), which skips it.
+        """
         bodies = [encode(record) for record in records]
-        with self._transaction(block=False) as cursor:
-            cursor.execute(_APPEND, (len(bodies), time.time(), session_id, session_id, len(bodies), bodies))
-            seqs = sorted(row[0] for row in cursor.fetchall())
+        keys = [record_key(record) for record in records]
+        try:
+            with self._transaction(block=False) as cursor:
+                cursor.execute(_APPEND, (len(bodies), time.time(), session_id, session_id, len(bodies), bodies, keys))
+                seqs = sorted(row[0] for row in cursor.fetchall())
+        except StoreError as err:
+            if not isinstance(err.__context__, self._link.driver.errors.UniqueViolation):
+                raise
+            return super().append(session_id, records)
         if len(seqs) != len(bodies):
             raise SessionNotFound(self.url, session_id)
         return seqs

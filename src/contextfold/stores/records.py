@@ -37,6 +37,14 @@ def event_record(kind: str, data: Mapping[str, Any], item_count: int) -> Record:
     return {"type": "event", "kind": kind, "time": time.time(), "item_count": item_count, "data": dict(data)}
 
 
+def record_key(record: Record) -> str | None:
+    """The idempotency key of a record: an item's id (an append retried after a timeout is then a no-op)."""
+    if record.get("type") == "item" and isinstance(record.get("item"), Mapping):
+        key = record["item"].get("id")
+        return key if isinstance(key, str) else None
+    return None
+
+
 def header_update_record(header: Header) -> Record:
     return {"type": "header_update", "header": header_to_dict(header)}
 

@@ -2,7 +2,9 @@
 
 A session is a list of record bodies (its index is the sequence number, so
 ``RPUSH`` hands out gap-free numbers), a hash with its times and view
-revision, and a member of a sorted set of sessions by last update. Every
+revision, a hash from item ids to their sequence numbers (an append retried
+after a timeout finds its items there and pushes nothing again), and a
+member of a sorted set of sessions by last update. Every
 write is one Lua script, which Redis runs atomically: an append checks that
 the session exists and pushes all its records together; a view change pushes
 only if the revision is still the one it was based on (the compare-and-swap
@@ -21,7 +23,7 @@ from typing import Any
 
 from ..errors import SessionExists, SessionNotFound, ViewConflict
 from .base import Record, SessionInfo
-from .records import decode, encode
+from .records import decode, encode, record_key
 from .server import ServerLink
 
 PREFIX = "contextfold"
@@ -29,18 +31,30 @@ PREFIX = "contextfold"
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'created', ARGV[1], 'updated', ARGV[2], 'view_seq', 0)
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[2], KEYS[4])
 redis.call('RPUSH', KEYS[2], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 return 0
 """
 
 _APPEND = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local n = tonumber(ARGV[3])
+local seqs = {}
+for i = 1, n do
+    local key = ARGV[3 + i]
+    local known = false
+    if key ~= '' then known = redis.call('HGET', KEYS[4], key) end
+    if known then
+        seqs[i] = tonumber(known)
+    else
+        seqs[i] = redis.call('RPUSH', KEYS[2], ARGV[3 + n + i]) - 1
+        if key ~= '' then redis.call('HSET', KEYS[4], key, seqs[i]) end
+    end
+end
 redis.call('HSET', KEYS[1], 'updated', ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
-return n
+return seqs
 """
 
 _COMMIT_VIEW = """
@@ -77,7 +91,8 @@ class RedisStore:
 
     @staticmethod
     def _keys(session_id: str) -> list[str]:
-        return [f"{PREFIX}:session:{session_id}", f"{PREFIX}:records:{session_id}", f"{PREFIX}:sessions"]
+        return [f"{PREFIX}:session:{session_id}", f"{PREFIX}:records:{session_id}", f"{PREFIX}:sessions",
+                f"{PREFIX}:keys:{session_id}"]
 
     # -- writing
     def create(self, session_id: str, header: Record) -> None:
@@ -90,11 +105,12 @@ class RedisStore:
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
         bodies = [encode(record) for record in records]
+        keys = [record_key(record) or "" for record in records]
         with self._errors():
-            length = self._scripts["append"](self._keys(session_id), [time.time(), session_id, *bodies])
-        if length == -1:
+            seqs = self._scripts["append"](self._keys(session_id), [time.time(), session_id, len(bodies), *keys, *bodies])
+        if seqs == [-1]:
             raise SessionNotFound(self.url, session_id)
-        return list(range(length - len(bodies), length))
+        return [int(seq) for seq in seqs]
 
     def commit_view(self, session_id: str, base: int, record: Record) -> int:
         body = encode(record)
@@ -108,7 +124,7 @@ class RedisStore:
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
-        meta, records, _ = self._keys(session_id)
+        meta, records, _, _ = self._keys(session_id)
         with self._errors():
             bodies = self._client.lrange(records, after + 1, -1)
             if not bodies and not self._client.exists(meta):
@@ -121,7 +137,7 @@ class RedisStore:
             ids = [sid.decode() for sid in self._client.zrange(f"{PREFIX}:sessions", 0, -1)]
             pipe = self._client.pipeline(transaction=False)
             for session_id in ids:
-                meta, records, _ = self._keys(session_id)
+                meta, records, _, _ = self._keys(session_id)
                 pipe.hmget(meta, "created", "updated")
                 pipe.llen(records)
             replies = pipe.execute()
@@ -133,10 +149,10 @@ class RedisStore:
 
     # -- retention
     def delete(self, session_id: str) -> None:
-        meta, records, index = self._keys(session_id)
+        meta, records, index, keys = self._keys(session_id)
         with self._errors():
             pipe = self._client.pipeline(transaction=True)
-            pipe.delete(meta, records)
+            pipe.delete(meta, records, keys)
             pipe.zrem(index, session_id)
             deleted, _ = pipe.execute()
         if not deleted:

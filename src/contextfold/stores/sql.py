@@ -2,7 +2,10 @@
 
 ``contextfold_sessions`` has a row a session with the next sequence number
 and the revision of its view; ``contextfold_records`` a row a record, keyed by
-session and sequence number, its body the transcript's JSON. An append moves
+session and sequence number, its body the transcript's JSON, and for an item
+its id as ``item_key``, unique in the session: an append retried after a
+timeout (whose first try may have committed) finds its items there and
+inserts nothing again. An append moves
 the session's ``next_seq`` and inserts its records in one transaction, so the
 row lock on the session (PostgreSQL) or the database write lock (SQLite)
 orders concurrent writers and a writer that dies mid-transaction leaves
@@ -19,7 +22,7 @@ from typing import Any
 
 from ..errors import SessionExists, SessionNotFound, ViewConflict
 from .base import Record, SessionInfo
-from .records import decode, encode
+from .records import decode, encode, record_key
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS contextfold_sessions (
@@ -36,6 +39,7 @@ SCHEMA = (
         PRIMARY KEY (session_id, seq)
     )""",
 )
+KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS contextfold_records_key ON contextfold_records (session_id, item_key)"
 
 
 class SqlStore:
@@ -68,20 +72,46 @@ class SqlStore:
                            (session_id, header.get("created", now), now))
             if cursor.rowcount != 1:
                 raise SessionExists(self.url, session_id)
-            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, 0, ?)"), (session_id, encode(header)))
+            cursor.execute(self._sql("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, 0, ?)"),
+                           (session_id, encode(header)))
+
+    def _create_schema(self, cursor: Any) -> None:
+        """The tables, and the item key a database made before it had one gains (in the open's transaction)."""
+        for statement in SCHEMA:
+            cursor.execute(statement)
+        cursor.execute("SELECT * FROM contextfold_records WHERE 1 = 0")
+        if "item_key" not in [column[0] for column in cursor.description]:
+            cursor.execute("ALTER TABLE contextfold_records ADD COLUMN item_key TEXT")
+        cursor.execute(KEY_INDEX)
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        """The records in one transaction; an item whose id the session holds already is not inserted
+        again (its sequence number is returned), so a retried append is a no-op."""
         bodies = [encode(record) for record in records]  # before the transaction: a bad record writes nothing
+        keys = [record_key(record) for record in records]
         with self._transaction() as cursor:
+            stored = self._stored_keys(cursor, session_id, [key for key in keys if key is not None])
+            fresh = [n for n, key in enumerate(keys) if key is None or key not in stored]
             cursor.execute(self._sql("UPDATE contextfold_sessions SET next_seq = next_seq + ?, updated = ? "
-                                     "WHERE session_id = ? RETURNING next_seq"), (len(bodies), time.time(), session_id))
+                                     "WHERE session_id = ? RETURNING next_seq"), (len(fresh), time.time(), session_id))
             row = cursor.fetchone()
             if row is None:
                 raise SessionNotFound(self.url, session_id)
-            first = row[0] - len(bodies)
-            cursor.executemany(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"),
-                               [(session_id, first + i, body) for i, body in enumerate(bodies)])
-        return list(range(first, first + len(bodies)))
+            first = row[0] - len(fresh)
+            seqs = {n: first + i for i, n in enumerate(fresh)}
+            cursor.executemany(self._sql("INSERT INTO contextfold_records (session_id, seq, body, item_key) "
+                                         "VALUES (?, ?, ?, ?)"),
+                               [(session_id, seqs[n], bodies[n], keys[n]) for n in fresh])
+        return [seqs[n] if n in seqs else stored[keys[n]] for n in range(len(records))]  # type: ignore[index]
+
+    def _stored_keys(self, cursor: Any, session_id: str, keys: list[str]) -> dict[str, int]:
+        """Which of ``keys`` the session holds already, and at which sequence number."""
+        if not keys:
+            return {}
+        marks = ", ".join("?" * len(keys))
+        cursor.execute(self._sql(f"SELECT item_key, seq FROM contextfold_records WHERE session_id = ? "
+                                 f"AND item_key IN ({marks})"), (session_id, *keys))
+        return dict(cursor.fetchall())
 
     def commit_view(self, session_id: str, base: int, record: Record) -> int:
         body = encode(record)
@@ -97,7 +127,8 @@ class SqlStore:
                     raise SessionNotFound(self.url, session_id)
                 raise ViewConflict(self.url, session_id, base, current[0])
             seq: int = row[0]
-            cursor.execute(self._sql("INSERT INTO contextfold_records VALUES (?, ?, ?)"), (session_id, seq, body))
+            cursor.execute(self._sql("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, ?, ?)"),
+                           (session_id, seq, body))
         return seq
 
     # -- reading

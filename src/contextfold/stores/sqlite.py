@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import StoreError, StoreUnavailable
 from .base import Durability
-from .sql import SCHEMA, SqlStore
+from .sql import SqlStore
 
 BUSY_TIMEOUT_S = 60.0
 """How long a write waits for another process's transaction before it fails."""
@@ -44,8 +44,7 @@ class SqliteStore(SqlStore):
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={'FULL' if durability == 'commit' else 'NORMAL'}")
             with self._transaction() as cursor:
-                for statement in SCHEMA:
-                    cursor.execute(statement)
+                self._create_schema(cursor)
         except (OSError, sqlite3.OperationalError) as err:  # a full disk, a folder that cannot be made, a lock
             self.close()
             raise StoreUnavailable(f"{self.url}: cannot open the database: {err}") from err
