@@ -30,19 +30,28 @@ tail. Every compaction emits contextfold's events to ``on_event`` and the
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
-
-from google.adk.apps.app import EventsCompactionConfig
-from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
-from google.adk.events.event import Event as AdkEvent
-from google.adk.events.event_actions import EventActions, EventCompaction
-from google.genai import types
 
 from ..adapters.gemini import from_adk_events
 from ..conversation import Conversation
 from ..events import Event
 from ._fold import Folded, Settings, SummaryStates, fold, log
+from ._framework import missing_framework
+
+try:
+    from google.adk.apps.app import EventsCompactionConfig
+    from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
+    from google.adk.events.event import Event as AdkEvent
+    from google.adk.events.event_actions import EventActions, EventCompaction
+    from google.genai import types
+except ImportError as error:
+    raise missing_framework("google.adk", "adk") from error
+
+ADK_EXPERIMENTAL = r"\[EXPERIMENTAL\] EventsCompactionConfig:"
+"""ADK's warning on every ``EventsCompactionConfig`` made (compaction is experimental in ADK): contextfold makes
+the config for the user, who asked for compaction by using this module, so :func:`compaction_config` silences it."""
 
 __all__ = ["ContextfoldSummarizer", "compaction_config"]
 
@@ -124,4 +133,6 @@ def compaction_config(summarizer: ContextfoldSummarizer, **options: Any) -> Even
     sliding-window pair ``compaction_interval``/``overlap_size``).
     """
     fields: dict[str, Any] = {"token_threshold": summarizer.trigger_tokens, "event_retention_size": 0, **options}
-    return EventsCompactionConfig(summarizer=summarizer, **fields)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=ADK_EXPERIMENTAL, category=UserWarning)
+        return EventsCompactionConfig(summarizer=summarizer, **fields)

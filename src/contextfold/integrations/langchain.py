@@ -37,10 +37,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
-
 from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
 from ..context import Context
 from ..conversation import Conversation, Header
@@ -48,7 +44,15 @@ from ..events import Event
 from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold
+from ._framework import missing_framework
 from .mirror import Mirror
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+except ImportError as error:
+    raise missing_framework("langchain", "langchain") from error
 
 __all__ = ["ContextfoldMiddleware", "ContextfoldSummary"]
 

@@ -1,4 +1,4 @@
-"""contextfold for the OpenAI Agents SDK (``pip install 'contextfold[openai-agents]'``).
+"""contextfold for the OpenAI Agents SDK (``python3 -m pip install -e '.[openai-agents]'``).
 
 Two pieces, used together or apart:
 
@@ -33,7 +33,10 @@ from ..context import Context
 from ..conversation import Conversation
 from ..events import Event
 from ..usage import Usage
+from ._framework import require_framework
 from .mirror import Mirror, Mirrored
+
+require_framework("agents", "openai-agents")  # the framework is imported when used; its absence is told now
 
 logger = logging.getLogger(__name__)
 

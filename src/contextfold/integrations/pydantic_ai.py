@@ -1,4 +1,4 @@
-"""contextfold for pydantic-ai (``pip install 'contextfold[pydantic-ai]'``): a history processor.
+"""contextfold for pydantic-ai (``python3 -m pip install -e '.[pydantic-ai]'``): a history processor.
 
 ``Agent(model, capabilities=[ContextfoldHistory(...).capability()])`` on
 current releases (the ``ProcessHistory`` capability), or
@@ -25,7 +25,10 @@ from typing import Any
 
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
+from ._framework import require_framework
 from .mirror import Mirror, Mirrored
+
+require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
 
 
 class ContextfoldHistory(Mirrored):

@@ -1,4 +1,4 @@
-"""contextfold for Strands Agents (``pip install 'contextfold[strands]'``): a ``ConversationManager``.
+"""contextfold for Strands Agents (``python3 -m pip install -e '.[strands]'``): a ``ConversationManager``.
 
 ``Agent(conversation_manager=ContextfoldConversationManager(...))``. Strands
 lets a conversation manager own ``agent.messages``, so this one does:
@@ -30,7 +30,10 @@ from typing import Any
 
 from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
+from ._framework import require_framework
 from .mirror import Mirror, Mirrored
+
+require_framework("strands", "strands")  # the framework is imported when used; its absence is told now
 
 
 def _base() -> type:
