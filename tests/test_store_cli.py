@@ -80,6 +80,9 @@ def test_inspect_replay_and_compact_take_a_stored_session(tmp_path: Path) -> Non
 def test_a_missing_session_or_store_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     result = CliRunner().invoke(cli, ["sessions", "show", "--store", url, "nobody"])
+    assert result.exit_code == 2 and "the store does not exist" in result.output
+    open_store(url).close()
+    result = CliRunner().invoke(cli, ["sessions", "show", "--store", url, "nobody"])
     assert result.exit_code == 2 and "no session 'nobody'" in result.output
     result = CliRunner().invoke(cli, ["inspect", f"{url}#nobody"])
     assert result.exit_code == 2 and "no session 'nobody'" in result.output

@@ -8,6 +8,8 @@ code 2, never a traceback (:func:`reports_errors`).
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,10 +28,13 @@ from ..errors import ContextfoldError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
 from ..stores import StoredSession, redact, split_session_ref
+from ..stores.transcript import FORMAT as TRANSCRIPT_FORMAT
+from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
 from ..tokens import TOKENIZER_CHOICES
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
 
 EXACT_TOKENIZERS = ("o200k", "cl100k", "estimate")
 """The counters a figure someone will compare may use (no ``auto``: it would change with the machine)."""
@@ -116,14 +121,35 @@ def recorded_argument(function: F) -> F:
 
 
 def load_recorded(source: Path | StoredRef, format_: str | None = None) -> list[Conversation]:
-    """The conversations of a recorded file (its format sniffed unless given), or the history of a stored session."""
+    """The conversations of a recorded file (its format sniffed unless given), or the history of a stored session.
+
+    A contextfold transcript (a file of a JSONL store, or what ``sessions
+    export`` writes) is read as the store reads it: the session's current
+    view, a torn or damaged line skipped with a warning naming it.
+    """
     if isinstance(source, Path):
+        if format_ is None and is_transcript(source):
+            restored = Transcript.load(source)
+            for line in restored.report.skipped:
+                log.warning("%s: %s", source, line)
+            return [restored.conversation]
         return importers.load(source, format=format_)
     if format_ is not None:
         raise click.UsageError("--input-format is for files: a stored session has its own")
     session = StoredSession.resume(source.location, source.session_id)
     session.close()
     return [session.restored.conversation]
+
+
+def is_transcript(path: Path) -> bool:
+    """Whether ``path`` starts with a contextfold transcript's header record (the importers read other tools' files;
+    a transcript is the stores' own format, read through them)."""
+    try:
+        with path.open("rb") as file:
+            first = json.loads(file.readline(1 << 20) or b"null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and first.get("format") == TRANSCRIPT_FORMAT
 
 
 def tokenizer_option(function: F) -> F:

@@ -21,8 +21,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..stores import StoredSession, open_store, prune
+from ..errors import StoreError
+from ..stores import StoredSession, open_store, prune, redact
 from ..stores.base import VIEW_EVENT
+from ..stores.opening import local_path
 from ..stores.records import to_line
 from .options import reports_errors
 
@@ -38,13 +40,22 @@ def sessions() -> None:
     """The sessions of a store: list, show, export, prune."""
 
 
+def existing(location: str) -> str:
+    """``location``, when the store is there: opening a store creates it (a SQLite file, a folder), which reading
+    one must not do, nor report a mistyped path as an empty store. (A server's store is checked by connecting.)"""
+    path = local_path(location)
+    if path is not None and not path.exists():
+        raise StoreError(f"{redact(location)}: the store does not exist ({path} not found)")
+    return location
+
+
 @sessions.command("list")
 @store_option
 @json_option
 @reports_errors
 def list_sessions(location: str, as_json: bool) -> None:
     """Every session, oldest update first: when it was created and last written, how many records."""
-    with closing(open_store(location)) as store:
+    with closing(open_store(existing(location))) as store:
         infos = store.sessions()
         name = store.url
     if as_json:
@@ -79,7 +90,7 @@ def show(location: str, session_id: str, as_json: bool) -> None:
 
 def describe(location: str, session_id: str) -> dict[str, Any]:
     """The figures ``show`` prints."""
-    session = StoredSession.resume(location, session_id)
+    session = StoredSession.resume(existing(location), session_id)
     session.close()
     restored = session.restored
     history = restored.conversation
@@ -111,7 +122,7 @@ def export(location: str, session_id: str, output: Path | None) -> None:
 
     Put it in a folder as ``<session_id>.jsonl`` and it is a session of the JSONL store.
     """
-    with closing(open_store(location)) as store:
+    with closing(open_store(existing(location))) as store:
         data = b"".join(to_line(record) for record in store.read(session_id))
     if output is None:
         click.get_binary_stream("stdout").write(data)
@@ -133,7 +144,7 @@ def prune_sessions(location: str, older_than_days: float | None, keep_checkpoint
     """Retention, run when asked and only then: delete old sessions, empty old checkpoints."""
     if older_than_days is None and keep_checkpoints is None:
         raise click.UsageError("say what to prune: --older-than-days N, --keep-checkpoints K, or both")
-    with closing(open_store(location)) as store:
+    with closing(open_store(existing(location))) as store:
         report = prune(store, older_than_days=older_than_days, keep_checkpoints=keep_checkpoints)
     if as_json:
         click.echo(json.dumps({"deleted_sessions": report.deleted_sessions,

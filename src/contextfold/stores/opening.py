@@ -48,6 +48,17 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
     raise StoreError(f"unknown store {redact(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
 
 
+def local_path(location: str | os.PathLike[str]) -> Path | None:
+    """The file (SQLite) or folder (JSONL) a local store's location names; ``None`` for a server's URL."""
+    text = os.fspath(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("", "jsonl", "file"):
+        return Path(_path_of(text) if scheme else text)
+    if scheme == "sqlite":
+        return Path(_path_of(split_durability(text)[0]))
+    return None
+
+
 def split_durability(url: str) -> tuple[str, Durability]:
     """``url`` without its ``durability`` query parameter, and that parameter (``"process"`` when absent)."""
     base, _, query = url.partition("?")
