@@ -177,14 +177,15 @@ def provider_name_switches(path: Path, names: frozenset[str]) -> Iterator[str]:
 
 def test_only_the_adapters_switch_on_a_provider_name() -> None:
     """A provider is one object in ``adapters/``, chosen by name in its registry: nowhere else may a provider's name
-    decide anything (a new provider would have to be added there too)."""
+    decide anything (a new provider would have to be added there too). ``testing/`` is the other side of the wire:
+    its scripted servers stand in for each provider's API, so they answer each wire format by its name."""
     from contextfold.adapters import PROVIDERS
 
-    adapters = SOURCE / PACKAGE / "adapters"
+    adapters, servers = SOURCE / PACKAGE / "adapters", SOURCE / PACKAGE / "testing"
     switches = [
         where
         for path in sorted((SOURCE / PACKAGE).rglob("*.py"))
-        if adapters not in path.parents
+        if adapters not in path.parents and servers not in path.parents
         for where in provider_name_switches(path, frozenset(PROVIDERS))
     ]
     assert not switches, "provider names switched on outside adapters/:\n" + "\n".join(switches)
