@@ -147,7 +147,8 @@ def to_langchain(conversation: Conversation) -> list[Any]:
     from langchain_core import messages as lc
 
     out = []
-    items = [(None, f"header.system[{k}].", item) for k, item in enumerate(conversation.header.system)]
+    items: list[tuple[int | None, str, Item]] = [
+        (None, f"header.system[{k}].", item) for k, item in enumerate(conversation.header.system)]
     items += [(None, f"header.pinned[{k}].", item) for k, item in enumerate(conversation.header.pinned)]
     items += [(index, "", item) for index, item in enumerate(conversation.items)]
     for index, prefix, item in items:

@@ -146,7 +146,8 @@ def to_pydantic_ai(conversation: Conversation) -> list[Any]:
             data.append({**(item.meta["message"] if mine else {"kind": "request"}), "parts": []})
             group = item_group if mine else ("" if item.role == "tool" else None)
         data[-1]["parts"].append(_write_request_item(item, mine, index))
-    return _adapter().validate_python(data)
+    messages: list[Any] = _adapter().validate_python(data)  # pydantic-ai's ModelMessage objects
+    return messages
 
 
 def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, Any]:
@@ -161,8 +162,9 @@ def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, Any]:
         return {"part_kind": "tool-return", "tool_name": result.tool_name or "", "tool_call_id": result.call_id,
                 "content": content}
     shape = item.meta.get("shape") if mine else "str"
-    if shape == "value":
-        content = item.blocks[0].data["value"]  # type: ignore[union-attr]
+    first = item.blocks[0] if item.blocks else None
+    if shape == "value" and isinstance(first, Opaque):
+        content = first.data["value"]
     elif shape == "list":
         content = _values(item.blocks, index, field)
     else:

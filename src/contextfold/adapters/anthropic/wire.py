@@ -107,7 +107,7 @@ def _read_header(system: Any, tools: Sequence[Any] | None) -> Header:
         meta["system_shape"] = "str"
     elif system is not None:
         blocks = [as_object(b, None, f"system[{k}]") for k, b in enumerate(as_list(system, None, "system"))]
-        read = tuple(_read_block(b, None, f"system[{k}]", "system", set()) for k, b in enumerate(blocks))
+        read = tuple(_read_block(b, None, f"system[{k}]", "system", CallIds(())) for k, b in enumerate(blocks))
         items = (Item("system", read, meta={"origin": ORIGIN}),)
         meta["system_shape"] = "list"
     return Header(system=items, tools=read_tools(tools, ORIGIN, _read_tool), meta=meta)
@@ -162,7 +162,7 @@ def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: st
         check_block(data, index, field)
     if (role == "system" and kind != "text") or (kind in _ONLY_IN and _ONLY_IN[kind] != role):
         raise InvalidContent(index, where(field, "type"), f"a {kind!r} block cannot appear in a {role} message")
-    reader = _READERS.get(kind)  # type: ignore[arg-type]
+    reader = _READERS.get(kind) if kind is not None else None
     if reader is None:
         return Opaque(data, ORIGIN)
     wire = WireObject(data, index, field)
@@ -225,7 +225,7 @@ def _read_tool_result(wire: WireObject, calls: CallIds) -> Block:
     return ToolResult(call_id, "" if content is None else content, is_error, extra=wire.rest)
 
 
-_READERS: dict[str, Callable[[WireObject, set[str]], Block]] = {
+_READERS: dict[str, Callable[[WireObject, CallIds], Block]] = {
     "text": _read_text,
     "image": _read_image,
     "document": _read_document,

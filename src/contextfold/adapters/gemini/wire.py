@@ -65,8 +65,9 @@ _RESULT = "result"
 
 def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
     dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, Mapping):
-        return dump(mode="json", exclude_none=True)
+    dumped = dump(mode="json", exclude_none=True) if callable(dump) and not isinstance(value, Mapping) else None
+    if isinstance(dumped, Mapping):
+        return dumped
     return read_object(value, index, field).data
 
 
@@ -242,7 +243,7 @@ def _group_key(item: Item, index: int) -> Any:
     return None if item.role == "tool" else ("item", index)
 
 
-def _write_content(members: list[tuple[int | None, Item]]) -> dict[str, Any]:
+def _write_content(members: Sequence[tuple[int | None, Item]]) -> dict[str, Any]:
     placed: list[tuple[int | None, dict[str, Any]]] = []
     for index, item in members:
         same = item.meta.get("origin") == ORIGIN

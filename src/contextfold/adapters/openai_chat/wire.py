@@ -142,7 +142,7 @@ def _read_content(wire: WireObject, required: bool, output: bool = False) -> tup
     return [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)], "list"
 
 
-def _read_part(raw: Any, index: int, field: str, output: bool) -> Block:
+def _read_part(raw: Any, index: int | None, field: str, output: bool) -> Block:
     wire = read_object(raw, index, field, output)
     kind = wire.rest.get("type")
     if kind == "text":

@@ -307,7 +307,7 @@ def _write_message(
     parts = [_write_part(b, role, same, index, f"{prefix}blocks[{j}]") for j, b in blocks]
     content = shaped([b for _, b in blocks], parts, shape, same)
     message = {"role": role, "content": "" if content is None else content}
-    return merged(message, extra) if same else {"type": "message", **message}
+    return merged(message, extra) if extra is not None else {"type": "message", **message}
 
 
 def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[dict[str, Any]]:
@@ -403,7 +403,7 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
     extra = block.extra if same and not isinstance(block, Summary) else {}
     if isinstance(block, (Text, Summary)):
         kind = _text_type(role)
-        foreign = {"annotations": []} if kind == "output_text" and not same else {}
+        foreign: dict[str, Any] = {"annotations": []} if kind == "output_text" and not same else {}
         return merged({"type": kind, "text": block.text, **foreign}, extra)
     if isinstance(block, Image):
         url = block.url if same else image_url(block)
