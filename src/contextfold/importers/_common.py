@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +35,8 @@ from ..adapters import MAX_NESTING, Reply, adapter_for, check_json, parse_argume
 from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
 from ..errors import InvalidMessage, SessionFormatError
 from ..usage import Usage
+
+log = logging.getLogger("contextfold.importers")
 
 MAX_EXTRA_CHARS = 300
 """Longest string kept in ``ToolResult.extra``; longer values duplicate the content and stay out."""
@@ -90,7 +93,10 @@ class Source:
         try:
             self.text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise SessionFormatError(self.path, f"byte {exc.start}", "not valid UTF-8") from exc
+            if b"\n" not in raw[exc.start:]:  # cut inside a character of the last line: records() reports the cut
+                self.text = raw[:exc.start].decode("utf-8-sig")
+            else:
+                raise SessionFormatError(self.path, f"byte {exc.start}", "not valid UTF-8") from exc
 
     @property
     def name(self) -> str:
@@ -153,13 +159,23 @@ class Source:
         return None
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number."""
+        """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number.
+
+        A last line with no newline that is not JSON is a recording cut short
+        (an agent killed mid-write, a copy of a live file): the records before
+        it are read, and a warning names the line.
+        """
+        unterminated = len(self.lines)  # text.split("\n") ends with "" when the text ends with a newline
         for number, line in enumerate(self.lines, 1):
             if not line.strip():
                 continue
             try:
                 value = parse_json(line)
             except JsonFault as fault:
+                if fault.syntax and number == unterminated:
+                    log.warning("%s: line %d is cut short (%s): read the %d line(s) before it", self.name, number,
+                                fault.reason, number - 1)
+                    return
                 where = f"column {fault.where.rpartition(' ')[2]}" if fault.syntax else fault.where
                 raise self.error(f"line {number}", f"{fault.reason} ({where})") from None
             if not isinstance(value, dict):
