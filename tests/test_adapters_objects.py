@@ -18,19 +18,21 @@ from contextfold.adapters import (
     to_responses,
     tools_to_openai,
 )
+from contextfold.adapters.gemini import Gemini
 
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]
 
 
 def test_one_adapter_per_provider_chosen_by_name() -> None:
-    assert PROVIDERS == ("anthropic", "openai", "responses")
+    assert PROVIDERS == ("anthropic", "openai", "responses", "gemini")
     assert isinstance(adapter_for("anthropic"), AnthropicMessages)
     assert isinstance(adapter_for("openai"), OpenAIChat)
     assert isinstance(adapter_for("responses"), OpenAIResponses)
     assert adapter_for("openai") is adapter_for("openai")
-    with pytest.raises(ContextfoldError, match="unknown provider 'gemini'"):
-        adapter_for("gemini")
+    assert isinstance(adapter_for("gemini"), Gemini)
+    with pytest.raises(ContextfoldError, match="unknown provider 'bedrock'"):
+        adapter_for("bedrock")
 
 
 def test_write_is_the_request_body_of_each_format() -> None:

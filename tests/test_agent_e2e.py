@@ -10,6 +10,7 @@ message the model exchanged.
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
 from pathlib import Path
 
@@ -34,24 +35,35 @@ from contextfold.stores.transcript import Restored, Transcript
 from contextfold.testing.scripted import Exchange, ScriptedModel
 
 WINDOW = 9_000
-MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
+MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1", "gemini": "gemini-2.5-flash"}
 KEYS = {
     "ANTHROPIC_API_KEY": "test-key",
     "OPENAI_API_KEY": "test-key",
+    "GOOGLE_API_KEY": "test-key",
+    "GEMINI_API_KEY": None,
     "ANTHROPIC_BASE_URL": None,
     "OPENAI_BASE_URL": None,
+    "GOOGLE_GEMINI_BASE_URL": None,
 }
+
+
+def history(body: dict) -> list[dict]:
+    """The messages of a request (Gemini calls them contents)."""
+    return body["contents"] if "contents" in body else body["messages"]
 
 
 def summaries_seen(exchanges: list[Exchange]) -> int:
     """Requests whose history got shorter than the one before: a summary replaced part of it."""
-    sizes = [len(e.body["messages"]) for e in exchanges]
+    sizes = [len(history(e.body)) for e in exchanges]
     return sum(1 for before, after in pairwise(sizes) if after < before)
 
 
 def as_sent(result: ToolResult, provider: str) -> str:
-    """A result's text as the model reads it: Chat Completions has no error flag, so the text carries a mark."""
-    return ERROR_MARK + result.text if result.is_error and provider == "openai" else result.text
+    """A result's text as the model reads it: Chat Completions has no error flag, so the text carries a mark;
+    Gemini's is a response object, ``{"error": text}`` for a failure (the scripted server shows its JSON)."""
+    if result.is_error and provider == "openai":
+        return ERROR_MARK + result.text
+    return json.dumps({"error": result.text}) if result.is_error and provider == "gemini" else result.text
 
 
 def assert_transcript_holds_the_session(restored: Restored, exchanges: list[Exchange], provider: str) -> None:
@@ -64,18 +76,18 @@ def assert_transcript_holds_the_session(restored: Restored, exchanges: list[Exch
         item, turn = items[index], exchange.turn
         assert turn is not None
         assert item.text == turn.text
-        assert [(c.id, c.name, dict(c.arguments)) for c in item.tool_calls] == [
-            (i, c.name, dict(c.arguments)) for i, c in zip(exchange.call_ids, turn.calls)
-        ]
+        assert [(c.name, dict(c.arguments)) for c in item.tool_calls] == [(c.name, dict(c.arguments)) for c in turn.calls]
+        if provider != "gemini":  # Gemini's wire has no call ids: contextfold gives the calls its own
+            assert [c.id for c in item.tool_calls] == list(exchange.call_ids)
         answers = items[index + 1 : index + 1 + len(exchange.call_ids)]
-        assert [a.tool_result.call_id for a in answers] == list(exchange.call_ids)  # type: ignore[union-attr]
+        assert [a.tool_result.call_id for a in answers] == [c.id for c in item.tool_calls]  # type: ignore[union-attr]
         if number + 1 < len(exchanges):
             assert tuple(as_sent(a.tool_result, provider) for a in answers) == exchanges[number + 1].results  # type: ignore[arg-type]
         calls += len(exchange.call_ids)
     assert len(items) == 1 + len(exchanges) + calls  # the task, the replies, one result per call: nothing else
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
 def test_chat_p_runs_a_long_scripted_session_through_compactions_and_a_subagent(tmp_path: Path, provider: str) -> None:
     root = tmp_path / "repo"
     root.mkdir()
@@ -122,7 +134,7 @@ def test_chat_p_runs_a_long_scripted_session_through_compactions_and_a_subagent(
     assert tool_calls >= 60
     assert summaries_seen(main) >= 2 and summaries_seen(sub) >= 1
     sub_ids = {i for e in sub for i in e.call_ids}
-    assert not any(sub_ids & {c["id"] for m in e.body["messages"] for c in _calls(m)} for e in main)
+    assert not any(sub_ids & {c.get("id") for m in history(e.body) for c in _calls(m)} for e in main)
     assert any(SUB_REPORT in r for e in main for r in e.results)
 
     # the transcripts hold every message
@@ -140,7 +152,9 @@ def test_chat_p_runs_a_long_scripted_session_through_compactions_and_a_subagent(
 
 
 def _calls(message: dict) -> list[dict]:
-    """Tool calls of a wire message of either format, as dicts with an ``id``."""
+    """Tool calls of a wire message of any format, as dicts (with an ``id``, but on Gemini's wire)."""
+    if "parts" in message:
+        return [p["functionCall"] for p in message["parts"] if "functionCall" in p]
     if isinstance(message.get("content"), list):
         return [b for b in message["content"] if b.get("type") == "tool_use"]
     return message.get("tool_calls") or []

@@ -25,7 +25,8 @@ from contextfold.conversation import Conversation
 from contextfold.errors import SessionFormatError
 from contextfold.summarizers import SECTION_TITLES, summary_preamble
 from contextfold.synthetic import generate_session
-from contextfold.testing.fake_llm import check_chat, check_messages
+from contextfold.testing.fake_llm import check_chat, check_messages, check_responses
+from contextfold.testing.gemini_wire import check_gemini
 
 CANNED = ("<analysis>CANNED-ANALYSIS: going through the session.</analysis>\n"
           "<summary>\n## 1. Primary Request and Intent\nCANNED-SUMMARY: round half-even in src/shop.\n</summary>")
@@ -149,6 +150,14 @@ def test_compact_extractive_is_offline_and_writes_request_bodies(
     openai = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "openai").output.splitlines()[0])
     assert check_chat({"authorization": "Bearer k"}, {**openai, "model": "m"}) == []
     assert openai["messages"][0]["role"] == "system" and openai["messages"][1]["content"] == original.items[0].text
+    responses = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "responses").output.splitlines()[0])
+    assert check_responses({"authorization": "Bearer k"}, {**responses, "model": "m"}) == []
+    gemini = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "gemini").output.splitlines()[0])
+    assert set(gemini) == {"contents", "system_instruction", "tools"}
+    genai_types = pytest.importorskip("google.genai.types")
+    camel = [genai_types.Content.model_validate(c).model_dump(mode="json", exclude_none=True, by_alias=True)
+             for c in gemini["contents"]]
+    assert check_gemini({"x-goog-api-key": "k"}, {"contents": camel}) == []
 
 
 def test_command_line_mistakes_are_one_line_errors(recording: tuple[Path, Conversation], tmp_path: Path) -> None:

@@ -221,10 +221,10 @@ def test_bad_setup_is_a_clear_error() -> None:
     with pytest.raises(ContextfoldError):
         Context()
     with pytest.raises(ContextfoldError):
-        Context(window_tokens=1_000, provider="gemini")
+        Context(window_tokens=1_000, provider="bedrock")
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "responses"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "responses", "gemini"])
 def test_incremental_rendering_equals_rendering_from_scratch(provider: str) -> None:
     from contextfold.adapters import adapter_for
     from contextfold.rendering import Renderer

@@ -34,7 +34,7 @@ ANSWER = (
     "<summary>\n## 1. Primary Request and Intent\nFix the ledger totals.\n## 8. Current Work\nRe-running the tests.\n</summary>"
 )
 SUMMARY = "## 1. Primary Request and Intent\nFix the ledger totals.\n## 8. Current Work\nRe-running the tests."
-ROUTE = {"anthropic": "messages", "openai": "chat"}
+ROUTE = {"anthropic": "messages", "openai": "chat", "gemini": "gemini"}
 
 
 class Sleeps(list):
@@ -50,9 +50,8 @@ class Sleeps(list):
 def make(provider: str, server: FakeLLMServer, sleeps: Sleeps | None = None, **options) -> LLMSummarizer:
     sleeps = sleeps if sleeps is not None else Sleeps()
     common = {"api_key": "test-key", "sleep": sleeps, "asleep": sleeps.asleep, "timeout_s": 5.0, **options}
-    if provider == "anthropic":
-        return ModelSummarizer(provider="anthropic", base_url=server.url, **common)
-    return ModelSummarizer(provider="openai", base_url=server.openai_url, **common)
+    base_url = server.openai_url if provider == "openai" else server.url
+    return ModelSummarizer(provider=provider, base_url=base_url, **common)
 
 
 def session(rounds: int = 6) -> list[Item]:
@@ -77,15 +76,25 @@ def request(items: list[Item] | None = None, target: int = 1_500, instructions: 
 
 
 def user_text(provider: str, body: dict) -> str:
+    if provider == "gemini":
+        return body["contents"][-1]["parts"][0]["text"]
     messages = body["messages"]
     return messages[-1]["content"]
 
 
 def system_text(provider: str, body: dict) -> str:
+    if provider == "gemini":
+        return body["systemInstruction"]["parts"][0]["text"]
     return body["system"] if provider == "anthropic" else body["messages"][0]["content"]
 
 
-@pytest.fixture(params=["anthropic", "openai"])
+def reply_limit(body: dict) -> int | None:
+    """The reply limit a request asks for, whichever field its format names it by."""
+    return body.get("max_tokens") or body.get("max_completion_tokens") or body.get("generationConfig", {}).get(
+        "maxOutputTokens")
+
+
+@pytest.fixture(params=["anthropic", "openai", "gemini"])
 def provider(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -111,7 +120,7 @@ def test_the_request_carries_the_span_the_sections_and_the_instructions_and_no_t
     assert "<earlier_summary>\nEARLIER-SUMMARY: the parser was rewritten." in text and summary_preamble()[:40] not in text
     assert text.rstrip().endswith("Focus on the rounding mode.")
     assert text.index("<transcript>") < text.index("## 1. Primary Request")  # material first, task after it
-    assert (body.get("max_tokens") or body.get("max_completion_tokens")) == 16_000
+    assert reply_limit(body) == 16_000
     assert result.text == SUMMARY and "SCRATCH-NOTES" not in result.text and result.fallback is None
     ((conversation, usage),) = result.calls
     assert usage.prompt_tokens == 900 and usage.output_tokens == 300
@@ -128,7 +137,8 @@ def test_streaming_and_async_give_the_same_summary(
     result = asyncio.run(summarizer.asummarize(request())) if asynchronous else summarizer.summarize(request())
     assert result.text == SUMMARY and result.fallback is None
     assert result.calls[0][1].output_tokens == 77
-    assert bool(fake_llm.requests[0].body.get("stream")) is stream and fake_llm.problems == []
+    streamed = stream and provider != "gemini"  # Gemini streams on another endpoint: its summary is asked whole
+    assert bool(fake_llm.requests[0].body.get("stream")) is streamed and fake_llm.problems == []
 
 
 def test_the_continuation_style_asks_for_its_five_sections(fake_llm: FakeLLMServer) -> None:

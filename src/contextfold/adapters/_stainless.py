@@ -1,7 +1,7 @@
 """The client side the ``anthropic`` and ``openai`` SDKs share (both are generated alike): clients, errors, timeouts.
 
 Both build a client as ``Client(api_key=, base_url=, timeout=, max_retries=)``,
-cap one call's timeout with ``client.with_options(timeout=)``, and raise
+cap one call's timeout with a ``timeout=`` argument, and raise
 ``BadRequestError`` (where "prompt is too long" arrives), ``APIStatusError``
 (any error status, with the HTTP response), ``APITimeoutError`` and
 ``APIConnectionError``, all under one root error class.
@@ -50,9 +50,11 @@ class StainlessClient:
     async def aclose(self, client: Any) -> None:
         await client.close()
 
-    def limited(self, client: Any, timeout_s: float | None) -> Any:
-        """``client`` with its socket timeout capped at ``timeout_s`` for one call."""
-        return client if timeout_s is None else client.with_options(timeout=timeout_s)
+
+
+def call_timeout(timeout_s: float | None) -> dict[str, Any]:
+    """The keyword that caps one call's timeout (both SDKs take ``timeout=`` on every method)."""
+    return {} if timeout_s is None else {"timeout": timeout_s}
 
 
 def _message(error: BaseException) -> str:

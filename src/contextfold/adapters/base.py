@@ -138,7 +138,7 @@ class Adapter(ABC):
     # ------------------------------------------------------------------ answers
     def read_response(self, response: Any) -> Reply:
         """A reply (an SDK response object or its dict) as items, usage and how it ended."""
-        data = as_data(response)
+        data = self.data(response)
         usage = self._usage_in(data)
         stop = self._stop(data)
         if stop is not None and not isinstance(stop, str):
@@ -147,7 +147,11 @@ class Adapter(ABC):
 
     def reported_usage(self, response: Any) -> Usage | None:
         """The usage a reply (an SDK response object or its dict) reports, ``None`` when it reports none."""
-        return self._usage_in(as_data(response))
+        return self._usage_in(self.data(response))
+
+    def data(self, response: Any) -> dict[str, Any]:
+        """A reply (an SDK response object or its dict) as a plain dict."""
+        return as_data(response)
 
     def _usage_in(self, data: Mapping[str, Any]) -> Usage | None:
         return self.read_usage(data[self.usage_field]) if data.get(self.usage_field) else None
@@ -193,28 +197,26 @@ class Adapter(ABC):
         """Close an async client of :meth:`make_client` and its sockets."""
 
     @abstractmethod
-    def limited(self, client: Any, timeout_s: float | None) -> Any:
-        """``client`` with one call's timeout capped at ``timeout_s`` (``None``: as it is)."""
-
-    @abstractmethod
     def endpoint(self, client: Any) -> Callable[..., Any]:
         """The SDK method that sends a request (sync or async, as ``client`` is)."""
 
     @abstractmethod
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
-        """The keyword arguments of :meth:`endpoint` for ``request`` (what :meth:`render` built)."""
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, Any]:
+        """The keyword arguments of :meth:`endpoint` for ``request`` (what ``Context.prepare`` built); ``timeout_s``
+        caps this one call."""
 
     def create(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                timeout_s: float | None = None) -> Any:
         """Send ``request`` with a sync client; the SDK's response object (for ``Context.add_response``)."""
-        client = self.limited(client, timeout_s)
-        return self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens))
+        return self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
+                                                      timeout_s=timeout_s))
 
     async def acreate(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                       timeout_s: float | None = None) -> Any:
         """:meth:`create` with an async client."""
-        client = self.limited(client, timeout_s)
-        return await self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens))
+        return await self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
+                                                            timeout_s=timeout_s))
 
     def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import ContextfoldError
 from .anthropic import AnthropicMessages
 from .base import Adapter
+from .gemini import Gemini
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
 
@@ -19,9 +20,10 @@ RESPONSES = OpenAIResponses()
 """The one shared instance of each adapter; named, for the features only one format has
 (Anthropic's server-side context edits, the Responses compaction endpoint)."""
 
-_ADAPTERS: dict[str, Adapter] = {a.name: a for a in (ANTHROPIC, OPENAI_CHAT, RESPONSES)}
+_ADAPTERS: dict[str, Adapter] = {a.name: a for a in (ANTHROPIC, OPENAI_CHAT, RESPONSES, Gemini())}
 PROVIDERS = tuple(_ADAPTERS)
-"""The provider names :func:`adapter_for` knows: ``anthropic``, ``openai`` (Chat Completions), ``responses``."""
+"""The provider names :func:`adapter_for` knows: ``anthropic``, ``openai`` (Chat Completions), ``responses``,
+``gemini``."""
 
 
 def adapter_for(provider: str) -> Adapter:

@@ -22,7 +22,7 @@ def usage_data(usage: Any) -> Mapping[str, Any]:
     return data
 
 
-def _count(data: Mapping[str, Any], *keys: str) -> int:
+def usage_count(data: Mapping[str, Any], *keys: str) -> int:
     """The first of ``keys`` the usage reports, as a token count (0 when none is)."""
     for key in keys:
         if data.get(key) is not None:
@@ -33,11 +33,11 @@ def _count(data: Mapping[str, Any], *keys: str) -> int:
 def anthropic_usage(usage: Any) -> Usage:
     """From a Messages API ``usage`` object (input excludes cache reads and writes)."""
     data = usage_data(usage)
-    read = _count(data, "cache_read_input_tokens")
-    write = _count(data, "cache_creation_input_tokens")
+    read = usage_count(data, "cache_read_input_tokens")
+    write = usage_count(data, "cache_creation_input_tokens")
     return Usage(
-        prompt_tokens=_count(data, "input_tokens") + read + write,
-        output_tokens=_count(data, "output_tokens"),
+        prompt_tokens=usage_count(data, "input_tokens") + read + write,
+        output_tokens=usage_count(data, "output_tokens"),
         cache_read_tokens=read,
         cache_write_tokens=write,
     )
@@ -49,10 +49,10 @@ def openai_usage(usage: Any) -> Usage:
     details = data.get("prompt_tokens_details") or data.get("input_tokens_details") or {}
     if not isinstance(details, Mapping):
         raise InvalidContent(None, "usage.prompt_tokens_details", f"expected an object, got {type(details).__name__}")
-    cached = _count(details, "cached_tokens") or _count(data, "prompt_cache_hit_tokens")
+    cached = usage_count(details, "cached_tokens") or usage_count(data, "prompt_cache_hit_tokens")
     return Usage(
-        prompt_tokens=_count(data, "prompt_tokens", "input_tokens"),
-        output_tokens=_count(data, "completion_tokens", "output_tokens"),
+        prompt_tokens=usage_count(data, "prompt_tokens", "input_tokens"),
+        output_tokens=usage_count(data, "completion_tokens", "output_tokens"),
         cache_read_tokens=cached,
     )
 

@@ -367,6 +367,7 @@ class LLMSummarizer:
     ) -> SummaryResult:
         result = self.fallback.summarize(request)
         why = f"{self.name} summarizer ({self.model}): {reason}; {getattr(self.fallback, 'name', 'fallback')} used instead"
+        log.warning("%s", why)
         return replace(result, calls=(*calls, *result.calls), fallback=why)
 
     def _classify(self, outcome: BaseException | None) -> Failure:

@@ -76,10 +76,10 @@ class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
         return arguments
 
     def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
-        return _answer(RESPONSES.limited(client, timeout_s).responses.compact(**self._arguments(payload)))
+        return _answer(client.responses.compact(**self._arguments(payload), timeout=timeout_s))
 
     async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
-        return _answer(await RESPONSES.limited(client, timeout_s).responses.compact(**self._arguments(payload)))
+        return _answer(await client.responses.compact(**self._arguments(payload), timeout=timeout_s))
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
         item = next(iter(answer.output), None)

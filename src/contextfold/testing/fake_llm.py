@@ -10,7 +10,9 @@ code runs, request and response, with no network and no mocking:
 
 Routes and their names: ``POST /v1/messages`` is ``"messages"``,
 ``/v1/chat/completions`` ``"chat"``, ``/v1/responses`` ``"responses"``,
-``/v1/responses/compact`` ``"compact"``. Each route answers from its own
+``/v1/responses/compact`` ``"compact"``, and Gemini's
+``/v1beta/models/{model}:generateContent`` ``"gemini"`` (point google-genai's
+``http_options.base_url`` at :attr:`FakeLLMServer.url`). Each route answers from its own
 queue of scripted :class:`Reply` and :class:`Fault` objects, in order; a
 route with nothing left answers 400 saying so. A reply is written in the
 route's format, streamed as server-sent events when the request asks for
@@ -39,6 +41,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
+
+from .gemini_wire import check_gemini, is_gemini_path
 
 ROUTES = {
     "/v1/messages": "messages",
@@ -282,6 +286,7 @@ CHECKS: dict[str, Callable[[Mapping[str, str], Any], list[str]]] = {
     "chat": check_chat,
     "responses": check_responses,
     "compact": check_responses,
+    "gemini": check_gemini,
 }
 
 
@@ -427,10 +432,34 @@ _OPENAI_ERRORS = {
 }
 
 
+_GEMINI_ERRORS = {
+    "rate_limited": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "server_error": (500, "INTERNAL", "An internal error has occurred."),
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
+
+
+def gemini_error_body(fault: Fault) -> tuple[int, dict[str, Any]]:
+    """Gemini's status and error body for ``fault`` (``{"error": {code, message, status}}``)."""
+    detail = fault.detail
+    if fault.kind == "prompt_too_long":
+        status, kind = 400, "INVALID_ARGUMENT"
+        message = (f"The input token count ({detail['tokens']}) exceeds the maximum number of tokens allowed "
+                   f"({detail['maximum']}).")
+    elif fault.kind == "invalid":
+        status, kind, message = 400, "INVALID_ARGUMENT", detail["message"]
+    else:
+        status, kind, message = _GEMINI_ERRORS[fault.kind]
+    return status, {"error": {"code": status, "message": message, "status": kind}}
+
+
 def error_response(route: str, fault: Fault) -> tuple[int, dict[str, str], dict[str, Any]]:
     """Status, headers and body of ``fault`` as the route's provider writes it."""
     headers = {"retry-after": f"{fault.detail['retry_after']:g}"} if fault.kind == "rate_limited" else {}
     detail = fault.detail
+    if route == "gemini":
+        status, body = gemini_error_body(fault)
+        return status, headers, body
     if route == "messages":
         if fault.kind == "prompt_too_long":
             kind, message = "invalid_request_error", f"prompt is too long: {detail['tokens']} tokens > {detail['maximum']} maximum"
@@ -466,7 +495,20 @@ class Stall:
 
 # --------------------------------------------------------------------------- the server
 
-_BODIES = {"messages": anthropic_message, "chat": chat_completion, "responses": responses_body, "compact": compact_body}
+GEMINI_FINISH = {"end": "STOP", "max_tokens": "MAX_TOKENS", "refusal": "SAFETY", "tool_use": "STOP"}
+
+
+def gemini_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``GenerateContentResponse``: the text as one part, the finish reason, usage as Gemini counts it."""
+    usage = {"promptTokenCount": reply.input_tokens, "candidatesTokenCount": reply.output_tokens,
+             "totalTokenCount": reply.input_tokens + reply.output_tokens}
+    content = {"role": "model", "parts": [{"text": reply.text}] if reply.text else []}
+    candidate = {"content": content, "finishReason": GEMINI_FINISH[reply.stop], "index": 0}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "fake"}
+
+
+_BODIES = {"messages": anthropic_message, "chat": chat_completion, "responses": responses_body, "compact": compact_body,
+           "gemini": gemini_body}
 _EVENTS = {"messages": anthropic_events, "chat": chat_events, "responses": responses_events}
 
 
@@ -474,7 +516,7 @@ class FakeLLMServer:
     """The server (see the module docstring); a context manager, or :meth:`start` and :meth:`stop`."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, deque[Reply | Fault]] = {route: deque() for route in ROUTES.values()}
+        self._queues: dict[str, deque[Reply | Fault]] = {route: deque() for route in (*ROUTES.values(), "gemini")}
         self._lock = threading.Condition()
         self.requests: list[Received] = []
         self._server: ThreadingHTTPServer | None = None
@@ -577,7 +619,7 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0]
-            route = ROUTES.get(path)
+            route = ROUTES.get(path) or ("gemini" if is_gemini_path(path) else None)
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             if route is None:
                 self._json(404, {}, {"error": {"message": f"no route {path}", "type": "not_found_error"}})

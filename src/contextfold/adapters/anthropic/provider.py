@@ -8,7 +8,7 @@ from typing import Any
 from ...conversation import Conversation, Header, Item
 from ...sdk import SDK
 from ...usage import Usage
-from .._stainless import StainlessClient
+from .._stainless import StainlessClient, call_timeout
 from ..base import Adapter, Reply, WireHeader, present_fields
 from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints
@@ -70,24 +70,25 @@ class AnthropicMessages(StainlessClient, Adapter):
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.messages.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, Any]:
         body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
-        return {"model": model, "max_tokens": max_tokens, **body}
+        return {"model": model, "max_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 
     def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        client = self.limited(client, timeout_s)
-        with client.messages.stream(**self.arguments(client, request, model=model, max_tokens=max_tokens)) as events:
+        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        with client.messages.stream(**arguments) as events:
             return self.read_response(events.get_final_message())
 
     async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        client = self.limited(client, timeout_s)
-        async with client.messages.stream(**self.arguments(client, request, model=model, max_tokens=max_tokens)) as events:
+        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        async with client.messages.stream(**arguments) as events:
             return self.read_response(await events.get_final_message())
 
     # ------------------------------------------------------------------ server-side context management (beta)

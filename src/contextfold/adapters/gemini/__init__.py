@@ -1,5 +1,8 @@
-"""Google Gemini (google-genai ``Content`` lists, as Gemini and Google ADK hold them): its wire format (:mod:`.wire`)."""
+"""Google Gemini: google-genai ``Content`` lists, as Gemini and Google ADK hold them (:mod:`.wire`), and the provider
+object that owns them with the ``google-genai`` SDK (:mod:`.provider`)."""
 
-from .wire import from_adk_events, from_genai, system_instruction_to_genai, to_genai
+from .provider import Gemini
+from .wire import from_adk_events, from_genai, system_instruction_to_genai, to_genai, tools_from_genai, tools_to_genai
 
-__all__ = ["from_adk_events", "from_genai", "system_instruction_to_genai", "to_genai"]
+__all__ = ["Gemini", "from_adk_events", "from_genai", "system_instruction_to_genai", "to_genai", "tools_from_genai",
+           "tools_to_genai"]

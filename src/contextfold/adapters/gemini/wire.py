@@ -25,9 +25,13 @@ How Gemini's shapes map onto the neutral model:
   still parses to one, else as ``{"result": text}``, which is how a stage's
   shortened output reaches the model).
 * Gemini's own API leaves call ids out (ADK strips its ``adk-`` ids before
-  sending); a call without an id gets a positional one, marked so it is not
+  sending); a call without an id gets a fresh one, marked so it is not
   written, and a response without an id answers the oldest open call of its
   name, as Gemini pairs them.
+* Tools are ``function_declarations`` (each a ToolSpec; its schema from
+  ``parameters_json_schema``, else ``parameters``) and built-in tools
+  (``google_search``, ``code_execution``...), carried as they are
+  (:func:`tools_from_genai`, :func:`tools_to_genai`).
 
 ADK events are read with :func:`from_adk_events`: each event's content, with
 the event's timestamp and id on every item it gave.
@@ -50,10 +54,12 @@ from ...conversation import (
     Thinking,
     ToolCall,
     ToolResult,
+    ToolSpec,
     new_id,
 )
 from ...errors import InvalidContent, UnknownRole
-from .._reading import CallIds, as_list, read_object
+from .._reading import CallIds, WireObject, as_list, read_object
+from .._tools import read_spec, read_tools, spec_fields, write_tools
 from .._writing import foreign_block, merged, without_nones
 
 ORIGIN = "genai"
@@ -75,9 +81,10 @@ def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
 
 
 def from_genai(
-    contents: Sequence[Any], *, system_instruction: Any = None, known_call_ids: Iterable[str] = ()
+    contents: Sequence[Any], *, system_instruction: Any = None, tools: Any = None, known_call_ids: Iterable[str] = ()
 ) -> Conversation:
-    """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt.
+    """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt,
+    ``tools`` its tools.
 
     Errors name the content index and field: :class:`UnknownRole`,
     :class:`InvalidContent` (wrong types, a response to no call).
@@ -86,8 +93,51 @@ def from_genai(
     raws = as_list(contents, None, "contents")
     items = [item for index, raw in enumerate(raws) for item in reader.content(raw, index)]
     system = (reader.system(system_instruction),) if system_instruction is not None else ()
-    header = Header(system=system, meta={"origin": ORIGIN})
+    header = Header(system=system, tools=tools_from_genai(tools), meta={"origin": ORIGIN})
     return Conversation(items, header)
+
+
+_DECLARATIONS = "function_declarations"
+_JSON_SCHEMA = "parameters_json_schema"
+
+
+def tools_from_genai(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+    """A request's ``tools``: every function declaration a ToolSpec, any other tool (search, code execution)
+    kept as it is."""
+    if tools is None:
+        return ()
+    specs: list[ToolSpec | Opaque] = []
+    for position, tool in enumerate(as_list(tools, None, "tools")):
+        data = _dump(tool, None, f"tools[{position}]")
+        declarations = data.get(_DECLARATIONS)
+        if declarations is None or set(data) != {_DECLARATIONS}:
+            specs.append(Opaque(dict(data), ORIGIN))
+            continue
+        raws = [_dump(d, None, f"tools[{position}].{_DECLARATIONS}") for d in as_list(declarations, None, "tools")]
+        specs.extend(read_tools(raws, ORIGIN, _declaration))
+    return tuple(specs)
+
+
+def _declaration(wire: WireObject) -> ToolSpec:
+    """One function declaration; a schema in Gemini's own ``parameters`` form is remembered as such."""
+    if _JSON_SCHEMA in wire.rest or "parameters" not in wire.rest:
+        return read_spec(wire, _JSON_SCHEMA)
+    spec = read_spec(wire, "parameters")
+    return ToolSpec(spec.name, spec.description, spec.parameters, {**spec.extra, "schema_field": "parameters"})
+
+
+def tools_to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+    """The header's tools: its function declarations in one tool, then the other tools as they came."""
+    written = write_tools(conversation, ORIGIN, TARGET, _write_declaration)
+    declarations = [tool for tool in written if _DECLARATIONS not in tool and "name" in tool]
+    others = [tool for tool in written if tool not in declarations]
+    return [{_DECLARATIONS: declarations}, *others] if declarations else others
+
+
+def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, Any]:
+    extra = dict(spec.extra) if same else {}
+    schema_field = extra.pop("schema_field", _JSON_SCHEMA)
+    return {**spec_fields(spec, schema_field, same), **extra}
 
 
 def from_adk_events(events: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
@@ -165,7 +215,7 @@ class _Reader:
         args = wire.take("function_call.args", Mapping, required=False)
         call_id = wire.take("function_call.id", str, required=False)
         if call_id is None:
-            call_id = f"genai_{index}_{position}"
+            call_id = new_id("genai")  # unique across replies read one at a time
             wire.rest["no_id"] = True
         if args is None:
             wire.rest["no_args"] = True
@@ -223,7 +273,8 @@ def to_genai(conversation: Conversation) -> list[dict[str, Any]]:
             groups[-1][1].append((index, item))
         else:
             groups.append((key, [(index, item)]))
-    return [_write_content(members) for _, members in groups]
+    unsent = frozenset(b.id for item in conversation.items for b in item.tool_calls if b.extra.get("no_id"))
+    return [_write_content(members, unsent) for _, members in groups]
 
 
 def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | str | None:
@@ -233,7 +284,7 @@ def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | 
         return None
     if len(system) == 1 and system[0].meta.get("shape") == "str":
         return system[0].text
-    return _write_content([(None, item) for item in system])
+    return _write_content([(None, item) for item in system], frozenset())
 
 
 def _group_key(item: Item, index: int) -> Any:
@@ -243,14 +294,15 @@ def _group_key(item: Item, index: int) -> Any:
     return None if item.role == "tool" else ("item", index)
 
 
-def _write_content(members: Sequence[tuple[int | None, Item]]) -> dict[str, Any]:
+def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, Any]:
+    """One content; ``unsent`` are the ids of calls written without one (so their responses go without too)."""
     placed: list[tuple[int | None, dict[str, Any]]] = []
     for index, item in members:
         same = item.meta.get("origin") == ORIGIN
         positions = item.meta.get("parts") if same else None
         for k, block in enumerate(item.blocks):
             position = positions[k] if positions is not None and k < len(positions) else None
-            placed.append((position, _write_part(block, same, index, f"blocks[{k}]")))
+            placed.append((position, _write_part(block, same, index, f"blocks[{k}]", unsent)))
     if all(position is not None for position, _ in placed) and len({p for p, _ in placed}) == len(placed):
         placed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type, return-value]
     first = members[0][1]
@@ -261,7 +313,7 @@ def _write_content(members: Sequence[tuple[int | None, Item]]) -> dict[str, Any]
     return merged(content, own.get("extra", {}))
 
 
-def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict[str, Any]:
+def _write_part(block: Block, same: bool, index: int | None, field: str, unsent: frozenset[str]) -> dict[str, Any]:
     own = dict(block.extra) if same else {}
     if isinstance(block, Summary):
         return {"text": block.text}
@@ -275,6 +327,8 @@ def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict
         call = without_nones(id=None if no_id else block.id, name=block.name, args=args)
         return merged({"function_call": call}, own)
     if isinstance(block, ToolResult):
+        if block.call_id in unsent:
+            own["no_id"] = True
         return merged({"function_response": _response(block, own)}, own)
     if isinstance(block, Opaque) and block.provider == ORIGIN:
         return dict(block.data)

@@ -10,7 +10,7 @@ from ...conversation import Conversation
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from .._reading import as_list, as_object, type_of
-from .._stainless import StainlessClient
+from .._stainless import StainlessClient, call_timeout
 from ..base import MessageListAdapter, Reply, as_data
 from .wire import ORIGIN, TARGET, from_openai, to_openai, tools_to_openai
 
@@ -61,28 +61,29 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.chat.completions.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, Any]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
-        openai_itself = "api.openai.com" in str(getattr(client, "base_url", ""))
-        return {"model": model, "max_completion_tokens" if openai_itself else "max_tokens": max_tokens, **body}
+        limit = "max_completion_tokens" if "api.openai.com" in str(getattr(client, "base_url", "")) else "max_tokens"
+        return {"model": model, limit: max_tokens, **body, **call_timeout(timeout_s)}
 
     def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        client = self.limited(client, timeout_s)
-        return reply_from_chunks(client.chat.completions.create(**self._streamed(client, request, model, max_tokens)))
+        return reply_from_chunks(client.chat.completions.create(**self._streamed(client, request, model, max_tokens,
+                                                                                 timeout_s)))
 
     async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        client = self.limited(client, timeout_s)
-        chunks = await client.chat.completions.create(**self._streamed(client, request, model, max_tokens))
+        chunks = await client.chat.completions.create(**self._streamed(client, request, model, max_tokens, timeout_s))
         return reply_from_chunks([chunk async for chunk in chunks])
 
-    def _streamed(self, client: Any, request: Mapping[str, Any], model: str, max_tokens: int) -> dict[str, Any]:
-        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens)
+    def _streamed(self, client: Any, request: Mapping[str, Any], model: str, max_tokens: int,
+                  timeout_s: float | None) -> dict[str, Any]:
+        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         return {**arguments, "stream": True, "stream_options": {"include_usage": True}}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...conversation import Conversation
 from ...usage import Usage
+from .._stainless import call_timeout
 from ..base import MessageListAdapter, as_data
 from ..openai_chat.provider import OpenAIClient
 from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_responses
@@ -52,9 +53,10 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.responses.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int) -> dict[str, Any]:
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, Any]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
-        return {"model": model, "max_output_tokens": max_tokens, **body}
+        return {"model": model, "max_output_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 
 
 @dataclass(frozen=True)

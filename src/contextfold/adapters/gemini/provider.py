@@ -1,0 +1,167 @@
+"""Google Gemini as one object: ``generateContent``'s wire (:mod:`.wire`), the ``google-genai`` SDK, models, errors.
+
+A request body is ``contents``, ``system_instruction`` and ``tools`` in the
+snake_case form google-genai's types dump to; :meth:`Gemini.create` hands it
+to ``client.models.generate_content`` (``system_instruction`` and ``tools``
+go in its ``config``). Usage is ``usage_metadata``: the prompt count includes
+the cached part, thoughts count as output. "Prompt too long" is Gemini's own
+400 ("The input token count (X) exceeds the maximum number of tokens allowed
+(Y)"), besides the wordings every adapter knows. A summary is asked for
+whole: ``stream`` is not used (Gemini streams on another endpoint,
+``streamGenerateContent``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ...conversation import Conversation, Header
+from ...errors import InvalidContent
+from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
+from ...usage import Usage
+from .._reading import as_list, as_object
+from ..base import Adapter, WireHeader, present_fields
+from ..calls import CallError, retry_after_s
+from ..overflow import PromptTooLong
+from ..usage import usage_count, usage_data
+from .wire import from_genai, system_instruction_to_genai, to_genai, tools_to_genai
+
+_OVER = re.compile(r"input token count \(?(\d[\d,]*)\)? exceeds the maximum number of tokens allowed \(?(\d[\d,]*)\)?",
+                   re.IGNORECASE)
+_FILTERED = "stopped by a filter"
+_INCOMPLETE = {
+    "MAX_TOKENS": "truncated (finish reason MAX_TOKENS)",
+    "SAFETY": f"{_FILTERED} (SAFETY)",
+    "RECITATION": f"{_FILTERED} (RECITATION)",
+    "BLOCKLIST": f"{_FILTERED} (BLOCKLIST)",
+    "PROHIBITED_CONTENT": f"{_FILTERED} (PROHIBITED_CONTENT)",
+    "SPII": f"{_FILTERED} (SPII)",
+    "MALFORMED_FUNCTION_CALL": "the model wrote a malformed function call",
+    "UNEXPECTED_TOOL_CALL": "the model called a tool it was not given",
+    "BLOCKED_PROMPT": "the prompt was blocked",
+}
+"""Finish reasons meaning the answer is not whole, in words."""
+
+
+class Gemini(Adapter):
+    """Google Gemini's ``generateContent``: ``contents``, ``system_instruction`` and ``tools``; no cache marks."""
+
+    name = "gemini"
+    title = "Google Gemini"
+    messages_key = "contents"
+    usage_field = "usage_metadata"
+    incomplete_stops = _INCOMPLETE
+    sdk = SDK("google.genai", "gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL")
+    default_model = "gemini-2.5-pro"
+    summary_model = "gemini-2.5-flash"
+
+    # ------------------------------------------------------------------ the wire
+    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+        return from_genai(messages, system_instruction=system, tools=tools, known_call_ids=known_call_ids)
+
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        items = Conversation([*conversation.header.pinned, *conversation.items], conversation.header)
+        return {"contents": to_genai(items), "system_instruction": system_instruction_to_genai(conversation),
+                "tools": tools_to_genai(conversation)}
+
+    def write_header(self, header: Header) -> WireHeader:
+        request = self.write(Conversation(header=header))
+        return WireHeader(present_fields(system_instruction=request["system_instruction"], tools=request["tools"]),
+                          request["contents"])
+
+    def write_items(self, items: Any) -> list[dict[str, Any]]:
+        return to_genai(Conversation(list(items)))
+
+    def data(self, response: Any) -> dict[str, Any]:
+        """A reply as the JSON google-genai's types dump to (enums as their names, bytes in base64)."""
+        dump = getattr(response, "model_dump", None)
+        if callable(dump) and not isinstance(response, Mapping):
+            return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+        return super().data(response)
+
+    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+        content = _candidate(data).get("content")
+        if not content or not content.get("parts"):
+            return Conversation()
+        return from_genai([{**content, "role": "model"}])
+
+    def _stop(self, data: Mapping[str, Any]) -> str | None:
+        candidate = _candidate(data)
+        if not candidate and isinstance(data.get("prompt_feedback"), Mapping) and data["prompt_feedback"].get("block_reason"):
+            return "BLOCKED_PROMPT"
+        reason = candidate.get("finish_reason")
+        return str(reason) if reason is not None else None
+
+    def read_usage(self, usage: Any) -> Usage:
+        data = usage_data(usage)
+        return Usage(
+            prompt_tokens=usage_count(data, "prompt_token_count", "promptTokenCount"),
+            output_tokens=usage_count(data, "candidates_token_count", "candidatesTokenCount")
+            + usage_count(data, "thoughts_token_count", "thoughtsTokenCount"),
+            cache_read_tokens=usage_count(data, "cached_content_token_count", "cachedContentTokenCount"),
+        )
+
+    def prompt_too_long(self, error: BaseException | str) -> PromptTooLong | None:
+        numbers = _OVER.search(str(error))
+        if numbers is None:
+            return super().prompt_too_long(error)
+        actual, maximum = (int(n.replace(",", "")) for n in numbers.groups())
+        return PromptTooLong(maximum / actual if actual > maximum > 0 else None)
+
+    # ------------------------------------------------------------------ the SDK
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+        module = self.sdk.module()
+        http: dict[str, Any] = {}
+        base_url = self.sdk.base_url(options.base_url)
+        if base_url:
+            http["base_url"] = base_url
+        if options.timeout_s is not None:
+            http["timeout"] = _millis(options.timeout_s)
+        if options.max_retries:
+            http["retry_options"] = {"attempts": options.max_retries + 1}
+        client = module.Client(api_key=self.sdk.api_key(options.api_key), http_options=http or None)
+        return client.aio if asynchronous else client
+
+    def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+        errors = self.sdk.module().errors
+        return (errors.ClientError,), (errors.APIError,)
+
+    def call_error(self, error: BaseException) -> CallError | None:
+        if not isinstance(error, self.sdk.module().errors.APIError):
+            return None
+        response = getattr(error, "response", None)
+        wait = retry_after_s(getattr(response, "headers", None))
+        return CallError("status", str(error.message or error), int(error.code), wait)
+
+    async def aclose(self, client: Any) -> None:
+        await client.aclose()
+
+    def endpoint(self, client: Any) -> Callable[..., Any]:
+        return client.models.generate_content  # type: ignore[no-any-return]
+
+    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, Any]:
+        config: dict[str, Any] = {"max_output_tokens": max_tokens}
+        config.update((key, request[key]) for key in ("system_instruction", "tools") if request.get(key))
+        if timeout_s is not None:
+            config["http_options"] = {"timeout": _millis(timeout_s)}
+        return {"model": model, "contents": request["contents"], "config": config}
+
+
+def _millis(seconds: float) -> int:
+    """google-genai takes timeouts in milliseconds."""
+    return max(int(seconds * 1000), 1)
+
+
+def _candidate(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first candidate of a reply (the only one contextfold asks for); empty when there is none."""
+    candidates = as_list(data.get("candidates") or [], None, "candidates")
+    if not candidates:
+        return {}
+    candidate = as_object(candidates[0], None, "candidates[0]")
+    if "content" in candidate and not isinstance(candidate["content"], Mapping):
+        raise InvalidContent(None, "candidates[0].content", f"expected an object, got {type(candidate['content']).__name__}")
+    return candidate
+
