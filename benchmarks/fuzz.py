@@ -1,26 +1,29 @@
-"""The typed-error contract under fuzzing, at full size: hostile adapter inputs, mutated session files,
-``contextfold inspect`` on them.
+"""The typed-error contract under fuzzing, at full size: every public entry point fed hostile input.
 
-    python benchmarks/fuzz.py [--requests 3400] [--files 3000] [--inspect 300] [--processes 8]
-                              [--bound 20] [--seed 0]
+    python benchmarks/fuzz.py [--count 3000] [--processes 8] [--bound 20] [--seed 0] [--only NAME]
 
 Needs the shared corpus (``../shared/corpus``, or ``CONTEXTFOLD_SHARED``). The inputs are made by
-``tests/fuzzing.py`` (the suite's fuzz test runs the same cases, fewer of them):
+``tests/fuzzing.py`` (the suite's fuzz test runs the same cases, fewer of them); ``--count`` inputs go to
+each entry point:
 
-* adapter inputs: ``--requests`` valid requests per provider (Anthropic Messages, OpenAI Chat, OpenAI
-  Responses, drawn by ``tests/strategies.py``), each mutated and read; an accepted one must write back to
-  itself, read back to the same neutral items, and write to the other two formats or refuse with a typed
-  error (and what is written there must read back there). Each request also gives a model reply, mutated
-  and read with its usage. So 2 x 3 x ``--requests`` adapter inputs;
-* ``--files`` mutations of the corpus recordings (and of a contextfold session file made from one), written
-  to a temporary folder only and imported; what is accepted must be countable and storable;
-* ``contextfold inspect`` on the first ``--inspect`` mutated files in-process (click's runner) and on
-  ``--processes`` of them as real subprocesses: exit 0, or one ``contextfold:`` line and a non-zero exit.
+* the provider adapters (Anthropic Messages, OpenAI Chat, OpenAI Responses): a valid request drawn by
+  ``tests/strategies.py``, mutated and read (an accepted one must write back to itself, read back to the
+  same neutral items, and write to the other two formats or refuse with a typed error), and a model reply,
+  mutated and read with its usage; the same requests and replies through ``Context.add`` (then
+  ``prepare``) and ``Context.add_response``; Chat replies as a stream of chunks through ``reply_from_chunks``;
+* the framework adapters (google-genai/ADK contents, Strands, LangChain, pydantic-ai when installed): a valid
+  neutral conversation written in the framework's types, mutated inside those types, and read;
+* the importers: mutations of every corpus recording (and of a contextfold session file) imported; what is
+  accepted must be countable and storable;
+* the commands that read files (``inspect``, ``tokens``, ``replay``, ``compact`` on mutated recordings under
+  200 KB, in-process with click's runner, and ``--processes`` ``inspect`` runs as real subprocesses), and
+  those that read a store (``sessions list``, ``sessions show``, ``sessions export``, ``inspect STORE#ID`` on a
+  mutated JSONL transcript): exit 0, or one ``contextfold:`` line and a non-zero exit.
 
-Every input runs under a time bound of ``--bound`` seconds (a hang is counted, not waited out). Prints one
-JSON object of counts per kind of case and outcome (``accepted``, ``rejected`` with a typed error, and the
-failures: ``untyped``, ``mismatch``, ``hang``), then each distinct failure with the first input that showed
-it. Exits 1 if there was any failure.
+Every input runs under a time bound of ``--bound`` seconds (a hang is counted, not waited out). Prints a
+table of inputs, accepted, typed errors, raw exceptions, mismatches and hangs per entry point, then one JSON
+object of the same, then each distinct failure with the first input that showed it. Exits 1 if there was
+any failure.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the shared fuzzing cases and request strategies
@@ -43,37 +47,67 @@ import fuzzing
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from strategies import anthropic_requests, openai_chat_requests, responses_requests
+from strategies import anthropic_requests, conversations, openai_chat_requests, responses_requests
 
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED", HERE.parent.parent / "shared"))
 REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests()}
+COMMAND_BASE_BYTES = 200_000
+"""Recordings the commands are run on are under this size (a replay of a large one takes seconds)."""
 
 
-def adapter_inputs(tally: fuzzing.Tally, per_provider: int, bound: float, base_seed: int) -> None:
-    for provider, requests in REQUESTS.items() if per_provider else ():
-        configured = settings(max_examples=per_provider, database=None, deadline=None, phases=[Phase.generate],
-                              suppress_health_check=list(HealthCheck))
-        test = given(requests, st.integers(0, 2**32 - 1))(_provider_run(tally, provider, bound))
-        seed(base_seed)(configured(test))()
+def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) -> None:
+    """``run(drawn, case_seed)`` on ``count`` values of ``strategy``, the same ones for the same ``base_seed``."""
+    configured = settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+                          suppress_health_check=list(HealthCheck))
+    seed(base_seed)(configured(given(strategy, st.integers(0, 2**32 - 1))(run)))()
 
 
-def _provider_run(tally: fuzzing.Tally, provider: str, bound: float) -> Callable[[dict, int], None]:
+def provider_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    for provider, requests in REQUESTS.items():
+        if count and any(case.startswith(only) or only.startswith(case) for case in (provider, "context", "reply_")):
+            _drawn(count, base_seed, requests, _provider_run(tally, provider, bound, only))
+
+
+def _provider_run(tally: fuzzing.Tally, provider: str, bound: float, only: str) -> Callable[[dict, int], None]:
+    def judged(case: str, run: Callable[[], fuzzing.Outcome], done: list[str]) -> None:
+        if case.startswith(only):
+            tally.add(case, fuzzing.judged(run, bound), "; ".join(done))
+
     def run(request: dict, case_seed: int) -> None:
         rng = random.Random(case_seed)
         mutated, done = fuzzing.mutate_tree(request, rng)
-        tally.add(f"request {provider}", fuzzing.judged(lambda: fuzzing.adapter_case(provider, mutated), bound),
-                  "; ".join(done))
-        reply, done = fuzzing.mutate_tree(fuzzing.reply_of(provider, request), rng)
-        tally.add(f"reply {provider}", fuzzing.judged(lambda: fuzzing.reply_case(provider, reply), bound),
-                  "; ".join(done))
+        judged(f"{provider} request", lambda: fuzzing.adapter_case(provider, mutated), done)
+        judged(f"context.add {provider}", lambda: fuzzing.context_add_case(provider, mutated), done)
+        reply = fuzzing.reply_of(provider, request)
+        mutated_reply, done = fuzzing.mutate_tree(reply, rng)
+        judged(f"{provider} reply", lambda: fuzzing.reply_case(provider, mutated_reply), done)
+        judged(f"context.add_response {provider}", lambda: fuzzing.context_response_case(provider, mutated_reply),
+               done)
+        if provider == "openai":
+            chunks, done = fuzzing.mutate_tree(fuzzing.chunks_of(reply), rng)
+            judged("reply_from_chunks", lambda: fuzzing.chunks_case(chunks), done)
 
     return run
 
 
-def session_files(tally: fuzzing.Tally, count: int, inspect: int, processes: int, bound: float,
-                  base_seed: int) -> None:
+def framework_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    chosen = [f for f in fuzzing.frameworks() if f.name.startswith(only)]
+
+    def run(conversation: Any, case_seed: int) -> None:
+        rng = random.Random(case_seed)
+        for framework in chosen:
+            tree, done = fuzzing.mutate_tree(fuzzing.framework_seed(framework, conversation), rng)
+            tally.add(framework.name, fuzzing.judged(partial(fuzzing.framework_case, framework, tree), bound),
+                      "; ".join(done))
+
+    if chosen and count:
+        _drawn(count, base_seed, conversations(), run)
+
+
+def session_files(tally: fuzzing.Tally, count: int, processes: int, bound: float, base_seed: int, only: str) -> None:
     bases = fuzzing.base_files(SHARED / "corpus")
     names = sorted(bases)
+    small = sorted(name for name in names if len(bases[name]) < COMMAND_BASE_BYTES)
     runner = CliRunner()
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-") as folder:
         for number in range(count):
@@ -83,45 +117,76 @@ def session_files(tally: fuzzing.Tally, count: int, inspect: int, processes: int
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
             described = f"{name}: {done}"
-            tally.add("session file", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
-            if number < inspect:
-                run = partial(fuzzing.inspect_case, runner, path, as_json=number % 2 == 1)
-                tally.add("inspect (in-process)", fuzzing.judged(run, bound), described)
-            if number < processes:
-                tally.add("inspect (subprocess)", fuzzing.inspect_process(path, bound), described)
+            if "importers".startswith(only):
+                tally.add("importers", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
+            name = rng.choice(small)
+            data, done = fuzzing.mutate_file(bases[name], rng)
             path.unlink()
+            path = Path(folder) / f"{number}-{name}"
+            path.write_bytes(data)
+            described = f"{name}: {done}"
+            out = Path(folder) / "compacted.json"
+            for command, arguments in fuzzing.file_commands(path, out).items():
+                if f"cli {command}".startswith(only):
+                    tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
+                              described)
+            if number < processes and "cli inspect (subprocess)".startswith(only):
+                tally.add("cli inspect (subprocess)", fuzzing.inspect_process(path, bound), described)
+            path.unlink()
+            out.unlink(missing_ok=True)
+
+
+def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    runner = CliRunner()
+    with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-store-") as folder:
+        base = fuzzing.transcript_base(Path(folder) / "base")
+        for number in range(count):
+            rng = random.Random(base_seed * 1_000_033 + number)
+            data, done = fuzzing.mutate_file(base, rng)
+            store = Path(folder) / f"store-{number}"
+            store.mkdir(mode=0o700)
+            (store / "base.jsonl").write_bytes(data)
+            (store / "base.jsonl").chmod(0o600)
+            for command, arguments in fuzzing.store_commands(store, "base").items():
+                if f"cli {command}".startswith(only):
+                    tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
+                              done)
+            for path in sorted(store.rglob("*"), reverse=True):
+                path.rmdir() if path.is_dir() else path.unlink()
+            store.rmdir()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=3_400, help="valid requests mutated, per provider")
-    parser.add_argument("--files", type=int, default=3_000, help="mutated session files")
-    parser.add_argument("--inspect", type=int, default=300, help="of them, inspected in-process")
-    parser.add_argument("--processes", type=int, default=8, help="of them, inspected by a real subprocess")
+    parser.add_argument("--count", type=int, default=3_000, help="inputs per entry point")
+    parser.add_argument("--processes", type=int, default=8, help="of the files, inspected by a real subprocess")
     parser.add_argument("--bound", type=float, default=20.0, help="seconds any one input may take")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default="", help="only the entry points whose name starts with this")
     args = parser.parse_args()
     if not (SHARED / "corpus" / "SOURCES.md").exists():
         sys.exit(f"the shared corpus is not at {SHARED / 'corpus'} (set CONTEXTFOLD_SHARED)")
     tally = fuzzing.Tally()
     started = time.perf_counter()
-    adapter_inputs(tally, args.requests, args.bound, args.seed)
-    adapters_s = time.perf_counter() - started
-    session_files(tally, args.files, args.inspect, args.processes, args.bound, args.seed)
-    counts: dict[str, dict[str, int]] = {}
+    provider_inputs(tally, args.count, args.bound, args.seed, args.only)
+    framework_inputs(tally, args.count, args.bound, args.seed, args.only)
+    session_files(tally, args.count, args.processes, args.bound, args.seed, args.only)
+    store_files(tally, args.count, args.bound, args.seed, args.only)
+    kinds = ("accepted", "rejected", "untyped", "mismatch", "hang")
+    rows: dict[str, dict[str, int]] = {}
     for (case, kind), number in sorted(tally.counts.items()):
-        counts.setdefault(case, {})[kind] = number
-    adapter_total = sum(sum(c.values()) for case, c in counts.items() if case.startswith(("request", "reply")))
+        rows.setdefault(case, dict.fromkeys(kinds, 0))[kind] = number
+    print(f"{'entry point':34} {'inputs':>7} {'accepted':>9} {'typed':>7} {'raw':>5} {'mismatch':>9} {'hangs':>6}")
+    for case, row in rows.items():
+        print(f"{case:34} {sum(row.values()):7d} {row['accepted']:9d} {row['rejected']:7d} {row['untyped']:5d} "
+              f"{row['mismatch']:9d} {row['hang']:6d}")
     print(json.dumps({
-        "adapter_inputs": adapter_total,
-        "session_files": sum(counts.get("session file", {}).values()),
-        "inspect_runs": sum(sum(c.values()) for case, c in counts.items() if case.startswith("inspect")),
-        "failures": tally.failures(),
-        "untyped": sum(n for (_, kind), n in tally.counts.items() if kind == "untyped"),
-        "mismatches": sum(n for (_, kind), n in tally.counts.items() if kind == "mismatch"),
-        "hangs": sum(n for (_, kind), n in tally.counts.items() if kind == "hang"),
-        "counts": counts,
-        "adapters_s": round(adapters_s, 1),
+        "entry_points": len(rows),
+        "inputs": sum(sum(row.values()) for row in rows.values()),
+        "raw_exceptions": sum(row["untyped"] for row in rows.values()),
+        "mismatches": sum(row["mismatch"] for row in rows.values()),
+        "hangs": sum(row["hang"] for row in rows.values()),
+        "per_entry_point": rows,
         "total_s": round(time.perf_counter() - started, 1),
     }, indent=1))
     for key, (seen, example) in tally.bad.items():

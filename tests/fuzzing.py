@@ -32,13 +32,14 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any
 
 from contextfold.adapters import PROVIDERS, adapter_for
 from contextfold.codec import conversation_to_dict
-from contextfold.conversation import Conversation, Item
+from contextfold.conversation import Conversation, Item, Text
 from contextfold.errors import ContextfoldError
 from contextfold.importers import load
 from contextfold.inspection import compose
@@ -392,17 +393,7 @@ def file_case(path: Path) -> Outcome:
 
 def inspect_case(runner: Any, path: Path, as_json: bool) -> Outcome:
     """``contextfold inspect`` in-process (click's runner): exit 0, or one line and a non-zero exit."""
-    from contextfold.cli.main import cli
-
-    result = runner.invoke(cli, ["inspect", str(path), "--tokenizer", "estimate", *(["--json"] if as_json else [])])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        return untyped(result.exception)
-    if result.exit_code == 0:
-        return Outcome("accepted")
-    lines = result.stderr.strip().splitlines()
-    if len(lines) != 1 or not lines[0].startswith("contextfold: "):
-        return Outcome("untyped", f"exit {result.exit_code} with {len(lines)} lines on stderr: {lines[:1]}")
-    return Outcome("rejected", lines[0][:300])
+    return command_case(runner, ["inspect", str(path), "--tokenizer", "estimate", *(["--json"] if as_json else [])])
 
 
 def inspect_process(path: Path, timeout: float) -> Outcome:
@@ -510,3 +501,195 @@ def _chain_depth(value: Any) -> int:
         value = next(iter(value.values())) if isinstance(value, dict) else value[0]
         depth += 1
     return depth
+
+
+# --------------------------------------------------------------------------- more entry points: streams, Context, frameworks
+
+
+def chunks_of(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """An OpenAI Chat reply as the stream that carries it: the text in deltas, the finish reason, a usage chunk."""
+    message = reply["choices"][0]["message"]
+    text = message.get("content") if isinstance(message.get("content"), str) else "ok"
+    pieces = [text[k:k + 7] for k in range(0, len(text), 7)] or [""]
+    chunks: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+                                    for piece in pieces]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    chunks.append({"choices": [], "usage": reply["usage"]})
+    return chunks
+
+
+def chunks_case(chunks: Any) -> Outcome:
+    """Put a (mutated) stream of Chat chunks back together as one reply."""
+    from contextfold.adapters import reply_from_chunks
+
+    reply_from_chunks(chunks)
+    return Outcome("accepted")
+
+
+def context_add_case(provider: str, request: Any) -> Outcome:
+    """``Context.add`` with a (mutated) request, then a request prepared from what was accepted."""
+    from contextfold import Context
+
+    messages, system, tools = request_parts(provider, request)
+    context = Context(window_tokens=30_000, provider=provider)
+    context.add(messages, system=system, tools=tools)
+    context.prepare()
+    return Outcome("accepted")
+
+
+def context_response_case(provider: str, reply: Any) -> Outcome:
+    """``Context.add_response`` with a (mutated) model reply, after a user turn."""
+    from contextfold import Context
+
+    context = Context(window_tokens=30_000, provider=provider)
+    context.add([{"role": "user", "content": "go on"}] if provider != "responses" else
+                [{"role": "user", "content": "go on", "type": "message"}])
+    context.add_response(reply)
+    return Outcome("accepted")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework adapter: its writer (what a valid input looks like) and its reader (the entry point fuzzed)."""
+
+    name: str
+    write: Callable[[Conversation], Any]
+    read: Callable[[Any], Conversation]
+
+
+def frameworks() -> list[Framework]:
+    """The framework adapters whose framework is installed (google-genai needs none: its dicts are read too)."""
+    from contextfold.adapters.gemini import from_genai, to_genai
+    from contextfold.adapters.strands import from_strands, to_strands
+
+    found = [Framework("gemini", to_genai, from_genai), Framework("strands", to_strands, from_strands)]
+    try:
+        from contextfold.adapters.langchain import from_langchain, to_langchain
+
+        found.append(Framework("langchain", to_langchain, from_langchain))
+    except ImportError:
+        pass
+    try:
+        from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
+
+        found.append(Framework("pydantic-ai", to_pydantic_ai, from_pydantic_ai))
+    except ImportError:
+        pass
+    return found
+
+
+_CLASS = "@@class"
+"""Where :func:`as_tree` keeps a framework object's class, so :func:`from_tree` can build it again."""
+
+
+def as_tree(value: Any, depth: int = 0) -> Any:
+    """A framework's objects (pydantic models, dataclasses) as dicts holding their class, so they can be mutated."""
+    if depth > 50:
+        return value
+    fields = getattr(type(value), "model_fields", None)
+    if fields is not None:
+        return {_CLASS: type(value), **{name: as_tree(getattr(value, name), depth + 1) for name in fields}}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {_CLASS: type(value), **{f.name: as_tree(getattr(value, f.name), depth + 1) for f in dc_fields(value)}}
+    if isinstance(value, dict):
+        return {k: as_tree(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_tree(v, depth + 1) for v in value]
+    return value
+
+
+def from_tree(tree: Any, depth: int = 0) -> Any:
+    """The objects of a (mutated) tree built again without validation: hostile values inside real framework types."""
+    if depth > 50:
+        return tree
+    if isinstance(tree, list):
+        return [from_tree(v, depth + 1) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    cls = tree.get(_CLASS)
+    values = {k: from_tree(v, depth + 1) for k, v in tree.items() if k != _CLASS}
+    if not isinstance(cls, type):
+        return values
+    if hasattr(cls, "model_construct"):
+        return cls.model_construct(**{k: v for k, v in values.items() if isinstance(k, str)})
+    built = object.__new__(cls)
+    for name, value in values.items():
+        if isinstance(name, str):
+            object.__setattr__(built, name, value)
+    return built
+
+
+def framework_seed(framework: Framework, conversation: Conversation) -> Any:
+    """What the framework holds for ``conversation``, as a mutable tree (a smaller conversation if it cannot)."""
+    try:
+        return as_tree(framework.write(conversation))
+    except ContextfoldError:
+        return as_tree(framework.write(Conversation([Item("user", (Text("hi"),))])))
+
+
+def framework_case(framework: Framework, tree: Any) -> Outcome:
+    """Read a (mutated) framework history: accepted, or a typed error."""
+    framework.read(from_tree(tree))
+    return Outcome("accepted")
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def command_case(runner: Any, arguments: list[str]) -> Outcome:
+    """A ``contextfold`` command in-process (click's runner): exit 0, or one ``contextfold:`` line and a non-zero exit."""
+    from contextfold.cli.main import cli
+
+    result = runner.invoke(cli, arguments)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return untyped(result.exception)
+    if result.exit_code == 0:
+        return Outcome("accepted")
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith(WARNING)]
+    if result.exit_code == 2 and lines and lines[-1].startswith("Error: "):  # click's usage error (--index needed)
+        return Outcome("rejected", lines[-1][:300])
+    if len(lines) != 1 or not lines[0].startswith("contextfold: "):
+        return Outcome("untyped", f"exit {result.exit_code} with {len(lines)} lines on stderr: {lines[:1]}")
+    return Outcome("rejected", lines[0][:300])
+
+
+WARNING = "contextfold: warning: "
+"""How a logged warning starts on stderr (a damaged line left out, say): beside the one line of the error."""
+
+
+def file_commands(path: Path, out: Path) -> dict[str, list[str]]:
+    """The commands that read a recorded session file, by name, with the arguments that run them on ``path``."""
+    common = ["--tokenizer", "estimate"]
+    return {
+        "inspect": ["inspect", str(path), *common, "--json"],
+        "tokens": ["tokens", str(path), *common, "--json"],
+        "replay": ["replay", str(path), "--window", "6000", "--strategy", "default", *common, "--json"],
+        "compact": ["compact", str(path), "--window", "6000", "-o", str(out)],
+    }
+
+
+def store_commands(folder: Path, session_id: str) -> dict[str, list[str]]:
+    """The commands that read a JSONL store's transcript, by name."""
+    return {
+        "sessions list": ["sessions", "list", "--store", str(folder), "--json"],
+        "sessions show": ["sessions", "show", session_id, "--store", str(folder), "--json"],
+        "sessions export": ["sessions", "export", session_id, "--store", str(folder)],
+        "inspect STORE#ID": ["inspect", f"{folder}#{session_id}", "--tokenizer", "estimate", "--json"],
+    }
+
+
+def transcript_base(folder: Path) -> bytes:
+    """A real transcript of the JSONL store: a task, tool rounds (one failing), a compaction, a usage record."""
+    from contextfold import Context
+
+    context = Context(window_tokens=4_000, transcript=folder, session_id="base")
+    context.add([{"role": "user", "content": "Fix the failing test in src/app.py"}])
+    for k in range(6):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"command": f"pytest -k case{k}"}}
+        context.add([{"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."}, call]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                   "content": "FAILED" if k == 2 else "ok\n" * 200}]}])
+        context.prepare()
+    context.compact()
+    context.close()
+    return (folder / "base.jsonl").read_bytes()

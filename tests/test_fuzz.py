@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import anthropic_requests, openai_chat_requests, responses_requests
+from strategies import anthropic_requests, conversations, openai_chat_requests, responses_requests
 
 from contextfold import InvalidContent, InvalidEncoding, SessionFormatError, UnknownRole
 from contextfold.adapters import MAX_NESTING, adapter_for
@@ -70,6 +71,65 @@ def test_mutated_session_files_import_or_raise_a_typed_error(
     path = tmp_path / name
     path.write_bytes(mutated)
     assert_good(fuzzing.judged(lambda: fuzzing.file_case(path)), [name, done])
+
+
+FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+PROVIDERS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests()}
+
+
+@FEW
+@given(data=st.data(), seed=SEEDS)
+def test_mutated_requests_and_replies_through_the_context(data: st.DataObject, seed: int) -> None:
+    provider = data.draw(st.sampled_from(sorted(PROVIDERS)))
+    request = data.draw(PROVIDERS[provider])
+    rng = random.Random(seed)
+    mutated, done = fuzzing.mutate_tree(request, rng)
+    assert_good(fuzzing.judged(lambda: fuzzing.context_add_case(provider, mutated)), [provider, *done])
+    reply, done = fuzzing.mutate_tree(fuzzing.reply_of(provider, request), rng)
+    assert_good(fuzzing.judged(lambda: fuzzing.context_response_case(provider, reply)), [provider, *done])
+
+
+@FEW
+@given(openai_chat_requests(), SEEDS)
+def test_mutated_streams_of_chunks(request: dict[str, Any], seed: int) -> None:
+    chunks, done = fuzzing.mutate_tree(fuzzing.chunks_of(fuzzing.reply_of("openai", request)), random.Random(seed))
+    assert_good(fuzzing.judged(lambda: fuzzing.chunks_case(chunks)), done)
+
+
+@FEW
+@given(conversations(), SEEDS)
+def test_mutated_framework_histories(conversation: Any, seed: int) -> None:
+    rng = random.Random(seed)
+    for framework in fuzzing.frameworks():
+        tree, done = fuzzing.mutate_tree(fuzzing.framework_seed(framework, conversation), rng)
+        assert_good(fuzzing.judged(partial(fuzzing.framework_case, framework, tree)), [framework.name, *done])
+
+
+def test_the_commands_that_read_files_exit_cleanly_on_damaged_ones(bases: dict[str, bytes], tmp_path: Path) -> None:
+    rng = random.Random(5)
+    runner = CliRunner()
+    small = sorted(name for name, data in bases.items() if len(data) < 200_000)
+    for number in range(6):
+        name = rng.choice(small)
+        mutated, done = fuzzing.mutate_file(bases[name], rng)
+        path = tmp_path / f"{number}-{name}"
+        path.write_bytes(mutated)
+        for command, arguments in fuzzing.file_commands(path, tmp_path / "out.json").items():
+            assert_good(fuzzing.command_case(runner, arguments), [command, name, done])
+
+
+def test_the_commands_that_read_a_store_exit_cleanly_on_a_damaged_transcript(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    runner = CliRunner()
+    base = fuzzing.transcript_base(tmp_path / "base")
+    for number in range(8):
+        store = tmp_path / f"store-{number}"
+        store.mkdir(mode=0o700)
+        data, done = fuzzing.mutate_file(base, rng)
+        (store / "base.jsonl").write_bytes(data)
+        (store / "base.jsonl").chmod(0o600)
+        for command, arguments in fuzzing.store_commands(store, "base").items():
+            assert_good(fuzzing.command_case(runner, arguments), [command, done])
 
 
 def test_inspect_gives_one_line_and_a_non_zero_exit_for_damaged_files(bases: dict[str, bytes], tmp_path: Path) -> None:

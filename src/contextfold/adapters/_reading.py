@@ -157,6 +157,8 @@ class CallIds:
 
 def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
     """A tool result must answer a call made earlier in the same list (or in ``known_call_ids``)."""
+    if not isinstance(call_id, str):
+        raise InvalidContent(index, field, f"expected a string, got {shown(call_id)}")
     if call_id not in calls:
         raise InvalidContent(index, field, f"no earlier tool call has id {call_id!r}")
 

@@ -47,7 +47,7 @@ from ..conversation import (
 )
 from ..errors import InvalidContent, UnknownRole
 from ..usage import Usage
-from ._reading import CallIds, as_list, read_object, require_call, with_leading_system
+from ._reading import CallIds, as_list, read_object, require_call, shown, with_leading_system, word
 from ._writing import foreign_block
 
 ORIGIN = "langchain"
@@ -73,12 +73,12 @@ def _fields(message: Any, index: int) -> tuple[str, dict[str, Any], dict[str, An
     """The message's type, its modelled fields, and the others that differ from their defaults."""
     fields = getattr(type(message), "model_fields", None)
     kind = getattr(message, "type", None)
-    if fields is None or kind not in _ROLES:
-        raise UnknownRole(index, "type", f"unsupported message {type(message).__name__} (type {kind!r})")
+    if fields is None or word(kind) not in _ROLES:
+        raise UnknownRole(index, "type", f"unsupported message {type(message).__name__} (type {shown(kind)})")
     modelled: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for name, info in fields.items():
-        value = getattr(message, name)
+        value = getattr(message, name, None)  # an object built without validation may lack one
         if name in _MODELLED:
             modelled[name] = value
         elif name != "type" and value != info.get_default(call_default_factory=True):
@@ -106,7 +106,7 @@ def _read_message(message: Any, index: int, calls: CallIds) -> Item:
         require_call(call_id, calls, index, "tool_call_id")
         body: str | tuple[Block, ...] = content if isinstance(content, str) else tuple(blocks)
         return Item("tool", (ToolResult(call_id, body, fields["status"] == "error"),), meta=meta)
-    for position, call in enumerate(fields.get("tool_calls") or ()):
+    for position, call in enumerate(as_list(fields.get("tool_calls") or (), index, "tool_calls")):
         blocks.append(_read_call(call, index, f"tool_calls[{position}]", calls))
     return Item(role, tuple(blocks), meta=meta)
 

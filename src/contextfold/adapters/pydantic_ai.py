@@ -37,7 +37,7 @@ from typing import Any
 from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult, new_id
 from ..errors import InvalidMessage
 from ..usage import Usage
-from ._reading import CallIds, require_call
+from ._reading import CallIds, as_list, as_object, read_message, require_call
 from ._writing import foreign_block, origin
 
 ORIGIN = "pydantic_ai"
@@ -61,19 +61,22 @@ def from_pydantic_ai(messages: Sequence[Any], *, known_call_ids: Iterable[str] =
     message pydantic-ai cannot serialize or a tool return without its call.
     """
     try:
-        data = _adapter().dump_python(list(messages), mode="json")
+        data = _adapter().dump_python(list(as_list(messages, None, "messages")), mode="json")
     except Exception as error:
         raise InvalidMessage(None, "", f"pydantic-ai could not serialize the messages: {error}") from error
     calls = CallIds(known_call_ids)
     items: list[Item] = []
-    for index, message in enumerate(data):
+    for index, raw in enumerate(data):  # what pydantic-ai dumped from objects built without validation is checked
+        message = read_message(raw, index)
         rest = {k: v for k, v in message.items() if k != "parts"}
+        parts = [as_object(part, index, f"parts[{j}]") for j, part in enumerate(as_list(message.get("parts"), index,
+                                                                                        "parts"))]
         if message.get("kind") == "response":
-            blocks = tuple(_read_response_part(part, calls) for part in message["parts"])
+            blocks = tuple(_read_response_part(part, calls) for part in parts)
             items.append(Item("assistant", blocks, meta={"origin": ORIGIN, "message": rest}))
             continue
         group = new_id("grp")
-        for j, part in enumerate(message["parts"]):
+        for j, part in enumerate(parts):
             items.append(_read_request_part(part, index, f"parts[{j}]", calls, {"group": group, "message": rest}))
     return Conversation(items)
 

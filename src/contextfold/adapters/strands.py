@@ -35,7 +35,7 @@ from typing import Any
 from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, ToolCall, ToolResult, new_id
 from ..errors import InvalidContent, InvalidMessage, UnknownRole
 from ..usage import Usage
-from ._reading import CallIds, require_call
+from ._reading import CallIds, as_list, require_call, shown
 from ._writing import foreign_block, origin
 
 ORIGIN = "strands"
@@ -54,7 +54,7 @@ def from_strands(messages: Sequence[Mapping[str, Any]], *, known_call_ids: Itera
     """
     calls = CallIds(known_call_ids)
     items: list[Item] = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(as_list(messages, None, "messages")):
         items.extend(_read_message(message, index, calls))
     return Conversation(items)
 
@@ -64,7 +64,7 @@ def _read_message(message: Any, index: int, calls: CallIds) -> list[Item]:
         raise InvalidMessage(index, "content", "a Strands message is an object with a list of content blocks")
     role = message.get("role")
     if role not in ("user", "assistant"):
-        raise UnknownRole(index, "role", f"unknown role {role!r}; Strands messages are user or assistant")
+        raise UnknownRole(index, "role", f"unknown role {shown(role)}; Strands messages are user or assistant")
     rest = {k: v for k, v in message.items() if k not in ("role", "content")}
     meta: dict[str, Any] = {"origin": ORIGIN, **({"extra": rest} if rest else {})}
     blocks = [_read_block(block, index, f"content[{j}]", calls) for j, block in enumerate(message["content"])]
@@ -86,6 +86,10 @@ def _read_block(block: Any, index: int, field: str, calls: CallIds) -> Block:
     if kind == "text" and isinstance(body, str):
         return Text(body)
     if kind == "toolUse" and isinstance(body, Mapping) and {"toolUseId", "name", "input"} <= body.keys():
+        for key, types in (("toolUseId", str), ("name", str), ("input", Mapping)):
+            if not isinstance(body[key], types):
+                raise InvalidContent(index, f"{field}.toolUse.{key}", f"expected {'an object' if types is Mapping else 'a string'}, "
+                                                                      f"got {shown(body[key])}")
         calls.add(body["toolUseId"])
         rest = {k: v for k, v in body.items() if k not in ("toolUseId", "name", "input")}
         return ToolCall(body["toolUseId"], body["name"], body["input"], None, rest)
@@ -95,6 +99,8 @@ def _read_block(block: Any, index: int, field: str, calls: CallIds) -> Block:
         if not isinstance(content, list):
             raise InvalidContent(index, f"{field}.toolResult.content", "expected a list of content blocks")
         parts = tuple(_read_block(part, index, f"{field}.toolResult.content[{k}]", calls) for k, part in enumerate(content))
+        if not isinstance(body.get("status"), (str, type(None))):
+            raise InvalidContent(index, f"{field}.toolResult.status", f"expected a string, got {shown(body['status'])}")
         rest = {k: v for k, v in body.items() if k not in ("toolUseId", "status", "content")}
         if "content" not in body:
             rest["_content"] = "absent"

@@ -131,8 +131,8 @@ class JsonlStore:
                 record, reason = _parse_line(line)
                 if reason is not None:
                     pending = (number, reason)
-                elif not isinstance(record, dict):
-                    raise TranscriptCorrupt(str(path), number, "a record is a JSON object")
+                elif not (isinstance(record, dict) and type(record.get("seq")) is int and isinstance(record.get("type"), str)):
+                    raise TranscriptCorrupt(str(path), number, "a record is a JSON object with an integer seq and a type")
                 elif record.get("more"):
                     batch.append(record)
                 else:

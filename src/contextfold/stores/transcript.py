@@ -298,6 +298,8 @@ def _parse_line(line: bytes, checksums: bool = False) -> tuple[Any, str | None]:
         return json.loads(line.decode("utf-8")), None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError alike
         return None, f"not valid JSON ({err})"
+    except RecursionError:
+        return None, "JSON nested too deep to read"
 
 
 def _read(fd: int, path: Path) -> tuple[_Reader, SkippedLine | None, SkippedLine | None]:

@@ -58,7 +58,7 @@ from ...conversation import (
     new_id,
 )
 from ...errors import InvalidContent, UnknownRole
-from .._reading import CallIds, WireObject, as_list, read_object
+from .._reading import CallIds, WireObject, as_list, read_object, shown, word
 from .._tools import read_spec, read_tools, spec_fields, write_tools
 from .._writing import foreign_block, merged, without_nones
 
@@ -176,8 +176,8 @@ class _Reader:
         data = _dump(raw, index, "")
         rest = dict(data)
         role = rest.pop("role", None)
-        if role is not None and role not in _ROLES:
-            raise UnknownRole(index, "role", f"unknown role {role!r}; expected 'user' or 'model'")
+        if role is not None and word(role) not in _ROLES:
+            raise UnknownRole(index, "role", f"unknown role {shown(role)}; expected 'user' or 'model'")
         parts = as_list(rest.pop("parts", []), index, "parts")
         group = new_id("content")  # unique, so contents read in separate batches never merge
         meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
