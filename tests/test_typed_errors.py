@@ -201,3 +201,11 @@ def test_sessions_export_of_a_damaged_transcript_exits_with_one_line(tmp_path: P
         assert result.exit_code == 0 and "nested too deep" in result.stderr
     else:
         assert result.exit_code == 2 and len(errors) == 1 and expected in errors[0]
+
+
+def test_inspect_on_a_file_nested_too_deep_to_parse_says_so_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"info": ' + "[" * 100_000 + "]" * 100_000 + ', "messages": []}')
+    result = CliRunner().invoke(cli, ["inspect", str(path), "--tokenizer", "estimate"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1

@@ -147,7 +147,7 @@ def is_transcript(path: Path) -> bool:
     try:
         with path.open("rb") as file:
             first = json.loads(file.readline(1 << 20) or b"null")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested too deep: not a transcript
         return False
     return isinstance(first, dict) and first.get("format") == TRANSCRIPT_FORMAT
 
