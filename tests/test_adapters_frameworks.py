@@ -27,7 +27,7 @@ def _reload(conversation: Conversation) -> Conversation:
 @given(genai_contents())
 def test_genai_round_trip(drawn: list[dict[str, Any]]) -> None:
     """Dicts in the SDK's dump shape come back equal; so do the SDK objects built from them."""
-    types = pytest.importorskip("google.genai.types", reason="google-genai is missing: pip install 'contextfold[adk]'")
+    types = pytest.importorskip("google.genai.types", reason="google-genai is missing: python3 -m pip install -e '.[adk]'")
     objects = [types.Content.model_validate(content) for content in drawn]
     dumped = [content.model_dump(mode="json", exclude_none=True) for content in objects]
     conversation = from_genai(dumped)

@@ -88,6 +88,7 @@ def assert_transcript_holds_the_session(restored: Restored, exchanges: list[Exch
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_chat_p_runs_a_long_scripted_session_through_compactions_and_a_subagent(tmp_path: Path, provider: str) -> None:
     root = tmp_path / "repo"
     root.mkdir()

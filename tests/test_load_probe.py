@@ -29,6 +29,7 @@ def probe():
 
 @pytest.mark.parametrize(("provider", "window", "steps"),
                          [("anthropic", 8_000, 30), ("openai", 8_000, 30), ("responses", 8_000, 30), ("anthropic", 16_000, 50)])
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_hostile_loops_stay_under_the_window_after_one_retry(probe, tokenizers_dir, tmp_path, provider, window, steps) -> None:
     figures = probe.run_loop(provider, window, steps, tmp_path, tokenizers_dir)
     assert figures["requests"] == steps + 1

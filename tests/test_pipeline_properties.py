@@ -163,6 +163,7 @@ def run_session(steps: list[list[Item]], provider: str, policy: Policy, cold_eve
     policy=st.sampled_from(VARIANTS),
 )
 @pytest.mark.filterwarnings("ignore::contextfold.LossyConversion")
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_every_request_is_valid_with_every_stage_forced(tmp_path: Path, provider_and_steps, cold_every, policy) -> None:
     provider, steps = provider_and_steps
     with tempfile.TemporaryDirectory(dir=tmp_path) as results:  # each example its own results folder

@@ -161,3 +161,8 @@ def _unbound_names(source: str) -> set[str]:
 @pytest.mark.parametrize("block", [body for language, body in _BLOCK.findall(README) if language == "python"])
 def test_every_python_block_imports_what_it_uses(block: str) -> None:
     assert not _unbound_names(block), block
+
+
+def test_ci_runs_the_readme_test_line_exactly() -> None:
+    """``.ci/run``'s first step is the Quick start's second line, character for character."""
+    assert f'README_TEST_LINE="{SET_UP[1]}"' in (ROOT / ".ci" / "run").read_text()

@@ -114,10 +114,12 @@ def check_session(url: str, outputs: dict[int, list[str]], killed: int | None) -
         resumed.close()
 
 
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_many_writers_and_two_compactors_lose_nothing_and_overwrite_no_view(shared_session: str) -> None:
     check_session(shared_session, run_workers(shared_session, kill=False), killed=None)
 
 
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_a_writer_killed_mid_write_loses_nothing_it_acknowledged(shared_session: str) -> None:
     outputs = run_workers(shared_session, kill=True)
     assert len(acknowledged(outputs[KILLED])) > KILL_AFTER

@@ -489,6 +489,7 @@ def assert_recovered(path: Path, acks: Acks) -> bool:
     return torn_on_disk
 
 
+@pytest.mark.slow  # a long probe: CI runs it in its own step (-m slow)
 def test_killed_writers_lose_no_acknowledged_record_and_resume(tmp_path: Path) -> None:
     rng = random.Random(20240601)
     acks = Acks()
