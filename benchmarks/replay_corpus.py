@@ -7,7 +7,8 @@ Per window it prints, for each strategy, the total cost with prompt-cache
 pricing and without caching, the cost with every summary priced as if an LLM
 had written it, requests over the window, invariant violations, mean
 survival, forward-reference recall and far recall (the mean of the sessions'),
-the worst request's recall, and the cost ratios against ``none`` (priced as if
+the worst request's recall, strict recall with its keyword-in-context far and
+outcome parts (the mean of the sessions', :mod:`contextfold.replay.strict`), and the cost ratios against ``none`` (priced as if
 its oversized requests had been accepted). Token counts use exact o200k (offline files from
 $CONTEXTFOLD_TOKENIZERS_DIR or ../shared/tokenizers).
 """
@@ -27,6 +28,7 @@ from contextfold.replay import replay
 from contextfold.replay.base import StrategyConfig
 from contextfold.replay.recall import SessionRecall, mean_recall
 from contextfold.replay.strategies import create
+from contextfold.replay.strict import SessionStrict, mean_strict
 from contextfold.tokens import exact_estimator
 
 HERE = Path(__file__).resolve().parent
@@ -77,6 +79,7 @@ def main() -> None:
                           "requests": 0}
                 survival: list[float] = []
                 recalls: list[SessionRecall] = []
+                stricts: list[SessionStrict] = []
                 worst = []
                 shrinks: list[float] = []
                 for label, conversation in found:
@@ -84,6 +87,7 @@ def main() -> None:
                     strategy = create(name, config)
                     result = replay(conversation, strategy, config, tokenizer=exact_estimator("o200k_base", tokenizers), session=label)
                     shrinks += compaction_shrinks(strategy)
+                    stricts.append(result.totals.strict)
                     t = result.totals.to_dict()
                     for key in totals:
                         totals[key] += t[key]
@@ -97,6 +101,8 @@ def main() -> None:
                 pooled = mean_recall(recalls)
                 totals["recall"], totals["recall_far"] = pooled.recall, pooled.recall_far
                 totals["worst_request_recall"] = pooled.worst_request_recall
+                strict = mean_strict(stricts)
+                totals["strict"], totals["kwic_far"], totals["outcome"] = strict.strict, strict.kwic_far, strict.outcome
                 if shrinks:
                     shrinks.sort()
                     totals["compactions"] = len(shrinks)
@@ -118,7 +124,8 @@ def main() -> None:
     for window, rows in report["windows"].items():
         print(f"\nwindow {window:,}")
         print(f"{'strategy':<12} {'cost $':>9} {'no-cache $':>11} {'LLM summ. $':>12} {'vs none':>8} {'LLM vs none':>12} "
-              f"{'over':>6} {'viol':>5} {'survival':>9} {'recall':>7} {'far':>7} {'worst':>6}")
+              f"{'over':>6} {'viol':>5} {'survival':>9} {'recall':>7} {'far':>7} {'worst':>6} "
+              f"{'strict':>7} {'kwic far':>9} {'outcome':>8}")
 
         def shown(value: float | None, digits: int) -> str:
             return "-" if value is None else f"{value:.{digits}f}"
@@ -127,7 +134,8 @@ def main() -> None:
             print(f"{name:<12} {r['cost_usd']:>9.3f} {r['cost_no_cache_usd']:>11.3f} {r['cost_llm_usd']:>12.3f} "
                   f"{shown(r['cost_vs_none'], 3):>8} {shown(r['cost_llm_vs_none'], 3):>12} {r['overflows']:>6} "
                   f"{r['violations']:>5} {shown(r['survival_mean'], 4):>9} {shown(r['recall'], 3):>7} "
-                  f"{shown(r['recall_far'], 3):>7} {shown(r['worst_request_recall'], 2):>6}")
+                  f"{shown(r['recall_far'], 3):>7} {shown(r['worst_request_recall'], 2):>6} {shown(r['strict'], 3):>7} "
+                  f"{shown(r['kwic_far'], 3):>9} {shown(r['outcome'], 3):>8}")
             print(f"{'':<10} lowest survival: {', '.join(f'{s:.3f} {label}' for s, label in r['worst_survival'])}")
             if "compactions" in r:
                 print(f"{'':<10} {r['compactions']} summaries; summarized span shrank by {r['span_shrink_min']:.1%} at least, "
