@@ -172,7 +172,10 @@ def check_messages(headers: Mapping[str, str], body: Any) -> list[str]:
                 problems.append(f"{where}.content.{block_index}: a block needs a type")
             elif block["type"] == "text" and not block.get("text"):
                 problems.append(f"{where}.content.{block_index}: text content blocks must be non-empty")
-        open_calls = {b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"}
+            elif block["type"] == "tool_use" and not isinstance(block.get("id"), str):
+                problems.append(f"{where}.content.{block_index}.id: Field required")
+        open_calls = {b["id"] for b in blocks
+                      if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
         if open_calls and message["role"] != "assistant":
             problems.append(f"{where}: tool_use blocks in a user message")
     uses_tools = any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
@@ -402,7 +405,8 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[st
 
 def compact_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     """The compact endpoint's answer: the input's user messages, then one compaction item (``reply.text`` as its blob)."""
-    items = body.get("input") if isinstance(body.get("input"), list) else [{"role": "user", "content": body.get("input")}]
+    given = body.get("input")
+    items = given if isinstance(given, list) else [{"role": "user", "content": given}]
     users = [{"type": "message", "role": "user", "content": _input_parts(i.get("content"))} for i in items
              if isinstance(i, dict) and i.get("type", "message") == "message" and i.get("role") == "user"]
     compaction = {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
@@ -470,6 +474,7 @@ def error_response(route: str, fault: Fault) -> tuple[int, dict[str, str], dict[
         body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": _id("req")}
         return fault.status, headers, body
     status = 503 if fault.kind == "overloaded" else fault.status
+    error: dict[str, str | None]
     if fault.kind == "prompt_too_long":
         message = (f"This model's maximum context length is {detail['maximum']} tokens. However, your messages "
                    f"resulted in {detail['tokens']} tokens. Please reduce the length of the messages.")
@@ -516,7 +521,8 @@ class FakeLLMServer:
     """The server (see the module docstring); a context manager, or :meth:`start` and :meth:`stop`."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, deque[Reply | Fault]] = {route: deque() for route in (*ROUTES.values(), "gemini")}
+        self._queues: dict[str, deque[Reply | Fault | Stall]] = {
+            route: deque() for route in (*ROUTES.values(), "gemini")}
         self._lock = threading.Condition()
         self.requests: list[Received] = []
         self._server: ThreadingHTTPServer | None = None
@@ -549,8 +555,7 @@ class FakeLLMServer:
     def url(self) -> str:
         """The Anthropic SDK's ``base_url``; the OpenAI SDK's is :attr:`openai_url`."""
         assert self._server is not None, "the server is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"  # where start() bound it
 
     @property
     def openai_url(self) -> str:

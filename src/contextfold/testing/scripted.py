@@ -160,7 +160,7 @@ def _seen_responses(body: Mapping[str, Any]) -> tuple[str, str, list[tuple[str, 
 SEEN = {"anthropic": _seen_anthropic, "openai": _seen_openai, "responses": _seen_responses, "gemini": seen_gemini}
 
 
-def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
     """(id, name, arguments) of every tool call in a request (Gemini's have no id: ``None``)."""
     if provider == "gemini":
         return calls_in_gemini(body)
@@ -219,8 +219,7 @@ class ScriptedModel:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"  # where __init__ bound it
 
     def base_url(self, provider: str) -> str:
         """What the provider's SDK takes as ``base_url``."""
@@ -391,6 +390,8 @@ def _anthropic_events(message: Mapping[str, Any], body: Mapping[str, Any]) -> It
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
     for index, block in enumerate(message["content"]):
+        opening: dict[str, Any]
+        delta: dict[str, Any]
         if block["type"] == "text":
             opening, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
         else:
@@ -484,7 +485,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                     status, answer = 400, _error(provider, f"body is not JSON: {error}")
                 else:
                     status, answer = model.answer(provider, headers, body)
-            if status == 200 and isinstance(body, dict) and body.get("stream"):
+            if provider is not None and status == 200 and isinstance(body, dict) and body.get("stream"):
                 write_events(self, STREAMS[provider](answer, body))
                 return
             data = json.dumps(answer).encode()
