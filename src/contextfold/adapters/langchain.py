@@ -72,9 +72,10 @@ def from_langchain(messages: Sequence[Any], *, known_call_ids: Iterable[str] = (
 def _fields(message: Any, index: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """The message's type, its modelled fields, and the others that differ from their defaults."""
     fields = getattr(type(message), "model_fields", None)
-    kind = getattr(message, "type", None)
-    if fields is None or word(kind) not in _ROLES:
-        raise UnknownRole(index, "type", f"unsupported message {type(message).__name__} (type {shown(kind)})")
+    given = getattr(message, "type", None)
+    kind = word(given)
+    if fields is None or kind is None or kind not in _ROLES:
+        raise UnknownRole(index, "type", f"unsupported message {type(message).__name__} (type {shown(given)})")
     modelled: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for name, info in fields.items():
