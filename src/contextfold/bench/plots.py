@@ -122,8 +122,8 @@ def trade_off_chart(points: Sequence[TradeOff], measure: str = "strict") -> Figu
         ax.annotate(p.strategy, (x, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
     ax.set_xlabel(MEASURES[measure])
     ax.set_ylabel("cost relative to the full history")
-    ax.set_title(f"Cost against {MEASURES[measure].split(' (')[0]} (filled: summaries free; hollow: summaries priced "
-                 "as LLM calls)", fontsize="medium")
+    ax.set_title(f"Cost against {MEASURES[measure].split(' (')[0]} (hollow: summaries priced as LLM calls)",
+                 fontsize="medium")
     ax.grid(alpha=0.3)
     _legend(figure)
     return figure

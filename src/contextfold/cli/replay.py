@@ -149,14 +149,14 @@ def totals_table(totals: Totals) -> Table:
         (f"far ({totals.recall_far_needed:,} needed)", totals.recall_far),
         ("worst request", totals.worst_request_recall))]
     strict = totals.strict
-    rows += [(f"strict recall: {label}", "-" if value is None else f"{value:.1%}") for label, value in (
-        ("strict (mean of the three)", strict.strict),
-        (f"in context ({strict.kwic_needed:,} needed)", strict.kwic),
-        (f"in context, far ({strict.kwic_far_needed:,} needed)", strict.kwic_far),
-        (f"lines ({strict.line_needed:,} needed)", strict.line),
-        (f"lines, far ({strict.line_far_needed:,} needed)", strict.line_far),
-        ("outcome (last error, last test result)", strict.outcome),
-        ("outcome, far", strict.outcome_far))]
+    rows += [(label, "-" if value is None else f"{value:.1%}") for label, value in (
+        ("strict recall (mean of the three)", strict.strict),
+        (f"strict: in context ({strict.kwic_needed:,} needed)", strict.kwic),
+        (f"strict: in context, far ({strict.kwic_far_needed:,})", strict.kwic_far),
+        (f"strict: lines ({strict.line_needed:,} needed)", strict.line),
+        (f"strict: lines, far ({strict.line_far_needed:,})", strict.line_far),
+        ("strict: last error and test result", strict.outcome),
+        ("strict: the same, far", strict.outcome_far))]
     for row in rows:
         table.add_row(*row)
     return table
