@@ -7,7 +7,8 @@
 
 Modules: :mod:`.run` (the replayer), :mod:`.render` (a request as counted and
 dumped), :mod:`.cost` (prompt-cache pricing), :mod:`.probes` (what
-survived), :mod:`.invariants`, :mod:`.dump` (the ``--requests`` file),
+survived), :mod:`.recall` and :mod:`.strict` (what the replies went on to
+use, and whether it was held with its context), :mod:`.invariants`, :mod:`.dump` (the ``--requests`` file),
 :mod:`.check` (the recount from a dump), :mod:`.strategies` (the registry).
 """
 
