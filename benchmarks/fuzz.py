@@ -6,8 +6,8 @@ Needs the shared corpus (``../shared/corpus``, or ``CONTEXTFOLD_SHARED``). The i
 ``tests/fuzzing.py`` (the suite's fuzz test runs the same cases, fewer of them); ``--count`` inputs go to
 each entry point:
 
-* the provider adapters (Anthropic Messages, OpenAI Chat, OpenAI Responses): a valid request drawn by
-  ``tests/strategies.py``, mutated and read (an accepted one must write back to itself, read back to the
+* the provider adapters (Anthropic Messages, OpenAI Chat, OpenAI Responses, Gemini): a valid request drawn by
+  ``tests/strategies.py`` (Gemini's: a neutral conversation written by its adapter), mutated and read (an accepted one must write back to itself, read back to the
   same neutral items, and write to the other two formats or refuse with a typed error), and a model reply,
   mutated and read with its usage; the same requests and replies through ``Context.add`` (then
   ``prepare``) and ``Context.add_response``; Chat replies as a stream of chunks through ``reply_from_chunks``;
@@ -50,7 +50,8 @@ from hypothesis import strategies as st
 from strategies import anthropic_requests, conversations, openai_chat_requests, responses_requests
 
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED", HERE.parent.parent / "shared"))
-REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests()}
+REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests(),
+            "gemini": conversations().map(fuzzing.gemini_request)}
 COMMAND_BASE_BYTES = 200_000
 """Recordings the commands are run on are under this size (a replay of a large one takes seconds)."""
 

@@ -273,13 +273,15 @@ def request_parts(provider: str, request: Any) -> tuple[Any, Any, Any]:
     """``(messages, system, tools)`` of a (possibly mutated) request as the strategies draw it."""
     if not isinstance(request, dict):
         return request, None, None
-    messages = request.get("items" if provider == "responses" else "messages")
-    return messages, request.get("system"), request.get("tools")
+    messages = request.get("items" if provider == "responses" else adapter_for(provider).messages_key)
+    return messages, request.get(SYSTEM_KEYS.get(provider, "")), request.get("tools")
 
 
 def expected_write(provider: str, messages: Any, system: Any, tools: Any) -> dict[str, Any]:
     """What writing back what was read must give: the request itself, with the fields the writer always has."""
     adapter = adapter_for(provider)
+    if provider == "gemini":  # the writer always has the three fields
+        return {"contents": messages, "system_instruction": system, "tools": tools or []}
     written = {adapter.messages_key: messages, "tools": tools or []}
     return {"system": system, **written} if provider == "anthropic" else written
 
@@ -296,8 +298,8 @@ def plain(value: Any) -> Any:
 def neutral(conversation: Conversation) -> tuple[Any, ...]:
     """A conversation without what each read makes afresh (item ids, Anthropic message group ids)."""
 
-    def bare(item: Item) -> Any:
-        return replace(item, id="", meta={k: v for k, v in item.meta.items() if k != "group"})
+    def bare(item: Item) -> Any:  # Anthropic's message groups and Gemini's contents get fresh ids on each read
+        return replace(item, id="", meta={k: v for k, v in item.meta.items() if k not in ("group", "content")})
 
     header = conversation.header
     return (
@@ -307,14 +309,18 @@ def neutral(conversation: Conversation) -> tuple[Any, ...]:
 
 
 def read(provider: str, messages: Any, system: Any, tools: Any) -> Conversation:
-    if provider == "anthropic":
+    if provider in SYSTEM_KEYS:
         return adapter_for(provider).read(messages, system=system, tools=tools)
     return adapter_for(provider).read(messages, tools=tools)
 
 
+SYSTEM_KEYS = {"anthropic": "system", "gemini": "system_instruction"}
+"""The request field of the system prompt, in the formats that keep it beside the messages."""
+
+
 def reread(provider: str, written: dict[str, Any]) -> Conversation:
     adapter = adapter_for(provider)
-    return read(provider, written[adapter.messages_key], written.get("system"), written["tools"])
+    return read(provider, written[adapter.messages_key], written.get(SYSTEM_KEYS.get(provider, "")), written["tools"])
 
 
 def adapter_case(provider: str, request: Any) -> Outcome:
@@ -356,9 +362,21 @@ def reply_of(provider: str, request: dict[str, Any]) -> dict[str, Any]:
         turn = next((m for m in messages if m.get("role") == "assistant"), {"role": "assistant", "content": "ok"})
         usage = {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 2}}
         return {"choices": [{"message": turn, "finish_reason": "stop"}], "usage": usage}
+    if provider == "gemini":
+        turn = next((c for c in messages if c.get("role") == "model"), {"role": "model", "parts": [{"text": "ok"}]})
+        usage = {"prompt_token_count": 10, "candidates_token_count": 3, "cached_content_token_count": 2}
+        return {"candidates": [{"content": turn, "finish_reason": "STOP"}], "usage_metadata": usage}
     output = [m for m in messages if m.get("type") in ("function_call", "reasoning") or m.get("role") == "assistant"]
     usage = {"input_tokens": 10, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 2}}
     return {"output": output, "status": "completed", "usage": usage}
+
+
+def gemini_request(conversation: Conversation) -> dict[str, Any]:
+    """A Gemini request for a valid neutral conversation, as the adapter writes it (the task alone if it cannot)."""
+    try:
+        return adapter_for("gemini").write(conversation)
+    except ContextfoldError:
+        return adapter_for("gemini").write(Conversation([Item("user", (Text("hi"),))]))
 
 
 # --------------------------------------------------------------------------- session files
@@ -537,13 +555,17 @@ def context_add_case(provider: str, request: Any) -> Outcome:
     return Outcome("accepted")
 
 
+FIRST_TURNS = {"responses": {"type": "message", "role": "user", "content": "go on"},
+               "gemini": {"role": "user", "parts": [{"text": "go on"}]}}
+"""A user turn in the formats where it is not ``{"role": "user", "content": ...}``."""
+
+
 def context_response_case(provider: str, reply: Any) -> Outcome:
     """``Context.add_response`` with a (mutated) model reply, after a user turn."""
     from contextfold import Context
 
     context = Context(window_tokens=30_000, provider=provider)
-    context.add([{"role": "user", "content": "go on"}] if provider != "responses" else
-                [{"role": "user", "content": "go on", "type": "message"}])
+    context.add([FIRST_TURNS.get(provider, {"role": "user", "content": "go on"})])
     context.add_response(reply)
     return Outcome("accepted")
 

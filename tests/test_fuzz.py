@@ -74,7 +74,8 @@ def test_mutated_session_files_import_or_raise_a_typed_error(
 
 
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-PROVIDERS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests()}
+PROVIDERS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(), "responses": responses_requests(),
+             "gemini": conversations().map(fuzzing.gemini_request)}
 
 
 @FEW
