@@ -1,6 +1,6 @@
 """The typed-error contract under fuzzing, at full size: every public entry point fed hostile input.
 
-    python benchmarks/fuzz.py [--count 3000] [--processes 8] [--bound 20] [--seed 0] [--only NAME]
+    python benchmarks/fuzz.py [--count 3000] [--processes 8] [--bound 20] [--seed 0] [--only PREFIX,...]
 
 Needs the shared corpus (``../shared/corpus``, or ``CONTEXTFOLD_SHARED``). The inputs are made by
 ``tests/fuzzing.py`` (the suite's fuzz test runs the same cases, fewer of them); ``--count`` inputs go to
@@ -56,6 +56,11 @@ COMMAND_BASE_BYTES = 200_000
 """Recordings the commands are run on are under this size (a replay of a large one takes seconds)."""
 
 
+def _wanted(case: str, only: str) -> bool:
+    """Whether the entry point ``case`` is run: its name starts with one of the comma-separated prefixes."""
+    return any(case.startswith(prefix) for prefix in only.split(","))
+
+
 def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) -> None:
     """``run(drawn, case_seed)`` on ``count`` values of ``strategy``, the same ones for the same ``base_seed``."""
     configured = settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
@@ -65,13 +70,14 @@ def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) 
 
 def provider_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
     for provider, requests in REQUESTS.items():
-        if count and any(case.startswith(only) or only.startswith(case) for case in (provider, "context", "reply_")):
+        cases = (f"{provider} request", f"context.add {provider}", f"context.add_response {provider}", "reply_from_chunks")
+        if count and any(_wanted(case, only) for case in cases):
             _drawn(count, base_seed, requests, _provider_run(tally, provider, bound, only))
 
 
 def _provider_run(tally: fuzzing.Tally, provider: str, bound: float, only: str) -> Callable[[dict, int], None]:
     def judged(case: str, run: Callable[[], fuzzing.Outcome], done: list[str]) -> None:
-        if case.startswith(only):
+        if _wanted(case, only):
             tally.add(case, fuzzing.judged(run, bound), "; ".join(done))
 
     def run(request: dict, case_seed: int) -> None:
@@ -92,7 +98,7 @@ def _provider_run(tally: fuzzing.Tally, provider: str, bound: float, only: str) 
 
 
 def framework_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
-    chosen = [f for f in fuzzing.frameworks() if f.name.startswith(only)]
+    chosen = [f for f in fuzzing.frameworks() if _wanted(f.name, only)]
 
     def run(conversation: Any, case_seed: int) -> None:
         rng = random.Random(case_seed)
@@ -118,7 +124,7 @@ def session_files(tally: fuzzing.Tally, count: int, processes: int, bound: float
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
             described = f"{name}: {done}"
-            if "importers".startswith(only):
+            if _wanted("importers", only):
                 tally.add("importers", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
             name = rng.choice(small)
             data, done = fuzzing.mutate_file(bases[name], rng)
@@ -128,10 +134,10 @@ def session_files(tally: fuzzing.Tally, count: int, processes: int, bound: float
             described = f"{name}: {done}"
             out = Path(folder) / "compacted.json"
             for command, arguments in fuzzing.file_commands(path, out).items():
-                if f"cli {command}".startswith(only):
+                if _wanted(f"cli {command}", only):
                     tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
                               described)
-            if number < processes and "cli inspect (subprocess)".startswith(only):
+            if number < processes and _wanted("cli inspect (subprocess)", only):
                 tally.add("cli inspect (subprocess)", fuzzing.inspect_process(path, bound), described)
             path.unlink()
             out.unlink(missing_ok=True)
@@ -149,7 +155,7 @@ def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, 
             (store / "base.jsonl").write_bytes(data)
             (store / "base.jsonl").chmod(0o600)
             for command, arguments in fuzzing.store_commands(store, "base").items():
-                if f"cli {command}".startswith(only):
+                if _wanted(f"cli {command}", only):
                     tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
                               done)
             for path in sorted(store.rglob("*"), reverse=True):
@@ -163,7 +169,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=8, help="of the files, inspected by a real subprocess")
     parser.add_argument("--bound", type=float, default=20.0, help="seconds any one input may take")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", default="", help="only the entry points whose name starts with this")
+    parser.add_argument("--only", default="", help="only the entry points whose name starts with one of these "
+                        "comma-separated prefixes (run groups of them side by side)")
     args = parser.parse_args()
     if not (SHARED / "corpus" / "SOURCES.md").exists():
         sys.exit(f"the shared corpus is not at {SHARED / 'corpus'} (set CONTEXTFOLD_SHARED)")
