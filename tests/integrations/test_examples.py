@@ -40,6 +40,7 @@ SCRIPTS = {  # examples/ script -> (module it needs, the extra that installs it,
     "strands_example.py": ("strands", "strands", "openai", README_LINE),
     "langchain_agent.py": ("langchain_openai", "langchain", "openai", APP_LINE),  # it lists only *.py
     "adk_agent.py": ("google.adk", "adk", "gemini", APP_LINE),
+    "gemini_loop.py": ("google.genai", "gemini", "gemini", README_LINE),
 }
 SECTIONS = {  # README heading -> (module it needs, the extra that installs it)
     "## In an agent loop": ("anthropic", "anthropic"),
