@@ -56,6 +56,41 @@ COMMAND_BASE_BYTES = 200_000
 """Recordings the commands are run on are under this size (a replay of a large one takes seconds)."""
 
 
+class Progress(fuzzing.Tally):
+    """A tally that writes its table to stderr every ``every_s`` seconds, so a long run shows where it is."""
+
+    def __init__(self, every_s: float) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self.shown_at = time.monotonic()
+
+    def add(self, case: str, outcome: fuzzing.Outcome, described: str) -> None:
+        super().add(case, outcome, described)
+        if self.every_s and time.monotonic() - self.shown_at > self.every_s:
+            self.shown_at = time.monotonic()
+            print(time.strftime("%H:%M:%S"), file=sys.stderr)
+            print_table(self, sys.stderr)
+
+
+KINDS = ("accepted", "rejected", "untyped", "mismatch", "hang")
+
+
+def table(tally: fuzzing.Tally) -> dict[str, dict[str, int]]:
+    """Counts of each outcome per entry point."""
+    rows: dict[str, dict[str, int]] = {}
+    for (case, kind), number in sorted(tally.counts.items()):
+        rows.setdefault(case, dict.fromkeys(KINDS, 0))[kind] = number
+    return rows
+
+
+def print_table(tally: fuzzing.Tally, file: Any = None) -> None:
+    print(f"{'entry point':34} {'inputs':>7} {'accepted':>9} {'typed':>7} {'raw':>5} {'mismatch':>9} {'hangs':>6}",
+          file=file, flush=True)
+    for case, row in table(tally).items():
+        print(f"{case:34} {sum(row.values()):7d} {row['accepted']:9d} {row['rejected']:7d} {row['untyped']:5d} "
+              f"{row['mismatch']:9d} {row['hang']:6d}", file=file, flush=True)
+
+
 def _wanted(case: str, only: str) -> bool:
     """Whether the entry point ``case`` is run: its name starts with one of the comma-separated prefixes."""
     return any(case.startswith(prefix) for prefix in only.split(","))
@@ -169,25 +204,20 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=8, help="of the files, inspected by a real subprocess")
     parser.add_argument("--bound", type=float, default=20.0, help="seconds any one input may take")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--progress-s", type=float, default=120.0, help="seconds between tables on stderr (0: none)")
     parser.add_argument("--only", default="", help="only the entry points whose name starts with one of these "
                         "comma-separated prefixes (run groups of them side by side)")
     args = parser.parse_args()
     if not (SHARED / "corpus" / "SOURCES.md").exists():
         sys.exit(f"the shared corpus is not at {SHARED / 'corpus'} (set CONTEXTFOLD_SHARED)")
-    tally = fuzzing.Tally()
+    tally = Progress(args.progress_s)
     started = time.perf_counter()
     provider_inputs(tally, args.count, args.bound, args.seed, args.only)
     framework_inputs(tally, args.count, args.bound, args.seed, args.only)
     session_files(tally, args.count, args.processes, args.bound, args.seed, args.only)
     store_files(tally, args.count, args.bound, args.seed, args.only)
-    kinds = ("accepted", "rejected", "untyped", "mismatch", "hang")
-    rows: dict[str, dict[str, int]] = {}
-    for (case, kind), number in sorted(tally.counts.items()):
-        rows.setdefault(case, dict.fromkeys(kinds, 0))[kind] = number
-    print(f"{'entry point':34} {'inputs':>7} {'accepted':>9} {'typed':>7} {'raw':>5} {'mismatch':>9} {'hangs':>6}")
-    for case, row in rows.items():
-        print(f"{case:34} {sum(row.values()):7d} {row['accepted']:9d} {row['rejected']:7d} {row['untyped']:5d} "
-              f"{row['mismatch']:9d} {row['hang']:6d}")
+    rows = table(tally)
+    print_table(tally)
     print(json.dumps({
         "entry_points": len(rows),
         "inputs": sum(sum(row.values()) for row in rows.values()),
