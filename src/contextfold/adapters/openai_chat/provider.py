@@ -16,7 +16,7 @@ from .wire import ORIGIN, TARGET, from_openai, to_openai, tools_to_openai
 
 
 class OpenAIClient(StainlessClient):
-    """The ``openai`` SDK's client side, which both OpenAI formats share.
+    """The ``openai`` SDK's client side and models, which both OpenAI formats share.
 
     A server of one's own that needs no key (Ollama, vLLM) gets a placeholder
     key when a ``base_url`` is given and no key is set: the SDK refuses to
@@ -25,6 +25,9 @@ class OpenAIClient(StainlessClient):
 
     sdk = SDK("openai", "openai", ("OPENAI_API_KEY",), "OPENAI_MODEL", "OPENAI_BASE_URL")
     client_class, async_client_class, base_error = "OpenAI", "AsyncOpenAI", "OpenAIError"
+    usage_field = "usage"
+    default_model = "gpt-4.1"
+    summary_model = "gpt-4.1-mini"
 
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         base_url = self.sdk.base_url(options.base_url)
@@ -39,10 +42,6 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
     (its current models want it) and ``max_tokens`` elsewhere (what most
     compatible servers read).
     """
-
-    usage_field = "usage"
-    default_model = "gpt-4.1"
-    summary_model = "gpt-4.1-mini"
 
     def __init__(self) -> None:
         super().__init__((ORIGIN, TARGET, "messages"), from_openai, to_openai, tools_to_openai)

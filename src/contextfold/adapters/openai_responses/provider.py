@@ -17,10 +17,6 @@ from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_respons
 class OpenAIResponses(OpenAIClient, MessageListAdapter):
     """The OpenAI Responses API: ``input`` items and ``tools``; the cache needs no marks."""
 
-    usage_field = "usage"
-    default_model = "gpt-4.1"
-    summary_model = "gpt-4.1-mini"
-
     def __init__(self) -> None:
         super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
         self.incomplete_stops = {
