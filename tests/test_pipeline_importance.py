@@ -84,8 +84,30 @@ def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:
 def test_survival_note_never_exceeds_its_cap(references: list[str], cap: int) -> None:
     lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
     lost.references = [r for r in dict.fromkeys(references) if specific_tokens(r)]
-    text = note_text(lost, cap, EST.text)
+    removed = [c.assistant(f"The value of {r} matters here.\n{r}") for r in lost.references]
+    text = note_text(lost, cap, EST.text, removed)
     assert text is None or EST.text(text) <= cap
+
+
+def test_survival_puts_back_lines_with_where_they_came_from_never_a_list_of_names() -> None:
+    grep = "src/pay/ledger.py:41:    total_cents = round_half_even(amount_v2)\nsrc/pay/ledger.py:57:    return total_cents"
+    conv = session(
+        ("grep -rn round_half_even src/pay", grep),
+        *[(f"python -c 'from pay.ledger import round_half_even; print(round_half_even({k}))'", str(k)) for k in range(3)],
+        ("pytest tests/test_ledger.py -q", "tests/test_ledger.py::test_cents_v3 PASSED\n1 passed"),
+        *[(f"echo {k}", "noise " * 200) for k in range(6)],
+    )
+    before = needs(conv, 0)
+    assert "round_half_even" in before.references[:3]
+    assert "tests/test_ledger.py::test_cents_v3" in before.references  # seen in an output, not used yet
+    dropped = conv.with_items([conv[0], *conv.items[-4:]])
+    out, events = survive(conv, dropped, make_budget(), task_index=0)
+    note = next(item.text for item in out.items if item.meta.get("survival"))
+    assert "`$ grep -rn round_half_even src/pay` printed:\n    src/pay/ledger.py:41:    total_cents = round_half_even(amount_v2)" in note
+    assert "`$ pytest tests/test_ledger.py -q` printed:\n    tests/test_ledger.py::test_cents_v3 PASSED" in note
+    for line in note.splitlines()[1:]:
+        assert line.count(", ") < 3, line  # lines as they were, not a comma-separated list of names
+    assert [e.action for e in events] == ["restored"] and out.validate() == []
 
 
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:

@@ -275,13 +275,14 @@ class Item:
         return replace(self, blocks=tuple(blocks))
 
 
-def readable_text(item: Item, *, decode_arguments: bool = False) -> str:
+def readable_text(item: Item, *, decode_arguments: bool = False, tool_names: bool = True) -> str:
     """Everything of ``item`` a model reads as text, in order: text, summaries, reasoning, outputs, tool names
     and arguments.
 
     Arguments are the JSON text sent (the exact string, when the source format
     sent one); with ``decode_arguments``, the strings inside that JSON, so that
-    a path in them reads as written.
+    a path in them reads as written. ``tool_names=False`` leaves the tools'
+    names out (what the author wrote, rather than which tool it went to).
     """
     parts: list[str] = []
     for block in item.blocks:
@@ -292,7 +293,7 @@ def readable_text(item: Item, *, decode_arguments: bool = False) -> str:
         elif isinstance(block, ToolCall):
             raw = block.raw_arguments
             sent = raw if raw is not None else json.dumps(dict(block.arguments), ensure_ascii=False)
-            parts.extend([block.name, *(_strings(_decoded(sent)) if decode_arguments else [sent])])
+            parts.extend([*([block.name] if tool_names else []), *(strings_in(_decoded(sent)) if decode_arguments else [sent])])
     return "\n".join(parts)
 
 
@@ -303,8 +304,8 @@ def _decoded(arguments: str) -> Any:
         return arguments
 
 
-def _strings(value: Any) -> list[str]:
-    """The strings inside a JSON value, in order."""
+def strings_in(value: Any) -> list[str]:
+    """The strings inside a JSON value (a tool call's decoded arguments), in order; keys are not among them."""
     found: list[str] = []
     stack = [value]
     while stack:

@@ -133,4 +133,4 @@ def test_summarization_middleware_takes_the_summary_callable() -> None:
                      ToolMessage(chunk_text(n), tool_call_id=f"c{n}", id=f"t{n}")]
     update = middleware.before_model({"messages": messages}, None)
     summary = update["messages"][1].content
-    assert "## 1. Primary Request and Intent" in summary and "read_chunk: 3 calls" in summary
+    assert "## 1. Primary Request and Intent" in summary and "`read_chunk(chunk=2)`" in summary

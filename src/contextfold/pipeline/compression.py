@@ -7,8 +7,14 @@ are *dense* (each line may be needed again), tokens of listings, searches
 and outputs read again are *sparse*; everything else counts in between. The
 share runs from :data:`MIN_SHARE` for a span of pure chatter to
 :data:`MAX_SHARE` for one of pure edits and errors. What the summary leaves
-out of the dense part, the survival check (:mod:`.stages.survival`) puts back by
-reference, so the summary itself can stay short.
+out of the dense part, the survival check (:mod:`.stages.survival`) puts back in
+the lines it stood in.
+
+However sparse the span, a summary gets at least :data:`FLOOR_SHARE` of the
+room a compaction leaves it: the task as it arrived, the agent's findings,
+the last error with its frame, the last test and the last actions with their
+result lines are what the agent continues from, and a summary cut to a few
+percent of a span of listings had room for headings and counts only.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ MAX_SHARE = 0.05
 until the next compaction, then read again by the summarizer that folds it in. What the agent goes on to use
 survives by reference (:mod:`.stages.survival`) rather than by length: on the corpus replays, summaries cut from
 2-8 % of their span to 1.5-5 % kept the same forward-reference recall for about 1 % less cost at 32k."""
+FLOOR_SHARE = 0.15
+"""The least share of the room (what a compaction may spend on its summary) a summary is given."""
 DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 
 
@@ -52,3 +60,10 @@ def summary_share(span: Sequence[Item], count_item: Callable[[Item], int]) -> fl
         weighted += tokens * density(item)
     dense = weighted / total if total else 0.0
     return MIN_SHARE + (MAX_SHARE - MIN_SHARE) * dense
+
+
+def summary_target(span: Sequence[Item], count_item: Callable[[Item], int], room: int) -> int:
+    """The tokens a summary of ``span`` may take: its share of the span, at least :data:`FLOOR_SHARE` of ``room``,
+    at most ``room``; the summarizer writes less when there is less to carry."""
+    span_tokens = sum(count_item(item) for item in span)
+    return min(room, max(int(span_tokens * summary_share(span, count_item)), int(room * FLOOR_SHARE)))

@@ -54,11 +54,17 @@ def specific_tokens(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def used_text(item: Item) -> str:
+    """What ``item`` says, as its author wrote it: text, reasoning, outputs and the decoded values of its tool
+    arguments (no tool names, no JSON keys, no ``\\n`` escapes fused onto the next word)."""
+    return readable_text(item, decode_arguments=True, tool_names=False)
+
+
 def item_tokens(item: Item) -> frozenset[str]:
-    """The specific tokens of ``item`` (memoized on the item: items never change)."""
+    """The specific tokens of ``item``, read from :func:`used_text` (memoized on the item: items never change)."""
     tokens = item.memo.get(_MEMO)
     if tokens is None:
-        tokens = item.memo[_MEMO] = specific_tokens(readable_text(item))
+        tokens = item.memo[_MEMO] = specific_tokens(used_text(item))
     return tokens
 
 

@@ -2,9 +2,13 @@
 
 Everything here is extraction, none of it is wording or sizing: who asked
 what, which files were read and changed (with the last change), which
-commands changed the system, which errors happened and whether a later step
-resolved them, the latest todo list, what the assistant said last, tool-use
-counts and the identifiers that keep coming up; and, for the tools that are
+commands changed the system, which errors happened (each with its failing
+frame, verbatim) and whether a later step resolved them, the last test run and
+its result line, the latest todo list, what the assistant said last and the
+lines in which it stated a finding or a decision, its last actions with their
+result lines, an issue text it fetched with a tool, tool-use counts (messages
+the harness wrote in the user's place are counted, never taken for the
+user's words); and, for the tools that are
 not about files or commands (a browser, a booking or support API), each call
 with its arguments, the pages visited and the identifiers the tools returned,
 which is what a browsing or support session is made of. :class:`Facts` round-trips
@@ -20,14 +24,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..actions import (
-    COMMAND,
     EDIT,
     OTHER,
     READ,
@@ -37,11 +40,13 @@ from ..actions import (
     call_actions,
     classify,
     command_outline,
+    error_lines,
     failure_line,
     reported_error_lines,
     written_text,
 )
 from ..conversation import Document, Image, Item, Summary, Text, Thinking, ToolCall, ToolResult
+from ._harness import is_harness
 from ._text import shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
@@ -49,10 +54,11 @@ STATE_SCHEMA = "contextfold.extractive/1"
 
 # A state is carried from one summary into the next, so each of its facts is bounded.
 TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant": 4_000, "earlier_summary": 8_000,
-              "error_line": 1_000, "command": 300, "call": 400, "argument": 160}
+              "error_line": 1_000, "command": 300, "call": 400, "argument": 160, "finding": 400, "result_line": 200,
+              "fetched_task": 6_000}
 """The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
-KEEP = {"errors": 40, "commands": 40, "recent_actions": 6, "concepts": 200, "calls": 40, "pages": 30, "records": 40}
-"""How many entries a state keeps of each list: the most recent (concepts: the most frequent)."""
+KEEP = {"errors": 40, "commands": 40, "recent_actions": 8, "calls": 40, "pages": 30, "records": 40, "findings": 30}
+"""How many entries a state keeps of each list: the most recent."""
 RESULT_JSON_CHARS = 200_000
 """Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
 RE_RUN_SIMILARITY = 0.6
@@ -60,11 +66,32 @@ RE_RUN_SIMILARITY = 0.6
 
 _TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):\d+:', re.MULTILINE)
 _EXCEPTION_LINE = re.compile(r"(E\s+)?[\w.]*(Error|Exception)\b")
-_WORD = re.compile(r"[A-Za-z_][\w.]*")
 _NAME = re.compile(r"#\d+|(?<!<)[\w.~-]*/[\w./~-]*\w|[A-Za-z_][\w.]*\w")
-_NOT_CONCEPTS = frozenset({"e.g", "i.e", "self", "__init__", "__name__", "__main__", "os.path", "sys.path"})
-CONCEPT_ARGUMENT_CHARS = 400
-"""How much of each tool-call argument is searched for identifiers (the rest is the same code again)."""
+_NOT_NAMES = frozenset({"e.g", "i.e", "self", "__init__", "__name__", "__main__", "os.path", "sys.path"})
+_TEST_RESULT = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:OK|FAILED)(?: \(.*\))?$"
+    r"|\btest result: |^Tests?:\s+\d+|\b\d+ (?:tests?|examples?|specs?),? (?:\d+ )?(?:passed|failed)|\bAll \d+ tests? passed",
+    re.MULTILINE,
+)
+"""A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
+QUIET_OUTPUTS = 20
+"""Outputs since the last failure searched (newest first) for an error they showed without failing."""
+TALLY_CHARS = 2_000
+"""A test run's tally is among its last lines: only these are searched."""
+_TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
+"""Words every tally holds: only lines with one are searched (the full pattern is slow)."""
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_FINDING_WORDS = frozenset({
+    "found", "finds", "shows", "means", "because", "cause", "caused", "causes", "issue", "problem", "bug", "fix",
+    "fixed", "fixes", "works", "worked", "fails", "failed", "passes", "passed", "confirms", "confirmed", "decided",
+    "instead", "i'll", "should", "must", "need", "needs", "wrong", "correct", "correctly", "missing", "returns",
+})
+"""Words of a line that states what was found or decided (rather than "Let me look at it")."""
+_LOWER_WORD = re.compile(r"[a-z']+")
+_SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
+"""Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
+_ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh api\b.*\b(?:issues|pulls)/\d+")
+"""A command or URL that fetches an issue or pull request: its text is the task as it arrived."""
 _FILE_SUFFIXES = frozenset({
     "py", "pyi", "js", "ts", "tsx", "jsx", "rs", "go", "java", "c", "h", "cpp", "hpp", "md", "txt", "json", "yaml",
     "yml", "toml", "cfg", "ini", "sh", "html", "css", "rst", "lock", "v", "rb", "kt", "swift", "sql", "xml", "csv",
@@ -77,8 +104,9 @@ _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
 
 
-_Settled = tuple[ToolCall, Action, "str | None", bool]
-"""A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered."""
+_Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
+"""A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered,
+and the line its output ended on (what a reader of the output would quote)."""
 
 
 @dataclass
@@ -109,6 +137,9 @@ class ErrorFacts:
     signature: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     detail: str | None = None
+    frame: list[str] = field(default_factory=list)  # the lines just above ``line`` in the output: the failing frame
+    scripts: list[str] = field(default_factory=list)  # scripts the agent wrote that the failing command ran
+    retired: bool = False  # its script was abandoned: the agent went on to run another script of its own
     reported: bool = True  # the line is one the output reports as an error, not a stand-in (a bare exit status)
     resolved: str | None = None
 
@@ -125,8 +156,13 @@ class Facts:
     commands_total: int = 0
     todos: list[dict[str, str]] | None = None
     tools: dict[str, list[int]] = field(default_factory=dict)  # tool name -> [calls, failures]
-    concepts: dict[str, int] = field(default_factory=dict)
     last_assistant: str | None = None
+    findings: list[str] = field(default_factory=list)  # lines the assistant stated a finding or decision in, oldest first
+    last_test: dict[str, str] | None = None  # {"command", "line"}: the last test run and its result line
+    fetched_task: dict[str, str] | None = None  # {"source", "text"}: an issue or PR the agent fetched with a tool
+    harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
+    shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
+    # failing (a CI log read, a test run piped through tail), newer than the last failed call
     user_spoke_last: bool = False  # a user message came after the last assistant text
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
@@ -142,7 +178,11 @@ class Facts:
         """The facts as JSON data (fresh containers: the state outlives this object unchanged)."""
         state: dict[str, Any] = {name: copy(value) for name, value in vars(self).items()}
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}
-        state["errors"] = [{**vars(e), "signature": list(e.signature), "paths": list(e.paths)} for e in self.errors]
+        state["errors"] = [{**vars(e), "signature": list(e.signature), "paths": list(e.paths), "frame": list(e.frame),
+                            "scripts": list(e.scripts)} for e in self.errors]
+        state["last_test"] = dict(self.last_test) if self.last_test is not None else None
+        state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
+        state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
         state["todos"] = [dict(t) for t in self.todos] if self.todos is not None else None
         state["calls"] = [dict(c) for c in self.calls]
@@ -176,8 +216,11 @@ class Facts:
             counts = self.tools.setdefault(name, [0, 0])
             counts[0] += calls
             counts[1] += failures
-        for name, count in earlier.concepts.items():
-            self.concepts[name] = self.concepts.get(name, 0) + count
+        self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
+        self.last_test = earlier.last_test or self.last_test
+        self.fetched_task = self.fetched_task or earlier.fetched_task
+        self.harness_messages += earlier.harness_messages
+        self.shown_error = earlier.shown_error or self.shown_error
         if earlier.last_assistant is not None:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last
@@ -194,15 +237,17 @@ class Facts:
             self._record(record)
 
     # ------------------------------------------------------------------ reading items
-    def read(self, items: Sequence[Item], *, concepts: bool = True) -> None:
+    def read(self, items: Sequence[Item], *, details: bool = True) -> None:
         """Add what ``items`` show, in order; tool calls are settled when their result arrives.
 
-        ``concepts=False`` skips counting the identifiers used (the costliest
-        part), for a reader that needs only the errors, edits and plan.
+        ``details=False`` leaves out what only a summary shows (findings, test
+        tallies, a fetched issue, errors outputs showed without failing), for a
+        reader that needs only the errors, edits and plan.
         """
         calls: dict[str, tuple[ToolCall, Action]] = {}
-        prose: list[str] = []  # what user and assistant wrote, searched for concepts at the end
         settled: deque[_Settled] = deque(maxlen=KEEP["recent_actions"])  # described at the end: only these are kept
+        spoken: deque[str] = deque(maxlen=KEEP["findings"])  # what the assistant wrote, searched for findings at the end
+        quiet: deque[tuple[ToolCall, Action, str]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
             if summaries:
@@ -211,16 +256,21 @@ class Facts:
                 continue
             self.items += 1
             if item.role == "user":
-                self._read_user(item, prose)
+                self._read_user(item)
             elif item.role == "assistant":
-                self._read_assistant(item, calls, prose)
+                spoken.append(self._read_assistant(item, calls))
             elif item.tool_result is not None:
-                settled.append(self._read_result(item.tool_result, calls))
+                settled.append(self._read_result(item.tool_result, calls, details))
+                call, action, failure = settled[-1][:3]
+                quiet.clear() if failure is not None else quiet.append((call, action, item.tool_result.text))
         for call, action in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None))
+        for text in spoken if details else ():
+            self.findings = (self.findings + [line for line in finding_lines(text) if line not in self.findings])[-KEEP["findings"]:]
+        for call, action, text in reversed(quiet if details else ()):
+            if self._read_shown_error(call, action, text):
+                break
         self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP["recent_actions"]:]
-        if concepts:
-            self._count_concepts(prose)
         self._trim()
 
     def _read_summary(self, block: Summary) -> None:
@@ -235,8 +285,11 @@ class Facts:
         self.earlier_summaries.append(shorten(block.text, TEXT_CHARS["earlier_summary"]))
         self.items += block.covers
 
-    def _read_user(self, item: Item, prose: list[str]) -> None:
+    def _read_user(self, item: Item) -> None:
         text = item.text.replace("\r\n", "\n").strip()
+        if is_harness(text):
+            self.harness_messages += 1
+            return
         media = sum(isinstance(b, (Image, Document)) for b in item.blocks)
         if media:
             text = f"{text}\n[{media} attachment{'s' if media > 1 else ''}: images or documents]".strip()
@@ -244,41 +297,34 @@ class Facts:
             return
         self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
-        prose.append(text)
 
-    def _read_assistant(self, item: Item, calls: dict[str, tuple[ToolCall, Action]], prose: list[str]) -> None:
+    def _read_assistant(self, item: Item, calls: dict[str, tuple[ToolCall, Action]]) -> str:
+        """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
+        if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
-        prose.append(said)
-        prose.extend(b.thinking for b in item.blocks if isinstance(b, Thinking))
-        prose.extend(v[:CONCEPT_ARGUMENT_CHARS] for c in item.tool_calls for v in c.arguments.values() if isinstance(v, str))
+        thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
         for call, action in zip(item.tool_calls, call_actions(item)):
             self.tools.setdefault(call.name, [0, 0])[0] += 1
             if action.kind == TODO:
                 self._read_todos(call.arguments)
             calls[call.id] = (call, action)
+        return f"{thought}\n{said}"
 
-    def _read_result(self, result: ToolResult, calls: dict[str, tuple[ToolCall, Action]]) -> _Settled:
+    def _read_result(self, result: ToolResult, calls: dict[str, tuple[ToolCall, Action]], details: bool = True) -> _Settled:
         known = calls.pop(result.call_id, None)
         if known is None:  # its call is outside the span (or unknown): the linked name and arguments stand in
             call = ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
             known = (call, classify(call))
             self.tools.setdefault(call.name, [0, 0])[0] += 1
-        return self._settle(*known, result)
+        return self._settle(*known, result, details)
 
     # ------------------------------------------------------------------ one settled call
-    def _settle(self, call: ToolCall, action: Action, result: ToolResult | None) -> _Settled:
+    def _settle(self, call: ToolCall, action: Action, result: ToolResult | None, details: bool = True) -> _Settled:
         text = result.text if result is not None else ""
         line = failure_line(text, result.is_error, action.kind) if result is not None else None
-        if line is not None:
-            self.tools.setdefault(call.name, [0, 0])[1] += 1
-            self._record_error(call, action, text, line)
-        else:
-            self._resolve(action, call.name)
-        if action.kind == OTHER:
-            self._record_call(call, text if line is None else "", ok=line is None)
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action)
         elif action.kind == EDIT:
@@ -287,10 +333,57 @@ class Facts:
         elif action.kind == READ:
             for path in action.paths:
                 self._file(path).reads += 1
+        scripts = self._scripts_in(action.command) if action.command else []  # after the edit: it may write them
+        if line is not None:
+            self.tools.setdefault(call.name, [0, 0])[1] += 1
+            self._record_error(call, action, text, line, scripts)
+            self.shown_error = None
+        else:
+            self._resolve(action, call.name)
+        if scripts:
+            self._retire(scripts)
+        if details and result is not None and (action.command or action.kind == OTHER):
+            self._read_output(call, action, text, ok=line is None)
+        if action.kind == OTHER:
+            self._record_call(call, text if line is None else "", ok=line is None)
         if action.changes_system and action.kind != EDIT and action.command:
             self.commands.append({"command": _headline(action.command, TEXT_CHARS["command"]), "ok": line is None})
             self.commands_total += 1
-        return call, action, line, result is None
+        return call, action, line, result is None, result_line(text) if result is not None else None
+
+    def _read_output(self, call: ToolCall, action: Action, text: str, *, ok: bool) -> None:
+        """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
+        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else shorten(call_line(call), 200)
+        tail = text[-TALLY_CHARS:]
+        tally = next((line.strip() for line in reversed(tail.splitlines())
+                      if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None) if _TALLY_HINT.search(tail) else None
+        if tally is not None:
+            self.last_test = {"command": source, "line": shorten(tally, TEXT_CHARS["result_line"])}
+        fetched = action.command[:2_000] if action.command else " ".join(
+            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
+        if ok and self.fetched_task is None and _ISSUE_FETCH.search(fetched) and text.strip():
+            self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+
+    def _read_shown_error(self, call: ToolCall, action: Action, text: str) -> bool:
+        """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
+        through ``tail``), if it shows one."""
+        shown = error_lines(text[-4_000:])  # where an output that went on reports its error
+        if not shown:
+            return False
+        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
+        line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
+        self.shown_error = {"source": source, "frame": error_frame(text, line), "line": shorten(line, TEXT_CHARS["error_line"])}
+        return True
+
+    def _scripts_in(self, command: str) -> list[str]:
+        """Files the agent wrote in this span (or an earlier one) that ``command`` names: the scripts it runs."""
+        return [path for path, f in self.files.items() if f.edits and path.rsplit("/", 1)[-1] in command]
+
+    def _retire(self, scripts: list[str]) -> None:
+        """Errors of scripts the agent wrote and no longer runs (it ran another of its scripts since) are retired."""
+        for error in self.errors:
+            if error.scripts and error.resolved is None and not set(error.scripts) & set(scripts):
+                error.retired = True
 
     def _file(self, path: str) -> FileFacts:
         facts = self.files.pop(path, None) or FileFacts()  # re-inserted: dict order is recency order
@@ -309,11 +402,13 @@ class Facts:
             facts.created = facts.created or created
             facts.last_change = shorten(change, TEXT_CHARS["change"]) if change is not None else facts.last_change
 
-    def _record_error(self, call: ToolCall, action: Action, text: str, line: str) -> None:
-        source = _headline(action.command, TEXT_CHARS["command"]) if action.command else " ".join([call.name, *action.paths])
+    def _record_error(self, call: ToolCall, action: Action, text: str, line: str, scripts: list[str]) -> None:
+        header, line = line, _traceback_end(text, line) if line.startswith("Traceback (") else line
+        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
         named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
         reported = reported_error_lines(text)
-        exceptions = [e for e in reported if _EXCEPTION_LINE.match(e)]
+        ended = _traceback_end(text, "")  # the exception a traceback ended on: the frame above it is what failed
+        exceptions = [ended] if ended else [e for e in reported if _EXCEPTION_LINE.match(e)]
         detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
         self.errors.append(ErrorFacts(
             line=shorten(line, TEXT_CHARS["error_line"]),
@@ -323,7 +418,9 @@ class Facts:
             signature=list(action.signature),
             paths=list(dict.fromkeys([*action.paths, *named[-5:]])),
             detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
-            reported=line in reported,
+            frame=error_frame(text, detail or line),
+            scripts=scripts,
+            reported=header in reported,
         ))
         self.errors_total += 1
 
@@ -390,20 +487,10 @@ class Facts:
                 self.todos = [_todo(entry) for entry in entries if isinstance(entry, (str, Mapping))]
                 return
 
-    def _count_concepts(self, texts: list[str]) -> None:
-        """Count identifiers in all of ``texts`` at once: one scan, then a check per distinct word."""
-        for word, count in Counter(_WORD.findall("\n".join(texts))).items():
-            word = word.rstrip(".")
-            if _is_identifier(word):
-                self.concepts[word] = self.concepts.get(word, 0) + count
-
     def _trim(self) -> None:
-        """Keep the state bounded: the newest errors and commands, the most frequent concepts."""
+        """Keep the state bounded: the newest errors and commands."""
         self.errors = self.errors[-KEEP["errors"]:]
         self.commands = self.commands[-KEEP["commands"]:]
-        if len(self.concepts) > KEEP["concepts"]:
-            ranked = sorted(self.concepts.items(), key=lambda kv: -kv[1])[:KEEP["concepts"]]
-            self.concepts = dict(ranked)
 
     # ------------------------------------------------------------------ derived views
     @property
@@ -422,10 +509,6 @@ class Facts:
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
-
-    def top_concepts(self) -> list[tuple[str, int]]:
-        """Identifiers mentioned at least twice, most frequent first (first mention breaks ties)."""
-        return sorted(((n, c) for n, c in self.concepts.items() if c >= 2), key=lambda kv: -kv[1])
 
 
 def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -452,8 +535,8 @@ def _is_name(word: str) -> bool:
 
 
 def _is_identifier(word: str) -> bool:
-    """A name worth listing as a concept: snake_case, CONSTANT_CASE, CamelCase or a dotted module path."""
-    if len(word) < 4 or word in _NOT_CONCEPTS:
+    """A name worth keeping: snake_case, CONSTANT_CASE, CamelCase or a dotted module path."""
+    if len(word) < 4 or word in _NOT_NAMES:
         return False
     if "." in word:
         parts = word.split(".")
@@ -481,10 +564,10 @@ def _headline(command: str, max_chars: int) -> str:
     return shorten("; ".join(line.strip() for line in command_outline(command).splitlines() if line.strip()), max_chars)
 
 
-def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: bool) -> str:
-    """One line for "recent actions": what the call did and how it ended."""
+def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: bool, ended: str | None) -> str:
+    """One line for "last actions": what the call did, and the line its result ended on (or its failure)."""
     if action.command:
-        what = f"ran `{_headline(action.command, 120)}`"
+        what = f"$ {_headline(action.command, 160)}"
     elif action.kind in (READ, EDIT) and action.paths:
         what = f"{'read' if action.kind == READ else 'edited'} {', '.join(action.paths[:3])}"
     elif action.kind == SEARCH:
@@ -495,10 +578,69 @@ def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: b
     else:
         what = f"called {shorten(call_line(call), 160)}"
     if unanswered:
-        return f"{what}: no result yet"
+        return f"{what} → no result yet"
     if failure is not None:
-        return f"{what}: failed ({shorten(failure, 160)})"
-    return what if action.kind != COMMAND else f"{what}: ok"
+        return f"{what} → failed: {shorten(failure, TEXT_CHARS['result_line'])}"
+    if (action.command or action.kind in (OTHER, SEARCH)) and ended:
+        return f"{what} → {ended}"
+    return what
+
+
+_MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+|```\w*)$", re.IGNORECASE)
+
+
+def result_line(text: str) -> str | None:
+    """The line an output ended on, verbatim (framing such as ``<returncode>`` left out): what it concluded."""
+    end = len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        stripped = text[start:end].strip()
+        if stripped and not _MARKUP.match(stripped):
+            return shorten(stripped, TEXT_CHARS["result_line"])
+        end = start - 1
+    return None
+
+
+def _traceback_end(text: str, default: str) -> str:
+    """The exception line that ends the output's last traceback (``package.module.SomeProblem: …``, which is
+    not an error line of its own), or ``default`` when there is none."""
+    lines = text[-16_000:].splitlines()
+    start = max((i for i, ln in enumerate(lines) if ln.strip().startswith("Traceback (")), default=None)
+    if start is None:
+        return default
+    return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
+
+
+def error_frame(text: str, line: str) -> list[str]:
+    """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
+    (a traceback's ``File …`` line and its code line), verbatim."""
+    lines = text[-16_000:].splitlines()
+    at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
+    if at is None:
+        return []
+    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())]
+    return [shorten(ln, TEXT_CHARS["error_line"]) for ln in above[-2:]]
+
+
+def finding_lines(text: str) -> list[str]:
+    """The lines of what the assistant wrote that state a finding or a decision, verbatim, in order.
+
+    A line outside code fences that names something specific (a path, a
+    name, a value) and says what it is, does or why (see ``_FINDING_WORDS``);
+    a plan to look somewhere ("Let me look at X") is not a finding.
+    """
+    found: list[str] = []
+    fenced = False
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            fenced = not fenced
+            continue
+        line = raw.strip()
+        if fenced or len(line) < 24 or len(line.split()) < 5 or line.lower().startswith(("let me ", "now let me ", "let's ")):
+            continue
+        if _SPECIFIC.search(line) and not _FINDING_WORDS.isdisjoint(_LOWER_WORD.findall(line.lower())):
+            found.append(shorten(line, TEXT_CHARS["finding"]))
+    return found
 
 
 def call_line(call: ToolCall) -> str:

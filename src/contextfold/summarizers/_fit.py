@@ -120,13 +120,15 @@ class Elastic:
 
 
 class Listing:
-    """Lines in priority order: as many as fit are kept, and a last line accounts for the rest.
+    """Lines in priority order: as many as fit are kept, the rest left out.
 
-    ``keep`` lines are always kept. ``more`` is a format string for that last
-    line: ``{n}`` is the number left out, ``{names}`` their ``short`` forms
-    joined by commas (for lists where nothing may vanish, such as changed
-    paths). ``newest_last`` shows the kept lines in reverse of their priority
-    order (priority newest first, display in time order).
+    ``keep`` lines are always kept. ``more``, when given, is a format string
+    for a last line naming what was left out: ``{names}`` their ``short``
+    forms joined by commas, for lists where nothing may vanish (changed
+    paths); a count alone says nothing the reader can use, so there is none.
+    A listing with no line kept renders nothing, not even its header.
+    ``newest_last`` shows the kept lines in reverse of their priority order
+    (priority newest first, display in time order).
     """
 
     def __init__(
@@ -135,7 +137,7 @@ class Listing:
         lines: Sequence[str],
         *,
         weight: float,
-        more: str,
+        more: str = "",
         keep: int = 0,
         short: Sequence[str] = (),
         header: str = "",
@@ -147,7 +149,7 @@ class Listing:
         self.keep = min(keep, len(self.lines))
         self.short = list(short)
         self.running = list(accumulate((meter(line) + 1 for line in self.lines), initial=0))  # cost of the first k
-        self.more_cost = meter(more.format(n=len(self.lines), names="")) + 1 if self.lines else 0
+        self.more_cost = meter(more.format(names="")) + 1 if self.lines and more else 0
         # the cost of the short forms of lines k.. (each with its ", "): what naming the left-out lines adds
         self.names_after = list(accumulate((meter(name) + 1 for name in reversed(self.short)), initial=0))[::-1]
         self.header_cost = meter(header) + 1 if header else 0
@@ -156,7 +158,9 @@ class Listing:
         self.floor = self._cost(self.keep)
 
     def _cost(self, kept: int) -> int:
-        left_out = self.more_cost + (self.names_after[kept] if self.short else 0) if kept < len(self.lines) else 0
+        left_out = self.more_cost + (self.names_after[kept] if self.short and self.more else 0) if kept < len(self.lines) else 0
+        if not kept and not left_out:
+            return self.empty_cost + (self.header_cost if self.empty_cost else 0)
         return self.header_cost + self.empty_cost + self.running[kept] + left_out
 
     def _kept(self, tokens: int) -> int:
@@ -179,8 +183,10 @@ class Listing:
         shown = self.lines[:kept]
         if self.newest_last:
             shown.reverse()
-        if kept < len(self.lines):
-            shown.append(self.more.format(n=len(self.lines) - kept, names=", ".join(self.short[kept:])))
+        if kept < len(self.lines) and self.more:
+            shown.append(self.more.format(names=", ".join(self.short[kept:])))
+        if not shown:
+            return ""
         return "\n".join([self.header, *shown] if self.header else shown)
 
 

@@ -1,21 +1,28 @@
 """The default summarizer: a structured summary read off the conversation itself, no model involved.
 
 It writes the nine sections Claude Code's compaction prompt asks a model for
-(:data:`SECTION_TITLES`), filled with facts rather than prose: every user
-message (shortened to head and tail when room is short, never dropped), the
-files read and changed with the last change to each, the commands that
-changed the system, each error with whether a later step resolved it (the
-last error line verbatim), the latest todo list, the assistant's last words,
-tool-use counts and the identifiers that keep coming up; for the tools that
-are not about files or commands (a browser, a booking or support API), each
-call with its arguments, the pages visited and the identifiers returned. Deterministic,
-offline, and a few milliseconds for a span of hundreds of messages.
+(:data:`SECTION_TITLES`, with "Findings and Decisions" where Claude Code has
+"Key Technical Concepts"), filled with lines taken verbatim from the
+conversation rather than prose or counts: the task as it arrived (and an
+issue text the agent fetched), the lines in which the agent stated a finding
+or a decision (newest first), the last change to each file, the last error
+with its failing frame, the last test command with its result line, the
+commands that changed the system, every user message, the open todo items,
+the assistant's last words and its last actions each with the line its result
+ended on; for the tools that are not about files or commands (a browser, a
+booking or support API), each call with its arguments, the pages visited and
+the identifiers returned. Deterministic, offline, and a few milliseconds for
+a span of hundreds of messages.
+
+A section shows its content or is left out: no heading stands over a count
+("… 30 more identifiers") the agent could do nothing with. Messages a harness
+wrote in the user's place (format nags, step limits) are not the user's.
 
 Size: the text fits ``request.target_tokens`` as ``request.count_text``
 measures it; when it cannot all fit, lower-priority parts shrink first (see
-``_fit``). What always stays: the nine headings, the head of every user
-message, every changed path, and the last error line. Only when those alone
-exceed the target is the target exceeded.
+``_fit``). What always stays: the head of every user message, every changed
+path, and the last error line. Only when those alone exceed the target is
+the target exceeded.
 
 Repeated compactions: :attr:`SummaryResult.state` holds the facts as JSON
 data; a later span that starts with this summary (its ``Summary.extra["state"]``)
@@ -37,7 +44,7 @@ from .base import SummaryRequest, SummaryResult
 
 SECTION_TITLES = (
     "Primary Request and Intent",
-    "Key Technical Concepts",
+    "Findings and Decisions",
     "Files and Code Sections",
     "Errors and fixes",
     "Problem Solving",
@@ -46,14 +53,16 @@ SECTION_TITLES = (
     "Current Work",
     "Optional Next Step",
 )
-"""The sections, in order; each is written as ``## <n>. <title>``."""
+"""The sections, in order; each is written as ``## <n>. <title>`` (a section with nothing to show is left out)."""
 
 # Weights: how fast a part grows as the budget allows (see _fit). The first
-# request and the assistant's last words matter most, lists of details least.
+# request, the last error and the agent's own findings matter most.
 _W_FOCUS = 5.0
 _W_TASK = 4.0
+_W_FETCHED_TASK = 3.0
 _W_LATEST_USER = 2.5
 _W_USER = 1.5
+_W_FINDINGS = 2.0
 _W_NEW_SNIPPET = 2.0
 _W_OLD_SNIPPET = 1.0
 _W_CURRENT = 2.0
@@ -62,12 +71,10 @@ _W_TODOS = 1.2
 _W_NEXT = 1.0
 _W_EARLIER_SUMMARY = 1.0
 _W_COMMANDS = 1.0
-_W_ACTIONS = 1.2
+_W_ACTIONS = 1.5
 _W_FILES = 0.8
 _W_READS = 0.6
-_W_CONCEPTS = 0.5
 _W_DONE = 0.4
-_W_TOOLS = 0.3
 _W_INPUT_CALLS = 1.5  # what a browsing or support session typed, asked, booked or changed
 _W_RECORDS = 1.0
 _W_PAGES = 1.0
@@ -83,7 +90,6 @@ _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
 _NEXT_FLOOR = 16
 _EARLIER_SUMMARY_FLOOR = 24
-_ERROR_DETAIL_FLOOR = 24  # the exception behind the last error is what the next step works from
 
 _NEW_SNIPPETS = 2
 """The most recently changed files whose last change grows at the higher weight."""
@@ -91,7 +97,6 @@ _SNIPPET_FILES = 6
 """Files whose last change is shown (the most recent ones); older changed files are named only."""
 _SNIPPET_USEFUL = 48
 """A last change given fewer tokens than this is not shown: a shorter stub of code says nothing."""
-_MAX_CONCEPTS = 30
 _FIT_ATTEMPTS = 4
 _FORWARD = re.compile(r"\b(next|now|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
@@ -103,6 +108,10 @@ _STOPWORDS = frozenset({
     "conversation", "especially", "details", "important",
 })
 """Words of compaction instructions that say nothing about what to keep."""
+
+
+class _Heading(Fixed):
+    """A section heading: rendered only when some part of its section shows something."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,19 @@ def _fit(parts: list[Part], meter: Meter, target_tokens: int) -> str:
 
 
 def _render(parts: list[Part], grants: list[int]) -> str:
-    return "\n".join(filter(None, (part.render(tokens) for part, tokens in zip(parts, grants))))
+    """The parts' texts; a heading whose section renders nothing is left out with it."""
+    out: list[str] = []
+    heading: str | None = None
+    for part, tokens in zip(parts, grants):
+        text = part.render(tokens)
+        if isinstance(part, _Heading):
+            heading = text
+        elif text:
+            if heading is not None:
+                out.append(f"\n{heading}" if out else heading)
+                heading = None
+            out.append(text)
+    return "\n".join(out)
 
 
 class _Layout:
@@ -150,12 +171,14 @@ class _Layout:
         if self.instructions:
             parts.append(self._elastic(self.instructions, _W_FOCUS, _FOCUS_FLOOR, "Focus requested by the user: "))
         sections: tuple[Callable[[], list[Part]], ...] = (
-            self._request, self._concepts, self._files, self._errors, self._problem_solving,
+            self._request, self._findings, self._files, self._errors, self._problem_solving,
             self._user_messages, self._pending, self._current, self._next_step,
         )
         for number, (title, section) in enumerate(zip(SECTION_TITLES, sections), 1):
-            parts.append(Fixed(self.meter, f"{chr(10) if parts else ''}## {number}. {title}"))
-            parts.extend(section())
+            content = section()
+            if content:
+                parts.append(_Heading(self.meter, f"## {number}. {title}"))
+                parts.extend(content)
         return parts
 
     # ------------------------------------------------------------------ helpers
@@ -167,7 +190,7 @@ class _Layout:
         boost = _FOCUS_BOOST if self.focus and self._mentions_focus(prefix + text) else 1.0
         return Elastic(self.meter, text, weight=weight * boost, floor_tokens=floor, prefix=prefix, suffix=suffix, **kw)
 
-    def _listing(self, lines: list[str], weight: float, more: str, short: Sequence[str] = (), **kw: Any) -> Listing:
+    def _listing(self, lines: list[str], weight: float, more: str = "", short: Sequence[str] = (), **kw: Any) -> Listing:
         """A listing whose lines that mention the user's focus come first (their ``short`` forms with them)."""
         if self.focus:
             order = sorted(range(len(lines)), key=lambda i: not self._mentions_focus(lines[i]))
@@ -177,14 +200,22 @@ class _Layout:
 
     # ------------------------------------------------------------------ the sections
     def _request(self) -> list[Part]:
-        messages = self.facts.user_messages
-        if not messages:
-            return [Fixed(self.meter, "No user message was recorded in this part of the conversation.")]
-        return [self._elastic(messages[0], _W_TASK, _TASK_FLOOR, "The user's first request, verbatim:\n", names=names_in)]
+        """The first request as it arrived (when this span holds it) and an issue the agent fetched, verbatim."""
+        facts, parts = self.facts, []
+        if facts.user_messages:
+            parts.append(self._elastic(facts.user_messages[0], _W_TASK, _TASK_FLOOR, "The user's first request, verbatim:\n",
+                                       names=names_in))
+        if facts.fetched_task:
+            source = shorten(facts.fetched_task["source"], 200)
+            parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _TASK_FLOOR,
+                                       f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in))
+        return parts
 
-    def _concepts(self) -> list[Part]:
-        lines = [f"- `{name}` ({count}×)" for name, count in self.facts.top_concepts()[:_MAX_CONCEPTS]]
-        return [self._listing(lines, _W_CONCEPTS, "- … {n} more identifiers", empty="- None stood out.")]
+    def _findings(self) -> list[Part]:
+        lines = [f"- {line}" for line in reversed(self.facts.findings)]
+        if not lines:
+            return []
+        return [self._listing(lines, _W_FINDINGS, header="What the assistant found and decided, in its words, newest first:")]
 
     def _files(self) -> list[Part]:
         """Changed files (all named, newest with details), their last changes, then files only read."""
@@ -206,10 +237,9 @@ class _Layout:
         if edited:
             parts.append(self._listing(lines, _W_FILES, "- Also changed (or tried to): {names}", keep=1, short=names))
         parts += snippets
-        elsewhere = self._pages_and_records()
-        if reads or not (edited or elsewhere):
-            parts.append(self._listing(reads, _W_READS, "- … {n} more files were read", empty="- No file was read or changed."))
-        return parts + elsewhere
+        if reads:
+            parts.append(self._listing(reads, _W_READS, header="Files only read, newest first:"))
+        return parts + self._pages_and_records()
 
     def _pages_and_records(self) -> list[Part]:
         """What a session that is not about files worked on: the pages it visited, the identifiers returned."""
@@ -217,70 +247,65 @@ class _Layout:
         parts: list[Part] = []
         if facts.pages:
             pages = [f"- {url}" + (f" ({title})" if title else "") for url, title in reversed(facts.pages.items())]
-            parts.append(self._listing(pages, _W_PAGES, "- … {n} earlier pages",
-                                       header="Pages visited, newest first:"))
+            parts.append(self._listing(pages, _W_PAGES, header="Pages visited, newest first:"))
         if facts.records:
             records = [f"- {record}" for record in reversed(facts.records)]
-            parts.append(self._listing(records, _W_RECORDS, "- … {n} earlier identifiers",
-                                       header="Identifiers the tools returned, newest first:"))
+            parts.append(self._listing(records, _W_RECORDS, header="Identifiers the tools returned, newest first:"))
         return parts
 
     def _errors(self) -> list[Part]:
+        """The last error with its failing frame, verbatim; then the earlier ones still open, then those resolved.
+        Errors of scratch scripts the agent has since abandoned are left out."""
         facts = self.facts
         last = facts.last_error
+        shown: list[Part] = []
+        if facts.shown_error:  # newer than the last failed call
+            error = facts.shown_error
+            shown.append(Fixed(self.meter, f"- The last error an output showed (its call did not fail), "
+                                           f"from `{shorten(error['source'], 200)}`:"))
+            shown += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
         if last is None:
-            return [Fixed(self.meter, "- No tool call failed.")]
-        listed = facts.errors
-        resolved = sum(e.resolved is not None for e in listed)
-        scope = "" if len(listed) == facts.errors_total else f" (the last {len(listed)} kept)"
-        parts: list[Part] = [
-            Fixed(self.meter, f"- {_count(facts.errors_total, 'tool call')} failed; {resolved} of {len(listed)}{scope} resolved later."),
-            Fixed(self.meter, f"- Last error ({_status(last)}), from `{shorten(last.source, 200)}`:"),
-            Fixed(self.meter, f"    {last.line}"),
-        ]
-        if last.detail:
-            parts.append(self._elastic(last.detail, _W_ERRORS, _ERROR_DETAIL_FLOOR, "  The exception: "))
+            return shown
+        parts: list[Part] = [*shown, Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last)]
         reported = facts.last_reported_error
         if reported is not None and reported is not last:  # the last failure had no error line of its own
-            parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{shorten(reported.source, 200)}`:"))
-            parts.append(Fixed(self.meter, f"    {reported.line}"))
+            parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
+            parts += self._frame(reported)
         shown = (last, reported)
-        earlier = [e for e in reversed(listed) if not any(e is s for s in shown)]
+        earlier = [e for e in reversed(facts.errors) if not any(e is s for s in shown) and not e.retired]
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
         lines = [f"- [{_status(e)}] `{shorten(e.source, 120)}`: {shorten(e.line.strip('=-_ '), 200)}" for e in earlier]
-        parts.append(self._listing(lines, _W_ERRORS, "- … {n} earlier errors not shown"))
+        if lines:
+            parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
+
+    def _frame(self, error: ErrorFacts) -> list[Part]:
+        """An error as its output showed it: the failing frame, the exception, the line naming the failure."""
+        lines = [*error.frame, *([error.detail] if error.detail else []), error.line]
+        return [Fixed(self.meter, f"    {line}") for line in dict.fromkeys(lines)]
 
     def _problem_solving(self) -> list[Part]:
         facts = self.facts
-        calls = sum(c for c, _ in facts.tools.values())
-        failures = sum(f for _, f in facts.tools.values())
-        stats = (
-            f"- This summary covers {facts.items} items: {_count(len(facts.user_messages), 'user message')}, "
-            f"{_count(calls, 'tool call')} ({failures} failed)."
-        )
-        by_tool = sorted(facts.tools.items(), key=lambda kv: -kv[1][0])
-        tools = [f"- {name}: {c} calls" + (f", {f} failed" if f else "") for name, (c, f) in by_tool]
-        parts: list[Part] = [Fixed(self.meter, stats), self._listing(tools, _W_TOOLS, "- … {n} more tools")]
+        parts: list[Part] = []
+        if facts.last_test:
+            parts.append(Fixed(self.meter, f"- Last test run: `{shorten(facts.last_test['command'], 200)}` → "
+                                           f"{facts.last_test['line']}"))
         for text in facts.earlier_summaries:
             parts.append(self._elastic(text, _W_EARLIER_SUMMARY, _EARLIER_SUMMARY_FLOOR, "- An earlier summary said:\n"))
         if facts.commands:
-            lines = [f"- `{shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
-            header = f"- Commands that changed the system ({facts.commands_total}), newest first:"
-            parts.append(self._listing(lines, _W_COMMANDS, "- … {n} earlier such commands", header=header))
-        if facts.calls:
-            parts.append(Fixed(self.meter, f"- Calls of other tools ({facts.calls_total}), newest first:"))
-        for inputs, weight, header in ((True, _W_INPUT_CALLS, "  that gave something (typed, asked, booked, sent):"),
-                                       (False, _W_MOVE_CALLS, "  that only moved around or looked:")):
+            lines = [f"- `$ {shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
+            parts.append(self._listing(lines, _W_COMMANDS, header="- Commands that changed the system, newest first:"))
+        for inputs, weight, header in ((True, _W_INPUT_CALLS, "- Calls that gave something (typed, asked, booked, sent), newest first:"),
+                                       (False, _W_MOVE_CALLS, "- Calls that only moved around or looked, newest first:")):
             lines = [_call_entry(c) for c in reversed(facts.calls) if bool(c.get("inputs")) is inputs]
             if lines:
-                parts.append(self._listing(lines, weight, "  - … {n} earlier calls", header=header))
+                parts.append(self._listing(lines, weight, header=header))
         return parts
 
     def _user_messages(self) -> list[Part]:
         messages = self.facts.user_messages
-        if not messages:
-            return [Fixed(self.meter, "- None in this part of the conversation.")]
+        if len(messages) < 2:
+            return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         for number, text in enumerate(messages[1:], 2):
             weight = _W_LATEST_USER if number == len(messages) else _W_USER
@@ -289,20 +314,18 @@ class _Layout:
 
     def _pending(self) -> list[Part]:
         facts = self.facts
-        unresolved = sum(e.resolved is None for e in facts.errors)
-        note = [Fixed(self.meter, f"- {unresolved} of the errors above remain unresolved.")] if unresolved else []
         if facts.todos is None:
-            return [Fixed(self.meter, "- No todo list was kept."), *note]
+            return []
         open_todos = sorted((t for t in facts.todos if t["status"] != "completed"), key=lambda t: t["status"] != "in_progress")
         lines = [f"- [{t['status'].replace('_', ' ')}] {t['text']}" for t in open_todos]
         in_progress = sum(t["status"] == "in_progress" for t in open_todos)
-        parts: list[Part] = [
-            self._listing(lines, _W_TODOS, "- … {n} more open tasks", keep=in_progress, empty="- None: every todo is completed.")
-        ]
+        parts: list[Part] = []
+        if lines:
+            parts.append(self._listing(lines, _W_TODOS, keep=in_progress))
         done = [t["text"] for t in facts.todos if t["status"] == "completed"]
         if done:
             parts.append(self._elastic("; ".join(done), _W_DONE, 0, f"- Completed ({len(done)}): "))
-        return parts + note
+        return parts
 
     def _current(self) -> list[Part]:
         facts = self.facts
@@ -311,11 +334,11 @@ class _Layout:
             parts.append(self._elastic(facts.last_assistant, _W_CURRENT, _CURRENT_FLOOR, "The assistant's last message:\n"))
         if facts.recent_actions:
             lines = [f"- {action}" for action in reversed(facts.recent_actions)]
-            parts.append(Listing(self.meter, lines, weight=_W_ACTIONS, more="- … {n} earlier actions",
-                                 header="Its last actions, oldest first:", newest_last=True))
+            parts.append(Listing(self.meter, lines, weight=_W_ACTIONS, header="Its last actions and how they ended, oldest first:",
+                                 newest_last=True))
         if facts.user_spoke_last and facts.user_messages:
             parts.append(Fixed(self.meter, f"User message {len(facts.user_messages)} came after that and is not answered yet."))
-        return parts or [Fixed(self.meter, "Nothing was recorded yet.")]
+        return parts
 
     def _next_step(self) -> list[Part]:
         return [self._elastic(_next_step(self.facts), _W_NEXT, _NEXT_FLOOR)]
@@ -328,6 +351,10 @@ def _call_entry(call: dict[str, Any]) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _source(error: ErrorFacts) -> str:
+    return shorten(error.source, 200)
 
 
 def _status(error: ErrorFacts) -> str:
@@ -348,6 +375,6 @@ def _next_step(facts: Facts) -> str:
         return f"As the assistant said last: {stated[-1]}"
     last = facts.last_error
     if last is not None and last.resolved is None:
-        return f"Resolve the last error, from `{shorten(last.source, 200)}`: {last.line}"
+        return f"Resolve the last error, from `{_source(last)}`: {last.line}"
     return "No next step was stated; the work recorded above appears complete."
 

@@ -65,17 +65,36 @@ SYSTEM_PROMPT = (
 )
 
 _GUIDANCE = {
-    "Primary Request and Intent": "everything the user asked for and why, with every constraint and preference they stated",
-    "Key Technical Concepts": "the languages, libraries, commands, conventions and ideas the work relies on",
-    "Files and Code Sections": (
-        "each file read, created or changed: its path, why it matters, and the code that matters, "
-        "with recent changes as code snippets"
+    "Primary Request and Intent": (
+        "everything the user asked for and why, with every constraint and preference they stated, verbatim where "
+        "possible, including the text of an issue the assistant fetched with a tool"
     ),
-    "Errors and fixes": "each error met, the exact message where it matters, and what fixed it, or that nothing did yet",
-    "Problem Solving": "what was worked out, what was ruled out, and what is still being investigated",
-    "All user messages": "every message the user wrote, not tool output, in order, quoted or very closely paraphrased",
+    "Findings and Decisions": (
+        "what the assistant found out and decided, newest first, quoting its own sentences that state them "
+        "(which file and line, which value, which cause)"
+    ),
+    "Files and Code Sections": (
+        "each file read, created or changed: its path and the lines that matter, quoted verbatim as "
+        "`path:line: source line`, with the last change to each file as a code snippet"
+    ),
+    "Errors and fixes": (
+        "the last error verbatim with the frame above it (the exception line and the failing frame, not the "
+        "Traceback header), then each earlier error still open and what fixed the others; leave out errors of "
+        "scratch scripts the assistant has abandoned"
+    ),
+    "Problem Solving": (
+        "the last test command and its result line verbatim, the commands that changed the system, what was "
+        "ruled out and what is still being investigated"
+    ),
+    "All user messages": (
+        "every message the user wrote, not tool output and not the harness's (format reminders, step limits), "
+        "in order, quoted or very closely paraphrased"
+    ),
     "Pending Tasks": "what was asked for and is not finished",
-    "Current Work": "exactly what was being done at the end of the transcript, naming files, functions and commands",
+    "Current Work": (
+        "exactly what was being done at the end of the transcript: the last actions as `$ command` with the "
+        "line their result ended on, naming files, functions and commands"
+    ),
     "Optional Next Step": (
         "the next step, only if it follows directly from the user's latest request and the work in progress; "
         "quote the words it rests on. If nothing is clearly next, say so"
@@ -111,7 +130,9 @@ def task_prompt(style: str, target_tokens: int, instructions: str | None = None)
         f"Then, inside <summary></summary> tags, write the summary with exactly these {len(titles)} sections, "
         f"as markdown headings, in this order:\n\n{sections}\n\n"
         f"Keep the summary under about {target_tokens:,} tokens. Exact paths, identifiers, commands, error "
-        "messages and the user's own words are worth more than description; leave out pleasantries. "
+        "messages and the user's own words are worth more than description; quote lines verbatim with where "
+        "they came from rather than listing names, leave out a section with nothing to say rather than "
+        "writing a count or a placeholder, and leave out pleasantries. "
         "If an earlier summary is given, carry every fact it holds into the new summary unless the transcript "
         "shows it is no longer true."
     )

@@ -16,7 +16,7 @@ from ...conversation import Conversation, Item, Summary
 from ...events import Event
 from ...summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from ..base import Budget
-from ..compression import summary_share
+from ..compression import summary_share, summary_target
 from ..importance import References
 from ..restore import restored_item
 from ..task import added_by_contextfold, task_index
@@ -52,7 +52,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     room = min(budget.window_tokens // 10, budget.trigger_tokens // 5)
     span_tokens = sum(budget.count_item(item) for item in span)
     share = summary_share(span, budget.count_item)
-    target = max(min(p.summary_target_tokens, room, int(span_tokens * share)), MIN_SUMMARY_TOKENS)
+    target = max(summary_target(span, budget.count_item, min(p.summary_target_tokens, room)), MIN_SUMMARY_TOKENS)
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )

@@ -1,13 +1,20 @@
-"""survival: after a compaction, check that what the agent needs is still there, and put back what is not.
+"""survival: after a compaction, put back the lines the agent is likely to need next, where it saw them.
 
 A summary (by a model or by extraction) and a batch of cleared outputs both
 decide what to keep without knowing what the next turns will use. Before the
 compacted request leaves, this check reads the request as it was and lists
-what must survive: the task's identifiers, the files edited, the errors no
-later step resolved (their line verbatim), the open plan items, and the
-references the agent and the user kept using (:mod:`..importance`). Whatever
-of that the compacted request no longer holds is put back in one short note,
-within a bounded budget (heaviest first), and an event says what was missing.
+what must survive: the errors no later step resolved (their line verbatim),
+the open plan items, the files edited, and the names the agent is likely to
+use next (:mod:`..importance`: those it and the user kept using, then those
+the tools showed it and it has not used yet: a test name in a test run, a
+script in ``package.json``, a file in a grep hit). Whatever of that the
+compacted request no longer holds is put back in one short note, within a
+bounded budget, and an event says what was missing.
+
+A name comes back in the line it stood in, verbatim, under where that line
+came from (`` `$ grep -n …` printed:``, ``The agent wrote `src/a.py`:``):
+a bare list of names says neither which file a line number belongs to nor
+what a value was, and leaves the agent to search again.
 
 The note is a user item placed right after the summary (or before the first
 changed round), so it sits in the part of the prompt the compaction rewrote
@@ -19,18 +26,31 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ...conversation import Conversation, Item, Text, readable_text
+from ...actions import EDIT, READ, call_actions, result_action
+from ...conversation import Conversation, Item, Text, Thinking, readable_text, strings_in
 from ...events import Event
 from ...summarizers._facts import Facts
+from ...summarizers._text import shorten
 from ..base import Budget
 from ..edits import MARK
-from ..importance import References, item_tokens, specific_tokens
+from ..importance import HALF_LIFE_TURNS, References, item_tokens, specific_tokens, used_text
 
 STAGE = "survival"
 MAX_ERRORS = 3
 MAX_PLAN_ITEMS = 10
 ERROR_CHARS = 400
 PLAN_CHARS = 200
+LINE_CHARS = 240
+"""A longer line is cut around the name it is kept for (enough on each side to say what it is)."""
+SHORT_LINE = 32
+"""A line shorter than this comes with the line above it: alone it says little (``return x``)."""
+MIN_EXCERPT_TOKENS = 12
+"""Less room than this left for excerpts: no further line would fit."""
+SEEN_WEIGHT = 0.25
+"""A name a tool showed and the agent has not used yet counts this much of one use (decayed by age)."""
+SEEN_OUTPUTS = 40
+"""The most recent tool outputs whose names are candidates before their first use (and searched for lines)."""
+MAX_CANDIDATES = 400
 
 
 @dataclass
@@ -40,23 +60,56 @@ class Needs:
     errors: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    task: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {name: len(values) for name, values in vars(self).items() if values}
 
 
-def needs(conversation: Conversation, task_index: int | None) -> Needs:
-    """What of ``conversation`` must survive any compaction of it."""
+def needs(conversation: Conversation, task_index: int | None = None) -> Needs:
+    """What of ``conversation`` must survive any compaction of it (the task item itself is never removed)."""
     facts = Facts()
-    facts.read(conversation.items, concepts=False)
-    errors = [e.line[:ERROR_CHARS] for e in facts.errors if e.resolved is None][-MAX_ERRORS:][::-1]
+    facts.read(conversation.items, details=False)
+    open_errors = [e for e in facts.errors if e.resolved is None and not e.retired][-MAX_ERRORS:][::-1]
+    errors = ["\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), e.line[:ERROR_CHARS]])) for e in open_errors]
     plan = [t["text"][:PLAN_CHARS] for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
     files = [path for path, _ in facts.edited_files()]
-    task = sorted(specific_tokens(conversation[task_index].text)) if task_index is not None else []
-    references = References.of(conversation.items).ranked()
-    return Needs(errors, plan, files, task, references)
+    return Needs(errors, plan, files, likely_next(conversation.items))
+
+
+def likely_next(items: Sequence[Item]) -> list[str]:
+    """The names the agent is likely to use next, most likely first.
+
+    First what the agent and the user used (:class:`.References`, by uses and
+    recency); a name only a tool showed so far (a test in a test run, a
+    script in ``package.json``, a file in a grep hit) is a candidate before
+    its first use, at :data:`SEEN_WEIGHT` of a use, newest outputs first.
+    """
+    refs = References.of(items)
+    scores = {token: refs.weight(token) for token in refs.uses}
+    turns = len(items)
+    for turn, item in _recent_outputs(items):
+        weight = SEEN_WEIGHT * 0.5 ** ((turns - turn) / HALF_LIFE_TURNS)
+        for token in item_tokens(item):
+            if token not in refs.uses and _name_like(token):
+                scores[token] = max(scores.get(token, 0.0), weight)
+    return sorted(scores, key=lambda t: (-scores[t], t))[:MAX_CANDIDATES]
+
+
+def _recent_outputs(items: Sequence[Item]) -> list[tuple[int, Item]]:
+    """The last :data:`SEEN_OUTPUTS` tool outputs of ``items`` with their turn numbers (1-based), oldest first."""
+    found: list[tuple[int, Item]] = []
+    for index in range(len(items) - 1, -1, -1):
+        if items[index].tool_result is not None:
+            found.append((index + 1, items[index]))
+            if len(found) == SEEN_OUTPUTS:
+                break
+    return found[::-1]
+
+
+def _name_like(token: str) -> bool:
+    """A name the agent could use (a path, a dotted or snake_case name), not a bare number or a line range."""
+    return any(c.isalpha() for c in token) and ("/" in token or "_" in token or "." in token.strip("."))
 
 
 def missing(needed: Needs, text: str, present: frozenset[str] | None = None) -> Needs:
@@ -65,9 +118,9 @@ def missing(needed: Needs, text: str, present: frozenset[str] | None = None) -> 
     ``present`` are the specific tokens of ``text`` when known (the survival
     check takes them from each item, where they are memoized, so an item kept
     from the request before costs no second reading). Errors, plan items and
-    files are searched for in the text; the task's tokens and the references
-    are specific tokens themselves, so they can only stand inside one of the
-    text's own, and are searched for among those, a far shorter text.
+    files are searched for in the text; the references are specific tokens
+    themselves, so they can only stand inside one of the text's own, and are
+    searched for among those, a far shorter text.
     """
     present = specific_tokens(text) if present is None else present
     tokens = "\n".join(present)
@@ -75,45 +128,150 @@ def missing(needed: Needs, text: str, present: frozenset[str] | None = None) -> 
     def absent(values: Sequence[str], within: str) -> list[str]:
         return [v for v in values if v not in present and v not in within]
 
-    return Needs(absent(needed.errors, text), absent(needed.plan, text), absent(needed.files, text),
-                 absent(needed.task, tokens), absent(needed.references, tokens))
+    def absent_lines(blocks: Sequence[str]) -> list[str]:
+        return [b for b in blocks if any(line.strip() not in text for line in b.splitlines())]
+
+    return Needs(absent_lines(needed.errors), absent(needed.plan, text), absent(needed.files, text),
+                 absent(needed.references, tokens))
 
 
-def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int]) -> str | None:
-    """The note putting back ``lost``, within ``max_tokens``: errors, plan, files, task, then references."""
-    header = f"{MARK}: checked after compaction; these were no longer in the context and are kept here]"
+def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int], removed: Sequence[Item] = ()) -> str | None:
+    """The note putting back ``lost`` within ``max_tokens``: errors, plan and files, then the lines of ``removed``
+    that hold the lost references (most likely needed first), each under where it came from."""
+    header = f"{MARK}: checked after compaction; these were no longer in the context and are kept here, verbatim]"
     lines: list[str] = []
     if lost.errors:
-        lines.append("Unresolved errors, verbatim:\n" + "\n".join(f"    {e}" for e in lost.errors))
+        blocks = ("\n".join(f"    {line}" for line in e.splitlines()) for e in lost.errors)
+        lines.append("Unresolved errors, newest first, each with the lines above it:\n" + "\n".join(blocks))
     if lost.plan:
         lines.append("Open plan items:\n" + "\n".join(f"- {p}" for p in lost.plan))
     if lost.files:
         lines.append("Files edited: " + ", ".join(lost.files))
-    if lost.task:
-        lines.append("Named in the task: " + ", ".join(lost.task))
     fixed = "\n".join([header, *lines])
     spent = count_text(fixed)
     if spent > max_tokens:
         return None
-    references = _within(lost.references, max_tokens - spent, count_text)
-    if references:
-        lines.append("Identifiers, paths and values in use, most used first: " + ", ".join(references))
+    title = "Lines that held names in use, under where each came from (oldest first):"
+    excerpts = _excerpts(lost.references, removed, max_tokens - spent - count_text(title) - 1, count_text)
+    if excerpts:
+        lines.append(f"{title}\n{excerpts}")
     return "\n".join([header, *lines]) if lines else None
 
 
-def _within(values: list[str], max_tokens: int, count_text: Callable[[str], int]) -> list[str]:
-    """The longest prefix of ``values`` whose comma-joined text fits ``max_tokens``.
+def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: int, count_text: Callable[[str], int]) -> str:
+    """The lines of ``removed`` that hold ``references``, under where they came from, within ``max_tokens``.
 
-    Each value is counted on its own (the same references come back in every
-    note, so the counter has most of them already) with one token for its
-    separator, and a margin for where the pieces would merge.
+    Each reference is looked for in the newest removed item that holds it
+    (among what the agent and the user wrote, and the last outputs: a name
+    the agent used stands in its own words, a name it has not used yet in a
+    recent output); a line already chosen for an earlier reference serves the
+    later ones it holds.
     """
-    spent = 16
-    for keep, value in enumerate(values):
-        spent += count_text(value) + 1
-        if spent > max_tokens:
-            return values[:keep]
-    return values
+    wanted = set(references)
+    newest: dict[str, int] = {}
+    outputs = {id(item) for _, item in _recent_outputs(removed)}
+    for index in range(len(removed) - 1, -1, -1):
+        if removed[index].tool_result is not None and id(removed[index]) not in outputs:
+            continue
+        for token in item_tokens(removed[index]) & wanted:
+            newest.setdefault(token, index)
+        if len(newest) == len(wanted):
+            break
+    chosen: dict[tuple[int, int], dict[int, str]] = {}  # (item, segment) -> line number -> line
+    segments: dict[int, list[tuple[str, list[str]]]] = {}
+    shown = ""
+    spent = 0
+    for token in references:
+        if max_tokens - spent < MIN_EXCERPT_TOKENS:
+            break
+        index = newest.get(token)
+        if index is None or token in shown:
+            continue
+        found = _line_for(token, segments.setdefault(index, _segments(removed[index])))
+        if found is None:
+            continue
+        segment, picked = found
+        key = (index, segment)
+        new = {n: text for n, text in picked.items() if n not in chosen.get(key, {})}
+        header = segments[index][segment][0]
+        cost = sum(count_text(text) + 2 for text in new.values()) + (0 if key in chosen else count_text(header) + 1)
+        if spent + cost > max_tokens:
+            continue
+        spent += cost
+        chosen.setdefault(key, {}).update(new)
+        shown += "\n" + "\n".join(new.values())
+    blocks = []
+    for index, segment in sorted(chosen):
+        lines = chosen[(index, segment)]
+        body = "\n".join(f"    {lines[n]}" for n in sorted(lines))
+        blocks.append(f"{segments[index][segment][0]}\n{body}")
+    return "\n".join(blocks)
+
+
+def _line_for(token: str, segments: list[tuple[str, list[str]]]) -> tuple[int, dict[int, str]] | None:
+    """The first line holding ``token`` (cut around it when long), with the line above when it is short."""
+    for segment, (_, lines) in enumerate(segments):
+        for number, line in enumerate(lines):
+            at = line.find(token)
+            if at < 0:
+                continue
+            text = line.strip()
+            if len(text) > LINE_CHARS:
+                start = max(len(line) - len(line.lstrip()), at - LINE_CHARS // 2)
+                text = shorten(line[start:].strip(), LINE_CHARS, head_share=0.9)
+            picked = {number: text}
+            if len(text) < SHORT_LINE:
+                above = next((n for n in range(number - 1, -1, -1) if lines[n].strip()), None)
+                if above is not None:
+                    picked[above] = shorten(lines[above].strip(), LINE_CHARS)
+            return segment, picked
+    return None
+
+
+def _segments(item: Item) -> list[tuple[str, list[str]]]:
+    """``item``'s text in pieces, each with where it came from as the agent would name it: the command that
+    printed it, the file it was read from or written to, the command the agent ran, or who said it."""
+    action = result_action(item)
+    if action is not None:
+        if action.command:
+            where = f"`$ {shorten(' '.join(action.command.split()), 160)}` printed:"
+        elif action.kind == READ and action.paths:
+            where = f"`{action.paths[0]}` as read:"
+        else:
+            name = item.tool_result.tool_name if item.tool_result is not None else None
+            where = f"The output of {name or 'a tool call'}:"
+        return [(where, used_text(item).splitlines())]
+    if item.meta.get("survival"):  # an earlier note: its lines keep the sources it named
+        return _note_segments(item.text)
+    if item.role == "assistant":
+        said = "\n".join(b.text for b in item.blocks if isinstance(b, Text))
+        thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
+        pieces = [("The agent said:", f"{thought}\n{said}".strip().splitlines())]
+        for call, act in zip(item.tool_calls, call_actions(item)):
+            text = "\n".join(strings_in(dict(call.arguments)))
+            if act.kind == EDIT and act.paths:
+                pieces.append((f"The agent wrote to `{act.paths[0]}`:", text.splitlines()))
+            elif act.command:
+                pieces.append(("The agent ran:", act.command.splitlines()))
+            else:
+                pieces.append((f"The agent called {call.name} with:", text.splitlines()))
+        return pieces
+    if item.meta.get("summary"):
+        return [("An earlier summary said:", used_text(item).splitlines())]
+    if item.meta.get("restored"):
+        return [("Restored after an earlier compaction:", used_text(item).splitlines())]
+    return [("The user wrote:" if item.role == "user" else f"The {item.role} message said:", used_text(item).splitlines())]
+
+
+def _note_segments(text: str) -> list[tuple[str, list[str]]]:
+    """An earlier survival note's excerpts: each header with its indented lines."""
+    pieces: list[tuple[str, list[str]]] = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("    ") and pieces:
+            pieces[-1][1].append(line[4:])
+        elif line.endswith(":"):
+            pieces.append((line, []))
+    return pieces
 
 
 def survive(before: Conversation, after: Conversation, budget: Budget, *, task_index: int | None) -> tuple[Conversation, list[Event]]:
@@ -127,16 +285,17 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)
     cap = min(p.survival_max_tokens, max(int(saved * p.survival_max_share), 0))
-    put_back = note_text(lost, cap, budget.count_text)
-    if put_back is None:
+    kept = {id(item) for item in after.items}
+    removed = [item for item in before.items if id(item) not in kept]
+    note = note_text(lost, cap, budget.count_text, removed)
+    if note is None:
         return after, [Event(STAGE, "lost", detail=f"no room to put back {lost.counts()}", data=lost.counts())]
-    note = Item("user", (Text(put_back),), timestamp=budget.now_s, meta={"survival": True})
+    item = Item("user", (Text(note),), timestamp=budget.now_s, meta={"survival": True})
     items = list(after.items)
-    at = _insert_at(before, after)
-    items.insert(at, note)
+    items.insert(_insert_at(before, after), item)
     result = after.with_items(items)
     tokens_before = budget.count(after)
-    event = Event(STAGE, "restored", (note.id,), tokens_before, budget.count(result),
+    event = Event(STAGE, "restored", (item.id,), tokens_before, budget.count(result),
                   f"put back what the compaction lost: {', '.join(f'{n} {k}' for k, n in lost.counts().items())}",
                   lost.counts())
     return result, [event]
