@@ -154,3 +154,14 @@ def test_restore_brings_back_only_files_in_use() -> None:
     item = restored_item(span, [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
                          refs=refs, min_weight=3.0)
     assert isinstance(item, Item) and "src/hot_path.py" in item.text and "cold_path" not in item.text
+
+
+def test_restore_shows_the_todo_list_as_lines() -> None:
+    todo = c.assistant("", [c.ToolCall("t1", "TodoWrite", {"todos": [
+        {"content": "Port the parser", "status": "completed", "activeForm": "Porting the parser"},
+        {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"}]})])
+    conv = Conversation([c.user("task"), todo, c.tool("t1", "ok")], HEADER)
+    item = restored_item(conv.items[1:], [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
+    assert isinstance(item, Item)
+    assert "### Current todo list\n- [completed] Port the parser\n- [in progress] Run the tests" in item.text
+    assert "activeForm" not in item.text

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, result_action
 from ..conversation import Item, Text
+from ..summarizers._facts import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
 from .importance import References
 
@@ -52,10 +53,14 @@ def path_weight(refs: References, path: str) -> float:
 
 
 def _latest_todo(span: Sequence[Item]) -> str | None:
+    """The latest todo list, one line per item (``- [in progress] Run the tests``), as the agent last set it."""
     for item in reversed(span):
         for call, action in zip(item.tool_calls, call_actions(item)):
             if action.kind == TODO:
-                return json.dumps(dict(call.arguments), ensure_ascii=False, indent=1)
+                todos = todo_list(call.arguments)
+                if todos is None:
+                    return json.dumps(dict(call.arguments), ensure_ascii=False)
+                return "\n".join(todo_line(t) for t in todos)
     return None
 
 

@@ -481,11 +481,9 @@ class Facts:
         self.records = [*self.records, shorten(record, 200)][-KEEP["records"]:]
 
     def _read_todos(self, arguments: Mapping[str, Any]) -> None:
-        for key in _TODO_LIST_KEYS:
-            entries = arguments.get(key)
-            if isinstance(entries, list):
-                self.todos = [_todo(entry) for entry in entries if isinstance(entry, (str, Mapping))]
-                return
+        todos = todo_list(arguments)
+        if todos is not None:
+            self.todos = todos
 
     def _trim(self) -> None:
         """Keep the state bounded: the newest errors and commands."""
@@ -513,6 +511,20 @@ class Facts:
 
 def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in cls.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
+    """The todo list a todo tool's call sets (``{"text", "status"}`` each), or ``None`` when it sets none."""
+    for key in _TODO_LIST_KEYS:
+        entries = arguments.get(key)
+        if isinstance(entries, list):
+            return [_todo(entry) for entry in entries if isinstance(entry, (str, Mapping))]
+    return None
+
+
+def todo_line(todo: Mapping[str, str]) -> str:
+    """One todo as a line: ``- [in progress] Run the tests``."""
+    return f"- [{todo['status'].replace('_', ' ')}] {todo['text']}"
 
 
 def _todo(entry: str | Mapping[str, Any]) -> dict[str, str]:

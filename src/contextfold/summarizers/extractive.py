@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._facts import ErrorFacts, Facts, names_in
+from ._facts import ErrorFacts, Facts, names_in, todo_line
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._text import Meter, shorten
 from .base import SummaryRequest, SummaryResult
@@ -85,6 +85,7 @@ _FOCUS_BOOST = 2.0
 # Floors, in tokens: what a part keeps however small the budget. Kept small on
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
+_FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
@@ -207,7 +208,7 @@ class _Layout:
                                        names=names_in))
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
-            parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _TASK_FLOOR,
+            parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
                                        f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in))
         return parts
 
@@ -317,7 +318,7 @@ class _Layout:
         if facts.todos is None:
             return []
         open_todos = sorted((t for t in facts.todos if t["status"] != "completed"), key=lambda t: t["status"] != "in_progress")
-        lines = [f"- [{t['status'].replace('_', ' ')}] {t['text']}" for t in open_todos]
+        lines = [todo_line(t) for t in open_todos]
         in_progress = sum(t["status"] == "in_progress" for t in open_todos)
         parts: list[Part] = []
         if lines:
