@@ -7,32 +7,17 @@ a lost connection, as a network timeout after the commit would.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from contextfold.conversation import Item, Text
-from contextfold.errors import StoreUnavailable
 from contextfold.stores import StoredSession, open_store
 from contextfold.stores import outbox as outbox_module
 
-
-class TimesOutAfterCommit:
-    """A real store whose every other append (the 1st, 3rd, ...) commits, then raises as a timeout would."""
-
-    def __init__(self, store) -> None:
-        self._store = store
-        self.appends = 0
-        self.url = store.url
-        self.exclusive = store.exclusive
-
-    def append(self, session_id, records):
-        seqs = self._store.append(session_id, records)
-        self.appends += 1
-        if self.appends % 2 == 1:
-            raise StoreUnavailable(f"{self.url}: timed out waiting for the reply")
-        return seqs
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from fleet import append_retried, double_work, run_two_workers, summaries_committed
 
 
 def test_an_item_appended_again_is_stored_once(shared_store_url: str) -> None:
@@ -54,15 +39,9 @@ def test_an_item_appended_again_is_stored_once(shared_store_url: str) -> None:
 def test_a_thousand_appends_retried_after_a_timeout_leave_no_duplicate(shared_store_url: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(outbox_module, "RETRY_DELAYS_S", (0.0,))  # the pauses are not what is tested
-    store = TimesOutAfterCommit(open_store(shared_store_url))
-    StoredSession.create(store, "s1").close()
-    session = StoredSession.resume(store, "s1")
-    for n in range(1000):
-        session.append(Item("user", (Text(f"item {n}"),), id=f"it-{n}"))
-    ids = [r["item"]["id"] for r in store.read("s1") if r["type"] == "item"]
-    assert store.appends == 2000  # every append was tried twice: once timed out after committing, once again
+    tries, ids = append_retried(shared_store_url, "s1")
+    assert tries == 2000  # every append was tried twice: once timed out after committing, once again
     assert ids == [f"it-{n}" for n in range(1000)]  # 0 duplicates, nothing lost, in order
-    store.close()
 
 
 def test_a_database_made_before_item_keys_gains_them_when_opened(tmp_path) -> None:
@@ -78,3 +57,34 @@ def test_a_database_made_before_item_keys_gains_them_when_opened(tmp_path) -> No
     item = Item("user", (Text("once"),), id="it-1")
     assert session.append(item) == session.store.append("s1", [{"type": "item", "item": {"id": "it-1"}}])[0]
     session.close()
+
+
+def test_the_summary_lease_is_held_by_one_worker_at_a_time(shared_store_url: str) -> None:
+    from contextfold.conversation import Header
+    from contextfold.stores.records import header_record
+
+    store = open_store(shared_store_url)
+    try:
+        store.create("s1", header_record("s1", Header()))
+        assert store.lease("s1", "a", 60) and not store.lease("s1", "b", 60)
+        assert store.lease("s1", "a", 60)  # renewed by its holder
+        store.release("s1", "b")  # not b's to release
+        assert not store.lease("s1", "b", 60)
+        store.release("s1", "a")
+        assert store.lease("s1", "b", 60)
+        if not shared_store_url.startswith("redis"):  # a SQL lease expired by its own clock (Redis expires keys itself)
+            store.release("s1", "b")
+            assert store.lease("s1", "a", -1) and store.lease("s1", "b", 60)
+    finally:
+        store.close()
+
+
+def test_two_workers_on_one_session_summarize_each_span_once(shared_store_url: str) -> None:
+    """Each worker its own Context on the shared session, adding turns and compacting at each boundary:
+    every summarizer call is a summary that was committed, and no item is summarized twice."""
+    summarizer, errors = run_two_workers(shared_store_url, 8)
+    assert not errors
+    assert len(summarizer.spans) >= 8
+    twice, both = double_work(summarizer)
+    assert both == 0  # no span summarized by the two workers
+    assert summaries_committed(shared_store_url) >= len(summarizer.spans) - twice  # every summary made was kept

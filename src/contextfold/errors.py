@@ -170,6 +170,13 @@ class SummarizerError(ContextfoldError):
     """A summarizer failed to produce a usable summary."""
 
 
+class SummaryInProgress(ContextfoldError):
+    """Another worker holds the session's summary lease: this one does not summarize the same span.
+
+    The step reads the session again (to take the other worker's summary) or goes on unsummarized.
+    """
+
+
 class StoreError(TranscriptError):
     """A session store (JSONL folder, SQLite, PostgreSQL, Redis) could not be reached, written or read.
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..adapters import adapter_for, is_prompt_too_long
 from ..conversation import Conversation, Header, Item, Summary, Text, new_id
-from ..errors import ContextfoldError, InvalidPipeline, ViewConflict
+from ..errors import ContextfoldError, InvalidPipeline, SummaryInProgress, ViewConflict
 from ..events import Event
 from ..limits import ModelLimits, model_limits
 from ..pipeline.admit import admit
@@ -46,6 +46,7 @@ from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from .journal import Journal, OnStoreFailure
+from .single_flight import Flight
 from .timeline import Timeline
 
 logger = logging.getLogger("contextfold.context")
@@ -136,6 +137,7 @@ class Context:
         self._requests = 0
         self._journal = Journal.open(transcript, store, self.session_id, self._emit, on_store_failure)
         self._emit(self._journal.opening)
+        self._flight = Flight(lambda: self._journal.session)
         folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -269,9 +271,31 @@ class Context:
         again and the step decides afresh, up to :data:`MAX_VIEW_CONFLICTS`
         times, each refusal an event; then the conflict is raised.
         """
+        try:
+            return self._decide_and_commit(occasion, first, budget)
+        finally:
+            self._flight.end_step()  # the summary lease, if this step took it
+
+    def _decide_and_commit(self, occasion: Occasion, first: Event | None,
+                           budget: dict[str, Any]) -> tuple[Conversation, list[Event]]:
+        """:meth:`_step`'s loop: decide on the session as read now, until the store takes the view.
+
+        A summary another worker was making (its lease, see :mod:`.single_flight`)
+        is waited for once, then the session is read again and the step decides afresh.
+        """
+        elsewhere_seen = False
         for attempt in range(MAX_VIEW_CONFLICTS + 1):
             self._journal.follow(self._timeline)
             view, events = self.steward.run(self._timeline.view, self._budget(**budget), occasion)
+            if view is not self._timeline.view and not elsewhere_seen:
+                try:  # a view change holds the lease too, so it cannot overtake another worker's summary
+                    self._flight.take()
+                except SummaryInProgress as busy:
+                    events.append(Event("summarize", "elsewhere", detail=str(busy)))
+            if not elsewhere_seen and any(e.stage == "summarize" and e.action == "elsewhere" for e in events):
+                elsewhere_seen = True
+                self._emit([e for e in events if e.stage == "summarize" and e.action == "elsewhere"])
+                continue
             events = [first, *events] if first is not None else events
             if occasion.sends:
                 view, repaired = self._check.ready(view, self._interrupted)
@@ -304,7 +328,7 @@ class Context:
             idle_s=idle,
             now_s=now,
             results_dir=self.results_dir,
-            summarizer=self.summarizer,
+            summarizer=self._flight.guard(self.summarizer),
             count_text=self.estimator.text,
             growth_tokens_per_request=self.steward.growth_tokens_per_request,
             **overrides,

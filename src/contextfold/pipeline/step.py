@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..conversation import Conversation
-from ..errors import ContextOverflow, InvalidPipeline
+from ..errors import ContextOverflow, InvalidPipeline, SummaryInProgress
 from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
@@ -181,6 +181,8 @@ class Steward:
             decided, produced, fits = self._decide(view, budget, occasion)
         except ContextOverflow:
             raise  # nothing left to remove: the caller must know before it sends
+        except SummaryInProgress as busy:  # another worker summarizes this session: no failure of ours
+            decided, produced, fits = view, [Event("summarize", "elsewhere", detail=str(busy))], None
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
             decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False

@@ -68,6 +68,19 @@ return {0, n - 1}
 """
 
 
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
 class RedisStore:
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
@@ -83,7 +96,8 @@ class RedisStore:
             self._client.ping()
             self._scripts: dict[str, Callable[..., Any]] = {
                 name: self._client.register_script(source)
-                for name, source in (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW))
+                for name, source in (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW),
+                                     ("lease", _LEASE), ("release", _RELEASE))
             }
 
     def __repr__(self) -> str:
@@ -121,6 +135,17 @@ class RedisStore:
         if status == -2:
             raise ViewConflict(self.url, session_id, base, seq)
         return int(seq)
+
+    # -- the summary lease (a key that expires on its own if the worker dies)
+    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
+        """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
+        with self._errors():
+            return bool(self._scripts["lease"]([f"{PREFIX}:lease:{session_id}"], [holder, max(1, int(seconds * 1000))]))
+
+    def release(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still has it."""
+        with self._errors():
+            self._scripts["release"]([f"{PREFIX}:lease:{session_id}"], [holder])
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:

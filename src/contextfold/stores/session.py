@@ -175,6 +175,26 @@ class StoredSession:
         """Records the store refused so far, waiting in memory to be written first."""
         return self._outbox.waiting
 
+    # -- the summary lease of a store many workers share
+    def lease(self, holder: str, seconds: float) -> bool | None:
+        """Take the session's summary lease (``None``: this store has one writer a session, so no lease)."""
+        lease = getattr(self.store, "lease", None)
+        if self.store.exclusive or lease is None:
+            return None
+        return bool(lease(self.session_id, holder, seconds))
+
+    def release(self, holder: str) -> None:
+        release = getattr(self.store, "release", None)
+        if release is not None:
+            release(self.session_id, holder)
+
+    def view_moved(self) -> bool:
+        """Whether another writer committed a view since :attr:`seen` (read, not folded in)."""
+        if self.store.exclusive:
+            return False
+        return any(r["type"] == "event" and r.get("kind") == VIEW_EVENT and r["seq"] not in self._mine
+                   for r in self.store.read(self.session_id, self.seen))
+
     @property
     def behind(self) -> bool:
         """Other writers' records may sit between what was folded and one's own last append."""

@@ -1,6 +1,8 @@
 """What the SQL stores share: two tables, and one short transaction for every write.
 
-``contextfold_sessions`` has a row a session with the next sequence number
+``contextfold_leases`` holds the summary lease of a session while a worker
+summarizes it (so another does not summarize the same span; it expires on
+its own if the worker dies). ``contextfold_sessions`` has a row a session with the next sequence number
 and the revision of its view; ``contextfold_records`` a row a record, keyed by
 session and sequence number, its body the transcript's JSON, and for an item
 its id as ``item_key``, unique in the session: an append retried after a
@@ -37,6 +39,11 @@ SCHEMA = (
         seq BIGINT NOT NULL,
         body TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS contextfold_leases (
+        session_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires DOUBLE PRECISION NOT NULL
     )""",
 )
 KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS contextfold_records_key ON contextfold_records (session_id, item_key)"
@@ -130,6 +137,23 @@ class SqlStore:
             cursor.execute(self._sql("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, ?, ?)"),
                            (session_id, seq, body))
         return seq
+
+    # -- the summary lease
+    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
+        """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
+        now = time.time()
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("INSERT INTO contextfold_leases VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+                                     "SET holder = excluded.holder, expires = excluded.expires "
+                                     "WHERE contextfold_leases.expires < ? OR contextfold_leases.holder = excluded.holder"),
+                           (session_id, holder, now + seconds, now))
+            return bool(cursor.rowcount == 1)
+
+    def release(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still has it."""
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("DELETE FROM contextfold_leases WHERE session_id = ? AND holder = ?"),
+                           (session_id, holder))
 
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:

@@ -1,0 +1,175 @@
+"""Two workers, one session: each span summarized once, and retried appends stored once.
+
+Usage: ``python3 benchmarks/fleet.py [--compactions 100] [--backends postgresql,redis]``
+
+Two threads, each its own ``Context`` resumed on one shared session (its own
+connection), add turns and call ``at_turn_boundary()`` until the session has
+had ``--compactions`` summaries. A counting summarizer records every span it
+is asked to summarize; the figures are the summarizer calls, the summaries
+committed, and how many items were summarized more than once (double work).
+Then 1,000 appends, each timed out after its commit and retried, and the
+duplicates found. Throwaway servers as in the tests (``tests/store_servers.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from store_servers import postgres_server, redis_server
+
+from contextfold import Context, Policy
+from contextfold.conversation import Item, Text
+from contextfold.errors import StoreUnavailable
+from contextfold.stores import StoredSession, open_store
+from contextfold.stores import outbox as outbox_module
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+
+WORDS = "the parser reads the config file and checks each key against the schema " * 30
+
+
+class Counting:
+    """The extractive summarizer, recording the ids of every span it is given."""
+
+    name = "counting"
+    offline = True
+
+    def __init__(self) -> None:
+        self._inner = ExtractiveSummarizer()
+        self.spans: list[tuple[str, ...]] = []
+        self.workers: list[str] = []
+        self._lock = threading.Lock()
+
+    def summarize(self, request):
+        with self._lock:
+            self.spans.append(tuple(item.id for item in request.items))
+            self.workers.append(threading.current_thread().name)
+        return self._inner.summarize(request)
+
+
+def worker(url: str, name: str, summarizer: Counting, enough: threading.Event, errors: list[str]) -> None:
+    try:
+        context = Context.resume(url, "s1", window_tokens=32_000, summarizer=summarizer,
+                                 policy=Policy(trigger_tokens=12_000, economic_summaries=False))
+        turn = 0
+        while not enough.is_set() and turn < 5_000:
+            context.add([Item("user", (Text(f"{name} turn {turn}: {WORDS}"),), id=f"{name}-{turn}-q"),
+                         Item("assistant", (Text(f"done with turn {turn}: {WORDS}"),), id=f"{name}-{turn}-a")])
+            context.at_turn_boundary()
+            turn += 1
+        context.close()
+    except Exception as error:  # noqa: BLE001 - reported in the figures
+        errors.append(f"{name}: {type(error).__name__}: {error}")
+
+
+def summaries_committed(url: str) -> int:
+    """Distinct summaries in the session's view checkpoints (a summary stays in every later checkpoint)."""
+    store = open_store(url)
+    try:
+        return len({e["item"]["id"] for r in store.read("s1") if r["type"] == "event" and r.get("kind") == "view"
+                    for e in r["data"]["items"] if "item" in e and e["item"].get("meta", {}).get("summary")})
+    finally:
+        store.close()
+
+
+def run_two_workers(url: str, compactions: int) -> tuple[Counting, list[str]]:
+    """Two workers on a new session ``s1`` until ``compactions`` summarizer calls; the summarizer and errors."""
+    StoredSession.create(url, "s1").close()
+    summarizer, enough, errors = Counting(), threading.Event(), []
+    threads = [threading.Thread(target=worker, args=(url, name, summarizer, enough, errors), name=name)
+               for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads) and len(summarizer.spans) < compactions:
+        threads[0].join(0.2)
+    enough.set()
+    for thread in threads:
+        thread.join()
+    return summarizer, errors
+
+
+def two_workers(url: str, compactions: int) -> None:
+    summarizer, errors = run_two_workers(url, compactions)
+    twice, both = double_work(summarizer)
+    print(f"  two workers: {len(summarizer.spans)} summarizer calls, {summaries_committed(url)} summaries committed, "
+          f"{both} item(s) summarized by both workers, {twice} summarized more than once, errors: {errors or 'none'}")
+
+
+def double_work(summarizer: Counting) -> tuple[int, int]:
+    """Items (the workers' own, not summaries) summarized more than once, and by both workers."""
+    by: dict[str, set[str]] = {}
+    calls: Counter[str] = Counter()
+    for name, span in zip(summarizer.workers, summarizer.spans):
+        for item in span:
+            if not item.startswith("it_"):
+                calls[item] += 1
+                by.setdefault(item, set()).add(name)
+    return sum(1 for n in calls.values() if n > 1), sum(1 for names in by.values() if len(names) > 1)
+
+
+class TimesOutAfterCommit:
+    """A real store whose every other append commits, then reports a timeout."""
+
+    def __init__(self, store) -> None:
+        self._store, self.appends, self.url, self.exclusive = store, 0, store.url, store.exclusive
+
+    def append(self, session_id, records):
+        seqs = self._store.append(session_id, records)
+        self.appends += 1
+        if self.appends % 2 == 1:
+            raise StoreUnavailable(f"{self.url}: timed out waiting for the reply")
+        return seqs
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def append_retried(url: str, session_id: str, count: int = 1000) -> tuple[int, list[str]]:
+    """``count`` appends to a new session, each timed out after its commit and retried: the tries, the item ids stored."""
+    store = TimesOutAfterCommit(open_store(url))
+    try:
+        StoredSession.create(store, session_id).close()
+        session = StoredSession.resume(store, session_id)
+        for n in range(count):
+            session.append(Item("user", (Text(f"item {n}"),), id=f"it-{n}"))
+        return store.appends, [r["item"]["id"] for r in store.read(session_id) if r["type"] == "item"]
+    finally:
+        store.close()
+
+
+def retried_appends(url: str) -> None:
+    tries, ids = append_retried(url, "r1")
+    print(f"  1,000 appends retried after a timeout: {tries} tries, {len(ids)} stored, "
+          f"{len(ids) - len(set(ids))} duplicate(s)")
+
+
+def main() -> None:
+    logging.disable(logging.WARNING)  # each simulated timeout is logged; the figures are what is read here
+    outbox_module.RETRY_DELAYS_S = (0.0,)  # the pauses between tries are not what is measured
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compactions", type=int, default=100)
+    parser.add_argument("--backends", default="postgresql,redis")
+    args = parser.parse_args()
+    for backend in args.backends.split(","):
+        print(backend)
+        with contextlib.ExitStack() as stack:
+            if backend == "postgresql":
+                url = stack.enter_context(postgres_server())
+            elif backend == "redis":
+                url = stack.enter_context(redis_server())
+            else:
+                url = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/fleet.db"
+            two_workers(url, args.compactions)
+            retried_appends(url)
+
+
+if __name__ == "__main__":
+    main()
