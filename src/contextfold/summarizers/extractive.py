@@ -202,7 +202,8 @@ class _Layout:
     # ------------------------------------------------------------------ the sections
     def _request(self) -> list[Part]:
         """The first request as it arrived (when this span holds it) and an issue the agent fetched, verbatim."""
-        facts, parts = self.facts, []
+        facts = self.facts
+        parts: list[Part] = []
         if facts.user_messages:
             parts.append(self._elastic(facts.user_messages[0], _W_TASK, _TASK_FLOOR, "The user's first request, verbatim:\n",
                                        names=names_in))
@@ -272,8 +273,8 @@ class _Layout:
         if reported is not None and reported is not last:  # the last failure had no error line of its own
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
             parts += self._frame(reported)
-        shown = (last, reported)
-        earlier = [e for e in reversed(facts.errors) if not any(e is s for s in shown) and not e.retired]
+        above = (last, reported)
+        earlier = [e for e in reversed(facts.errors) if not any(e is s for s in above) and not e.retired]
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
         lines = [f"- [{_status(e)}] `{shorten(e.source, 120)}`: {shorten(e.line.strip('=-_ '), 200)}" for e in earlier]
         if lines:

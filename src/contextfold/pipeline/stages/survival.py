@@ -184,16 +184,16 @@ def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: in
     for token in references:
         if max_tokens - spent < MIN_EXCERPT_TOKENS:
             break
-        index = newest.get(token)
-        if index is None or token in shown:
+        at = newest.get(token)
+        if at is None or token in shown:
             continue
-        found = _line_for(token, segments.setdefault(index, _segments(removed[index])))
+        found = _line_for(token, segments.setdefault(at, _segments(removed[at])))
         if found is None:
             continue
         segment, picked = found
-        key = (index, segment)
+        key = (at, segment)
         new = {n: text for n, text in picked.items() if n not in chosen.get(key, {})}
-        header = segments[index][segment][0]
+        header = segments[at][segment][0]
         cost = sum(count_text(text) + 2 for text in new.values()) + (0 if key in chosen else count_text(header) + 1)
         if spent + cost > max_tokens:
             continue
