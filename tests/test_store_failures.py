@@ -216,3 +216,13 @@ def test_a_batch_cut_short_by_a_crash_is_left_out_whole(tmp_path: Path, cut: str
         resumed.add([Item("user", (Text("again"),), id="again")])
     with Context.resume(tmp_path, "s1", window_tokens=100_000) as again:
         assert [i.id for i in again.history] == ["task", "again"]
+
+
+@pytest.mark.slow
+def test_kills_during_add_of_a_call_and_its_result_lose_nothing_acknowledged(store_url: str) -> None:
+    """The probe of ``benchmarks/kill_batches.py``, 10 kills a backend: resume and prepare() succeed each time."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from kill_batches import probe
+
+    acknowledged, faults = probe(store_url, 10, seed=7)
+    assert acknowledged >= 10 and faults == []
