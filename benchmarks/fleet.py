@@ -14,17 +14,15 @@ duplicates found. Throwaway servers as in the tests (``tests/store_servers.py``)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
-import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from store_servers import postgres_server, redis_server
+from store_servers import any_store
 
 from contextfold import Context, Policy
 from contextfold.conversation import Item, Text
@@ -160,13 +158,7 @@ def main() -> None:
     args = parser.parse_args()
     for backend in args.backends.split(","):
         print(backend)
-        with contextlib.ExitStack() as stack:
-            if backend == "postgresql":
-                url = stack.enter_context(postgres_server())
-            elif backend == "redis":
-                url = stack.enter_context(redis_server())
-            else:
-                url = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/fleet.db"
+        with any_store(backend) as url:
             two_workers(url, args.compactions)
             retried_appends(url)
 

@@ -13,18 +13,16 @@ Throwaway servers as in the tests (``tests/store_servers.py``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from store_servers import postgres_server, redis_server
+from store_servers import any_store
 
 from contextfold import Context
 
@@ -84,14 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     for backend in args.backends.split(","):
         print(backend, flush=True)
-        with contextlib.ExitStack() as stack:
-            if backend == "postgresql":
-                url = stack.enter_context(postgres_server())
-            elif backend == "redis":
-                url = stack.enter_context(redis_server())
-            else:
-                folder = stack.enter_context(tempfile.TemporaryDirectory())
-                url = f"sqlite:///{folder}/kills.db" if backend == "sqlite" else f"{folder}/sessions"
+        with any_store(backend) as url:
             acknowledged, faults = probe(url, args.kills, args.seed)
             print(f"  {args.kills} kills, {acknowledged} rounds acknowledged, {len(faults)} failed resume/prepare or "
                   "lost rounds" + (f": {faults[:3]}" if faults else ""), flush=True)

@@ -153,3 +153,18 @@ def empty_store(backend: str, request, tmp_path: Path) -> str:
     with redis.Redis.from_url(url) as client:
         client.flushdb()
     return url
+
+
+@contextlib.contextmanager
+def any_store(backend: str) -> Iterator[str]:
+    """A fresh store of ``backend`` (jsonl, sqlite, postgresql, redis) as a URL, for the benchmarks: its own
+    temporary folder or throwaway server, removed after."""
+    if backend == "postgresql":
+        with postgres_server() as url:
+            yield url
+    elif backend == "redis":
+        with redis_server() as url:
+            yield url
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{folder}/sessions.db" if backend == "sqlite" else f"{folder}/sessions"
