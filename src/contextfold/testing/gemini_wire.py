@@ -19,7 +19,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
+PATH = re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent$")
+"""google-genai 1.x and 2.x post to the v1beta API, 3.x to v1: the real service answers both."""
 PART_KINDS = (
     "text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult"
 )
