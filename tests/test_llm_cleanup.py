@@ -2,8 +2,9 @@
 no socket still open to it.
 
 The trickling server runs in a child process, so every thread and socket of
-this process is the client's: the counts after each compaction must equal
-the counts before the first (counts, not times: the machine is shared).
+this process is the client's: after each compaction there are 0 threads and
+0 sockets that were not there before the first (counts, not times: the
+machine is shared; what other tests left running is not counted).
 """
 
 from __future__ import annotations
@@ -58,15 +59,17 @@ def trickling_url() -> Iterator[str]:
         server.wait()
 
 
-def open_sockets() -> int:
-    """Sockets this process holds open (Linux: the descriptors in /proc/self/fd that are sockets)."""
-    count = 0
+def open_sockets() -> set[str]:
+    """Sockets this process holds open (Linux: the descriptors in /proc/self/fd that are sockets, by inode)."""
+    found = set()
     for name in os.listdir("/proc/self/fd"):
         try:
-            count += os.readlink(f"/proc/self/fd/{name}").startswith("socket:")
+            target = os.readlink(f"/proc/self/fd/{name}")
         except OSError:  # the descriptor listdir itself used, closed since
             continue
-    return count
+        if target.startswith("socket:"):
+            found.add(target)
+    return found
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts sockets through /proc/self/fd (Linux)")
@@ -78,12 +81,13 @@ def test_a_summary_cut_at_its_deadline_closes_its_socket_and_ends_its_thread(
     options = {"api_key": "test-key", "deadline_s": 1.0, "timeout_s": 60.0, "stream": stream, "max_retries": 0}
     base_url = trickling_url if provider == "anthropic" else f"{trickling_url}/v1"
     summarizer = ModelSummarizer(provider=provider, base_url=base_url, **options)
-    threads, sockets = threading.active_count(), open_sockets()
+    threads, sockets = set(threading.enumerate()), open_sockets()  # what other tests left is not counted
     for compaction in range(6):
         context = Context(window_tokens=200_000, summarizer=summarizer)
         context.add(session())
         events = context.compact()
         assert any(e.action == "fallback" and "no answer within the deadline" in e.detail for e in events)
-        leftover = [t.name for t in threading.enumerate()][threads:]
-        assert (threading.active_count(), open_sockets()) == (threads, sockets), (
-            f"after compaction {compaction + 1}: threads left {leftover}")
+        new_threads = [t.name for t in set(threading.enumerate()) - threads]
+        new_sockets = open_sockets() - sockets
+        assert (len(new_threads), len(new_sockets)) == (0, 0), (
+            f"after compaction {compaction + 1}: threads {new_threads}, sockets {sorted(new_sockets)} left")
