@@ -21,6 +21,7 @@ neutral items); ``hang`` an input over the time bound of :func:`time_bound`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
@@ -591,12 +592,10 @@ def frameworks() -> list[Framework]:
         found.append(Framework("langchain", to_langchain, from_langchain))
     except ImportError:
         pass
-    try:
+    if importlib.util.find_spec("pydantic_ai") is not None:  # the adapter imports it only when converting
         from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
         found.append(Framework("pydantic-ai", to_pydantic_ai, from_pydantic_ai))
-    except ImportError:
-        pass
     return found
 
 
