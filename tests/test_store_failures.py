@@ -226,3 +226,35 @@ def test_kills_during_add_of_a_call_and_its_result_lose_nothing_acknowledged(sto
 
     acknowledged, faults = probe(store_url, 10, seed=7)
     assert acknowledged >= 10 and faults == []
+
+
+# --------------------------------------------------------------------------- a dropped connection
+
+
+def drop_connections(url: str) -> None:
+    """Cut every other client's connection to the server, as a restart or a network fault would."""
+    if url.startswith("redis"):
+        import redis
+
+        with redis.Redis.from_url(url) as admin:
+            admin.client_kill_filter(_type="normal", skipme=True)
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "redis"])
+def test_a_dropped_database_connection_is_made_again_and_nothing_is_lost(backend: str, request, tmp_path) -> None:
+    from store_servers import empty_store
+
+    url = empty_store(backend, request, tmp_path)
+    context = Context(window_tokens=100_000, store=url, session_id="s1")
+    context.add([item(0, 100)])
+    drop_connections(url)
+    context.add([item(1, 100)])  # connects again (retried with backoff); never an in-memory-only session
+    assert not [e for e in context.events if e.stage == "transcript"]
+    context.close()
+    assert texts(url, "s1") == ["i0", "i1"]

@@ -111,8 +111,12 @@ class Journal:
         try:
             result = write(self.session)
         except StoreUnavailable as error:
-            if not reading:
-                self._refused = error
+            if reading:
+                logger.warning("session %s: the store cannot be read now; going on with what was read: %s",
+                               self.session_id, error)
+                self._emit([Event("transcript", "unreadable", detail=f"other writers' records not read: {error}")])
+                return None
+            self._refused = error
             logger.warning("session %s: the store refused a write; %d record(s) wait in memory: %s",
                            self.session_id, self.session.waiting, error)
             self._emit([Event("transcript", "waiting", detail=f"{self.session.waiting} record(s) wait in memory, "

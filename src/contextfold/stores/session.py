@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conversation import Header, Item
-from ..errors import SessionExists
+from ..errors import SessionExists, StoreUnavailable
 from .base import VIEW_EVENT, Record, Store
 from .opening import open_store
 from .outbox import Batch, Outbox
@@ -205,7 +205,10 @@ class StoredSession:
         """Every record after :attr:`seen`, in order, and move ``seen`` (and the counts) past them."""
         if self.store.exclusive:
             return []
-        records = self.store.read(self.session_id, self.seen)
+        try:
+            records = self.store.read(self.session_id, self.seen)
+        except StoreUnavailable:  # a dropped connection is made again by the next call: try it once
+            records = self.store.read(self.session_id, self.seen)
         pulled = [Pulled(record, record["seq"] in self._mine) for record in records]
         for record in records:
             if record["type"] == "item":
