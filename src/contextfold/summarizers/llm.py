@@ -488,11 +488,16 @@ def classify(error: BaseException, adapter: Adapter) -> Failure:
     return Failure(FATAL, text)
 
 
+HTTP_CLIENTS = ("httpx", "httpx2")
+"""The HTTP packages the SDKs raise through: httpx, and httpx2 (google-genai 3's, with the same error classes)."""
+
+
 def _httpx_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """httpx's timeout and transport errors, which a streamed body raises unwrapped (the SDKs wrap only
-    what happens before the response starts); none when httpx was never imported."""
-    httpx = sys.modules.get("httpx")
-    return ((httpx.TimeoutException,), (httpx.TransportError,)) if httpx is not None else ((), ())
+    """httpx's (and httpx2's) timeout and transport errors, which a streamed body raises unwrapped (the SDKs wrap
+    only what happens before the response starts, and google-genai 3 not even that); none when neither was
+    imported."""
+    modules = [sys.modules[name] for name in HTTP_CLIENTS if sys.modules.get(name) is not None]
+    return tuple(m.TimeoutException for m in modules), tuple(m.TransportError for m in modules)
 
 
 # --------------------------------------------------------------------------- the prompt-based summarizers
