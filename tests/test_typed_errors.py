@@ -170,7 +170,7 @@ def test_langchain_messages_built_without_validation_are_typed_errors() -> None:
 @pytest.mark.parametrize(("message", "field"), [({"kind": "request", "parts": 5}, "parts"),
                                                 ({"kind": "response", "parts": ["x"]}, "parts[0]")])
 def test_pydantic_ai_messages_of_the_wrong_shape_are_typed_errors(message: dict[str, Any], field: str) -> None:
-    pytest.importorskip("pydantic_ai")
+    pytest.importorskip("pydantic_ai", reason="pydantic_ai is not installed: python3 -m pip install -e '.[pydantic-ai]'")
     from pydantic_ai.messages import ModelRequest
 
     from contextfold.adapters.pydantic_ai import from_pydantic_ai
