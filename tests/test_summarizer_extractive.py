@@ -372,3 +372,13 @@ def test_an_issue_fetched_with_a_tool_is_the_task_as_it_arrived() -> None:
 def test_no_section_stands_over_a_count(target: int) -> None:
     for items in (generate_session().items, scratch_session().items, ledger_session().items):
         assert_every_section_has_content(summarize(items, target)[0])
+
+
+def test_a_cleared_output_is_not_quoted_as_the_issue() -> None:
+    c = Conversation()
+    c.append(user("Solve issue 52."))
+    c.append(assistant("", [ToolCall("g1", "Bash", {"command": "gh issue view 52"})]))
+    cleared = tool("g1", "[contextfold: output cleared to save context (5,716 tokens); the call is kept]")
+    c.append(Item(cleared.role, cleared.blocks, meta={"compacted": "clear"}))
+    text, _ = summarize(c.items)
+    assert "output cleared" not in text and "The issue as the agent fetched it" not in text

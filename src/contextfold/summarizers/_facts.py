@@ -260,9 +260,15 @@ class Facts:
             elif item.role == "assistant":
                 spoken.append(self._read_assistant(item, calls))
             elif item.tool_result is not None:
-                settled.append(self._read_result(item.tool_result, calls, details))
+                whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
+                settled.append(self._read_result(item.tool_result, calls, details and whole))
                 call, action, failure = settled[-1][:3]
-                quiet.clear() if failure is not None else quiet.append((call, action, item.tool_result.text))
+                if not whole:
+                    settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
+                if failure is not None:
+                    quiet.clear()
+                elif whole:
+                    quiet.append((call, action, item.tool_result.text))
         for call, action in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None))
         for text in spoken if details else ():
