@@ -10,11 +10,13 @@ share runs from :data:`MIN_SHARE` for a span of pure chatter to
 out of the dense part, the survival check (:mod:`.stages.survival`) puts back in
 the lines it stood in.
 
-However sparse the span, a summary gets at least :data:`FLOOR_SHARE` of the
-room a compaction leaves it: the task as it arrived, the agent's findings,
-the last error with its frame, the last test and the last actions with their
-result lines are what the agent continues from, and a summary cut to a few
-percent of a span of listings had room for headings and counts only.
+However sparse the span, what the agent continues from is kept whatever
+the share: the extractive summary never drops the last error with its
+frame, the test line or a changed path (its fixed parts), and the summarize
+stage gives every summary at least ``MIN_SUMMARY_TOKENS``. A larger floor
+(15 % of the room) bought nothing on the corpus replays: the lines the
+agent goes on to use come back through the survival note, and a larger
+summary made the next compaction come sooner.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ MAX_SHARE = 0.05
 until the next compaction, then read again by the summarizer that folds it in. What the agent goes on to use
 survives by reference (:mod:`.stages.survival`) rather than by length: on the corpus replays, summaries cut from
 2-8 % of their span to 1.5-5 % kept the same forward-reference recall for about 1 % less cost at 32k."""
-FLOOR_SHARE = 0.15
-"""The least share of the room (what a compaction may spend on its summary) a summary is given."""
 DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 
 
@@ -63,7 +63,7 @@ def summary_share(span: Sequence[Item], count_item: Callable[[Item], int]) -> fl
 
 
 def summary_target(span: Sequence[Item], count_item: Callable[[Item], int], room: int) -> int:
-    """The tokens a summary of ``span`` may take: its share of the span, at least :data:`FLOOR_SHARE` of ``room``,
-    at most ``room``; the summarizer writes less when there is less to carry."""
+    """The tokens a summary of ``span`` may take: its share of the span, at most ``room``; the summarizer writes
+    less when there is less to carry."""
     span_tokens = sum(count_item(item) for item in span)
-    return min(room, max(int(span_tokens * summary_share(span, count_item)), int(room * FLOOR_SHARE)))
+    return min(room, int(span_tokens * summary_share(span, count_item)))
