@@ -287,10 +287,12 @@ class Context:
         for attempt in range(MAX_VIEW_CONFLICTS + 1):
             self._journal.follow(self._timeline)
             view, events = self.steward.run(self._timeline.view, self._budget(**budget), occasion)
-            if view is not self._timeline.view and not elsewhere_seen:
+            if view is not self._timeline.view:
                 try:  # a view change holds the lease too, so it cannot overtake another worker's summary
                     self._flight.take()
                 except SummaryInProgress as busy:
+                    if elsewhere_seen and occasion is not RETRY:  # waited once: keep the view, change it next step
+                        view, events = self._timeline.view, [e for e in events if not e.items]
                     events.append(Event("summarize", "elsewhere", detail=str(busy)))
             if not elsewhere_seen and any(e.stage == "summarize" and e.action == "elsewhere" for e in events):
                 elsewhere_seen = True
