@@ -209,3 +209,17 @@ def test_inspect_on_a_file_nested_too_deep_to_parse_says_so_in_one_line(tmp_path
     result = CliRunner().invoke(cli, ["inspect", str(path), "--tokenizer", "estimate"])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("created", [["x"], "noon", 10**400], ids=["list", "string", "huge"])
+def test_sessions_list_shows_a_session_whose_header_time_is_damaged(tmp_path: Path, created: Any) -> None:
+    context = Context(window_tokens=10_000, transcript=tmp_path / "store", session_id="s1")
+    context.add([{"role": "user", "content": "hi"}])
+    context.close()
+    path = tmp_path / "store" / "s1.jsonl"
+    header, *rest = path.read_bytes().splitlines(keepends=True)
+    damaged = {**json.loads(header), "created": created}  # the checksum no longer matches: only listing reads it
+    path.write_bytes(b"".join([json.dumps(damaged).encode() + b"\n", *rest]))
+    result = CliRunner().invoke(cli, ["sessions", "list", "--store", str(tmp_path / "store"), "--json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 0 and "s1" in result.stdout

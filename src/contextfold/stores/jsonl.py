@@ -154,7 +154,9 @@ class JsonlStore:
             record, reason = _parse_line(first)
             if reason is not None or not isinstance(record, dict) or record.get("type") != "header":
                 continue  # not a transcript: nothing of ours
-            created = float(record.get("created", 0))  # the file's clock is coarser than time.time(): never before it
+            value = record.get("created", 0)  # a damaged header's time (not a number, or none a date can show) is unknown
+            created = float(value) if type(value) in (int, float) and abs(value) < 1e12 else 0.0
+            # the file's clock is coarser than time.time(): never before it
             found.append(SessionInfo(path.stem, created, max(path.stat().st_mtime, created), records))
         return sorted(found, key=lambda info: (info.updated, info.session_id))
 
