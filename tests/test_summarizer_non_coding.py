@@ -51,7 +51,8 @@ def test_a_browsing_summary_names_the_pages_and_what_was_typed_where(browser: Co
     assert "http://the-agent-company.com:8092/index.php/apps/files/ (Files - ownCloud)" in text  # page and its title
     assert "browser_type(index=3, text='theagentcompany')" in text  # the login form's fields
     assert "browser_type(index=4, text='theagentcompany')" in text
-    assert "Calls of other tools (20)" in text
+    assert "`browser_click(index=1260)`" in text  # the other calls, shown with their arguments
+    assert "Calls of other tools (" not in text  # not as a count without its content
 
 
 def test_a_support_summary_names_the_booking_the_customer_and_the_flights(support: Conversation) -> None:
