@@ -287,7 +287,7 @@ def test_without_matplotlib_bench_stops_before_any_replay_with_one_line_naming_t
     result = invoke(*args)
     assert result.exit_code == 2 and not out.exists()  # refused before the replays, not after
     assert result.stderr.strip() == ("contextfold: matplotlib is not installed (the charts are drawn with it): "
-                                     "pip install 'contextfold[bench]', or pass --no-charts")
+                                     "python3 -m pip install -e '.[bench]' in contextfold's checkout, or pass --no-charts")
     result = invoke(*args, "--no-charts")
     assert result.exit_code == 0 and (out / "results.json").exists() and not (out / "cost-recall.png").exists()
 

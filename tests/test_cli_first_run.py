@@ -53,7 +53,7 @@ def test_chat_without_its_sdk_names_the_extra_in_one_line(
             "OPENAI_API_KEY": "k" if with_key else None}
     result = invoke("chat", "--provider", provider, "-p", "hello", "--cwd", str(tmp_path), env=keys)
     assert one_line_error(result) == (f"contextfold: {provider} is not installed (the SDK of the {provider} provider): "
-                                      f"pip install 'contextfold[{provider}]'")
+                                      f"python3 -m pip install -e '.[{provider}]' in contextfold's checkout")
     assert not (tmp_path / ".contextfold").exists()  # nothing started
 
 
@@ -64,7 +64,7 @@ def test_a_model_summarizer_without_its_sdk_is_refused_before_the_work(
     monkeypatch.setitem(sys.modules, provider, None)
     result = invoke("compact", str(session_file), "--window", "20000", "--summarizer", provider,
                     env={"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"})
-    assert one_line_error(result).endswith(f"pip install 'contextfold[{provider}]'")
+    assert one_line_error(result).endswith(f"python3 -m pip install -e '.[{provider}]' in contextfold's checkout")
 
 
 def test_bench_names_the_extra_of_a_strategy_it_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,7 +76,7 @@ def test_bench_names_the_extra_of_a_strategy_it_leaves_out(tmp_path: Path, monke
                     "--tokenizer", "estimate", "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
     left_out = " ".join(result.output[result.output.index("langchain left out"):].split())
-    assert "pip install 'contextfold[bench]'" in left_out  # the brackets are not taken for markup
+    assert "pip install -e '.[bench]'" in left_out  # the brackets are not taken for markup
 
 
 # --------------------------------------------------------------------------- windows with no room for a prompt

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from transcript_writer_child import EVENT_EVERY, expected_header, expected_item
 
-from contextfold.stores import transcript as transcript_module
 from contextfold.conversation import (
     Conversation,
     Document,
@@ -36,6 +35,7 @@ from contextfold.conversation import (
     user,
 )
 from contextfold.errors import TranscriptCorrupt, TranscriptError
+from contextfold.stores import transcript as transcript_module
 from contextfold.stores.transcript import Transcript, transcript_path
 
 SESSION = "sess-01"

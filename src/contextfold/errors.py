@@ -126,13 +126,22 @@ class TokenizerUnavailable(ContextfoldError):
     """An exact tokenizer was asked for but cannot be loaded here."""
 
 
+def install_hint(extra: str) -> str:
+    """The command that installs contextfold's ``extra``, as it works where contextfold is installed from.
+
+    contextfold is installed from its checkout (it is not on a package
+    index), so ``pip install 'contextfold[extra]'`` would fail as printed.
+    """
+    return f"python3 -m pip install -e '.[{extra}]' in contextfold's checkout"
+
+
 class MissingDependency(ContextfoldError, ImportError):
     """An optional package a feature needs is not installed; the message names the extra that installs it."""
 
     def __init__(self, package: str, extra: str, why: str, instead: str = "") -> None:
         self.package = package
         self.extra = extra
-        super().__init__(f"{package} is not installed ({why}): pip install 'contextfold[{extra}]'"
+        super().__init__(f"{package} is not installed ({why}): {install_hint(extra)}"
                          + (f", or {instead}" if instead else ""))
 
 

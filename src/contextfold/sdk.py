@@ -24,7 +24,7 @@ class SDK:
     package: str
     """What to import (``anthropic``, ``openai``, ``google.genai``)."""
     extra: str
-    """The contextfold extra that installs it (``pip install 'contextfold[extra]'``)."""
+    """The contextfold extra that installs it (``python3 -m pip install -e '.[extra]'`` in the checkout)."""
     key_variables: tuple[str, ...]
     """Where the SDK looks for the API key, in order."""
     model_variable: str

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import SessionNotFound, StoreError
+from ..errors import SessionNotFound, StoreError, install_hint
 from .base import Durability, Record
 from .records import encode, record_key
 from .server import ServerLink
@@ -45,7 +45,7 @@ class PostgresStore(SqlStore):
 
     def __init__(self, url: str, *, durability: Durability = "process") -> None:
         self._link = ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),
-                                needs="the PostgreSQL store needs psycopg 3: pip install 'contextfold[postgres]'")
+                                needs=f"the PostgreSQL store needs psycopg 3: {install_hint('postgres')}")
         self.url = self._link.url
         self._durability = durability
         self._connection: Any = None

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import SessionExists, SessionNotFound, ViewConflict
+from ..errors import SessionExists, SessionNotFound, ViewConflict, install_hint
 from .base import Record, SessionInfo
 from .records import decode, encode, record_key
 from .server import ServerLink
@@ -88,7 +88,7 @@ class RedisStore:
 
     def __init__(self, url: str) -> None:
         self._link = ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
-                                needs="the Redis store needs redis-py: pip install 'contextfold[redis]'")
+                                needs=f"the Redis store needs redis-py: {install_hint('redis')}")
         self.url = self._link.url
         self._errors = self._link.errors
         with self._errors():

@@ -61,7 +61,7 @@ from typing import Any, Protocol
 
 from ..adapters import Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
-from ..errors import ContextfoldError, SummarizerError, UnknownModel
+from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import model_limits
 from ..sdk import ClientOptions
 from ..usage import Usage
@@ -386,7 +386,7 @@ class LLMSummarizer:
         except ImportError:
             sdk = self.adapter.sdk
             raise SummarizerError(
-                f"the {self.name} summarizer needs the {sdk.package!r} package: pip install 'contextfold[{sdk.extra}]'"
+                f"the {self.name} summarizer needs the {sdk.package!r} package: {install_hint(sdk.extra)}"
             ) from None
 
     def _async_client(self) -> Any:

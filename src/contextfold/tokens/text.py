@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import TokenizerUnavailable
+from ..errors import TokenizerUnavailable, install_hint
 
 
 class TextCounter(Protocol):
@@ -245,7 +245,7 @@ def _load_encoding_unlocked(name: str, folder: str | os.PathLike[str] | None, do
         import tiktoken
     except ImportError as exc:
         raise TokenizerUnavailable(
-            f"exact counting with {name!r} needs tiktoken: pip install 'contextfold[tiktoken]'"
+            f"exact counting with {name!r} needs tiktoken: {install_hint('tiktoken')}"
         ) from exc
     if name not in _ENCODING_SHA256:
         raise TokenizerUnavailable(f"unknown encoding {name!r}; expected one of {', '.join(_ENCODING_SHA256)}")

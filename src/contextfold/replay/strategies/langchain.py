@@ -21,7 +21,7 @@ What it does that others do not, and the replay reports as it is:
   token, so a request can still be over the window.
 
 Calls and results are never parted: the kept tail starts on a human message,
-which no round spans. Needs the ``bench`` extra (``pip install 'contextfold[bench]'``).
+which no round spans. Needs the ``bench`` extra (``python3 -m pip install -e '.[bench]'`` in the checkout).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...conversation import Conversation, Header, Item
-from ...errors import ContextfoldError
+from ...errors import ContextfoldError, install_hint
 from ..base import Sent, Step, StrategyConfig
 from ..render import render_item
 from ._baseline import Baseline
@@ -51,7 +51,7 @@ class TrimMessages(Baseline):
             from langchain_core.messages.utils import count_tokens_approximately
         except ImportError as error:
             raise LangChainUnavailable(
-                "the langchain strategy runs langchain_core's trim_messages: pip install 'contextfold[bench]'"
+                f"the langchain strategy runs langchain_core's trim_messages: {install_hint('bench')}"
             ) from error
         self._convert = convert_to_messages
         self._trim = trim_messages
