@@ -86,7 +86,7 @@ def test_bash_is_killed_at_its_timeout_with_what_it_printed(root: Path) -> None:
     agent.workspace.bash_timeout_s = 0.5
     started = time.monotonic()
     text, error = run(agent, "bash", command="echo before; sleep 30 & echo $! > bg.pid; wait")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # not the 30 s the background sleep would hold it (generous: a loaded machine)
     assert error and "timed out after 0.5 s" in text and "before" in text
     background = int((root / "bg.pid").read_text())
     deadline = time.monotonic() + 3
