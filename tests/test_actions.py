@@ -184,8 +184,14 @@ def test_failure_line_stands_in_when_no_error_line() -> None:
     assert failure_line("EISDIR: illegal operation on a directory, read", True, READ) == (
         "EISDIR: illegal operation on a directory, read"
     )
-    assert failure_line("<returncode>3</returncode>\n<output>\nwaiting...\n</output>", None, COMMAND) == "waiting..."
-    assert failure_line("<returncode>3</returncode>\n<output>\n</output>", None, COMMAND) == "<returncode>3</returncode>"
+    # a failure by exit status alone: its last line is what the output ended on, not an error line of its own
+    assert failure_line("<returncode>3</returncode>\n<output>\nwaiting...\n</output>", None, COMMAND) == (
+        "exit code 3; its output ended: waiting..."
+    )
+    assert failure_line("<returncode>1</returncode>\n<output>\n=== Understanding ForeignKey ===\n</output>", None, COMMAND) == (
+        "exit code 1; its output ended: === Understanding ForeignKey ==="
+    )
+    assert failure_line("<returncode>3</returncode>\n<output>\n</output>", None, COMMAND) == "exit code 3, no output"
 
 
 def test_return_code() -> None:

@@ -380,14 +380,18 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
 
 
 _REMEMBERED_CHARS = 32_768
+EXIT_FAILURE_ENDED = "; its output ended: "
+"""Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
 
 
 def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> str | None:
     """:func:`failure_line`, computed.
 
-    That is its last error line; an output that failed without one (a bare
-    exit status, a flagged message) is named by its last line that is not
-    framing (``<output>``, ``exit code 1``), or by its exit status when that is all.
+    That is its last error line. An output that failed by its exit status
+    alone says so, with the last line it printed (which is no error of its
+    own: a script's heading, a progress line): ``exit code 1; its output
+    ended: === Step 2 ===``. A message its source flagged as an error is
+    named by its last line that is not framing (``<output>``).
     """
     if not failed(text, is_error, kind):
         return None
@@ -396,8 +400,10 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
         return reported[-1]
     lines = [line.strip() for line in text[-_SCAN_TAIL_CHARS:].splitlines() if line.strip()]
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
-    status = [line for line in lines if _RETURN_CODE.search(line)]
-    return (meaningful or status or lines or ["(no output)"])[-1]
+    code = return_code(text)
+    if code:
+        return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
+    return (meaningful or lines or ["(no output)"])[-1]
 
 
 _remembered_failure_line = lru_cache(maxsize=4_096)(_failure_line)

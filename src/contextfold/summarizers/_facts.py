@@ -32,6 +32,7 @@ from typing import Any
 
 from ..actions import (
     EDIT,
+    EXIT_FAILURE_ENDED,
     OTHER,
     READ,
     SEARCH,
@@ -424,7 +425,7 @@ class Facts:
             signature=list(action.signature),
             paths=list(dict.fromkeys([*action.paths, *named[-5:]])),
             detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
-            frame=error_frame(text, detail or line),
+            frame=error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line),  # the lines above its end
             scripts=scripts,
             reported=header in reported,
         ))
