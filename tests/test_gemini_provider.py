@@ -109,6 +109,14 @@ def test_an_sdk_response_is_read_with_its_usage_and_finish_reason() -> None:
     assert blocked.conversation.items == [] and blocked.incomplete == "the prompt was blocked"
 
 
+def test_a_finish_reason_that_is_not_a_name_is_no_stop_reason_not_a_raw_error() -> None:
+    """Found by benchmarks/fuzz.py: str() of a 5,000-digit number raises ValueError."""
+    content = {"role": "model", "parts": [{"text": "ok"}]}
+    for reason in (10**5000 - 1, ["STOP"], {"x": 1}):
+        reply = adapter_for("gemini").read_response({"candidates": [{"content": content, "finish_reason": reason}]})
+        assert reply.text == "ok" and reply.stop is None
+
+
 def test_gemini_says_prompt_too_long_in_its_own_words() -> None:
     gemini = adapter_for("gemini")
     too_long = gemini.prompt_too_long(

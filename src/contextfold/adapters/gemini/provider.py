@@ -92,7 +92,7 @@ class Gemini(Adapter):
         if not candidate and isinstance(data.get("prompt_feedback"), Mapping) and data["prompt_feedback"].get("block_reason"):
             return "BLOCKED_PROMPT"
         reason = candidate.get("finish_reason")
-        return str(reason) if reason is not None else None
+        return reason if isinstance(reason, str) else None  # an enum name; anything else says nothing (str() of a huge int raises)
 
     def read_usage(self, usage: Any) -> Usage:
         data = usage_data(usage)
