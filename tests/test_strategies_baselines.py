@@ -220,7 +220,7 @@ def test_langchain_keeps_a_tail_that_starts_on_a_human_message() -> None:
 
 def test_langchain_without_langchain_core_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
-    with pytest.raises(ContextfoldError, match=r"pip install 'contextfold\[bench\]'"):
+    with pytest.raises(ContextfoldError, match=r"pip install -e '\.\[bench\]'"):
         strategies.create("langchain", StrategyConfig(window_tokens=10_000))
 
 
