@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from contextlib import closing
 from datetime import datetime, timezone
@@ -125,7 +126,7 @@ def export(location: str, session_id: str, output: Path | None) -> None:
     with closing(open_store(existing(location))) as store:
         data = b"".join(to_line(record) for record in store.read(session_id))
     if output is None:
-        click.get_binary_stream("stdout").write(data)
+        sys.stdout.buffer.write(data)  # click 8.5 deprecates get_binary_stream (its stub is no longer callable)
         return
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as file:
