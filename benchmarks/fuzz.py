@@ -16,7 +16,8 @@ each entry point:
 * the importers: mutations of every corpus recording (and of a contextfold session file) imported; what is
   accepted must be countable and storable;
 * the commands that read files (``inspect``, ``tokens``, ``replay``, ``compact`` on mutated recordings under
-  200 KB, in-process with click's runner, and ``--processes`` ``inspect`` runs as real subprocesses), and
+  200 KB, in-process with click's runner, and the first ``--processes`` of them ``inspect``-ed by real
+  subprocesses, ``--jobs`` at a time: see :func:`inspect_processes` for why a sample), and
   those that read a store (``sessions list``, ``sessions show``, ``sessions export``, ``inspect STORE#ID`` on a
   mutated JSONL transcript): exit 0, or one ``contextfold:`` line and a non-zero exit.
 
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -105,7 +107,8 @@ def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) 
 
 def provider_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
     for provider, requests in REQUESTS.items():
-        cases = (f"{provider} request", f"context.add {provider}", f"context.add_response {provider}", "reply_from_chunks")
+        cases = (f"{provider} request", f"{provider} reply", f"context.add {provider}",
+                 f"context.add_response {provider}", "reply_from_chunks")
         if count and any(_wanted(case, only) for case in cases):
             _drawn(count, base_seed, requests, _provider_run(tally, provider, bound, only))
 
@@ -146,36 +149,62 @@ def framework_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: 
         _drawn(count, base_seed, conversations(), run)
 
 
-def session_files(tally: fuzzing.Tally, count: int, processes: int, bound: float, base_seed: int, only: str) -> None:
-    bases = fuzzing.base_files(SHARED / "corpus")
+def _command_files(bases: dict[str, bytes], base_seed: int, number: int) -> tuple[tuple[str, bytes, str], ...]:
+    """Input ``number``'s two mutated recordings, as ``(name, data, what was done)``: one for the importers (any
+    size) and one for the commands (under :data:`COMMAND_BASE_BYTES`), the same ones for the same seed."""
     names = sorted(bases)
     small = sorted(name for name in names if len(bases[name]) < COMMAND_BASE_BYTES)
+    rng = random.Random(base_seed * 1_000_003 + number)
+    drawn = []
+    for choices in (names, small):
+        name = rng.choice(choices)
+        data, done = fuzzing.mutate_file(bases[name], rng)
+        drawn.append((name, data, f"{name}: {done}"))
+    return tuple(drawn)
+
+
+def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    bases = fuzzing.base_files(SHARED / "corpus")
     runner = CliRunner()
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-") as folder:
         for number in range(count):
-            rng = random.Random(base_seed * 1_000_003 + number)
-            name = rng.choice(names)
-            data, done = fuzzing.mutate_file(bases[name], rng)
+            for purpose, (name, data, described) in zip(("import", "commands"), _command_files(bases, base_seed, number)):
+                path = Path(folder) / f"{number}-{name}"
+                path.write_bytes(data)
+                out = Path(folder) / "compacted.json"
+                if purpose == "import" and _wanted("importers", only):
+                    tally.add("importers", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
+                for command, arguments in fuzzing.file_commands(path, out).items() if purpose == "commands" else ():
+                    if _wanted(f"cli {command}", only):
+                        tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
+                                  described)
+                path.unlink()
+                out.unlink(missing_ok=True)
+
+
+def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: float, base_seed: int, only: str) -> None:
+    """``inspect`` as a real subprocess on the first ``processes`` of the commands' recordings, ``jobs`` at a time.
+
+    Each costs an interpreter start (about 1.5 s of CPU), so 3,000 of them take over an hour of a shared 2-core
+    machine; the in-process ``cli inspect`` runs the same command code on every input. What only a real process
+    shows (the ``python -m contextfold`` entry, real pipes and their encoding, a traceback escaping click, a hang)
+    does not depend on the input's content, so a sample of the same inputs checks it."""
+    if not processes or not _wanted("cli inspect (subprocess)", only):
+        return
+    bases = fuzzing.base_files(SHARED / "corpus")
+    with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-process-") as folder:
+        def run(number: int) -> tuple[fuzzing.Outcome, str]:
+            name, data, described = _command_files(bases, base_seed, number)[1]
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
-            described = f"{name}: {done}"
-            if _wanted("importers", only):
-                tally.add("importers", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
-            name = rng.choice(small)
-            data, done = fuzzing.mutate_file(bases[name], rng)
-            path.unlink()
-            path = Path(folder) / f"{number}-{name}"
-            path.write_bytes(data)
-            described = f"{name}: {done}"
-            out = Path(folder) / "compacted.json"
-            for command, arguments in fuzzing.file_commands(path, out).items():
-                if _wanted(f"cli {command}", only):
-                    tally.add(f"cli {command}", fuzzing.judged(partial(fuzzing.command_case, runner, arguments), bound),
-                              described)
-            if number < processes and _wanted("cli inspect (subprocess)", only):
-                tally.add("cli inspect (subprocess)", fuzzing.inspect_process(path, bound), described)
-            path.unlink()
-            out.unlink(missing_ok=True)
+            try:
+                return fuzzing.inspect_process(path, bound), described
+            finally:
+                path.unlink()
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for outcome, described in pool.map(run, range(processes)):
+                tally.add("cli inspect (subprocess)", outcome, described)
 
 
 def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
@@ -201,7 +230,8 @@ def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=3_000, help="inputs per entry point")
-    parser.add_argument("--processes", type=int, default=8, help="of the files, inspected by a real subprocess")
+    parser.add_argument("--processes", type=int, default=300, help="of the files, inspected by a real subprocess")
+    parser.add_argument("--jobs", type=int, default=2, help="subprocesses at a time")
     parser.add_argument("--bound", type=float, default=20.0, help="seconds any one input may take")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress-s", type=float, default=120.0, help="seconds between tables on stderr (0: none)")
@@ -214,7 +244,8 @@ def main() -> None:
     started = time.perf_counter()
     provider_inputs(tally, args.count, args.bound, args.seed, args.only)
     framework_inputs(tally, args.count, args.bound, args.seed, args.only)
-    session_files(tally, args.count, args.processes, args.bound, args.seed, args.only)
+    session_files(tally, args.count, args.bound, args.seed, args.only)
+    inspect_processes(tally, min(args.processes, args.count), args.jobs, args.bound, args.seed, args.only)
     store_files(tally, args.count, args.bound, args.seed, args.only)
     rows = table(tally)
     print_table(tally)

@@ -636,8 +636,18 @@ def from_tree(tree: Any, depth: int = 0) -> Any:
     built = object.__new__(cls)
     for name, value in values.items():
         if isinstance(name, str):
-            object.__setattr__(built, name, value)
+            _set_if_holdable(built, name, value)
     return built
+
+
+def _set_if_holdable(built: Any, name: str, value: Any) -> None:
+    """Set ``name`` on ``built`` unless its class cannot hold it (a property with no setter, such as pydantic-ai's
+    ``ModelResponse.tool_calls``, or a name outside its slots): a key a mutation added under such a name is
+    something no real object of the class can carry, so it is left out rather than failing the harness."""
+    try:
+        object.__setattr__(built, name, value)
+    except AttributeError:
+        pass
 
 
 def framework_seed(framework: Framework, conversation: Conversation) -> Any:

@@ -106,6 +106,16 @@ def test_mutated_framework_histories(conversation: Any, seed: int) -> None:
         assert_good(fuzzing.judged(partial(fuzzing.framework_case, framework, tree)), [framework.name, *done])
 
 
+def test_a_mutation_naming_a_read_only_property_does_not_break_the_harness() -> None:
+    """pydantic-ai's ``ModelResponse.tool_calls`` is a property: a hot key added under that name used to make
+    :func:`fuzzing.from_tree` raise AttributeError itself, counted as the library's raw error."""
+    messages = pytest.importorskip("pydantic_ai.messages")
+    tree = fuzzing.as_tree(messages.ModelResponse(parts=[messages.TextPart("hi")]))
+    tree["tool_calls"] = ["hostile"]
+    built = fuzzing.from_tree(tree)
+    assert isinstance(built, messages.ModelResponse) and built.tool_calls == []
+
+
 def test_the_commands_that_read_files_exit_cleanly_on_damaged_ones(bases: dict[str, bytes], tmp_path: Path) -> None:
     rng = random.Random(5)
     runner = CliRunner()
