@@ -144,6 +144,8 @@ def test_three_failed_compactions_open_the_breaker() -> None:
 def test_prompt_too_long_triggers_one_reactive_compaction() -> None:
     assert is_prompt_too_long("prompt is too long: 210000 tokens > 200000 maximum")
     assert is_prompt_too_long("This model's maximum context length is 128000 tokens (context_length_exceeded)")
+    assert is_prompt_too_long("400 INVALID_ARGUMENT. The input token count (1200000) exceeds the maximum number of "
+                              "tokens allowed (1048576).")  # Gemini's wording, known through its adapter
     assert not is_prompt_too_long("overloaded_error")
     context, _ = started()
     for k in range(1, 6):

@@ -39,8 +39,8 @@ from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to
 from .base import Adapter, Reply, WireHeader
 from .openai_chat import OpenAIChat, from_openai, reply_from_chunks, to_openai, tools_to_openai
 from .openai_responses import OpenAIResponses, from_responses, to_responses, tools_to_responses
-from .overflow import PromptTooLong, is_prompt_too_long, prompt_too_long
-from .registry import PROVIDERS, adapter_for
+from .overflow import PromptTooLong, prompt_too_long
+from .registry import PROVIDERS, adapter_for, is_prompt_too_long
 
 __all__ = [
     "MAX_BLOCK_BYTES",

@@ -42,11 +42,6 @@ def prompt_too_long(error: BaseException | str) -> PromptTooLong | None:
     return PromptTooLong(_fits_share(text))
 
 
-def is_prompt_too_long(error: BaseException | str) -> bool:
-    """Whether a provider error says the request did not fit (Anthropic's and OpenAI's wording)."""
-    return prompt_too_long(error) is not None
-
-
 def _fits_share(text: str) -> float | None:
     numbers = _ANTHROPIC_OVER.search(text)
     if numbers:

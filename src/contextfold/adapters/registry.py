@@ -32,3 +32,13 @@ def adapter_for(provider: str) -> Adapter:
     if adapter is None:
         raise ContextfoldError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
     return adapter
+
+
+def is_prompt_too_long(error: BaseException | str) -> bool:
+    """Whether a provider error says the request did not fit, in any known provider's wording.
+
+    For callers that do not know which provider answered (proxies and OpenAI-compatible servers mix the
+    wordings); each adapter's :meth:`~.base.Adapter.prompt_too_long` decides, so a new provider's wording is
+    recognised here by being registered.
+    """
+    return any(adapter.prompt_too_long(error) is not None for adapter in _ADAPTERS.values())
