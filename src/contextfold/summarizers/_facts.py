@@ -18,6 +18,14 @@ summary.
 
 Stored texts are capped (``TEXT_CHARS`` below, head and tail kept) so the state
 stays bounded however long the session runs; nothing is capped to zero.
+
+Speed: every compaction reads its span again, and the survival check reads the
+whole request, so what an item shows on its own (an output's result line, its
+error and failing frame, a test tally, the findings in an assistant turn, the
+text an edit wrote) is read off it once and kept in ``item.memo`` (items never
+change); only the part that depends on what came before (which errors a
+later step resolved, which scripts a command ran) is worked out on each read,
+against a per-error key computed once.
 """
 
 from __future__ import annotations
@@ -25,10 +33,11 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import copy
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any, TypeVar
 
 from ..actions import (
     EDIT,
@@ -46,7 +55,7 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Document, Image, Item, Summary, Text, Thinking, ToolCall, ToolResult
+from ..conversation import Document, Image, Item, Summary, Text, Thinking, ToolCall
 from ._harness import is_harness
 from ._text import shorten
 
@@ -105,6 +114,9 @@ _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
 
 
+_T = TypeVar("_T")
+_Pending = tuple[ToolCall, Action, "Item | None"]
+"""A call waiting for its result: the call, what it does, and the item that made it (None: not in the span)."""
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 """A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered,
 and the line its output ended on (what a reader of the output would quote)."""
@@ -143,6 +155,18 @@ class ErrorFacts:
     retired: bool = False  # its script was abandoned: the agent went on to run another script of its own
     reported: bool = True  # the line is one the output reports as an error, not a stand-in (a bare exit status)
     resolved: str | None = None
+    # what a later action is compared with to resolve it, computed once (see :meth:`Facts._resolve`); no part of the state
+    words: frozenset[str] = field(init=False, repr=False, compare=False)  # the command's signature words
+    names: frozenset[str] = field(init=False, repr=False, compare=False)  # the last component of each path: a file
+    # written two ways (``./a/b.py``, ``a/b.py``) ends alike
+
+    def __post_init__(self) -> None:
+        self.words = frozenset(self.signature)
+        self.names = frozenset(_last_component(p) for p in self.paths)
+
+    def to_state(self) -> dict[str, Any]:
+        """The error as JSON data (fresh lists)."""
+        return {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
 
 
 @dataclass
@@ -177,10 +201,9 @@ class Facts:
     # ------------------------------------------------------------------ state round trip
     def to_state(self) -> dict[str, Any]:
         """The facts as JSON data (fresh containers: the state outlives this object unchanged)."""
-        state: dict[str, Any] = {name: copy(value) for name, value in vars(self).items()}
+        state: dict[str, Any] = {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}
-        state["errors"] = [{**vars(e), "signature": list(e.signature), "paths": list(e.paths), "frame": list(e.frame),
-                            "scripts": list(e.scripts)} for e in self.errors]
+        state["errors"] = [e.to_state() for e in self.errors]
         state["last_test"] = dict(self.last_test) if self.last_test is not None else None
         state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
         state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
@@ -245,10 +268,10 @@ class Facts:
         tallies, a fetched issue, errors outputs showed without failing), for a
         reader that needs only the errors, edits and plan.
         """
-        calls: dict[str, tuple[ToolCall, Action]] = {}
+        calls: dict[str, _Pending] = {}
         settled: deque[_Settled] = deque(maxlen=KEEP["recent_actions"])  # described at the end: only these are kept
-        spoken: deque[str] = deque(maxlen=KEEP["findings"])  # what the assistant wrote, searched for findings at the end
-        quiet: deque[tuple[ToolCall, Action, str]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
+        spoken: deque[tuple[Item, str]] = deque(maxlen=KEEP["findings"])  # what the assistant wrote, searched for findings at the end
+        quiet: deque[tuple[ToolCall, Action, Item]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
             if summaries:
@@ -259,23 +282,24 @@ class Facts:
             if item.role == "user":
                 self._read_user(item)
             elif item.role == "assistant":
-                spoken.append(self._read_assistant(item, calls))
+                spoken.append((item, self._read_assistant(item, calls)))
             elif item.tool_result is not None:
                 whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
-                settled.append(self._read_result(item.tool_result, calls, details and whole))
+                settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
                 if not whole:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
                 if failure is not None:
                     quiet.clear()
                 elif whole:
-                    quiet.append((call, action, item.tool_result.text))
-        for call, action in calls.values():  # calls whose result is outside the span
-            settled.append(self._settle(call, action, None))
-        for text in spoken if details else ():
-            self.findings = (self.findings + [line for line in finding_lines(text) if line not in self.findings])[-KEEP["findings"]:]
-        for call, action, text in reversed(quiet if details else ()):
-            if self._read_shown_error(call, action, text):
+                    quiet.append((call, action, item))
+        for call, action, origin in calls.values():  # calls whose result is outside the span
+            settled.append(self._settle(call, action, None, origin=origin))
+        for item, text in spoken if details else ():
+            found = _kept(item, "facts:findings", partial(finding_lines, text))
+            self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
+        for call, action, item in reversed(quiet if details else ()):
+            if self._read_shown_error(call, action, item):
                 break
         self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP["recent_actions"]:]
         self._trim()
@@ -305,7 +329,7 @@ class Facts:
         self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
-    def _read_assistant(self, item: Item, calls: dict[str, tuple[ToolCall, Action]]) -> str:
+    def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
         if said:
@@ -317,23 +341,29 @@ class Facts:
             self.tools.setdefault(call.name, [0, 0])[0] += 1
             if action.kind == TODO:
                 self._read_todos(call.arguments)
-            calls[call.id] = (call, action)
+            calls[call.id] = (call, action, item)
         return f"{thought}\n{said}"
 
-    def _read_result(self, result: ToolResult, calls: dict[str, tuple[ToolCall, Action]], details: bool = True) -> _Settled:
+    def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
+        result = item.tool_result
+        assert result is not None
         known = calls.pop(result.call_id, None)
         if known is None:  # its call is outside the span (or unknown): the linked name and arguments stand in
             call = ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
-            known = (call, classify(call))
+            known = (call, classify(call), None)
             self.tools.setdefault(call.name, [0, 0])[0] += 1
-        return self._settle(*known, result, details)
+        call, action, origin = known
+        return self._settle(call, action, item, details, origin=origin)
 
     # ------------------------------------------------------------------ one settled call
-    def _settle(self, call: ToolCall, action: Action, result: ToolResult | None, details: bool = True) -> _Settled:
+    def _settle(self, call: ToolCall, action: Action, item: Item | None, details: bool = True, *,
+                origin: Item | None = None) -> _Settled:
+        """Settle ``call`` (made in ``origin``) with its result ``item`` (None: no result in the span)."""
+        result = item.tool_result if item is not None else None
         text = result.text if result is not None else ""
         line = failure_line(text, result.is_error, action.kind) if result is not None else None
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
-            self._record_edit(call, action)
+            self._record_edit(call, action, origin)
         elif action.kind == EDIT:
             for path in action.paths:
                 self._file(path).failed_edits += 1
@@ -343,43 +373,44 @@ class Facts:
         scripts = self._scripts_in(action.command) if action.command else []  # after the edit: it may write them
         if line is not None:
             self.tools.setdefault(call.name, [0, 0])[1] += 1
-            self._record_error(call, action, text, line, scripts)
+            self._record_error(call, action, item, line, scripts)
             self.shown_error = None
         else:
             self._resolve(action, call.name)
         if scripts:
             self._retire(scripts)
-        if details and result is not None and (action.command or action.kind == OTHER):
-            self._read_output(call, action, text, ok=line is None)
+        if details and item is not None and (action.command or action.kind == OTHER):
+            self._read_output(call, action, item, ok=line is None)
         if action.kind == OTHER:
             self._record_call(call, text if line is None else "", ok=line is None)
         if action.changes_system and action.kind != EDIT and action.command:
             self.commands.append({"command": _headline(action.command, TEXT_CHARS["command"]), "ok": line is None})
             self.commands_total += 1
-        return call, action, line, result is None, result_line(text) if result is not None else None
+        ended = _kept(item, "facts:result_line", lambda: result_line(text)) if item is not None else None
+        return call, action, line, result is None, ended
 
-    def _read_output(self, call: ToolCall, action: Action, text: str, *, ok: bool) -> None:
+    def _read_output(self, call: ToolCall, action: Action, item: Item, *, ok: bool) -> None:
         """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
-        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else shorten(call_line(call), 200)
-        tail = text[-TALLY_CHARS:]
-        tally = next((line.strip() for line in reversed(tail.splitlines())
-                      if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None) if _TALLY_HINT.search(tail) else None
+        text = item.text
+        tally = _kept(item, "facts:tally", lambda: _tally(text))
         if tally is not None:
-            self.last_test = {"command": source, "line": shorten(tally, TEXT_CHARS["result_line"])}
+            self.last_test = {"command": _output_source(call, action), "line": tally}
+        if not ok or self.fetched_task is not None:
+            return
         fetched = action.command[:2_000] if action.command else " ".join(
             str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        if ok and self.fetched_task is None and _ISSUE_FETCH.search(fetched) and text.strip():
-            self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+        if _ISSUE_FETCH.search(fetched) and text.strip():
+            self.fetched_task = {"source": _output_source(call, action), "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
 
-    def _read_shown_error(self, call: ToolCall, action: Action, text: str) -> bool:
+    def _read_shown_error(self, call: ToolCall, action: Action, item: Item) -> bool:
         """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
         through ``tail``), if it shows one."""
-        shown = error_lines(text[-4_000:])  # where an output that went on reports its error
-        if not shown:
+        text = item.text
+        shown = _kept(item, "facts:shown_error", lambda: _shown_error(text))
+        if shown is None:
             return False
         source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
-        line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
-        self.shown_error = {"source": source, "frame": error_frame(text, line), "line": shorten(line, TEXT_CHARS["error_line"])}
+        self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
         return True
 
     def _scripts_in(self, command: str) -> list[str]:
@@ -397,9 +428,8 @@ class Facts:
         self.files[path] = facts
         return facts
 
-    def _record_edit(self, call: ToolCall, action: Action) -> None:
-        new_text = written_text(call)
-        change = new_text if new_text is not None else action.command
+    def _record_edit(self, call: ToolCall, action: Action, origin: Item | None) -> None:
+        change = _kept(origin, f"facts:change:{call.id}", lambda: _change(call, action))
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
@@ -407,27 +437,23 @@ class Facts:
             facts = self._file(path)
             facts.edits += 1
             facts.created = facts.created or created
-            facts.last_change = shorten(change, TEXT_CHARS["change"]) if change is not None else facts.last_change
+            facts.last_change = change if change is not None else facts.last_change
 
-    def _record_error(self, call: ToolCall, action: Action, text: str, line: str, scripts: list[str]) -> None:
-        header, line = line, _traceback_end(text, line) if line.startswith("Traceback (") else line
+    def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
+        text = item.text if item is not None else ""
+        read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
         source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
-        named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
-        reported = reported_error_lines(text)
-        ended = _traceback_end(text, "")  # the exception a traceback ended on: the frame above it is what failed
-        exceptions = [ended] if ended else [e for e in reported if _EXCEPTION_LINE.match(e)]
-        detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
         self.errors.append(ErrorFacts(
-            line=shorten(line, TEXT_CHARS["error_line"]),
+            line=read.line,
             source=source,
             tool=call.name,
             kind=action.kind,
             signature=list(action.signature),
-            paths=list(dict.fromkeys([*action.paths, *named[-5:]])),
-            detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
-            frame=error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line),  # the lines above its end
+            paths=list(dict.fromkeys([*action.paths, *read.named])),
+            detail=read.detail,
+            frame=list(read.frame),
             scripts=scripts,
-            reported=header in reported,
+            reported=read.reported,
         ))
         self.errors_total += 1
 
@@ -435,17 +461,19 @@ class Facts:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
         involved, or a later call of the same tool (one that is not about files or commands) that worked."""
         signature = action.signature
+        words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
+        names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
         for error in self.errors:
             if error.resolved is not None:
                 continue
             if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
                 error.resolved = f"a later call of {tool} succeeded"
                 continue
-            if signature and _same_run(signature, error.signature):
+            if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
-            if not may_touch or (action.kind == READ and error.kind != READ):
+            if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read of what failed to read, resolves by file
             touched = [p for p in action.paths if any(_same_file(p, q) for q in error.paths)]
             if touched:
@@ -517,7 +545,80 @@ class Facts:
 
 
 def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k in cls.__dataclass_fields__}  # type: ignore[attr-defined]
+    known = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    return {k: v for k, v in values.items() if k in known and known[k].init}
+
+
+# ---------------------------------------------------------------------- what one item shows, read once
+
+def _kept(item: Item | None, key: str, compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept in ``item.memo`` under ``key``: an item never changes, so what it shows is read once."""
+    if item is None:
+        return compute()
+    memo = item.memo
+    if key not in memo:
+        memo[key] = compute()
+    value: _T = memo[key]
+    return value
+
+
+def _change(call: ToolCall, action: Action) -> str | None:
+    """What an edit call changed, as "the last change to a file" shows it: the text written, else the command."""
+    new_text = written_text(call)
+    change = new_text if new_text is not None else action.command
+    return shorten(change, TEXT_CHARS["change"]) if change is not None else None
+
+
+def _tally(text: str) -> str | None:
+    """The line a test run's output states how it ended on (among its last lines), if it is a test run."""
+    tail = text[-TALLY_CHARS:]
+    if not _TALLY_HINT.search(tail):
+        return None
+    tally = next((line.strip() for line in reversed(tail.splitlines())
+                  if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None)
+    return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
+
+
+def _output_source(call: ToolCall, action: Action) -> str:
+    """Where an output came from, as a summary names it: the command, or the call with its arguments."""
+    return f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else shorten(call_line(call), 200)
+
+
+def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The error line an output that went on shows near its end (a traceback's exception line) and its frame."""
+    shown = error_lines(text[-4_000:])  # where an output that went on reports its error
+    if not shown:
+        return None
+    line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
+    return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
+
+
+@dataclass(frozen=True)
+class _ErrorRead:
+    """What a failed call's output says about its failure (see :meth:`Facts._record_error`)."""
+
+    line: str  # the line naming the failure (a traceback's exception line rather than its header)
+    named: tuple[str, ...]  # the files its traceback names, the last five
+    detail: str | None  # the most telling exception line, when the line is only a tally
+    frame: tuple[str, ...]  # the lines above the failure: the frame that failed
+    reported: bool  # the line is one the output reports as an error, not a stand-in (a bare exit status)
+
+
+def _error_details(text: str, line: str) -> _ErrorRead:
+    """What ``text``, an output whose failure line is ``line``, says about the failure."""
+    header, line = line, _traceback_end(text, line) if line.startswith("Traceback (") else line
+    named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
+    reported = reported_error_lines(text)
+    ended = _traceback_end(text, "")  # the exception a traceback ended on: the frame above it is what failed
+    exceptions = [ended] if ended else [e for e in reported if _EXCEPTION_LINE.match(e)]
+    detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
+    return _ErrorRead(
+        line=shorten(line, TEXT_CHARS["error_line"]),
+        named=tuple(named[-5:]),
+        detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
+        frame=tuple(error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line)),  # the lines above its end
+        reported=header in reported,
+    )
 
 
 def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
@@ -565,11 +666,13 @@ def _is_identifier(word: str) -> bool:
     return word[0].isupper() and not word.isupper() and any(c.isupper() for c in word[1:])
 
 
-def _same_run(signature: Sequence[str], other: Sequence[str]) -> bool:
-    if not other or signature[0] != other[0]:
-        return False
-    mine, theirs = set(signature), set(other)
+def _alike(mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """Whether two commands that start alike are the same run: they share enough of their signature words."""
     return len(mine & theirs) >= RE_RUN_SIMILARITY * len(mine | theirs)
+
+
+def _last_component(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _same_file(path: str, other: str) -> bool:
