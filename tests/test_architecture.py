@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                          "inspection", "synthetic", "redaction", "private_files"})),
     ("wire", frozenset({"adapters", "importers", "sdk"})),
     ("accounting", frozenset({"tokens", "stores"})),
-    ("decisions", frozenset({"summarizers", "pipeline", "rendering"})),
+    ("decisions", frozenset({"summarizers", "pipeline", "rendering", "lookback"})),
     ("facade", frozenset({"context", "__init__"})),
     ("uses", frozenset({"replay", "bench", "agent", "providers", "integrations", "testing"})),
     ("cli", frozenset({"cli", "__main__"})),

@@ -263,3 +263,24 @@ class InvalidPipeline(ContextfoldError, ValueError):
         self.stage = stage
         self.reason = reason
         super().__init__(f"stage {stage!r}: {reason}")
+
+
+class HistoryQueryError(ContextfoldError, ValueError):
+    """A call of the history tools (``search_history``, ``read_history``) with an argument it cannot take.
+
+    ``field`` names the argument (``query``, ``ref``, ``lines``, ...); the agent reads the message, so it
+    says what would be accepted instead.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"argument {field!r}: {reason}")
+
+
+class InvalidPattern(HistoryQueryError):
+    """A search query that is empty, too long, or a regular expression outside the linear-time subset."""
+
+
+class HistoryRefNotFound(HistoryQueryError):
+    """A ref that names no item of this session's history (another session's, a path, a made-up id)."""

@@ -31,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import adapter_for, is_prompt_too_long
-from ..conversation import Conversation, Header, Item, Summary, Text, new_id
-from ..errors import ContextfoldError, InvalidPipeline, SummaryInProgress, ViewConflict
+from ..conversation import Conversation, Header, Item, Summary, Text, ToolCall, ToolResult, ToolSpec, new_id
+from ..errors import ContextfoldError, HistoryQueryError, InvalidPipeline, SummaryInProgress, ViewConflict
 from ..events import Event
 from ..limits import ModelLimits, model_limits
+from ..lookback import history as lookback
+from ..lookback import tools as history_tools
 from ..pipeline.admit import admit
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
@@ -392,6 +394,56 @@ class Context:
             self._journal.record(event)
             for callback in self._subscribers:
                 callback(event)
+
+    # ------------------------------------------------------------------ looking back
+    def search_history(self, query: str, limit: int = lookback.DEFAULT_LIMIT, *, regex: bool = False,
+                       ignore_case: bool = False) -> str:
+        """The agent's ``search_history`` tool: lines of the history the view no longer holds whole that match
+        ``query`` (a literal, or with ``regex`` a linear-time regular expression), newest first, each with its
+        ref, turn and the call that produced it (:mod:`contextfold.lookback.history`).
+
+        :class:`~contextfold.errors.HistoryQueryError` names a bad argument.
+        """
+        history = self.history
+        by_id = {item.id: item for item in history.items}
+        in_view = frozenset(item.id for item in self.view().items if by_id.get(item.id) is item)
+        return lookback.search_history(history, query, limit=limit, regex=regex, ignore_case=ignore_case,
+                                       in_view=in_view, count_text=self.estimator.text).text
+
+    def read_history(self, ref: str, lines: str | None = None) -> str:
+        """The agent's ``read_history`` tool: lines ``lines`` (``"120-160"``) of the item ``ref`` names, verbatim."""
+        return lookback.read_history(self.history, ref, lines)
+
+    def history_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
+        """The definitions of ``search_history`` and ``read_history`` in ``provider``'s tool format (add them to
+        the request's tools, or pass them to :meth:`add` as ``tools``; :meth:`answer_tool_call` answers them)."""
+        header = Header(tools=history_tools.SPECS)
+        return list(adapter_for(provider or self.provider).write_header(header).fields.get("tools", []))
+
+    @staticmethod
+    def history_tool_specs() -> tuple[ToolSpec, ...]:
+        """The two history tools as neutral :class:`~contextfold.ToolSpec` s (name, description, JSON schema)."""
+        return history_tools.SPECS
+
+    def call_history_tool(self, name: str, arguments: object) -> str:
+        """The text answering a call of a history tool; :class:`~contextfold.errors.HistoryQueryError` names a
+        bad argument (an unknown tool name included)."""
+        return history_tools.answer(name, arguments, self.search_history, self.read_history)
+
+    def answer_tool_call(self, call: ToolCall) -> Item | None:
+        """The result item answering ``call`` when it calls a history tool (``None`` for any other tool).
+
+        A bad argument becomes an error result that says why, so the model can call again; add the item
+        like any other result (it is compacted like any other).
+        """
+        if call.name not in history_tools.NAMES:
+            return None
+        try:
+            text, failed = self.call_history_tool(call.name, call.arguments), False
+        except HistoryQueryError as error:
+            text, failed = f"{call.name} failed: {error}", True
+        return Item("tool", (ToolResult(call.id, text, is_error=failed, tool_name=call.name,
+                                        arguments=call.arguments),))
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:

@@ -1,0 +1,81 @@
+"""The two history tools as the model sees them: their definitions, and a call answered from its arguments.
+
+The definitions are neutral :class:`~contextfold.conversation.ToolSpec` s (an
+adapter writes them in its provider's format); :func:`answer` checks a
+call's arguments against them (a :class:`~contextfold.errors.HistoryQueryError`
+names the argument) and runs :func:`~.history.search_history` or
+:func:`~.history.read_history`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..conversation import ToolSpec
+from ..errors import HistoryQueryError
+from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES
+
+SEARCH, READ = "search_history", "read_history"
+NAMES = frozenset({SEARCH, READ})
+
+SEARCH_SPEC = ToolSpec(
+    SEARCH,
+    "Search this session's earlier history (tool outputs, messages and offloaded outputs that were compacted "
+    "out of your context) for lines containing a literal text, or matching a regular expression with "
+    "regex=true (linear-time subset: no look-around or back-references). Returns matching lines newest first, "
+    "each with its ref, turn, the tool call that produced it and the lines around it.",
+    {"type": "object", "properties": {
+        "query": {"type": "string", "description": "The text to find (a literal unless regex is true)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                  "description": f"Matching lines to return (default {DEFAULT_LIMIT})."},
+        "regex": {"type": "boolean", "description": "Treat query as a regular expression."},
+        "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
+    }, "required": ["query"]},
+)
+READ_SPEC = ToolSpec(
+    READ,
+    "Read lines of one earlier item of this session verbatim, by the ref a search result, a summary or a "
+    f"preview gave (\"it_...\"). At most {READ_MAX_LINES} lines per call.",
+    {"type": "object", "properties": {
+        "ref": {"type": "string", "description": "The item's ref, such as it_0123abcd4567ef89."},
+        "lines": {"type": "string", "description": 'A range such as "120-160" or "120-" (default: from the start).'},
+    }, "required": ["ref"]},
+)
+SPECS = (SEARCH_SPEC, READ_SPEC)
+
+Search = Callable[..., str]
+Read = Callable[[Any, Any], str]
+
+
+def _argument(arguments: Mapping[str, Any], name: str, kind: type, default: Any) -> Any:
+    value = arguments.get(name, default)
+    if value is None:
+        return default
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise HistoryQueryError(name, f"a {kind.__name__} is expected, not {type(value).__name__}")
+    return value
+
+
+def answer(name: str, arguments: object, search: Search, read: Read) -> str:
+    """The text that answers a call of ``name`` with ``arguments``; :class:`HistoryQueryError` for a bad one."""
+    if not isinstance(arguments, Mapping):
+        raise HistoryQueryError("arguments", f"a JSON object is expected, not {type(arguments).__name__}")
+    known = {SEARCH: ("query", "limit", "regex", "ignore_case"), READ: ("ref", "lines")}.get(name)
+    if known is None:
+        raise HistoryQueryError("name", f"{name!r} is not a history tool ({', '.join(sorted(NAMES))})")
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise HistoryQueryError(unknown[0], f"{name} takes {', '.join(known)}")
+    if name == SEARCH:
+        if "query" not in arguments:
+            raise HistoryQueryError("query", "the text to search for is required")
+        return search(_argument(arguments, "query", str, None), limit=_argument(arguments, "limit", int, DEFAULT_LIMIT),
+                      regex=_argument(arguments, "regex", bool, False),
+                      ignore_case=_argument(arguments, "ignore_case", bool, False))
+    if "ref" not in arguments:
+        raise HistoryQueryError("ref", "the ref of the item to read is required")
+    lines = arguments.get("lines")
+    return read(arguments["ref"], lines)
