@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..actions import EDIT, call_actions, failure_line, result_action
@@ -33,6 +33,7 @@ _TRAILING = ".:-/"
 """Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
 MIN_CHARS = 4
 _MEMO = "references"
+_LINES_MEMO = "referenced_lines"
 
 HALF_LIFE_TURNS = 40
 """A reference last used this many turns ago counts half as much as one used now."""
@@ -47,8 +48,8 @@ def specific_tokens(text: str) -> frozenset[str]:
     in replay's recall (:mod:`contextfold.replay.recall`).
     """
     found = set()
-    for match in TOKEN.finditer(text):
-        token = match.group().rstrip(_TRAILING)
+    for candidate in set(TOKEN.findall(text)):  # an output repeats its names: each is looked at once
+        token = candidate.rstrip(_TRAILING)
         if len(token) >= MIN_CHARS and _SPECIFIC.search(token):
             found.add(token)
     return frozenset(found)
@@ -66,6 +67,16 @@ def item_tokens(item: Item) -> frozenset[str]:
     if tokens is None:
         tokens = item.memo[_MEMO] = specific_tokens(used_text(item))
     return tokens
+
+
+def token_lines(item: Item, text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
+    """The lines of ``text``, ``item``'s output, that hold specific tokens: number, line, tokens (memoized on the item)."""
+    lines = item.memo.get(_LINES_MEMO)
+    if lines is None:
+        lines = item.memo[_LINES_MEMO] = tuple(
+            (number, line, tokens) for number, line in enumerate(text.splitlines()) if (tokens := specific_tokens(line))
+        )
+    return lines
 
 
 def source_weight(item: Item) -> float:
@@ -144,20 +155,27 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
     return score * (1.0 + math.pow(0.5, age_turns / HALF_LIFE_TURNS))
 
 
-def referenced_lines(text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None) -> list[str]:
+def referenced_lines(
+    text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None,
+    lines: Sequence[tuple[int, str, frozenset[str]]] | None = None,
+) -> list[str]:
     """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order).
 
     ``tokens`` are the specific tokens of ``text`` when known (:func:`item_tokens`
-    keeps them): then only the lines holding a referenced one are read.
+    keeps them): then only the lines holding a referenced one are read; ``lines``
+    are its lines with their tokens when known (:func:`token_lines` keeps them).
     """
     hits = refs.uses.keys() & (tokens if tokens is not None else specific_tokens(text))
     if not hits:
         return []
+    if lines is None:
+        lines = [(number, line, specific_tokens(line)) for number, line in enumerate(text.splitlines())
+                 if any(token in line for token in hits)]
     scored: list[tuple[float, int, str]] = []
-    for number, line in enumerate(text.splitlines()):
-        if not any(token in line for token in hits):
+    for number, line, line_tokens in lines:
+        if hits.isdisjoint(line_tokens):
             continue
-        weight = sum(refs.weight(t) for t in specific_tokens(line) if t in refs.uses)
+        weight = sum(refs.weight(t) for t in line_tokens if t in refs.uses)
         if weight > 0:
             scored.append((weight, number, line.strip()[:300]))
     kept: list[tuple[int, str]] = []

@@ -19,7 +19,7 @@ from ...conversation import Conversation, Item
 from ...events import Event
 from ..base import Budget
 from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
-from ..importance import References, item_tokens, referenced_lines
+from ..importance import References, item_tokens, referenced_lines, token_lines
 
 STAGE = "clear"
 
@@ -39,7 +39,8 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     line = failure_line(text, result.is_error, action.kind if action else None)
     if line is not None:
         note += f". It reported: {line}"
-    kept = referenced_lines(text, refs, keep_chars, item_tokens(item)) if refs is not None and keep_chars > 0 else []
+    kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), token_lines(item, text))
+            if refs is not None and keep_chars > 0 else [])
     if kept:
         note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
     return with_result(item, note + "]", stage, keep_media=False)
