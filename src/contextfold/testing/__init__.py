@@ -12,6 +12,9 @@ response code runs with no network and no API key:
 * :mod:`contextfold.testing.fake_llm` — :class:`~contextfold.testing.fake_llm.FakeLLMServer`,
   queues of canned replies and faults (rate limits, overloads, prompt too long,
   stalls) per route, for the error paths of a client;
+* :mod:`contextfold.testing.prompt_cache` — each provider's prompt cache
+  (Anthropic's breakpoints, OpenAI's automatic prefix caching by
+  ``prompt_cache_key``), which both servers report their usage from;
 * :mod:`contextfold.testing.server` — ``contextfold serve-fake`` (or
   ``python3 -m contextfold.testing.server``): a scripted model as a process,
   the one ``examples/`` run against without a key.

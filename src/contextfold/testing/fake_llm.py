@@ -23,6 +23,10 @@ the answer back, to make a client time out. A :class:`Stall` is a hostile
 server: it answers 200 and then trickles a byte every few seconds, or
 streams pings, until the client hangs up or the server stops.
 
+Usage is the scripted reply's ``input_tokens`` with nothing cached, or,
+with ``Reply(input_tokens=None)``, what the server's prompt cache
+(:attr:`FakeLLMServer.cache`, :mod:`.prompt_cache`) counted, read and wrote.
+
 Every request is recorded (:attr:`FakeLLMServer.requests`: path, headers,
 JSON body) and checked against the rules of its format (every Anthropic
 ``tool_use`` answered in the next message, roles, ``max_tokens`` present,
@@ -37,12 +41,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
 from .gemini_wire import check_gemini, is_gemini_path
+from .prompt_cache import CacheUse, PromptCache, anthropic_usage, chat_usage, responses_usage
 
 ROUTES = {
     "/v1/messages": "messages",
@@ -50,6 +55,8 @@ ROUTES = {
     "/v1/responses": "responses",
     "/v1/responses/compact": "compact",
 }
+CACHED_ROUTES = {"messages": "anthropic", "chat": "openai", "responses": "responses"}
+"""The routes whose prompts go through the server's prompt cache, and the provider each is."""
 ANTHROPIC_STOPS = {"end": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal", "tool_use": "tool_use"}
 OPENAI_FINISH = {"end": "stop", "max_tokens": "length", "refusal": "content_filter", "tool_use": "tool_calls"}
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
@@ -64,15 +71,26 @@ class Reply:
     ``compaction`` block, say); ``extra`` are top-level fields added to the
     body (Anthropic's ``context_management``). ``output`` replaces the output
     items of a ``compact`` answer.
+
+    ``input_tokens`` is the prompt size reported, nothing read from or
+    written to the cache; ``None`` reports what the server's prompt cache
+    (:class:`~contextfold.testing.prompt_cache.PromptCache`) counted, read and
+    wrote, and the server fills in ``cache``.
     """
 
     text: str = ""
     stop: str = "end"
-    input_tokens: int = 120
+    input_tokens: int | None = 120
     output_tokens: int = 60
     delay_s: float = 0.0
     blocks: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    cache: CacheUse | None = None
+
+    @property
+    def usage(self) -> CacheUse:
+        """The prompt's cache use as reported: the server's, or the scripted size with nothing cached."""
+        return self.cache or CacheUse(self.input_tokens or 0)
 
 
 @dataclass(frozen=True)
@@ -302,9 +320,8 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{next(_ids):06d}"
 
 
-def _anthropic_usage(reply: Reply) -> dict[str, int]:
-    return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+def _anthropic_usage(reply: Reply) -> dict[str, Any]:
+    return anthropic_usage(reply.usage, reply.output_tokens)
 
 
 def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -337,8 +354,7 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[st
 
 
 def _openai_usage(reply: Reply) -> dict[str, Any]:
-    return {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens, "prompt_tokens_details": {"cached_tokens": 0}}
+    return chat_usage(reply.usage, reply.output_tokens)
 
 
 def chat_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -364,9 +380,7 @@ def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | N
 
 
 def _responses_usage(reply: Reply) -> dict[str, Any]:
-    return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+    return responses_usage(reply.usage, reply.output_tokens)
 
 
 def _output_message(reply: Reply, item_id: str) -> dict[str, Any]:
@@ -505,8 +519,9 @@ GEMINI_FINISH = {"end": "STOP", "max_tokens": "MAX_TOKENS", "refusal": "SAFETY",
 
 def gemini_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     """A ``GenerateContentResponse``: the text as one part, the finish reason, usage as Gemini counts it."""
-    usage = {"promptTokenCount": reply.input_tokens, "candidatesTokenCount": reply.output_tokens,
-             "totalTokenCount": reply.input_tokens + reply.output_tokens}
+    prompt = reply.usage.prompt
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": reply.output_tokens,
+             "totalTokenCount": prompt + reply.output_tokens}
     content = {"role": "model", "parts": [{"text": reply.text}] if reply.text else []}
     candidate = {"content": content, "finishReason": GEMINI_FINISH[reply.stop], "index": 0}
     return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "fake"}
@@ -525,6 +540,8 @@ class FakeLLMServer:
             route: deque() for route in (*ROUTES.values(), "gemini")}
         self._lock = threading.Condition()
         self.requests: list[Received] = []
+        self.cache = PromptCache()
+        """The server's prompt cache: what each Messages, Chat and Responses request reads and writes."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.stopping = threading.Event()  # ends the loops of stalled answers
@@ -637,6 +654,9 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             else:
                 problems = CHECKS[route](headers, body)
             answer = server._take(route, Received(route, path, headers, body, problems))
+            if isinstance(answer, Reply) and route in CACHED_ROUTES and isinstance(body, dict):
+                use = server.cache.use(CACHED_ROUTES[route], body)  # every request leaves its prompt in the cache
+                answer = replace(answer, cache=use) if answer.input_tokens is None else answer
             time.sleep(answer.delay_s)
             try:
                 if isinstance(answer, Stall):

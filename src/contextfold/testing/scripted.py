@@ -22,10 +22,12 @@ problems). A request that breaks a rule is recorded with its problems and
 answered 400 in the provider's error shape, as the real API would. A request
 that asks for ``stream`` gets its answer as the provider's server-sent events.
 
-Usage is reported realistically enough to drive the context's accounting:
-prompt tokens are a quarter of the request's characters (or what
-``count_prompt`` says), and the part shared with the session's previous
-request is reported as a cache read.
+Usage is reported as the provider would: the prompt cache of each provider
+is modelled by :class:`~contextfold.testing.prompt_cache.PromptCache`
+(:attr:`ScriptedModel.cache`), which says how much of each request was read
+from cache and written to it, in the provider's usage fields; prompt tokens
+are its deterministic count (or what ``count_prompt`` says, reads and writes
+capped to it).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from .gemini_wire import (
     is_gemini_path,
     seen_gemini,
 )
+from .prompt_cache import USAGE, CacheUse, PromptCache
 
 ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses"}
 CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses, "gemini": check_gemini}
@@ -107,6 +110,7 @@ class Exchange:
     turn: Turn | None = None
     call_ids: tuple[str, ...] = ()
     results: tuple[str, ...] = ()  # the tool results this request ends with
+    cache: CacheUse | None = None  # what the request read from and wrote to the prompt cache
 
 
 def _text(content: Any) -> str:
@@ -183,12 +187,6 @@ def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str | None, 
     ]
 
 
-def _prompt_chars(body: Mapping[str, Any]) -> str:
-    """The request as the provider caches it: tools, system, messages, without the breakpoint markers."""
-    parts = [body.get(key) for key in ("tools", "system", "instructions", "systemInstruction", "messages", "input", "contents")]
-    return json.dumps(parts).replace(', "cache_control": {"type": "ephemeral"}', "")
-
-
 class ScriptedModel:
     """The server; a context manager. ``exchanges`` records every request, ``problems`` every rule broken."""
 
@@ -196,14 +194,14 @@ class ScriptedModel:
         self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None,
         port: int = 0,
     ) -> None:
-        """``port`` 0 takes a free one (:attr:`url` says which)."""
+        """``port`` 0 takes a free one (:attr:`url` says which). :attr:`cache` is the server's prompt cache."""
         self.script = script
         self.checks = checks
         self.count_prompt = count_prompt
         self.exchanges: list[Exchange] = []
         self.issued: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
         self._steps: dict[tuple[str, str], int] = {}
-        self._previous: dict[tuple[str, str], str] = {}
+        self.cache = PromptCache()
         self._ids = count(1)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
@@ -265,13 +263,11 @@ class ScriptedModel:
             ids = tuple(f"{'toolu' if provider == 'anthropic' else 'call'}_{next(self._ids):05d}" for _ in turn.calls)
             self.issued.update({i: (c.name, dict(c.arguments)) for i, c in zip(ids, turn.calls)})
             exchange.turn, exchange.call_ids, exchange.results = turn, ids, seen.results
-            prompt = _prompt_chars(body)
-            cached = _common_prefix(self._previous.get(session, ""), prompt)
-            self._previous[session] = prompt
-            tokens = self.count_prompt(provider, body) if self.count_prompt else len(prompt) // CHARS_PER_TOKEN
-            cached_tokens = min(tokens, cached // CHARS_PER_TOKEN)
-            reply = REPLIES[provider](body, turn, ids, tokens, cached_tokens, len(turn.text) // CHARS_PER_TOKEN + 20)
-            return 200, reply
+            use = self.cache.use(provider, body)
+            if self.count_prompt:
+                use = use.capped(self.count_prompt(provider, body))
+            exchange.cache = use
+            return 200, REPLIES[provider](body, turn, ids, use, len(turn.text) // CHARS_PER_TOKEN + 20)
 
     def _session_checks(self, provider: str, body: Mapping[str, Any]) -> list[str]:
         problems = []
@@ -286,26 +282,12 @@ class ScriptedModel:
         return problems
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def _anthropic_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], prompt: int, cached: int, output: int
+    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     content = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
         {"type": "tool_use", "id": i, "name": c.name, "input": dict(c.arguments)} for i, c in zip(ids, turn.calls)
     ]
-    usage = {
-        "input_tokens": 0,
-        "cache_read_input_tokens": cached,
-        "cache_creation_input_tokens": prompt - cached,
-        "output_tokens": output,
-    }
     return {
         "id": f"msg_{ids[0] if ids else len(content)}",
         "type": "message",
@@ -314,12 +296,12 @@ def _anthropic_reply(
         "content": content,
         "stop_reason": "tool_use" if ids else "end_turn",
         "stop_sequence": None,
-        "usage": usage,
+        "usage": USAGE["anthropic"](use, output),
     }
 
 
 def _openai_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], prompt: int, cached: int, output: int
+    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
     if ids:
@@ -327,12 +309,6 @@ def _openai_reply(
             {"id": i, "type": "function", "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
             for i, c in zip(ids, turn.calls)
         ]
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": output,
-        "total_tokens": prompt + output,
-        "prompt_tokens_details": {"cached_tokens": cached},
-    }
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
@@ -341,12 +317,12 @@ def _openai_reply(
         "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if ids else "stop", "logprobs": None}
         ],
-        "usage": usage,
+        "usage": USAGE["openai"](use, output),
     }
 
 
 def _responses_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], prompt: int, cached: int, output: int
+    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     text = [{"type": "output_text", "text": turn.text, "annotations": []}]
     message = {"type": "message", "id": f"msg_{len(ids)}", "status": "completed", "role": "assistant", "content": text}
@@ -355,13 +331,6 @@ def _responses_reply(
          "arguments": json.dumps(dict(c.arguments)), "status": "completed"}
         for i, c in zip(ids, turn.calls)
     ]
-    usage = {
-        "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": cached},
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": prompt + output,
-    }
     return {
         "id": f"resp_{ids[0] if ids else 'final'}",
         "object": "response",
@@ -374,11 +343,15 @@ def _responses_reply(
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
-        "usage": usage,
+        "usage": USAGE["responses"](use, output),
     }
 
 
-REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply, "gemini": gemini_reply}
+def _gemini_reply(body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, Any]:
+    return gemini_reply(body, turn, ids, use.prompt, use.read, output)
+
+
+REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply, "gemini": _gemini_reply}
 
 
 # --------------------------------------------------------------------------- the same answers, streamed
