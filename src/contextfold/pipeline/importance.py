@@ -18,6 +18,7 @@ and the economics prices forgetting by it.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,8 +109,21 @@ class References:
 
     @classmethod
     def of(cls, items: Iterable[Item]) -> References:
+        """The references of ``items``, to read only (not to :meth:`read` more into).
+
+        A compaction asks this of the same request several times (clearing,
+        the summary's restored files, the survival check, the price of what
+        each candidate forgets), so the last answer is kept for the same
+        item objects in the same order.
+        """
+        global _last_refs
+        items = list(items)
+        last = _last_refs  # read once: another thread may replace it
+        if last is not None and len(last[0]) == len(items) and all(map(operator.is_, last[0], items)):
+            return last[1]
         refs = cls()
         refs.read(items)
+        _last_refs = (items, refs)
         return refs
 
     def read(self, items: Iterable[Item]) -> None:
@@ -138,6 +152,10 @@ class References:
     def item_weight(self, item: Item) -> float:
         """How much of what was used lives in ``item``: the summed weight of its referenced tokens."""
         return sum(self.weight(token) for token in item_tokens(item) if token in self.uses)
+
+
+_last_refs: tuple[list[Item], References] | None = None
+"""The items :meth:`References.of` was last asked about, and its answer."""
 
 
 def item_importance(item: Item, refs: References, age_turns: int) -> float:

@@ -384,7 +384,7 @@ class Facts:
         if action.kind == OTHER:
             self._record_call(call, text if line is None else "", ok=line is None)
         if action.changes_system and action.kind != EDIT and action.command:
-            self.commands.append({"command": _headline(action.command, TEXT_CHARS["command"]), "ok": line is None})
+            self.commands.append({"command": _ran(item, action.command)[2:], "ok": line is None})
             self.commands_total += 1
         ended = _kept(item, "facts:result_line", lambda: result_line(text)) if item is not None else None
         return call, action, line, result is None, ended
@@ -393,14 +393,11 @@ class Facts:
         """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
         text = item.text
         tally = _kept(item, "facts:tally", lambda: _tally(text))
+        source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
-            self.last_test = {"command": _output_source(call, action), "line": tally}
-        if not ok or self.fetched_task is not None:
-            return
-        fetched = action.command[:2_000] if action.command else " ".join(
-            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        if _ISSUE_FETCH.search(fetched) and text.strip():
-            self.fetched_task = {"source": _output_source(call, action), "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+            self.last_test = {"command": source, "line": tally}
+        if ok and self.fetched_task is None and _fetches_issue(item, call, action) and text.strip():
+            self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
 
     def _read_shown_error(self, call: ToolCall, action: Action, item: Item) -> bool:
         """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
@@ -409,7 +406,7 @@ class Facts:
         shown = _kept(item, "facts:shown_error", lambda: _shown_error(text))
         if shown is None:
             return False
-        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
+        source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
         return True
 
@@ -442,7 +439,7 @@ class Facts:
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
         read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
-        source = f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else " ".join([call.name, *action.paths])
+        source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.errors.append(ErrorFacts(
             line=read.line,
             source=source,
@@ -579,9 +576,30 @@ def _tally(text: str) -> str | None:
     return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
 
 
-def _output_source(call: ToolCall, action: Action) -> str:
-    """Where an output came from, as a summary names it: the command, or the call with its arguments."""
-    return f"$ {_headline(action.command, TEXT_CHARS['command'])}" if action.command else shorten(call_line(call), 200)
+def _kept_for(item: Item | None, key: str, basis: object, compute: Callable[[], _T]) -> _T:
+    """:func:`_kept` for a value that depends on ``basis`` too (the call an output answers): recomputed if it differs."""
+    known = _kept(item, key, lambda: (basis, compute()))
+    if known[0] is not basis and known[0] != basis:
+        known = (basis, compute())
+        if item is not None:
+            item.memo[key] = known
+    return known[1]
+
+
+def _ran(item: Item | None, command: str) -> str:
+    """``$ command`` on one line, as a summary names where an output came from (kept on the output's item)."""
+    return _kept_for(item, "facts:ran", command, lambda: f"$ {_headline(command, TEXT_CHARS['command'])}")
+
+
+def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
+    """Whether the call fetches an issue or pull request (its output is then the task as it arrived)."""
+
+    def fetches() -> bool:
+        fetched = action.command[:2_000] if action.command else " ".join(
+            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
+        return bool(_ISSUE_FETCH.search(fetched))
+
+    return _kept_for(item, "facts:fetches_issue", call, fetches)
 
 
 def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:

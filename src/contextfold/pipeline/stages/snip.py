@@ -20,10 +20,13 @@ STAGE = "snip"
 
 
 def _signature(item: Item) -> tuple[Action, str] | None:
-    action = result_action(item)
-    if action is None:
-        return None
-    return action, json.dumps(item.tool_result.arguments or {}, sort_keys=True)  # type: ignore[union-attr]
+    """What the output answered: the call's action and its arguments as JSON (memoized: items never change)."""
+    if "snip" not in item.memo:
+        action = result_action(item)
+        arguments = json.dumps(item.tool_result.arguments or {}, sort_keys=True) if action is not None else ""  # type: ignore[union-attr]
+        item.memo["snip"] = (action, arguments) if action is not None else None
+    signature: tuple[Action, str] | None = item.memo["snip"]
+    return signature
 
 
 def _is_full_read(action: Action) -> bool:
