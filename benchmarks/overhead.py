@@ -1,12 +1,16 @@
 """How much time contextfold adds to an agent step, beside LangChain's trim_messages on the same history.
 
-    python benchmarks/overhead.py [--corpus ../shared/corpus] [--messages 1000]
+    python benchmarks/overhead.py [--corpus ../shared/corpus] [--messages 1000] [--repeat 3]
+    python benchmarks/overhead.py --fire-only --side-by-side OTHER/src [--repeat 5]
 
 Prints one JSON object:
   prepare_ms_nofire      median Context.prepare() on a 1,000-message history when no stage fires
                          (one new round added before each call, usage recorded after it, as an agent does)
-  prepare_ms_fire        median prepare() over the calls that compacted something, when the same
-                         history is fed step by step with a trigger that makes summaries fire
+  prepare_ms_summary     median prepare() over the calls in which a summary fired, when the same
+                         history is fed step by step with a trigger that makes summaries fire (bar:
+                         <= 50 ms), over --repeat runs of the loop; prepare_ms_summary_p90 their 90th
+                         percentile, prepare_calls_summarized how many calls that is
+  prepare_ms_fire        the same over every call that compacted something (a snip alone included)
   langchain_trim_ms      median langchain_core.messages.trim_messages(strategy="last",
                          token_counter=count_tokens_approximately) on the same history
   speedup_vs_langchain   langchain_trim_ms / prepare_ms_nofire
@@ -18,13 +22,21 @@ Prints one JSON object:
 
 The history is built from real tool outputs of the mini-swe-agent recordings
 in the shared corpus (ids renamed so the sessions can be joined).
+
+The machine is shared, so one figure says little: ``--side-by-side DIR`` measures the
+summary calls of this checkout and of the ``contextfold`` package under DIR (another
+checkout's ``src``, say the commit before a change) in alternation, one loop each in a
+fresh process, and prints both (``ours`` and ``theirs``): same machine state, same harness.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -100,8 +112,9 @@ def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
     return median_ms(samples)
 
 
-def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[float, float, int]:
-    """Median prepare() over the calls of an agent loop in which a stage fired, and how many fired.
+def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list[float], list[float]]:
+    """prepare() in seconds over the calls of an agent loop in which a stage fired, and over those in which
+    a summary fired.
 
     The history is fed one step at a time, as an agent loop does (usage
     recorded after each request), with a trigger that makes summaries fire;
@@ -111,6 +124,7 @@ def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[floa
     context.set_header(base.header)
     items = fresh_copies(list(base.items))
     samples = []
+    summaries = []
     start = 0
     for end in range(1, len(items) + 1):
         if end < len(items) and (items[end].role != "assistant" or items[end - 1].tool_calls):
@@ -124,8 +138,49 @@ def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[floa
         context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
         if any(e.items for e in context.events[seen:]):
             samples.append(elapsed)
-    assert any(e.action == "summarized" for e in context.events), "no summary fired"
-    return median_ms(samples), round(max(samples) * 1000, 3), len(samples)
+        if any(e.action == "summarized" for e in context.events[seen:]):
+            summaries.append(elapsed)
+    assert summaries, "no summary fired"
+    return samples, summaries
+
+
+def p90_ms(samples: list[float]) -> float:
+    return round(statistics.quantiles(samples, n=10)[-1] * 1000, 3)
+
+
+def fire_figures(base: Conversation, repeat: int) -> dict[str, float | int]:
+    """The fire figures over ``repeat`` runs of the loop (each on fresh copies of the items)."""
+    fired: list[float] = []
+    summaries: list[float] = []
+    for _ in range(repeat):
+        more_fired, more_summaries = prepare_fire(base)
+        fired += more_fired
+        summaries += more_summaries
+    return {
+        "prepare_ms_summary": median_ms(summaries),
+        "prepare_ms_summary_p90": p90_ms(summaries),
+        "prepare_calls_summarized": len(summaries),
+        "prepare_ms_fire": median_ms(fired),
+        "prepare_ms_fire_p90": p90_ms(fired),
+        "prepare_ms_fire_max": round(max(fired) * 1000, 3),
+        "prepare_calls_that_fired": len(fired),
+        "repeat": repeat,
+    }
+
+
+def side_by_side(args: argparse.Namespace) -> dict[str, dict[str, float | int]]:
+    """The summary calls of this checkout and of the package under ``args.side_by_side``, one loop each in turn."""
+    ours = str(HERE.parent / "src")
+    samples: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for _ in range(args.repeat):
+        for name, source in (("ours", ours), ("theirs", str(args.side_by_side))):
+            command = [sys.executable, __file__, "--corpus", str(args.corpus), "--messages", str(args.messages),
+                       "--fire-only", "--samples"]
+            done = subprocess.run(command, env={**os.environ, "PYTHONPATH": source}, capture_output=True, text=True,
+                                  check=True)
+            samples[name] += json.loads(done.stdout)
+    return {name: {"prepare_ms_summary": median_ms(values), "prepare_ms_summary_p90": p90_ms(values),
+                   "prepare_calls_summarized": len(values)} for name, values in samples.items()}
 
 
 def langchain_trim(base: Conversation, runs: int = 15) -> float:
@@ -193,18 +248,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
     parser.add_argument("--messages", type=int, default=1_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the loop in which summaries fire")
+    parser.add_argument("--fire-only", action="store_true", help="only the figures of the calls that fire")
+    parser.add_argument("--side-by-side", type=Path, metavar="DIR",
+                        help="also time the contextfold package under DIR, in alternation with this checkout's")
+    parser.add_argument("--samples", action="store_true", help=argparse.SUPPRESS)  # one loop's summary calls, in s
     args = parser.parse_args()
+    if args.side_by_side:
+        print(json.dumps(side_by_side(args)))
+        return
     base, spare = history(args.corpus, args.messages)
+    if args.samples:
+        print(json.dumps(prepare_fire(base)[1]))
+        return
+    fire = fire_figures(base, args.repeat)
+    if args.fire_only:
+        print(json.dumps({"messages": len(base), **fire}))
+        return
     nofire = prepare_nofire(base, spare)
     trim = langchain_trim(base)
-    fire_ms, fire_max_ms, fired = prepare_fire(base)
     adds = add_ms(base)
     print(json.dumps({
         "messages": len(base),
         "prepare_ms_nofire": nofire,
-        "prepare_ms_fire": fire_ms,
-        "prepare_ms_fire_max": fire_max_ms,
-        "prepare_calls_that_fired": fired,
+        **fire,
         "langchain_trim_ms": trim,
         "speedup_vs_langchain": round(trim / nofire, 1),
         "extractive_summary_ms_500": extractive_500(base),
