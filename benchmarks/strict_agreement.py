@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the referee's sessions and ours of each
 
-from referee_oracle import matching, referee_sessions
+from referee_oracle import matching, referee_importable, referee_sessions
 
 from contextfold import importers
 from contextfold.replay import StrategyConfig, replay, strategies
@@ -39,11 +39,8 @@ def main() -> int:
     parser.add_argument("--strategy", default="default")
     parser.add_argument("--per-file", type=int, default=1)
     args = parser.parse_args()
-    if not (SHARED / "referee" / "strict.py").exists():
-        print(f"the referee is not at {SHARED / 'referee'} (set CONTEXTFOLD_SHARED)", file=sys.stderr)
+    if not referee_importable(SHARED):
         return 2
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", tempfile.mkdtemp())  # where the referee seeds its tokenizer
-    sys.path.insert(0, str(SHARED))
     from referee import cli, loaders, strict
 
     tokenizer = exact_estimator("o200k_base", SHARED / "tokenizers")

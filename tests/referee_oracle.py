@@ -6,7 +6,9 @@ itself is never part of the project.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,17 @@ from contextfold.replay.render import render_item
 STRATEGY_CYCLE = (("default", 16_000), ("claude-code", 16_000), ("window", 8_000), ("mask", 32_000),
                   ("openhands", 16_000), ("default", 32_000))
 """Strategy and window per referee session, in turn: every one loses something, and the suite stays quick."""
+
+
+def referee_importable(shared: Path) -> bool:
+    """Whether ``shared`` holds the referee; if so it is made importable as ``referee`` (with a tokenizer cache
+    for it to seed, unless one is set), for the benchmarks that score by it."""
+    if not (shared / "referee" / "strict.py").exists():
+        print(f"the referee is not at {shared / 'referee'} (set CONTEXTFOLD_SHARED)", file=sys.stderr)
+        return False
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", tempfile.mkdtemp())  # where the referee seeds its tokenizer
+    sys.path.insert(0, str(shared))
+    return True
 
 
 def referee_sessions(shared: Path, per_file: int = 2) -> list[tuple[str, int]]:
