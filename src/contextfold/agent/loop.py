@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from contextfold import Context, ContextfoldError, Event, Header, Item, Text, ToolCall, ToolResult, Usage
@@ -51,6 +52,16 @@ def header(prompt: str, tools: Mapping[str, Tool]) -> Header:
     return Header(system=(Item("system", (Text(prompt),)),), tools=tuple(tool.spec for tool in tools.values()))
 
 
+def with_history_tools(context: Context, tools: Mapping[str, Tool]) -> dict[str, Tool]:
+    """``tools`` and the two tools that search and read ``context``'s own history (what compaction took out)."""
+    own = {spec.name: Tool(spec, partial(_history_call, context, spec.name)) for spec in context.history_tool_specs()}
+    return {**tools, **own}
+
+
+def _history_call(context: Context, name: str, **arguments: Any) -> str:
+    return context.call_history_tool(name, arguments)
+
+
 @dataclass
 class Agent:
     """A coding agent on one :class:`~contextfold.Context`; ``usage`` lists what every model call reported."""
@@ -65,7 +76,7 @@ class Agent:
 
     def __post_init__(self) -> None:
         self.tools = self.workspace.tools(subagent=self.delegate)
-        self.header = header(SYSTEM_PROMPT.format(root=self.workspace.root), self.tools)
+        self.header = header(SYSTEM_PROMPT.format(root=self.workspace.root), with_history_tools(self.context, self.tools))
         self.attach(self.context)
 
     def attach(self, context: Context) -> None:
@@ -80,7 +91,12 @@ class Agent:
         return self.run(self.context, self.tools, "agent")
 
     def run(self, context: Context, tools: Mapping[str, Tool], name: str) -> str:
-        """Request, run the calls, add the results; until a reply calls no tool. Its text is the answer."""
+        """Request, run the calls, add the results; until a reply calls no tool. Its text is the answer.
+
+        Besides ``tools``, the model may search and read ``context``'s own history (``search_history``,
+        ``read_history``): what a summary left out is still there to look up.
+        """
+        tools = with_history_tools(context, tools)
         for _ in range(self.max_turns):
             reply = context.add_response(self.complete(context))
             self.display.reply(name, reply)
@@ -131,7 +147,7 @@ class Agent:
         name = f"task-{self.subagents}"
         tools = {key: tool for key, tool in self.tools.items() if key != "task"}
         child = self.context.fork()
-        child.set_header(header(SUBAGENT_PROMPT.format(root=self.workspace.root), tools))
+        child.set_header(header(SUBAGENT_PROMPT.format(root=self.workspace.root), with_history_tools(child, tools)))
         child.subscribe(lambda event: self.display.event(name, event))
         child.add([Item("user", (Text(prompt),))])
         try:
