@@ -84,8 +84,9 @@ def test_large_outputs_are_persisted_next_to_the_transcript(tmp_path: Path) -> N
     context.add(turn(1, "row\n" * 20_000))
     request = context.prepare()
     text = json.dumps(request)
-    assert "s2-results" in text and len(text) < 10_000
+    assert f'read_history(\\"{context.history[2].id}\\"' in text and len(text) < 10_000
     assert any(e.stage == "persist" for e in context.events)
+    assert (tmp_path / "sessions" / "s2-results").is_dir()
     # saved on arrival: memory and transcript keep the preview and where the whole output is
     assert len(context.history[2].text) < 4_000 and saved_output(context.history[2]) == "row\n" * 20_000
     assert Transcript.load(tmp_path / "sessions" / "s2.jsonl").conversation[2] == context.history[2]

@@ -205,3 +205,31 @@ def test_a_bad_call_is_an_error_result_naming_the_argument(arguments: dict[str, 
     answer = context.answer_tool_call(ToolCall("h1", "search_history", arguments))
     assert answer is not None and answer.tool_result is not None and answer.tool_result.is_error
     assert f"argument {field!r}" in answer.tool_result.text
+
+
+# --------------------------------------------------------------------------- the agent knows they exist
+
+def test_a_summary_ends_with_the_refs_it_replaces_and_a_preview_names_its_ref(tmp_path: Path) -> None:
+    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    ids = _session(context)
+    context.compact()
+    summary = next(item for item in context.view().items if item.kind == "summary")
+    last_line = summary.text.rstrip().splitlines()[-1]
+    assert last_line.startswith("Earlier details are still in the history: search_history(")
+    first, last = re.findall(r'read_history\("(it_[0-9a-f]+)"\)', last_line)
+    assert context.history.items.index(next(i for i in context.history.items if i.id == first)) == 1
+    assert last in ids and "value_" in context.read_history(last)
+    context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
+    (item,) = context.add([tool("big", "row\n" * 20_000)])
+    preview = context.prepare_view().items[-1].text
+    assert f'read_history("{item.id}", "START-END")' in preview and str(tmp_path) not in preview
+
+
+def test_without_history_tools_the_preview_names_the_file_and_the_summary_no_ref(tmp_path: Path) -> None:
+    context = Context(window_tokens=50_000, results_dir=tmp_path / "results", policy=Policy(history_tools=False))
+    _session(context)
+    context.compact()
+    assert "read_history" not in str(context.prepare())
+    context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
+    context.add([tool("big", "row\n" * 20_000)])
+    assert str(tmp_path / "results") in context.prepare_view().items[-1].text

@@ -66,7 +66,7 @@ def test_an_oversized_output_read_by_the_adapter_goes_to_disk_and_answers_its_ca
     request = context.prepare()
     assert context.prepare_view().validate() == []
     answered = adapter_for(provider).read(request[adapter_for(provider).messages_key])
-    assert answered[-1].tool_result.call_id == "c0" and "saved to" in answered[-1].tool_result.text
+    assert answered[-1].tool_result.call_id == "c0" and "read_history(" in answered[-1].tool_result.text
     context.close()
 
 

@@ -59,7 +59,7 @@ def test_persist_writes_owner_only_file_named_by_id_and_leaves_a_preview(tmp_pat
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
     preview = out[2].text
-    assert str(path) in preview and preview.startswith("line of output") and len(preview) < 4_000
+    assert f'read_history("{conv[2].id}"' in preview and preview.startswith("line of output") and len(preview) < 4_000
     assert out[2].id == conv[2].id and out.validate() == []
     assert [e.action for e in events] == ["persisted"] and events[0].saved_tokens > 10_000
 

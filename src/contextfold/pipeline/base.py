@@ -74,6 +74,7 @@ class Policy:
     persist_max_tokens: int = 25_000
     preview_head_chars: int = 2_000
     preview_tail_chars: int = 1_000
+    history_tools: bool = True  # the agent has search_history/read_history: previews and summaries name the ref
     # truncate: a hard cap on any one tool output
     truncate_max_chars: int = 50_000
     # budget: older outputs get a smaller budget as the window fills

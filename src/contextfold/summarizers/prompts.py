@@ -134,7 +134,9 @@ def task_prompt(style: str, target_tokens: int, instructions: str | None = None)
         "they came from rather than listing names, leave out a section with nothing to say rather than "
         "writing a count or a placeholder, and leave out pleasantries. "
         "If an earlier summary is given, carry every fact it holds into the new summary unless the transcript "
-        "shows it is no longer true."
+        "shows it is no longer true. "
+        "The agent can still search the transcript's exact lines (search_history), so name where details are "
+        "rather than copying long output."
     )
     if instructions and instructions.strip():
         text += f"\n\nThe user gave these instructions for this summary; follow them:\n{instructions.strip()}"

@@ -20,6 +20,7 @@ still answers its call (:class:`~contextfold.errors.OutputNotStored`).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -93,16 +94,26 @@ def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | 
     """``item`` with its output saved in ``results_dir`` and replaced by a preview saying where; and why
     saving failed, if it did (the preview then has no path)."""
     text = result_text(item)
-    where, failure, saved = "", None, None
+    failure, saved = None, None
     if results_dir is not None:
         try:
             saved = save_output(results_dir, item.id, text)
-            where = f"full output ({len(text):,} characters) saved to {saved}; read parts of it with your file tools"
         except (OSError, UnsafePath) as error:
             log.warning("could not save the output of item %.80r; only a preview is kept: %s", item.id, error)
             failure = str(error)
-    result = with_result(item, _preview(text, policy, where), STAGE)
+    result = with_result(item, _preview(text, policy, _where(item, text, saved, policy)), STAGE)
     return (replace(result, meta={**result.meta, "saved_to": str(saved)}) if saved else result), failure
+
+
+def _where(item: Item, text: str, saved: Path | None, policy: Policy) -> str:
+    """How the agent reads the rest: the history tools by the item's ref (the history keeps the whole output,
+    in the store or the saved file), else the saved file's path, else nothing."""
+    if policy.history_tools:
+        return (f'full output ({len(text):,} characters) kept: read_history({json.dumps(item.id)}, "START-END") '
+                f"reads its lines, search_history finds them")
+    if saved is not None:
+        return f"full output ({len(text):,} characters) saved to {saved}; read parts of it with your file tools"
+    return ""
 
 
 def offload(item: Item, policy: Policy, results_dir: Path | None,

@@ -11,6 +11,8 @@ summarized again with its structured state, so facts carry forward.
 
 from __future__ import annotations
 
+import json
+
 from ...boundary import choose_cut
 from ...conversation import Conversation, Item, Summary
 from ...events import Event
@@ -25,6 +27,13 @@ from .survival import survive
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200
+
+
+def _lookback_line(span: list[Item]) -> str:
+    """The summary's last line: what it left out can be searched, and the refs of the items it replaces."""
+    return (f'\n\nEarlier details are still in the history: search_history("text") finds their lines; this summary '
+            f"replaces {len(span)} items, read_history({json.dumps(span[0].id)}) to "
+            f"read_history({json.dumps(span[-1].id)}).")
 
 
 def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
@@ -57,7 +66,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
-    block = Summary(intro + result.text, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)})
+    body = result.text + (_lookback_line(span) if p.history_tools and span else "")
+    block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)})
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
