@@ -37,7 +37,7 @@ from ..events import Event
 from ..limits import ModelLimits, model_limits
 from ..lookback import history as lookback
 from ..lookback import tools as history_tools
-from ..pipeline.admit import admit
+from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Pipeline, Steward
@@ -195,6 +195,7 @@ class Context:
             self._emit(events)
             items.append(item)
         added = self._journal.append(self._timeline, items)
+        observe(added)  # read once as they arrive, not at the next compaction
         self._journal.acknowledge()  # StoreUnavailable if they could not be made durable (they wait in memory)
         return added
 

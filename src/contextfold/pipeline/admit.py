@@ -5,18 +5,25 @@ records the item as it is kept: its secrets are redacted when the policy says
 so (:mod:`contextfold.redaction`; the event names the kinds found, never the
 secrets), and an oversized output is saved to disk with only its preview
 kept (:func:`~contextfold.pipeline.stages.persist.offload`).
+
+Once kept, an item is read once for what every compaction will ask of it
+(:func:`observe`): items never change, so a compaction then does only the
+work that depends on the whole request, and its latency does not carry the
+reading of everything that arrived since the last one.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..conversation import Item
 from ..events import Event
 from ..redaction import describe, redact_item
+from ..summarizers._facts import read_ahead
 from .base import Policy
+from .importance import item_tokens, token_lines
 from .stages.persist import offload
 
 logger = logging.getLogger(__name__)
@@ -33,3 +40,19 @@ def admit(item: Item, policy: Policy, results_dir: Path | None,
             events.append(Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}", data=dict(found)))
     item, offloaded = offload(item, policy, results_dir, count_item)
     return item, events + offloaded
+
+
+def observe(items: Sequence[Item]) -> None:
+    """Read the kept ``items`` once, into their memos: their references (an output's lines with theirs, which
+    clearing keeps) and the facts a summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
+
+    Only a cache is filled: a failure is logged and leaves the reading to the compaction that needs it."""
+    try:
+        for item in items:
+            item_tokens(item)
+            result = item.tool_result
+            if result is not None:
+                token_lines(item, result.text)
+        read_ahead(items)
+    except Exception as error:  # noqa: BLE001 - a reading bug must not refuse an item: the compaction reads it again
+        logger.warning("reading new items ahead failed, a compaction will read them: %s: %s", type(error).__name__, error)

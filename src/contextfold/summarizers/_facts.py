@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, field, fields
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, TypeVar
 
 from ..actions import (
@@ -155,14 +155,18 @@ class ErrorFacts:
     retired: bool = False  # its script was abandoned: the agent went on to run another script of its own
     reported: bool = True  # the line is one the output reports as an error, not a stand-in (a bare exit status)
     resolved: str | None = None
-    # what a later action is compared with to resolve it, computed once (see :meth:`Facts._resolve`); no part of the state
-    words: frozenset[str] = field(init=False, repr=False, compare=False)  # the command's signature words
-    names: frozenset[str] = field(init=False, repr=False, compare=False)  # the last component of each path: a file
-    # written two ways (``./a/b.py``, ``a/b.py``) ends alike
 
-    def __post_init__(self) -> None:
-        self.words = frozenset(self.signature)
-        self.names = frozenset(_last_component(p) for p in self.paths)
+    # What a later action is compared with to resolve it (see :meth:`Facts._resolve`), computed once: an error's
+    # signature and paths never change once recorded. No part of the state.
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """The command's signature words."""
+        return frozenset(self.signature)
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
+        return frozenset(_last_component(p) for p in self.paths)
 
     def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""
@@ -197,6 +201,8 @@ class Facts:
     calls_total: int = 0
     pages: dict[str, str] = field(default_factory=dict)  # url -> its title ("" when unknown), least recent first
     records: list[str] = field(default_factory=list)  # "key value" identifiers the tools returned, oldest first
+    # the files edited so far, with their last path component (what a command names to run a script); no state
+    _edited: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ state round trip
     def to_state(self) -> dict[str, Any]:
@@ -219,7 +225,9 @@ class Facts:
         values = _known(cls, state)
         values["files"] = {path: FileFacts(**_known(FileFacts, f)) for path, f in state.get("files", {}).items()}
         values["errors"] = [ErrorFacts(**_known(ErrorFacts, e)) for e in state.get("errors", [])]
-        return cls(**values)
+        facts = cls(**values)
+        facts._edited = {path: _last_component(path) for path, f in facts.files.items() if f.edits}
+        return facts
 
     def absorb(self, earlier: Facts) -> None:
         """Merge the facts of a summary found in the span: they come after what this holds so far."""
@@ -231,6 +239,8 @@ class Facts:
             mine.failed_edits += theirs.failed_edits
             mine.created = mine.created or theirs.created
             mine.last_change = theirs.last_change or mine.last_change
+            if mine.edits:
+                self._edited[path] = _last_component(path)
         self.errors = (self.errors + earlier.errors)[-KEEP["errors"]:]
         self.errors_total += earlier.errors_total
         self.commands = (self.commands + earlier.commands)[-KEEP["commands"]:]
@@ -412,7 +422,8 @@ class Facts:
 
     def _scripts_in(self, command: str) -> list[str]:
         """Files the agent wrote in this span (or an earlier one) that ``command`` names: the scripts it runs."""
-        return [path for path, f in self.files.items() if f.edits and path.rsplit("/", 1)[-1] in command]
+        named = {path for path, name in self._edited.items() if name in command}
+        return [path for path in self.files if path in named] if named else []  # in the files' (recency) order
 
     def _retire(self, scripts: list[str]) -> None:
         """Errors of scripts the agent wrote and no longer runs (it ran another of its scripts since) are retired."""
@@ -433,6 +444,7 @@ class Facts:
         for path in action.paths:
             facts = self._file(path)
             facts.edits += 1
+            self._edited[path] = _last_component(path)
             facts.created = facts.created or created
             facts.last_change = change if change is not None else facts.last_change
 
@@ -539,6 +551,13 @@ class Facts:
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
+
+
+def read_ahead(items: Sequence[Item]) -> None:
+    """Read what ``items`` show on their own (an output's result line, error, tally; an edit's text; the findings
+    in what the assistant wrote) into each item's memo, as they arrive: a later summary or survival check then
+    only works out what depends on the items around them."""
+    Facts().read(items)
 
 
 def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
