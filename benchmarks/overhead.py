@@ -9,7 +9,9 @@ Prints one JSON object:
   prepare_ms_summary     median prepare() over the calls in which a summary fired, when the same
                          history is fed step by step with a trigger that makes summaries fire (bar:
                          <= 50 ms), over --repeat runs of the loop; prepare_ms_summary_p90 their 90th
-                         percentile, prepare_calls_summarized how many calls that is
+                         percentile, prepare_calls_summarized how many calls that is;
+                         prepare_cpu_ms_summary the median CPU time of those calls (time.process_time:
+                         what the call itself costs, which the load of a shared machine does not inflate)
   prepare_ms_fire        the same over every call that compacted something (a snip alone included)
   langchain_trim_ms      median langchain_core.messages.trim_messages(strategy="last",
                          token_counter=count_tokens_approximately) on the same history
@@ -112,9 +114,9 @@ def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
     return median_ms(samples)
 
 
-def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list[float], list[float]]:
-    """prepare() in seconds over the calls of an agent loop in which a stage fired, and over those in which
-    a summary fired.
+def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list[float], list[float], list[float]]:
+    """prepare() in seconds over the calls of an agent loop in which a stage fired, over those in which
+    a summary fired, and the CPU time of the latter.
 
     The history is fed one step at a time, as an agent loop does (usage
     recorded after each request), with a trigger that makes summaries fire;
@@ -125,6 +127,7 @@ def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list
     items = fresh_copies(list(base.items))
     samples = []
     summaries = []
+    cpu = []
     start = 0
     for end in range(1, len(items) + 1):
         if end < len(items) and (items[end].role != "assistant" or items[end - 1].tool_calls):
@@ -132,16 +135,17 @@ def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list
         context.add(items[start:end])
         start = end
         seen = len(context.events)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         context.prepare()
-        elapsed = time.perf_counter() - started
+        elapsed, elapsed_cpu = time.perf_counter() - started, time.process_time() - started_cpu
         context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
         if any(e.items for e in context.events[seen:]):
             samples.append(elapsed)
         if any(e.action == "summarized" for e in context.events[seen:]):
             summaries.append(elapsed)
+            cpu.append(elapsed_cpu)
     assert summaries, "no summary fired"
-    return samples, summaries
+    return samples, summaries, cpu
 
 
 def p90_ms(samples: list[float]) -> float:
@@ -152,13 +156,16 @@ def fire_figures(base: Conversation, repeat: int) -> dict[str, float | int]:
     """The fire figures over ``repeat`` runs of the loop (each on fresh copies of the items)."""
     fired: list[float] = []
     summaries: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
-        more_fired, more_summaries = prepare_fire(base)
+        more_fired, more_summaries, more_cpu = prepare_fire(base)
         fired += more_fired
         summaries += more_summaries
+        cpu += more_cpu
     return {
         "prepare_ms_summary": median_ms(summaries),
         "prepare_ms_summary_p90": p90_ms(summaries),
+        "prepare_cpu_ms_summary": median_ms(cpu),
         "prepare_calls_summarized": len(summaries),
         "prepare_ms_fire": median_ms(fired),
         "prepare_ms_fire_p90": p90_ms(fired),
@@ -172,15 +179,19 @@ def side_by_side(args: argparse.Namespace) -> dict[str, dict[str, float | int]]:
     """The summary calls of this checkout and of the package under ``args.side_by_side``, one loop each in turn."""
     ours = str(HERE.parent / "src")
     samples: dict[str, list[float]] = {"ours": [], "theirs": []}
+    cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
     for _ in range(args.repeat):
         for name, source in (("ours", ours), ("theirs", str(args.side_by_side))):
             command = [sys.executable, __file__, "--corpus", str(args.corpus), "--messages", str(args.messages),
                        "--fire-only", "--samples"]
             done = subprocess.run(command, env={**os.environ, "PYTHONPATH": source}, capture_output=True, text=True,
                                   check=True)
-            samples[name] += json.loads(done.stdout)
+            wall, spent = json.loads(done.stdout)
+            samples[name] += wall
+            cpu[name] += spent
     return {name: {"prepare_ms_summary": median_ms(values), "prepare_ms_summary_p90": p90_ms(values),
-                   "prepare_calls_summarized": len(values)} for name, values in samples.items()}
+                   "prepare_cpu_ms_summary": median_ms(cpu[name]), "prepare_calls_summarized": len(values)}
+            for name, values in samples.items()}
 
 
 def langchain_trim(base: Conversation, runs: int = 15) -> float:
@@ -259,7 +270,7 @@ def main() -> None:
         return
     base, spare = history(args.corpus, args.messages)
     if args.samples:
-        print(json.dumps(prepare_fire(base)[1]))
+        print(json.dumps(prepare_fire(base)[1:]))
         return
     fire = fire_figures(base, args.repeat)
     if args.fire_only:
