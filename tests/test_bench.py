@@ -145,7 +145,8 @@ SURVIVAL_MD = (("task", "survival.task", SHARE, max), ("edited files", "survival
                ("last error", "survival.last_error", SHARE, max),
                ("latest output", "survival.latest_output", SHARE, max),
                ("mean", "survival.mean", SHARE, max), ("recall", "recall", RECALL, max),
-               ("far recall", "recall_far", RECALL, max), ("worst request", "worst_request_recall", RECALL, max))
+               ("far recall", "recall_far", RECALL, max), ("worst request", "worst_request_recall", RECALL, max),
+               ("recoverable", "recoverable_recall", RECALL, max))
 """Each column of the three totals tables of results.md: its title, the results.json figure, its format, the best."""
 
 

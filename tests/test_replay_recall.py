@@ -131,3 +131,54 @@ def test_recall_and_strict_recall_agree_with_the_referee_on_every_shared_session
     assert (ours.strict.kwic_needed, ours.strict.kwic_far_needed, ours.strict.line_needed,
             ours.strict.line_far_needed) == (strict["needed_tokens"], strict["needed_far_tokens"],
                                              strict["needed_lines"], strict["needed_far_lines"])
+
+
+def offloading_session() -> Conversation:
+    """Six large outputs, each with one value in its middle (out of its preview), all used by the last reply."""
+    items = [user("Collect the checksums of the six logs", id="task")]
+    for k in range(6):
+        lines = [f"filler line {n} of log {k}" for n in range(1_500)]
+        lines[750] = f"checksum of log {k}: value_{k}_{4000 + k}"
+        items += [assistant("", [ToolCall(f"c{k}", "bash", {"command": f"cat log{k}.txt"})], id=f"a{k}"),
+                  tool(f"c{k}", "\n".join(lines), id=f"r{k}")]
+    items.append(assistant("The checksums are " + ", ".join(f"value_{k}_{4000 + k}" for k in range(6)), id="end"))
+    return Conversation(items)
+
+
+class LosesOffloadedOutputs:
+    """contextfold's pipeline on a store that keeps no offloaded output: each saved file is gone after its step."""
+
+    name = "default-without-blobs"
+
+    def __init__(self, config: StrategyConfig) -> None:
+        self.inner = strategies.create("default", config)
+        self.results = Path(config.results_dir or "")
+
+    def start(self, header: Header) -> None:
+        self.inner.start(header)
+
+    def step(self, step: object) -> object:
+        sent = self.inner.step(step)  # type: ignore[arg-type]
+        for saved in self.results.glob("*.txt"):
+            saved.unlink()
+        return sent
+
+    def record_usage(self, usage: object) -> None:
+        self.inner.record_usage(usage)  # type: ignore[arg-type]
+
+
+def test_recoverable_recall_counts_what_one_search_brings_back_and_drops_when_outputs_are_lost(tmp_path: Path) -> None:
+    conversation = offloading_session()
+    figures = {}
+    for name, make in (("intact", lambda c: strategies.create("default", c)), ("lost", LosesOffloadedOutputs)):
+        config = StrategyConfig(40_000, results_dir=str(tmp_path / name))
+        figures[name] = replay(conversation, make(config), config, tokenizer=ESTIMATE).totals
+    intact, lost = figures["intact"], figures["lost"]
+    # the previews leave the middle out: the last request misses the six values, and one search finds each
+    assert intact.recall is not None and intact.recall < 1 and intact.recoverable_missing >= 6
+    assert intact.recoverable_recall == 1.0
+    assert lost.recoverable_missing == intact.recoverable_missing and lost.recoverable_recall == 0.0
+    assert replay(conversation, strategies.create("none", StrategyConfig(40_000)), StrategyConfig(40_000),
+                  tokenizer=ESTIMATE).totals.recoverable_recall is None  # no search offered, nothing missing
+    pooled = session_recall([Recall(4, 2, 0, 0, 1), Recall(2, 2, 0, 0, 0), Recall(3, 0, 0, 0, None)])
+    assert (pooled.recoverable, pooled.missing) == (0.5, 2)

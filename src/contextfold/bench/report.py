@@ -45,6 +45,9 @@ class StrategyTotals:
     worst_request_recall: float | None
     strict: SessionStrict
     """Strict recall (:mod:`contextfold.replay.strict`): each figure the mean of the sessions' that have it."""
+    recoverable_recall: float | None = None
+    """Of the needed tokens a request did not hold, the share one search_history call returned (mean over
+    sessions; ``None`` for a strategy that offers no search)."""
 
 
 def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
@@ -64,7 +67,8 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
     counted = [value for value in survival.values() if value is not None]
     survival["mean"] = sum(counted) / len(counted) if counted else None
     recall = mean_recall([SessionRecall(t.recall, t.recall_far, t.worst_request_recall, t.recall_needed,
-                                        t.recall_far_needed) for t in totals])
+                                        t.recall_far_needed, t.recoverable_recall, t.recoverable_missing)
+                          for t in totals])
     strict = mean_strict([t.strict for t in totals])
     return StrategyTotals(
         strategy=strategy,
@@ -82,6 +86,7 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         recall_far=recall.recall_far,
         worst_request_recall=recall.worst_request_recall,
         strict=strict,
+        recoverable_recall=recall.recoverable,
     )
 
 
@@ -205,6 +210,7 @@ RECALL_COLUMNS = (
     Column("recall", lambda t: t.recall, _recall, lower_is_better=False),
     Column("far recall", lambda t: t.recall_far, _recall, lower_is_better=False),
     Column("worst request", lambda t: t.worst_request_recall, _recall, lower_is_better=False),
+    Column("recoverable", lambda t: t.recoverable_recall, _recall, lower_is_better=False),
 )
 SURVIVAL_INTRO = (
     "Share of requests that still hold each fact the agent needs (where there was one to hold): the task's "
@@ -212,7 +218,9 @@ SURVIVAL_INTRO = (
     "without one), the latest tool output. Recall is forward-reference "
     "recall: of the specific tokens (identifiers, paths, values) each recorded reply used from earlier messages, the "
     "share its request still held, weighted by tokens within a session and averaged over sessions; far recall counts "
-    "only tokens from before the last 6 messages; the worst request is the lowest share of any one request."
+    "only tokens from before the last 6 messages; the worst request is the lowest share of any one request; "
+    "recoverable is, of the needed tokens a request did not hold, the share one search_history call with the token "
+    "as its query returned on a matching line (strategies without the tool have none)."
 )
 def _survival(totals: StrategyTotals, probe: str) -> float | None:
     return totals.survival[probe]

@@ -148,6 +148,8 @@ def totals_table(totals: Totals) -> Table:
         (f"all ({totals.recall_needed:,} needed)", totals.recall),
         (f"far ({totals.recall_far_needed:,} needed)", totals.recall_far),
         ("worst request", totals.worst_request_recall))]
+    rows.append((f"recall: recoverable by one search ({totals.recoverable_missing:,} missing)",
+                 "-" if totals.recoverable_recall is None else f"{totals.recoverable_recall:.2%}"))
     strict = totals.strict
     rows += [(label, "-" if value is None else f"{value:.1%}") for label, value in (
         ("strict recall (mean of the three)", strict.strict),

@@ -274,6 +274,11 @@ def _result(query: str, hits: list[Hit], searched: int, total: int, seen: int, s
     return SearchResult(query, tuple(shown), len(hits), searched, total, stopped, text)
 
 
+def matching_lines(text: str) -> list[str]:
+    """The matching lines a :func:`search_history` result shows (each marked ``>``), as the agent reads them."""
+    return [line for line in text.splitlines() if line.startswith(">")]
+
+
 def parse_lines(lines: object) -> tuple[int, int | None]:
     """A range of lines, 1-based and inclusive: ``"10-40"``, ``"10-"``, ``"12"``, ``12``, ``[10, 40]`` or ``None``."""
     if lines is None or lines == "":

@@ -9,7 +9,7 @@ the future of the session.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,6 +38,9 @@ class Sent:
     request: Conversation
     summarizer_calls: Sequence[tuple[Conversation, Usage | None]] = ()
     events: Sequence[Event] = field(default_factory=tuple)
+    search: Callable[[str], str] | None = None
+    """The agent's ``search_history`` as it stands at this request (query in, what it reads out), for a
+    strategy that offers one: what recoverable recall asks (:mod:`.recall`)."""
 
 
 @dataclass(frozen=True)

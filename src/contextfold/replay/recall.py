@@ -14,6 +14,13 @@ counts only the needed tokens that occur in none of the last
 :data:`FAR_MESSAGES` messages before *k*: long-range dependencies, where
 compaction bites. The full history scores 1 by construction.
 
+*Recoverable* recall asks what the agent could still get back: of the
+needed tokens a request did not hold, the share that one ``search_history``
+call with the token as the query (the strategy's :attr:`~.base.Sent.search`,
+within its default limit) returns on a matching line. A strategy that offers
+no search has none (``None``); one whose history lost what it offloaded
+scores lower.
+
 A session's recall is weighted by needed tokens over its requests
 (:func:`session_recall`); a set of sessions takes the mean of its sessions'.
 The definition is the one of issue 10, so that the reference scorer in
@@ -27,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..conversation import Conversation
+from ..lookback.history import matching_lines
 from ..pipeline.importance import specific_tokens
 from .render import recorded_messages
 
@@ -42,14 +50,20 @@ class Needed:
     far: frozenset[str]
 
 
+Search = Callable[[str], str]
+"""One search_history call: the query in, the text the agent would read out."""
+
+
 @dataclass(frozen=True)
 class Recall:
-    """How many needed tokens one request held: ``found`` of ``needed``, ``far_found`` of ``far_needed``."""
+    """How many needed tokens one request held: ``found`` of ``needed``, ``far_found`` of ``far_needed``; and of
+    the ``needed - found`` it did not hold, how many one search returned (``None`` without a search)."""
 
     needed: int
     found: int
     far_needed: int
     far_found: int
+    recovered: int | None = None
 
 
 def session_needs(recording: Conversation) -> dict[int, Needed]:
@@ -74,23 +88,29 @@ def session_needs(recording: Conversation) -> dict[int, Needed]:
     return needs
 
 
-def evaluate(needed: Needed | None, contains: Callable[[str], bool]) -> Recall | None:
-    """What a request whose text ``contains`` answers for held of ``needed``; ``None`` when nothing was needed."""
+def evaluate(needed: Needed | None, contains: Callable[[str], bool], search: Search | None = None) -> Recall | None:
+    """What a request whose text ``contains`` answers for held of ``needed``, and of the rest what ``search``
+    brings back; ``None`` when nothing was needed."""
     if needed is None or not needed.tokens:
         return None
     found = {token for token in needed.tokens if contains(token)}
-    return Recall(len(needed.tokens), len(found), len(needed.far), len(needed.far & found))
+    recovered = None if search is None else sum(
+        any(token in line for line in matching_lines(search(token))) for token in needed.tokens - found)
+    return Recall(len(needed.tokens), len(found), len(needed.far), len(needed.far & found), recovered)
 
 
 @dataclass(frozen=True)
 class SessionRecall:
-    """A session's recall, far recall and worst request (``None`` where no request needed anything)."""
+    """A session's recall, far recall and worst request (``None`` where no request needed anything), and its
+    recoverable recall over the ``missing`` needed tokens its requests did not hold (``None`` without a search)."""
 
     recall: float | None
     recall_far: float | None
     worst_request_recall: float | None
     needed: int
     needed_far: int
+    recoverable: float | None = None
+    missing: int = 0
 
 
 def session_recall(counts: Iterable[Recall | None]) -> SessionRecall:
@@ -98,12 +118,16 @@ def session_recall(counts: Iterable[Recall | None]) -> SessionRecall:
     counted = [c for c in counts if c is not None]
     needed = sum(c.needed for c in counted)
     far = sum(c.far_needed for c in counted)
+    searched = [c for c in counted if c.recovered is not None]
+    missing = sum(c.needed - c.found for c in searched)
     return SessionRecall(
         recall=sum(c.found for c in counted) / needed if needed else None,
         recall_far=sum(c.far_found for c in counted) / far if far else None,
         worst_request_recall=min((c.found / c.needed for c in counted), default=None),
         needed=needed,
         needed_far=far,
+        recoverable=sum(c.recovered or 0 for c in searched) / missing if missing else None,
+        missing=missing,
     )
 
 
@@ -121,4 +145,6 @@ def mean_recall(sessions: Sequence[SessionRecall]) -> SessionRecall:
         worst_request_recall=min(worst, default=None),
         needed=sum(s.needed for s in sessions),
         needed_far=sum(s.needed_far for s in sessions),
+        recoverable=mean([s.recoverable for s in sessions]),
+        missing=sum(s.missing for s in sessions),
     )

@@ -116,7 +116,9 @@ class Totals:
     ``None`` when no request needed anything. ``strict`` is strict recall
     (:mod:`.strict`): keyword in context, verbatim lines, last error and
     test result, each with its far variant, and their mean. ``cost_llm_usd`` is the cost with every
-    summary priced as if an LLM had written it.
+    summary priced as if an LLM had written it. ``recoverable_recall`` is the share of the
+    ``recoverable_missing`` needed tokens the requests did not hold that one search of the history
+    returned (``None`` for a strategy without one).
     """
 
     session: str
@@ -147,6 +149,8 @@ class Totals:
     recall_needed: int = 0
     recall_far_needed: int = 0
     strict: SessionStrict = field(default_factory=SessionStrict)
+    recoverable_recall: float | None = None
+    recoverable_missing: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -204,6 +208,8 @@ def summarize(
         recall_needed=recall.needed,
         recall_far_needed=recall.needed_far,
         strict=session_strict(r.strict for r in agent),
+        recoverable_recall=recall.recoverable,
+        recoverable_missing=recall.missing,
     )
 
 

@@ -33,8 +33,8 @@ from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
 from .dump import RequestWriter
 from .invariants import RecordingInvariants
 from .probes import Haystack, SessionProbes, evaluate
+from .recall import Search, session_needs
 from .recall import evaluate as evaluate_recall
-from .recall import session_needs
 from .render import (
     Message,
     as_message,
@@ -108,8 +108,10 @@ class _Replay:
                    input_tokens=tools_tokens_ + sum(tokens), cache_read_tokens=0, output_tokens=output)
         )
 
-    def agent_request(self, step: Step, request: Conversation, summaries_paid: bool) -> RequestRecord:
-        """Measure the agent's request; ``summaries_paid``: summarizer requests of this step wrote its summaries."""
+    def agent_request(self, step: Step, request: Conversation, summaries_paid: bool,
+                      search: Search | None = None) -> RequestRecord:
+        """Measure the agent's request; ``summaries_paid``: summarizer requests of this step wrote its summaries;
+        ``search``: the strategy's search of its history, for recoverable recall."""
         tools_json, tools_tokens_ = self._tools_of(request.header)
         messages, tokens = render_request(request, self.estimator)
         output = item_tokens(self.recording.items[step.index], self.estimator)
@@ -126,7 +128,7 @@ class _Replay:
             llm_summary_usd=0.0 if summaries_paid else self.summaries.price(previous, new_summaries, step.time_s),
             survival=evaluate(self.probes.at(step.index), self.haystack.searcher({m: m.text for m in messages})),
             recall=evaluate_recall(self.needs.get(step.index),
-                                   self.recall_haystack.searcher({m: m.wire_text for m in messages})),
+                                   self.recall_haystack.searcher({m: m.wire_text for m in messages}), search),
             strict=self.strict.evaluate(step.index, self.strict_haystack.searcher({m: searchable(m.item) for m in messages})),
             violations=self.invariants.check(request, step.index),
         )
@@ -181,7 +183,7 @@ def replay(
             sent: Sent = strategy.step(step)
             for request, usage in sent.summarizer_calls:
                 state.summarizer_call(step, request, usage)
-            record = state.agent_request(step, sent.request, bool(sent.summarizer_calls))
+            record = state.agent_request(step, sent.request, bool(sent.summarizer_calls), sent.search)
             strategy.record_usage(_usage(record))
             if progress is not None:
                 progress(number + 1, len(points))

@@ -39,7 +39,7 @@ class Pipeline:
         view = self.context.prepare_view()
         events = tuple(self.context.events[seen:])
         calls = tuple(call for event in events for call in event.calls)
-        return Sent(view, calls, events)
+        return Sent(view, calls, events, self.context.search_history)
 
     def record_usage(self, usage: Usage) -> None:
         self.context.record_usage(usage)
