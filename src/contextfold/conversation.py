@@ -459,12 +459,13 @@ class Conversation:
     new one with :meth:`with_items`, sharing the unchanged item objects.
     """
 
-    __slots__ = ("_calls", "_items", "header")
+    __slots__ = ("_calls", "_items", "_rounds", "header")
 
     def __init__(self, items: Iterable[Item] = (), header: Header | None = None) -> None:
         self.header = header or Header()
         self._items: list[Item] = []
         self._calls: dict[str, ToolCall] = {}
+        self._rounds: tuple[int, list[Round]] | None = None  # rounds() of the first N items (appends only add)
         self.extend(items)
 
     # -- container protocol
@@ -516,6 +517,7 @@ class Conversation:
         copy.header = self.header
         copy._items = list(self._items)
         copy._calls = dict(self._calls)
+        copy._rounds = self._rounds
         return copy
 
     @property
@@ -529,7 +531,17 @@ class Conversation:
 
     # -- structure
     def rounds(self) -> list[Round]:
-        """Every assistant item with tool calls, with the span its results occupy."""
+        """Every assistant item with tool calls, with the span its results occupy.
+
+        Remembered until an item is appended (stages ask it of the same request several times); a copy is
+        returned, so the caller may change it.
+        """
+        known = self._rounds
+        if known is None or known[0] != len(self._items):
+            known = self._rounds = (len(self._items), self._find_rounds())
+        return list(known[1])
+
+    def _find_rounds(self) -> list[Round]:
         owner: dict[str, int] = {}
         spans: dict[int, int] = {}
         for index, item in enumerate(self._items):
