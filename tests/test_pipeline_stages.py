@@ -152,6 +152,29 @@ def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never
     assert out[4].text == latest
 
 
+def test_the_newest_output_showing_an_error_keeps_it_with_its_frame_when_cleared() -> None:
+    # A CI log whose call succeeded, its failing step far from its end; an older failed run; then a long listing.
+    log = ("step: checkout ok\n" * 50 + "Comment metrics\tresponse: 403\nComment metrics\turl: /repos/x/issues/4\n"
+           "Comment metrics\t##[error]Unhandled error: HttpError: Resource not accessible by integration\n"
+           + "Post job cleanup ok\n" * 300)
+    conv = session(("pytest", "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"), ("gh run view 7 --log", log),
+                   ("ls -R", "src/app.py\n" * 400))
+    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    cleared_log = out[4].text
+    assert "cleared" in cleared_log and "Post job cleanup" not in cleared_log
+    assert ("Comment metrics\tresponse: 403\nComment metrics\turl: /repos/x/issues/4\nComment metrics\t##[error]Unhandled "
+            "error: HttpError: Resource not accessible by integration") in cleared_log
+    assert "It reported: 1 failed" in out[2].text  # an older failure keeps its line only
+
+
+def test_an_error_line_in_a_source_file_read_is_no_error_shown() -> None:
+    source = "def check():\n    total = 1\n    print('Error: totals differ')\n" + "    pass\n" * 300
+    conv = Conversation([c.user("Fix src/app.py"), c.assistant("", [ToolCall("r1", "read", {"path": "src/app.py"})]),
+                         c.tool("r1", source), bash("c2", "ls -R"), c.tool("c2", "src/app.py\n" * 400)], HEADER)
+    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    assert "cleared" in out[2].text and "error" not in out[2].text.lower()
+
+
 def test_mask_mode_masks_every_turn_regardless_of_savings() -> None:
     conv = session(*[(f"echo {k}", f"o{k} " * 100) for k in range(5)])
     out, events = clear(conv, make_budget(policy=Policy(mask_window_rounds=2, clear_min_savings_tokens=10**9)))

@@ -382,3 +382,22 @@ def test_a_cleared_output_is_not_quoted_as_the_issue() -> None:
     c.append(Item(cleared.role, cleared.blocks, meta={"compacted": "clear"}))
     text, _ = summarize(c.items)
     assert "output cleared" not in text and "The issue as the agent fetched it" not in text
+
+
+def test_an_error_a_ci_log_showed_far_from_its_end_is_the_last_error_shown() -> None:
+    """A log whose call succeeded reports its failing step mid-way: the summary quotes it with the lines above it;
+    an error-looking line in a source file the agent read is code, not an error."""
+    log = ("Verify\tstep ok\n" * 40 + "Verify\tresponse: 403\nVerify\turl: /repos/x/issues/4\n"
+           "Verify\t##[error]Unhandled error: HttpError: Resource not accessible by integration\n"
+           + "Verify\tPost job cleanup ok\n" * 400)
+    c = Conversation()
+    c.append(user("Make the PR checks pass."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "gh run view 7 --log"})]))
+    c.append(tool("c1", log, False))
+    c.append(assistant("", [ToolCall("c2", "read_file", {"path": "src/check.py"})]))
+    c.append(tool("c2", "def check():\n    print('Error: totals differ')\n"))
+    text, _ = summarize(c.items)
+    assert "The last error an output showed (its call did not fail), from `$ gh run view 7 --log`:" in text
+    assert ("    Verify\tresponse: 403\n    Verify\turl: /repos/x/issues/4\n    Verify\t##[error]Unhandled error: "
+            "HttpError: Resource not accessible by integration") in text
+    assert "totals differ" not in text

@@ -50,7 +50,6 @@ from ..actions import (
     call_actions,
     classify,
     command_outline,
-    error_lines,
     failure_line,
     reported_error_lines,
     written_text,
@@ -86,6 +85,8 @@ _TEST_RESULT = re.compile(
 """A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
 QUIET_OUTPUTS = 20
 """Outputs since the last failure searched (newest first) for an error they showed without failing."""
+_LOG_SUFFIXES = (".log", ".out", ".err")
+"""A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
 TALLY_CHARS = 2_000
 """A test run's tally is among its last lines: only these are searched."""
 _TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
@@ -411,7 +412,10 @@ class Facts:
 
     def _read_shown_error(self, call: ToolCall, action: Action, item: Item) -> bool:
         """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
-        through ``tail``), if it shows one."""
+        through ``tail``), if it shows one: its last error line wherever the output reports one (a CI log's failing
+        step is often far from its end). What a read or a search returned is file content, not an output."""
+        if _file_content(action):
+            return False
         text = item.text
         shown = _kept(item, "facts:shown_error", lambda: _shown_error(text))
         if shown is None:
@@ -622,12 +626,18 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
 
 
 def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """The error line an output that went on shows near its end (a traceback's exception line) and its frame."""
-    shown = error_lines(text[-4_000:])  # where an output that went on reports its error
+    """The last error line an output shows, wherever it reports one (a traceback's exception line), and its frame."""
+    shown = reported_error_lines(text)
     if not shown:
         return None
     line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
     return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
+
+
+def _file_content(action: Action | None) -> bool:
+    """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log):
+    an error line in it is code, not an error shown."""
+    return action is not None and action.kind in (READ, SEARCH) and not any(p.endswith(_LOG_SUFFIXES) for p in action.paths)
 
 
 @dataclass(frozen=True)
@@ -768,6 +778,20 @@ def _traceback_end(text: str, default: str) -> str:
     if start is None:
         return default
     return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
+
+
+def shown_error(text: str, action: Action | None) -> list[str] | None:
+    """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
+    end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
+    What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
+    shown = None if _file_content(action) else _shown_error(text)
+    return None if shown is None else [*shown[1], shown[0]]
+
+
+def failure_frame(text: str, line: str) -> list[str]:
+    """The failing frame above a failure line :func:`~contextfold.actions.failure_line` named (for a failure by
+    exit status alone, the lines above the last line its output printed)."""
+    return error_frame(text, line.partition(EXIT_FAILURE_ENDED)[2] or line)
 
 
 def error_frame(text: str, line: str) -> list[str]:

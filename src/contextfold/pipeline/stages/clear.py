@@ -9,14 +9,20 @@ for every output older than M rounds, every turn) is the same stage with
 ``mask_window_rounds`` set; it is there to compare with, not the default.
 
 A placeholder keeps the last error line an output reported: what failed is
-the fact an agent most needs later, and it costs one line.
+the fact an agent most needs later, and it costs one line. The newest output
+that shows an error (a failed call, or a CI log the agent read whose call did
+not fail) keeps that error with its failing frame, the lines above it: what
+failed last, where, is what the agent continues from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
+from ...summarizers._facts import failure_frame, shown_error
 from ..base import Budget
 from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
 from ..importance import References, item_tokens, referenced_lines, token_lines
@@ -24,12 +30,14 @@ from ..importance import References, item_tokens, referenced_lines, token_lines
 STAGE = "clear"
 
 
-def placeholder(item: Item, tokens: int, stage: str, refs: References | None = None, keep_chars: int = 0) -> Item:
+def placeholder(item: Item, tokens: int, stage: str, refs: References | None = None, keep_chars: int = 0,
+                error: Sequence[str] = ()) -> Item:
     """``item`` with its output replaced by a note of what was there.
 
     With ``refs``, the lines of the output that hold references the agent
     has been using stay (at most ``keep_chars``): what it took from this
-    output is what it is most likely to need from it again.
+    output is what it is most likely to need from it again. ``error`` is the
+    error the output showed with its frame (see :func:`last_error`), kept verbatim.
     """
     result = item.tool_result
     assert result is not None
@@ -37,7 +45,9 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     text = result_text(item)
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
     line = failure_line(text, result.is_error, action.kind if action else None)
-    if line is not None:
+    if error:
+        note += ". It showed this error:\n" + "\n".join(error) + "\n"
+    elif line is not None:
         note += f". It reported: {line}"
     kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), token_lines(item, text))
             if refs is not None and keep_chars > 0 else [])
@@ -69,6 +79,31 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
             savings += saved
     if not masking and not (budget.prefix_rewritten or savings >= p.clear_min_savings_tokens):
         return conversation, []
+    newest = last_error(conversation.items)
+    if newest is not None and newest[0] in changes:
+        index, error = newest
+        item = conversation[index]
+        changes[index] = placeholder(item, budget.count_item(item), "mask" if masking else STAGE, refs,
+                                     p.clear_keep_referenced_chars, error)
     action = "masked" if masking else "cleared"
     why = "cache cold" if budget.cache_cold else "compaction due" if budget.compaction_due else f"saves {savings:,} tokens"
     return apply(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")
+
+
+def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:
+    """The newest output that shows an error, by index, with that error: its failing frame and its line
+    (a failed call's failure, or an error an output showed without its call failing); ``None`` when none does."""
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        result = item.tool_result
+        if result is None or is_placeholder(item):
+            continue
+        action = result_action(item)
+        text = result_text(item)
+        line = failure_line(text, result.is_error, action.kind if action else None)
+        if line is not None:
+            return index, [*failure_frame(text, line), line]
+        shown = shown_error(text, action)
+        if shown is not None:
+            return index, shown
+    return None
