@@ -22,6 +22,8 @@ read and write of the stored session, and what happens when the disk fails).
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import logging
 import time
 from collections import Counter
@@ -40,13 +42,25 @@ from ..lookback import tools as history_tools
 from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
-from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, TURN_BOUNDARY, Occasion, Pipeline, Steward
+from ..pipeline.step import (
+    DEFAULT_PIPELINE,
+    DUE,
+    MANUAL,
+    PREPARE,
+    RETRY,
+    SETTLE,
+    TURN_BOUNDARY,
+    Occasion,
+    Pipeline,
+    Steward,
+)
 from ..rendering import Renderer
 from ..stores import Store, StoredSession
 from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
+from .background import Job, Outcome, TaskJob, ThreadJob, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
 from .single_flight import Flight
 from .timeline import Timeline
@@ -140,6 +154,10 @@ class Context:
         self._journal = Journal.open(transcript, store, self.session_id, self._emit, on_store_failure)
         self._emit(self._journal.opening)
         self._flight = Flight(lambda: self._journal.session)
+        self._job: Job | None = None  # the summary running in the background, if any (see .background)
+        self._wait_for: Job | None = None  # the job this step must wait for: the view is above the hard level
+        self._waited = False  # this step has waited for its job once
+        self._in_loop = False  # this step was called through the async API: a job is a task of its loop
         folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -248,6 +266,19 @@ class Context:
         """Run the summary now if it is due (the agent loop calls this between turns)."""
         return self._step(TURN_BOUNDARY)[1]
 
+    async def aprepare(self, provider: str | None = None) -> dict[str, Any]:
+        """:meth:`prepare` for an asyncio loop: a summary made in the background is a task of the running
+        loop (its model call made with the async client), and a step above the hard level awaits it."""
+        return self.render(await self.aprepare_view(), provider)
+
+    async def aprepare_view(self) -> Conversation:
+        """:meth:`prepare_view` for an asyncio loop (see :meth:`aprepare`)."""
+        return (await self._astep(PREPARE))[0]
+
+    async def aat_turn_boundary(self) -> list[Event]:
+        """:meth:`at_turn_boundary` for an asyncio loop (see :meth:`aprepare`)."""
+        return (await self._astep(TURN_BOUNDARY))[1]
+
     def compact(self, instructions: str | None = None) -> list[Event]:
         """Summarize now, whatever the size, with ``instructions`` for the summarizer."""
         return self._step(MANUAL, instructions=instructions)[1]
@@ -266,22 +297,48 @@ class Context:
         return self.render(self._step(RETRY, first=cause)[0], provider)
 
     def _step(self, occasion: Occasion, *, first: Event | None = None, **budget: Any) -> tuple[Conversation, list[Event]]:
-        """The one path of every entry point: what other writers added is folded in, the pipeline decides
-        (guarded), a request is checked, the view is committed, the request counted, and the events go out.
+        """The one path of every entry point: what other writers added is folded in, a finished background
+        summary is put in, the pipeline decides (guarded), a request is checked, the view is committed, the
+        request counted, and the events go out.
 
         A view change another writer got in ahead of is refused by the store
         (nothing written, nothing counted or emitted yet): the session is read
         again and the step decides afresh, up to :data:`MAX_VIEW_CONFLICTS`
-        times, each refusal an event; then the conflict is raised.
+        times, each refusal an event; then the conflict is raised. Above the
+        hard level, the step waits for the background summary once (bounded by
+        the summarizer's deadline), then decides afresh.
         """
         try:
-            return self._decide_and_commit(occasion, first, budget)
+            while True:
+                decided = self._decide_and_commit(occasion, first, budget)
+                if not isinstance(decided, Job):
+                    return decided
+                self._waited_for(decided, decided.wait(self._wait_bound()))
         finally:
-            self._flight.end_step()  # the summary lease, if this step took it
+            self._end_step()
+
+    async def _astep(self, occasion: Occasion, **budget: Any) -> tuple[Conversation, list[Event]]:
+        """:meth:`_step` for the async API: a background summary is a task of the running loop, and a step
+        above the hard level awaits it instead of blocking the loop."""
+        self._in_loop = True
+        try:
+            while True:
+                decided = self._decide_and_commit(occasion, None, budget)
+                if not isinstance(decided, Job):
+                    return decided
+                self._waited_for(decided, await decided.wait_async(self._wait_bound()))
+        finally:
+            self._in_loop = False
+            self._end_step()
+
+    def _end_step(self) -> None:
+        self._flight.end_step()  # the summary lease, if this step took it (a background summary keeps it)
+        self._wait_for, self._waited = None, False
 
     def _decide_and_commit(self, occasion: Occasion, first: Event | None,
-                           budget: dict[str, Any]) -> tuple[Conversation, list[Event]]:
-        """:meth:`_step`'s loop: decide on the session as read now, until the store takes the view.
+                           budget: dict[str, Any]) -> tuple[Conversation, list[Event]] | Job:
+        """:meth:`_step`'s loop: decide on the session as read now, until the store takes the view; or the
+        background job to wait for, before anything is committed, when the view is above the hard level.
 
         A summary another worker was making (its lease, see :mod:`.single_flight`)
         is waited for once, then the session is read again and the step decides afresh.
@@ -289,18 +346,31 @@ class Context:
         elsewhere_seen = False
         for attempt in range(MAX_VIEW_CONFLICTS + 1):
             self._journal.follow(self._timeline)
-            view, events = self.steward.run(self._timeline.view, self._budget(**budget), occasion)
+            base, landing, new_from = self._landing(occasion)
+            defer = self._defer if occasion.summary == DUE and self._in_background() else None
+            # While a summary runs in the background no batch edit is priced: the summary rewrites the prefix
+            # anyway, and an edit of its span would only get it discarded.
+            deciding = replace(occasion, edits=False) if self.summary_running else occasion
+            view, events = self.steward.run(base, self._budget(new_from=new_from, **budget), deciding, defer)
+            if self._wait_for is not None:  # nothing decided here is kept: the step decides afresh after waiting
+                bound = self._wait_bound()
+                logger.info("session %s: the view is above the hard level (%d tokens): waiting for the background "
+                            "summary%s", self.session_id, self.hard_tokens, f" up to {bound:g} s" if bound else "")
+                self._emit([Event("summarize", "waiting", detail=f"the view is above the hard level "
+                                  f"({self.hard_tokens:,} tokens): waiting for the background summary")])
+                return self._wait_for
             if view is not self._timeline.view:
                 try:  # a view change holds the lease too, so it cannot overtake another worker's summary
                     self._flight.take()
                 except SummaryInProgress as busy:
                     if elsewhere_seen and occasion is not RETRY:  # waited once: keep the view, change it next step
-                        view, events = self._timeline.view, [e for e in events if not e.items]
+                        view, events, landing = self._timeline.view, [e for e in events if not e.items], []
                     events.append(Event("summarize", "elsewhere", detail=str(busy)))
             if not elsewhere_seen and any(e.stage == "summarize" and e.action == "elsewhere" for e in events):
                 elsewhere_seen = True
                 self._emit([e for e in events if e.stage == "summarize" and e.action == "elsewhere"])
                 continue
+            events = [*landing, *events]
             events = [first, *events] if first is not None else events
             if occasion.sends:
                 view, repaired = self._check.ready(view, self._interrupted)
@@ -312,6 +382,8 @@ class Context:
                 if attempt == MAX_VIEW_CONFLICTS:
                     raise
                 continue
+            if landing:
+                self._finish_job()
             if occasion.sends:
                 self._count_request(view, changed=any(e.items for e in events))
             self._emit(events)
@@ -319,7 +391,136 @@ class Context:
             return view, events
         raise AssertionError("unreachable")
 
-    def _budget(self, **overrides: Any) -> Budget:
+    # ------------------------------------------------------------------ summaries in the background
+    def _in_background(self) -> bool:
+        """Whether a due summary below the hard level is made off the loop (``Policy.background_summaries``)."""
+        mode = self.policy.background_summaries
+        return mode == "always" or (mode == "auto" and wait_bound_s(self.summarizer) is not None)
+
+    @property
+    def hard_tokens(self) -> int:
+        """Above this many prompt tokens a step waits for the summary running in the background."""
+        return int(self.policy.hard_fill_fraction * self.window_tokens)
+
+    @property
+    def summary_running(self) -> bool:
+        """A summary is being made in the background (the next step after it ends puts it in)."""
+        return self._job is not None and not self._job.done()
+
+    def _wait_bound(self) -> float | None:
+        return wait_bound_s(self.summarizer)
+
+    def _defer(self, view: Conversation, budget: Budget, target: int) -> bool:
+        """A summary is due on ``view``: whether this step leaves it to the background (started now, or running).
+
+        Above the hard level it does not: the step waits for the running job
+        (once) or summarizes inline, as it would without a background.
+        """
+        job = self._job
+        if self.counter.count(view) > self.hard_tokens:
+            if job is not None and not self._waited:
+                self._wait_for = job
+                return True
+            return False
+        if job is not None:
+            return True
+        try:
+            self._flight.take(wait=False)
+        except SummaryInProgress as busy:  # another worker summarizes: its view is read next step
+            logger.info("session %s: no background summary started: %s", self.session_id, busy)
+            return True
+        self._flight.keep(True)
+        snapshot = view.snapshot()  # the committed view is appended to in place; the job's must not move
+        summarizer = on_loop(self.summarizer, asyncio.get_running_loop()) if self._in_loop else self.summarizer
+        counter = copy.copy(self.counter)  # the loop's counter learns from usage as the job counts: its own copy
+        work_budget = replace(budget, summarizer=summarizer, count=counter.count, new_from=len(snapshot))
+
+        def work() -> Outcome:
+            return Outcome(*self.steward.summary_off_loop(snapshot, work_budget, target))
+
+        self._job = TaskJob(snapshot, work) if self._in_loop else ThreadJob(snapshot, work)
+        tokens = self.counter.count(view)
+        logger.info("session %s: a summary of %d item(s) (%d tokens) started in the background; the loop goes on "
+                    "with the full view until it is done", self.session_id, len(snapshot), tokens)
+        self._emit([Event("summarize", "started", tokens_before=tokens, data={"snapshot_items": len(snapshot),
+                          "target_tokens": target, "hard_tokens": self.hard_tokens},
+                          detail=f"summarizing a snapshot of {len(snapshot)} item(s) in the background")])
+        return True
+
+    def _landing(self, occasion: Occasion) -> tuple[Conversation, list[Event], int]:
+        """The view this step starts from, the events of a background summary put in or discarded, and the
+        index from which the cheap stages have not yet seen the view (the summary moves it)."""
+        current, processed = self._timeline.view, self._timeline.processed
+        job = self._job
+        if job is None:
+            return current, [], processed
+        if not job.done():
+            if occasion.summary == DUE or occasion is SETTLE:
+                return current, [], processed
+            why = "a manual compact" if occasion is MANUAL else "a reactive compaction after 'prompt too long'"
+            return current, self._drop_job(f"superseded by {why}", []), processed
+        outcome = job.outcome()
+        if job.accounted is None:  # once, however many times a view conflict makes the step land it
+            job.accounted = self.steward.landed(outcome.events, outcome.fits, self.counter.count(outcome.view))
+        events = [*outcome.events, *job.accounted]
+        if outcome.view is job.snapshot or not any(e.items for e in outcome.events):
+            self._drop_job(None, [])  # nothing to put in: it failed, or there was too little to summarize
+            return current, events, processed
+        placed = splice(job.snapshot.items, outcome.view.items, current.items)
+        if isinstance(placed, str) or placed.end > processed:
+            why = placed if isinstance(placed, str) else "it replaces items no stage has seen yet"
+            calls = tuple(call for e in outcome.events for call in e.calls)  # what it cost is still priced
+            return current, self._drop_job(why, [e for e in events if not e.items], calls), processed
+        view = placed.apply(current)
+        before, after = self.counter.count(current), self.counter.count(view)
+        logger.info("session %s: the background summary is applied: %d item(s) replaced, %d -> %d tokens",
+                    self.session_id, placed.end - placed.start, before, after)
+        applied = Event("summarize", "applied", tokens_before=before, tokens_after=after,
+                        detail=f"the background summary replaced {placed.end - placed.start} item(s) of the view",
+                        data={"start": placed.start, "replaced": placed.end - placed.start, "made": len(placed.items)})
+        return view, [*events, applied], processed + len(placed.items) - (placed.end - placed.start)
+
+    def _drop_job(self, why: str | None, events: list[Event], calls: tuple[Any, ...] = ()) -> list[Event]:
+        """Let the background summary go (its result, if it comes, is never used); ``events`` and a
+        ``discarded`` event saying ``why``, if there is a reason to tell."""
+        self._finish_job()
+        if why is None:
+            return events
+        logger.warning("session %s: the background summary is discarded: %s", self.session_id, why)
+        return [*events, Event("summarize", "discarded", detail=why, calls=calls)]
+
+    def _finish_job(self) -> None:
+        self._job = None
+        self._flight.keep(False)  # released when the step ends
+
+    def _waited_for(self, job: Job, done: bool) -> None:
+        """After a step above the hard level waited: it decides afresh, inline if the job is still not done."""
+        self._waited, self._wait_for = True, None
+        if not done and self._job is job:
+            bound = self._wait_bound()
+            waited = f"within {bound:g} s of waiting " if bound is not None and self._in_loop == isinstance(job, TaskJob) else ""
+            self._emit(self._drop_job(f"not finished {waited}above the hard level ({self.hard_tokens:,} tokens): "
+                                      "summarized inline instead", []))
+
+    def settle(self) -> list[Event]:
+        """Wait for the summary running in the background, if any, and put it in now; its events.
+
+        Nothing else is decided. Useful before :meth:`fork` or to read
+        :meth:`view` with the summary in; an agent loop need not call it.
+        """
+        job = self._job
+        if job is not None:
+            job.wait(None)
+        return self._step(SETTLE)[1]
+
+    async def asettle(self) -> list[Event]:
+        """:meth:`settle` for the async API."""
+        job = self._job
+        if job is not None:
+            await job.wait_async(None)
+        return (await self._astep(SETTLE))[1]
+
+    def _budget(self, new_from: int | None = None, **overrides: Any) -> Budget:
         now = self.clock()
         idle = now - self._last_request_s if now is not None and self._last_request_s is not None else None
         return Budget(
@@ -328,7 +529,7 @@ class Context:
             trigger_tokens=self.trigger_tokens,
             count=self.counter.count,
             count_item=self.estimator.item,
-            new_from=self._timeline.processed,
+            new_from=self._timeline.processed if new_from is None else new_from,
             requests_sent=self._requests,
             idle_s=idle,
             now_s=now,
@@ -529,9 +730,13 @@ class Context:
     def close(self) -> None:
         """Write what waits and release the transcript (another process may then resume the session).
 
+        A summary still running in the background is discarded (:meth:`settle` first to keep it).
         :class:`~contextfold.errors.StoreUnavailable` while the store still refuses waiting records;
         the session is kept open then, so ``close()`` can be called again once it accepts.
         """
+        if self._job is not None:
+            self._emit(self._drop_job("the context was closed before it finished", []))
+            self._flight.end_step()
         self._journal.close()
 
     def __enter__(self) -> Context:

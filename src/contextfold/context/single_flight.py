@@ -8,7 +8,9 @@ A worker that finds another's lease waits for it to be released, up to
 :data:`WAIT_S`, then reads the session again and decides afresh (the other
 worker's summary usually makes its own unnecessary); if the lease is still
 held then, it goes on unsummarized this step. A lease is taken only when a
-summarizer is about to run, and released when the step ends.
+summarizer is about to run, and released when the step ends; a summary made
+in the background (:mod:`.background`) keeps it (:meth:`Flight.keep`) until
+it is applied or discarded, and never waits for another worker's.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ class Flight:
         self.holder = new_id("worker")
         self.held = False
         self.waited = False
+        self.kept = False  # the lease outlives the step: a background summary holds it
 
     def guard(self, summarizer: Summarizer) -> Summarizer:
         """``summarizer``, taking the lease before each summary when the session is shared."""
         return _Leased(summarizer, self)
 
-    def take(self) -> None:
-        """Take the lease, or raise :class:`SummaryInProgress` (after waiting, once a step, for it to be released)."""
+    def take(self, *, wait: bool = True) -> None:
+        """Take the lease, or raise :class:`SummaryInProgress` (after waiting, once a step, for it to be
+        released; at once with ``wait=False``)."""
         session = self._session()
         if session is None or self.held:
             return
@@ -67,7 +71,7 @@ class Flight:
         if got:
             self.held = True
             return
-        if self.waited:
+        if self.waited or not wait:
             raise SummaryInProgress("another worker is summarizing this session; going on unsummarized")
         self.waited = True
         deadline = self._clock() + WAIT_S
@@ -78,15 +82,20 @@ class Flight:
                 break
         raise SummaryInProgress("another worker summarized this session: reading it again")
 
+    def keep(self, kept: bool) -> None:
+        """Hold the lease past the end of the step (a background summary runs), or no longer."""
+        self.kept = kept and self.held
+
     def end_step(self) -> None:
-        """Release the lease if held; the next step may wait again."""
+        """Release the lease if held and not kept; the next step may wait again."""
         session = self._session()
-        if self.held and session is not None:
+        if self.held and not self.kept and session is not None:
             try:
                 session.release(self.holder)
             except StoreUnavailable as error:
                 logger.warning("summary lease not released (%s); it expires in %.0f s", error, LEASE_S)
-        self.held = self.waited = False
+        self.held = self.kept
+        self.waited = False
 
 
 class _Leased:

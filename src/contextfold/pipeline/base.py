@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..conversation import Conversation, Item
 from ..errors import InvalidPolicy
@@ -36,6 +36,8 @@ class Prices:
 
 
 DROP, TRUNCATE, NONE = "drop", "truncate", "none"
+BACKGROUND_MODES = ("auto", "always", "never")
+"""``Policy.background_summaries``: off the loop when the summarizer calls a model (``auto``), always, or never."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,9 @@ class Policy:
     horizon_factor: float = 0.5  # requests still to come, as a multiple of those so far (Budget.horizon_requests)
     min_horizon_requests: int = 8
     max_horizon_requests: int = 200
+    # background: a summary due below the hard level is made off the agent loop (context/background.py)
+    background_summaries: Literal["auto", "always", "never"] = "auto"  # "auto": when the summarizer has a deadline_s (a model's); "always"; "never"
+    hard_fill_fraction: float = 0.9  # above this share of the window a step waits for the running summary
     # guards
     max_consecutive_failures: int = 3
     # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
@@ -136,7 +141,7 @@ _COUNTS_FROM_0 = ("preview_head_chars", "preview_tail_chars", "budget_keep_recen
                   "economic_summary_min_tokens", "economic_summary_tail_tokens", "min_horizon_requests")
 _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_messages")
 _SHARES = ("tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
-           "clear_first_max_fraction")
+           "clear_first_max_fraction", "hard_fill_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
 _NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor")
 
@@ -162,6 +167,11 @@ def check_policy(policy: Policy) -> None:
             raise InvalidPolicy("trigger_fraction", f"set with trigger_tokens={policy.trigger_tokens}: "
                                 "set one trigger, not both (the window's share or the absolute size)")
     _check_budget_steps(policy.budget_steps)
+    if policy.background_summaries not in BACKGROUND_MODES:
+        raise InvalidPolicy("background_summaries", f"one of {', '.join(BACKGROUND_MODES)} is needed, "
+                            f"not {policy.background_summaries!r}")
+    if policy.hard_fill_fraction == 0:
+        raise InvalidPolicy("hard_fill_fraction", "0 would wait for every background summary; use a share above 0")
 
 
 def _check_real(name: str, value: object, low: float, high: float | None) -> None:

@@ -19,7 +19,7 @@ prefix last and the cached figure last reported (to name a cache break).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -41,7 +41,7 @@ from .stages.truncate import truncate
 
 logger = logging.getLogger(__name__)
 
-DUE, FORCED, REACTIVE = "due", "forced", "reactive"
+DUE, FORCED, REACTIVE, NO_SUMMARY = "due", "forced", "reactive", "none"
 REACTIVE_TARGET_SHARE = 0.7
 """After "prompt too long", compact to this share of the refused request (or to the trigger, if lower)."""
 CACHE_BREAK_DROP = 0.05
@@ -139,6 +139,11 @@ PREPARE = Occasion(edits=True, summary=DUE, automatic=True, sends=True)
 TURN_BOUNDARY = Occasion(edits=False, summary=DUE, automatic=True, sends=False)
 MANUAL = Occasion(edits=False, summary=FORCED, automatic=False, sends=False)
 RETRY = Occasion(edits=False, summary=REACTIVE, automatic=True, sends=True)
+SETTLE = Occasion(edits=False, summary=NO_SUMMARY, automatic=True, sends=False)
+"""Only what other writers and a finished background summary changed: no stage decides anything new."""
+
+Defer = Callable[[Conversation, Budget, int], bool]
+"""Asked when a summary is due (the view, its budget, the target): ``True`` leaves it to the background."""
 
 
 class Steward:
@@ -174,11 +179,15 @@ class Steward:
         return max(compaction_threshold(limits), limits.context_window // 4)
 
     # ------------------------------------------------------------------ the step
-    def run(self, view: Conversation, budget: Budget, occasion: Occasion) -> tuple[Conversation, list[Event]]:
-        """The view after this occasion's stages and decisions, and every event they produced."""
+    def run(self, view: Conversation, budget: Budget, occasion: Occasion,
+            defer: Defer | None = None) -> tuple[Conversation, list[Event]]:
+        """The view after this occasion's stages and decisions, and every event they produced.
+
+        ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`).
+        """
         view, events = run_stages(view, budget, self.pipeline.cheap)
         try:
-            decided, produced, fits = self._decide(view, budget, occasion)
+            decided, produced, fits = self._decide(view, budget, occasion, defer)
         except ContextOverflow:
             raise  # nothing left to remove: the caller must know before it sends
         except SummaryInProgress as busy:  # another worker summarizes this session: no failure of ours
@@ -193,7 +202,7 @@ class Steward:
         return decided, events
 
     def _decide(
-        self, view: Conversation, budget: Budget, occasion: Occasion
+        self, view: Conversation, budget: Budget, occasion: Occasion, defer: Defer | None = None
     ) -> tuple[Conversation, list[Event], bool | None]:
         """The decisions that may fail: the view, their events, and whether a summary met its target
         (``None``: none ran, or none could: the span was under the minimum)."""
@@ -201,8 +210,18 @@ class Steward:
         if occasion.edits:
             view, events = self._edit(view, budget)
         target = self._summary_target(view, budget, occasion)
-        if target is None:
+        if target is None or (occasion.summary == DUE and defer is not None and defer(view, budget, target)):
             return view, events, None
+        result, produced, fits = self.make_summary(view, budget, occasion, target)
+        self._evaluated_at_tokens = budget.count(result)
+        return result, [*events, *produced], fits
+
+    def make_summary(self, view: Conversation, budget: Budget, occasion: Occasion,
+                     target: int) -> tuple[Conversation, list[Event], bool | None]:
+        """The summary the occasion calls for, down to ``target``: the view, its events, whether it met the target.
+
+        Reads and changes none of the steward's memory, so that it can run off the agent loop on a snapshot.
+        """
         if occasion.summary in (FORCED, REACTIVE):
             budget = replace(budget, force_summary=occasion.summary == FORCED, refused=occasion.summary == REACTIVE)
         result, produced, met = compact(view, budget, target)
@@ -212,11 +231,29 @@ class Steward:
         if occasion.sends and budget.count(result) > window_limit(budget):
             result, more = fit_window(result, budget)  # the window is a limit, not a target: go on down
             produced = [*produced, *more]
-        self._evaluated_at_tokens = budget.count(result)
-        return result, [*events, *produced], fits
+        return result, produced, fits
+
+    def summary_off_loop(self, view: Conversation, budget: Budget,
+                         target: int) -> tuple[Conversation, list[Event], bool | None]:
+        """:meth:`make_summary` of a due summary, a fault in it kept as :meth:`run` keeps one (a ``failed`` event,
+        the view unchanged): what a background summary runs. Its outcome is accounted by :meth:`landed`."""
+        try:
+            return self.make_summary(view, budget, TURN_BOUNDARY, target)
+        except Exception as error:  # noqa: BLE001 - as in run(): a summarizer bug never reaches the agent loop
+            logger.warning("background compaction failed, the view stays as it is: %s: %s", type(error).__name__, error)
+            return view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
+
+    def landed(self, produced: list[Event], fits: bool | None, tokens: int) -> list[Event]:
+        """A background summary's outcome taken into the steward's memory (breaker, last stage, size looked at)."""
+        events = self._account(produced, fits, automatic=True) if fits is not None else []
+        self._note_fired(produced)
+        self._evaluated_at_tokens = tokens
+        return events
 
     def _summary_target(self, view: Conversation, budget: Budget, occasion: Occasion) -> int | None:
         """The size a summary should bring the request to now, or ``None`` when none is due."""
+        if occasion.summary == NO_SUMMARY:
+            return None
         if occasion.summary == REACTIVE:
             return min(budget.trigger_tokens, int(budget.count(view) * REACTIVE_TARGET_SHARE))
         if occasion.summary == FORCED:

@@ -97,8 +97,9 @@ class Estimator:
 
     def header(self, header: Header) -> int:
         """System items, tool definitions and pinned items (remembered for the last header seen)."""
-        if self._header is not None and (self._header[0] is header or self._header[0] == header):
-            return self._header[1]
+        remembered = self._header  # read once: a background summary counts on another thread
+        if remembered is not None and (remembered[0] is header or remembered[0] == header):
+            return remembered[1]
         tokens = self.items(header.system) + self.items(header.pinned) + self.tools(header.tools)
         self._header = (header, tokens)
         return tokens

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...context import Context
 from ...conversation import Header
+from ...pipeline.base import Policy
 from ...usage import Usage
 from ..base import Sent, Step, StrategyConfig
 
@@ -26,6 +27,7 @@ class Pipeline:
             max_output_tokens=config.max_output_tokens,
             results_dir=config.results_dir,
             summarizer=config.summarizer,
+            policy=Policy(background_summaries="never"),  # a summary is priced at the step it fires, never later
             clock=lambda: self._now,
         )
 

@@ -1,0 +1,214 @@
+"""Summaries made off the agent loop: started on a snapshot of the view, swapped in once done.
+
+A model writes a summary in seconds, and a loop that waits for it stalls. When
+a summary becomes due below the hard fill level (``Policy.hard_fill_fraction``
+of the window), :class:`~contextfold.context.Context` starts it here on a
+snapshot of the view (a thread for the sync API, an asyncio task for the async
+one) and goes on sending the full view, which the cheap stages keep within the
+window. The first step that finds it finished puts it in with :func:`splice`:
+the items the summary replaced are replaced, exactly, in the view as it is
+then, if they are all still there, unchanged and in a row (wherever they now
+stand: the view may have been re-cut around them); items added since stay as
+they are. Otherwise the summary is discarded, never misapplied. Only above the
+hard level does a step wait for it, bounded by the summarizer's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..conversation import Conversation, Item
+from ..events import Event
+from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult
+
+WAIT_GRACE_S = 5.0
+"""How long past the summarizer's deadline a step above the hard level waits (its fallback is still written)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a background summary made of its snapshot: the view, its events, whether it met its target."""
+
+    view: Conversation
+    events: list[Event]
+    fits: bool | None
+
+
+Work = Callable[[], Outcome]
+
+
+class Job:
+    """One summary running off the loop on ``snapshot``; :meth:`outcome` once :meth:`done`."""
+
+    def __init__(self, snapshot: Conversation) -> None:
+        self.snapshot = snapshot
+        self.accounted: list[Event] | None = None  # the steward's verdict, taken once when the job is first landed
+
+    def done(self) -> bool:
+        raise NotImplementedError
+
+    def outcome(self) -> Outcome:
+        raise NotImplementedError
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """Block until done or ``timeout_s`` passed (sync API); whether it is done."""
+        raise NotImplementedError
+
+    async def wait_async(self, timeout_s: float | None) -> bool:
+        """Await until done or ``timeout_s`` passed (async API); whether it is done."""
+        raise NotImplementedError
+
+
+class ThreadJob(Job):
+    """A job in a daemon thread (the sync API: no event loop to run it on)."""
+
+    def __init__(self, snapshot: Conversation, work: Work) -> None:
+        super().__init__(snapshot)
+        self._finished = threading.Event()
+        self._outcome: Outcome | None = None
+        self._thread = threading.Thread(target=self._run, args=(work,), name="contextfold-summary", daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Work) -> None:
+        try:
+            self._outcome = work()
+        finally:
+            self._finished.set()
+
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def outcome(self) -> Outcome:
+        return _outcome_or_failure(self._outcome, self.snapshot)
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self._finished.wait(timeout_s)
+
+    async def wait_async(self, timeout_s: float | None) -> bool:
+        return await asyncio.to_thread(self._finished.wait, timeout_s)
+
+
+class TaskJob(Job):
+    """A job as an asyncio task of the running loop (the async API).
+
+    The pipeline's own work (cutting, counting, fitting) runs in the loop's
+    executor; the model call is made by the summarizer's ``asummarize`` on the
+    loop itself (see :func:`on_loop`), so a model summary uses the async client.
+    """
+
+    def __init__(self, snapshot: Conversation, work: Work) -> None:
+        super().__init__(snapshot)
+        self._task: asyncio.Task[Outcome] = asyncio.get_running_loop().create_task(asyncio.to_thread(work))
+
+    def done(self) -> bool:
+        return self._task.done()
+
+    def outcome(self) -> Outcome:
+        if self._task.cancelled() or self._task.exception() is not None:
+            return _outcome_or_failure(None, self.snapshot)
+        return self._task.result()
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self.done()  # blocking here would stall the very loop the task runs on
+
+    async def wait_async(self, timeout_s: float | None) -> bool:
+        await asyncio.wait({self._task}, timeout=timeout_s)
+        return self.done()
+
+
+def _outcome_or_failure(outcome: Outcome | None, snapshot: Conversation) -> Outcome:
+    if outcome is not None:
+        return outcome
+    return Outcome(snapshot, [Event("summarize", "failed", detail="the background summary ended without a result")],
+                   False)
+
+
+def wait_bound_s(summarizer: Summarizer) -> float | None:
+    """How long a step above the hard level waits: the summarizer's deadline and a grace (``None``: it has none,
+    and an inline summary would have taken as long)."""
+    deadline = getattr(summarizer, "deadline_s", None)
+    return float(deadline) + WAIT_GRACE_S if isinstance(deadline, (int, float)) else None
+
+
+def on_loop(summarizer: Summarizer, loop: asyncio.AbstractEventLoop) -> Summarizer:
+    """``summarizer`` for a job's executor thread: its ``asummarize``, if it has one, run on ``loop``."""
+    if not callable(getattr(summarizer, "asummarize", None)):
+        return summarizer
+    return _OnLoop(summarizer, loop)
+
+
+class _OnLoop:
+    """A summarizer whose calls from a worker thread are made by its coroutine on the event loop."""
+
+    def __init__(self, summarizer: Summarizer, loop: asyncio.AbstractEventLoop) -> None:
+        self._summarizer = summarizer
+        self._loop = loop
+
+    @property
+    def name(self) -> str:
+        return self._summarizer.name
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        coroutine = self._summarizer.asummarize(request)  # type: ignore[attr-defined]
+        result: SummaryResult = asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        return result
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._summarizer, attribute)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a summary goes in the current view: ``items`` in place of ``current[start:end]``."""
+
+    start: int
+    end: int
+    items: tuple[Item, ...]
+
+    def apply(self, current: Conversation) -> Conversation:
+        view = list(current.items)
+        return current.with_items([*view[: self.start], *self.items, *view[self.end :]])
+
+
+def splice(snapshot: Sequence[Item], summarized: Sequence[Item], current: Sequence[Item]) -> Placement | str:
+    """Where the change from ``snapshot`` to ``summarized`` goes in ``current``, or why it cannot go anywhere.
+
+    The change is the run of ``snapshot`` items that ``summarized`` does not
+    keep at either end (the span summarized, and any tail item the escalation
+    shortened), and what replaced it. It goes where that run stands in
+    ``current``, item for item the same objects (or equal ones); if the run is
+    not there whole, the summary would drop or duplicate an item: it is refused.
+    """
+    head = _common(snapshot, summarized)
+    tail = _common(snapshot[::-1], summarized[::-1], limit=min(len(snapshot), len(summarized)) - head)
+    replaced = snapshot[head : len(snapshot) - tail]
+    made = tuple(summarized[head : len(summarized) - tail])
+    if not replaced:
+        return "the summary replaced no item of its snapshot"
+    first = replaced[0]
+    starts = [i for i, item in enumerate(current) if _same(item, first)]
+    for start in sorted(starts, key=lambda i: abs(i - head)):  # where it was first: the usual case
+        run = current[start : start + len(replaced)]
+        if len(run) == len(replaced) and all(_same(a, b) for a, b in zip(run, replaced)):
+            return Placement(start, start + len(replaced), made)
+    gone = sum(1 for item in replaced if not any(_same(item, other) for other in current))
+    if gone:
+        return f"{gone} of the {len(replaced)} item(s) it replaces changed or left the view while it ran"
+    return f"the {len(replaced)} item(s) it replaces are no longer in one run in the view"
+
+
+def _same(a: Item, b: Item) -> bool:
+    return a is b or (a.id == b.id and a == b)
+
+
+def _common(a: Sequence[Item], b: Sequence[Item], limit: int | None = None) -> int:
+    """How many items ``a`` and ``b`` share from their start (at most ``limit``)."""
+    most = min(len(a), len(b)) if limit is None else min(len(a), len(b), limit)
+    n = 0
+    while n < most and _same(a[n], b[n]):
+        n += 1
+    return n

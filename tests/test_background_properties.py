@@ -1,0 +1,143 @@
+"""Property: background swaps with appends going on around them lose no item, duplicate none, and leave no
+call without its result; with the sync and the async API.
+
+Each example runs :data:`SWAPS` rounds. In a round the loop grows until a summary starts in the background;
+while its summarizer is held at a gate, turns are added (one tool call, parallel calls, or plain text) with
+a request after each; the gate opens, more turns are added while the summary is being written, and then
+either the next request or :meth:`~contextfold.Context.settle` swaps it in. Every round must apply exactly
+one summary, and after every step the view must hold each item of the history once, in order, or under the
+summary; its calls all answered. 125 sync examples make 1,000 swaps. No timing: gates and joins only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_background import GATE_S, SYSTEM, TOOLS, actions, assert_whole, join_summary_thread
+
+from contextfold.context import Context
+from contextfold.pipeline.base import Policy
+from contextfold.summarizers.base import SummaryRequest, SummaryResult
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+
+SWAPS = 8
+"""Rounds per example, each one background swap."""
+
+Turn = tuple[int, int]  # (kind: 0 one call, 1 two parallel calls, 2 plain text; output lines)
+turns = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 60)), min_size=0, max_size=3)
+rounds = st.lists(st.tuples(turns, turns, st.booleans()), min_size=SWAPS, max_size=SWAPS)
+
+
+class Held:
+    """A summarizer with a deadline (so the summary is made in the background) held at a gate per summary."""
+
+    name = "held"
+    deadline_s = 30.0
+
+    def __init__(self) -> None:
+        self.gate = threading.Semaphore(0)
+        self.agate: asyncio.Semaphore | None = None
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        if not self.gate.acquire(timeout=GATE_S):
+            raise RuntimeError("the test never opened the gate")
+        return ExtractiveSummarizer().summarize(request)
+
+
+class AsyncHeld(Held):
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult:
+        assert self.agate is not None
+        await asyncio.wait_for(self.agate.acquire(), GATE_S)
+        return ExtractiveSummarizer().summarize(request)
+
+
+class Loop:
+    """An agent loop's turns, numbered so that every call id is new."""
+
+    def __init__(self) -> None:
+        self.k = 0
+
+    def turn(self, kind: int, lines: int) -> list[dict]:
+        self.k += 1
+        k = self.k
+        body = "".join(f"f{k}.py:{n}: item_{k}_{n} = step({n})\n" for n in range(lines))
+        if kind == 2:
+            return [{"role": "assistant", "content": f"Reading f{k}.py next.\n{body}"},
+                    {"role": "user", "content": f"go on with f{k}.py"}]
+        calls = [f"toolu_{k}_{c}" for c in range(kind + 1)]
+        return [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": c, "name": "bash",
+                                               "input": {"command": f"cat f{k}.py"}} for c in calls]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": c, "content": body} for c in calls]},
+        ]
+
+
+def new_context(summarizer: Held) -> Context:
+    policy = Policy(trigger_tokens=3_000, min_summary_messages=2, economic_summaries=False)
+    context = Context(window_tokens=20_000, summarizer=summarizer, policy=policy)
+    context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
+    return context
+
+
+@settings(max_examples=125, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds)
+def test_sync_background_swaps_lose_nothing_and_answer_every_call(plan: list[tuple[list[Turn], list[Turn], bool]]) -> None:
+    summarizer = Held()
+    context = new_context(summarizer)
+    loop = Loop()
+    for number, (held, writing, by_settle) in enumerate(plan, start=1):
+        while actions(context).count("started") < number:
+            context.add(loop.turn(0, 40))
+            context.prepare()
+            assert_whole(context)
+        for kind, lines in held:  # the summarizer waits at its gate
+            context.add(loop.turn(kind, lines))
+            context.prepare()
+            assert_whole(context)
+        summarizer.gate.release()
+        for kind, lines in writing:  # the summary is being written as these come in
+            context.add(loop.turn(kind, lines))
+        join_summary_thread()
+        if by_settle:
+            context.settle()
+        else:
+            context.prepare()
+        assert actions(context).count("applied") == number, actions(context)
+        assert_whole(context)
+    assert "discarded" not in actions(context)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds)
+def test_async_background_swaps_lose_nothing_and_answer_every_call(plan: list[tuple[list[Turn], list[Turn], bool]]) -> None:
+    async def main() -> None:
+        summarizer = AsyncHeld()
+        summarizer.agate = asyncio.Semaphore(0)
+        context = new_context(summarizer)
+        loop = Loop()
+        for number, (held, writing, by_settle) in enumerate(plan, start=1):
+            while actions(context).count("started") < number:
+                context.add(loop.turn(0, 40))
+                await context.aprepare()
+                assert_whole(context)
+            for kind, lines in held:
+                context.add(loop.turn(kind, lines))
+                await context.aprepare()
+                assert_whole(context)
+            summarizer.agate.release()
+            for kind, lines in writing:
+                context.add(loop.turn(kind, lines))
+            if by_settle:
+                await context.asettle()
+            else:
+                while context.summary_running:  # the task ends on its own; the next request finds it done
+                    await asyncio.sleep(0.001)
+                await context.aprepare()
+            assert actions(context).count("applied") == number, actions(context)
+            assert_whole(context)
+        assert "discarded" not in actions(context)
+
+    asyncio.run(main())
