@@ -155,7 +155,8 @@ class Listing:
         self.header_cost = meter(header) + 1 if header else 0
         self.empty_cost = meter(empty) + 1 if empty and not self.lines else 0
         self.full = self.header_cost + self.empty_cost + self.running[-1]
-        self.floor = self._cost(self.keep)
+        self.costs = [self._cost(kept) for kept in range(len(self.lines) + 1)]  # the fitting asks for them often
+        self.floor = self.costs[self.keep]
 
     def _cost(self, kept: int) -> int:
         left_out = self.more_cost + (self.names_after[kept] if self.short and self.more else 0) if kept < len(self.lines) else 0
@@ -165,16 +166,17 @@ class Listing:
 
     def _kept(self, tokens: int) -> int:
         """How many lines fit in ``tokens`` (at least ``keep``); costs grow with each line kept but the last."""
-        if self._cost(len(self.lines)) <= tokens:
+        costs = self.costs
+        if costs[-1] <= tokens:
             return len(self.lines)
         low, high = self.keep, len(self.lines) - 1  # the answer is in [low, high]: the largest k with cost(k) <= tokens
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if self._cost(middle) <= tokens else (low, middle - 1)
+            low, high = (middle, high) if costs[middle] <= tokens else (low, middle - 1)
         return low
 
     def used(self, tokens: int) -> int:
-        return self._cost(self._kept(tokens))
+        return self.costs[self._kept(tokens)]
 
     def render(self, tokens: int) -> str:
         if not self.lines:
