@@ -34,7 +34,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from copy import copy
+from copy import copy, deepcopy
 from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
 from typing import Any, TypeVar
@@ -555,6 +555,18 @@ class Facts:
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
+
+
+def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
+    """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
+    when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
+    without reading the span a second time: the span's reading ended with nothing pending (a summary's span ends
+    on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too."""
+    if state.get("schema") != STATE_SCHEMA:
+        return None
+    facts = Facts.from_state(deepcopy(state))  # the state lives on in the summary: reading on must not change it
+    facts.read(items, details=False)
+    return facts
 
 
 def read_ahead(items: Sequence[Item]) -> None:

@@ -12,10 +12,13 @@ summarized again with its structured state, so facts carry forward.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from ...boundary import choose_cut
 from ...conversation import Conversation, Item, Summary
 from ...events import Event
+from ...summarizers._facts import Facts, read_on
 from ...summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from ..base import Budget
 from ..compression import summary_share, summary_target
@@ -77,7 +80,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         count_text=budget.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
     )
     kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
-    summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task)
+    summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task,
+                                  facts=_facts_of(items, start, cut.index, result.state))
     after = budget.count(summarized)
     data = {
         "boundary": cut.index,
@@ -99,6 +103,17 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     ids = tuple(item.id for item in span)
     event = Event(STAGE, "summarized", ids, before, after, detail, data, tuple(result.calls))
     return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
+
+
+def _facts_of(items: list[Item], start: int, cut: int, state: Mapping[str, Any]) -> Facts | None:
+    """The facts of the whole request read on from the summary's (see :func:`~contextfold.summarizers._facts.read_on`),
+    when they are those a reading of it finds: what precedes the span is the task (user messages, which bear on
+    no error, plan or file) and what the span left out is what contextfold added (restored files, notes)."""
+    before = items[:start]
+    left_out = [item for item in items[start:cut] if not _summarizable(item)]
+    if any(item.role != "user" or item.meta.get("summary") for item in before + left_out):
+        return None
+    return read_on(state, items[cut:])
 
 
 def _short_span_exemption(budget: Budget, tokens: int) -> str | None:

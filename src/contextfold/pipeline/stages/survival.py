@@ -66,10 +66,15 @@ class Needs:
         return {name: len(values) for name, values in vars(self).items() if values}
 
 
-def needs(conversation: Conversation, task_index: int | None = None) -> Needs:
-    """What of ``conversation`` must survive any compaction of it (the task item itself is never removed)."""
-    facts = Facts()
-    facts.read(conversation.items, details=False)
+def needs(conversation: Conversation, task_index: int | None = None, facts: Facts | None = None) -> Needs:
+    """What of ``conversation`` must survive any compaction of it (the task item itself is never removed).
+
+    ``facts`` are the facts of ``conversation`` when they were read already
+    (a summary's, read on to the end of the request: :func:`~contextfold.summarizers._facts.read_on`).
+    """
+    if facts is None:
+        facts = Facts()
+        facts.read(conversation.items, details=False)
     open_errors = [e for e in facts.errors if e.resolved is None and not e.retired][-MAX_ERRORS:][::-1]
     errors = ["\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), e.line[:ERROR_CHARS]])) for e in open_errors]
     plan = [t["text"][:PLAN_CHARS] for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
@@ -274,13 +279,16 @@ def _note_segments(text: str) -> list[tuple[str, list[str]]]:
     return pieces
 
 
-def survive(before: Conversation, after: Conversation, budget: Budget, *, task_index: int | None) -> tuple[Conversation, list[Event]]:
-    """``after`` with what it lost of ``before``'s needs put back (at most the policy's survival budget)."""
+def survive(before: Conversation, after: Conversation, budget: Budget, *, task_index: int | None,
+            facts: Facts | None = None) -> tuple[Conversation, list[Event]]:
+    """``after`` with what it lost of ``before``'s needs put back (at most the policy's survival budget).
+
+    ``facts``: ``before``'s facts when known (see :func:`needs`)."""
     p = budget.policy
     if budget.count_text is None or p.survival_max_tokens <= 0 or after is before:
         return after, []
     text = "\n".join(readable_text(item) for item in after.items)
-    lost = missing(needs(before, task_index), text, frozenset().union(*map(item_tokens, after.items)))
+    lost = missing(needs(before, task_index, facts), text, frozenset().union(*map(item_tokens, after.items)))
     if not lost.counts():
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)

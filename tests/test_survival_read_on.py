@@ -1,0 +1,37 @@
+"""The survival check reads on from the summary's facts instead of reading the span again, and finds the same needs."""
+
+from __future__ import annotations
+
+import copy
+
+from contextfold.conversation import Conversation
+from contextfold.pipeline.stages.survival import Needs, needs
+from contextfold.summarizers import ExtractiveSummarizer, SummaryRequest
+from contextfold.summarizers._facts import Facts, read_on
+from contextfold.synthetic import generate_session
+from contextfold.tokens import heuristic_tokens
+
+
+def needs_of(conversation: Conversation, facts: Facts | None) -> tuple[list[str], list[str], list[str]]:
+    found: Needs = needs(conversation, 0, facts)
+    return found.errors, found.plan, found.files
+
+
+def test_reading_on_from_a_summary_finds_what_reading_the_whole_request_finds() -> None:
+    conversation = generate_session(rounds=120, seed=3)
+    items = list(conversation.items)
+    cut = 161
+    while items[cut].role == "tool":  # a summary's span ends on a whole round
+        cut += 1
+    result = ExtractiveSummarizer().summarize(SummaryRequest(items[1:cut], conversation.header, 2_000, heuristic_tokens))
+    stored = copy.deepcopy(dict(result.state))
+    facts = read_on(result.state, items[cut:])
+    assert facts is not None
+    errors, plan, files = needs_of(conversation, None)
+    assert errors and files  # the session has both to compare
+    assert needs_of(conversation, facts) == (errors, plan, files)
+    assert dict(result.state) == stored  # the state lives on in the summary: reading on leaves it as it was
+
+
+def test_a_state_that_is_not_ours_is_no_facts() -> None:
+    assert read_on({"summarizer": "anthropic", "model": "claude-haiku"}, []) is None
