@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lookback_server import FINAL as LOOKBACK_FINAL
+from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -101,3 +103,23 @@ def test_items_contextfold_does_not_change_pass_through_as_they_came(server: Too
     )
     sent = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS)(data)
     assert (sent.input, sent.instructions) == (items, "audit")
+
+
+@agents.function_tool(name_override="read_chunk")
+def read_lookback_chunk(chunk: int) -> str:
+    """Read one chunk of the service log."""
+    return lookback_chunk(chunk)
+
+
+def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
+    with LookbackServer() as server:
+        compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+        client = openai.AsyncOpenAI(base_url=server.base_url("openai"), api_key="test", max_retries=0)
+        agent = agents.Agent(name="auditor", instructions="You are a careful log auditor.",
+                             tools=[read_lookback_chunk, *compactor.history_tools()],
+                             model=agents.OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        result = asyncio.run(agents.Runner.run(agent, TASK, max_turns=30, hooks=compactor.hooks,
+                                               run_config=agents.RunConfig(call_model_input_filter=compactor)))
+    assert server.problems == [] and server.missed == []
+    assert result.final_output == LOOKBACK_FINAL
+    assert compactor.mirror("auditor").context.stats()["events"].get("summarize:summarized", 0) >= 1

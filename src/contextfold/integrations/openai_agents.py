@@ -20,10 +20,15 @@ Items go through the Responses adapter (``adapter_for("responses")``) unchanged 
 a stage changed them: reasoning, ``compaction`` items from OpenAI's server and
 other item types contextfold does not model pass through as they came.
 The SDK is imported lazily, on first use.
+
+The agent can look back at what compaction took out of its requests:
+``Agent(tools=[..., *compactor.history_tools()])`` adds ``search_history``
+and ``read_history`` as function tools answered from the calling agent's Context.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -34,6 +39,7 @@ from ..conversation import Conversation
 from ..events import Event
 from ..usage import Usage
 from ._framework import require_framework
+from .lookback import answer
 from .mirror import Mirror, Mirrored
 
 require_framework("agents", "openai-agents")  # the framework is imported when used; its absence is told now
@@ -95,6 +101,29 @@ class ContextfoldInputFilter:
         if agent_name not in self.mirrors:
             self.mirrors[agent_name] = _mirror(self._make_context)
         return self.mirrors[agent_name]
+
+    def history_tools(self) -> list[Any]:
+        """``search_history`` and ``read_history`` as the SDK's ``FunctionTool`` s (add them to the agent's tools):
+        each answers from the Context of the agent that calls it."""
+        from agents import FunctionTool
+
+        def invoke(name: str) -> Callable[[Any, str], Any]:
+            async def on_invoke_tool(tool_context: Any, arguments: str) -> str:
+                agent = getattr(tool_context, "agent", None)
+                mirror = self.mirror(agent.name) if agent is not None else next(iter(self.mirrors.values()), None)
+                if mirror is None:
+                    return f"{name} failed: no model call has been made yet, so there is no history"
+                try:
+                    given = json.loads(arguments or "{}")
+                except ValueError as error:
+                    return f"{name} failed: the arguments are not JSON: {error}"
+                return answer(lambda: mirror.context, name, given if isinstance(given, dict) else {"": given})
+
+            return on_invoke_tool
+
+        return [FunctionTool(name=spec.name, description=spec.description or "", params_json_schema=dict(spec.parameters),
+                             on_invoke_tool=invoke(spec.name), strict_json_schema=False)
+                for spec in Context.history_tool_specs()]
 
     @property
     def events(self) -> list[Event]:

@@ -1,0 +1,46 @@
+"""The history tools (``search_history``, ``read_history``) as the plain functions a framework makes tools of.
+
+Every framework builds a tool from a typed Python function and its docstring
+(pydantic-ai, Strands, LangChain, Google ADK) or from a JSON schema (the
+Agents SDK). :func:`history_functions` gives the two functions, bound to
+the Context an integration holds *now* (``get_context``: a mirror may start
+a fresh Context when the framework rewrites its history), and answering a
+bad argument with a text that says why (the model calls again) rather than
+an exception each framework would report its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..context import Context
+from ..errors import HistoryQueryError
+from ..lookback.history import DEFAULT_LIMIT
+from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
+
+GetContext = Callable[[], Context]
+
+
+def answer(get_context: GetContext, name: str, arguments: Mapping[str, Any]) -> str:
+    """The text answering a call of history tool ``name``; a bad argument is answered with why."""
+    try:
+        return get_context().call_history_tool(name, {k: v for k, v in arguments.items() if v is not None})
+    except HistoryQueryError as error:
+        return f"{name} failed: {error}"
+
+
+def history_functions(get_context: GetContext) -> list[Callable[..., str]]:
+    """``search_history`` and ``read_history`` as typed functions with docstrings, answering from ``get_context()``."""
+
+    def search_history(query: str, limit: int = DEFAULT_LIMIT, regex: bool = False, ignore_case: bool = False) -> str:
+        return answer(get_context, SEARCH, {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case})
+
+    def read_history(ref: str, lines: str = "") -> str:
+        return answer(get_context, READ, {"ref": ref, "lines": lines or None})
+
+    for function, spec in ((search_history, SEARCH_SPEC), (read_history, READ_SPEC)):
+        properties = spec.parameters["properties"]
+        arguments = "\n".join(f"    {name}: {schema['description']}" for name, schema in properties.items())
+        function.__doc__ = f"{spec.description}\n\nArgs:\n{arguments}\n"
+    return [search_history, read_history]
