@@ -34,7 +34,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from copy import copy, deepcopy
+from copy import copy
 from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
 from typing import Any, TypeVar
@@ -222,8 +222,11 @@ class Facts:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> Facts:
-        """The facts a state holds; keys this version does not know are ignored, missing ones take defaults."""
-        values = _known(cls, state)
+        """The facts a state holds; keys this version does not know are ignored, missing ones take defaults.
+
+        Its containers are copied: the state lives on in its summary, and reading on appends to lists and
+        counts in records (a call seen again, a tool's uses) that must not change it."""
+        values = {key: _fresh(value) for key, value in _known(cls, state).items()}
         values["files"] = {path: FileFacts(**_known(FileFacts, f)) for path, f in state.get("files", {}).items()}
         values["errors"] = [ErrorFacts(**_known(ErrorFacts, e)) for e in state.get("errors", [])]
         facts = cls(**values)
@@ -557,6 +560,19 @@ class Facts:
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
 
 
+def _fresh(value: Any) -> Any:
+    """``value`` with its containers copied two levels deep: what a state holds (lists of records, records of lists)."""
+    if isinstance(value, list):
+        return [_shallow(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shallow(v) for k, v in value.items()}
+    return value
+
+
+def _shallow(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+
+
 def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
     when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
@@ -564,7 +580,7 @@ def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too."""
     if state.get("schema") != STATE_SCHEMA:
         return None
-    facts = Facts.from_state(deepcopy(state))  # the state lives on in the summary: reading on must not change it
+    facts = Facts.from_state(state)
     facts.read(items, details=False)
     return facts
 
