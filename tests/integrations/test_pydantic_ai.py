@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lookback_server import FINAL as LOOKBACK_FINAL
+from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -81,3 +83,21 @@ def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) ->
     with pairing_disabled(), pytest.raises(pydantic_ai.exceptions.ModelHTTPError, match="status_code: 400"):
         _agent(server, _history()).run_sync(TASK, usage_limits=limits)
     assert server.problems
+
+
+def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, history_tools=True)
+    with LookbackServer() as server:
+        provider = OpenAIProvider(base_url=server.base_url("openai"), api_key="test")
+        agent = pydantic_ai.Agent(OpenAIChatModel("gpt-4.1", provider=provider), capabilities=[history.capability()],
+                                  instructions="You are a careful log auditor.", retries=0)
+
+        @agent.tool_plain
+        def read_chunk(chunk: int) -> str:
+            """Read one chunk of the service log."""
+            return lookback_chunk(chunk)
+
+        result = agent.run_sync(TASK, usage_limits=pydantic_ai.UsageLimits(request_limit=30))
+    assert server.problems == [] and server.missed == []
+    assert result.output == LOOKBACK_FINAL
+    assert history.context.stats()["events"].get("summarize:summarized", 0) >= 1

@@ -15,6 +15,11 @@ compacted history, valid as the next run's ``message_history``. The usage of
 each ``ModelResponse`` is recorded as it arrives, so the count stays anchored
 on the provider's figures.
 
+With ``history_tools=True`` the capability also gives the agent
+``search_history`` and ``read_history`` (a toolset answered from this
+Context), so it can look back at what compaction took out; ``toolset()`` is
+the same toolset for ``Agent(toolsets=[...])``.
+
 Messages are read and written by :mod:`contextfold.adapters.pydantic_ai`;
 pydantic-ai is imported only when the capability is asked for.
 """
@@ -26,6 +31,7 @@ from typing import Any
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
 from ._framework import require_framework
+from .lookback import history_functions
 from .mirror import Mirror, Mirrored
 
 require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
@@ -35,10 +41,12 @@ class ContextfoldHistory(Mirrored):
     """A pydantic-ai history processor backed by one contextfold Context (one conversation).
 
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
-    (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...).
+    (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...);
+    ``history_tools`` adds the history tools to :meth:`capability`.
     """
 
-    def __init__(self, model: str | None = None, **options: Any) -> None:
+    def __init__(self, model: str | None = None, *, history_tools: bool = False, **options: Any) -> None:
+        self.history_tools = history_tools
         self.mirror: Mirror[Any] = Mirror(
             lambda: Context(model, **options),
             lambda messages, known: from_pydantic_ai(messages, known_call_ids=known),
@@ -56,7 +64,15 @@ class ContextfoldHistory(Mirrored):
         return self.mirror.prepare(messages)
 
     def capability(self) -> Any:
-        """This processor as pydantic-ai's ``ProcessHistory`` capability."""
-        from pydantic_ai.capabilities import ProcessHistory
+        """This processor as pydantic-ai's ``ProcessHistory`` capability (with the history tools' toolset when
+        ``history_tools`` was asked for)."""
+        from pydantic_ai.capabilities import CombinedCapability, ProcessHistory, Toolset
 
-        return ProcessHistory(self)
+        processor = ProcessHistory(self)
+        return CombinedCapability([processor, Toolset(self.toolset())]) if self.history_tools else processor
+
+    def toolset(self) -> Any:
+        """``search_history`` and ``read_history`` as a pydantic-ai ``FunctionToolset`` answered from this Context."""
+        from pydantic_ai.toolsets import FunctionToolset
+
+        return FunctionToolset(history_functions(lambda: self.mirror.context))
