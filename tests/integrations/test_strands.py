@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lookback_server import FINAL as LOOKBACK_FINAL
+from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -103,3 +105,26 @@ def test_reduce_context_after_an_overflow_summarizes_or_reraises(server: ToolLoo
     agent.messages[:] = [{"role": "user", "content": [{"text": TASK}]}]  # nothing left to cut
     with pytest.raises(RuntimeError, match="overflowed"):
         agent.conversation_manager.reduce_context(agent, e=overflow)
+
+
+@strands.tool(name="read_chunk")
+def read_lookback_chunk(chunk: int) -> str:
+    """Read one chunk of the service log.
+
+    Args:
+        chunk: The number of the chunk to read.
+    """
+    return lookback_chunk(chunk)
+
+
+def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
+    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, history_tools=True)
+    with LookbackServer() as server:
+        model = OpenAIModel(client_args={"base_url": server.base_url("openai"), "api_key": "test", "max_retries": 0},
+                            model_id="gpt-4.1", params={"max_tokens": 1024})
+        agent = strands.Agent(model=model, tools=[read_lookback_chunk], system_prompt="You are a careful log auditor.",
+                              conversation_manager=manager, callback_handler=None)
+        result = agent(TASK)
+    assert server.problems == [] and server.missed == []
+    assert str(result).strip() == LOOKBACK_FINAL
+    assert manager.context.stats()["events"].get("summarize:summarized", 0) >= 1

@@ -19,6 +19,11 @@ lets a conversation manager own ``agent.messages``, so this one does:
   ``removed_message_count``, how many of the session's stored messages that
   view stands for, so a restored agent has exactly the history it had.
 
+With ``history_tools=True`` the manager also registers ``search_history``
+and ``read_history`` with the agent it manages (when the agent is
+initialized), so the model can look back at what compaction took out;
+``history_tools()`` gives the same tools for ``Agent(tools=[...])``.
+
 Messages are read and written by :mod:`contextfold.adapters.strands`. Strands
 is imported lazily: importing this module needs only contextfold.
 """
@@ -31,6 +36,7 @@ from typing import Any
 from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
 from ._framework import require_framework
+from .lookback import history_functions
 from .mirror import Mirror, Mirrored
 
 require_framework("strands", "strands")  # the framework is imported when used; its absence is told now
@@ -56,22 +62,33 @@ def _manager_class() -> type:
         """A Strands ``ConversationManager`` backed by a contextfold Context (see the module docstring).
 
         ``model`` and ``options`` are those of :class:`~contextfold.Context`
-        (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...).
+        (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...);
+        ``history_tools`` registers the history tools with the agent.
         """
 
-        def __init__(self, model: str | None = None, **options: Any) -> None:
+        def __init__(self, model: str | None = None, *, history_tools: bool = False, **options: Any) -> None:
             super().__init__()
+            self.offers_history_tools = history_tools
             self._make_context = lambda: Context(model, **options)
             self.mirror: Mirror[Any] = Mirror(self._make_context, _read, to_strands)
             self._covered = 0  # stored session messages the mirror's last view stands for
 
         # -------------------------------------------------------------- hooks
         def register_hooks(self, registry: Any, **kwargs: Any) -> None:
-            from strands.hooks import AfterModelCallEvent, BeforeModelCallEvent
+            from strands.hooks import AfterModelCallEvent, AgentInitializedEvent, BeforeModelCallEvent
 
             super().register_hooks(registry, **kwargs)
             registry.add_callback(BeforeModelCallEvent, self._before_model_call)
             registry.add_callback(AfterModelCallEvent, self._after_model_call)
+            if self.offers_history_tools:
+                registry.add_callback(AgentInitializedEvent,
+                                      lambda event: event.agent.tool_registry.process_tools(self.history_tools()))
+
+        def history_tools(self) -> list[Any]:
+            """``search_history`` and ``read_history`` as Strands tools answered from this manager's Context."""
+            from strands import tool
+
+            return [tool(function) for function in history_functions(lambda: self.mirror.context)]
 
         def _before_model_call(self, event: Any) -> None:
             self._adopt(event.agent, self.mirror.prepare(event.agent.messages))
