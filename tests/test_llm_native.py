@@ -9,7 +9,7 @@ import anthropic
 import pytest
 
 from contextfold.context import Context
-from contextfold.conversation import Conversation, Header, Item, Opaque, Text, ToolCall, assistant, tool, user
+from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, assistant, tool, user
 from contextfold.errors import ContextfoldError
 from contextfold.pipeline.base import Budget, Policy
 from contextfold.pipeline.stages.clear import clear
@@ -23,8 +23,8 @@ from contextfold.providers.anthropic_native import (
     with_context_management,
 )
 from contextfold.summarizers import SummaryRequest
-from contextfold.summarizers.responses_compaction import STATE_KEY, OpenAIResponsesCompactionSummarizer
-from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply, check_responses
+from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
+from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply, check_responses, compaction_signature
 from contextfold.tokens import Estimator, heuristic_tokens
 
 NATIVE = Policy(native_clearing=True)
@@ -87,7 +87,8 @@ def test_a_native_request_through_the_sdk_and_what_the_server_did_recorded(
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"}]}])
     applied = {"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 4,
                                   "cleared_input_tokens": 12_345}]}
-    compaction = {"type": "compaction", "content": "SERVER-SUMMARY: f1.py holds x = 1."}
+    summary = "SERVER-SUMMARY: f1.py holds x = 1."
+    compaction = {"type": "compaction", "content": summary, "signature": compaction_signature(summary)}
     fake_llm.script("messages", Reply("Done.", blocks=(compaction,), extra={"context_management": applied}),
                     Reply("Next."))
     client = anthropic.Anthropic(base_url=fake_llm.url, api_key="test-key", max_retries=0)
@@ -109,12 +110,16 @@ def test_a_native_request_through_the_sdk_and_what_the_server_did_recorded(
     assert all(e in context.events for e in events)
 
     kept = context.history.items[-1]  # the compaction block is kept in the history and goes back verbatim
-    assert any(isinstance(b, Opaque) and b.data.get("content") == compaction["content"] for b in kept.blocks)
+    assert any(isinstance(b, Summary) and b.native == compaction and b.text == summary for b in kept.blocks)
+    # It stands for everything the request sent: those items left the view, the reply leads it.
+    assert [item.id for item in context.view()] == [kept.id]
+    assert [(e.stage, e.action) for e in context.events[-1:]] == [("native", "compacted")]
     context.add([{"role": "user", "content": "Go on."}])
     follow_up, headers = with_context_management(context.prepare(), *edits, policy=context.policy)
     client.beta.messages.create(model="claude-sonnet-4-6", max_tokens=1_024, **follow_up, extra_headers=headers)
     assert fake_llm.problems == []
-    assert compaction in fake_llm.requests[1].body["messages"][-2]["content"]
+    first = fake_llm.requests[1].body["messages"][0]["content"][0]
+    assert {k: v for k, v in first.items() if k != "cache_control"} == compaction  # first, as returned
     context.close()
     records = [json.loads(line) for line in (tmp_path / "native.jsonl").read_text().splitlines()]
     text = json.dumps(records)
@@ -151,7 +156,8 @@ def test_the_compaction_endpoint_as_summarizer(fake_llm: FakeLLMServer) -> None:
     assert kinds == ["message", "message", "function_call", "function_call_output", "message"]
     assert received.body["model"] == "gpt-5.1-codex-mini" and received.body["instructions"] == "You are a coding agent."
     assert result.fallback is None
-    assert result.state[STATE_KEY]["type"] == "compaction" and result.state[STATE_KEY]["encrypted_content"] == "ENCRYPTED-BLOB"
+    assert result.native_provider == "responses" and result.native is not None
+    assert result.native["type"] == "compaction" and result.native["encrypted_content"] == "ENCRYPTED-BLOB"
     assert "## 1. Primary Request and Intent" in result.text and "rename the helper" in result.text
     ((_, usage),) = result.calls
     assert (usage.prompt_tokens, usage.output_tokens) == (700, 90)
@@ -162,5 +168,5 @@ def test_a_failing_compaction_endpoint_falls_back(fake_llm: FakeLLMServer) -> No
     summarizer = OpenAIResponsesCompactionSummarizer(base_url=fake_llm.openai_url, api_key="k", max_retries=1,
                                                      sleep=lambda s: None)
     result = summarizer.summarize(SummaryRequest(span(), Header(), 1_000, heuristic_tokens))
-    assert result.fallback is not None and "HTTP 500" in result.fallback and STATE_KEY not in result.state
+    assert result.fallback is not None and "HTTP 500" in result.fallback and result.native is None
     assert len(fake_llm.requests) == 2

@@ -154,7 +154,13 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """A summary written by contextfold in place of a span of items; it is sent to providers as text."""
+    """A summary in place of a span of items: written by contextfold, or a provider's own compaction.
+
+    It is sent to providers as :attr:`text`, except to the provider named by
+    :attr:`native_provider`, which gets :attr:`native` back exactly as it
+    returned it (Anthropic's ``compaction`` block, OpenAI's ``compaction``
+    item): that provider reads its own summary, every other reader the text.
+    """
 
     kind: ClassVar[Literal["summary"]] = "summary"
     text: str
@@ -166,6 +172,14 @@ class Summary:
     :attr:`body` is what the summarizer wrote."""
     extra: Mapping[str, Any] = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
+    native: Mapping[str, Any] | None = None
+    """The provider's own compaction block or item this summary stands for, as returned (``None``: contextfold's)."""
+    native_provider: str | None = None
+    """The format :attr:`native` came from and goes back to (``"anthropic"``, ``"responses"``)."""
+
+    def native_for(self, provider: str) -> Mapping[str, Any] | None:
+        """What to send ``provider`` in this summary's place: its own compaction, or ``None`` (send the text)."""
+        return self.native if self.native is not None and self.native_provider == provider else None
 
     @property
     def body(self) -> str:

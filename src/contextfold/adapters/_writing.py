@@ -112,7 +112,7 @@ def shaped(
     whose provider fields are written (``same``) cannot be a bare string.
     ``None`` is returned for no content and no shape: the caller knows its format's rule.
     """
-    plain = len(blocks) <= 1 and all(_bare(b, same) for b in blocks)
+    plain = len(blocks) <= 1 and all(_bare(b, p, same) for b, p in zip(blocks, parts, strict=True))
     if shape == "list" or not plain:
         return parts
     if blocks:
@@ -120,8 +120,12 @@ def shaped(
     return "" if shape == "str" else None
 
 
-def _bare(block: Block, same: bool) -> bool:
-    return isinstance(block, Summary) or (isinstance(block, Text) and not (same and block.extra))
+def _bare(block: Block, part: dict[str, Any], same: bool) -> bool:
+    """Whether ``block`` (written as ``part``) can be a bare string: a summary sent as text (not as the
+    provider's own compaction block), or a text with no provider fields to write."""
+    if isinstance(block, Summary):
+        return "text" in part
+    return isinstance(block, Text) and not (same and block.extra)
 
 
 def arguments_json(call: ToolCall) -> str:

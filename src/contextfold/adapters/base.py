@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import Conversation, Header, Item, Text
-from ..errors import InvalidContent
+from ..errors import ContextfoldError, InvalidContent
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import Usage
 from .calls import CallError
@@ -228,6 +228,43 @@ class Adapter(ABC):
         """:meth:`send` with an async client."""
         response = await self.acreate(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         return self.read_response(response)
+
+    # ------------------------------------------------------------------ the provider's own compaction
+    compaction_shapes: tuple[str, ...] = ()
+    """The ways this format asks the provider to compact (the first is the default); none: it has no compaction."""
+
+    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                        instructions: str | None = None, shape: str | None = None,
+                        timeout_s: float | None = None) -> CompactionCall:
+        """The call asking the provider to compact what ``request`` (what ``Context`` rendered) holds, by ``shape``.
+
+        :class:`ContextfoldError` when the format has no compaction of its own, or not that shape.
+        """
+        raise ContextfoldError(f"{self.title} has no compaction of its own; contextfold's summarizers do it")
+
+    def _compaction_shape(self, shape: str | None) -> str:
+        chosen = shape or (self.compaction_shapes[0] if self.compaction_shapes else None)
+        if chosen not in self.compaction_shapes:
+            raise ContextfoldError(f"{self.title} compacts by {', '.join(self.compaction_shapes) or 'no request'}, "
+                                   f"not {shape!r}")
+        return chosen
+
+
+@dataclass(frozen=True)
+class CompactionCall:
+    """A request for a provider's own compaction: the SDK method to call (sync or async, as the client is) and its
+    keyword arguments. The reply holds the provider's compaction (read by :meth:`Adapter.read_response`)."""
+
+    method: Callable[..., Any]
+    arguments: Mapping[str, Any]
+
+    def send(self) -> Any:
+        """Call it with a sync client: the SDK's response object."""
+        return self.method(**self.arguments)
+
+    async def asend(self) -> Any:
+        """Call it with an async client."""
+        return await self.method(**self.arguments)
 
 
 def as_data(response: Any) -> dict[str, Any]:

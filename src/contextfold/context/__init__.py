@@ -60,6 +60,7 @@ from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
+from . import native
 from .background import Job, Outcome, TaskJob, ThreadJob, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
 from .single_flight import Flight
@@ -72,6 +73,12 @@ __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "is_pro
 MAX_VIEW_CONFLICTS = 8
 """How many times in a row a view change that another writer got in ahead of is re-decided before it is raised."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4_096
+
+
+def _not_applied(why: str, session_id: str) -> Event:
+    """The event (and log line) of a provider compaction that could not be put in the view."""
+    logger.warning("session %s: a provider compaction was not applied: %s", session_id, why)
+    return Event(native.STAGE, "discarded", detail=f"compaction not applied: {why}")
 
 
 def _default_summarizer() -> Summarizer:
@@ -218,12 +225,81 @@ class Context:
         return added
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
-        """Add a model reply (an SDK response object or its dict) and record the usage it reports."""
+        """Add a model reply (an SDK response object or its dict) and record the usage it reports.
+
+        A reply holding the provider's own compaction (Anthropic's
+        ``compact_20260112`` edit fired, or a Responses request ended by a
+        ``compaction_trigger``) summarized everything the request sent: those
+        items leave the view and the reply leads it (see :mod:`.native`).
+        """
         reply = adapter_for(provider or self.provider).read_response(response)
         items = self.add(reply.conversation)
         if reply.usage is not None:
             self.record_usage(reply.usage)
+        sent = self._last_sent
+        if sent is not None and any(native.native_summary(item) is not None for item in items):
+            replacement = native.readable(items, sent, self.policy.summary_target_tokens, self.estimator.text)
+            self._fold([*sent.items, *items], replacement, sent, "the provider compacted the conversation in this reply")
         return items
+
+    # ------------------------------------------------------------------ the provider's own compaction
+    def start_compaction(self, *, instructions: str | None = None, shape: str | None = None,
+                         provider: str | None = None) -> native.PendingCompaction:
+        """Ask for the provider's own compaction of the view as it is now; the conversation goes on meanwhile.
+
+        Returns the request and the items it covers. Send it
+        (``pending.call(client, model=..., max_tokens=...).send()``, in a thread
+        or a task if the agent should not wait) while steps go on as usual, then
+        give the answer to :meth:`apply_compaction`.
+        """
+        name = adapter_for(provider or self.provider).name
+        view = self._timeline.view
+        request = self.render(view, name)
+        return native.PendingCompaction(name, request, view.snapshot(), instructions, shape)
+
+    def apply_compaction(self, pending: native.PendingCompaction, response: Any) -> list[Event]:
+        """Swap a provider's compaction in: exactly the items it was asked on go, what it returned takes their place.
+
+        Nothing changes (an event says why) when the answer holds no
+        compaction, or when the view no longer starts with those items.
+        """
+        reply = adapter_for(pending.provider).read_response(response)
+        returned = list(reply.conversation.items)
+        if not any(native.native_summary(item) is not None for item in returned):
+            event = Event(native.STAGE, "discarded", detail=f"the provider returned no compaction (stop reason "
+                                                            f"{reply.stop!r}); the view is unchanged")
+            self.record_events([event])
+            return [event]
+        replacement = native.readable(returned, pending.snapshot, self.policy.summary_target_tokens, self.estimator.text)
+        return self._fold(pending.snapshot.items, replacement, pending.snapshot,
+                          "the provider compacted the conversation on request", reply.usage)
+
+    def _fold(self, replaced: Sequence[Item], replacement: Sequence[Item], covered: Conversation, detail: str,
+              usage: Usage | None = None) -> list[Event]:
+        """Commit the view with ``replaced`` swapped for ``replacement`` (see :func:`.native.folded`), or discard."""
+        try:
+            self._journal.follow(self._timeline)
+            view = self._timeline.view
+            new = native.folded(view, replaced, replacement)
+            if isinstance(new, str):
+                event = _not_applied(new, self.session_id)
+            else:
+                try:
+                    self._flight.take()
+                    self._commit(new)
+                except (ViewConflict, SummaryInProgress) as refused:
+                    event = _not_applied(str(refused), self.session_id)
+                else:
+                    summaries = [s for s in map(native.native_summary, replacement) if s is not None]
+                    data = {"provider": summaries[0].native_provider if summaries else None,
+                            "replaced_items": len(covered), "summary_chars": sum(len(s.text) for s in summaries)}
+                    event = Event(native.STAGE, "compacted", tuple(item.id for item in covered.items),
+                                  self.counter.count(view), self.counter.count(new), detail, data,
+                                  ((covered, usage),) if usage else ())
+            self.record_events([event])
+            return [event]
+        finally:
+            self._flight.end_step()
 
     def set_header(self, header: Header) -> None:
         """Replace the system prompt, tools and pinned items (recorded in the transcript)."""

@@ -59,12 +59,17 @@ class SummaryResult:
     on the summary block). ``calls`` are the model requests it made, with
     their usage, so replay and stats can count what summarizing cost;
     ``fallback`` says why another summarizer had to take over, if one did.
+    ``native`` is a provider's own compaction the summary stands for (its
+    ``native_provider`` gets it in place of ``text``; see
+    :class:`~contextfold.conversation.Summary`).
     """
 
     text: str
     state: Mapping[str, Any] = field(default_factory=dict)
     calls: Sequence[tuple[Conversation, Usage | None]] = ()
     fallback: str | None = None
+    native: Mapping[str, Any] | None = None
+    native_provider: str | None = None
 
 
 class Summarizer(Protocol):

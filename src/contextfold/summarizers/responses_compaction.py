@@ -5,15 +5,15 @@ user messages followed by one ``compaction`` item whose content is
 encrypted: only OpenAI's models can read it, when it is sent back in a later
 Responses request. So this summarizer keeps two things:
 
-* ``SummaryResult.state["openai_compaction"]``: the compaction item, as
-  returned, for a Responses request to carry in place of the span;
+* ``SummaryResult.native``: the compaction item, as returned; the summary
+  block holds it, and the Responses adapter sends it in place of the span;
 * ``SummaryResult.text``: the extractive summary of the same span, so that
-  what enters the conversation is readable by any model and by people.
+  what enters the conversation is readable by any other model and by people.
 
-Sending the item itself needs the Responses adapter to render a summary
-whose state holds ``openai_compaction`` as that item; until it does, the
-request carries the readable text. The endpoint has no field for a manual
-compaction's instructions; only the readable text follows them. Retries, fitting to the window and the
+The endpoint has no field for a manual compaction's instructions; only the
+readable text follows them. This summarizer sends a span contextfold chose;
+:meth:`Context.start_compaction <contextfold.context.Context.start_compaction>`
+sends the whole request instead. Retries, fitting to the window and the
 fallback are those of every :class:`~contextfold.summarizers.llm.LLMSummarizer`;
 the SDK's ``client.responses.compact`` (``openai`` 2.x and later) is used.
 """
@@ -32,7 +32,6 @@ from .base import SummaryRequest, SummaryResult
 from .llm import Answer, Fitter, LLMSummarizer, Payload
 
 DEFAULT_COMPACTION_MODEL = "gpt-5.1-codex-mini"
-STATE_KEY = "openai_compaction"
 
 
 class ItemsFitter:
@@ -86,8 +85,8 @@ class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
         if item is None:
             return "answer rejected: no compaction item in it"
         readable = self.fallback.summarize(request)
-        state = {**readable.state, STATE_KEY: dict(item), "model": self.model, "omitted_items": payload.omitted_items}
-        return SummaryResult(readable.text, state=state)
+        state = {**readable.state, "model": self.model, "omitted_items": payload.omitted_items}
+        return SummaryResult(readable.text, state=state, native=dict(item), native_provider=RESPONSES.name)
 
 
 def _answer(response: Any) -> Answer:

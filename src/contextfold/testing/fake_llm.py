@@ -32,10 +32,18 @@ JSON body) and checked against the rules of its format (every Anthropic
 ``tool_use`` answered in the next message, roles, ``max_tokens`` present,
 OpenAI message shapes, calls answered...); a request that breaks one is
 answered 400 like the real API would, and its ``problems`` say why.
+
+The providers' own compaction is answered as they answer it: an Anthropic
+request with ``compaction`` gets only a signed ``compaction`` block (stop
+reason ``compaction``; the reply's text is its summary), a Responses request
+ending with a ``compaction_trigger`` item gets one ``compaction`` item (the
+reply's text is its encrypted content). A block sent back anywhere but first,
+or changed, is refused as Anthropic refuses it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -61,6 +69,7 @@ ANTHROPIC_STOPS = {"end": "end_turn", "max_tokens": "max_tokens", "refusal": "re
 OPENAI_FINISH = {"end": "stop", "max_tokens": "length", "refusal": "content_filter", "tool_use": "tool_calls"}
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 COMPACTION_BETA = "compact-2026-01-12"
+ON_DEMAND_COMPACTION_BETA = "compact-2026-09-04"
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,7 @@ class Reply:
     """A scripted answer: the model's text and why it stopped (``end``, ``max_tokens``, ``refusal``).
 
     ``blocks`` are raw Anthropic content blocks sent after the text (a
-    ``compaction`` block, say); ``extra`` are top-level fields added to the
+    ``compaction`` block goes before it, as the API sends it); ``extra`` are top-level fields added to the
     body (Anthropic's ``context_management``). ``output`` replaces the output
     items of a ``compact`` answer.
 
@@ -200,7 +209,42 @@ def check_messages(headers: Mapping[str, str], body: Any) -> list[str]:
                      for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
     if uses_tools and not body.get("tools"):
         problems.append("requests which include tool_use or tool_result blocks must define tools")
-    return problems + _check_context_management(headers, body)
+    return problems + _check_context_management(headers, body) + _check_compaction(headers, body)
+
+
+def compaction_signature(content: str) -> str:
+    """The signature this server puts on a ``compaction`` block: it checks the block comes back unchanged."""
+    return "sig-" + hashlib.sha256(content.encode()).hexdigest()[:24]
+
+
+def _check_compaction(headers: Mapping[str, str], body: Mapping[str, Any]) -> list[str]:
+    """Anthropic's rules for compaction: the on-demand request's beta and exclusions, and where a block goes back.
+
+    A ``compaction`` block with content must be the first block of the
+    conversation, only one may carry content, and its content must be what
+    its signature recorded (the API's ``compaction_block_misplaced``,
+    ``compaction_block_ambiguous``, ``compaction_content_mismatch``).
+    """
+    problems = []
+    if body.get("compaction") is not None:
+        if ON_DEMAND_COMPACTION_BETA not in {b.strip() for b in headers.get("anthropic-beta", "").split(",")}:
+            problems.append(f"compaction: needs the anthropic-beta header {ON_DEMAND_COMPACTION_BETA}")
+        if body.get("context_management") is not None:
+            problems.append("compaction: cannot be combined with context_management")
+        if (body["compaction"] or {}).get("type") != "summarize":
+            problems.append("compaction.type: must be summarize")
+    found = [(m, b, block) for m, message in enumerate(body.get("messages") or [])
+             if isinstance(message, dict) and isinstance(message.get("content"), list)
+             for b, block in enumerate(message["content"]) if isinstance(block, dict) and block.get("type") == "compaction"
+             and block.get("content")]
+    if len(found) > 1:
+        problems.append("compaction_block_ambiguous: more than one compaction block with content")
+    for m, b, block in found:
+        if (m, b) != (0, 0):
+            problems.append(f"messages.{m}.content.{b}: compaction_block_misplaced: not the first block of the conversation")
+        if block.get("signature") != compaction_signature(str(block["content"])):
+            problems.append(f"messages.{m}.content.{b}: compaction_content_mismatch: content differs from its signature")
+    return problems
 
 
 def _check_context_management(headers: Mapping[str, str], body: Mapping[str, Any]) -> list[str]:
@@ -297,6 +341,10 @@ def check_responses(headers: Mapping[str, str], body: Any) -> list[str]:
             calls.discard(item.get("call_id"))
         elif kind is None:
             problems.append(f"input[{index}]: an item is an object")
+        elif kind == "compaction_trigger" and index != len(items) - 1:
+            problems.append(f"input[{index}]: a compaction_trigger must be the last input item")
+        elif kind == "compaction" and not isinstance(item.get("encrypted_content"), str):
+            problems.append(f"input[{index}].encrypted_content: required for a compaction item")
     if calls:
         problems.append(f"no tool output found for function calls {sorted(calls)}")
     return problems
@@ -325,10 +373,16 @@ def _anthropic_usage(reply: Reply) -> dict[str, Any]:
 
 
 def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
-    content = ([{"type": "text", "text": reply.text}] if reply.text else []) + [dict(b) for b in reply.blocks]
+    # A compaction block opens the reply (what came before it is replaced), the text follows, then other blocks.
+    opening = [dict(b) for b in reply.blocks if b.get("type") == "compaction"]
+    closing = [dict(b) for b in reply.blocks if b.get("type") != "compaction"]
+    content = [*opening, *([{"type": "text", "text": reply.text}] if reply.text else []), *closing]
+    stop = ANTHROPIC_STOPS[reply.stop]
+    if body.get("compaction") is not None:  # an on-demand compaction: the reply holds only the block
+        summary = reply.text or "(summary)"
+        content, stop = [{"type": "compaction", "content": summary, "signature": compaction_signature(summary)}], "compaction"
     return {"id": _id("msg"), "type": "message", "role": "assistant", "model": body.get("model"), "content": content,
-            "stop_reason": ANTHROPIC_STOPS[reply.stop], "stop_sequence": None, "usage": _anthropic_usage(reply),
-            **reply.extra}
+            "stop_reason": stop, "stop_sequence": None, "usage": _anthropic_usage(reply), **reply.extra}
 
 
 def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -388,7 +442,20 @@ def _output_message(reply: Reply, item_id: str) -> dict[str, Any]:
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
 
 
+def _triggered(body: Mapping[str, Any]) -> bool:
+    """Whether a Responses request ends with a ``compaction_trigger`` item (its answer is one compaction item)."""
+    items = body.get("input")
+    return isinstance(items, list) and bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
+
+
+def _compaction_item(reply: Reply) -> dict[str, Any]:
+    return {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
+
+
 def responses_body(reply: Reply, body: Mapping[str, Any], *, status: str | None = None) -> dict[str, Any]:
+    if _triggered(body) and not status:
+        return {**responses_body(replace(reply, stop="end"), body, status="completed"), "output": [_compaction_item(reply)],
+                "usage": _responses_usage(reply)}
     truncated = reply.stop == "max_tokens"
     return {"id": _id("resp"), "object": "response", "created_at": int(time.time()), "model": body.get("model"),
             "status": status or ("incomplete" if truncated else "completed"),
@@ -423,9 +490,8 @@ def compact_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     items = given if isinstance(given, list) else [{"role": "user", "content": given}]
     users = [{"type": "message", "role": "user", "content": _input_parts(i.get("content"))} for i in items
              if isinstance(i, dict) and i.get("type", "message") == "message" and i.get("role") == "user"]
-    compaction = {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
     return {"id": _id("resp"), "object": "response.compaction", "created_at": int(time.time()),
-            "output": [*users, compaction], "usage": _responses_usage(reply)}
+            "output": [*users, _compaction_item(reply)], "usage": _responses_usage(reply)}
 
 
 def _input_parts(content: Any) -> list[Any]:

@@ -27,7 +27,10 @@ from ..base import as_data
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 """The beta header value for the clearing edits."""
 COMPACTION_BETA = "compact-2026-01-12"
-"""The beta header value for server-side compaction."""
+"""The beta header value for server-side compaction (the ``compact_20260112`` edit)."""
+ON_DEMAND_COMPACTION_BETA = "compact-2026-09-04"
+"""The beta header value for an on-demand ``compaction`` request (the SDK's tool runner names it for
+``compact_before_next_turn``)."""
 
 
 class Edit(Protocol):
@@ -142,6 +145,21 @@ def with_edits(request: Mapping[str, Any], edits: tuple[Edit, ...]) -> tuple[dic
         raise ContextfoldError(f"each context-management edit may be given once; got {types}")
     betas = sorted({edit.beta for edit in edits})
     return {**request, "context_management": {"edits": wire}}, {"anthropic-beta": ",".join(betas)}
+
+
+def with_compaction(request: Mapping[str, Any], instructions: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """``request`` as an on-demand compaction request (``compaction={"type": "summarize"}``), and its beta header.
+
+    The reply holds only a ``compaction`` block (stop reason ``compaction``)
+    summarizing every message sent. The API refuses ``context_management``
+    beside it, so any edits are left out; blank ``instructions`` count as
+    none (the server's own prompt is used).
+    """
+    config: dict[str, Any] = {"type": "summarize"}
+    if instructions and instructions.strip():
+        config["instructions"] = instructions
+    body = {key: value for key, value in request.items() if key != "context_management"}
+    return {**body, "compaction": config}, {"anthropic-beta": ON_DEMAND_COMPACTION_BETA}
 
 
 @dataclass(frozen=True)

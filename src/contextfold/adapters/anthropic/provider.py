@@ -9,10 +9,10 @@ from ...conversation import Conversation, Header, Item
 from ...sdk import SDK
 from ...usage import Usage
 from .._stainless import StainlessClient, call_timeout
-from ..base import Adapter, Reply, WireHeader, present_fields
+from ..base import Adapter, CompactionCall, Reply, WireHeader, present_fields
 from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints
-from .context import ContextReport, Edit, read_context_report, with_edits
+from .context import ContextReport, Edit, read_context_report, with_compaction, with_edits
 from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic
 
 _INCOMPLETE = {
@@ -92,6 +92,17 @@ class AnthropicMessages(StainlessClient, Adapter):
             return self.read_response(await events.get_final_message())
 
     # ------------------------------------------------------------------ server-side context management (beta)
+    compaction_shapes = ("summarize",)
+
+    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                        instructions: str | None = None, shape: str | None = None,
+                        timeout_s: float | None = None) -> CompactionCall:
+        """An on-demand ``compaction`` request (beta, :func:`.context.with_compaction`) for what ``request`` holds."""
+        self._compaction_shape(shape)
+        body, headers = with_compaction(request, instructions)
+        arguments = self.arguments(client, body, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        return CompactionCall(client.beta.messages.create, {**arguments, "extra_headers": headers})
+
     def with_context_edits(
         self, request: Mapping[str, Any], edits: tuple[Edit, ...]
     ) -> tuple[dict[str, Any], dict[str, str]]:

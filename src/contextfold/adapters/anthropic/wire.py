@@ -213,6 +213,15 @@ def _read_tool_use(wire: WireObject, calls: CallIds) -> Block:
     return ToolCall(call_id, name, arguments, None, wire.rest)
 
 
+def _read_compaction(wire: WireObject, calls: CallIds) -> Block:
+    """A ``compaction`` block with a summary is a :class:`Summary` whose text is that summary (Claude wrote it to be
+    read) and which goes back to Anthropic as the block itself; a failed one (no content: a no-op) stays opaque."""
+    content = wire.data.get("content")
+    if not isinstance(content, str) or not content:
+        return Opaque(wire.data, ORIGIN)
+    return Summary(content, native=dict(wire.data), native_provider=ORIGIN)
+
+
 def _read_tool_result(wire: WireObject, calls: CallIds) -> Block:
     call_id = wire.take("tool_use_id", str)
     require_call(call_id, calls, wire.index, where(wire.field, "tool_use_id"))  # type: ignore[arg-type]
@@ -233,6 +242,7 @@ _READERS: dict[str, Callable[[WireObject, CallIds], Block]] = {
     "redacted_thinking": _read_redacted,
     "tool_use": _read_tool_use,
     "tool_result": _read_tool_result,
+    "compaction": _read_compaction,
 }
 
 
@@ -273,7 +283,8 @@ def _write_system(header: Header) -> str | list[dict[str, Any]] | None:
             field = f"header.system[{position}].blocks[{j}]"
             if not isinstance(block, (Text, Summary)):
                 raise foreign_block(block, None, field, f"the {TARGET} system prompt")
-            part = _write_block(block, item, None, field)
+            # A compaction block in the system prompt is refused: there a summary is its text.
+            part = {"type": "text", "text": block.text} if isinstance(block, Summary) else _write_block(block, item, None, field)
             if part is not None:
                 blocks.append(block)
                 parts.append(part)
@@ -389,7 +400,8 @@ def _write_block(block: Block, item: Item, index: int | None, field: str) -> dic
     if isinstance(block, Text):
         return merged({"type": "text", "text": block.text}, extra) if block.text or same else None
     if isinstance(block, Summary):
-        return {"type": "text", "text": block.text}
+        native = block.native_for(ORIGIN)
+        return dict(native) if native is not None else {"type": "text", "text": block.text}
     if isinstance(block, Image):
         return merged({"type": "image", "source": _image_source(block, same, index, field)}, extra)
     if isinstance(block, Document):

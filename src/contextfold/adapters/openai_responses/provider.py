@@ -9,7 +9,7 @@ from typing import Any
 from ...conversation import Conversation
 from ...usage import Usage
 from .._stainless import call_timeout
-from ..base import MessageListAdapter, as_data
+from ..base import CompactionCall, MessageListAdapter, as_data
 from ..openai_chat.provider import OpenAIClient
 from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_responses
 
@@ -40,6 +40,22 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
         usage = self._usage_in(data)
         return ServerCompacted(dict(item) if item and item.get("encrypted_content") else None, usage)
 
+    compaction_shapes = ("trigger", "compact")
+
+    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+                        instructions: str | None = None, shape: str | None = None,
+                        timeout_s: float | None = None) -> CompactionCall:
+        """OpenAI's compaction of what ``request`` holds: ``"trigger"`` sends it with a ``compaction_trigger`` item
+        last (the reply is one ``compaction`` item), ``"compact"`` sends its input to ``responses.compact`` (the
+        reply is the user messages and one ``compaction`` item). Neither takes instructions for the summary:
+        ``instructions`` are not sent."""
+        if self._compaction_shape(shape) == "trigger":
+            body = {**request, "input": [*request.get("input", ()), COMPACTION_TRIGGER]}
+            return CompactionCall(client.responses.create,
+                                  self.arguments(client, body, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
+        kept = {key: request[key] for key in _COMPACT_FIELDS if request.get(key)}  # the endpoint takes no tools
+        return CompactionCall(client.responses.compact, {"model": model, **kept, **call_timeout(timeout_s)})
+
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         if data.get("status") == "incomplete":
             details = data.get("incomplete_details")
@@ -53,6 +69,12 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
                   timeout_s: float | None = None) -> dict[str, Any]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
         return {"model": model, "max_output_tokens": max_tokens, **body, **call_timeout(timeout_s)}
+
+
+COMPACTION_TRIGGER = {"type": "compaction_trigger"}
+"""The input item asking for compaction in band; it must be the last input item."""
+_COMPACT_FIELDS = ("input", "prompt_cache_key", "prompt_cache_options")
+"""The fields of a Responses request that ``responses.compact`` takes too."""
 
 
 @dataclass(frozen=True)

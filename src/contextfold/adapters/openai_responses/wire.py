@@ -19,6 +19,9 @@ How the wire maps onto the neutral model:
 * Other messages are items of their role (leading system/developer ones form
   the header). Unknown item types are Opaque: ``*_output``/``*_response``
   items as user items of their own, the rest inside the assistant turn.
+* A ``compaction`` item (OpenAI's own summary, encrypted) is an item of its
+  own holding one :class:`Summary` that goes back as the item itself; every
+  other format gets its text. So does a summary contextfold made from one.
 * Item keys besides the modelled ones (``type``, ``id``, ``status``,
   ``phase`` …) ride in ``meta["extra"]``; ``meta["shape"]`` is ``"str"`` or
   ``"list"`` content, or ``"item"`` for an Opaque item.
@@ -82,6 +85,10 @@ _CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _CONTENT = (Text, Summary, Image, Document, Opaque)
 """Blocks that live inside a message's content."""
+ENCRYPTED_SUMMARY = ("[The conversation before this point was compacted by OpenAI; its summary is encrypted and "
+                     "only OpenAI's models can read it.]")
+"""The text of a ``compaction`` item read off the wire, for any other reader, until contextfold writes a summary of
+what it replaced (:mod:`contextfold.context.native`)."""
 
 
 # --------------------------------------------------------------------------- reading
@@ -136,6 +143,10 @@ class _Reader:
             self._add_to_turn([self._read_call(WireObject(data, index, ""), kind)], {"kind": "item"})
         elif kind in _OUTPUTS:
             self._add_item(self._read_output(data, index))
+        elif kind == "compaction" and isinstance(data.get("encrypted_content"), str):
+            check_block(data, index, "")
+            self._add_item(Item("assistant", (Summary(ENCRYPTED_SUMMARY, native=dict(data), native_provider=ORIGIN),),
+                                meta={"origin": ORIGIN}))
         else:
             self._read_unknown(data, index, kind)
 
@@ -282,6 +293,9 @@ def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
 
 
 def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, Any]]:
+    native = _native_compaction(item)
+    if native is not None:
+        return [dict(native)]
     same = origin(item) == ORIGIN
     if same and item.meta.get("shape") == "item" and len(item.blocks) == 1 and isinstance(item.blocks[0], Opaque):
         return [dict(item.blocks[0].data)]
@@ -292,6 +306,13 @@ def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, An
     shape = item.meta.get("shape") if same else None
     extra = item.meta.get("extra", {}) if same else None
     return [_write_message(item.role, list(enumerate(item.blocks)), shape, extra, index, prefix)]
+
+
+def _native_compaction(item: Item) -> Mapping[str, Any] | None:
+    """The ``compaction`` item a summary item stands for, when it holds one this API returned (sent in its place)."""
+    if len(item.blocks) != 1 or not isinstance(item.blocks[0], Summary):
+        return None
+    return item.blocks[0].native_for(ORIGIN)
 
 
 def _write_message(

@@ -70,7 +70,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
     body = result.text + (_lookback_line(span) if p.history_tools and span else "")
-    block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)})
+    block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)},
+                    native=result.native, native_provider=result.native_provider)
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
