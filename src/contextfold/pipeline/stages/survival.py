@@ -192,7 +192,9 @@ def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: in
         at = newest.get(token)
         if at is None or token in shown:
             continue
-        found = _line_for(token, segments.setdefault(at, _segments(removed[at])))
+        if at not in segments:  # an item is split into its pieces once, however many references it holds
+            segments[at] = _segments(removed[at])
+        found = _line_for(token, segments[at])
         if found is None:
             continue
         segment, picked = found
