@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lookback_server import FINAL as LOOKBACK_FINAL
+from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -134,3 +136,24 @@ def test_summarization_middleware_takes_the_summary_callable() -> None:
     update = middleware.before_model({"messages": messages}, None)
     summary = update["messages"][1].content
     assert "## 1. Primary Request and Intent" in summary and "`read_chunk(chunk=2)`" in summary
+
+
+@tool("read_chunk", description=TOOL_DESCRIPTION)
+def read_lookback_chunk(chunk: int) -> str:
+    return lookback_chunk(chunk)
+
+
+@pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
+def test_after_compaction_the_agent_searches_and_reads_its_history(persist: bool) -> None:
+    events: list[Event] = []
+    middleware = ContextfoldMiddleware(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append,
+                                       persist=persist, history_tools=True)
+    with LookbackServer() as server:
+        model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
+        agent = create_agent(model, tools=[read_lookback_chunk], system_prompt=SYSTEM, middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        state = agent.invoke({"messages": [{"role": "user", "content": TASK}]},
+                             {"configurable": {"thread_id": "look"}, "recursion_limit": 200})
+    assert server.problems == [] and server.missed == []
+    assert state["messages"][-1].content == LOOKBACK_FINAL
+    assert summaries(events) >= 1

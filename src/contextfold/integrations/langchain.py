@@ -20,6 +20,11 @@
   files and the tail, with their ids), the way ``SummarizationMiddleware``
   persists its summaries; a checkpointed thread then stays small.
 
+With ``history_tools=True`` the middleware also registers ``search_history``
+and ``read_history`` (its ``tools``), answered from the Context of the
+conversation that calls them, so the model can look back at what compaction
+took out of its requests.
+
 :class:`ContextfoldSummary` is a plain callable ``(messages) -> str`` for
 ``SummarizationMiddleware(summarizer=...)``, for who keeps LangChain's
 middleware (its trigger, its ``keep`` and its cut) and wants contextfold's
@@ -41,15 +46,20 @@ from ..adapters.langchain import from_langchain, to_langchain, tools_from_langch
 from ..context import Context
 from ..conversation import Conversation, Header
 from ..events import Event
+from ..lookback.history import DEFAULT_LIMIT
+from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
 from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold
 from ._framework import missing_framework
+from .lookback import answer
 from .mirror import Mirror
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.tools import ToolRuntime, tool
     from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+    from langchain_core.tools import BaseTool
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
 except ImportError as error:
     raise missing_framework("langchain", "langchain") from error
@@ -65,7 +75,8 @@ class ContextfoldMiddleware(AgentMiddleware):
 
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
     (``window_tokens``, ``policy``, ``summarizer``...); ``on_event`` receives
-    every contextfold event; ``persist=True`` also writes summaries into the state.
+    every contextfold event; ``persist=True`` also writes summaries into the state; ``history_tools=True``
+    gives the agent ``search_history`` and ``read_history``.
     """
 
     def __init__(
@@ -74,6 +85,7 @@ class ContextfoldMiddleware(AgentMiddleware):
         *,
         on_event: Callable[[Event], None] | None = None,
         persist: bool = False,
+        history_tools: bool = False,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -81,6 +93,26 @@ class ContextfoldMiddleware(AgentMiddleware):
         self.persist = persist
         self.states = SummaryStates()
         self._threads: OrderedDict[str | None, Mirror[AnyMessage]] = OrderedDict()
+        self.tools: Sequence[BaseTool] = self.history_tools() if history_tools else []
+
+    def history_tools(self) -> list[BaseTool]:
+        """``search_history`` and ``read_history`` as LangChain tools, answered from the Context of the
+        conversation (the graph state's messages) that calls them."""
+
+        def context_of(runtime: ToolRuntime) -> Context:
+            return self._mirror(runtime.state["messages"]).context
+
+        @tool(SEARCH, description=SEARCH_SPEC.description)
+        def search_history(query: str, runtime: ToolRuntime, limit: int = DEFAULT_LIMIT, regex: bool = False,
+                           ignore_case: bool = False) -> str:
+            arguments = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
+            return answer(lambda: context_of(runtime), SEARCH, arguments)
+
+        @tool(READ, description=READ_SPEC.description)
+        def read_history(ref: str, runtime: ToolRuntime, lines: str = "") -> str:
+            return answer(lambda: context_of(runtime), READ, {"ref": ref, "lines": lines or None})
+
+        return [search_history, read_history]
 
     # ------------------------------------------------------------------ transient, per call
     def wrap_model_call(
@@ -159,6 +191,10 @@ class ContextfoldMiddleware(AgentMiddleware):
             elif inserted:
                 kept.extend(inserted)
                 inserted = []
+        mirror = self._threads.get(messages[0].id if messages else None)
+        if mirror is not None:  # the conversation's context keeps its history: what the state drops stays searchable
+            mirror.sync(messages)
+            mirror.continue_from(kept)
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
 
 

@@ -70,6 +70,13 @@ class Mirror(Generic[M]):
         self.sync(messages)
         self._returned = copy.deepcopy(list(messages))
 
+    def continue_from(self, messages: Sequence[M]) -> None:
+        """The framework's history was replaced by ``messages``, which stand for everything seen so far (the
+        integration compacted the stored history itself): later lists continue from them, and the Context keeps
+        the history it has (so what the rewrite dropped can still be searched)."""
+        self._given = copy.deepcopy(list(messages))
+        self._returned = []
+
     def sync(self, messages: Sequence[M]) -> Conversation:
         """Add what is new in ``messages`` to the Context and return its view (no stage runs here)."""
         messages = list(messages)
