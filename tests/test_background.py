@@ -136,6 +136,11 @@ def test_the_background_knobs_are_checked_where_they_are_set() -> None:
         Policy(hard_fill_fraction=0)
 
 
+def test_the_hard_level_is_never_above_the_largest_request_that_fits() -> None:
+    assert Context(window_tokens=20_000, policy=Policy(hard_fill_fraction=0.5)).hard_tokens == 10_000
+    assert Context(window_tokens=20_000, policy=Policy(hard_fill_fraction=1.0)).hard_tokens == 19_400
+
+
 def test_the_offline_summarizer_summarizes_inline_and_a_model_one_in_the_background() -> None:
     extractive = Context(window_tokens=20_000, policy=Policy(trigger_tokens=3_000, min_summary_messages=2))
     extractive.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
@@ -314,3 +319,29 @@ def test_splice_refuses_a_summary_whose_span_changed_and_recuts_one_that_moved()
     assert isinstance(recut, Placement) and (recut.start, recut.end) == (2, 6)
     assert [i.id for i in recut.apply(Context(window_tokens=1_000).view().with_items(moved)).items] == [
         moved[0].id, items[0].id, summary.id, *[i.id for i in items[5:]]]
+
+
+def test_two_workers_on_one_store_while_one_summarizes_in_the_background(tmp_path) -> None:
+    """Worker A's summary runs while worker B adds turns to the same session: B starts none of its own (A holds
+    the session's lease), A folds B's turns in and swaps its summary in against the store's view, B reads it."""
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    policy = Policy(trigger_tokens=3_000, min_summary_messages=2, economic_summaries=False)
+    a_summarizer, b_summarizer = Gated(), Gated()
+    a = Context(window_tokens=20_000, summarizer=a_summarizer, policy=policy, store=url, session_id="shared")
+    a.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
+    b = Context.resume(url, "shared", window_tokens=20_000, summarizer=b_summarizer, policy=policy)
+    grow_until_started(a, a_summarizer, a.prepare)
+    for k in range(100, 103):
+        b.add(turn(k, output(k)))
+        b.prepare()
+    assert "started" not in actions(b) and b_summarizer.calls == 0
+    a_summarizer.gate.set()
+    join_summary_thread()
+    a.prepare()
+    assert actions(a)[-1] == "applied" and len(a.history) == len(b.history)
+    b.prepare()
+    assert ids(b.view()) == ids(a.view())
+    for worker in (a, b):
+        assert_whole(worker)
+        worker.close()
+    b_summarizer.gate.set()

@@ -42,6 +42,7 @@ from ..lookback import tools as history_tools
 from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
+from ..pipeline.stages.fit import COUNT_MARGIN
 from ..pipeline.step import (
     DEFAULT_PIPELINE,
     DUE,
@@ -475,8 +476,10 @@ class Context:
 
     @property
     def hard_tokens(self) -> int:
-        """Above this many prompt tokens a step waits for the summary running in the background."""
-        return int(self.policy.hard_fill_fraction * self.window_tokens)
+        """Above this many prompt tokens a step waits for the summary running in the background (never above
+        the largest request that surely fits the window: a request is not sent over it to spare a wait)."""
+        window = self.window_tokens
+        return min(int(self.policy.hard_fill_fraction * window), window - int(window * COUNT_MARGIN))
 
     @property
     def summary_running(self) -> bool:
