@@ -10,7 +10,11 @@ prepare(), and "calling the model" for ``--model-s`` seconds. With ``--api both`
 
 Prints one JSON object per API:
   prepare_ms_p50/p99/max_running  prepare() while a summary ran in the background and the view was below the
-                                  hard level (bar: p99 <= 5 ms); *_all: over every step
+                                  hard level (bar: p99 <= 5 ms); prepare_cpu_ms_*: the loop thread's CPU time
+                                  in those calls (what prepare() itself costs: on a loaded machine the wall
+                                  time is mostly waiting for a core; load_average_1m says how loaded it was);
+                                  *_start: the calls that started a summary, *_apply: that swapped one in,
+                                  *_all: every call
   waits_below_hard                steps that waited for the summary with the view at or below the hard level
                                   (bar: 0); waits_above_hard: those that waited above it (allowed)
   overs                           requests larger than the window (bar: 0); max_request_tokens, the largest
@@ -24,6 +28,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import random
 import statistics
 import time
@@ -70,27 +75,31 @@ def turn(k: int, rng: random.Random) -> list[dict[str, Any]]:
 
 
 class Figures:
-    """What each step measured."""
+    """What each step measured: wall and CPU time of prepare() (the loop thread's own CPU: on a loaded
+    machine the wall figure is mostly waiting for a core), by what the step did."""
 
     def __init__(self, context: Context) -> None:
         self.context = context
-        self.running_ms: list[float] = []
-        self.all_ms: list[float] = []
+        self.kinds: dict[str, list[tuple[float, float]]] = {kind: [] for kind in ("running", "start", "apply", "all")}
         self.waits_below = self.waits_above = self.overs = self.max_tokens = 0
         self._step_events: list[Event] = []
         context.subscribe(self._step_events.append)
 
-    def step(self, before_tokens: int, running: bool, elapsed_s: float) -> None:
-        ms = elapsed_s * 1000
-        self.all_ms.append(ms)
-        waited = any(e.stage == "summarize" and e.action == "waiting" for e in self._step_events)
-        if waited:
+    def step(self, before_tokens: int, running: bool, wall_s: float, cpu_s: float) -> None:
+        timing = (wall_s * 1000, cpu_s * 1000)
+        actions = {e.action for e in self._step_events if e.stage == "summarize"}
+        self.kinds["all"].append(timing)
+        if "waiting" in actions:
             if before_tokens <= self.context.hard_tokens:
                 self.waits_below += 1
             else:
                 self.waits_above += 1
         elif running and before_tokens <= self.context.hard_tokens:
-            self.running_ms.append(ms)
+            self.kinds["running"].append(timing)
+        if "started" in actions:
+            self.kinds["start"].append(timing)
+        if "applied" in actions:
+            self.kinds["apply"].append(timing)
         self._step_events.clear()
         tokens = self.context.counter.count(self.context.view())
         self.max_tokens = max(self.max_tokens, tokens)
@@ -98,18 +107,20 @@ class Figures:
 
     def report(self, api: str) -> dict[str, Any]:
         actions = [e.action for e in self.context.events if e.stage == "summarize"]
-        return {
+        figures: dict[str, Any] = {
             "api": api,
-            "steps": len(self.all_ms),
+            "steps": len(self.kinds["all"]),
             "window_tokens": self.context.window_tokens,
             "trigger_tokens": self.context.trigger_tokens,
             "hard_tokens": self.context.hard_tokens,
-            "prepare_calls_running": len(self.running_ms),
-            "prepare_ms_p50_running": _round(_quantile(self.running_ms, 0.5)),
-            "prepare_ms_p99_running": _round(_quantile(self.running_ms, 0.99)),
-            "prepare_ms_max_running": _round(max(self.running_ms, default=0.0)),
-            "prepare_ms_p50_all": _round(_quantile(self.all_ms, 0.5)),
-            "prepare_ms_p99_all": _round(_quantile(self.all_ms, 0.99)),
+            "prepare_calls_running": len(self.kinds["running"]),
+        }
+        for kind, timings in self.kinds.items():
+            for measure, values in (("ms", [w for w, _ in timings]), ("cpu_ms", [c for _, c in timings])):
+                figures[f"prepare_{measure}_p50_{kind}"] = _round(_quantile(values, 0.5))
+                figures[f"prepare_{measure}_p99_{kind}"] = _round(_quantile(values, 0.99))
+                figures[f"prepare_{measure}_max_{kind}"] = _round(max(values, default=0.0))
+        figures.update({
             "waits_below_hard": self.waits_below,
             "waits_above_hard": self.waits_above,
             "overs": self.overs,
@@ -117,7 +128,9 @@ class Figures:
             "started": actions.count("started"),
             "applied": actions.count("applied"),
             "discarded": actions.count("discarded"),
-        }
+            "load_average_1m": round(os.getloadavg()[0], 1),
+        })
+        return figures
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -141,17 +154,17 @@ class Loop:
                          system=SYSTEM, tools=TOOLS)
         self.figures = Figures(self.context)
         self.rng = random.Random(args.seed)
-        self._before = (0, False, 0.0)
+        self._before = (0, False, 0.0, 0.0)
 
     def add(self, k: int) -> None:
         """The tool's output comes in; the clock starts for prepare()."""
         self.context.add(turn(k, self.rng))
         self._before = (self.context.counter.count(self.context.view()), self.context.summary_running,
-                        time.perf_counter())
+                        time.perf_counter(), time.thread_time())
 
     def prepared(self) -> None:
-        tokens, running, started = self._before
-        self.figures.step(tokens, running, time.perf_counter() - started)
+        tokens, running, wall, cpu = self._before
+        self.figures.step(tokens, running, time.perf_counter() - wall, time.thread_time() - cpu)
 
     def answered(self) -> None:
         self.context.record_usage(Usage(prompt_tokens=self.context.counter.count(self.context.view()), output_tokens=50))

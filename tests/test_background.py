@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -89,11 +90,10 @@ def ids(items: object) -> list[str]:
     return [item.id for item in items]  # type: ignore[attr-defined]
 
 
-def join_summary_thread() -> None:
-    """The background summary's thread has ended (its result is ready for the next step)."""
-    for thread in threading.enumerate():
-        if thread.name == "contextfold-summary":
-            thread.join(GATE_S)
+def summary_done(context: Context) -> None:
+    """Return once the background summary has ended (its result is ready for the next step to put in)."""
+    while context.summary_running:
+        time.sleep(0.001)  # a poll, not a bound: nothing depends on how long it takes
 
 
 def grow_until_started(context: Context, summarizer: Gated, step: Callable[[], object], first: int = 1) -> int:
@@ -171,7 +171,7 @@ def test_prepare_goes_on_with_the_full_view_while_the_summary_runs_and_the_next_
         assert len(request["messages"]) == len(context.history)
     assert summarizer.calls == 1 and "applied" not in actions(context)
     summarizer.gate.set()
-    join_summary_thread()
+    summary_done(context)
     view = context.prepare_view()
     assert actions(context)[-2:] == ["summarized", "applied"]
     (applied,) = [e for e in context.events if e.action == "applied"]
@@ -214,7 +214,7 @@ def test_a_manual_compact_supersedes_a_running_summary() -> None:
     assert next(e.action for e in events if e.stage == "summarize") == "discarded"
     assert "manual compact" in next(e.detail for e in events if e.action == "discarded")
     assert any(e.action == "summarized" for e in events)
-    join_summary_thread()
+    summary_done(context)
     context.prepare()
     assert "applied" not in actions(context)  # its result came too late and is never used
     assert_whole(context)
@@ -336,7 +336,7 @@ def test_two_workers_on_one_store_while_one_summarizes_in_the_background(tmp_pat
         b.prepare()
     assert "started" not in actions(b) and b_summarizer.calls == 0
     a_summarizer.gate.set()
-    join_summary_thread()
+    summary_done(a)
     a.prepare()
     assert actions(a)[-1] == "applied" and len(a.history) == len(b.history)
     b.prepare()

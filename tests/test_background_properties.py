@@ -16,7 +16,7 @@ import threading
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_background import GATE_S, SYSTEM, TOOLS, actions, assert_whole, join_summary_thread
+from test_background import GATE_S, SYSTEM, TOOLS, actions, assert_whole, summary_done
 
 from contextfold.context import Context
 from contextfold.pipeline.base import Policy
@@ -100,7 +100,7 @@ def test_sync_background_swaps_lose_nothing_and_answer_every_call(plan: list[tup
         summarizer.gate.release()
         for kind, lines in writing:  # the summary is being written as these come in
             context.add(loop.turn(kind, lines))
-        join_summary_thread()
+        summary_done(context)
         if by_settle:
             context.settle()
         else:

@@ -62,7 +62,7 @@ from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from . import native
-from .background import Job, Outcome, TaskJob, ThreadJob, on_loop, splice, wait_bound_s
+from .background import POOL, Job, Outcome, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
 from .single_flight import Flight
 from .timeline import Timeline
@@ -165,7 +165,9 @@ class Context:
         self._job: Job | None = None  # the summary running in the background, if any (see .background)
         self._wait_for: Job | None = None  # the job this step must wait for: the view is above the hard level
         self._waited = False  # this step has waited for its job once
-        self._in_loop = False  # this step was called through the async API: a job is a task of its loop
+        self._in_loop = False  # this step was called through the async API: a job's model call runs on its loop
+        if self._in_background():
+            POOL.warm()  # a thread waits for the first summary: no step waits for one to start
         folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
@@ -517,7 +519,7 @@ class Context:
         def work() -> Outcome:
             return Outcome(*self.steward.summary_off_loop(snapshot, work_budget, target))
 
-        self._job = TaskJob(snapshot, work) if self._in_loop else ThreadJob(snapshot, work)
+        self._job = Job(snapshot, work, in_loop=self._in_loop)
         tokens = self.counter.count(view)
         logger.info("session %s: a summary of %d item(s) (%d tokens) started in the background; the loop goes on "
                     "with the full view until it is done", self.session_id, len(snapshot), tokens)
@@ -577,7 +579,7 @@ class Context:
         self._waited, self._wait_for = True, None
         if not done and self._job is job:
             bound = self._wait_bound()
-            waited = f"within {bound:g} s of waiting " if bound is not None and self._in_loop == isinstance(job, TaskJob) else ""
+            waited = f"within {bound:g} s of waiting " if bound is not None and self._in_loop == job.in_loop else ""
             self._emit(self._drop_job(f"not finished {waited}above the hard level ({self.hard_tokens:,} tokens): "
                                       "summarized inline instead", []))
 

@@ -3,9 +3,10 @@
 A model writes a summary in seconds, and a loop that waits for it stalls. When
 a summary becomes due below the hard fill level (``Policy.hard_fill_fraction``
 of the window), :class:`~contextfold.context.Context` starts it here on a
-snapshot of the view (a thread for the sync API, an asyncio task for the async
-one) and goes on sending the full view, which the cheap stages keep within the
-window. The first step that finds it finished puts it in with :func:`splice`:
+snapshot of the view, in a thread of :data:`POOL` (with the async API, its model
+call is the summarizer's coroutine, a task of the running loop, and a step
+awaits the job instead of blocking) and goes on sending the full view, which
+the cheap stages keep within the window. The first step that finds it finished puts it in with :func:`splice`:
 the items the summary replaced are replaced, exactly, in the view as it is
 then, if they are all still there, unchanged and in a row (wherever they now
 stand: the view may have been re-cut around them); items added since stay as
@@ -16,8 +17,10 @@ hard level does a step wait for it, bounded by the summarizer's deadline.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from collections.abc import Callable, Sequence
+from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,82 +45,81 @@ Work = Callable[[], Outcome]
 
 
 class Job:
-    """One summary running off the loop on ``snapshot``; :meth:`outcome` once :meth:`done`."""
+    """One summary running off the loop on ``snapshot``, in a worker of :data:`POOL`; :meth:`outcome` once
+    :meth:`done`. ``in_loop``: started by the async API, whose steps await it and never block on it."""
 
-    def __init__(self, snapshot: Conversation) -> None:
+    def __init__(self, snapshot: Conversation, work: Work, *, in_loop: bool = False) -> None:
         self.snapshot = snapshot
+        self.in_loop = in_loop
         self.accounted: list[Event] | None = None  # the steward's verdict, taken once when the job is first landed
+        self._future = POOL.submit(work)
 
     def done(self) -> bool:
-        raise NotImplementedError
+        return self._future.done()
 
     def outcome(self) -> Outcome:
-        raise NotImplementedError
+        failed = self._future.cancelled() or self._future.exception() is not None
+        return _outcome_or_failure(None if failed else self._future.result(), self.snapshot)
 
     def wait(self, timeout_s: float | None) -> bool:
-        """Block until done or ``timeout_s`` passed (sync API); whether it is done."""
-        raise NotImplementedError
+        """Block until done or ``timeout_s`` passed (sync API); whether it is done. A job of the async API
+        is not waited for here: blocking would stall the very loop its model call runs on."""
+        if not self.in_loop:
+            futures.wait([self._future], timeout_s)
+        return self.done()
 
     async def wait_async(self, timeout_s: float | None) -> bool:
         """Await until done or ``timeout_s`` passed (async API); whether it is done."""
-        raise NotImplementedError
+        await asyncio.wait({asyncio.wrap_future(self._future)}, timeout=timeout_s)
+        return self.done()
 
 
-class ThreadJob(Job):
-    """A job in a daemon thread (the sync API: no event loop to run it on)."""
+class _Pool:
+    """Daemon threads shared by every Context, started once and then kept waiting for work.
 
-    def __init__(self, snapshot: Conversation, work: Work) -> None:
-        super().__init__(snapshot)
-        self._finished = threading.Event()
-        self._outcome: Outcome | None = None
-        self._thread = threading.Thread(target=self._run, args=(work,), name="contextfold-summary", daemon=True)
-        self._thread.start()
-
-    def _run(self, work: Work) -> None:
-        try:
-            self._outcome = work()
-        finally:
-            self._finished.set()
-
-    def done(self) -> bool:
-        return self._finished.is_set()
-
-    def outcome(self) -> Outcome:
-        return _outcome_or_failure(self._outcome, self.snapshot)
-
-    def wait(self, timeout_s: float | None) -> bool:
-        return self._finished.wait(timeout_s)
-
-    async def wait_async(self, timeout_s: float | None) -> bool:
-        return await asyncio.to_thread(self._finished.wait, timeout_s)
-
-
-class TaskJob(Job):
-    """A job as an asyncio task of the running loop (the async API).
-
-    The pipeline's own work (cutting, counting, fitting) runs in the loop's
-    executor; the model call is made by the summarizer's ``asummarize`` on the
-    loop itself (see :func:`on_loop`), so a model summary uses the async client.
+    Starting a thread inside a step would make the step wait for the system to schedule it (tens of
+    milliseconds on a loaded machine); a daemon thread never holds up the interpreter's exit (a model
+    summary ends at its deadline anyway).
     """
 
-    def __init__(self, snapshot: Conversation, work: Work) -> None:
-        super().__init__(snapshot)
-        self._task: asyncio.Task[Outcome] = asyncio.get_running_loop().create_task(asyncio.to_thread(work))
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Work, futures.Future[Outcome]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
 
-    def done(self) -> bool:
-        return self._task.done()
+    def warm(self) -> None:
+        """Have a thread waiting before the first summary is due (called when a Context is made)."""
+        with self._lock:
+            if self._idle == 0:
+                self._start()
 
-    def outcome(self) -> Outcome:
-        if self._task.cancelled() or self._task.exception() is not None:
-            return _outcome_or_failure(None, self.snapshot)
-        return self._task.result()
+    def submit(self, work: Work) -> futures.Future[Outcome]:
+        future: futures.Future[Outcome] = futures.Future()
+        with self._lock:
+            if self._idle == 0:
+                self._start()
+            self._idle -= 1
+        self._work.put((work, future))
+        return future
 
-    def wait(self, timeout_s: float | None) -> bool:
-        return self.done()  # blocking here would stall the very loop the task runs on
+    def _start(self) -> None:
+        self._idle += 1
+        threading.Thread(target=self._serve, name="contextfold-summary", daemon=True).start()
 
-    async def wait_async(self, timeout_s: float | None) -> bool:
-        await asyncio.wait({self._task}, timeout=timeout_s)
-        return self.done()
+    def _serve(self) -> None:
+        while True:
+            work, future = self._work.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(work())
+                except BaseException as error:  # noqa: BLE001 - the step that lands it reads the failure
+                    future.set_exception(error)
+            with self._lock:
+                self._idle += 1
+
+
+POOL = _Pool()
+"""Where every background summary runs."""
 
 
 def _outcome_or_failure(outcome: Outcome | None, snapshot: Conversation) -> Outcome:
