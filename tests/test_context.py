@@ -49,7 +49,8 @@ def test_a_request_without_compaction_is_what_the_agent_would_have_sent() -> Non
     messages = [{"role": "user", "content": "Fix the bug in f1.py"}, *turn(1, "print(1)")]
     context.add(messages[1:])
     request = context.prepare()
-    assert request["messages"][0]["content"] == [{"type": "text", "text": "Fix the bug in f1.py"}] or request["messages"][0]["content"] == "Fix the bug in f1.py"
+    task = {"type": "text", "text": "Fix the bug in f1.py", "cache_control": {"type": "ephemeral"}}  # the stable end
+    assert request["messages"][0]["content"] == [task]
     plain = {k: v for k, v in request.items()}
     assert len(plain["messages"]) == 3 and plain["messages"][1] == {
         "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "cat f1.py"}}]}
@@ -97,7 +98,7 @@ def test_over_the_trigger_a_summary_replaces_the_middle_and_the_task_stays(tmp_p
     for k in range(1, 12):
         context.add(turn(k, f"line {k}\n" * 150))
         request = context.prepare()
-    assert request["messages"][0]["content"] in ("Fix the bug in f1.py", [{"type": "text", "text": "Fix the bug in f1.py"}])
+    assert request["messages"][0]["content"] == [{"type": "text", "text": "Fix the bug in f1.py", "cache_control": {"type": "ephemeral"}}]
     assert any(e.action == "summarized" for e in context.events)
     assert context.counter.count(context.view()) <= 3_000
     assert len(context.history) == 23  # nothing is lost from the history

@@ -350,6 +350,10 @@ def tool(call_id: str, content: str | tuple[Block, ...], is_error: bool | None =
     return Item("tool", (ToolResult(call_id, content, is_error),), **kw)
 
 
+STATIC_SYSTEM = "static"
+"""The ``Item.meta`` key marking a system item as part of the static system prompt (see :attr:`Header.static_system`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Header:
     """What every request starts with and no stage may touch.
@@ -367,6 +371,20 @@ class Header:
     @property
     def system_text(self) -> str:
         return "\n\n".join(i.text for i in self.system)
+
+    @property
+    def static_system(self) -> int:
+        """How many of the first system items are the static part of a split system prompt (0: not split).
+
+        The static part is the same in every session (the agent's rules), so it
+        is cached on its own breakpoint and shared across sessions; the rest
+        (tool lists from MCP servers, the user's language) follows it. An item
+        is static when its ``meta`` says ``{STATIC_SYSTEM: True}``.
+        """
+        count = 0
+        while count < len(self.system) and self.system[count].meta.get(STATIC_SYSTEM):
+            count += 1
+        return count
 
 
 # --------------------------------------------------------------------------- structure

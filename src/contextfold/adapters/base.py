@@ -28,6 +28,7 @@ from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import Usage
 from .calls import CallError
 from .overflow import PromptTooLong, prompt_too_long
+from .reminders import reminder_item
 from .usage import openai_usage
 
 
@@ -38,12 +39,16 @@ class WireHeader:
     ``fields`` are the request fields besides the message list (``system``,
     ``tools``); ``lead`` the messages sent before the conversation (OpenAI's
     system messages, pinned items); ``marked`` whether the caller placed
-    prompt-cache marks of its own in it.
+    prompt-cache marks of its own in it; ``static_blocks`` how many of the
+    first blocks of the ``system`` field are the static part of a split system
+    prompt (:attr:`~contextfold.conversation.Header.static_system`), for
+    formats that mark it.
     """
 
     fields: Mapping[str, Any]
     lead: Sequence[Mapping[str, Any]]
     marked: bool = False
+    static_blocks: int = 0
 
 
 def present_fields(**fields: Any) -> dict[str, Any]:
@@ -126,14 +131,26 @@ class Adapter(ABC):
         """A request body from a rendered header and the conversation's messages.
 
         ``cache_at`` asks for prompt-cache breakpoints after these messages
-        (indexes into ``messages``), and on the header; formats whose cache
-        needs no marks ignore it.
+        (indexes into ``messages``, most wanted first: a format with a limit
+        keeps the first ones), and on the header; formats whose cache needs no
+        marks ignore it.
         """
         return {self.messages_key: [*header.lead, *messages], **header.fields}
 
     def cache_marked(self, item: Item) -> bool:
         """Whether the caller put a prompt-cache mark of this format in ``item`` (none by default)."""
         return False
+
+    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, Any]:
+        """``request`` with ``reminders`` (checked, :mod:`.reminders`) after its last message, for this request only.
+
+        By default they are one user message of their own at the end, so every
+        message before it, which the provider's cache keys on, is unchanged.
+        """
+        if not reminders:
+            return dict(request)
+        added = self.write_items([reminder_item(reminders)])
+        return {**request, self.messages_key: [*request[self.messages_key], *added]}
 
     # ------------------------------------------------------------------ answers
     def read_response(self, response: Any) -> Reply:

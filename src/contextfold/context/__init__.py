@@ -33,7 +33,20 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import adapter_for, is_prompt_too_long
-from ..conversation import Conversation, Header, Item, Summary, Text, ToolCall, ToolResult, ToolSpec, new_id
+from ..adapters.reminders import checked as checked_reminders
+from ..adapters.reminders import wrapped as wrapped_reminder
+from ..conversation import (
+    STATIC_SYSTEM,
+    Conversation,
+    Header,
+    Item,
+    Summary,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    new_id,
+)
 from ..errors import ContextfoldError, HistoryQueryError, InvalidPipeline, SummaryInProgress, ViewConflict
 from ..events import Event
 from ..limits import ModelLimits, model_limits
@@ -159,6 +172,7 @@ class Context:
         self._last_sent: Conversation | None = None
         self._last_request_s: float | None = None
         self._requests = 0
+        self._reminder_tokens = 0  # the estimated size of the reminders attached to the last request
         self._journal = Journal.open(transcript, store, self.session_id, self._emit, on_store_failure)
         self._emit(self._journal.opening)
         self._flight = Flight(lambda: self._journal.session)
@@ -312,6 +326,20 @@ class Context:
         self._journal.write(lambda session: session.update_header(header))
         self._journal.acknowledge()
 
+    def set_system(self, static: str, dynamic: str | None = None) -> None:
+        """Give the system prompt in two parts: ``static``, the same in every session, then ``dynamic``.
+
+        The static part (the agent's rules) goes first and is cached on a
+        breakpoint of its own, so every session that starts with it reads it
+        from the cache; the dynamic part (the tool lists of MCP servers, the
+        user's language, the working directory) follows it. Tools and pinned
+        items are kept; recorded in the transcript like any header.
+        """
+        parts = [Item("system", (Text(static),), meta={STATIC_SYSTEM: True})]
+        if dynamic:
+            parts.append(Item("system", (Text(dynamic),)))
+        self.set_header(replace(self.history.header, system=tuple(parts)))
+
     def pin(self, text: str) -> None:
         """Keep ``text`` in every request, right after the system prompt, never compacted."""
         header = self.history.header
@@ -332,26 +360,45 @@ class Context:
         """What would be sent now, before this call's stages run (do not modify it)."""
         return self._timeline.view
 
-    def prepare(self, provider: str | None = None) -> dict[str, Any]:
+    def prepare(self, provider: str | None = None, *, reminders: Sequence[str] = ()) -> dict[str, Any]:
         """The request to send now (``system``/``messages``/``tools`` for Anthropic; ``messages``/``tools``
-        for OpenAI Chat; ``input``/``tools`` for Responses), after whatever stages are due."""
-        return self.render(self.prepare_view(), provider)
+        for OpenAI Chat; ``input``/``tools`` for Responses), after whatever stages are due.
+
+        ``reminders`` are texts for this request only (the todo list, the files
+        changed, the time, a mode): attached after its last message, each in a
+        ``<system-reminder>`` tag, where they move no cached prefix; they never
+        enter the history or the transcript (:mod:`contextfold.adapters.reminders`).
+        The room they take is kept free of the window for this request.
+        """
+        texts = self._reminders(reminders)
+        return self.render(self._step(PREPARE, reserve_tokens=self._reminder_tokens)[0], provider, reminders=texts)
 
     def prepare_view(self) -> Conversation:
         """:meth:`prepare` without the wire format: the conversation that would be sent."""
+        self._reminder_tokens = 0
         return self._step(PREPARE)[0]
+
+    def _reminders(self, reminders: Sequence[str]) -> tuple[str, ...]:
+        """``reminders`` checked, and their size kept: reserved in the window, taken out of the usage reported."""
+        texts = checked_reminders(reminders)
+        self._reminder_tokens = sum(self.estimator.text(wrapped_reminder(text)) for text in texts)
+        return texts
 
     def at_turn_boundary(self) -> list[Event]:
         """Run the summary now if it is due (the agent loop calls this between turns)."""
         return self._step(TURN_BOUNDARY)[1]
 
-    async def aprepare(self, provider: str | None = None) -> dict[str, Any]:
+    async def aprepare(self, provider: str | None = None, *, reminders: Sequence[str] = ()) -> dict[str, Any]:
         """:meth:`prepare` for an asyncio loop: a summary made in the background is a task of the running
-        loop (its model call made with the async client), and a step above the hard level awaits it."""
-        return self.render(await self.aprepare_view(), provider)
+        loop (its model call made with the async client), and a step above the hard level awaits it;
+        ``reminders`` as in :meth:`prepare`."""
+        texts = self._reminders(reminders)
+        view = (await self._astep(PREPARE, reserve_tokens=self._reminder_tokens))[0]
+        return self.render(view, provider, reminders=texts)
 
     async def aprepare_view(self) -> Conversation:
         """:meth:`prepare_view` for an asyncio loop (see :meth:`aprepare`)."""
+        self._reminder_tokens = 0
         return (await self._astep(PREPARE))[0]
 
     async def aat_turn_boundary(self) -> list[Event]:
@@ -362,18 +409,22 @@ class Context:
         """Summarize now, whatever the size, with ``instructions`` for the summarizer."""
         return self._step(MANUAL, instructions=instructions)[1]
 
-    def retry_request(self, error: BaseException | str, provider: str | None = None) -> dict[str, Any] | None:
+    def retry_request(self, error: BaseException | str, provider: str | None = None, *,
+                      reminders: Sequence[str] = ()) -> dict[str, Any] | None:
         """After a provider error: if it says the prompt was too long, compact and return a new request.
 
         Returns ``None`` for any other error (the caller re-raises it). Call it
         once per failed request: one reactive compaction, one retry. A failing
         summarizer is survived here as in :meth:`prepare`: the request comes back
-        uncompacted, and the failure is an event.
+        uncompacted, and the failure is an event. ``reminders`` are those of the
+        refused request, attached again as :meth:`prepare` does.
         """
         if adapter_for(provider or self.provider).prompt_too_long(error) is None:
             return None
+        texts = self._reminders(reminders)
         cause = Event("reactive", "prompt_too_long", detail=str(error)[:300])
-        return self.render(self._step(RETRY, first=cause)[0], provider)
+        view = self._step(RETRY, first=cause, reserve_tokens=self._reminder_tokens)[0]
+        return self.render(view, provider, reminders=texts)
 
     def _step(self, occasion: Occasion, *, first: Event | None = None, **budget: Any) -> tuple[Conversation, list[Event]]:
         """The one path of every entry point: what other writers added is folded in, a finished background
@@ -601,12 +652,13 @@ class Context:
             await job.wait_async(None)
         return (await self._astep(SETTLE))[1]
 
-    def _budget(self, new_from: int | None = None, **overrides: Any) -> Budget:
+    def _budget(self, new_from: int | None = None, reserve_tokens: int = 0, **overrides: Any) -> Budget:
+        """What the stages may spend; ``reserve_tokens`` of the window are kept for what is attached after them."""
         now = self.clock()
         idle = now - self._last_request_s if now is not None and self._last_request_s is not None else None
         return Budget(
             policy=self.policy,
-            window_tokens=self.window_tokens,
+            window_tokens=self.window_tokens - reserve_tokens,
             trigger_tokens=self.trigger_tokens,
             count=self.counter.count,
             count_item=self.estimator.item,
@@ -640,13 +692,15 @@ class Context:
         self._timeline.commit(view)
 
     # ------------------------------------------------------------------ 3. send
-    def render(self, view: Conversation, provider: str | None = None) -> dict[str, Any]:
-        """``view`` as a request body for ``provider`` (incrementally: only new messages are rendered)."""
+    def render(self, view: Conversation, provider: str | None = None, *,
+               reminders: Sequence[str] = ()) -> dict[str, Any]:
+        """``view`` as a request body for ``provider`` (incrementally: only new messages are rendered),
+        with ``reminders`` attached for this request only (see :meth:`prepare`)."""
         adapter = adapter_for(provider or self.provider)
         renderer = self._renderers.get(adapter.name)
         if renderer is None:
             renderer = self._renderers[adapter.name] = Renderer(adapter)
-        return renderer.render(view)
+        return renderer.render(view, checked_reminders(reminders))
 
     # ------------------------------------------------------------------ 4. record
     def record_usage(self, usage: Usage | Mapping[str, Any] | Any, provider: str | None = None) -> None:
@@ -656,8 +710,9 @@ class Context:
         """
         if not isinstance(usage, Usage):
             usage = adapter_for(provider or self.provider).read_usage(usage)
-        if self._last_sent is not None:
-            self.counter.record_usage(usage, self._last_sent)
+        if self._last_sent is not None:  # the count is of the view: the reminders sent with it are not part of it
+            view_tokens = max(usage.prompt_tokens - self._reminder_tokens, 1) if usage.prompt_tokens > 0 else 0
+            self.counter.record_usage(replace(usage, prompt_tokens=view_tokens), self._last_sent)
         cache_break = self.steward.cache_break(usage)
         if cache_break is not None:
             self._emit([cache_break])

@@ -10,8 +10,9 @@ from ...sdk import SDK
 from ...usage import Usage
 from .._stainless import StainlessClient, call_timeout
 from ..base import Adapter, CompactionCall, Reply, WireHeader, present_fields
+from ..reminders import reminder_item
 from ..usage import anthropic_usage
-from .cache import header_marked, item_marked, with_breakpoints
+from .cache import header_marked, item_marked, with_breakpoints, with_reminder_blocks
 from .context import ContextReport, Edit, read_context_report, with_compaction, with_edits
 from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic
 
@@ -46,16 +47,29 @@ class AnthropicMessages(StainlessClient, Adapter):
     def write_header(self, header: Header) -> WireHeader:
         request = to_anthropic(Conversation(header=header))
         fields = present_fields(system=request["system"], tools=request["tools"])
-        return WireHeader(fields, request["messages"], header_marked(header, ORIGIN))
+        static = 0
+        if 0 < header.static_system < len(header.system):  # the blocks the static items are written as
+            written = to_anthropic(Conversation(header=Header(system=header.system[: header.static_system])))["system"]
+            static = 1 if isinstance(written, str) else len(written or ())
+        return WireHeader(fields, request["messages"], header_marked(header, ORIGIN), static)
 
     def request(
         self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
     ) -> dict[str, Any]:
         request = {**header.fields, "messages": [*header.lead, *messages]}
-        return with_breakpoints(request, cache_at) if cache_at else request
+        return with_breakpoints(request, cache_at, header.static_blocks) if cache_at else request
 
     def cache_marked(self, item: Item) -> bool:
         return item_marked(item, ORIGIN)
+
+    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, Any]:
+        """Reminders as text blocks at the end of the last user message, after its cache breakpoint.
+
+        A user message of their own would do as well for the cache (Anthropic
+        keys on blocks), but the API joins consecutive user messages into one
+        turn anyway, and this is where the coding agents put them.
+        """
+        return with_reminder_blocks(request, self.write_items([reminder_item(reminders)])) if reminders else dict(request)
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
