@@ -1,6 +1,7 @@
 """The typed-error contract under fuzzing, at full size: every public entry point fed hostile input.
 
-    python benchmarks/fuzz.py [--count 3000] [--processes 8] [--bound 20] [--seed 0] [--only PREFIX,...]
+    python benchmarks/fuzz.py [--count 3000] [--processes 300] [--bound 20] [--seed 0] [--only PREFIX,...]
+                              [--budget-s SECONDS]
 
 Needs the shared corpus (``../shared/corpus``, or ``CONTEXTFOLD_SHARED``). The inputs are made by
 ``tests/fuzzing.py`` (the suite's fuzz test runs the same cases, fewer of them); ``--count`` inputs go to
@@ -56,6 +57,13 @@ REQUESTS = {"anthropic": anthropic_requests(), "openai": openai_chat_requests(),
             "gemini": conversations().map(fuzzing.gemini_request)}
 COMMAND_BASE_BYTES = 200_000
 """Recordings the commands are run on are under this size (a replay of a large one takes seconds)."""
+STOP_AT = [float("inf")]
+"""The monotonic time after which no new input starts (``--budget-s``): a run on a busy machine ends with its
+figures for the inputs it ran instead of being cut off without them."""
+
+
+def _out_of_time() -> bool:
+    return time.monotonic() > STOP_AT[0]
 
 
 class Progress(fuzzing.Tally):
@@ -102,7 +110,12 @@ def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) 
     """``run(drawn, case_seed)`` on ``count`` values of ``strategy``, the same ones for the same ``base_seed``."""
     configured = settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
                           suppress_health_check=list(HealthCheck))
-    seed(base_seed)(configured(given(strategy, st.integers(0, 2**32 - 1))(run)))()
+
+    def in_time(drawn: Any, case_seed: int) -> None:
+        if not _out_of_time():
+            run(drawn, case_seed)
+
+    seed(base_seed)(configured(given(strategy, st.integers(0, 2**32 - 1))(in_time)))()
 
 
 def provider_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
@@ -168,6 +181,8 @@ def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int
     runner = CliRunner()
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-") as folder:
         for number in range(count):
+            if _out_of_time():
+                break
             for purpose, (name, data, described) in zip(("import", "commands"), _command_files(bases, base_seed, number)):
                 path = Path(folder) / f"{number}-{name}"
                 path.write_bytes(data)
@@ -193,7 +208,9 @@ def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: fl
         return
     bases = fuzzing.base_files(SHARED / "corpus")
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-process-") as folder:
-        def run(number: int) -> tuple[fuzzing.Outcome, str]:
+        def run(number: int) -> tuple[fuzzing.Outcome, str] | None:
+            if _out_of_time():
+                return None
             name, data, described = _command_files(bases, base_seed, number)[1]
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
@@ -203,8 +220,9 @@ def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: fl
                 path.unlink()
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for outcome, described in pool.map(run, range(processes)):
-                tally.add("cli inspect (subprocess)", outcome, described)
+            for done in pool.map(run, range(processes)):
+                if done is not None:
+                    tally.add("cli inspect (subprocess)", *done)
 
 
 def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
@@ -212,6 +230,8 @@ def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, 
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-store-") as folder:
         base = fuzzing.transcript_base(Path(folder) / "base")
         for number in range(count):
+            if _out_of_time():
+                break
             rng = random.Random(base_seed * 1_000_033 + number)
             data, done = fuzzing.mutate_file(base, rng)
             store = Path(folder) / f"store-{number}"
@@ -234,6 +254,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="subprocesses at a time")
     parser.add_argument("--bound", type=float, default=20.0, help="seconds any one input may take")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget-s", type=float, default=0.0,
+                        help="start no input after this many seconds, and report what ran (0: no limit)")
     parser.add_argument("--progress-s", type=float, default=120.0, help="seconds between tables on stderr (0: none)")
     parser.add_argument("--only", default="", help="only the entry points whose name starts with one of these "
                         "comma-separated prefixes (run groups of them side by side)")
@@ -242,6 +264,8 @@ def main() -> None:
         sys.exit(f"the shared corpus is not at {SHARED / 'corpus'} (set CONTEXTFOLD_SHARED)")
     tally = Progress(args.progress_s)
     started = time.perf_counter()
+    if args.budget_s:
+        STOP_AT[0] = time.monotonic() + args.budget_s
     provider_inputs(tally, args.count, args.bound, args.seed, args.only)
     framework_inputs(tally, args.count, args.bound, args.seed, args.only)
     session_files(tally, args.count, args.bound, args.seed, args.only)
@@ -257,6 +281,7 @@ def main() -> None:
         "hangs": sum(row["hang"] for row in rows.values()),
         "per_entry_point": rows,
         "total_s": round(time.perf_counter() - started, 1),
+        "stopped_by_budget": _out_of_time(),
     }, indent=1))
     for key, (seen, example) in tally.bad.items():
         print(f"{seen:5d} x {key}\n        first: {example[:500]}")
