@@ -1,12 +1,16 @@
 """Two workers, one session: each span summarized once, and retried appends stored once.
 
-Usage: ``python3 benchmarks/fleet.py [--compactions 100] [--backends postgresql,redis]``
+Usage: ``python3 benchmarks/fleet.py [--compactions 100] [--backends postgresql,redis] [--overshoot 0.97]``
 
 Two threads, each its own ``Context`` resumed on one shared session (its own
 connection), add turns and call ``at_turn_boundary()`` until the session has
 had ``--compactions`` summaries. A counting summarizer records every span it
-is asked to summarize; the figures are the summarizer calls, the summaries
-committed, and how many items were summarized more than once (double work).
+is asked to summarize (``--overshoot`` pads each summary past its target to that
+share of its span, as a model that overshoots does); the figures are the summarizer calls, the
+compactions the workers committed (their ``summarized`` events, emitted only
+once the store took the view), the distinct summaries in the store's view
+checkpoints, and how many items were summarized more than once (double work).
+Each span summarized once means calls == compactions == summaries committed.
 Then 1,000 appends, each timed out after its commit and retried, and the
 duplicates found. Throwaway servers as in the tests (``tests/store_servers.py``).
 """
@@ -18,6 +22,7 @@ import logging
 import sys
 import threading
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -30,35 +35,51 @@ from contextfold.errors import StoreUnavailable
 from contextfold.stores import StoredSession, open_store
 from contextfold.stores import outbox as outbox_module
 from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.tokens import Estimator
 
 WORDS = "the parser reads the config file and checks each key against the schema " * 30
 
 
 class Counting:
-    """The extractive summarizer, recording the ids of every span it is given."""
+    """The extractive summarizer, recording the ids of every span it is given (and setting ``enough`` at the
+    ``limit``-th); with ``overshoot`` its text is padded past its target to that share of the span's tokens, as
+    a model that ignores the target does: the request after it stays over the trigger whatever the tail, yet
+    smaller than before the summary."""
 
     name = "counting"
     offline = True
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 0, overshoot: float = 0.0) -> None:
         self._inner = ExtractiveSummarizer()
+        self._estimator = Estimator()
         self.spans: list[tuple[str, ...]] = []
         self.workers: list[str] = []
+        self.enough = threading.Event()
+        self._limit = limit
+        self._overshoot = overshoot
         self._lock = threading.Lock()
 
     def summarize(self, request):
         with self._lock:
             self.spans.append(tuple(item.id for item in request.items))
             self.workers.append(threading.current_thread().name)
-        return self._inner.summarize(request)
+            if len(self.spans) >= self._limit:
+                self.enough.set()
+        result = self._inner.summarize(request)
+        if not self._overshoot:
+            return result
+        wanted = int(self._overshoot * sum(self._estimator.item(item) for item in request.items))
+        return replace(result, text=result.text + " note" * max(wanted - self._estimator.text(result.text), 0))
 
 
-def worker(url: str, name: str, summarizer: Counting, enough: threading.Event, errors: list[str]) -> None:
+def worker(url: str, name: str, summarizer: Counting, compactions: list[str], errors: list[str]) -> None:
     try:
         context = Context.resume(url, "s1", window_tokens=32_000, summarizer=summarizer,
                                  policy=Policy(trigger_tokens=12_000, economic_summaries=False))
+        context.subscribe(lambda e: compactions.append(name) if (e.stage, e.action) == ("summarize", "summarized")
+                          else None)
         turn = 0
-        while not enough.is_set() and turn < 5_000:
+        while not summarizer.enough.is_set() and turn < 5_000:
             context.add([Item("user", (Text(f"{name} turn {turn}: {WORDS}"),), id=f"{name}-{turn}-q"),
                          Item("assistant", (Text(f"done with turn {turn}: {WORDS}"),), id=f"{name}-{turn}-a")])
             context.at_turn_boundary()
@@ -78,27 +99,27 @@ def summaries_committed(url: str) -> int:
         store.close()
 
 
-def run_two_workers(url: str, compactions: int) -> tuple[Counting, list[str]]:
-    """Two workers on a new session ``s1`` until ``compactions`` summarizer calls; the summarizer and errors."""
+def run_two_workers(url: str, compactions: int, overshoot: float = 0.0) -> tuple[Counting, list[str], list[str]]:
+    """Two workers on a new session ``s1`` until ``compactions`` summarizer calls: the summarizer, the worker of
+    each compaction committed, and the errors."""
     StoredSession.create(url, "s1").close()
-    summarizer, enough, errors = Counting(), threading.Event(), []
-    threads = [threading.Thread(target=worker, args=(url, name, summarizer, enough, errors), name=name)
+    summarizer, done, errors = Counting(compactions, overshoot), [], []
+    threads = [threading.Thread(target=worker, args=(url, name, summarizer, done, errors), name=name)
                for name in ("a", "b")]
     for thread in threads:
         thread.start()
-    while any(t.is_alive() for t in threads) and len(summarizer.spans) < compactions:
-        threads[0].join(0.2)
-    enough.set()
     for thread in threads:
         thread.join()
-    return summarizer, errors
+    return summarizer, done, errors
 
 
-def two_workers(url: str, compactions: int) -> None:
-    summarizer, errors = run_two_workers(url, compactions)
+def two_workers(url: str, compactions: int, overshoot: float) -> None:
+    summarizer, done, errors = run_two_workers(url, compactions, overshoot)
     twice, both = double_work(summarizer)
-    print(f"  two workers: {len(summarizer.spans)} summarizer calls, {summaries_committed(url)} summaries committed, "
-          f"{both} item(s) summarized by both workers, {twice} summarized more than once, errors: {errors or 'none'}")
+    print(f"  two workers: {len(summarizer.spans)} summarizer calls, {len(done)} compactions committed "
+          f"({done.count('a')} by a, {done.count('b')} by b), {summaries_committed(url)} summaries in the store's "
+          f"views, {both} item(s) summarized by both workers, {twice} summarized more than once, "
+          f"errors: {errors or 'none'}")
 
 
 def double_work(summarizer: Counting) -> tuple[int, int]:
@@ -155,11 +176,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compactions", type=int, default=100)
     parser.add_argument("--backends", default="postgresql,redis")
+    parser.add_argument("--overshoot", type=float, default=0.0,
+                        help="pad each summary to this share of its span's tokens (0: as the summarizer made it)")
     args = parser.parse_args()
     for backend in args.backends.split(","):
         print(backend)
         with any_store(backend) as url:
-            two_workers(url, args.compactions)
+            two_workers(url, args.compactions, args.overshoot)
             retried_appends(url)
 
 

@@ -249,6 +249,33 @@ def test_compact_escalates_instead_of_looping() -> None:
     assert out.validate() == []
 
 
+class Overshooting:
+    """A summarizer that ignores its target: its summary is as long as what it summarizes, less a little."""
+
+    name = "overshooting"
+    offline = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request):
+        self.calls += 1
+        result = ExtractiveSummarizer().summarize(request)
+        wanted = int(0.9 * sum(EST.item(item) for item in request.items))
+        return replace(result, text=result.text + " note" * max(wanted - EST.text(result.text), 0))
+
+
+def test_a_summary_that_misses_its_target_is_not_made_again_with_a_shorter_tail() -> None:
+    """The tail is chosen before the one summarizer call; an overshoot goes on to the per-kind rules, since
+    another summary of (nearly) the same span would be paid for and thrown away."""
+    conv = session(*[(f"echo {k}", "z " * 3_000) for k in range(6)])
+    summarizer = Overshooting()
+    out, events, fits = compact(conv, make_budget(summarizer=summarizer), target_tokens=3_500)
+    assert summarizer.calls == 1
+    assert [e.action for e in events if e.stage == "summarize"] == ["summarized"]
+    assert not fits and EST.conversation(out) < EST.conversation(conv) and out.validate() == []
+
+
 def test_economics_counts_the_rewrite_against_the_reads_it_saves() -> None:
     conv = session(*[(f"echo {k}", "v " * 2_000) for k in range(10)])
     cleared, _ = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0)))

@@ -2,10 +2,13 @@
 
 A summary can leave the request over its target (a long tail, a summarizer
 that overshoots). Summarizing again with the same tail would loop, as early
-condensers did; :func:`compact` shortens the tail instead, then applies the
-per-kind rules, and reports whether the target was met. Before any summary
-it tries clearing old outputs alone (:func:`clear_first`), which costs no
-summarizer call and keeps every turn of the agent.
+condensers did, and summarizing again with a shorter one pays for a summary
+that is thrown away (in a fleet, the same span summarized twice). So
+:func:`compact` chooses the tail before the one summarizer call, from what a
+summary at its target would leave, then applies the per-kind rules if the
+request is still over, and reports whether the target was met. Before any
+summary it tries clearing old outputs alone (:func:`clear_first`), which
+costs no summarizer call and keeps every turn of the agent.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from .base import Budget, Stage, stage_name
 from .stages.clear import clear
 from .stages.selective import selective
 from .stages.snip import snip
-from .stages.summarize import summarize
+from .stages.summarize import plan, summarize
 from .stages.survival import survive
 from .task import task_index
 
@@ -64,42 +67,64 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) 
 
 
 def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
-    """Summarize until the request is at most ``target_tokens``, escalating instead of looping.
+    """One summary that brings the request to at most ``target_tokens`` if a summary at its target can,
+    escalating instead of looping.
 
-    First with the policy's tail, then a quarter of it, then only the last
-    unit; then the per-kind rules on the smallest result. Returns the
-    smallest result (never one larger than ``conversation`` unless the
-    budget forces a summary, as a manual compact does), the events of the
-    attempts that made it, and whether the target was met.
+    The tail is chosen before the summarizer runs (:func:`tail_for_one_summary`):
+    the policy's, else a quarter of it, else only the last unit. A summary
+    that still leaves the request over the target (a summarizer overshooting
+    its own target) is not made again with a shorter tail: that would pay for
+    summaries thrown away, and in a fleet count as work done twice. The
+    per-kind rules go on from it instead. Returns the smallest result (never
+    one larger than ``conversation`` unless the budget forces a summary, as a
+    manual compact does), its events, and whether the target was met.
     """
     if not budget.force_summary:
         cleared = clear_first(conversation, budget, target_tokens)
         if cleared is not None:
             return *cleared, True
-    tail = budget.tail_budget_tokens
     start_tokens = budget.count(conversation)
     best, best_tokens, best_events = conversation, start_tokens, []
-    events: list[Event] = []
-    for attempt, tail_tokens in enumerate((tail, tail // 4, 0)):
+    tail_tokens, events = tail_for_one_summary(conversation, budget, target_tokens, start_tokens)
+    if tail_tokens is not None:
         result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
-        if not produced:
-            continue  # no cut leaves this much tail: a shorter one may
         tokens = budget.count(result)
-        if tokens < best_tokens or (budget.force_summary and best is conversation):
-            best, best_tokens, best_events = result, tokens, produced
-        if tokens <= target_tokens:
-            return _never_larger(conversation, start_tokens, best, best_tokens, [*events, *best_events], target_tokens)
-        kept = best_events is produced
-        events.append(  # an attempt not kept still cost its model calls: they ride on this event
-            Event("summarize", "escalated", tokens_before=start_tokens, tokens_after=tokens,
-                  detail=f"attempt {attempt + 1} left {tokens:,} tokens, over {target_tokens:,}",
-                  calls=() if kept else tuple(call for e in produced for call in e.calls))
-        )
+        if produced and (tokens < best_tokens or budget.force_summary):
+            best, best_tokens, best_events = result, tokens, [*events, *produced]
+        if produced and tokens <= target_tokens:
+            return _never_larger(conversation, start_tokens, best, best_tokens, best_events, target_tokens)
     result, produced = selective(best, budget, target_tokens=target_tokens)
     tokens = budget.count(result)
     if tokens < best_tokens:
         best, best_tokens, best_events = result, tokens, [*best_events, *produced]
-    return _never_larger(conversation, start_tokens, best, best_tokens, [*events, *best_events], target_tokens)
+    return _never_larger(conversation, start_tokens, best, best_tokens, best_events, target_tokens)
+
+
+def tail_for_one_summary(
+    conversation: Conversation, budget: Budget, target_tokens: int, start_tokens: int,
+) -> tuple[int | None, list[Event]]:
+    """The longest of the tails (the policy's, a quarter of it, none but the last unit) with which a summary at
+    its target brings the request to ``target_tokens``, else the one that comes closest; ``None`` when no cut
+    leaves any of them. An ``escalated`` event for each tail passed over (no summarizer ran for it)."""
+    tail = budget.tail_budget_tokens
+    passed: list[tuple[int, Event]] = []  # (tail tokens, why a summary with it was not made)
+    closest: tuple[int, int] | None = None  # (predicted tokens, tail tokens)
+    for tail_tokens in (tail, tail // 4, 0):
+        planned = plan(conversation, replace(budget, tail_tokens=tail_tokens))
+        if planned is None:
+            continue  # no cut leaves this much tail: a shorter one may
+        predicted = planned.predicted_tokens(start_tokens)
+        if predicted <= target_tokens:
+            return tail_tokens, [event for _, event in passed]
+        if closest is None or predicted < closest[0]:
+            closest = (predicted, tail_tokens)
+        passed.append((tail_tokens, Event(
+            "summarize", "escalated", tokens_before=start_tokens, tokens_after=predicted,
+            detail=f"a summary at its target with a tail of {tail_tokens:,} tokens would leave {predicted:,} "
+                   f"tokens, over {target_tokens:,}")))
+    if closest is None:
+        return None, []
+    return closest[1], [event for tail_tokens, event in passed if tail_tokens != closest[1]]
 
 
 def _never_larger(

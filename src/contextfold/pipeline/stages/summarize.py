@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ...boundary import choose_cut
+from ...boundary import Cut, choose_cut
 from ...conversation import Conversation, Item, Summary
 from ...events import Event
 from ...summarizers._facts import Facts, read_on
@@ -39,34 +40,61 @@ def _lookback_line(span: list[Item]) -> str:
             f"read_history({json.dumps(span[-1].id)}).")
 
 
-def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
-    summarizer = budget.summarizer
-    if summarizer is None or budget.count_text is None:
-        return conversation, []
+@dataclass(frozen=True)
+class SpanPlan:
+    """What a summary would replace and ask for, found before any summarizer runs (so a caller can choose the
+    tail it summarizes with once, instead of paying for summaries it then throws away)."""
+
+    start: int
+    cut: Cut
+    span: list[Item]
+    span_tokens: int
+    target: int
+    share: float
+    exemption: str | None
+
+    def predicted_tokens(self, tokens_before: int) -> int:
+        """The request's size after a summary that meets its target (before any files are put back)."""
+        return tokens_before - self.span_tokens + self.target
+
+
+def plan(conversation: Conversation, budget: Budget) -> SpanPlan | None:
+    """Where the summary cuts with ``budget``'s tail and its target; ``None`` when no cut leaves that tail."""
     p = budget.policy
     task = task_index(conversation)
     start = task + 1 if task is not None else 0
     items = list(conversation.items)
-    before = budget.count(conversation)
-    exemption = _short_span_exemption(budget, before)
+    exemption = _short_span_exemption(budget, budget.count(conversation))
     cut = choose_cut(
         conversation, start=start, tail_budget_tokens=budget.tail_budget_tokens, count_item=budget.count_item,
         min_index=None if exemption else _after_messages(items, start, p.min_summary_messages),
         max_tail_items=budget.max_tail_messages,
     )
     if cut is None:
-        return conversation, []
+        return None
     span = [item for item in items[start : cut.index] if _summarizable(item)]
+    # A summary takes the share of what it replaces that its content calls for (see compression).
+    target = max(summary_target(span, budget.count_item, min(p.summary_target_tokens, _room(budget))), MIN_SUMMARY_TOKENS)
+    return SpanPlan(start, cut, span, sum(budget.count_item(item) for item in span), target,
+                    summary_share(span, budget.count_item), exemption)
+
+
+def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    summarizer = budget.summarizer
+    if summarizer is None or budget.count_text is None:
+        return conversation, []
+    planned = plan(conversation, budget)
+    if planned is None:
+        return conversation, []
+    p = budget.policy
+    task = task_index(conversation)
+    start, cut, span, span_tokens = planned.start, planned.cut, planned.span, planned.span_tokens
+    items = list(conversation.items)
+    before = budget.count(conversation)
     short = len(span) < p.min_summary_messages
     tail = items[cut.index :]
-    # Neither the summary nor the restored files may eat the room the summary is meant to make,
-    # and a summary takes the share of what it replaces that its content calls for (see compression).
-    room = min(budget.window_tokens // 10, budget.trigger_tokens // 5)
-    span_tokens = sum(budget.count_item(item) for item in span)
-    share = summary_share(span, budget.count_item)
-    target = max(summary_target(span, budget.count_item, min(p.summary_target_tokens, room)), MIN_SUMMARY_TOKENS)
     result = summarizer.summarize(
-        SummaryRequest(span, conversation.header, target, budget.count_text, budget.instructions)
+        SummaryRequest(span, conversation.header, planned.target, budget.count_text, budget.instructions)
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
     body = result.text + (_lookback_line(span) if p.history_tools and span else "")
@@ -75,7 +103,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
-    restore_cap = min(p.restore_total_tokens, room, int(saved * p.restore_max_share))
+    restore_cap = min(p.restore_total_tokens, _room(budget), int(saved * p.restore_max_share))
     restored = restored_item(
         span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
         count_text=budget.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
@@ -92,7 +120,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "span_items": len(span),
         "span_tokens": span_tokens,
         "summary_tokens": budget.count_item(summary_item),
-        "summary_share": round(share, 3),
+        "summary_share": round(planned.share, 3),
         "restored_tokens": budget.count_item(restored) if restored is not None else 0,
         "fallback": result.fallback,
         "instructions": budget.instructions,
@@ -100,7 +128,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     }
     detail = f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})"
     if short:
-        detail += f"; fewer than the minimum of {p.min_summary_messages} messages, as {exemption}"
+        detail += f"; fewer than the minimum of {p.min_summary_messages} messages, as {planned.exemption}"
     ids = tuple(item.id for item in span)
     event = Event(STAGE, "summarized", ids, before, after, detail, data, tuple(result.calls))
     return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
@@ -115,6 +143,11 @@ def _facts_of(items: list[Item], start: int, cut: int, state: Mapping[str, Any])
     if any(item.role != "user" or item.meta.get("summary") for item in before + left_out):
         return None
     return read_on(state, items[cut:])
+
+
+def _room(budget: Budget) -> int:
+    """What neither the summary nor the files put back may take: not the room the summary is meant to make."""
+    return min(budget.window_tokens // 10, budget.trigger_tokens // 5)
 
 
 def _short_span_exemption(budget: Budget, tokens: int) -> str | None:
