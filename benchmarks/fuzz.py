@@ -176,7 +176,12 @@ def _command_files(bases: dict[str, bytes], base_seed: int, number: int) -> tupl
     return tuple(drawn)
 
 
+SESSION_FILE_CASES = ("importers", "cli inspect", "cli tokens", "cli replay", "cli compact")
+
+
 def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    if not any(_wanted(case, only) for case in SESSION_FILE_CASES):
+        return  # drawing and writing the mutated files is most of the cost: not for nothing
     bases = fuzzing.base_files(SHARED / "corpus")
     runner = CliRunner()
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-") as folder:
@@ -226,6 +231,8 @@ def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: fl
 
 
 def store_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
+    if not any(_wanted(f"cli {command}", only) for command in fuzzing.store_commands(Path("."), "s")):
+        return
     runner = CliRunner()
     with tempfile.TemporaryDirectory(prefix="contextfold-fuzz-store-") as folder:
         base = fuzzing.transcript_base(Path(folder) / "base")
