@@ -13,7 +13,9 @@ with another script:
    out; if it is still there the test would prove nothing, which is a
    failure), ``search_history`` for it;
 3. ``read_history`` on the big output, by the ref its preview names, lines
-   :data:`READ_LINES`;
+   :data:`READ_LINES` (with ``offloaded=False``, for a framework whose
+   requests carry every output whole, the last chunk is an ordinary one and
+   ``read_history`` reads the needle's line by the ref the search gave);
 4. :data:`FINAL`.
 
 Each step checks that the previous call's answer reached the request: the
@@ -37,9 +39,9 @@ READ_LINES = (2_001, 2_002)
 FINAL = "Looked back: found the token and read the offloaded rows."
 
 
-def lookback_chunk(chunk: int) -> str:
+def lookback_chunk(chunk: int, offloaded: bool = True) -> str:
     """The framework tool's output: a log chunk, the needle in chunk 1, the last chunk an oversized listing."""
-    if chunk == ROUNDS - 1:
+    if chunk == ROUNDS - 1 and offloaded:
         return f"== chunk {chunk} ==\n" + "\n".join(f"offloaded row {n} of {BIG_LINES}" for n in range(1, BIG_LINES))
     text = chunk_text(chunk)
     return text + f"\n{NEEDLE} issued for chunk 1" if chunk == 1 else text
@@ -48,9 +50,10 @@ def lookback_chunk(chunk: int) -> str:
 class LookbackServer(ToolLoopServer):
     """The server (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, offloaded: bool = True) -> None:
         self.missed: list[str] = []
         self.big_ref: str | None = None
+        self.offloaded = offloaded
         super().__init__(rounds=ROUNDS)
 
     def _script(self, seen: Seen) -> Turn:
@@ -61,7 +64,7 @@ class LookbackServer(ToolLoopServer):
             if NEEDLE in body:
                 self.missed.append("chunk 1 is still in the request: compaction did not take it out")
             found = re.search(r'read_history\((?:\\*")+(it_[0-9a-f]+)(?:\\*")+, (?:\\*")+START-END', body)
-            if found is None or f"offloaded row {READ_LINES[0] - 1} " in body:
+            if self.offloaded and (found is None or f"offloaded row {READ_LINES[0] - 1} " in body):
                 self.missed.append("the big output was sent whole, or its preview names no ref")
             self.big_ref = found.group(1) if found else ""
             return Turn("Looking back.", (Call("search_history", {"query": NEEDLE}),))
@@ -69,10 +72,16 @@ class LookbackServer(ToolLoopServer):
             result = "\n".join(seen.results)
             if not any(line.startswith(">") and NEEDLE in line for line in result.splitlines()):
                 self.missed.append(f"search_history's line did not reach the request: {result[:400]!r}")
-            return Turn("Reading the rows.", (Call("read_history", {"ref": self.big_ref or "",
-                                                                   "lines": "{}-{}".format(*READ_LINES)}),))
+            if self.offloaded:
+                lines = "{}-{}".format(*READ_LINES)
+            else:  # the needle's line, by the ref and line the search gave
+                hit = re.search(r"^--- (\S+) · .* · line (\d+) of", result, re.MULTILINE)
+                self.big_ref, lines = (hit.group(1), hit.group(2)) if hit else ("", "1")
+            return Turn("Reading the rows.", (Call("read_history", {"ref": self.big_ref or "", "lines": lines}),))
         if seen.step == self.rounds + 2:
             rows = "\n".join(seen.results).splitlines()[1:3]
-            if rows != [f"offloaded row {n - 1} of {BIG_LINES}" for n in READ_LINES]:
+            wanted = ([f"offloaded row {n - 1} of {BIG_LINES}" for n in READ_LINES] if self.offloaded
+                      else [f"{NEEDLE} issued for chunk 1"])
+            if rows != wanted:
                 self.missed.append(f"read_history's lines did not reach the request: {seen.results!r:.400}")
         return Turn(FINAL)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lookback_server import FINAL as LOOKBACK_FINAL
+from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -32,7 +34,7 @@ from google.genai import errors, types
 
 from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
-from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config
+from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config, history_tools
 
 SYSTEM = "You are a careful log auditor."
 
@@ -107,3 +109,29 @@ def test_a_split_round_is_re_paired_by_adk_itself(server: ToolLoopServer) -> Non
         summarizer, _, _, follow_up = run(server)
     assert server.failures() == [], server.figures()
     assert summarizer.compactions >= 2 and follow_up == FINAL
+
+
+def test_after_compaction_the_agent_searches_and_reads_its_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADK sends every output whole until a compaction hides it, so nothing is offloaded: read_history reads the
+    compacted-away output by the ref the search gave."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+
+    def read_chunk(chunk: int) -> str:
+        """Read one chunk of the service log."""
+        return lookback_chunk(chunk, offloaded=False)
+
+    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    with LookbackServer(offloaded=False) as server:
+        model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
+        agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk, *history_tools()])
+        app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
+        service = InMemorySessionService()
+        runner = Runner(app=app, session_service=service)
+
+        async def go() -> str:
+            session = await service.create_session(app_name="audit", user_id="auditor")
+            return await _ask(runner, session.id, TASK)
+
+        answer = asyncio.run(go())
+    assert server.problems == [] and server.missed == []
+    assert answer == LOOKBACK_FINAL and summarizer.compactions >= 1

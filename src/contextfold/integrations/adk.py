@@ -26,6 +26,13 @@ is that summarizer:
 events of its own (``event_retention_size=0``) because the cut chooses the
 tail. Every compaction emits contextfold's events to ``on_event`` and the
 ``contextfold.integrations`` logger.
+
+:func:`history_tools` gives the agent ``search_history`` and
+``read_history`` as ADK ``FunctionTool`` s (``LlmAgent(tools=[...,
+*history_tools()])``): they read the session's own events (ADK keeps every
+raw event; a compaction only hides a range of them from requests), search
+the ones a compaction hid, and name each by a ref made from its event's id,
+stable across calls.
 """
 
 from __future__ import annotations
@@ -35,16 +42,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..adapters.gemini import from_adk_events
-from ..conversation import Conversation
+from ..conversation import Conversation, Item
+from ..errors import HistoryQueryError
 from ..events import Event
+from ..lookback import history as lookback
+from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC, answer
 from ._fold import Folded, Settings, SummaryStates, fold, log
 from ._framework import missing_framework
+from .lookback import tool_doc
 
 try:
     from google.adk.apps.app import EventsCompactionConfig
     from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
     from google.adk.events.event import Event as AdkEvent
     from google.adk.events.event_actions import EventActions, EventCompaction
+    from google.adk.tools.function_tool import FunctionTool
+    from google.adk.tools.tool_context import ToolContext
     from google.genai import types
 except ImportError as error:
     raise missing_framework("google.adk", "adk") from error
@@ -53,7 +66,7 @@ ADK_EXPERIMENTAL = r"\[EXPERIMENTAL\] EventsCompactionConfig:"
 """ADK's warning on every ``EventsCompactionConfig`` made (compaction is experimental in ADK): contextfold makes
 the config for the user, who asked for compaction by using this module, so :func:`compaction_config` silences it."""
 
-__all__ = ["ContextfoldSummarizer", "compaction_config"]
+__all__ = ["ContextfoldSummarizer", "compaction_config", "history_tools"]
 
 SUMMARY_ROLE = "user"
 """The role of the summary's content. Not ``model`` (what ADK's own summarizer writes): the kept tail usually
@@ -136,3 +149,44 @@ def compaction_config(summarizer: ContextfoldSummarizer, **options: Any) -> Even
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=ADK_EXPERIMENTAL, category=UserWarning)
         return EventsCompactionConfig(summarizer=summarizer, **fields)
+
+
+def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset[str]]:
+    """A session's raw events as a history whose item ids come from the events' ids (``it_<event id>_<n>``, the
+    same on every call), and the ids of the items no compaction hides (the requests still hold them)."""
+    read = from_adk_events([event for event in events if not (event.actions and event.actions.compaction)])
+    counts: dict[str, int] = {}
+    items = []
+    for item in read:
+        event = str(item.meta.get("event", ""))
+        counts[event] = counts.get(event, 0) + 1
+        items.append(Item(item.role, item.blocks, id=f"it_{event}_{counts[event]}", timestamp=item.timestamp,
+                          meta=item.meta))
+    ranges = [(e.actions.compaction.start_timestamp, e.actions.compaction.end_timestamp) for e in events
+              if e.actions and e.actions.compaction]
+    hidden = {item.id for item in items if item.timestamp is not None
+              and any(start <= item.timestamp <= end for start, end in ranges if start is not None and end is not None)}
+    return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
+
+
+def history_tools() -> list[FunctionTool]:
+    """``search_history`` and ``read_history`` as ADK function tools over the calling session's events."""
+
+    def call(tool_context: ToolContext, name: str, arguments: dict[str, Any]) -> str:
+        history, in_view = session_history(tool_context.session.events)
+        try:
+            return answer(name, arguments,
+                          lambda query, **kw: lookback.search_history(history, query, in_view=in_view, **kw).text,
+                          lambda ref, lines: lookback.read_history(history, ref, lines))
+        except HistoryQueryError as error:
+            return f"{name} failed: {error}"
+
+    def search_history(query: str, tool_context: ToolContext, limit: int = lookback.DEFAULT_LIMIT,
+                       regex: bool = False, ignore_case: bool = False) -> str:
+        return call(tool_context, SEARCH, {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case})
+
+    def read_history(ref: str, tool_context: ToolContext, lines: str = "") -> str:
+        return call(tool_context, READ, {"ref": ref, "lines": lines or None})
+
+    search_history.__doc__, read_history.__doc__ = tool_doc(SEARCH_SPEC), tool_doc(READ_SPEC)
+    return [FunctionTool(search_history), FunctionTool(read_history)]

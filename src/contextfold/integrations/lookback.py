@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..context import Context
+from ..conversation import ToolSpec
 from ..errors import HistoryQueryError
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
@@ -30,6 +31,12 @@ def answer(get_context: GetContext, name: str, arguments: Mapping[str, Any]) -> 
         return f"{name} failed: {error}"
 
 
+def tool_doc(spec: ToolSpec) -> str:
+    """A history tool's docstring, its arguments under ``Args:`` (the form the frameworks read descriptions from)."""
+    arguments = "\n".join(f"    {name}: {schema['description']}" for name, schema in spec.parameters["properties"].items())
+    return f"{spec.description}\n\nArgs:\n{arguments}\n"
+
+
 def history_functions(get_context: GetContext) -> list[Callable[..., str]]:
     """``search_history`` and ``read_history`` as typed functions with docstrings, answering from ``get_context()``."""
 
@@ -39,8 +46,5 @@ def history_functions(get_context: GetContext) -> list[Callable[..., str]]:
     def read_history(ref: str, lines: str = "") -> str:
         return answer(get_context, READ, {"ref": ref, "lines": lines or None})
 
-    for function, spec in ((search_history, SEARCH_SPEC), (read_history, READ_SPEC)):
-        properties = spec.parameters["properties"]
-        arguments = "\n".join(f"    {name}: {schema['description']}" for name, schema in properties.items())
-        function.__doc__ = f"{spec.description}\n\nArgs:\n{arguments}\n"
+    search_history.__doc__, read_history.__doc__ = tool_doc(SEARCH_SPEC), tool_doc(READ_SPEC)
     return [search_history, read_history]
