@@ -109,7 +109,7 @@ class Policy:
     restore_min_weight: float = 3.0  # only files the agent's recent turns keep naming (see pipeline.importance)
     clear_first_max_fraction: float = 0.7  # over the trigger, clearing old outputs alone is enough if it gets this low
     # survival: after a compaction, put back what the agent still needs and the compaction dropped
-    survival_max_tokens: int = 1_200  # lines, not names: 2,000 made the next compaction come sooner for little
+    survival_max_tokens: int = 800  # lines, not names: 1,200 made the next compaction come sooner for little
     survival_max_share: float = 0.25  # ...and at most this share of what the compaction saved
     # economics: change the cached prefix only when the reads it saves outweigh rewriting it
     prices: Prices = field(default_factory=Prices)
