@@ -40,7 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from contextfold import Context, Usage
@@ -122,7 +122,11 @@ def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list
     recorded after each request), with a trigger that makes summaries fire;
     the calls in which anything was compacted are timed.
     """
-    context = Context(window_tokens=400_000, max_output_tokens=8_000, policy=Policy(trigger_tokens=trigger_tokens))
+    # Summaries inline, in the call that fires them: the one whose latency is measured, never in the background
+    # (a checkout from before background summaries, timed --side-by-side, has no such option and runs them inline).
+    inline = {"background_summaries": "never"} if "background_summaries" in {f.name for f in fields(Policy)} else {}
+    policy = Policy(trigger_tokens=trigger_tokens, **inline)
+    context = Context(window_tokens=400_000, max_output_tokens=8_000, policy=policy)
     context.set_header(base.header)
     items = fresh_copies(list(base.items))
     samples = []
