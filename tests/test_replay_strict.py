@@ -172,7 +172,8 @@ def test_an_identifier_list_after_each_summary_raises_recall_and_leaves_strict_r
     assert plain.recall is not None and gamed.recall is not None and plain.strict.strict is not None
     assert gamed.recall > plain.recall + 0.01, "the probe must move recall, or it probes nothing"
     assert gamed.strict.strict == pytest.approx(plain.strict.strict, abs=0.005)
-    # one far token either way: the list is part of what the replayed pipeline reads afterwards, so a line it
-    # keeps can change (at 8k on astropy-12907 a line holding one of 142 far tokens comes back with the list)
-    one_token = 1.01 / max(plain.strict.kwic_far_needed, 1)
-    assert gamed.strict.kwic_far == pytest.approx(plain.strict.kwic_far, abs=max(0.005, one_token))
+    # three far tokens either way: the list is part of what the replayed pipeline reads afterwards (its names
+    # count as in use), so a line it keeps can change (at 8k on astropy-12907, 3 of 142 far tokens come back
+    # with the list; strict itself moves by 0.002)
+    few_tokens = 3.01 / max(plain.strict.kwic_far_needed, 1)
+    assert gamed.strict.kwic_far == pytest.approx(plain.strict.kwic_far, abs=max(0.005, few_tokens))

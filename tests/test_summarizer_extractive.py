@@ -290,7 +290,7 @@ def test_instructions_reorder_lists_without_losing_a_path() -> None:
     _, edited, _ = expected_facts(items)
     text, _ = summarize(items, 900, instructions="focus on src/shop/tax.py")
     listed = "\n".join(line for line in section(text, 3).splitlines() if line.startswith("- "))
-    assert listed.startswith("- `src/shop/tax.py`")
+    assert listed.startswith(("- `src/shop/tax.py`", "- Changed (or tried to): src/shop/tax.py,"))  # first, however short
     assert all(path in listed for path in edited)
     assert len(re.findall(r"src/shop/tax\.py\b", listed)) == 1
 
@@ -350,6 +350,25 @@ def test_findings_are_the_assistants_own_lines_newest_first() -> None:
     fix = findings.index("- I'll fix `sum_cents` in src/shop/totals.py to round once, at the end.")
     cause = findings.index("- The cause is that `shop.totals.sum_cents` rounds each line before adding them up.")
     assert fix < cause
+
+
+def test_a_finding_names_the_call_whose_output_it_followed() -> None:
+    text, _ = summarize(scratch_session().items)
+    assert ("- The cause is that `shop.totals.sum_cents` rounds each line before adding them up. "
+            "(after `$ cat > probe_a.py <<EOF; python probe_a.py`)") in section(text, 2)
+
+
+def test_the_newest_finding_outlives_file_lists_and_counts_in_a_small_summary() -> None:
+    c = scratch_session()
+    for k in range(12):  # many changed files, many commands: what a small budget used to spend itself on
+        c.append(assistant("", [ToolCall(f"w{k}", "bash", {"command": f"sed -i 's/a/b/' src/shop/part{k}.py"})]))
+        c.append(tool(f"w{k}", "<returncode>0</returncode>\n<output>\n</output>"))
+    c.append(assistant("Wait, I see it! Let me look at it again. The bug is that `sum_cents` rounds before adding.",
+                       [ToolCall("z", "bash", {"command": "cat src/shop/totals.py"})]))
+    c.append(tool("z", "<returncode>0</returncode>\n<output>\ndef sum_cents(xs): ...\n</output>"))
+    text, _ = summarize(c.items, 200)
+    assert "- Wait, I see it! The bug is that `sum_cents` rounds before adding. (after `$ sed -i" in section(text, 2)
+    assert "Let me look" not in section(text, 2) and "changed 1×" not in text
 
 
 def test_last_actions_show_the_line_their_result_ended_on() -> None:

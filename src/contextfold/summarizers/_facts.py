@@ -66,6 +66,8 @@ TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant
               "error_line": 1_000, "command": 300, "call": 400, "argument": 160, "finding": 400, "result_line": 200,
               "fetched_task": 6_000}
 """The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
+FINDING_SOURCE_CHARS = 80
+"""The characters of the call a finding follows (the output it was read from) shown with it."""
 KEEP = {"errors": 40, "commands": 40, "recent_actions": 8, "calls": 40, "pages": 30, "records": 40, "findings": 30}
 """How many entries a state keeps of each list: the most recent."""
 RESULT_JSON_CHARS = 200_000
@@ -98,6 +100,8 @@ _FINDING_WORDS = frozenset({
     "instead", "i'll", "should", "must", "need", "needs", "wrong", "correct", "correctly", "missing", "returns",
 })
 """Words of a line that states what was found or decided (rather than "Let me look at it")."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
+_PLAN_OPENINGS = ("let me ", "now let me ", "let's ", "now let's ", "first, let me ", "but first, let me ")
 _LOWER_WORD = re.compile(r"[a-z']+")
 _SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
 """Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
@@ -187,7 +191,8 @@ class Facts:
     todos: list[dict[str, str]] | None = None
     tools: dict[str, list[int]] = field(default_factory=dict)  # tool name -> [calls, failures]
     last_assistant: str | None = None
-    findings: list[str] = field(default_factory=list)  # lines the assistant stated a finding or decision in, oldest first
+    findings: list[str] = field(default_factory=list)  # lines the assistant stated a finding or decision in, each with
+    # the call whose output it followed, oldest first
     last_test: dict[str, str] | None = None  # {"command", "line"}: the last test run and its result line
     fetched_task: dict[str, str] | None = None  # {"source", "text"}: an issue or PR the agent fetched with a tool
     harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
@@ -284,7 +289,9 @@ class Facts:
         """
         calls: dict[str, _Pending] = {}
         settled: deque[_Settled] = deque(maxlen=KEEP["recent_actions"])  # described at the end: only these are kept
-        spoken: deque[tuple[Item, str]] = deque(maxlen=KEEP["findings"])  # what the assistant wrote, searched for findings at the end
+        # what the assistant wrote, with the call whose output it had just read: searched for findings at the end
+        spoken: deque[tuple[Item, str, tuple[ToolCall, Action] | None]] = deque(maxlen=KEEP["findings"])
+        after: tuple[ToolCall, Action] | None = None
         quiet: deque[tuple[ToolCall, Action, Item]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
@@ -296,11 +303,13 @@ class Facts:
             if item.role == "user":
                 self._read_user(item)
             elif item.role == "assistant":
-                spoken.append((item, self._read_assistant(item, calls)))
+                spoken.append((item, self._read_assistant(item, calls), after))
             elif item.tool_result is not None:
                 whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
+                if action.kind != TODO:  # a todo update informs no finding: the output read before it did
+                    after = (call, action)
                 if not whole:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
                 if failure is not None:
@@ -309,8 +318,10 @@ class Facts:
                     quiet.append((call, action, item))
         for call, action, origin in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None, origin=origin))
-        for item, text in spoken if details else ():
-            found = _kept(item, "facts:findings", partial(finding_lines, text))
+        for item, text, source in spoken if details else ():
+            lines = _kept(item, "facts:findings", partial(finding_lines, text))
+            where = f" (after `{_clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
+            found = [line + where for line in lines]
             self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
         for call, action, item in reversed(quiet if details else ()):
             if self._read_shown_error(call, action, item):
@@ -761,19 +772,28 @@ def _headline(command: str, max_chars: int) -> str:
     return shorten("; ".join(line.strip() for line in command_outline(command).splitlines() if line.strip()), max_chars)
 
 
+def _clip(text: str, max_chars: int) -> str:
+    """``text`` cut to its first ``max_chars`` characters (a command is known by its start)."""
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def _what(call: ToolCall, action: Action, max_chars: int) -> str:
+    """What a call did, on one line: ``$ command``, ``read path``, ``searched with grep for `x```, ``called f(...)``."""
+    if action.command:
+        return f"$ {_headline(action.command, max_chars)}"
+    if action.kind in (READ, EDIT) and action.paths:
+        return f"{'read' if action.kind == READ else 'edited'} {', '.join(action.paths[:3])}"
+    if action.kind == SEARCH:
+        query = next((str(call.arguments[k]) for k in _QUERY_KEYS if call.arguments.get(k)), "")
+        return f"searched with {call.name}" + (f" for `{shorten(query, 100)}`" if query else "")
+    if action.kind == TODO:
+        return f"called {call.name} (todo list)"
+    return f"called {shorten(call_line(call), max_chars)}"
+
+
 def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: bool, ended: str | None) -> str:
     """One line for "last actions": what the call did, and the line its result ended on (or its failure)."""
-    if action.command:
-        what = f"$ {_headline(action.command, 160)}"
-    elif action.kind in (READ, EDIT) and action.paths:
-        what = f"{'read' if action.kind == READ else 'edited'} {', '.join(action.paths[:3])}"
-    elif action.kind == SEARCH:
-        query = next((str(call.arguments[k]) for k in _QUERY_KEYS if call.arguments.get(k)), "")
-        what = f"searched with {call.name}" + (f" for `{shorten(query, 100)}`" if query else "")
-    elif action.kind == TODO:
-        what = f"called {call.name} (todo list)"
-    else:
-        what = f"called {shorten(call_line(call), 160)}"
+    what = _what(call, action, 160)
     if unanswered:
         return f"{what} → no result yet"
     if failure is not None:
@@ -838,7 +858,8 @@ def finding_lines(text: str) -> list[str]:
 
     A line outside code fences that names something specific (a path, a
     name, a value) and says what it is, does or why (see ``_FINDING_WORDS``);
-    a plan to look somewhere ("Let me look at X") is not a finding.
+    a plan to look somewhere ("Let me look at X") is not a finding: such a
+    sentence is left out of its line.
     """
     found: list[str] = []
     fenced = False
@@ -846,8 +867,9 @@ def finding_lines(text: str) -> list[str]:
         if _FENCE.match(raw):
             fenced = not fenced
             continue
-        line = raw.strip()
-        if fenced or len(line) < 24 or len(line.split()) < 5 or line.lower().startswith(("let me ", "now let me ", "let's ")):
+        sentences = _SENTENCE.split(raw.strip())
+        line = " ".join(s for s in sentences if not s.lower().startswith(_PLAN_OPENINGS))  # "Let me look at X" finds nothing
+        if fenced or len(line) < 24 or len(line.split()) < 5:
             continue
         if _SPECIFIC.search(line) and not _FINDING_WORDS.isdisjoint(_LOWER_WORD.findall(line.lower())):
             found.append(shorten(line, TEXT_CHARS["finding"]))

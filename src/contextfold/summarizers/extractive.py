@@ -21,7 +21,8 @@ wrote in the user's place (format nags, step limits) are not the user's.
 Size: the text fits ``request.target_tokens`` as ``request.count_text``
 measures it; when it cannot all fit, lower-priority parts shrink first (see
 ``_fit``). What always stays: the head of every user message, every changed
-path, and the last error line. Only when those alone exceed the target is
+path, the last error line, and the newest findings (each with the call whose
+output it followed), ahead of per-file counts and command lists. Only when those alone exceed the target is
 the target exceeded.
 
 Repeated compactions: :attr:`SummaryResult.state` holds the facts as JSON
@@ -37,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..actions import EXIT_FAILURE_ENDED
 from ._facts import ErrorFacts, Facts, names_in, todo_line
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._text import Meter, shorten
@@ -91,6 +93,12 @@ _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
 _NEXT_FLOOR = 16
 _EARLIER_SUMMARY_FLOOR = 24
+
+_RESERVED_FINDINGS = 3
+"""The newest findings that keep a place however small the budget (within :data:`_RESERVED_FINDINGS_TOKENS`)."""
+_RESERVED_FINDING_CHARS = 200
+_RESERVED_FINDINGS_TOKENS = 100
+"""At most this much goes to the reserved findings (the newest one always has its place)."""
 
 _NEW_SNIPPETS = 2
 """The most recently changed files whose last change grows at the higher weight."""
@@ -214,10 +222,23 @@ class _Layout:
         return parts
 
     def _findings(self) -> list[Part]:
+        """The newest findings, shortened, in a place reserved before anything else shares the budget (what the
+        agent learned is what a reader cannot work out again from the files); older ones as the budget allows."""
         lines = [f"- {line}" for line in reversed(self.facts.findings)]
         if not lines:
             return []
-        return [self._listing(lines, _W_FINDINGS, header="What the assistant found and decided, in its words, newest first:")]
+        reserved: list[str] = []
+        for line in lines[:_RESERVED_FINDINGS]:
+            said, after, source = line.rpartition(" (after `") if line.endswith("`)") else (line, "", "")
+            short = shorten(said, _RESERVED_FINDING_CHARS) + after + source  # the call it followed stays whole
+            if reserved and sum(self.meter(r) + 1 for r in [*reserved, short]) > _RESERVED_FINDINGS_TOKENS:
+                break
+            reserved.append(short)
+        header = "What the assistant found and decided, in its words, newest first:"
+        parts: list[Part] = [Listing(self.meter, reserved, weight=_W_FINDINGS, keep=len(reserved), header=header)]
+        if len(lines) > len(reserved):
+            parts.append(self._listing(lines[len(reserved):], _W_FINDINGS))
+        return parts
 
     def _files(self) -> list[Part]:
         """Changed files (all named, newest with details), their last changes, then files only read."""
@@ -237,7 +258,7 @@ class _Layout:
         reads = [f"- `{path}`: read {file.reads}×" for path, file in self.facts.read_only_files()]
         parts: list[Part] = []
         if edited:
-            parts.append(self._listing(lines, _W_FILES, "- Also changed (or tried to): {names}", keep=1, short=names))
+            parts.append(self._listing(lines, _W_FILES, "- Changed (or tried to): {names}", short=names))
         parts += snippets
         if reads:
             parts.append(self._listing(reads, _W_READS, header="Files only read, newest first:"))
@@ -257,22 +278,28 @@ class _Layout:
 
     def _errors(self) -> list[Part]:
         """The last error with its failing frame, verbatim; then the earlier ones still open, then those resolved.
-        Errors of scratch scripts the agent has since abandoned are left out."""
+        Errors of scratch scripts the agent has since abandoned are left out.
+
+        Only the newest error that has a message of its own keeps its frame (the lines above it): an error the
+        agent has moved past is named by its line, and the room goes to what it found."""
         facts = self.facts
         last = facts.last_error
-        shown: list[Part] = []
+        reported = facts.last_reported_error
+        reported = reported if reported is not last else None  # the last failure had no error line of its own
+        framed: object = facts.shown_error or (reported if last is not None and reported is not None
+                                               and EXIT_FAILURE_ENDED in last.line else last)
+        parts: list[Part] = []
         if facts.shown_error:  # newer than the last failed call
             error = facts.shown_error
-            shown.append(Fixed(self.meter, f"- The last error an output showed (its call did not fail), "
+            parts.append(Fixed(self.meter, f"- The last error an output showed (its call did not fail), "
                                            f"from `{shorten(error['source'], 200)}`:"))
-            shown += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
+            parts += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
         if last is None:
-            return shown
-        parts: list[Part] = [*shown, Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last)]
-        reported = facts.last_reported_error
-        if reported is not None and reported is not last:  # the last failure had no error line of its own
+            return parts
+        parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last, last is framed)]
+        if reported is not None:
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
-            parts += self._frame(reported)
+            parts += self._frame(reported, reported is framed)
         above = (last, reported)
         earlier = [e for e in reversed(facts.errors) if not any(e is s for s in above) and not e.retired]
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
@@ -281,9 +308,10 @@ class _Layout:
             parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
 
-    def _frame(self, error: ErrorFacts) -> list[Part]:
-        """An error as its output showed it: the failing frame, the exception, the line naming the failure."""
-        lines = [*error.frame, *([error.detail] if error.detail else []), error.line]
+    def _frame(self, error: ErrorFacts, framed: bool = True) -> list[Part]:
+        """An error as its output showed it: the failing frame (when ``framed``), the exception, the line naming
+        the failure."""
+        lines = [*(error.frame if framed else ()), *([error.detail] if error.detail else []), error.line]
         return [Fixed(self.meter, f"    {line}") for line in dict.fromkeys(lines)]
 
     def _problem_solving(self) -> list[Part]:
@@ -332,8 +360,9 @@ class _Layout:
     def _current(self) -> list[Part]:
         facts = self.facts
         parts: list[Part] = []
-        if facts.last_assistant:
-            parts.append(self._elastic(facts.last_assistant, _W_CURRENT, _CURRENT_FLOOR, "The assistant's last message:\n"))
+        if facts.last_assistant:  # its findings have a reserved place above: then it need not keep a place here
+            floor = 0 if any(line.split(" (after `")[0] in facts.last_assistant for line in facts.findings[-1:]) else _CURRENT_FLOOR
+            parts.append(self._elastic(facts.last_assistant, _W_CURRENT, floor, "The assistant's last message:\n"))
         if facts.recent_actions:
             lines = [f"- {action}" for action in reversed(facts.recent_actions)]
             parts.append(Listing(self.meter, lines, weight=_W_ACTIONS, header="Its last actions and how they ended, oldest first:",
