@@ -57,18 +57,36 @@ def present_fields(**fields: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class CacheMiss:
+    """A prompt-cache miss the provider diagnosed against an earlier request: why, and the tokens it cost.
+
+    ``reason`` is the provider's word (``messages_changed``, ``input_changed``,
+    ``tools_changed``...); ``missed_tokens`` is ``None`` when the provider
+    could not diagnose (the earlier request unknown to it, or unavailable).
+    """
+
+    reason: str
+    missed_tokens: int | None
+
+
+@dataclass(frozen=True)
 class Reply:
     """A model's answer read off the wire: its items, the usage reported, and whether it ended normally.
 
     ``stop`` is why the model stopped, in the provider's word; ``incomplete``
     says why the answer is not whole (cut at the reply limit, refused,
     filtered) in words, ``None`` when the model finished on its own.
+    ``response_id`` is the provider's id of the reply (a later request names
+    it to ask for cache diagnostics); ``cache_miss`` what those diagnostics
+    said, when the request asked and the provider reported a miss.
     """
 
     conversation: Conversation
     usage: Usage | None = None
     stop: str | None = None
     incomplete: str | None = None
+    response_id: str | None = None
+    cache_miss: CacheMiss | None = None
 
     @property
     def text(self) -> str:
@@ -160,7 +178,18 @@ class Adapter(ABC):
         stop = self._stop(data)
         if stop is not None and not isinstance(stop, str):
             raise InvalidContent(None, "stop reason", f"expected a string, got {type(stop).__name__}")
-        return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None)
+        reply_id = data.get("id")
+        return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None,
+                     reply_id if isinstance(reply_id, str) else None, self._cache_miss(data))
+
+    def _cache_miss(self, data: Mapping[str, Any]) -> CacheMiss | None:
+        """The cache miss a reply's diagnostics report (none by default: the format has no diagnostics)."""
+        return None
+
+    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+        """``request`` asking the provider why it misses the cache of the reply ``previous_id`` (unchanged where the
+        format has no such diagnostics)."""
+        return dict(request)
 
     def reported_usage(self, response: Any) -> Usage | None:
         """The usage a reply (an SDK response object or its dict) reports, ``None`` when it reports none."""

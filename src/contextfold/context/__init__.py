@@ -74,7 +74,7 @@ from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
-from . import native
+from . import diagnostics, native
 from .background import POOL, Job, Outcome, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
 from .single_flight import Flight
@@ -120,6 +120,9 @@ class Context:
     :data:`~contextfold.pipeline.DEFAULT_PIPELINE` with stages added, replaced
     or removed (:class:`~contextfold.pipeline.step.Pipeline`); whatever they
     make passes the invariant check before it is sent.
+    ``cache_diagnostics`` asks the provider, on every request, why it missed
+    the previous one's cached prefix; each reported miss is an event with the
+    miss contextfold predicted beside it (:mod:`.diagnostics`).
     ``on_store_failure`` says what a write
     the store cannot make durable (a full disk, a database out of reach) does
     once retried: ``"raise"`` (default) raises
@@ -146,6 +149,7 @@ class Context:
         clock: Callable[[], float | None] = time.time,
         pipeline: Pipeline | None = None,
         on_store_failure: OnStoreFailure = "raise",
+        cache_diagnostics: bool = False,
     ) -> None:
         if model is None and window_tokens is None:
             raise ContextfoldError("Context needs a model name or window_tokens")
@@ -170,6 +174,9 @@ class Context:
         self._interrupted: frozenset[str] = frozenset()  # calls open when the session was resumed
         self._renderers: dict[str, Renderer] = {}
         self._last_sent: Conversation | None = None
+        self._sent_before: Conversation | None = None  # the request before the last: what a diagnosis compares with
+        self._last_response_id: str | None = None
+        self.cache_diagnostics = cache_diagnostics
         self._last_request_s: float | None = None
         self._requests = 0
         self._reminder_tokens = 0  # the estimated size of the reminders attached to the last request
@@ -253,6 +260,10 @@ class Context:
         items = self.add(reply.conversation)
         if reply.usage is not None:
             self.record_usage(reply.usage)
+        if reply.cache_miss is not None and self.cache_diagnostics and self._last_sent is not None:
+            self.record_events([diagnostics.miss_event(reply.cache_miss, self._sent_before, self._last_sent,
+                                                       self.counter.count)])
+        self._last_response_id = reply.response_id or self._last_response_id
         sent = self._last_sent
         if sent is not None and any(native.native_summary(item) is not None for item in items):
             replacement = native.readable(items, sent, self.policy.summary_target_tokens, self.estimator.text)
@@ -371,7 +382,7 @@ class Context:
         The room they take is kept free of the window for this request.
         """
         texts = self._reminders(reminders)
-        return self.render(self._step(PREPARE, reserve_tokens=self._reminder_tokens)[0], provider, reminders=texts)
+        return self._sendable(self._step(PREPARE, reserve_tokens=self._reminder_tokens)[0], provider, texts)
 
     def prepare_view(self) -> Conversation:
         """:meth:`prepare` without the wire format: the conversation that would be sent."""
@@ -394,7 +405,7 @@ class Context:
         ``reminders`` as in :meth:`prepare`."""
         texts = self._reminders(reminders)
         view = (await self._astep(PREPARE, reserve_tokens=self._reminder_tokens))[0]
-        return self.render(view, provider, reminders=texts)
+        return self._sendable(view, provider, texts)
 
     async def aprepare_view(self) -> Conversation:
         """:meth:`prepare_view` for an asyncio loop (see :meth:`aprepare`)."""
@@ -424,7 +435,7 @@ class Context:
         texts = self._reminders(reminders)
         cause = Event("reactive", "prompt_too_long", detail=str(error)[:300])
         view = self._step(RETRY, first=cause, reserve_tokens=self._reminder_tokens)[0]
-        return self.render(view, provider, reminders=texts)
+        return self._sendable(view, provider, texts)
 
     def _step(self, occasion: Occasion, *, first: Event | None = None, **budget: Any) -> tuple[Conversation, list[Event]]:
         """The one path of every entry point: what other writers added is folded in, a finished background
@@ -676,7 +687,7 @@ class Context:
     def _count_request(self, view: Conversation, *, changed: bool) -> None:
         """``view`` goes out now: keep what the usage reported for it will be compared with."""
         self.steward.sent(self.counter.count(view), changed=changed)
-        self._last_sent = view.snapshot()
+        self._sent_before, self._last_sent = self._last_sent, view.snapshot()
         self._requests += 1
         self._last_request_s = self.clock()
 
@@ -692,6 +703,14 @@ class Context:
         self._timeline.commit(view)
 
     # ------------------------------------------------------------------ 3. send
+    def _sendable(self, view: Conversation, provider: str | None, reminders: Sequence[str]) -> dict[str, Any]:
+        """``view`` rendered with ``reminders``, asking for the provider's cache diagnostics against the last reply
+        when enabled."""
+        request = self.render(view, provider, reminders=reminders)
+        if not self.cache_diagnostics:
+            return request
+        return adapter_for(provider or self.provider).with_cache_diagnostics(request, self._last_response_id)
+
     def render(self, view: Conversation, provider: str | None = None, *,
                reminders: Sequence[str] = ()) -> dict[str, Any]:
         """``view`` as a request body for ``provider`` (incrementally: only new messages are rendered),
@@ -804,6 +823,7 @@ class Context:
             clock=self.clock,
             pipeline=self.steward.pipeline,
             on_store_failure=self._journal.on_store_failure,
+            cache_diagnostics=self.cache_diagnostics,
         )
         child.set_header(self.history.header)
         if keep_history:
@@ -826,6 +846,7 @@ class Context:
             "summaries": sum(1 for item in self.view() if any(isinstance(b, Summary) for b in item.blocks)),
             "events": dict(by_stage),
             "tokens_saved": sum(max(e.saved_tokens, 0) for e in self.events if e.items),
+            "cache_misses": dict(diagnostics.totals(self.events)),
             "consecutive_failures": self.steward.failures,
             "breaker_open": self.breaker_open,
             "last_stage": next((e.stage for e in reversed(self.events) if e.items), None),

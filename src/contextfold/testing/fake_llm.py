@@ -38,7 +38,10 @@ request with ``compaction`` gets only a signed ``compaction`` block (stop
 reason ``compaction``; the reply's text is its summary), a Responses request
 ending with a ``compaction_trigger`` item gets one ``compaction`` item (the
 reply's text is its encrypted content). A block sent back anywhere but first,
-or changed, is refused as Anthropic refuses it.
+or changed, is refused as Anthropic refuses it. A request asking for cache
+diagnostics (Anthropic's ``diagnostics``, OpenAI's ``prompt_cache_options``
+with ``comparison_response_id``) gets them in its JSON reply
+(:mod:`.cache_diagnostics`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
+from .cache_diagnostics import Diagnoser
 from .gemini_wire import check_gemini, is_gemini_path
 from .prompt_cache import CacheUse, PromptCache, anthropic_usage, chat_usage, responses_usage
 
@@ -606,6 +610,8 @@ class FakeLLMServer:
             route: deque() for route in (*ROUTES.values(), "gemini")}
         self._lock = threading.Condition()
         self.requests: list[Received] = []
+        self.diagnoser = Diagnoser()
+        """Remembers what each reply answered, for the cache diagnostics a later request asks for."""
         self.cache = PromptCache()
         """The server's prompt cache: what each Messages, Chat and Responses request reads and writes."""
         self._server: ThreadingHTTPServer | None = None
@@ -732,7 +738,8 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 elif isinstance(body, dict) and body.get("stream") and route in _EVENTS:
                     self._events(_EVENTS[route](answer, body))
                 else:
-                    self._json(200, {}, _BODIES[route](answer, body))
+                    reply = _BODIES[route](answer, body)
+                    self._json(200, {}, server.diagnoser.answer(route, body, reply) if isinstance(body, dict) else reply)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
 

@@ -9,7 +9,7 @@ from ...conversation import Conversation, Header, Item
 from ...sdk import SDK
 from ...usage import Usage
 from .._stainless import StainlessClient, call_timeout
-from ..base import Adapter, CompactionCall, Reply, WireHeader, present_fields
+from ..base import Adapter, CacheMiss, CompactionCall, Reply, WireHeader, present_fields
 from ..reminders import reminder_item
 from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints, with_reminder_blocks
@@ -76,6 +76,17 @@ class AnthropicMessages(StainlessClient, Adapter):
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         return data.get("stop_reason")
+
+    def _cache_miss(self, data: Mapping[str, Any]) -> CacheMiss | None:
+        reason = (data.get("diagnostics") or {}).get("cache_miss_reason")
+        if not isinstance(reason, Mapping) or not isinstance(reason.get("type"), str):
+            return None  # none asked, nothing diverged, or the diagnosis is still pending
+        missed = reason.get("cache_missed_input_tokens")
+        return CacheMiss(reason["type"], missed if isinstance(missed, int) else None)
+
+    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+        """``diagnostics={"previous_message_id": ...}`` (``None`` on a first turn opts in with nothing to compare)."""
+        return {**request, "diagnostics": {"previous_message_id": previous_id}}
 
     def read_usage(self, usage: Any) -> Usage:
         return anthropic_usage(usage)

@@ -9,7 +9,7 @@ from typing import Any
 from ...conversation import Conversation
 from ...usage import Usage
 from .._stainless import call_timeout
-from ..base import CompactionCall, MessageListAdapter, as_data
+from ..base import CacheMiss, CompactionCall, MessageListAdapter, as_data
 from ..openai_chat.provider import OpenAIClient
 from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_responses
 
@@ -55,6 +55,23 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
                                   self.arguments(client, body, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
         kept = {key: request[key] for key in _COMPACT_FIELDS if request.get(key)}  # the endpoint takes no tools
         return CompactionCall(client.responses.compact, {"model": model, **kept, **call_timeout(timeout_s)})
+
+    def _cache_miss(self, data: Mapping[str, Any]) -> CacheMiss | None:
+        diagnosis = data.get("prompt_cache_diagnostics")
+        kind = diagnosis.get("type") if isinstance(diagnosis, Mapping) else None
+        if kind == "cache_miss":
+            missed = diagnosis.get("cache_missed_tokens")  # type: ignore[union-attr]
+            return CacheMiss(str(diagnosis.get("reason")), missed if isinstance(missed, int) else None)  # type: ignore[union-attr]
+        if kind in ("comparison_response_not_found", "unavailable"):
+            return CacheMiss(kind, None)
+        return None  # a hit, or none asked
+
+    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+        """``prompt_cache_options.comparison_response_id`` (nothing to compare on a first turn)."""
+        if previous_id is None:
+            return dict(request)
+        return {**request, "prompt_cache_options": {**(request.get("prompt_cache_options") or {}),
+                                                     "comparison_response_id": previous_id}}
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         if data.get("status") == "incomplete":
