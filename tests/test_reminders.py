@@ -24,6 +24,7 @@ from contextfold.adapters.reminders import TAG
 from contextfold.conversation import Header, Item, Text, ToolSpec, tool
 from contextfold.errors import InvalidContent
 from contextfold.sdk import ClientOptions
+from contextfold.testing.prompt_cache import PromptCache
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 from contextfold.usage import Usage
 
@@ -120,7 +121,14 @@ def test_a_reminder_on_each_of_50_turns_is_in_its_request_only_in_no_record_and_
     assert "Todo: step" not in records and TAG not in records and "The time is" not in records
     assert all(TAG not in item.text for item in context.history) and len(context.history) == 2 * TURNS
 
-    _, plain_context, _ = session(provider, reminders=False, asynchronous=asynchronous)
+    plain_server, plain_context, _ = session(provider, reminders=False, asynchronous=asynchronous)
+    reads = [exchange.cache.read for exchange in server.exchanges if exchange.cache is not None]
+    plain_reads = [exchange.cache.read for exchange in plain_server.exchanges if exchange.cache is not None]
+    assert len(reads) == len(plain_reads) == TURNS
+    assert reads == plain_reads, "the reminders changed what the server read from its prompt cache"
+    assert sum(1 for read in reads if read > 0) >= TURNS - 5, f"the server reported almost no cache reads: {reads}"
+    assert all(exchange.cache is not None and plain.cache is not None and exchange.cache.prompt > plain.cache.prompt
+               for exchange, plain in zip(server.exchanges, plain_server.exchanges))  # they were sent, outside the cache
     # the count is of the conversation: what the reminders added to the reported prompt is not taken for history
     assert abs(context.stats()["tokens"] - plain_context.stats()["tokens"]) <= 20
 
@@ -159,3 +167,52 @@ def test_a_split_system_prompt_sends_the_static_part_first(provider: str) -> Non
     text = json.dumps(context.prepare())
     assert text.index("STATIC rules") < text.index("DYNAMIC: MCP")
     assert text.count("STATIC rules") == text.count("DYNAMIC: MCP") == 1
+
+
+STATIC = "Rules of the agent, the same in every session. " + " ".join(f"Rule {k}: check the file before editing it."
+                                                                        for k in range(120))
+
+
+def first_request_read(provider: str, server: ScriptedModel, dynamic: str, *, split: bool, asynchronous: bool) -> int:
+    """What the first request of a new session (the same static rules, its own dynamic part) read from cache."""
+    adapter = adapter_for(provider)
+    context = started(provider, None)
+    if split:
+        context.set_system(STATIC, dynamic)
+    else:
+        context.set_header(Header(system=(Item("system", (Text(f"{STATIC}\n\n{dynamic}"),)),), tools=TOOLS))
+    sdk = client(provider, server, asynchronous)
+
+    async def send_async() -> Any:
+        try:
+            return await adapter.acreate(sdk, await context.aprepare(), model=MODELS[provider], max_tokens=512)
+        finally:
+            await adapter.aclose(sdk)
+
+    response = asyncio.run(send_async()) if asynchronous else adapter.create(
+        sdk, context.prepare(), model=MODELS[provider], max_tokens=512)
+    usage = adapter.reported_usage(response)
+    assert usage is not None and server.exchanges[-1].cache is not None
+    assert usage.cache_read_tokens == server.exchanges[-1].cache.read  # as the SDK read it
+    return usage.cache_read_tokens
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_split_system_prompt_is_read_from_cache_by_the_next_session(asynchronous: bool) -> None:
+    with ScriptedModel(script) as server:
+        first = first_request_read("anthropic", server, "MCP tools: github, jira. Answer in French.", split=True,
+                                   asynchronous=asynchronous)
+        second = first_request_read("anthropic", server, "MCP tools: linear. Answer in German.", split=True,
+                                    asynchronous=asynchronous)
+        system = server.exchanges[-1].body["system"]
+    assert first == 0 and second > 0
+    assert "cache_control" in system[0], "no breakpoint right after the static part"
+    assert system[0]["text"] == STATIC and system[1]["text"] == "MCP tools: linear. Answer in German."
+    static_tokens = PromptCache().prompt_tokens("anthropic", {"tools": server.exchanges[-1].body["tools"],
+                                                              "system": system[:1], "messages": []})
+    assert second == static_tokens, "the next session reads the tools and the static part, no more, no less"
+    with ScriptedModel(script) as server:  # the same two sessions with the system prompt in one piece
+        first_request_read("anthropic", server, "MCP tools: github, jira. Answer in French.", split=False,
+                           asynchronous=asynchronous)
+        assert first_request_read("anthropic", server, "MCP tools: linear. Answer in German.", split=False,
+                                  asynchronous=asynchronous) == 0
