@@ -205,12 +205,20 @@ class Steward:
         self, view: Conversation, budget: Budget, occasion: Occasion, defer: Defer | None = None
     ) -> tuple[Conversation, list[Event], bool | None]:
         """The decisions that may fail: the view, their events, and whether a summary met its target
-        (``None``: none ran, or none could: the span was under the minimum)."""
+        (``None``: none ran, or none could: the span was under the minimum).
+
+        A due summary ``defer`` takes to the background is decided first: no batch edit is priced then
+        (the summary rewrites the prefix anyway, and considers clearing before summarizing on its own).
+        """
+        if occasion.summary == DUE and defer is not None:
+            due = self._summary_target(view, budget, occasion)
+            if due is not None and defer(view, budget, due):
+                return view, [], None
         events: list[Event] = []
         if occasion.edits:
             view, events = self._edit(view, budget)
         target = self._summary_target(view, budget, occasion)
-        if target is None or (occasion.summary == DUE and defer is not None and defer(view, budget, target)):
+        if target is None:
             return view, events, None
         result, produced, fits = self.make_summary(view, budget, occasion, target)
         self._evaluated_at_tokens = budget.count(result)
