@@ -93,3 +93,33 @@ def test_threshold_by_name() -> None:
     assert compaction_threshold("claude-sonnet-4-5-20250929") == 167_000
     assert compaction_threshold("deepseek/deepseek-chat") == 106_808
     assert compaction_threshold("tiny", {"tiny": ModelLimits(50_000, 1_000)}) == 36_000
+
+
+# --------------------------------------------------------------------------- prices
+
+
+def test_the_price_table_covers_the_current_families_with_their_cache_billing() -> None:
+    from contextfold import PRICES_AS_OF, Prices, model_prices
+
+    assert PRICES_AS_OF == "2026-11-26"
+    sonnet = model_prices("claude-sonnet-4-5-20250929")
+    assert (sonnet.input_per_mtok, sonnet.output_per_mtok, sonnet.cache_read_per_mtok) == (3.0, 15.0, 0.30)
+    assert sonnet.cache_write_per_mtok() == pytest.approx(3.75) and sonnet.cache_write_per_mtok("1h") == 6.0
+    assert sonnet.ttl_options == ("5m", "1h") and sonnet.assumed_from is None
+    assert model_prices("us.anthropic.claude-haiku-4-5-20251001-v1:0").input_per_mtok == 1.0
+    # A model the SDK names but whose price was not known says whose figures it carries.
+    assert model_prices("claude-opus-4-8").assumed_from == "claude-opus-4-5"
+    # OpenAI: writes cost plain input before gpt-5.6, 1.25x from it on (TTL 30m or 12h).
+    assert model_prices("gpt-4o-2024-08-06").cache_write_per_mtok() == 2.5
+    newer = model_prices("gpt-5.6-sol")
+    assert newer.ttl_options == ("30m", "12h") and newer.cache_write_per_mtok("30m") == pytest.approx(1.25 * 1.75)
+    with pytest.raises(ValueError, match="12h"):
+        newer.cache_write_per_mtok("12h")  # its multiplier is not known: no price rather than a guess
+    for name in ("claude-opus-4-5", "claude-sonnet-4-6", "claude-haiku-4-5", "gpt-4.1", "gpt-5", "gpt-5.1-codex-mini",
+                 "gpt-5.2", "gpt-5.5", "o4-mini"):
+        prices = model_prices(name)
+        assert prices.cache_read_per_mtok < prices.input_per_mtok <= prices.output_per_mtok
+    with pytest.raises(UnknownModel):
+        model_prices("claude-mythos-5")  # a family whose tier is not known is not guessed
+    assert Prices.of("claude-sonnet-4-5") == Prices()  # the pipeline's defaults are Sonnet's list prices
+    assert Prices.of("claude-opus-4-5", ttl="1h").cache_write_per_mtok == 10.0

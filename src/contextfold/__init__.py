@@ -44,7 +44,15 @@ from .errors import (
     UnknownSessionFormat,
 )
 from .events import Event
-from .limits import ModelLimits, compaction_threshold, model_limits, register_model
+from .limits import (
+    PRICES_AS_OF,
+    ModelLimits,
+    ModelPrices,
+    compaction_threshold,
+    model_limits,
+    model_prices,
+    register_model,
+)
 from .pipeline.base import Budget, Policy, Prices, Rule, Stage
 from .pipeline.step import DEFAULT_PIPELINE, Pipeline
 from .stores.transcript import Transcript
@@ -55,6 +63,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_PIPELINE",
+    "PRICES_AS_OF",
     "Block",
     "Budget",
     "Context",
@@ -76,6 +85,7 @@ __all__ = [
     "Item",
     "LossyConversion",
     "ModelLimits",
+    "ModelPrices",
     "Opaque",
     "OversizedBlock",
     "Pipeline",
@@ -109,5 +119,6 @@ __all__ = [
     "compaction_threshold",
     "is_prompt_too_long",
     "model_limits",
+    "model_prices",
     "register_model",
 ]

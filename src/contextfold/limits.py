@@ -118,7 +118,7 @@ def registered_models() -> dict[str, ModelLimits]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def _strip_version(name: str, table: Mapping[str, ModelLimits]) -> str | None:
+def _strip_version(name: str, table: Mapping[str, object]) -> str | None:
     """The longest registered name that ``name`` is, followed by version tags only."""
     matches = [known for known in table if name.startswith(known) and _VERSION_TAG.fullmatch(name[len(known) :])]
     return max(matches, key=len, default=None)
@@ -143,3 +143,119 @@ def compaction_threshold(model: str | ModelLimits, overrides: Mapping[str, Model
     if threshold >= window // SMALL_WINDOW_SHARE_DIVISOR:
         return threshold
     return window - min(reserve, window // 4) - window // 10
+
+
+# --------------------------------------------------------------------------- prices
+
+PRICES_AS_OF = "2026-11-26"
+"""When the price table below was written.
+
+Where the figures come from, plainly: the SDK packages installed here
+(``anthropic`` 2.14, ``openai`` 3.57) name the models and say how the prompt
+cache is billed in kind (Anthropic's ``cache_control.ttl`` of ``5m`` or ``1h``;
+OpenAI's ``prompt_cache_options.ttl`` of ``30m`` or ``12h`` from ``gpt-5.6`` on,
+its usage's ``cache_write_tokens`` split by those TTLs, and the older
+``prompt_cache_retention`` of ``in_memory`` or ``24h``), but they hold no
+prices. The USD figures are the providers' published list prices as the
+author of this table knew them, written without network access on that date,
+so check them against the providers' pricing pages before billing anyone.
+A model whose price the author did not know is listed with the figures of its
+nearest predecessor and says so (:attr:`ModelPrices.assumed_from`); model
+families the SDKs name but whose tier the author could not place
+(``claude-fable-*``, ``claude-mythos-*``, ``gpt-6-*``) are left out:
+:func:`model_prices` raises :class:`UnknownModel` for them rather than guess.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrices:
+    """USD per million tokens for one model, and how its prompt cache is billed.
+
+    A cache write costs the input price times the multiplier of the time to
+    live it was written with (``cache_write_multipliers``; Anthropic: 1.25 for
+    ``5m``, 2 for ``1h``; OpenAI before ``gpt-5.6``: writes cost plain input;
+    from ``gpt-5.6`` on: 1.25 for ``30m``). ``ttl_options`` are the lifetimes
+    the API accepts, ``default_ttl`` the one used when none is asked.
+    """
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float
+    cache_write_multipliers: Mapping[str, float]
+    ttl_options: tuple[str, ...]
+    default_ttl: str
+    assumed_from: str | None = None
+    """``None`` for a published figure; else the model whose figures these are (no published price was known)."""
+
+    def cache_write_per_mtok(self, ttl: str | None = None) -> float:
+        """USD per million tokens written to the cache with ``ttl`` (default: :attr:`default_ttl`)."""
+        chosen = ttl or self.default_ttl
+        if chosen not in self.cache_write_multipliers:
+            known = ", ".join(self.cache_write_multipliers) or "none"
+            raise ValueError(f"no cache-write price for ttl {chosen!r} (known: {known}; options: "
+                             f"{', '.join(self.ttl_options)})")
+        return self.input_per_mtok * self.cache_write_multipliers[chosen]
+
+
+@dataclass(frozen=True, slots=True)
+class _CacheBilling:
+    multipliers: Mapping[str, float]
+    options: tuple[str, ...]
+    default: str
+
+
+_ANTHROPIC_CACHE = _CacheBilling({"5m": 1.25, "1h": 2.0}, ("5m", "1h"), "5m")
+_OPENAI_CACHE = _CacheBilling({"in_memory": 1.0, "24h": 1.0}, ("in_memory", "24h"), "in_memory")
+_OPENAI_CACHE_56 = _CacheBilling({"30m": 1.25}, ("30m", "12h"), "30m")
+"""From gpt-5.6 on: writes billed at 1.25 times input (issue 21, from the SDK's TTL fields); the 12h multiplier
+was not known to the author, so a 12h write has no price here."""
+
+
+def _priced(input_: float, output: float, read: float, cache: _CacheBilling, *names: str,
+            assumed_from: str | None = None) -> dict[str, ModelPrices]:
+    prices = ModelPrices(input_, output, read, cache.multipliers, cache.options, cache.default, assumed_from)
+    return dict.fromkeys(names, prices)
+
+
+_PRICES: dict[str, ModelPrices] = {
+    # Anthropic: cache reads at a tenth of input, writes at 1.25x (5 minutes) or 2x (1 hour)
+    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-5"),
+    **_priced(15.0, 75.0, 1.50, _ANTHROPIC_CACHE, "claude-opus-4-1", "claude-opus-4", "claude-3-opus"),
+    **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-5", "claude-sonnet-4", "claude-3-7-sonnet",
+              "claude-3-5-sonnet"),
+    **_priced(1.0, 5.0, 0.10, _ANTHROPIC_CACHE, "claude-haiku-4-5"),
+    **_priced(0.80, 4.0, 0.08, _ANTHROPIC_CACHE, "claude-3-5-haiku"),
+    **_priced(0.25, 1.25, 0.03, _ANTHROPIC_CACHE, "claude-3-haiku"),
+    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8",
+              "claude-opus-5", "claude-opus-5-5", assumed_from="claude-opus-4-5"),
+    **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-6", "claude-sonnet-5", "claude-sonnet-5-5",
+              assumed_from="claude-sonnet-4-5"),
+    **_priced(1.0, 5.0, 0.10, _ANTHROPIC_CACHE, "claude-haiku-5-5", assumed_from="claude-haiku-4-5"),
+    # OpenAI: cached input at a tenth (gpt-5 family), a quarter (gpt-4.1, o3, o4-mini) or half (gpt-4o) of input
+    **_priced(2.50, 10.0, 1.25, _OPENAI_CACHE, "gpt-4o", "chatgpt-4o"),
+    **_priced(0.15, 0.60, 0.075, _OPENAI_CACHE, "gpt-4o-mini"),
+    **_priced(2.0, 8.0, 0.50, _OPENAI_CACHE, "gpt-4.1", "o3"),
+    **_priced(0.40, 1.60, 0.10, _OPENAI_CACHE, "gpt-4.1-mini"),
+    **_priced(0.10, 0.40, 0.025, _OPENAI_CACHE, "gpt-4.1-nano"),
+    **_priced(1.10, 4.40, 0.275, _OPENAI_CACHE, "o4-mini"),
+    **_priced(1.25, 10.0, 0.125, _OPENAI_CACHE, "gpt-5", "gpt-5-codex", "gpt-5.1", "gpt-5.1-codex", "gpt-5-chat"),
+    **_priced(0.25, 2.0, 0.025, _OPENAI_CACHE, "gpt-5-mini", "gpt-5.1-codex-mini"),
+    **_priced(0.05, 0.40, 0.005, _OPENAI_CACHE, "gpt-5-nano"),
+    **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE, "gpt-5.2"),
+    **_priced(0.25, 2.0, 0.025, _OPENAI_CACHE, "gpt-5.1-mini", "gpt-5.4-mini", assumed_from="gpt-5-mini"),
+    **_priced(0.05, 0.40, 0.005, _OPENAI_CACHE, "gpt-5.4-nano", assumed_from="gpt-5-nano"),
+    **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE, "gpt-5.4", "gpt-5.5", assumed_from="gpt-5.2"),
+    **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE_56, "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna", "gpt-5.6",
+              assumed_from="gpt-5.2"),
+}
+
+
+def model_prices(model: str) -> ModelPrices:
+    """The prices of ``model`` (names resolve as in :func:`model_limits`); :class:`UnknownModel` for one not listed."""
+    name = _ROUTING_PREFIX.sub("", model.strip().lower(), count=1)
+    if name in _PRICES:
+        return _PRICES[name]
+    base = _strip_version(name, _PRICES)
+    if base is None:
+        raise UnknownModel(model, tuple(difflib.get_close_matches(name, list(_PRICES), n=3)))
+    return _PRICES[base]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from ..conversation import Conversation, Item
 from ..errors import InvalidPolicy
 from ..events import Event
+from ..limits import model_prices
 
 if TYPE_CHECKING:
     from ..summarizers.base import Summarizer
@@ -33,6 +34,13 @@ class Prices:
     cache_write_per_mtok: float = 3.75
     cache_read_per_mtok: float = 0.30
     output_per_mtok: float = 15.0
+
+    @classmethod
+    def of(cls, model: str, ttl: str | None = None) -> Prices:
+        """``model``'s list prices (:func:`contextfold.limits.model_prices`), cache writes at ``ttl`` (or its default)."""
+        listed = model_prices(model)
+        return cls(listed.input_per_mtok, listed.cache_write_per_mtok(ttl), listed.cache_read_per_mtok,
+                   listed.output_per_mtok)
 
 
 DROP, TRUNCATE, NONE = "drop", "truncate", "none"
