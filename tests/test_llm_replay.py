@@ -43,9 +43,10 @@ def test_replay_records_and_prices_the_summarizer_requests(fake_llm: FakeLLMServ
     assert len(helpers) == answered == totals["summarizer_calls"]
     assert all(line["output_tokens"] == 321 for line in helpers)
     assert totals["summarizer_output_tokens"] == 321 * answered and totals["summarizer_input_tokens"] > 0
-    # the summarizer request dumped is the one the model got: its transcript and the section headings
-    sent = fake_llm.requests[0].body["messages"][0]["content"]
-    assert helpers[0]["messages"][-1]["content"] == sent and "## 9. Optional Next Step" in sent
+    # the summarizer request dumped is the one the model got: the agent's messages, then the instruction
+    sent = fake_llm.requests[0].body["messages"]
+    assert helpers[0]["messages"][-1]["content"] == sent[-1]["content"][-1]["text"]
+    assert "## 9. Optional Next Step" in sent[-1]["content"][-1]["text"] and len(sent) > 2
 
     # The cost counts them: recounted from the dump, and without them it is lower by exactly their price.
     conversation = importers.load(path)[0]

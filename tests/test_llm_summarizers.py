@@ -294,7 +294,12 @@ def test_a_model_summary_enters_the_context_and_its_cost_is_in_the_event(fake_ll
     (summary,) = [item for item in context.view() if item.meta.get("summary")]
     assert SUMMARY in summary.text and "SCRATCH-NOTES" not in summary.text
     assert not any(e.action == "fallback" for e in events)
-    assert "keep the f1.py details" in fake_llm.requests[0].body["messages"][0]["content"]
+    # the request is the agent's own (its system prompt and tools), the instruction its last user message
+    body = fake_llm.requests[0].body
+    assert body["system"][0]["text"] == "You are a coding agent." and body["tools"][0]["name"] == "bash"
+    assert body["messages"][0]["content"] == "Fix the bug in f1.py"
+    assert "keep the f1.py details" in body["messages"][-1]["content"][-1]["text"]
+    assert summarized.data["summary_request"] is None  # nothing to say: it was the agent's request
 
 
 def test_three_fallbacks_in_a_row_open_the_breaker_and_no_more_requests_are_made(fake_llm: FakeLLMServer) -> None:

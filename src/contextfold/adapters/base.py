@@ -170,6 +170,12 @@ class Adapter(ABC):
         added = self.write_items([reminder_item(reminders)])
         return {**request, self.messages_key: [*request[self.messages_key], *added]}
 
+    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+        """``request`` (the agent's, rendered) made a summary request: tool use off, in a way that keeps the
+        provider's cached prefix, and the agent's prompt-cache key. By default unchanged: the instruction at its
+        end forbids tool calls, and a format whose cache keys on the tool choice loses nothing."""
+        return dict(request)
+
     # ------------------------------------------------------------------ answers
     def read_response(self, response: Any) -> Reply:
         """A reply (an SDK response object or its dict) as items, usage and how it ended."""

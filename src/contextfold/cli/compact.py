@@ -64,7 +64,8 @@ def compact_command(
     """Compact a recorded session once and write the result."""
     check_window(window, DEFAULT_MAX_OUTPUT_TOKENS, reserve_option=None)
     conversation = _conversation(file, input_format, index)
-    context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url))
+    # a saved session: no agent request warmed the provider's cache, so the smaller fitted prompt is sent
+    context = Context(window_tokens=window, summarizer=make_summarizer(summarizer_kind, model, base_url, ride_cache=False))
     context.set_header(conversation.header)
     context.add(list(conversation.items))
     before = context.counter.count(context.view())

@@ -207,8 +207,10 @@ def summarizer_options(function: F) -> F:
     return function
 
 
-def make_summarizer(kind: str, model: str | None = None, base_url: str | None = None) -> Summarizer:
-    """The summarizer a ``--summarizer`` choice names; keys from the environment."""
+def make_summarizer(kind: str, model: str | None = None, base_url: str | None = None, *,
+                    ride_cache: bool = True) -> Summarizer:
+    """The summarizer a ``--summarizer`` choice names; keys from the environment. ``ride_cache=False``: a model
+    summarizer sends the separately fitted prompt, not the agent's request (no agent warmed the cache)."""
     if kind == "extractive":
         if model or base_url:
             raise click.UsageError(f"--model and --base-url are for a model summarizer (--summarizer "
@@ -219,7 +221,7 @@ def make_summarizer(kind: str, model: str | None = None, base_url: str | None = 
     from ..summarizers.llm import ModelSummarizer
 
     adapter_for(kind).sdk.module()  # a missing SDK is one line now, not a fallback after the work
-    return ModelSummarizer(provider=kind, model=model or "", base_url=base_url)
+    return ModelSummarizer(provider=kind, model=model or "", base_url=base_url, ride_cache=ride_cache)
 
 
 @contextmanager

@@ -42,13 +42,22 @@ SUMMARY_PREAMBLE = summary_preamble()
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    """What to summarize: ``items`` (a pair-safe span), within ``target_tokens`` as ``count_text`` measures."""
+    """What to summarize: ``items`` (a pair-safe span), within ``target_tokens`` as ``count_text`` measures.
+
+    ``next_request`` is the conversation the agent would send next (header
+    and every item, the span among them), ``next_request_tokens`` its size,
+    when the caller knows it: a model summarizer sends that request again
+    with its instruction appended, so the provider's prompt cache serves
+    all of it but the instruction.
+    """
 
     items: Sequence[Item]
     header: Header
     target_tokens: int
     count_text: Callable[[str], int]
     instructions: str | None = None
+    next_request: Conversation | None = None
+    next_request_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,9 @@ class SummaryResult:
     ``state`` is structured data the summarizer wants back next time (stored
     on the summary block). ``calls`` are the model requests it made, with
     their usage, so replay and stats can count what summarizing cost;
-    ``fallback`` says why another summarizer had to take over, if one did.
+    ``fallback`` says why another summarizer had to take over, if one did;
+    ``request`` how the model's request was made, when it was not the
+    agent's own request (why the fitted prompt was sent instead).
     ``native`` is a provider's own compaction the summary stands for (its
     ``native_provider`` gets it in place of ``text``; see
     :class:`~contextfold.conversation.Summary`).
@@ -70,6 +81,7 @@ class SummaryResult:
     fallback: str | None = None
     native: Mapping[str, Any] | None = None
     native_provider: str | None = None
+    request: str | None = None
 
 
 class Summarizer(Protocol):

@@ -63,6 +63,7 @@ from ..adapters import Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import model_limits
+from ..rendering import Renderer
 from ..sdk import ClientOptions
 from ..usage import Usage
 from ._text import Meter
@@ -75,6 +76,7 @@ from .prompts import (
     omission_note,
     quote_user_messages,
     render_span,
+    riding_instruction,
     section_titles,
     summary_from_answer,
     task_prompt,
@@ -113,13 +115,17 @@ class Payload:
 
     ``body`` holds the provider-specific fields (``system``/``messages``, or
     ``input``); ``tokens`` is the estimated prompt size; ``omitted_items``
-    counts the span items left out for room.
+    counts the span items left out for room. ``rendered`` says ``body`` is
+    the whole request as the adapter rendered it (the agent's own request);
+    ``note`` says why the request is not that one, when it could have been.
     """
 
     body: Mapping[str, Any]
     conversation: Conversation
     tokens: int
     omitted_items: int = 0
+    rendered: bool = False
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +236,12 @@ class LLMSummarizer:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     asleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
     fallback: Summarizer = field(default_factory=ExtractiveSummarizer)
+    ride_cache: bool = True
+    """Send the agent's own next request with the instruction appended, when the pipeline gives it and it fits
+    the window (the provider's prompt cache then serves all but the instruction; give the agent's ``model``);
+    ``False`` always sends the separately fitted prompt."""
+    cache_key: str | None = None
+    """The ``prompt_cache_key`` the agent's requests carry (OpenAI), which the summary request carries too."""
     name: str = ""
     """How events and logs name it; default: the provider's name."""
 
@@ -339,6 +351,10 @@ class LLMSummarizer:
                     return self._fall_back(request, calls, accepted)
                 return replace(accepted, calls=tuple(calls))
             failure = self._classify(outcome)
+            if failure.kind == FATAL and payload.rendered and isinstance(fitter, RidingFitter) \
+                    and not isinstance(outcome, OutOfTime):  # the agent's request refused: the fitted prompt may pass
+                payload = fitter.refused(self.input_budget_tokens, failure.reason)
+                continue
             if failure.kind == TOO_LONG and shrinks < self.max_fit_retries:
                 shrinks += 1
                 share = SHRINK_MARGIN * failure.fits_share if failure.fits_share else SHRINK_WITHOUT_FIGURES
@@ -542,6 +558,58 @@ class PromptFitter:
         return Payload({"system": SYSTEM_PROMPT, "user": user}, conversation, tokens, omitted)
 
 
+class RidingFitter:
+    """The agent's own next request with the summary instruction appended as the last user message.
+
+    Sent as the agent would send it (same system prompt, tools, messages and
+    cache marks, rendered by the provider's adapter, tool use turned off the
+    way :meth:`~contextfold.adapters.Adapter.for_summary` says), the request
+    reads everything but the instruction from the prompt cache the agent's
+    last request wrote. When it is over the budget, ``fitted`` (the
+    separately rendered prompt) makes the request instead, with a note saying so.
+    A trailing call still waiting for its result is left out (with what
+    follows it), so the request stays valid.
+    """
+
+    def __init__(self, request: SummaryRequest, style: str, adapter: Adapter, cache_key: str | None,
+                 fitted: PromptFitter) -> None:
+        assert request.next_request is not None
+        self.fitted = fitted
+        conversation = _answered(request.next_request)
+        span = {item.id for item in request.items}
+        places = [n for n, item in enumerate(conversation) if item.id in span]
+        before, after = (places[0], len(conversation) - places[-1] - 1) if places else (0, 0)
+        instruction = riding_instruction(style, request.target_tokens, request.instructions, before, after)
+        self.conversation = conversation.with_items([*conversation, Item("user", (Text(instruction),))])
+        self.tokens = request.next_request_tokens + fitted.meter.exact(instruction)
+        self.body = adapter.for_summary(Renderer(adapter).render(self.conversation), cache_key)
+
+    def fit(self, budget_tokens: int) -> Payload | None:
+        if self.tokens <= budget_tokens:
+            return Payload(self.body, self.conversation, self.tokens, rendered=True)
+        return self._instead(budget_tokens, f"the agent's request ({self.tokens:,} tokens) is over the summarizer's "
+                                            f"budget of {budget_tokens:,}")
+
+    def refused(self, budget_tokens: int, reason: str) -> Payload | None:
+        """The fitted prompt after the provider refused the agent's request (``reason``)."""
+        return self._instead(budget_tokens, f"the agent's request was refused ({reason})")
+
+    def _instead(self, budget_tokens: int, why: str) -> Payload | None:
+        payload = self.fitted.fit(budget_tokens)
+        note = f"{why}: the fitted prompt was sent instead, not read from the prompt cache"
+        return replace(payload, note=note) if payload is not None else None
+
+
+def _answered(conversation: Conversation) -> Conversation:
+    """``conversation`` without its last call turn when a call of it has no result yet (all of it, usually)."""
+    items = list(conversation)
+    answered = {item.tool_result.call_id for item in items if item.tool_result is not None}
+    last = next((n for n in range(len(items) - 1, -1, -1) if items[n].tool_calls), None)
+    if last is None or all(call.id in answered for call in items[last].tool_calls):
+        return conversation
+    return conversation.with_items(items[:last])
+
+
 @dataclass
 class ModelSummarizer(LLMSummarizer):
     """The summary written by a provider's model: the summary prompt, sent through the provider's adapter.
@@ -554,10 +622,13 @@ class ModelSummarizer(LLMSummarizer):
     """
 
     def _fitter(self, request: SummaryRequest) -> Fitter:
-        return PromptFitter(request, self.style)
+        fitted = PromptFitter(request, self.style)
+        if not self.ride_cache or request.next_request is None:
+            return fitted
+        return RidingFitter(request, self.style, self.adapter, self.cache_key, fitted)
 
     def _request(self, payload: Payload) -> dict[str, Any]:
-        return self.adapter.write(payload.conversation)
+        return dict(payload.body) if payload.rendered else self.adapter.write(payload.conversation)
 
     def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         reply = self.adapter.send(client, self._request(payload), model=self.model, max_tokens=self.reply_tokens,
@@ -578,7 +649,7 @@ class ModelSummarizer(LLMSummarizer):
         if summary is None:
             return "answer rejected: no <summary> in it"
         state = {"summarizer": self.name, "model": self.model, "style": self.style, "omitted_items": payload.omitted_items}
-        return SummaryResult(summary, state=state)
+        return SummaryResult(summary, state=state, request=payload.note)
 
 
 def _from_reply(reply: Reply) -> Answer:

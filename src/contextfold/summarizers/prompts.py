@@ -143,6 +143,25 @@ def task_prompt(style: str, target_tokens: int, instructions: str | None = None)
     return text
 
 
+def riding_instruction(style: str, target_tokens: int, instructions: str | None, kept_before: int,
+                       kept_after: int) -> str:
+    """The last user message of a summary request that is the agent's own conversation: who writes, what part.
+
+    The conversation above it is the agent's; the summary replaces all of it
+    but its first ``kept_before`` messages and its last ``kept_after``, which
+    stay verbatim around the summary.
+    """
+    kept = [f"its first {_messages(kept_before)}"] if kept_before else []
+    kept += [f"its last {_messages(kept_after)}"] if kept_after else []
+    scope = ("Summarize the conversation above" + (f" except {' and '.join(kept)}, which stay verbatim around "
+                                                  "your summary" if kept else "") + ".")
+    return f"{SYSTEM_PROMPT}\n\n{scope}\n\n{task_prompt(style, target_tokens, instructions)}"
+
+
+def _messages(count: int) -> str:
+    return "message" if count == 1 else f"{count} messages"
+
+
 def frame(units: Sequence[str], earlier_summary: str | None, omitted: str | None) -> str:
     """The material part of the request: the earlier summary, then the transcript (with a note of what was left out)."""
     parts = []

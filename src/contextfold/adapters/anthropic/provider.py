@@ -71,6 +71,12 @@ class AnthropicMessages(StainlessClient, Adapter):
         """
         return with_reminder_blocks(request, self.write_items([reminder_item(reminders)])) if reminders else dict(request)
 
+    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+        """``request`` unchanged: a change of ``tool_choice`` invalidates every cached message block (only the tools
+        and the system prompt stay cached), so tool use is turned off by the instruction alone; Anthropic has no
+        cache key."""
+        return dict(request)
+
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
 

@@ -29,6 +29,12 @@ class OpenAIClient(StainlessClient):
     default_model = "gpt-4.1"
     summary_model = "gpt-4.1-mini"
 
+    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+        """``request`` with ``tool_choice`` ``none`` (the tools stay, so the cached prefix does) and the agent's
+        ``prompt_cache_key``: OpenAI routes a request to the cache of its key."""
+        summary = {**request, "tool_choice": "none"} if request.get("tools") else dict(request)
+        return {**summary, "prompt_cache_key": cache_key} if cache_key else summary
+
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         base_url = self.sdk.base_url(options.base_url)
         key = self.sdk.api_key(options.api_key) or ("unused" if base_url else None)

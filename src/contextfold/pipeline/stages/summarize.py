@@ -94,7 +94,8 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     short = len(span) < p.min_summary_messages
     tail = items[cut.index :]
     result = summarizer.summarize(
-        SummaryRequest(span, conversation.header, planned.target, budget.count_text, budget.instructions)
+        SummaryRequest(span, conversation.header, planned.target, budget.count_text, budget.instructions,
+                       next_request=conversation, next_request_tokens=before)
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
     body = result.text + (_lookback_line(span) if p.history_tools and span else "")
@@ -123,12 +124,15 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "summary_share": round(planned.share, 3),
         "restored_tokens": budget.count_item(restored) if restored is not None else 0,
         "fallback": result.fallback,
+        "summary_request": result.request,
         "instructions": budget.instructions,
         "below_min_messages": short,
     }
     detail = f"{len(span)} items summarized, cut at {cut.index} ({', '.join(cut.reasons)})"
     if short:
         detail += f"; fewer than the minimum of {p.min_summary_messages} messages, as {planned.exemption}"
+    if result.request:
+        detail += f"; {result.request}"
     ids = tuple(item.id for item in span)
     event = Event(STAGE, "summarized", ids, before, after, detail, data, tuple(result.calls))
     return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it

@@ -1,0 +1,131 @@
+"""An agent loop whose automatic compactions summarize with a model, against the scripted server's prompt cache.
+
+The agent reads one chunk of a long file per step through the real SDK
+client of its provider (Anthropic Messages, OpenAI Chat or Responses), with
+``Context.prepare()`` building every request, until a compaction has
+happened; the summaries are written by :class:`ModelSummarizer` on the same
+server and model, synchronously or through its async API. What each request
+read from and wrote to the server's prompt cache is in
+:attr:`ScriptedModel.exchanges`, priced in :func:`paid_usd`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import openai
+
+from contextfold import Context
+from contextfold.conversation import tool
+from contextfold.pipeline.base import Policy, Prices
+from contextfold.summarizers.base import SummaryRequest, SummaryResult
+from contextfold.summarizers.llm import ModelSummarizer
+from contextfold.testing.prompt_cache import CacheUse
+from contextfold.testing.scripted import Call, Exchange, ScriptedModel, Seen, Turn
+
+MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1", "responses": "gpt-4.1"}
+CACHE_KEY = "agent-session-1"
+TOOLS = [{"name": "read_chunk", "description": "Read one numbered chunk of the log file under investigation.",
+          "input_schema": {"type": "object", "properties": {"chunk": {"type": "integer"}}, "required": ["chunk"]}}]
+SYSTEM = "You are a careful engineer investigating a failing service from its logs. " * 8
+TASK = "Find why the payments service returned HTTP 502 overnight; read the log chunk by chunk."
+SUMMARY_MARK = "inside <summary></summary> tags"
+ANSWER = ("<analysis>chunks read so far</analysis><summary>## 1. Primary Request and Intent\n"
+          "Find the cause of the overnight HTTP 502s of the payments service.\n"
+          "## 9. Optional Next Step\nRead the next log chunk.</summary>")
+POLICY = Policy(trigger_fraction=0.5, budget_steps=(), exclude_tools=("read_chunk",), economic_summaries=False)
+"""A summary at half the window, and no budgeting or clearing of old outputs before it (the session reaches it sooner)."""
+CHUNK = re.compile(r"== chunk (\d+) ==")
+
+
+def chunk_text(number: int, lines: int = 60) -> str:
+    """Chunk ``number`` of the log: distinct lines of about 70 characters each."""
+    rows = [f"2026-11-26T02:{number % 60:02d}:{n % 60:02d} payments[{number}] upstream latency {n * 7 + number} ms"
+            for n in range(lines)]
+    return f"== chunk {number} ==\n" + "\n".join(rows)
+
+
+def is_summary_request(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages") or body.get("input") or []
+    return bool(messages) and SUMMARY_MARK in json.dumps(messages[-1])
+
+
+def script(seen: Seen) -> Turn:
+    if is_summary_request(seen.body):
+        return Turn(ANSWER)
+    read = [int(n) for result in seen.results for n in CHUNK.findall(result)]
+    return Turn("", (Call("read_chunk", {"chunk": max(read) + 1 if read else 0}),))
+
+
+@dataclass
+class AsyncDriven:
+    """The model summarizer called through its async API (``asummarize``) by the pipeline's sync call."""
+
+    inner: ModelSummarizer
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return asyncio.run(self.inner.asummarize(request))
+
+
+def summarizer(server: ScriptedModel, provider: str, *, asynchronous: bool, ride_cache: bool = True) -> Any:
+    model = ModelSummarizer(provider=provider, model=MODELS[provider], base_url=server.base_url(provider),
+                            api_key="test", ride_cache=ride_cache,
+                            cache_key=CACHE_KEY if provider != "anthropic" else None)
+    return AsyncDriven(model) if asynchronous else model
+
+
+def send(client: Any, provider: str, request: Mapping[str, Any]) -> Any:
+    """The agent's request through the provider's SDK, as an agent would send it."""
+    model = MODELS[provider]
+    if provider == "anthropic":
+        return client.messages.create(model=model, max_tokens=1_024, **request)
+    if provider == "openai":
+        return client.chat.completions.create(model=model, prompt_cache_key=CACHE_KEY, **request)
+    return client.responses.create(model=model, prompt_cache_key=CACHE_KEY, **request)
+
+
+def run_session(server: ScriptedModel, provider: str, *, asynchronous: bool = False, ride_cache: bool = True,
+                window_tokens: int = 60_000, steps_after: int = 3) -> Context:
+    """Run the agent until a compaction has happened and ``steps_after`` more steps; the context is returned."""
+    context = Context(window_tokens=window_tokens, provider=provider, policy=POLICY,
+                      summarizer=summarizer(server, provider, asynchronous=asynchronous, ride_cache=ride_cache))
+    context.add([{"role": "user", "content": TASK}], "anthropic", system=SYSTEM, tools=TOOLS)
+    sdk = anthropic.Anthropic if provider == "anthropic" else openai.OpenAI
+    client = sdk(base_url=server.base_url(provider), api_key="test", max_retries=0)
+    left = None
+    for _ in range(400):
+        items = context.add_response(send(client, provider, context.prepare()))
+        calls = [call for item in items for call in item.tool_calls]
+        context.add([tool(call.id, chunk_text(int(call.arguments["chunk"]))) for call in calls])
+        if left is None and any(e.action == "summarized" for e in context.events):
+            left = steps_after
+        if left is not None:
+            left -= 1
+            if left < 0:
+                return context
+    raise AssertionError("no compaction in 400 steps")
+
+
+def summary_exchanges(server: ScriptedModel) -> list[Exchange]:
+    return [e for e in server.valid if is_summary_request(e.body)]
+
+
+def cache_uses(exchanges: list[Exchange]) -> list[CacheUse]:
+    return [e.cache for e in exchanges if e.cache is not None]
+
+
+def paid_usd(uses: list[CacheUse], outputs: list[int], prices: Prices) -> float:
+    """What the requests cost as the server reported them: reads, writes, uncached input and output."""
+    return sum(u.read * prices.cache_read_per_mtok + u.written * prices.cache_write_per_mtok
+               + u.uncached * prices.input_per_mtok + out * prices.output_per_mtok
+               for u, out in zip(uses, outputs)) / 1e6
