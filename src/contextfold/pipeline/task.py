@@ -13,9 +13,15 @@ from ..conversation import Conversation, Item
 
 
 def task_index(conversation: Conversation) -> int | None:
-    """Index of the task: the first user item, if no assistant turn comes before it."""
+    """Index of the task: the first user item, if no assistant turn (nor a summary of some) comes before it.
+
+    A view that starts with a summary had no task when it was compacted: the
+    user message after the summary is not one either, or the next compaction
+    would keep the old summary and that message in front of the new summary
+    instead of summarizing them (the order of what survives would be wrong).
+    """
     for index, item in enumerate(conversation.items):
-        if item.role == "assistant":
+        if item.role == "assistant" or item.meta.get("summary"):
             return None
         if item.role == "user" and not added_by_contextfold(item):
             return index

@@ -7,6 +7,12 @@ prompt, so the cached system and tools stay valid); then
 :mod:`~contextfold.pipeline.restore` puts back the files the agent was using;
 then the recent tail follows verbatim. An earlier summary in the span is
 summarized again with its structured state, so facts carry forward.
+
+The order is by how often a part changes: the task (and the header before
+it) is the same after every compaction, the summary, restored files and
+survival note are rewritten by each, the tail moves every turn; so the
+request after a second compaction shares the first part with the first's
+(the renderer closes it with a cache breakpoint where the format has them).
 """
 
 from __future__ import annotations
