@@ -356,3 +356,18 @@ def test_an_image_in_a_tool_result_is_counted_though_chat_completions_cannot_car
     image = ESTIMATE.block(Image(data=png, media_type="image/png"))
     assert image == 640  # 800 x 600 pixels, at 750 pixels a token
     assert records[1].input_tokens - records[0].input_tokens > image
+
+
+def test_the_same_replay_writes_the_same_requests(tmp_path: Path) -> None:
+    """Summaries and previews name items by id (the refs ``read_history`` takes); the ids a replay makes are
+    drawn from a seeded stream, so two replays of one recording write byte-identical request logs. (Each run
+    loads it afresh, as the CLI does: items keep what was read of them, and a second reading makes fewer ids.)"""
+    config = StrategyConfig(window_tokens=8_000, results_dir=str(tmp_path / "results"))
+    dumps = []
+    for run in ("first", "second"):
+        path = tmp_path / f"{run}.jsonl"
+        replay(generate_session(rounds=60), strategies.create("default", config), config, tokenizer=ESTIMATE, requests_path=path,
+               session="synthetic")
+        dumps.append(path.read_bytes())
+    assert b"read_history(" in dumps[0]  # its summaries and previews name items
+    assert dumps[0] == dumps[1]

@@ -21,10 +21,14 @@ lossless).
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
@@ -34,9 +38,30 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 """Roles an item may have. ``developer`` is OpenAI's newer name for system."""
 
 
+_ID_STREAM: ContextVar[Iterator[str] | None] = ContextVar("contextfold_id_stream", default=None)
+
+
 def new_id(prefix: str = "it") -> str:
-    """A fresh, unique, filename-safe id (``it_`` + 16 hex digits)."""
-    return f"{prefix}_{secrets.token_hex(8)}"
+    """A fresh, unique, filename-safe id (``it_`` + 16 hex digits); random unless :func:`reproducible_ids` is on."""
+    stream = _ID_STREAM.get()
+    return f"{prefix}_{next(stream) if stream is not None else secrets.token_hex(8)}"
+
+
+@contextmanager
+def reproducible_ids(seed: str) -> Iterator[None]:
+    """Draw the ids made in this block (in this thread or task) from a stream seeded by ``seed``.
+
+    A replay names the items it writes (summaries, notes, previews, and the refs to them a summary
+    carries), so with random ids two replays of one recording would write different requests. Inside
+    the block the n-th id is a hash of ``seed`` and n: unique within the block and the same on every
+    run. Not for live sessions, whose ids must not collide across processes.
+    """
+    digits = (hashlib.sha256(f"{seed}\0{n}".encode()).hexdigest()[:16] for n in itertools.count())
+    token = _ID_STREAM.set(digits)
+    try:
+        yield
+    finally:
+        _ID_STREAM.reset(token)
 
 
 def _empty() -> Mapping[str, Any]:

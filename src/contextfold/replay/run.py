@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import closing, nullcontext
 
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, reproducible_ids
 from ..pipeline.base import Prices
 from ..tokens import Estimator, exact_estimator
 from ..usage import Usage
@@ -168,11 +168,15 @@ def replay(
     ``tokenizer`` counts every request (default: exact ``o200k_base`` via
     tiktoken, :class:`~contextfold.errors.TokenizerUnavailable` when it cannot
     be loaded). ``requests_path`` names a file to write every request to
-    (:mod:`.dump`). ``session`` is the name the totals carry.
+    (:mod:`.dump`). ``session`` is the name the totals carry. The ids of the
+    items the strategy writes are drawn from a stream seeded by the session and
+    strategy, so the same replay writes the same requests every time.
     """
     estimator = tokenizer or exact_estimator("o200k_base")
     points = request_points(conversation)
-    with closing(RequestWriter(requests_path)) if requests_path is not None else nullcontext() as dump:
+    seed = f"{session}\0{strategy.name}\0{conversation.items[0].id if conversation.items else ''}"
+    with reproducible_ids(seed), \
+            closing(RequestWriter(requests_path)) if requests_path is not None else nullcontext() as dump:
         state = _Replay(conversation, estimator, prices, cache_ttl_s, dump)
         strategy.start(conversation.header)
         start = 0
