@@ -84,8 +84,8 @@ def assert_priced_as_documented(replayed: Totals, dump: Path, estimator: Estimat
 
 
 def assert_agree(replayed: Totals, recounted: Totals) -> None:
-    for figure in ("cost_usd", "cost_no_cache_usd", "cost_llm_usd", "cache_hit_ratio", "peak_tokens", "input_tokens",
-                   "output_tokens"):
+    for figure in ("cost_usd", "cost_no_cache_usd", "cost_llm_usd", "cost_live_usd", "cache_hit_ratio", "peak_tokens",
+                   "input_tokens", "output_tokens"):
         assert getattr(recounted, figure) == pytest.approx(getattr(replayed, figure), rel=0.01), figure
     for probe, value in replayed.survival.items():
         assert recounted.survival[probe] == (None if value is None else pytest.approx(value, abs=0.01)), probe

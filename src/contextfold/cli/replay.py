@@ -136,7 +136,8 @@ def totals_table(totals: Totals) -> Table:
         ("output tokens", f"{totals.output_tokens:,}"),
         ("summarizer tokens in / out", f"{totals.summarizer_input_tokens:,} / {totals.summarizer_output_tokens:,}"),
         ("cost", f"${totals.cost_usd:,.4f} (without caching ${totals.cost_no_cache_usd:,.4f})"),
-        ("cost, summaries priced as LLM calls", f"${totals.cost_llm_usd:,.4f}"),
+        ("cost, summaries priced as LLM calls", f"${totals.cost_llm_usd:,.4f} (summarizer reads its own cache)"),
+        ("  as the live path pays", f"${totals.cost_live_usd:,.4f} (the summarizer reads the agent's cache)"),
         ("peak request", f"{totals.peak_tokens:,} tokens ({peak_share:.0%} of the window)"),
         ("over the window", (f"{totals.overflows:,} ({totals.overflows_reserve:,} leave less than "
                              f"{totals.max_output_tokens:,} for the reply)")),

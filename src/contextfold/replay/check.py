@@ -32,7 +32,7 @@ from .recall import evaluate as evaluate_recall
 from .render import Message, as_message, render_item, render_tools, tools_tokens
 from .result import AGENT, RequestRecord, Totals, priced, summarize
 from .strict import Strict, StrictSession, searchable
-from .summary_price import INSTRUCTION, SummaryPricer
+from .summary_price import INSTRUCTION, BothRules
 
 
 def recount(
@@ -60,14 +60,15 @@ def recount(
     records: list[RequestRecord] = []
     cache: PromptCache[str] = PromptCache(ttl)
     instruction = counter.key(INSTRUCTION)
-    summaries = SummaryPricer(prices, PromptCache(ttl), instruction, counter.message(instruction, INSTRUCTION))
+    summaries: BothRules[str] = BothRules(prices, lambda: PromptCache(ttl), instruction,
+                                          counter.message(instruction, INSTRUCTION))
     for request in read_requests(dump_path):
         keys = [counter.key(m) for m in request.messages]
         tools_key = counter.key(request.tools)
         tools = counter.tools(tools_key, request.tools)
         tokens = [counter.message(key, m) for key, m in zip(keys, request.messages)]
         read = 0
-        llm_summary_usd = 0.0
+        llm_summary_usd = live_summary_usd = 0.0
         survival: Survival | None = None
         recall: Recall | None = None
         strict: Strict | None = None
@@ -79,7 +80,7 @@ def recount(
             new_summaries = [tokens[n] for n in request.summaries if keys[n] not in known]
             paid = bool(records) and records[-1].kind != AGENT and records[-1].step == request.step
             if not paid:  # a summarizer request of this step wrote its summaries
-                llm_summary_usd = summaries.price(previous, new_summaries, request.time_s)
+                llm_summary_usd, live_summary_usd = summaries.price(previous, new_summaries, request.time_s)
             if probes is not None:
                 contains = haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, request.messages)})
                 survival = evaluate(probes.at(request.index), contains)
@@ -92,7 +93,7 @@ def recount(
         records.append(
             priced(prices, step=request.step, index=request.index, kind=request.kind, time_s=request.time_s,
                    input_tokens=tools + sum(tokens), cache_read_tokens=read, output_tokens=request.output_tokens,
-                   llm_summary_usd=llm_summary_usd, survival=survival, recall=recall, strict=strict,
+                   llm_summary_usd=llm_summary_usd, live_summary_usd=live_summary_usd, survival=survival, recall=recall, strict=strict,
                    violations=violations)
         )
     return summarize(records, session=str(dump_path), strategy="", tokenizer=tokenizer.text.name, window=window,

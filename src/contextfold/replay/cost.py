@@ -84,6 +84,10 @@ class PromptCache(Generic[T]):
     def read(self, prompt: Prompt[T]) -> int:
         """Tokens of ``prompt`` served from the cache; ``prompt`` is what the cache holds afterwards."""
         previous, self.previous = self.previous, prompt
+        return self.served(previous, prompt)
+
+    def served(self, previous: Prompt[T] | None, prompt: Prompt[T]) -> int:
+        """Tokens of ``prompt`` a cache holding ``previous`` serves, by this cache's rule (nothing is kept)."""
         if previous is None or previous.tools != prompt.tools or not warm(previous.time_s, prompt.time_s, self.ttl_s):
             return 0
         return prompt.tools_tokens + sum(prompt.tokens[: common_prefix(previous.messages, prompt.messages, self.same)])

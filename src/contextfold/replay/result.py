@@ -34,7 +34,8 @@ class RequestRecord:
     ``survival``, ``recall``, ``strict`` and ``violations`` are for agent requests only.
     ``cost_llm_usd`` is ``cost_usd`` plus, for an agent request that brings a
     summary no summarizer request paid for, what an LLM would have charged to
-    write it (:mod:`.summary_price`).
+    write it by the reference scorer's rule (its own cache); ``cost_live_usd``
+    the same as the live path pays (the agent's cache; :mod:`.summary_price`).
     """
 
     step: int
@@ -48,6 +49,7 @@ class RequestRecord:
     cost_usd: float
     cost_no_cache_usd: float
     cost_llm_usd: float = 0.0
+    cost_live_usd: float = 0.0
     survival: Survival | None = None
     recall: Recall | None = None
     strict: Strict | None = None
@@ -71,6 +73,7 @@ def priced(
     cache_read_tokens: int,
     output_tokens: int,
     llm_summary_usd: float = 0.0,
+    live_summary_usd: float = 0.0,
     survival: Survival | None = None,
     recall: Recall | None = None,
     strict: Strict | None = None,
@@ -78,7 +81,8 @@ def priced(
 ) -> RequestRecord:
     """A record with its costs: an agent request writes to the cache all it did not read from it; a summarizer
     request is read uncached (``cache_read_tokens`` is ignored). ``llm_summary_usd`` is what writing the
-    summaries the request brings would have cost an LLM (added to ``cost_llm_usd`` only)."""
+    summaries the request brings would have cost an LLM (added to ``cost_llm_usd`` only), ``live_summary_usd``
+    what it costs as the live path pays (added to ``cost_live_usd`` only)."""
     agent = kind == AGENT
     read = cache_read_tokens if agent else 0
     write = input_tokens - read if agent else 0
@@ -95,6 +99,7 @@ def priced(
         cost_usd=cost,
         cost_no_cache_usd=cost_usd(prices, cache_read=0, cache_write=0, output=output_tokens, uncached=input_tokens),
         cost_llm_usd=cost + llm_summary_usd,
+        cost_live_usd=cost + live_summary_usd,
         survival=survival,
         recall=recall,
         strict=strict,
@@ -116,7 +121,8 @@ class Totals:
     ``None`` when no request needed anything. ``strict`` is strict recall
     (:mod:`.strict`): keyword in context, verbatim lines, last error and
     test result, each with its far variant, and their mean. ``cost_llm_usd`` is the cost with every
-    summary priced as if an LLM had written it. ``recoverable_recall`` is the share of the
+    summary priced as if an LLM had written it, by the reference scorer's rule; ``cost_live_usd`` the
+    same as the live path pays, its summarizer reading the agent's cache (:mod:`.summary_price`). ``recoverable_recall`` is the share of the
     ``recoverable_missing`` needed tokens the requests did not hold that one search of the history
     returned (``None`` for a strategy without one).
     """
@@ -143,6 +149,7 @@ class Totals:
     violations: int
     survival: dict[str, float | None] = field(default_factory=dict)
     cost_llm_usd: float = 0.0
+    cost_live_usd: float = 0.0
     recall: float | None = None
     recall_far: float | None = None
     worst_request_recall: float | None = None
@@ -202,6 +209,7 @@ def summarize(
         violations=sum(len(r.violations) for r in agent),
         survival=mean_survival([r.survival for r in agent if r.survival is not None]),
         cost_llm_usd=sum(r.cost_llm_usd for r in records),
+        cost_live_usd=sum(r.cost_live_usd for r in records),
         recall=recall.recall,
         recall_far=recall.recall_far,
         worst_request_recall=recall.worst_request_recall,

@@ -46,7 +46,7 @@ from .render import (
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
 from .strict import StrictSession, searchable
-from .summary_price import INSTRUCTION, SummaryPricer
+from .summary_price import INSTRUCTION, BothRules
 
 Progress = Callable[[int, int], None]
 """Called after each step with (steps done, steps in all)."""
@@ -94,8 +94,8 @@ class _Replay:
         self.records: list[RequestRecord] = []
         self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
         instruction = as_message(INSTRUCTION)
-        self.summaries = SummaryPricer(prices, PromptCache(cache_ttl_s, _same_message), instruction,
-                                       estimator.item(instruction.item))
+        self.summaries = BothRules(prices, lambda: PromptCache(cache_ttl_s, _same_message), instruction,
+                                   estimator.item(instruction.item))
         self._tools: tuple[Header, str, int] | None = None
 
     def summarizer_call(self, step: Step, request: Conversation, usage: Usage | None) -> None:
@@ -122,10 +122,11 @@ class _Replay:
         self._write(step, AGENT, output, tools_json, messages, summaries)
         known = {m.json for m in previous.messages} if previous is not None and summaries else set()
         new_summaries = [tokens[n] for n in summaries if messages[n].json not in known]
+        llm, live = (0.0, 0.0) if summaries_paid else self.summaries.price(previous, new_summaries, step.time_s)
         record = priced(
             self.prices, step=step.number, index=step.index, kind=AGENT, time_s=step.time_s,
             input_tokens=prompt.input_tokens, cache_read_tokens=read, output_tokens=output,
-            llm_summary_usd=0.0 if summaries_paid else self.summaries.price(previous, new_summaries, step.time_s),
+            llm_summary_usd=llm, live_summary_usd=live,
             survival=evaluate(self.probes.at(step.index), self.haystack.searcher({m: m.text for m in messages})),
             recall=evaluate_recall(self.needs.get(step.index),
                                    self.recall_haystack.searcher({m: m.wire_text for m in messages}), search),

@@ -9,12 +9,24 @@ way any request of its kind is (against the previous such call, within the
 cache's time to live); its output is the summary's tokens at the output
 price. A step whose summaries came with summarizer requests of their own (an
 LLM summarizer was configured) has paid already and is not priced again.
-The reference scorer's ``--price-summaries`` follows the same rule.
+
+Which cache the summarizer call may read is the one choice between two
+figures:
+
+* **its own** (:data:`OWN_CACHE`, ``cost_llm_usd``): it reads only what the
+  previous summarizer call left, so nearly all of it is written anew. This
+  is the reference scorer's ``--price-summaries`` rule, an upper bound for a
+  summarizer that sends a prompt of its own.
+* **the agent's** (:data:`AGENT_CACHE`, ``cost_live_usd``): it reads the
+  replaced request from the agent's cache, as contextfold's cache-riding
+  :class:`~contextfold.summarizers.llm.ModelSummarizer` does (it sends the
+  agent's own request plus the instruction), and writes only the
+  instruction: what the live path pays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from ..pipeline.base import Prices
@@ -25,17 +37,27 @@ T = TypeVar("T")
 INSTRUCTION = {"role": "user", "content": "Summarize the conversation"}
 """The message that ends the priced summarizer call."""
 
+OWN_CACHE, AGENT_CACHE = "own", "agent"
+"""Which cache a priced summarizer call reads (see the module docstring)."""
+
 
 class SummaryPricer(Generic[T]):
     """Prices, request by request, the summaries each agent request brings (see the module docstring).
 
     ``instruction`` is :data:`INSTRUCTION` as the caller's messages are (a
-    rendered message, a key), counted ``instruction_tokens``.
+    rendered message, a key), counted ``instruction_tokens``. ``reads`` is
+    :data:`OWN_CACHE` (``cache`` holds the previous summarizer call) or
+    :data:`AGENT_CACHE` (the call reads what the replaced agent request left;
+    ``cache`` only lends its rule and TTL).
     """
 
-    def __init__(self, prices: Prices, cache: PromptCache[T], instruction: T, instruction_tokens: int) -> None:
+    def __init__(self, prices: Prices, cache: PromptCache[T], instruction: T, instruction_tokens: int,
+                 reads: str = OWN_CACHE) -> None:
+        if reads not in (OWN_CACHE, AGENT_CACHE):
+            raise ValueError(f"reads {reads!r}: expected {OWN_CACHE!r} or {AGENT_CACHE!r}")
         self.prices = prices
         self.cache = cache
+        self.reads = reads
         self.instruction = instruction
         self.instruction_tokens = instruction_tokens
 
@@ -48,5 +70,21 @@ class SummaryPricer(Generic[T]):
             return 0.0
         prompt = Prompt(replaced.tools, replaced.tools_tokens, [*replaced.messages, self.instruction],
                         [*replaced.tokens, self.instruction_tokens], time_s)
-        read = self.cache.read(prompt)
+        read = self.cache.read(prompt) if self.reads == OWN_CACHE else self.cache.served(replaced, prompt)
         return cost_usd(self.prices, cache_read=read, cache_write=prompt.input_tokens - read, output=sum(summary_tokens))
+
+
+class BothRules(Generic[T]):
+    """The summaries priced by both rules: the reference scorer's (:data:`OWN_CACHE`) and the live path's (:data:`AGENT_CACHE`).
+
+    ``cache`` makes an empty cache of the caller's rule and TTL.
+    """
+
+    def __init__(self, prices: Prices, cache: Callable[[], PromptCache[T]], instruction: T,
+                 instruction_tokens: int) -> None:
+        self.own = SummaryPricer(prices, cache(), instruction, instruction_tokens, OWN_CACHE)
+        self.live = SummaryPricer(prices, cache(), instruction, instruction_tokens, AGENT_CACHE)
+
+    def price(self, replaced: Prompt[T] | None, summary_tokens: Sequence[int], time_s: float | None) -> tuple[float, float]:
+        """USD by the reference scorer's rule and as the live path pays (see :meth:`SummaryPricer.price`)."""
+        return self.own.price(replaced, summary_tokens, time_s), self.live.price(replaced, summary_tokens, time_s)
