@@ -82,11 +82,12 @@ def test_a_value_only_a_compacted_output_held_is_found_with_its_provenance() -> 
     assert "value_3_15" in found and "value_3_19" in found and "value_3_20" not in found  # two lines of context
 
 
-def test_items_the_view_still_holds_whole_are_not_searched() -> None:
+def test_items_the_view_still_holds_whole_are_searched_only_when_nothing_else_matches() -> None:
     context = Context(window_tokens=500_000)
-    _session(context, outputs=3)
-    found = context.search_history("value_1_5")
-    assert "no line of the earlier history matches" in found and "still in your context" in found
+    ids = _session(context, outputs=3)
+    found = context.search_history("value_1_5 ")
+    assert "these are in items still in your context" in found and f"--- {ids[1]} · turn 2" in found
+    assert "no line of the session's history matches (" in context.search_history("no such value")
 
 
 def test_newest_first_within_limit_and_token_budget() -> None:
@@ -233,3 +234,16 @@ def test_without_history_tools_the_preview_names_the_file_and_the_summary_no_ref
     context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
     context.add([tool("big", "row\n" * 20_000)])
     assert str(tmp_path / "results") in context.prepare_view().items[-1].text
+
+
+def test_the_history_tools_own_calls_and_results_are_not_searched() -> None:
+    context = Context(window_tokens=500_000)
+    _session(context, outputs=2)
+    context.compact()
+    call = ToolCall("h1", "search_history", {"query": "value_0_3 "})
+    context.add([assistant("", [call])])
+    first = context.answer_tool_call(call)
+    assert first is not None
+    context.add([first])
+    again = context.search_history("value_0_3 ")
+    assert again.count("\n--- ") == first.text.count("\n--- ") == 1  # the earlier search is not a second source

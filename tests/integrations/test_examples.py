@@ -34,6 +34,7 @@ APP_LINE = '"""app.py: adds two numbers."""'
 ANSWER = "contextfold's scripted model read a file; its first line is: "
 SCRIPTS = {  # examples/ script -> (module it needs, the extra that installs it, its provider, the file it reads)
     "anthropic_loop.py": ("anthropic", "anthropic", "anthropic", README_LINE),
+    "lookback_loop.py": ("anthropic", "anthropic", "anthropic", README_LINE),
     "openai_loop.py": ("openai", "openai", "openai", README_LINE),
     "openai_agents_example.py": ("agents", "openai-agents", "openai", README_LINE),
     "pydantic_ai_example.py": ("pydantic_ai", "pydantic-ai", "openai", README_LINE),
@@ -86,6 +87,16 @@ def test_example_runs_offline_against_the_scripted_model(script: str, server: Sc
     assert server.problems == []
     assert ANSWER + line in run.stdout, run.stdout[-3000:]
     assert len(server.valid) >= 3  # listed, read, answered: each request went through contextfold and was valid
+
+
+def test_the_lookback_example_finds_the_compacted_line_in_its_history(server: ScriptedModel, tmp_path: Path) -> None:
+    require("anthropic", "anthropic")
+    env = _offline_env(ANTHROPIC_BASE_URL=server.base_url("anthropic"))
+    run = _run_example("lookback_loop.py", env, _project(tmp_path))
+    assert run.returncode == 0 and server.problems == [], run.stderr[-3000:]
+    assert f"looked back in its history: {README_LINE}" in run.stdout, run.stdout[-3000:]
+    searches = [e for e in server.exchanges if e.turn is not None and any(c.name == "search_history" for c in e.turn.calls)]
+    assert len(searches) == 1
 
 
 def test_every_example_is_tested() -> None:

@@ -54,6 +54,8 @@ READ_MAX_LINES = 400
 READ_MAX_CHARS = 40_000
 """Characters one read_history call returns at most (a file of very long lines stops earlier)."""
 MAX_REF_CHARS = 200
+TOOL_NAMES = frozenset({"search_history", "read_history"})
+"""The history tools themselves: their calls and results are not searched (a search would find its own query)."""
 FILE_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 """Argument names that say which file a tool call read."""
 _NUMBERED = re.compile(r"^\s*(\d{1,9})(?:\t|: |\| |→)")
@@ -171,6 +173,21 @@ def _clip(text: str, end: int | None) -> str:
     return ("…" if start else "") + text[start:stop] + ("…" if stop < len(text) else "")
 
 
+def _looks_back(item: Item, history: Conversation) -> bool:
+    """Whether ``item`` is a history tool's call (and nothing else) or its result."""
+    calls = item.tool_calls
+    if calls:
+        return all(call.name in TOOL_NAMES for call in calls) and not item.text.strip()
+    result = item.tool_result
+    if result is None:
+        return False
+    name = result.tool_name
+    if name is None:
+        call = history.call(result.call_id)
+        name = call.name if call is not None else None
+    return name in TOOL_NAMES
+
+
 def _hits_in(entry: _Entry, history: Conversation, text: str, matcher: Matcher,
             expired: Callable[[], bool]) -> Iterator[Hit]:
     lines = text.splitlines()
@@ -220,14 +237,25 @@ def search_history(
     def expired() -> bool:
         return clock() - started > bound
 
-    everything = _entries(history)
+    everything = [entry for entry in _entries(history) if not _looks_back(entry.item, history)]
     entries = [entry for entry in everything if entry.item.id not in in_view or is_offloaded(entry.item)]
+    hits, searched, stopped = _scan(entries, history, matcher, limit, read_offloaded, expired)
+    seen = [entry for entry in everything if entry.item.id in in_view and not is_offloaded(entry.item)]
+    if not hits and stopped is None and seen:  # nothing out of sight: say where it is in sight, with provenance
+        hits, more, stopped = _scan(seen, history, matcher, limit, read_offloaded, expired)
+        return _result(query, hits, searched + more, len(everything), 0, stopped, count_text, budget_tokens,
+                       in_context=bool(hits))
+    return _result(query, hits, searched, len(entries), len(seen), stopped, count_text, budget_tokens)
+
+
+def _scan(entries: list[_Entry], history: Conversation, matcher: Matcher, limit: int, read_offloaded: ReadOffloaded,
+          expired: Callable[[], bool]) -> tuple[list[Hit], int, str | None]:
+    """Up to ``limit`` hits in ``entries``, newest first; how many entries were searched; ``"time"`` if cut short."""
     hits: list[Hit] = []
-    searched, stopped = 0, None
+    searched = 0
     for entry in reversed(entries):
         if expired():
-            stopped = "time"
-            break
+            return hits, searched, "time"
         searched += 1
         text = item_text(entry.item, read_offloaded)
         if not matcher.may_occur_in(text):
@@ -235,23 +263,19 @@ def search_history(
         for hit in _hits_in(entry, history, text, matcher, expired):
             hits.append(hit)
             if len(hits) >= limit:
-                break
-        if len(hits) >= limit:
-            break
+                return hits, searched, None
         if expired():
-            stopped = "time"
-            break
-    return _result(query, hits, searched, len(entries), len(everything) - len(entries), stopped, count_text,
-                   budget_tokens)
+            return hits, searched, "time"
+    return hits, searched, None
 
 
 def _result(query: str, hits: list[Hit], searched: int, total: int, seen: int, stopped: str | None,
-            count_text: CountText, budget_tokens: int) -> SearchResult:
+            count_text: CountText, budget_tokens: int, *, in_context: bool = False) -> SearchResult:
     head = f"search_history({query!r}):"
     if not hits:
         why = f"; stopped at the time bound after {searched} of {total} items: narrow the query" if stopped else ""
-        text = (f"{head} no line of the earlier history matches ({searched} items searched; the {seen} items "
-                f"still in your context were not){why}.")
+        skipped = f"; the {seen} items still in your context were not" if seen else ""
+        text = f"{head} no line of the session's history matches ({searched} items searched{skipped}){why}."
         return SearchResult(query, (), 0, searched, total, stopped, text)
     shown: list[Hit] = []
     parts: list[str] = []
@@ -265,6 +289,8 @@ def _result(query: str, hits: list[Hit], searched: int, total: int, seen: int, s
         parts.append(block)
         used += cost
     notes = [f"{len(hits)} matching line{'s' if len(hits) != 1 else ''}, newest first"]
+    if in_context:
+        notes.append("none in what compaction took out: these are in items still in your context")
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} not shown (token budget): narrow the query")
     if stopped:

@@ -14,10 +14,10 @@ from typing import Any
 
 from ..conversation import ToolSpec
 from ..errors import HistoryQueryError
-from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES
+from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES
 
 SEARCH, READ = "search_history", "read_history"
-NAMES = frozenset({SEARCH, READ})
+NAMES = TOOL_NAMES
 
 SEARCH_SPEC = ToolSpec(
     SEARCH,

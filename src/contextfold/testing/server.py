@@ -17,6 +17,8 @@ every tool call went out and its result came back through contextfold.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -55,15 +57,33 @@ def _chosen_file(listing: str) -> str:
     return PREFERRED_FILE if PREFERRED_FILE in files or not files else files[0]
 
 
+ANSWER = "contextfold's scripted model read a file; its first line is: "
+_EARLIER_ANSWER = re.compile(re.escape(ANSWER) + r'((?:[^"\\]|\\.)*)')
+
+
+def _earlier_answer(body: Mapping[str, Any]) -> str | None:
+    """The first line this script answered with earlier in the session, as the request still holds it."""
+    found = _EARLIER_ANSWER.findall(json.dumps(body, ensure_ascii=False))
+    return json.loads(f'"{found[-1]}"').strip() or None if found else None
+
+
 def reading_script(seen: Seen) -> Turn:
     """List (when ``list_files`` is offered), read one file with ``read_file``, then answer with what it read.
 
     A request without ``read_file`` is answered at once; any request after
     the answer (a follow-up run on the same history) is answered from the
-    history too, so a second question in an example gets a reply.
+    history too, so a second question in an example gets a reply. When
+    ``search_history`` is offered, the first follow-up looks back instead:
+    it searches the history for the line it answered with, then answers
+    with the matching line the search returned.
     """
     tools = tool_names(seen.provider, seen.body)
     listing = "list_files" in tools
+    answered = 2 if listing else 1
+    if "search_history" in tools and "read_file" in tools and seen.step > answered:
+        looked_back = _look_back(seen, answered)
+        if looked_back is not None:
+            return looked_back
     if "read_file" not in tools:
         return Turn("contextfold's scripted model: no read_file tool was offered, so there is nothing to read.")
     if seen.step == 0 and listing:
@@ -72,8 +92,24 @@ def reading_script(seen: Seen) -> Turn:
         path = _chosen_file(seen.results[0]) if listing and seen.results else PREFERRED_FILE
         return Turn("", (Call("read_file", {"path": path}),))
     if seen.step == (2 if listing else 1) and seen.results:
-        return Turn(f"contextfold's scripted model read a file; its first line is: {_first_line(seen.results[0])}")
+        return Turn(f"{ANSWER}{_first_line(seen.results[0])}")
     return Turn("contextfold's scripted model answers from the history: the file above says what the project does.")
+
+
+def _look_back(seen: Seen, answered: int) -> Turn | None:
+    """The follow-up's two steps with ``search_history``: search for the earlier answer, then say what came back."""
+    if seen.step == answered + 1 and not seen.results:
+        earlier = _earlier_answer(seen.body)
+        return Turn("", (Call("search_history", {"query": earlier}),)) if earlier else None
+    if seen.step == answered + 2 and seen.results:
+        source = ""
+        for line in seen.results[0].splitlines():
+            source = line if line.startswith("--- ") else source
+            if line.startswith(">") and "· output of " in source:  # the tool output it came from, not its own answer
+                origin = source.removeprefix("--- ")
+                return Turn(f"contextfold's scripted model looked back in its history: {line.split('| ', 1)[-1]} "
+                            f"(from {origin})")
+    return None
 
 
 def environment_lines(url: str, providers: Sequence[str]) -> list[str]:
