@@ -88,3 +88,19 @@ def test_a_missing_session_or_store_is_one_line_and_exit_code_2(tmp_path: Path) 
     assert result.exit_code == 2 and "no session 'nobody'" in result.output
     result = CliRunner().invoke(cli, ["inspect", "nowhere.jsonl"])
     assert result.exit_code == 2 and "STORE#session-id" in result.output
+
+
+def test_inspect_reads_a_session_a_writer_holds_and_writes_nothing(tmp_path: Path) -> None:
+    """``inspect STORE#ID`` only reads: it used to resume the session as a writer, so a session another
+    process was writing was refused as locked (and a store it could not write was "cannot open the transcript
+    for appending")."""
+    folder = tmp_path / "sessions"
+    writer = Context(window_tokens=20_000, transcript=folder, session_id="s1")  # holds the session's lock
+    try:
+        writer.add([{"role": "user", "content": "Fix the bug in f1.py"}])
+        before = (folder / "s1.jsonl").read_bytes()
+        inspected = json.loads(run("inspect", f"{folder}#s1", "--json", "--tokenizer", "estimate"))
+        assert inspected["items"] == 1
+        assert (folder / "s1.jsonl").read_bytes() == before
+    finally:
+        writer.close()

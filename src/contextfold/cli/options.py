@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -24,10 +24,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import importers
 from ..adapters import PROVIDERS, adapter_for
 from ..conversation import Conversation
-from ..errors import ContextfoldError, UnknownModel
+from ..errors import ContextfoldError, StoreError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
-from ..stores import StoredSession, redact, split_session_ref
+from ..stores import open_store, redact, split_session_ref
+from ..stores.opening import local_path
+from ..stores.records import restore
 from ..stores.transcript import FORMAT as TRANSCRIPT_FORMAT
 from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
@@ -120,6 +122,15 @@ def recorded_argument(function: F) -> F:
     return click.argument("file", type=RecordedSession())(function)
 
 
+def existing(location: str) -> str:
+    """``location``, when the store is there: opening a store creates it (a SQLite file, a folder), which reading
+    one must not do, nor report a mistyped path as an empty store. (A server's store is checked by connecting.)"""
+    path = local_path(location)
+    if path is not None and not path.exists():
+        raise StoreError(f"{redact(location)}: the store does not exist ({path} not found)")
+    return location
+
+
 def load_recorded(source: Path | StoredRef, format_: str | None = None) -> list[Conversation]:
     """The conversations of a recorded file (its format sniffed unless given), or the history of a stored session.
 
@@ -136,9 +147,9 @@ def load_recorded(source: Path | StoredRef, format_: str | None = None) -> list[
         return importers.load(source, format=format_)
     if format_ is not None:
         raise click.UsageError("--input-format is for files: a stored session has its own")
-    session = StoredSession.resume(source.location, source.session_id)
-    session.close()
-    return [session.restored.conversation]
+    with closing(open_store(existing(source.location))) as store:  # read only: inspecting never takes a writer's lock
+        records = store.read(source.session_id)
+    return [restore(str(source), records).conversation]
 
 
 def is_transcript(path: Path) -> bool:

@@ -22,12 +22,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import StoreError
-from ..stores import StoredSession, open_store, prune, redact
+from ..stores import StoredSession, open_store, prune
 from ..stores.base import VIEW_EVENT
-from ..stores.opening import local_path
 from ..stores.records import to_line
-from .options import reports_errors
+from .options import existing, reports_errors
 
 store_option = click.option(
     "--store", "location", envvar="CONTEXTFOLD_STORE", required=True, metavar="URL",
@@ -39,15 +37,6 @@ json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead
 @click.group("sessions")
 def sessions() -> None:
     """The sessions of a store: list, show, export, prune."""
-
-
-def existing(location: str) -> str:
-    """``location``, when the store is there: opening a store creates it (a SQLite file, a folder), which reading
-    one must not do, nor report a mistyped path as an empty store. (A server's store is checked by connecting.)"""
-    path = local_path(location)
-    if path is not None and not path.exists():
-        raise StoreError(f"{redact(location)}: the store does not exist ({path} not found)")
-    return location
 
 
 @sessions.command("list")
