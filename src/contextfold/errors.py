@@ -217,6 +217,17 @@ class SessionNotFound(StoreError):
         super().__init__(f"{store}: no session {session_id!r}")
 
 
+class BlobNotFound(StoreError):
+    """The session holds no blob under this digest (it was never put there, its session was pruned, or the
+    name given is not a digest at all: ``digest`` says which was asked for)."""
+
+    def __init__(self, store: str, session_id: str, digest: str, reason: str = "no such blob") -> None:
+        self.store = store
+        self.session_id = session_id
+        self.digest = digest
+        super().__init__(f"{store}#{session_id}: blob {digest[:80]!r}: {reason}")
+
+
 class SessionExists(StoreError):
     """A session with this id is already in the store, so it cannot be created again."""
 

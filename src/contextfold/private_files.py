@@ -107,12 +107,14 @@ def open_file(dir_fd: int, name: str, flags: int, *, where: Path, unsafe: type[U
     return fd
 
 
-def write_new(dir_fd: int, name: str, data: bytes, *, where: Path) -> Path:
+def write_new(dir_fd: int, name: str, data: bytes, *, where: Path, durable: bool = False) -> Path:
     """Write ``data`` as ``name`` in the folder ``dir_fd``, all or nothing; returns the path.
 
     The bytes go to a fresh temporary file (``O_EXCL``, 0600) that is renamed
     over ``name`` once complete: a link planted at ``name`` is replaced, not
     followed, and on any error (a full disk) the temporary file is removed.
+    ``durable``: the file and the rename are flushed to disk before this
+    returns (for what a record written after it will name).
     """
     temporary = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
     fd = open_file(dir_fd, temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, where=where)
@@ -124,9 +126,13 @@ def write_new(dir_fd: int, name: str, data: bytes, *, where: Path) -> Path:
                 if written == 0:
                     raise OSError(errno.ENOSPC, "the file accepted no bytes")
                 view = view[written:]
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if durable:
+            os.fsync(dir_fd)
     except BaseException:
         try:
             os.unlink(temporary, dir_fd=dir_fd)

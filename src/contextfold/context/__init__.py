@@ -52,6 +52,7 @@ from ..events import Event
 from ..limits import ModelLimits, model_limits
 from ..lookback import history as lookback
 from ..lookback import tools as history_tools
+from ..lookback.offloaded import offloaded_output
 from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
@@ -112,9 +113,12 @@ class Context:
     on disk. ``store`` is a session store or its URL (``sqlite:///sessions.db``,
     ``postgresql://...``, ``redis://...``, a folder; see :mod:`contextfold.stores`):
     a new session ``session_id`` is created there (:meth:`resume` continues
-    one), and any number of processes may then add to it. ``results_dir`` is
-    where oversized outputs are persisted (default: next to the transcript or
-    the SQLite file, else nowhere: they are only cut).
+    one), and any number of processes may then add to it. An oversized output
+    is kept as a blob of the session's store (the JSONL folder: a file next to
+    the transcript), so any worker that resumes the session reads it back
+    (``saved_output(item, context.transcript)``) and retention removes it with
+    the session; ``results_dir`` puts such outputs in that folder instead.
+    With no store, and no ``results_dir``, they are only cut.
     ``clock`` gives the time in seconds (``None`` when unknown: the prompt
     cache is then taken to be warm). ``pipeline`` is the stages to run,
     :data:`~contextfold.pipeline.DEFAULT_PIPELINE` with stages added, replaced
@@ -192,6 +196,7 @@ class Context:
         folder = self._journal.folder
         default_results = folder / f"{self.session_id}-results" if folder is not None else None
         self.results_dir = Path(results_dir) if results_dir is not None else default_results
+        self._results_given = results_dir is not None  # else oversized outputs go to the session's blobs
 
     @property
     def window_tokens(self) -> int:
@@ -240,7 +245,8 @@ class Context:
             self.set_header(header)
         items = []
         for item in conversation.items:
-            item, events = admit(item, self.policy, self.results_dir, self.estimator.item)
+            blobs = self._journal.session if not self._results_given else None
+            item, events = admit(item, self.policy, self.results_dir, self.estimator.item, blobs)
             self._emit(events)
             items.append(item)
         added = self._journal.append(self._timeline, items)
@@ -765,11 +771,16 @@ class Context:
         by_id = {item.id: item for item in history.items}
         in_view = frozenset(item.id for item in self.view().items if by_id.get(item.id) is item)
         return lookback.search_history(history, query, limit=limit, regex=regex, ignore_case=ignore_case,
-                                       in_view=in_view, count_text=self.estimator.text).text
+                                       in_view=in_view, count_text=self.estimator.text,
+                                       read_offloaded=self._read_offloaded).text
 
     def read_history(self, ref: str, lines: str | None = None) -> str:
         """The agent's ``read_history`` tool: lines ``lines`` (``"120-160"``) of the item ``ref`` names, verbatim."""
-        return lookback.read_history(self.history, ref, lines)
+        return lookback.read_history(self.history, ref, lines, read_offloaded=self._read_offloaded)
+
+    def _read_offloaded(self, item: Item) -> str | None:
+        """An offloaded output read back from this session's store (any worker's), or its file."""
+        return offloaded_output(item, self._journal.session)
 
     def history_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
         """The definitions of ``search_history`` and ``read_history`` in ``provider``'s tool format (add them to

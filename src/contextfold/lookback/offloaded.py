@@ -12,23 +12,26 @@ from __future__ import annotations
 import logging
 
 from ..conversation import Item
-from ..errors import UnsafePath
-from ..pipeline.stages.persist import saved_output
+from ..errors import StoreError, UnsafePath
+from ..pipeline.stages.persist import Blobs, saved_output
 
 log = logging.getLogger(__name__)
 
 
 def is_offloaded(item: Item) -> bool:
-    """Whether the history holds only a preview of ``item``'s output."""
-    return isinstance(item.meta.get("saved_to"), str)
+    """Whether the history holds only a preview of ``item``'s output (kept as a blob of the session's store,
+    or as a file)."""
+    return isinstance(item.meta.get("blob"), str) or isinstance(item.meta.get("saved_to"), str)
 
 
-def offloaded_output(item: Item) -> str | None:
-    """The whole output of an offloaded item, or ``None`` when it was not offloaded or can no longer be read."""
+def offloaded_output(item: Item, blobs: Blobs | None = None) -> str | None:
+    """The whole output of an offloaded item, read from the session's ``blobs`` (the stored session the
+    history belongs to) or its file; ``None`` when it was not offloaded or can no longer be read (its session
+    pruned, the store out of reach)."""
     if not is_offloaded(item):
         return None
     try:
-        return saved_output(item)
-    except (OSError, UnsafePath) as error:
+        return saved_output(item, blobs)
+    except (OSError, UnsafePath, StoreError) as error:
         log.warning("the offloaded output of item %.80r cannot be read back: %s", item.id, error)
         return None

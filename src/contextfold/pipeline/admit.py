@@ -3,8 +3,8 @@
 Two decisions are made once, when an item arrives, because the transcript
 records the item as it is kept: its secrets are redacted when the policy says
 so (:mod:`contextfold.redaction`; the event names the kinds found, never the
-secrets), and an oversized output is saved to disk with only its preview
-kept (:func:`~contextfold.pipeline.stages.persist.offload`).
+secrets), and an oversized output is saved (the session's blobs, or a
+folder) with only its preview kept (:func:`~contextfold.pipeline.stages.persist.offload`).
 
 Once kept, an item is read once for what every compaction will ask of it
 (:func:`observe`): items never change, so a compaction then does only the
@@ -24,13 +24,13 @@ from ..redaction import describe, redact_item
 from ..summarizers._facts import read_ahead
 from .base import Policy
 from .importance import item_tokens, token_lines
-from .stages.persist import offload
+from .stages.persist import Blobs, offload
 
 logger = logging.getLogger(__name__)
 
 
 def admit(item: Item, policy: Policy, results_dir: Path | None,
-          count_item: Callable[[Item], int]) -> tuple[Item, list[Event]]:
+          count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
     """``item`` as the transcript and the history keep it, and the events of what was done to it."""
     events = []
     if policy.redact_secrets:
@@ -38,7 +38,7 @@ def admit(item: Item, policy: Policy, results_dir: Path | None,
         if found:
             logger.info("redacted %s from item %s", describe(found), item.id)
             events.append(Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}", data=dict(found)))
-    item, offloaded = offload(item, policy, results_dir, count_item)
+    item, offloaded = offload(item, policy, results_dir, count_item, blobs)
     return item, events + offloaded
 
 

@@ -21,11 +21,15 @@ holds, so every backend reads back exactly what was written.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import BlobNotFound, StoreError
 
 Record = dict[str, Any]
 """One record: ``{"seq": n, "type": ..., ...}`` on reading, without ``seq`` when appended."""
@@ -43,6 +47,30 @@ DURABILITIES: tuple[str, ...] = ("process", "commit")
   loss (``synchronous=FULL``, ``synchronous_commit=on``). An append costs a
   disk flush (0.2 ms on a local SSD, 5-10 ms on many virtual disks).
 """
+
+BLOB_DIGEST = re.compile(r"[0-9a-f]{64}")
+"""How a blob is named: the SHA-256 of its bytes in lowercase hex (nothing else, so a name is never a path)."""
+
+
+def blob_digest(data: bytes) -> str:
+    """The name a blob of ``data`` is kept under in any store: the same bytes, the same name."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def checked_digest(where: str, session_id: str, digest: object) -> str:
+    """``digest`` if it is a blob name; :class:`~contextfold.errors.BlobNotFound` otherwise (a path, ``../``,
+    another type): a name that is not a digest can name nothing in any store."""
+    if isinstance(digest, str) and BLOB_DIGEST.fullmatch(digest):
+        return digest
+    raise BlobNotFound(where, session_id, str(digest), "not a blob name (64 lowercase hex digits)")
+
+
+def verified(where: str, session_id: str, digest: str, data: bytes) -> bytes:
+    """``data`` read for ``digest``, checked to be what was put there (a damaged blob is an error, not content)."""
+    if blob_digest(data) != digest:
+        raise StoreError(f"{where}#{session_id}: blob {digest} is damaged: its bytes no longer match their digest")
+    return data
+
 
 VIEW_EVENT = "view"
 """Event kind of a view checkpoint (what was being sent after a stage changed it)."""
@@ -92,6 +120,20 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files. Safe to call twice."""
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """A store that keeps blobs beside its sessions: large tool outputs offloaded from the history, kept by
+    content (:func:`blob_digest`) so any worker that resumes the session reads them back, and removed with
+    the session by :meth:`Store.delete` (retention). All four stores here are blob stores."""
+
+    def put_blob(self, session_id: str, data: bytes) -> str:
+        """Keep ``data`` for the session, durably before this returns; its digest. The same bytes again are a
+        no-op. :class:`~contextfold.errors.SessionNotFound` if there is no such session."""
+
+    def get_blob(self, session_id: str, digest: str) -> bytes:
+        """The bytes put under ``digest``; :class:`~contextfold.errors.BlobNotFound` if there are none."""
 
 
 def redact(url: str) -> str:

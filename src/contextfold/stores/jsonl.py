@@ -18,8 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ..codec import header_from_dict
-from ..errors import SessionNotFound, StoreError, StoreUnavailable, TranscriptCorrupt, TranscriptError, ViewConflict
-from .base import VIEW_EVENT, Record, SessionInfo
+from ..errors import (
+    BlobNotFound,
+    SessionNotFound,
+    StoreError,
+    StoreUnavailable,
+    TranscriptCorrupt,
+    TranscriptError,
+    ViewConflict,
+)
+from ..private_files import open_dir, open_file, write_new
+from .base import VIEW_EVENT, Record, SessionInfo, blob_digest, checked_digest, verified
 from .records import encode, to_line
 from .transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
 
@@ -103,6 +112,46 @@ class JsonlStore:
         self._revisions[session_id] = max((e.seq for e in writer.restored.events if e.kind == VIEW_EVENT), default=0)
         return writer
 
+    # -- blobs: files in the session's results folder, named by digest
+    def blob_path(self, session_id: str, digest: str) -> Path:
+        """Where the blob ``digest`` of the session is (or would be) kept: a file the agent's tools can read."""
+        return self._results(session_id) / f"sha256-{checked_digest(self.url, session_id, digest)}.txt"
+
+    def _results(self, session_id: str) -> Path:
+        return self.directory / f"{session_id}-results"  # where Context has always saved large outputs
+
+    def put_blob(self, session_id: str, data: bytes) -> str:
+        """Write ``data`` whole under a temporary name, flushed to disk, then renamed into place (owner-only
+        folder and file, never through a link); its digest."""
+        if not transcript_path(self.directory, session_id).is_file():
+            raise SessionNotFound(self.url, session_id)
+        digest = blob_digest(data)
+        path = self.blob_path(session_id, digest)
+        try:
+            folder = open_dir(path.parent)
+            try:
+                write_new(folder, path.name, bytes(data), where=path.parent, durable=True)
+            finally:
+                os.close(folder)
+        except OSError as err:
+            raise StoreUnavailable(f"{path}: cannot write the blob: {err}") from err
+        return digest
+
+    def get_blob(self, session_id: str, digest: str) -> bytes:
+        path = self.blob_path(session_id, digest)
+        try:
+            folder = open_dir(path.parent, create=False)
+            try:
+                fd = open_file(folder, path.name, os.O_RDONLY, where=path.parent)
+            finally:
+                os.close(folder)
+        except FileNotFoundError:
+            raise BlobNotFound(self.url, session_id, digest) from None
+        except OSError as err:
+            raise StoreError(f"{path}: cannot read the blob: {err}") from err
+        with os.fdopen(fd, "rb") as file:
+            return verified(self.url, session_id, digest, file.read())
+
     # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
         """The records after ``after``, up to the first damaged line (logged; the writer sets it aside)."""
@@ -168,7 +217,7 @@ class JsonlStore:
             path.unlink()
         except FileNotFoundError:
             raise SessionNotFound(self.url, session_id) from None
-        results = self.directory / f"{session_id}-results"  # where Context persists large outputs
+        results = self._results(session_id)  # large outputs and blobs
         if results.is_dir() and not results.is_symlink():
             shutil.rmtree(results)
 

@@ -42,6 +42,7 @@ class PostgresStore(SqlStore):
     """Sessions in two tables of a PostgreSQL database."""
 
     placeholder = "%s"
+    blob_type = "BYTEA"
 
     def __init__(self, url: str, *, durability: Durability = "process") -> None:
         self._link = ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),

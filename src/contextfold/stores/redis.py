@@ -3,7 +3,8 @@
 A session is a list of record bodies (its index is the sequence number, so
 ``RPUSH`` hands out gap-free numbers), a hash with its times and view
 revision, a hash from item ids to their sequence numbers (an append retried
-after a timeout finds its items there and pushes nothing again), and a
+after a timeout finds its items there and pushes nothing again), a hash of
+its offloaded outputs by digest (deleted with it), and a
 member of a sorted set of sessions by last update. Every
 write is one Lua script, which Redis runs atomically: an append checks that
 the session exists and pushes all its records together; a view change pushes
@@ -21,8 +22,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import SessionExists, SessionNotFound, ViewConflict, install_hint
-from .base import Record, SessionInfo
+from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict, install_hint
+from .base import Record, SessionInfo, blob_digest, checked_digest, verified
 from .records import decode, encode, record_key
 from .server import ServerLink
 
@@ -55,6 +56,12 @@ end
 redis.call('HSET', KEYS[1], 'updated', ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
 return seqs
+"""
+
+_PUT_BLOB = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+return 0
 """
 
 _COMMIT_VIEW = """
@@ -97,7 +104,7 @@ class RedisStore:
             self._scripts: dict[str, Callable[..., Any]] = {
                 name: self._client.register_script(source)
                 for name, source in (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW),
-                                     ("lease", _LEASE), ("release", _RELEASE))
+                                     ("lease", _LEASE), ("release", _RELEASE), ("put_blob", _PUT_BLOB))
             }
 
     def __repr__(self) -> str:
@@ -107,6 +114,10 @@ class RedisStore:
     def _keys(session_id: str) -> list[str]:
         return [f"{PREFIX}:session:{session_id}", f"{PREFIX}:records:{session_id}", f"{PREFIX}:sessions",
                 f"{PREFIX}:keys:{session_id}"]
+
+    @staticmethod
+    def _blobs(session_id: str) -> str:
+        return f"{PREFIX}:blobs:{session_id}"
 
     # -- writing
     def create(self, session_id: str, header: Record) -> None:
@@ -135,6 +146,25 @@ class RedisStore:
         if status == -2:
             raise ViewConflict(self.url, session_id, base, seq)
         return int(seq)
+
+    # -- blobs (a hash a session, from digest to bytes)
+    def put_blob(self, session_id: str, data: bytes) -> str:
+        """Keep ``data`` for the session (one script: the session must exist); its digest. Written before any
+        record that names it, on the same connection, so the server's log holds it first."""
+        digest = blob_digest(data)
+        with self._errors():
+            done = self._scripts["put_blob"]([self._keys(session_id)[0], self._blobs(session_id)], [digest, bytes(data)])
+        if done == -1:
+            raise SessionNotFound(self.url, session_id)
+        return digest
+
+    def get_blob(self, session_id: str, digest: str) -> bytes:
+        digest = checked_digest(self.url, session_id, digest)
+        with self._errors():
+            data = self._client.hget(self._blobs(session_id), digest)
+        if data is None:
+            raise BlobNotFound(self.url, session_id, digest)
+        return verified(self.url, session_id, digest, bytes(data))
 
     # -- the summary lease (a key that expires on its own if the worker dies)
     def lease(self, session_id: str, holder: str, seconds: float) -> bool:
@@ -177,7 +207,7 @@ class RedisStore:
         meta, records, index, keys = self._keys(session_id)
         with self._errors():
             pipe = self._client.pipeline(transaction=True)
-            pipe.delete(meta, records, keys)
+            pipe.delete(meta, records, keys, self._blobs(session_id))
             pipe.zrem(index, session_id)
             deleted, _ = pipe.execute()
         if not deleted:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..conversation import Header, Item
-from ..errors import SessionExists, StoreUnavailable
-from .base import VIEW_EVENT, Record, Store
+from ..errors import SessionExists, StoreError, StoreUnavailable
+from .base import VIEW_EVENT, BlobStore, Record, Store
 from .opening import open_store
 from .outbox import Batch, Outbox
 from .records import encode, event_record, header_record, header_update_record, item_record, restore, view_revision
@@ -124,6 +124,28 @@ class StoredSession:
     def folder(self) -> Path | None:
         """Where files that belong with the session (persisted outputs) go: next to its file, if it has one."""
         return self.path.parent if self.path is not None else None
+
+    # -- blobs: offloaded outputs, kept by content beside the session (see BlobStore)
+    def put_blob(self, data: bytes) -> str:
+        """Keep ``data`` with the session, durable when this returns (before any item naming it is appended);
+        its digest, the name :meth:`get_blob` reads it back by from any worker that resumes the session.
+        :class:`~contextfold.errors.StoreUnavailable` if the store refuses it now (nothing then names it)."""
+        return self._blobs().put_blob(self.session_id, data)
+
+    def get_blob(self, digest: str) -> bytes:
+        """The bytes :meth:`put_blob` kept under ``digest`` in this session (never another session's);
+        :class:`~contextfold.errors.BlobNotFound` if there are none, or ``digest`` is not a digest."""
+        return self._blobs().get_blob(self.session_id, digest)
+
+    def blob_path(self, digest: str) -> Path | None:
+        """The file the blob is in, when the store keeps blobs as files (the JSONL folder), else ``None``."""
+        locate = getattr(self.store, "blob_path", None)
+        return locate(self.session_id, digest) if locate is not None else None
+
+    def _blobs(self) -> BlobStore:
+        if not isinstance(self.store, BlobStore):
+            raise StoreError(f"{self.store.url}: this store keeps no blobs (it has no put_blob/get_blob)")
+        return self.store
 
     # -- writing
     def append_items(self, items: Sequence[Item]) -> list[int]:

@@ -1,6 +1,7 @@
 """What the SQL stores share: two tables, and one short transaction for every write.
 
-``contextfold_leases`` holds the summary lease of a session while a worker
+``contextfold_blobs`` holds a session's offloaded outputs by digest,
+deleted with the session. ``contextfold_leases`` holds the summary lease of a session while a worker
 summarizes it (so another does not summarize the same span; it expires on
 its own if the worker dies). ``contextfold_sessions`` has a row a session with the next sequence number
 and the revision of its view; ``contextfold_records`` a row a record, keyed by
@@ -22,8 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import SessionExists, SessionNotFound, ViewConflict
-from .base import Record, SessionInfo
+from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict
+from .base import Record, SessionInfo, blob_digest, checked_digest, verified
 from .records import decode, encode, record_key
 
 SCHEMA = (
@@ -46,6 +47,13 @@ SCHEMA = (
         expires DOUBLE PRECISION NOT NULL
     )""",
 )
+BLOBS = """CREATE TABLE IF NOT EXISTS contextfold_blobs (
+        session_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data {blob_type} NOT NULL,
+        PRIMARY KEY (session_id, digest)
+    )"""
+"""Offloaded outputs, by session and the SHA-256 of their bytes (see :class:`~contextfold.stores.base.BlobStore`)."""
 KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS contextfold_records_key ON contextfold_records (session_id, item_key)"
 
 
@@ -55,6 +63,7 @@ class SqlStore:
     exclusive = False
     url: str
     placeholder = "?"
+    blob_type = "BLOB"
 
     @contextmanager
     def _transaction(self, *, block: bool = True) -> Iterator[Any]:
@@ -86,6 +95,7 @@ class SqlStore:
         """The tables, and the item key a database made before it had one gains (in the open's transaction)."""
         for statement in SCHEMA:
             cursor.execute(statement)
+        cursor.execute(BLOBS.format(blob_type=self.blob_type))
         cursor.execute("SELECT * FROM contextfold_records WHERE 1 = 0")
         if "item_key" not in [column[0] for column in cursor.description]:
             cursor.execute("ALTER TABLE contextfold_records ADD COLUMN item_key TEXT")
@@ -138,6 +148,29 @@ class SqlStore:
                            (session_id, seq, body))
         return seq
 
+    # -- blobs
+    def put_blob(self, session_id: str, data: bytes) -> str:
+        """Keep ``data`` for the session in one transaction, committed (with the store's durability) before
+        this returns, so it is in before any record that names it; its digest."""
+        digest = blob_digest(data)
+        with self._transaction() as cursor:
+            cursor.execute(self._sql("SELECT 1 FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
+            if cursor.fetchone() is None:
+                raise SessionNotFound(self.url, session_id)
+            cursor.execute(self._sql("INSERT INTO contextfold_blobs VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
+                           (session_id, digest, bytes(data)))
+        return digest
+
+    def get_blob(self, session_id: str, digest: str) -> bytes:
+        digest = checked_digest(self.url, session_id, digest)
+        with self._transaction(block=False) as cursor:
+            cursor.execute(self._sql("SELECT data FROM contextfold_blobs WHERE session_id = ? AND digest = ?"),
+                           (session_id, digest))
+            row = cursor.fetchone()
+        if row is None:
+            raise BlobNotFound(self.url, session_id, digest)
+        return verified(self.url, session_id, digest, bytes(row[0]))
+
     # -- the summary lease
     def lease(self, session_id: str, holder: str, seconds: float) -> bool:
         """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
@@ -181,6 +214,7 @@ class SqlStore:
             if cursor.rowcount != 1:
                 raise SessionNotFound(self.url, session_id)
             cursor.execute(self._sql("DELETE FROM contextfold_records WHERE session_id = ?"), (session_id,))
+            cursor.execute(self._sql("DELETE FROM contextfold_blobs WHERE session_id = ?"), (session_id,))
 
     def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
         with self._transaction() as cursor:

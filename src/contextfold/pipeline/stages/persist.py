@@ -11,9 +11,12 @@ is cut to the same preview without a path and the event says so (and the
 log): the transcript still holds the whole output.
 
 :func:`offload` does the same when an item is added, before the transcript
-or the history hold it, so a large output lives on disk only (the history
-keeps the preview, with the file's path in ``meta["saved_to"]``;
-:func:`saved_output` reads it back). An output too large even for a
+or the history hold it, so a large output lives outside the history only:
+in a stored session, as a blob of its store named by the SHA-256 of its
+bytes (``meta["blob"]``; the JSONL folder keeps it as a file, its path in
+``meta["saved_to"]``), so any worker that resumes the session reads it back
+and retention removes it with the session; with an explicit results folder,
+as a file there. :func:`saved_output` reads either back. An output too large even for a
 transcript record that cannot be saved either becomes an error result that
 still answers its call (:class:`~contextfold.errors.OutputNotStored`).
 """
@@ -27,9 +30,10 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from ...conversation import Conversation, Item
-from ...errors import OutputNotStored, UnsafePath
+from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
 from ..base import Budget, Policy
@@ -67,8 +71,24 @@ def save_output(results_dir: str | os.PathLike[str], item_id: str, text: str) ->
         os.close(dir_fd)
 
 
-def saved_output(item: Item) -> str | None:
-    """The whole output of an item :func:`offload` saved, read back from its file (``None`` if it was not saved)."""
+class Blobs(Protocol):
+    """Where a session keeps offloaded outputs by content (a stored session: its store's blobs, see
+    :class:`~contextfold.stores.base.BlobStore`), so any worker that resumes the session can read them."""
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    def get_blob(self, digest: str) -> bytes: ...
+
+    def blob_path(self, digest: str) -> Path | None: ...
+
+
+def saved_output(item: Item, blobs: Blobs | None = None) -> str | None:
+    """The whole output of an item :func:`offload` saved, read back: from the session's ``blobs`` when it was
+    kept there (``meta["blob"]``), else from its file (``meta["saved_to"]``); ``None`` if it was not saved.
+    A blob that is gone (its session pruned) is :class:`~contextfold.errors.BlobNotFound`."""
+    digest = item.meta.get("blob")
+    if isinstance(digest, str) and blobs is not None:
+        return blobs.get_blob(digest).decode("utf-8", "surrogatepass")
     saved_to = item.meta.get("saved_to")
     if not isinstance(saved_to, str):
         return None
@@ -90,19 +110,25 @@ def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) 
     return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
 
 
-def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | None) -> tuple[Item, str | None]:
-    """``item`` with its output saved in ``results_dir`` and replaced by a preview saying where; and why
-    saving failed, if it did (the preview then has no path)."""
+def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | None,
+              blobs: Blobs | None = None) -> tuple[Item, str | None]:
+    """``item`` with its output kept in the session's ``blobs`` (else saved in ``results_dir``) and replaced
+    by a preview saying where; and why keeping it failed, if it did (the preview then says nowhere)."""
     text = result_text(item)
-    failure, saved = None, None
-    if results_dir is not None:
-        try:
+    failure, saved, meta = None, None, {}
+    try:
+        if blobs is not None:
+            digest = blobs.put_blob(text.encode("utf-8", "surrogatepass"))
+            saved, meta = blobs.blob_path(digest), {"blob": digest}  # a path only where blobs are files
+        elif results_dir is not None:
             saved = save_output(results_dir, item.id, text)
-        except (OSError, UnsafePath) as error:
-            log.warning("could not save the output of item %.80r; only a preview is kept: %s", item.id, error)
-            failure = str(error)
+    except (OSError, UnsafePath, StoreError) as error:
+        log.warning("could not save the output of item %.80r; only a preview is kept: %s", item.id, error)
+        failure = str(error)
+    if saved is not None:
+        meta["saved_to"] = str(saved)
     result = with_result(item, _preview(text, policy, _where(item, text, saved, policy)), STAGE)
-    return (replace(result, meta={**result.meta, "saved_to": str(saved)}) if saved else result), failure
+    return (replace(result, meta={**result.meta, **meta}) if meta else result), failure
 
 
 def _where(item: Item, text: str, saved: Path | None, policy: Policy) -> str:
@@ -117,19 +143,20 @@ def _where(item: Item, text: str, saved: Path | None, policy: Policy) -> str:
 
 
 def offload(item: Item, policy: Policy, results_dir: Path | None,
-            count_item: Callable[[Item], int]) -> tuple[Item, list[Event]]:
-    """At add time: an oversized output goes to disk now, and only its preview is kept (see the module doc)."""
+            count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
+    """At add time: an oversized output goes to the session's blobs (or disk) now, and only its preview is
+    kept (see the module doc). The blob is durable before the item naming it is recorded."""
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
-    if results_dir is not None:
-        saved, failure = persisted(item, policy, results_dir)
+    if results_dir is not None or blobs is not None:
+        saved, failure = persisted(item, policy, results_dir, blobs)
         if failure is None:
             return saved, [Event(STAGE, "persisted", (item.id,), detail=f"saved {len(text):,} characters on arrival")]
     if len(text) <= MAX_KEPT_CHARS:
         return item, []  # kept whole; the stage cuts it before it is sent
     error = OutputNotStored(f"the output of item {item.id!r} ({len(text):,} characters) is too large to keep and "
-                            f"could not be saved to disk; only its head and tail were kept")
+                            f"could not be saved either; only its head and tail were kept")
     log.warning("%s", error)
     result = with_result(item, f"[{type(error).__name__}: {error}]\n{_preview(text, policy, '')}", STAGE)
     output = result.tool_result
