@@ -25,6 +25,7 @@ from contextfold.adapters.registry import RESPONSES
 from contextfold.context import Context
 from contextfold.conversation import Summary
 from contextfold.errors import ContextfoldError
+from contextfold.providers.anthropic_native import ServerCompaction, with_context_management
 from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
 from contextfold.testing.fake_llm import ON_DEMAND_COMPACTION_BETA, FakeLLMServer, Reply, compaction_signature
 
@@ -268,3 +269,34 @@ def test_openai_compaction_items_round_trip() -> None:
     conversation = from_responses(wire)
     assert to_responses(conversation) == wire
     assert "ENC" not in json.dumps(to_anthropic(conversation)) and "compacted by OpenAI" in json.dumps(to_openai(conversation))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_the_compaction_edit_paused_after_compacting_round_trips(
+    fake_llm: FakeLLMServer, tmp_path: Path, asynchronous: bool
+) -> None:
+    """``compact_20260112`` with ``pause_after_compaction``: the reply is the block alone (stop reason
+    ``compaction``); it replaces what was sent and goes back first in the next request."""
+    block = {"type": "compaction", "content": CLAUDE_SUMMARY, "signature": compaction_signature(CLAUDE_SUMMARY)}
+    fake_llm.script("messages", Reply(blocks=(block,), stop="compaction"), Reply("Next."))
+    context = session("anthropic", tmp_path)
+    client = client_for("anthropic", fake_llm, asynchronous)
+    edit = ServerCompaction(trigger_tokens=50_000, pause_after_compaction=True)
+
+    def create() -> Any:
+        request, headers = with_context_management(context.prepare(), edit, policy=context.policy)
+        call = client.beta.messages.create(model=MODEL["anthropic"], max_tokens=512, **request, extra_headers=headers)
+        return asyncio.run(call) if asynchronous else call
+
+    context.add_response(create())
+    (item,) = context.view().items
+    assert item.blocks == (Summary(CLAUDE_SUMMARY, native=block, native_provider="anthropic"),)
+    context.add([{"role": "user", "content": "Go on."}])
+    create()
+    assert fake_llm.problems == []
+    sent = fake_llm.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["assistant", "user"]
+    assert {k: v for k, v in sent[0]["content"][0].items() if k != "cache_control"} == block
+    context.close()
+    record = (tmp_path / f"{context.session_id}.jsonl").read_text()
+    assert CLAUDE_SUMMARY in record and compaction_signature(CLAUDE_SUMMARY) in record

@@ -69,7 +69,8 @@ ROUTES = {
 }
 CACHED_ROUTES = {"messages": "anthropic", "chat": "openai", "responses": "responses"}
 """The routes whose prompts go through the server's prompt cache, and the provider each is."""
-ANTHROPIC_STOPS = {"end": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal", "tool_use": "tool_use"}
+ANTHROPIC_STOPS = {"end": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal", "tool_use": "tool_use",
+                   "compaction": "compaction"}
 OPENAI_FINISH = {"end": "stop", "max_tokens": "length", "refusal": "content_filter", "tool_use": "tool_calls"}
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 COMPACTION_BETA = "compact-2026-01-12"
