@@ -15,19 +15,21 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anthropic
 import openai
 
 from contextfold import Context
-from contextfold.conversation import tool
+from contextfold.conversation import Summary, tool
 from contextfold.pipeline.base import Policy, Prices
+from contextfold.replay import StrategyConfig, replay, strategies
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.summarizers.llm import ModelSummarizer
-from contextfold.testing.prompt_cache import CacheUse
+from contextfold.testing.prompt_cache import CHARS_PER_TOKEN, CacheUse, PromptCache, content_tokens
 from contextfold.testing.scripted import Call, Exchange, ScriptedModel, Seen, Turn
+from contextfold.tokens import Estimator
 
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1", "responses": "gpt-4.1"}
 CACHE_KEY = "agent-session-1"
@@ -95,9 +97,9 @@ def send(client: Any, provider: str, request: Mapping[str, Any]) -> Any:
 
 
 def run_session(server: ScriptedModel, provider: str, *, asynchronous: bool = False, ride_cache: bool = True,
-                window_tokens: int = 60_000, steps_after: int = 3) -> Context:
+                window_tokens: int = 60_000, steps_after: int = 3, policy: Policy = POLICY) -> Context:
     """Run the agent until a compaction has happened and ``steps_after`` more steps; the context is returned."""
-    context = Context(window_tokens=window_tokens, provider=provider, policy=POLICY,
+    context = Context(window_tokens=window_tokens, provider=provider, policy=policy,
                       summarizer=summarizer(server, provider, asynchronous=asynchronous, ride_cache=ride_cache))
     context.add([{"role": "user", "content": TASK}], "anthropic", system=SYSTEM, tools=TOOLS)
     sdk = anthropic.Anthropic if provider == "anthropic" else openai.OpenAI
@@ -129,3 +131,65 @@ def paid_usd(uses: list[CacheUse], outputs: list[int], prices: Prices) -> float:
     return sum(u.read * prices.cache_read_per_mtok + u.written * prices.cache_write_per_mtok
                + u.uncached * prices.input_per_mtok + out * prices.output_per_mtok
                for u, out in zip(uses, outputs)) / 1e6
+
+
+@dataclass(frozen=True)
+class LiveVsReplay:
+    """One session's cost as the server reported it (``live_usd``) and as the replay of its history priced it.
+
+    ``replay_live_usd`` prices the summary as the live path pays (the agent's
+    cache, ``cost_live_usd``); ``replay_referee_usd`` by the reference
+    scorer's rule (the summarizer's own cache, ``cost_llm_usd``).
+    """
+
+    provider: str
+    live_usd: float
+    replay_live_usd: float
+    replay_referee_usd: float
+
+    def difference(self, replayed: float) -> float:
+        """How far a replay figure is from what the live path paid, as a fraction of the latter."""
+        return replayed / self.live_usd - 1
+
+
+@dataclass(frozen=True)
+class Written:
+    """The replay's summarizer: the summary the live session's model wrote, offline (so both send the same text)."""
+
+    text: str
+    name: str = "written"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return SummaryResult(self.text)
+
+
+PRICES = Prices()
+"""Claude Sonnet's list prices, for every provider alike (the comparison is of rules, not of price tables)."""
+
+
+def live_vs_replay(provider: str, prices: Prices = PRICES, window_tokens: int = 60_000) -> LiveVsReplay:
+    """Run the agent against the scripted server, then replay its history with contextfold's pipeline, and price both.
+
+    What is compared is the pricing rules, not tokenizers: the server counts
+    each request's text with contextfold's own counter (:func:`content_tokens`
+    of ``Estimator().text``), and the replay counts with the same estimator.
+    What remains between the two counts is framing (per-message and per-call
+    overheads the estimator adds, the wire's ids and roles the server counts)
+    and each provider's cache rules (minimum lengths, 128-token steps).
+    Output tokens are the server's own count (a quarter of the text plus 20).
+    """
+    estimator = Estimator()
+    policy = replace(POLICY, background_summaries="never")  # the summary at the step it fires, in both
+    with ScriptedModel(script) as server:
+        server.cache = PromptCache(count=content_tokens(estimator.text))
+        context = run_session(server, provider, window_tokens=window_tokens, policy=policy)
+        exchanges = server.valid
+        outputs = [len(e.turn.text) // CHARS_PER_TOKEN + 20 if e.turn is not None else 0 for e in exchanges]
+        live = paid_usd(cache_uses(exchanges), outputs, prices)
+    summary = next(block.text for item in context.view().items for block in item.blocks if isinstance(block, Summary))
+    config = StrategyConfig(window_tokens=window_tokens, summarizer=Written(summary))
+    strategy = strategies.create("default", config)
+    strategy.context = Context(window_tokens=window_tokens, provider=provider, summarizer=Written(summary),
+                               policy=policy, clock=lambda: None)
+    totals = replay(context.history, strategy, config, tokenizer=estimator, prices=prices).totals
+    return LiveVsReplay(provider, live, totals.cost_live_usd, totals.cost_llm_usd)

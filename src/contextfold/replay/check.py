@@ -32,7 +32,7 @@ from .recall import evaluate as evaluate_recall
 from .render import Message, as_message, render_item, render_tools, tools_tokens
 from .result import AGENT, RequestRecord, Totals, priced, summarize
 from .strict import Strict, StrictSession, searchable
-from .summary_price import INSTRUCTION, BothRules
+from .summary_price import BothRules
 
 
 def recount(
@@ -59,9 +59,8 @@ def recount(
     haystack, recall_haystack, strict_haystack = Haystack(), Haystack(), Haystack()
     records: list[RequestRecord] = []
     cache: PromptCache[str] = PromptCache(ttl)
-    instruction = counter.key(INSTRUCTION)
-    summaries: BothRules[str] = BothRules(prices, lambda: PromptCache(ttl), instruction,
-                                          counter.message(instruction, INSTRUCTION))
+    summaries: BothRules[str] = BothRules(prices, lambda: PromptCache(ttl), counter.keyed)
+    last_index: int | None = None  # the recorded reply the previous agent request preceded
     for request in read_requests(dump_path):
         keys = [counter.key(m) for m in request.messages]
         tools_key = counter.key(request.tools)
@@ -80,7 +79,10 @@ def recount(
             new_summaries = [tokens[n] for n in request.summaries if keys[n] not in known]
             paid = bool(records) and records[-1].kind != AGENT and records[-1].step == request.step
             if not paid:  # a summarizer request of this step wrote its summaries
-                llm_summary_usd, live_summary_usd = summaries.price(previous, new_summaries, request.time_s)
+                since = [] if session is None or last_index is None or not new_summaries else [
+                    counter.keyed(m.data) for m in map(render_item, session.items[last_index:request.index])
+                    if m is not None]
+                llm_summary_usd, live_summary_usd = summaries.price(previous, new_summaries, request.time_s, since)
             if probes is not None:
                 contains = haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, request.messages)})
                 survival = evaluate(probes.at(request.index), contains)
@@ -90,6 +92,7 @@ def recount(
                 lines = {key: searchable(counter.read(key, m).item) for key, m in zip(keys, request.messages)}
                 strict = strict_session.evaluate(request.index, strict_haystack.searcher(lines))
             violations = rules.check(request)
+            last_index = request.index
         records.append(
             priced(prices, step=request.step, index=request.index, kind=request.kind, time_s=request.time_s,
                    input_tokens=tools + sum(tokens), cache_read_tokens=read, output_tokens=request.output_tokens,
@@ -119,6 +122,11 @@ class _Counter:
 
     def message(self, key: str, data: dict[str, Any]) -> int:
         return self.estimator.item(self.read(key, data).item)
+
+    def keyed(self, data: Mapping[str, Any]) -> tuple[str, int]:
+        """The message's key and tokens."""
+        key = self.key(data)
+        return key, self.message(key, dict(data))
 
     def tools(self, key: str, tools: Sequence[Mapping[str, Any]]) -> int:
         if key not in self._tools:

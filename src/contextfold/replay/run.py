@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing, nullcontext
+from typing import Any
 
 from ..conversation import Conversation, Header, Item, reproducible_ids
 from ..pipeline.base import Prices
@@ -39,6 +40,7 @@ from .render import (
     Message,
     as_message,
     item_tokens,
+    render_item,
     render_request,
     render_tools,
     summary_positions,
@@ -46,7 +48,7 @@ from .render import (
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
 from .strict import StrictSession, searchable
-from .summary_price import INSTRUCTION, BothRules
+from .summary_price import BothRules
 
 Progress = Callable[[int, int], None]
 """Called after each step with (steps done, steps in all)."""
@@ -93,9 +95,7 @@ class _Replay:
         self.strict_haystack = Haystack()
         self.records: list[RequestRecord] = []
         self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
-        instruction = as_message(INSTRUCTION)
-        self.summaries = BothRules(prices, lambda: PromptCache(cache_ttl_s, _same_message), instruction,
-                                   estimator.item(instruction.item))
+        self.summaries = BothRules(prices, lambda: PromptCache(cache_ttl_s, _same_message), self._message)
         self._tools: tuple[Header, str, int] | None = None
 
     def summarizer_call(self, step: Step, request: Conversation, usage: Usage | None) -> None:
@@ -122,7 +122,10 @@ class _Replay:
         self._write(step, AGENT, output, tools_json, messages, summaries)
         known = {m.json for m in previous.messages} if previous is not None and summaries else set()
         new_summaries = [tokens[n] for n in summaries if messages[n].json not in known]
-        llm, live = (0.0, 0.0) if summaries_paid else self.summaries.price(previous, new_summaries, step.time_s)
+        llm, live = 0.0, 0.0
+        if new_summaries and not summaries_paid:  # the messages since the replaced request go into the live call
+            since = [(m, self.estimator.item(m.item)) for m in map(render_item, step.new_items) if m is not None]
+            llm, live = self.summaries.price(previous, new_summaries, step.time_s, since)
         record = priced(
             self.prices, step=step.number, index=step.index, kind=AGENT, time_s=step.time_s,
             input_tokens=prompt.input_tokens, cache_read_tokens=read, output_tokens=output,
@@ -135,6 +138,10 @@ class _Replay:
         )
         self.records.append(record)
         return record
+
+    def _message(self, data: Mapping[str, Any]) -> tuple[Message, int]:
+        message = as_message(dict(data))
+        return message, self.estimator.item(message.item)
 
     def _tools_of(self, header: Header) -> tuple[str, int]:
         """The header's tool definitions as JSON, and their tokens (rendered again only when they change)."""

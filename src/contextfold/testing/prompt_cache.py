@@ -29,7 +29,8 @@ rules:
 
 Token counts are deterministic and local: each segment is its canonical JSON
 (cache marks left out) counted by ``count`` (default: a quarter of its
-characters, rounded up). Prefixes are compared segment by segment, so a
+characters, rounded up; :func:`content_tokens` counts only its strings with
+a given text counter, such as contextfold's own). Prefixes are compared segment by segment, so a
 partial match inside a segment counts for nothing. Nothing expires: the
 tests run within any time to live.
 
@@ -68,6 +69,33 @@ PROVIDERS = ("anthropic", "openai", "responses", "gemini")
 def approximate_tokens(text: str) -> int:
     """The default count: a quarter of the characters, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def content_tokens(count: Callable[[str], int]) -> Callable[[str], int]:
+    """A segment count that bills the segment's strings (its values, not the JSON keys and punctuation around them).
+
+    Providers bill what their tokenizer sees of the content, not the wire's
+    JSON. Given contextfold's own text counter (``Estimator().text``), the
+    server counts a request's text the way contextfold and its replay do, so
+    that a comparison of what the server reported with what a replay priced
+    compares pricing rules rather than two tokenizers.
+    """
+
+    def counted(segment: str) -> int:
+        return sum(count(text) for text in _strings(json.loads(segment)))
+
+    return counted
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 @dataclass(frozen=True)
