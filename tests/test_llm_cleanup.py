@@ -81,6 +81,8 @@ def test_a_summary_cut_at_its_deadline_closes_its_socket_and_ends_its_thread(
     options = {"api_key": "test-key", "deadline_s": 1.0, "timeout_s": 60.0, "stream": stream, "max_retries": 0}
     base_url = trickling_url if provider == "anthropic" else f"{trickling_url}/v1"
     summarizer = ModelSummarizer(provider=provider, base_url=base_url, **options)
+    Context(window_tokens=200_000, summarizer=summarizer)  # warms the pool background summaries run in (its idle
+    # thread lives as long as the process; it is not the summary call's)
     threads, sockets = set(threading.enumerate()), open_sockets()  # what other tests left is not counted
     for compaction in range(6):
         context = Context(window_tokens=200_000, summarizer=summarizer)

@@ -104,7 +104,7 @@ class _Pool:
 
     def _start(self) -> None:
         self._idle += 1
-        threading.Thread(target=self._serve, name="contextfold-summary", daemon=True).start()
+        threading.Thread(target=self._serve, name="contextfold-background", daemon=True).start()
 
     def _serve(self) -> None:
         while True:
