@@ -16,8 +16,11 @@ same summary written offline, and priced by both of replay's rules:
 
 Both sides count tokens with contextfold's own counter (the server through
 ``content_tokens(Estimator().text)``), so the difference measures the pricing
-rules, not two tokenizers. The figures are token counts and prices, no
-timing. Prints one line per provider and a JSON object.
+rules, not two tokenizers. What remains is framing and the providers' own
+cache rules, which replay's cache model leaves out (OpenAI reads in 128-token
+steps, so the live path writes a little more on Chat and Responses). The
+figures are token counts and prices, no timing, the same on every run.
+Prints one line per provider and a JSON object.
 """
 
 from __future__ import annotations

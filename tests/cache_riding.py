@@ -22,11 +22,12 @@ import anthropic
 import openai
 
 from contextfold import Context
-from contextfold.conversation import Summary, tool
+from contextfold.conversation import reproducible_ids, tool
 from contextfold.pipeline.base import Policy, Prices
 from contextfold.replay import StrategyConfig, replay, strategies
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.summarizers.llm import ModelSummarizer
+from contextfold.summarizers.prompts import summary_from_answer
 from contextfold.testing.prompt_cache import CHARS_PER_TOKEN, CacheUse, PromptCache, content_tokens
 from contextfold.testing.scripted import Call, Exchange, ScriptedModel, Seen, Turn
 from contextfold.tokens import Estimator
@@ -154,7 +155,7 @@ class LiveVsReplay:
 
 @dataclass(frozen=True)
 class Written:
-    """The replay's summarizer: the summary the live session's model wrote, offline (so both send the same text)."""
+    """The replay's summarizer: the summary the live session's model wrote, offline (so both send the same summary)."""
 
     text: str
     name: str = "written"
@@ -177,16 +178,18 @@ def live_vs_replay(provider: str, prices: Prices = PRICES, window_tokens: int = 
     overheads the estimator adds, the wire's ids and roles the server counts)
     and each provider's cache rules (minimum lengths, 128-token steps).
     Output tokens are the server's own count (a quarter of the text plus 20).
+    Ids are drawn reproducibly, so every run gives the same figures.
     """
     estimator = Estimator()
     policy = replace(POLICY, background_summaries="never")  # the summary at the step it fires, in both
     with ScriptedModel(script) as server:
         server.cache = PromptCache(count=content_tokens(estimator.text))
-        context = run_session(server, provider, window_tokens=window_tokens, policy=policy)
+        with reproducible_ids(f"live-{provider}"):  # the same ids, so the same counts, on every run
+            context = run_session(server, provider, window_tokens=window_tokens, policy=policy)
         exchanges = server.valid
         outputs = [len(e.turn.text) // CHARS_PER_TOKEN + 20 if e.turn is not None else 0 for e in exchanges]
         live = paid_usd(cache_uses(exchanges), outputs, prices)
-    summary = next(block.text for item in context.view().items for block in item.blocks if isinstance(block, Summary))
+    summary = summary_from_answer(ANSWER) or ""  # what the model wrote; the pipeline frames it on both sides
     config = StrategyConfig(window_tokens=window_tokens, summarizer=Written(summary))
     strategy = strategies.create("default", config)
     strategy.context = Context(window_tokens=window_tokens, provider=provider, summarizer=Written(summary),
