@@ -24,7 +24,8 @@ import openai
 from contextfold import Context
 from contextfold.conversation import reproducible_ids, tool
 from contextfold.pipeline.base import Policy, Prices
-from contextfold.replay import StrategyConfig, replay, strategies
+from contextfold.replay import StrategyConfig, replay
+from contextfold.replay.strategies.default import Pipeline
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.summarizers.llm import ModelSummarizer
 from contextfold.summarizers.prompts import summary_from_answer
@@ -191,7 +192,7 @@ def live_vs_replay(provider: str, prices: Prices = PRICES, window_tokens: int = 
         live = paid_usd(cache_uses(exchanges), outputs, prices)
     summary = summary_from_answer(ANSWER) or ""  # what the model wrote; the pipeline frames it on both sides
     config = StrategyConfig(window_tokens=window_tokens, summarizer=Written(summary))
-    strategy = strategies.create("default", config)
+    strategy = Pipeline(config)  # contextfold's replay strategy, with the live session's policy and provider
     strategy.context = Context(window_tokens=window_tokens, provider=provider, summarizer=Written(summary),
                                policy=policy, clock=lambda: None)
     totals = replay(context.history, strategy, config, tokenizer=estimator, prices=prices).totals
