@@ -72,6 +72,10 @@ def test_the_grep_finds_a_wire_key() -> None:
 PREAMBLE_USERS = {
     "summarizers/base.py": "where the preamble is written down",
     "pipeline/stages/summarize.py": "the summary stage puts it in front of the summary, and says how long it is",
+    "context/native.py": (
+        "a provider's compaction with no readable text (OpenAI's, encrypted) gets an extractive summary for other "
+        "readers, framed as the summary stage frames one"
+    ),
     "integrations/_fold.py": (
         "a framework that stored only a summary's text lost the model's marker: the text is all there is to "
         "recognise it by, once, when it is read back"
