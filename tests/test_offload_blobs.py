@@ -85,12 +85,17 @@ def _blobs_left(url: str, store) -> int:
     return len(list(Path(url.removeprefix("jsonl:///").removeprefix("jsonl://")).glob("*-results/*")))
 
 
+def add_one_run(context: Context) -> None:
+    """A task, one bash call and its oversized output (:data:`OUTPUT`), which the context offloads."""
+    context.add([{"role": "user", "content": "run"},
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OUTPUT}]}])
+
+
 def test_a_preview_in_a_shared_store_names_the_ref_and_read_history_reads_the_blob(shared_store_url: str) -> None:
     context = Context(window_tokens=32_000, store=shared_store_url, session_id="s1")
     try:
-        context.add([{"role": "user", "content": "run"},
-                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OUTPUT}]}])
+        add_one_run(context)
         item = context.history.items[-1]
         assert "saved_to" not in item.meta and f'read_history("{item.id}"' in item.tool_result.text
         assert saved_output(item, context.transcript) == OUTPUT
@@ -111,9 +116,7 @@ def test_an_output_the_store_refuses_is_kept_whole_and_never_named(shared_store_
     monkeypatch.setattr(StoredSession, "put_blob", refuse)
     context = Context(window_tokens=32_000, store=shared_store_url, session_id="s1")
     try:
-        context.add([{"role": "user", "content": "run"},
-                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OUTPUT}]}])
+        add_one_run(context)
         item = context.history.items[-1]
         assert "blob" not in item.meta and item.tool_result.text == OUTPUT
     finally:
