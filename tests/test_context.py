@@ -319,3 +319,23 @@ def test_pinned_text_is_in_every_request_and_survives_compaction() -> None:
         request = context.prepare()
         assert json.dumps(request["messages"][0]).count("Coding style: no new dependencies.") == 1
     assert any(e.action == "summarized" for e in context.events)
+
+
+def test_a_loop_passing_its_system_and_tools_every_turn_keeps_pins_and_the_split_prompt() -> None:
+    """``add(..., system=, tools=)`` on each turn sets those parts only: a pinned item and the static/dynamic
+    split of the same system text stay; a new system text or tool list replaces the old one."""
+    context = Context(window_tokens=50_000)
+    context.set_system("STATIC rules.", "DYNAMIC: cwd /repo")
+    context.pin("Coding style: no new dependencies.")
+    tools = [{"name": "bash", "description": "run", "input_schema": {"type": "object", "properties": {}}}]
+    for k in range(1, 4):
+        context.add([{"role": "user", "content": f"step {k}"}], system="STATIC rules.\n\nDYNAMIC: cwd /repo", tools=tools)
+        header = context.history.header
+        assert [item.text for item in header.pinned] == ["Coding style: no new dependencies."]
+        assert header.static_system == 1 and len(header.system) == 2
+        assert [tool.name for tool in header.tools] == ["bash"]
+    context.add([{"role": "user", "content": "step 4"}], system="New rules.")
+    header = context.history.header
+    assert header.system_text == "New rules." and header.static_system == 0
+    assert [item.text for item in header.pinned] == ["Coding style: no new dependencies."]
+    assert [tool.name for tool in header.tools] == ["bash"]

@@ -411,6 +411,19 @@ class Header:
             count += 1
         return count
 
+    def overlaid(self, given: Header) -> Header:
+        """This header with the parts ``given`` sets (those not empty) in place of its own.
+
+        What ``Context.add(messages, system=..., tools=...)`` on every turn
+        means: an agent loop that passes its system prompt and tools each time
+        must not wipe the items it pinned, nor turn a split system prompt
+        (:attr:`static_system`) back into one part. A system prompt with the
+        same text as this one's keeps this one's items.
+        """
+        same_system = not given.system or given.system_text == self.system_text
+        return Header(system=self.system if same_system else given.system, tools=given.tools or self.tools,
+                      pinned=given.pinned or self.pinned, meta={**self.meta, **given.meta})
+
 
 # --------------------------------------------------------------------------- structure
 

@@ -233,8 +233,10 @@ class Context:
     ) -> list[Item]:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
 
-        ``system`` and ``tools`` set the header (Anthropic style; for OpenAI
-        formats a leading system message does the same). Every item is in
+        ``system`` and ``tools`` set those parts of the header (Anthropic style;
+        for OpenAI formats a leading system message does the same); pinned items
+        and a split system prompt of the same text are kept (see
+        :meth:`~contextfold.conversation.Header.overlaid`). Every item is in
         the transcript before this returns. The cost does not grow with the
         history: results are matched against the history's live set of call ids.
         """
@@ -242,7 +244,7 @@ class Context:
         conversation = self._to_conversation(messages, provider, system, tools)
         header = conversation.header
         if header.system or header.tools or header.pinned:
-            self.set_header(header)
+            self.set_header(self.history.header.overlaid(header))
         items = []
         for item in conversation.items:
             blobs = self._journal.session if not self._results_given else None
