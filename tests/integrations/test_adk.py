@@ -6,18 +6,22 @@ token threshold before every model call and hands the events to
 compaction events (appended to the session, which keeps every raw event)
 replace a pair-safe span after the task. Every request the server gets is
 valid by Gemini's rules, holds the task and fits; the task finishes; the
-stored session serves the next invocation.
+stored session serves the next invocation. The lookback script (see
+``lookback_server``) runs with the history tools, and with
+:class:`~contextfold.integrations.adk.ContextfoldOffload` for the half that
+reads an offloaded output back.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
-from lookback_server import LookbackServer, lookback_chunk
+from lookback_server import ROUNDS, LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import pairing_disabled, require
 
@@ -34,7 +38,8 @@ from google.genai import errors, types
 
 from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
-from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config, history_tools
+from contextfold.integrations.adk import ContextfoldOffload, ContextfoldSummarizer, compaction_config, history_tools
+from contextfold.stores import StoredSession
 
 SYSTEM = "You are a careful log auditor."
 
@@ -111,27 +116,70 @@ def test_a_split_round_is_re_paired_by_adk_itself(server: ToolLoopServer) -> Non
     assert summarizer.compactions >= 2 and follow_up == FINAL
 
 
-def test_after_compaction_the_agent_searches_and_reads_its_history(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ADK sends every output whole until a compaction hides it, so nothing is offloaded: read_history reads the
-    compacted-away output by the ref the search gave."""
-    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+def _look_back(server: LookbackServer, offload: ContextfoldOffload | None = None) -> tuple[str, int, Any]:
+    """The lookback script through ADK's Runner (the history tools read with ``offload``'s store, and the App runs
+    the plugin, when given): the final answer, the compactions made, and the stored session."""
 
     def read_chunk(chunk: int) -> str:
         """Read one chunk of the service log."""
-        return lookback_chunk(chunk, offloaded=False)
+        return lookback_chunk(chunk, offloaded=server.offloaded)
 
     summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
+    agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk, *history_tools(offload)])
+    app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer),
+              plugins=[offload] if offload is not None else [])
+    service = InMemorySessionService()
+    runner = Runner(app=app, session_service=service)
+
+    async def go() -> tuple[str, Any]:
+        session = await service.create_session(app_name="audit", user_id="auditor")
+        answer = await _ask(runner, session.id, TASK)
+        await runner.close()  # the plugin closes its store session
+        return answer, await service.get_session(app_name="audit", user_id="auditor", session_id=session.id)
+
+    answer, stored = asyncio.run(go())
+    return answer, summarizer.compactions, stored
+
+
+def test_after_compaction_the_agent_searches_and_reads_its_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the offload plugin ADK sends every output whole until a compaction hides it: read_history reads the
+    compacted-away output by the ref the search gave."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
     with LookbackServer(offloaded=False) as server:
-        model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
-        agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk, *history_tools()])
-        app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
-        service = InMemorySessionService()
-        runner = Runner(app=app, session_service=service)
-
-        async def go() -> str:
-            session = await service.create_session(app_name="audit", user_id="auditor")
-            return await _ask(runner, session.id, TASK)
-
-        answer = asyncio.run(go())
+        answer, compactions, _ = _look_back(server)
     assert server.problems == [] and server.missed == []
-    assert answer == LOOKBACK_FINAL and summarizer.compactions >= 1
+    assert answer == LOOKBACK_FINAL and compactions >= 1
+
+
+@pytest.mark.parametrize("kind", ["folder", "sqlite"])
+def test_an_offloaded_output_is_read_back_by_the_ref_its_preview_names(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ContextfoldOffload, the oversized last chunk reaches the model only as a preview naming its ref (the
+    session records the preview, the store the blob); after compaction the model searches for the needle, then
+    reads rows 2001-2002 of the offloaded output with read_history and gets them verbatim in the next request."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    store = str(tmp_path) if kind == "folder" else f"sqlite:///{tmp_path / 'sessions.db'}"
+    offload = ContextfoldOffload(store)
+    with LookbackServer() as server:
+        answer, compactions, stored = _look_back(server, offload)
+    assert server.problems == [] and server.missed == []
+    assert answer == LOOKBACK_FINAL and compactions >= 1 and server.big_ref
+
+    history, _ = adk.session_history(stored.events)
+    preview = next(item for item in history if item.id == server.big_ref)
+    assert "offloaded row 2000 " not in preview.text and f'read_history("{server.big_ref}"' in preview.text
+    kept = StoredSession.resume(store, stored.id)  # the blob is the contextfold session's, in the store
+    try:
+        assert kept.get_blob(preview.meta["blob"]).decode() == lookback_chunk(ROUNDS - 1)
+    finally:
+        kept.close()
+
+
+def test_without_the_offload_plugin_the_big_output_is_sent_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation check of the test above: the same run without ContextfoldOffload sends the big output whole,
+    over the window, and the server rejects the request."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    with LookbackServer() as server, pytest.raises(errors.ClientError, match="prompt is too long"):
+        _look_back(server)
+    assert server.problems

@@ -33,6 +33,17 @@ tail. Every compaction emits contextfold's events to ``on_event`` and the
 raw event; a compaction only hides a range of them from requests), search
 the ones a compaction hid, and name each by a ref made from its event's id,
 stable across calls.
+
+:class:`ContextfoldOffload` (``App(plugins=[...])``) offloads a tool output
+too large to send whole, as a :class:`~contextfold.Context` does when an item
+is added (:func:`~contextfold.pipeline.stages.persist.offload`, the same
+policy): the output becomes a blob of the contextfold session named after
+the ADK session, in the plugin's store (a folder or a store URL), and the
+function response the session records, and every request sends, is its
+preview, ending with the ref to pass to ``read_history``. The ref and the
+blob's digest ride in that event's state delta (:data:`OFFLOADED_KEY`), so
+``history_tools(offload)`` reads the whole output back from any process
+that opens the same ADK session and store.
 """
 
 from __future__ import annotations
@@ -41,13 +52,19 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..adapters.gemini import from_adk_events
+from ..adapters.gemini import from_adk_events, from_genai
 from ..conversation import Conversation, Item
-from ..errors import HistoryQueryError
+from ..errors import ContextfoldError, HistoryQueryError, TranscriptError
 from ..events import Event
 from ..lookback import history as lookback
+from ..lookback.offloaded import offloaded_output
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC, answer
-from ._fold import Folded, Settings, SummaryStates, fold, log
+from ..pipeline.base import Policy
+from ..pipeline.stages.persist import offload
+from ..stores import StoredSession
+from ..stores.session import Location
+from ..tokens import Estimator
+from ._fold import Folded, Settings, SummaryStates, fold, log, report
 from ._framework import missing_framework
 from .lookback import tool_doc
 
@@ -56,6 +73,8 @@ try:
     from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
     from google.adk.events.event import Event as AdkEvent
     from google.adk.events.event_actions import EventActions, EventCompaction
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.function_tool import FunctionTool
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
@@ -66,7 +85,7 @@ ADK_EXPERIMENTAL = r"\[EXPERIMENTAL\] EventsCompactionConfig:"
 """ADK's warning on every ``EventsCompactionConfig`` made (compaction is experimental in ADK): contextfold makes
 the config for the user, who asked for compaction by using this module, so :func:`compaction_config` silences it."""
 
-__all__ = ["ContextfoldSummarizer", "compaction_config", "history_tools"]
+__all__ = ["ContextfoldOffload", "ContextfoldSummarizer", "compaction_config", "history_tools"]
 
 SUMMARY_ROLE = "user"
 """The role of the summary's content. Not ``model`` (what ADK's own summarizer writes): the kept tail usually
@@ -151,17 +170,94 @@ def compaction_config(summarizer: ContextfoldSummarizer, **options: Any) -> Even
         return EventsCompactionConfig(summarizer=summarizer, **fields)
 
 
+OFFLOADED_KEY = "contextfold.offloaded."
+"""The session-state key (then the function call's id) under which :class:`ContextfoldOffload` records an
+offloaded output's ref and blob: it lands in the state delta of the event that holds the preview."""
+
+
+class ContextfoldOffload(BasePlugin):
+    """An ADK plugin that offloads tool outputs too large to send whole (see the module docstring).
+
+    ``store`` is where the blobs go: a folder (a JSONL transcript folder: one file per blob) or a store URL
+    (``sqlite:///...``, ``postgresql://...``, ``redis://...``), one contextfold session per ADK session, so
+    ``sessions prune`` removes them with it. ``policy`` says what is too large and how long the preview
+    is (:class:`~contextfold.pipeline.base.Policy`, as ``Context`` takes it); ``on_event`` hears each offload.
+    """
+
+    def __init__(self, store: Location, *, policy: Policy | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> None:
+        super().__init__(name="contextfold_offload")
+        self.store = store
+        self.policy = policy or Policy()
+        self.on_event = on_event
+        self._estimator = Estimator()
+        self._sessions: dict[str, StoredSession] = {}
+
+    def blobs(self, session_id: str) -> StoredSession | None:
+        """The contextfold session keeping ``session_id``'s offloaded outputs (created or continued on first
+        use); ``None``, and a warning, when the store cannot be opened now (the next call tries again)."""
+        if session_id not in self._sessions:
+            try:
+                self._sessions[session_id] = StoredSession.open(self.store, session_id)
+            except (TranscriptError, OSError) as error:
+                log.warning("session %s: the offload store cannot be opened; outputs stay whole: %s", session_id, error)
+                return None
+        return self._sessions[session_id]
+
+    async def after_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext,
+                                  result: dict[str, Any]) -> dict[str, Any] | None:
+        """The preview in place of an oversized ``result`` (``None``: ADK keeps the result as it is)."""
+        call_id = tool_context.function_call_id or ""
+        item = _output_item(call_id, tool.name, result)
+        if item is None:
+            return None
+        blobs = self.blobs(tool_context.session.id)
+        kept, events = offload(item, self.policy, None, self._estimator.item, blobs)
+        for event in events:
+            report(event)
+            if self.on_event is not None:
+                self.on_event(event)
+        output = kept.tool_result
+        if kept is item or output is None:
+            return None  # not oversized, or kept whole: the store refused the blob (logged)
+        where = {key: kept.meta[key] for key in ("blob", "saved_to") if key in kept.meta}
+        if where:
+            tool_context.state[OFFLOADED_KEY + call_id] = {"ref": kept.id, **where}
+        return {"error" if output.is_error else "result": output.text}
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+
+
+def _output_item(call_id: str, name: str, result: object) -> Item | None:
+    """A tool's result as the tool item the session's history will read (its text as Gemini's adapter reads a
+    function response); ``None`` for a result that is not JSON (media parts: ADK sends them its own way)."""
+    response = result if isinstance(result, dict) else {"result": result}
+    content = {"role": "user", "parts": [{"function_response": {"id": call_id, "name": name, "response": response}}]}
+    try:
+        items = from_genai([content], known_call_ids=[call_id]).items
+    except (ContextfoldError, TypeError, ValueError):
+        return None
+    return items[0] if len(items) == 1 and items[0].tool_result is not None else None
+
+
 def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset[str]]:
     """A session's raw events as a history whose item ids come from the events' ids (``it_<event id>_<n>``, the
-    same on every call), and the ids of the items no compaction hides (the requests still hold them)."""
+    same on every call; an offloaded output's is the ref its preview names), and the ids of the items no
+    compaction hides (the requests still hold them)."""
     read = from_adk_events([event for event in events if not (event.actions and event.actions.compaction)])
+    offloaded = _offloaded(events)
     counts: dict[str, int] = {}
     items = []
     for item in read:
         event = str(item.meta.get("event", ""))
         counts[event] = counts.get(event, 0) + 1
-        items.append(Item(item.role, item.blocks, id=f"it_{event}_{counts[event]}", timestamp=item.timestamp,
-                          meta=item.meta))
+        result = item.tool_result
+        record = offloaded.get(result.call_id) if result is not None else None
+        ref, where = record if record is not None else (f"it_{event}_{counts[event]}", {})
+        items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta={**item.meta, **where}))
     ranges = [(e.actions.compaction.start_timestamp, e.actions.compaction.end_timestamp) for e in events
               if e.actions and e.actions.compaction]
     hidden = {item.id for item in items if item.timestamp is not None
@@ -169,15 +265,34 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
     return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
 
 
-def history_tools() -> list[FunctionTool]:
-    """``search_history`` and ``read_history`` as ADK function tools over the calling session's events."""
+def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, dict[str, str]]]:
+    """What :class:`ContextfoldOffload` recorded, by function call id: the ref, and where the output is kept."""
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for event in events:
+        for key, value in (event.actions.state_delta.items() if event.actions else ()):
+            if not key.startswith(OFFLOADED_KEY) or not isinstance(value, dict) or not isinstance(value.get("ref"), str):
+                continue
+            where = {name: value[name] for name in ("blob", "saved_to") if isinstance(value.get(name), str)}
+            found[key[len(OFFLOADED_KEY):]] = (value["ref"], where)
+    return found
+
+
+def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionTool]:
+    """``search_history`` and ``read_history`` as ADK function tools over the calling session's events; with the
+    ``offload`` plugin the App runs, they read offloaded outputs whole from its store."""
 
     def call(tool_context: ToolContext, name: str, arguments: dict[str, Any]) -> str:
         history, in_view = session_history(tool_context.session.events)
+        blobs = offload.blobs(tool_context.session.id) if offload is not None else None
+
+        def whole(item: Item) -> str | None:
+            return offloaded_output(item, blobs)
+
         try:
             return answer(name, arguments,
-                          lambda query, **kw: lookback.search_history(history, query, in_view=in_view, **kw).text,
-                          lambda ref, lines: lookback.read_history(history, ref, lines))
+                          lambda query, **kw: lookback.search_history(history, query, in_view=in_view,
+                                                                      read_offloaded=whole, **kw).text,
+                          lambda ref, lines: lookback.read_history(history, ref, lines, read_offloaded=whole))
         except HistoryQueryError as error:
             return f"{name} failed: {error}"
 
