@@ -66,3 +66,21 @@ def test_a_sessions_command_on_a_missing_store_fails_and_creates_nothing(tmp_pat
     assert result.exit_code != 0
     assert "does not exist" in result.output and "0 session" not in result.output
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "folder"])
+def test_sessions_show_reads_a_live_session_without_taking_it(tmp_path: Path, kind: str) -> None:
+    """``show`` is a reader: a session another Context is writing (a JSONL folder's lock held) is shown,
+    and its file is left byte for byte as it was."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}" if kind == "sqlite" else str(tmp_path / "sessions")
+    live = Context("claude-sonnet-4-6", store=store, session_id="s1")
+    live.add([{"role": "user", "content": TASK}], system="You are a coding agent.")
+    file = tmp_path / "sessions.db" if kind == "sqlite" else tmp_path / "sessions" / "s1.jsonl"
+    before = file.read_bytes()
+    result = invoke("sessions", "show", "--store", store, "s1", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["items"] == 1
+    assert file.read_bytes() == before
+    live.add([{"role": "assistant", "content": "I will read parser.py first."}])  # the writer goes on
+    live.close()
+    assert json.loads(invoke("sessions", "show", "--store", store, "s1", "--json").stdout)["items"] == 2

@@ -22,9 +22,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..stores import StoredSession, open_store, prune
+from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
-from ..stores.records import to_line
+from ..stores.records import restore, to_line
 from .options import existing, reports_errors
 
 store_option = click.option(
@@ -80,9 +80,8 @@ def show(location: str, session_id: str, as_json: bool) -> None:
 
 def describe(location: str, session_id: str) -> dict[str, Any]:
     """The figures ``show`` prints."""
-    session = StoredSession.resume(existing(location), session_id)
-    session.close()
-    restored = session.restored
+    with closing(open_store(existing(location))) as store:  # read only: a live session's writer keeps its lock
+        restored = restore(f"{store.url}#{session_id}", store.read(session_id))
     history = restored.conversation
     checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]
     last = checkpoints[-1] if checkpoints else None
