@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from contextfold import Conversation
 from contextfold.adapters import from_openai
-from contextfold.adapters.gemini import from_genai, to_genai
+from contextfold.adapters.gemini import from_genai, system_instruction_to_genai, to_genai
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.errors import InvalidContent, UnknownRole
 
@@ -69,6 +69,19 @@ def test_genai_edits_and_repairs_reach_the_wire_in_gemini_shapes() -> None:
     assert [p["function_response"]["name"] for p in turn["parts"]] == ["ls", "cat"]
     assert turn["parts"][0]["function_response"]["response"] == {"result": '{"files": ["a", … 1 more'}
     assert "error" in turn["parts"][1]["function_response"]["response"]
+
+
+def test_genai_contents_without_parts_or_with_a_null_role_come_back_as_they_came() -> None:
+    """A content dumped without parts (a reply cut off before any) and an explicit null role are written back
+    so, not as ``"parts": []`` or with the role left out (fuzzing found both: the write-back differed)."""
+    contents = [{"role": "user", "parts": [{"text": "task"}]}, {"role": "model"}, {},
+                {"role": None, "parts": [{"text": "x"}]}]
+    system = {"role": None, "parts": [{"text": "be brief"}]}
+    conversation = from_genai(contents, system_instruction=system)
+    assert to_genai(conversation) == contents
+    assert to_genai(_reload(conversation)) == contents
+    assert system_instruction_to_genai(conversation) == system
+    assert to_genai(from_genai([{"role": "model", "parts": []}])) == [{"role": "model", "parts": []}]
 
 
 def test_genai_errors_name_the_content_and_field() -> None:

@@ -175,12 +175,14 @@ class _Reader:
     def content(self, raw: Any, index: int | None) -> list[Item]:
         data = _dump(raw, index, "")
         rest = dict(data)
-        role = rest.pop("role", None)
+        role = rest.pop("role") if rest.get("role") is not None else None  # a null role rides in the extra
         if role is not None and word(role) not in _ROLES:
             raise UnknownRole(index, "role", f"unknown role {shown(role)}; expected 'user' or 'model'")
-        parts = as_list(rest.pop("parts", []), index, "parts")
         group = new_id("content")  # unique, so contents read in separate batches never merge
         meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
+        if "parts" not in rest:  # a content the SDK dumps without parts (a reply cut off before any)
+            meta["no_parts"] = True
+        parts = as_list(rest.pop("parts", []), index, "parts")
         if role is None:
             meta["role"] = None
         if rest:
@@ -306,8 +308,8 @@ def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset
     if all(position is not None for position, _ in placed) and len({p for p, _ in placed}) == len(placed):
         placed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type, return-value]
     first = members[0][1]
-    content: dict[str, Any] = {"parts": [part for _, part in placed]}
     own = next((item.meta for _, item in members if item.meta.get("origin") == ORIGIN and "content" in item.meta), {})
+    content: dict[str, Any] = {} if own.get("no_parts") and not placed else {"parts": [part for _, part in placed]}
     if not ("role" in own and own["role"] is None):
         content["role"] = "model" if first.role == "assistant" else "user"
     return merged(content, own.get("extra", {}))
