@@ -13,6 +13,7 @@ from contextfold.actions import EDIT, classify, failure_line
 from contextfold.conversation import Conversation, Header, Item, Summary, ToolCall, assistant, tool, user
 from contextfold.importers import load
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
+from contextfold.summarizers._facts import MANIFEST_HEAD_LINES, manifest_head
 from contextfold.summarizers._harness import is_harness
 from contextfold.synthetic import generate_session
 from contextfold.tokens import heuristic_tokens
@@ -420,3 +421,38 @@ def test_an_error_a_ci_log_showed_far_from_its_end_is_the_last_error_shown() -> 
     assert ("    Verify\tresponse: 403\n    Verify\turl: /repos/x/issues/4\n    Verify\t##[error]Unhandled error: "
             "HttpError: Resource not accessible by integration") in text
     assert "totals differ" not in text
+
+
+def test_a_manifest_the_agent_read_keeps_its_head_through_its_scripts() -> None:
+    """The scripts of a package.json are the commands the agent runs next to check its work: the summary keeps the
+    head of the manifest through them, as read (with the reader's line numbers), even in a tiny summary; what
+    follows the scripts block is left out."""
+    manifest = ('     1→{\n     2→  "name": "shop",\n     3→  "main": "index.js",\n     4→  "scripts": {\n'
+                '     5→    "test": "echo \\"Error: no test specified\\" && exit 1",\n     6→    "lint": "eslint .",\n'
+                '     7→  },\n     8→  "license": "MIT",\n     9→  "devDependencies": {\n    10→    "eslint": "^9"\n'
+                '    11→  }\n    12→}\n')
+    c = Conversation()
+    c.append(user("Add a lint step to CI."))
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": "/repo/package.json"})]))
+    c.append(tool("r1", manifest))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/repo/.github/workflows/ci.yml", "old_string": "a",
+                                                     "new_string": "b"})]))
+    c.append(tool("e1", "The file /repo/.github/workflows/ci.yml has been updated."))
+    for target in (200, 3_000):
+        text, state = summarize(c.items, target)
+        files = section(text, 3)
+        assert "`/repo/package.json` as the agent read it (its head, through the scripts it defines):" in files
+        assert '     4→  "scripts": {\n         5→    "test": "echo \\"Error: no test specified\\" && exit 1",' in files
+        assert '"lint": "eslint ."' in files and '7→  },' in files
+        assert "license" not in files and "devDependencies" not in files
+    later = Conversation()  # a later compaction carries it over
+    later.append(Item("user", (Summary(text, covers=5, extra={"state": state}),)))
+    later.append(assistant("Done with the workflow."))
+    assert '"lint": "eslint ."' in summarize(later.items)[0]
+
+
+def test_a_manifest_without_scripts_keeps_its_first_lines() -> None:
+    toml = "".join(f"{n}\tline {n}\n" for n in range(1, 30))
+    assert manifest_head(toml) == [f"{n}\tline {n}" for n in range(1, MANIFEST_HEAD_LINES + 1)]
+    scripts = "[project]\nname = 'x'\n[project.scripts]\nx = 'x.cli:main'\n\n[tool.ruff]\nline-length = 120\n"
+    assert manifest_head(scripts) == ["[project]", "name = 'x'", "[project.scripts]", "x = 'x.cli:main'"]

@@ -115,6 +115,14 @@ _QUERY_KEYS = ("pattern", "query", "regex", "glob", "search_term", "file_name")
 _TODO_LIST_KEYS = ("todos", "plan", "items", "tasks")
 _TODO_TEXT_KEYS = ("content", "step", "task", "title", "description", "text")
 _URL = re.compile(r"https?://[^\s\"'<>]+")
+MANIFESTS = frozenset({"package.json", "composer.json", "deno.json", "pyproject.toml", "Cargo.toml"})
+"""Files that say what a project is and how to build, test and run it (its scripts): kept as the agent read them."""
+MANIFEST_HEAD_LINES = 12
+"""Lines of a manifest kept when it defines no scripts (its name, version, entry point)."""
+MANIFEST_MAX_LINES = 40
+_GUTTER = re.compile(r"^\s*\d+(?:→|\t)")
+"""The line-number gutter a file reader prints (Claude Code's ``  5→``, ``cat -n``'s ``5<TAB>``)."""
+_SCRIPTS_START = re.compile(r'^\s*(?:"scripts"\s*:\s*\{|\[(?:project\.scripts|tool\.poetry\.scripts|tool\.pdm\.scripts)\])')
 _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$", re.IGNORECASE)
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
 
@@ -207,6 +215,8 @@ class Facts:
     calls_total: int = 0
     pages: dict[str, str] = field(default_factory=dict)  # url -> its title ("" when unknown), least recent first
     records: list[str] = field(default_factory=list)  # "key value" identifiers the tools returned, oldest first
+    manifest: dict[str, Any] | None = None  # {"path", "lines"}: the head of the last project manifest the agent read
+    # (package.json, pyproject.toml...) through the scripts it defines, verbatim
     # the files edited so far, with their last path component (what a command names to run a script); no state
     _edited: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -222,6 +232,7 @@ class Facts:
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
         state["todos"] = [dict(t) for t in self.todos] if self.todos is not None else None
         state["calls"] = [dict(c) for c in self.calls]
+        state["manifest"] = {**self.manifest, "lines": list(self.manifest["lines"])} if self.manifest else None
         state["schema"] = STATE_SCHEMA
         return state
 
@@ -262,6 +273,7 @@ class Facts:
         self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
         self.last_test = earlier.last_test or self.last_test
         self.fetched_task = self.fetched_task or earlier.fetched_task
+        self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
         self.shown_error = earlier.shown_error or self.shown_error
         if earlier.last_assistant is not None:
@@ -395,6 +407,8 @@ class Facts:
         elif action.kind == READ:
             for path in action.paths:
                 self._file(path).reads += 1
+            if details and line is None and result is not None:
+                self._read_manifest(action, result.text)
         scripts = self._scripts_in(action.command) if action.command else []  # after the edit: it may write them
         if line is not None:
             self.tools.setdefault(call.name, [0, 0])[1] += 1
@@ -423,6 +437,17 @@ class Facts:
             self.last_test = {"command": source, "line": tally}
         if ok and self.fetched_task is None and _fetches_issue(item, call, action) and text.strip():
             self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+
+    def _read_manifest(self, action: Action, text: str) -> None:
+        """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
+        built, tested and run: the commands the agent is likely to run next), verbatim with the reader's line
+        numbers."""
+        path = next((p for p in action.paths if _last_component(p) in MANIFESTS), None)
+        if path is None:
+            return
+        lines = manifest_head(text)
+        if lines:
+            self.manifest = {"path": path, "lines": lines}
 
     def _read_shown_error(self, call: ToolCall, action: Action, item: Item) -> bool:
         """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
@@ -705,6 +730,25 @@ def _error_details(text: str, line: str) -> _ErrorRead:
         frame=tuple(error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line)),  # the lines above its end
         reported=header in reported,
     )
+
+
+def manifest_head(text: str) -> list[str]:
+    """The head of a manifest as read: through the end of its scripts block, else its first
+    :data:`MANIFEST_HEAD_LINES` lines (at most :data:`MANIFEST_MAX_LINES`, each capped), verbatim."""
+    lines = [line.rstrip() for line in text.splitlines()[:200]]
+    bodies = [_GUTTER.sub("", line, count=1) for line in lines]
+    start = next((i for i, body in enumerate(bodies) if _SCRIPTS_START.match(body)), None)
+    end = MANIFEST_HEAD_LINES
+    if start is not None:  # a TOML table ends where the next begins; a JSON object on its closing brace
+        opened = bodies[start].strip()
+        closing = "[" if opened.startswith("[") else "}" if opened.endswith("{") else None
+        end = start + 1 if closing is None else next(
+            (i for i in range(start + 1, len(bodies)) if bodies[i].strip().startswith(closing)), len(bodies))
+        end += closing == "}"
+    head = [shorten(line, TEXT_CHARS["result_line"]) for line in lines[:min(end, MANIFEST_MAX_LINES)]]
+    while head and not head[-1].strip():
+        head.pop()
+    return head
 
 
 def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:

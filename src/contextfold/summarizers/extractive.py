@@ -5,7 +5,8 @@ It writes the nine sections Claude Code's compaction prompt asks a model for
 "Key Technical Concepts"), filled with lines taken verbatim from the
 conversation rather than prose or counts: the task as it arrived (and an
 issue text the agent fetched), the lines in which the agent stated a finding
-or a decision (newest first), the last change to each file, the last error
+or a decision (newest first), the last change to each file, the head of a project manifest the agent read (``package.json``
+through its scripts: how the project is built and tested), the last error
 with its failing frame, the last test command with its result line, the
 commands that changed the system, every user message, the open todo items,
 the assistant's last words and its last actions each with the line its result
@@ -76,6 +77,7 @@ _W_COMMANDS = 1.0
 _W_ACTIONS = 1.5
 _W_FILES = 0.8
 _W_READS = 0.6
+_W_MANIFEST = 2.0  # how the project is built, tested and run: the commands the agent is likely to run next
 _W_DONE = 0.4
 _W_INPUT_CALLS = 1.5  # what a browsing or support session typed, asked, booked or changed
 _W_RECORDS = 1.0
@@ -105,6 +107,11 @@ _NEW_SNIPPETS = 2
 _SNIPPET_FILES = 6
 """Files whose last change is shown (the most recent ones); older changed files are named only."""
 _SNIPPET_USEFUL = 48
+_MANIFEST_TOKENS = 1_000
+"""A manifest's head is shown whole (up to this size) or not at all."""
+_MANIFEST_KEPT_TOKENS = 250
+"""A manifest's head this short is kept in every summary, however small its budget: the commands the project
+defines are what the agent runs to build and test, and it cannot tell them from the files it changed."""
 """A last change given fewer tokens than this is not shown: a shorter stub of code says nothing."""
 _FIT_ATTEMPTS = 4
 _FORWARD = re.compile(r"\b(next|now|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
@@ -262,6 +269,12 @@ class _Layout:
         parts += snippets
         if reads:
             parts.append(self._listing(reads, _W_READS, header="Files only read, newest first:"))
+        if self.facts.manifest:  # whole or not at all (half a scripts block misleads); kept whenever it is short
+            manifest = self.facts.manifest
+            text = "\n".join(f"    {line}" for line in manifest["lines"])
+            floor = self.meter(text) if self.meter(text) <= _MANIFEST_KEPT_TOKENS else 0
+            parts.append(self._elastic(text, _W_MANIFEST, floor, f"`{shorten(manifest['path'], 200)}` as the agent read it "
+                                       "(its head, through the scripts it defines):\n", useful_tokens=_MANIFEST_TOKENS))
         return parts + self._pages_and_records()
 
     def _pages_and_records(self) -> list[Part]:
