@@ -26,6 +26,7 @@ from contextfold.context import Context
 from contextfold.conversation import Summary
 from contextfold.errors import ContextfoldError
 from contextfold.providers.anthropic_native import ServerCompaction, with_context_management
+from contextfold.summarizers.llm import ModelSummarizer
 from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
 from contextfold.testing.fake_llm import ON_DEMAND_COMPACTION_BETA, FakeLLMServer, Reply, compaction_signature
 
@@ -34,6 +35,7 @@ TOOLS = {"anthropic": [{"name": "bash", "description": "run", "input_schema": {"
          "responses": [{"type": "function", "name": "bash", "description": "run",
                         "parameters": {"type": "object", "properties": {}}, "strict": False}]}
 CLAUDE_SUMMARY = "CLAUDE-SUMMARY: utils.helper was renamed to utils.assist; tests pass."
+PINNED = "PINNED: never run the migrations against the production database."
 
 
 def turns(provider: str, k: int, lines: int = 1) -> list[dict[str, Any]]:
@@ -89,6 +91,26 @@ def compaction_reply(provider: str, shape: str | None) -> tuple[str, Reply]:
     return ("compact" if shape == "compact" else "responses"), Reply("ENCRYPTED-BLOB-1")
 
 
+def read_by_model(provider: str, body: dict[str, Any]) -> str:
+    """What of a request the model reads, as JSON.
+
+    Anthropic drops every message block before a ``compaction`` block that
+    holds a summary (its compaction documentation; the SDK's
+    ``MessageCreateParams.compaction`` says the block goes first). OpenAI
+    reads the whole input: its ``responses.compact`` answer itself keeps the
+    user messages before the ``compaction`` item.
+    """
+    if provider != "anthropic":
+        return json.dumps(body["input"])
+    messages = body["messages"]
+    blocks = [(m, b) for m, message in enumerate(messages) if isinstance(message["content"], list)
+              for b, block in enumerate(message["content"]) if block.get("type") == "compaction" and block.get("content")]
+    if not blocks:
+        return json.dumps(messages)
+    m, b = blocks[-1]
+    return json.dumps([{**messages[m], "content": messages[m]["content"][b:]}, *messages[m + 1 :]])
+
+
 def unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages without their cache breakpoints (the last one moves as the conversation grows)."""
     return [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
@@ -104,6 +126,7 @@ def test_a_compaction_asked_while_the_conversation_goes_on_replaces_exactly_what
     fake_llm: FakeLLMServer, tmp_path: Path, provider: str, shape: str | None, asynchronous: bool
 ) -> None:
     context = session(provider, tmp_path)
+    context.pin(PINNED)
     sent_before = [item.id for item in context.view()]
     route, reply = compaction_reply(provider, shape)
     fake_llm.script(route, reply)
@@ -154,10 +177,12 @@ def test_a_compaction_asked_while_the_conversation_goes_on_replaces_exactly_what
         assert summary.native["encrypted_content"] == "ENCRYPTED-BLOB-1"
         assert "Rename helper to assist" in summary.text  # readable: contextfold's extractive summary
 
-    # The next request of the same provider carries the block/item itself, not the readable text.
+    # The next request of the same provider carries the block/item itself, not the readable text, and the
+    # pinned item where the model reads it (after Anthropic's block: what is before it is dropped).
     request = context.prepare()
     send(provider, client, request, asynchronous)
     assert fake_llm.problems == []
+    assert PINNED in read_by_model(provider, fake_llm.requests[-1].body)
     body = json.dumps(fake_llm.requests[-1].body)
     if provider == "anthropic":
         first = fake_llm.requests[-1].body["messages"][0]["content"][0]
@@ -300,3 +325,79 @@ def test_the_compaction_edit_paused_after_compacting_round_trips(
     context.close()
     record = (tmp_path / f"{context.session_id}.jsonl").read_text()
     assert CLAUDE_SUMMARY in record and compaction_signature(CLAUDE_SUMMARY) in record
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_pinned_items_go_between_the_compaction_edit_block_and_the_answer(
+    fake_llm: FakeLLMServer, tmp_path: Path, asynchronous: bool
+) -> None:
+    """``compact_20260112`` without a pause: the reply is the block, then the answer (here a tool call). The next
+    request splits that message at the block, so the pinned item is read and the call still meets its result."""
+    block = {"type": "compaction", "content": CLAUDE_SUMMARY, "signature": compaction_signature(CLAUDE_SUMMARY)}
+    call = {"type": "tool_use", "id": "toolu_9", "name": "bash", "input": {"command": "pytest"}}
+    fake_llm.script("messages", Reply("Running the tests.", blocks=(block, call), stop="tool_use"), Reply("Next."))
+    context = session("anthropic", tmp_path)
+    context.pin(PINNED)
+    client = client_for("anthropic", fake_llm, asynchronous)
+
+    def create() -> Any:
+        request, headers = with_context_management(context.prepare(), ServerCompaction(), policy=context.policy)
+        call = client.beta.messages.create(model=MODEL["anthropic"], max_tokens=512, **request, extra_headers=headers)
+        return asyncio.run(call) if asynchronous else call
+
+    context.add_response(create())
+    context.add([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "ok"}]}])
+    create()
+    assert fake_llm.problems == []
+    sent = fake_llm.requests[-1].body["messages"]
+    assert [(m["role"], [b["type"] for b in m["content"]]) for m in sent] == [
+        ("assistant", ["compaction"]), ("user", ["text"]), ("assistant", ["text", "tool_use"]), ("user", ["tool_result"])]
+    assert sent[1]["content"][0]["text"] == PINNED and PINNED in read_by_model("anthropic", fake_llm.requests[-1].body)
+    # The breakpoints follow the messages they closed: the pinned item (what no compaction rewrites), the answer
+    # (the message the summary is in ends there) and the last message.
+    assert [bool(m["content"][-1].get("cache_control")) for m in sent] == [False, True, True, True]
+    context.close()
+
+
+def test_a_second_compaction_reads_the_pinned_items_after_the_first_block(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    """A compaction asked on a view the first one leads (in the background, as :meth:`Context.start_compaction`
+    does) sends the pinned items after that block; so does the agent's request once the second is in."""
+    fake_llm.script("messages", Reply(CLAUDE_SUMMARY), Reply("SECOND-SUMMARY"), Reply("Next."))
+    context = session("anthropic", tmp_path)
+    context.pin(PINNED)
+    client = client_for("anthropic", fake_llm, False)
+    for _ in range(2):
+        pending = context.start_compaction()
+        context.apply_compaction(pending, pending.call(client, model=MODEL["anthropic"], max_tokens=512).send())
+        context.add([{"role": "user", "content": "Go on."}])
+    send("anthropic", client, context.prepare(), False)
+    assert fake_llm.problems == []
+    second, step = fake_llm.requests[1].body, fake_llm.requests[2].body
+    assert second["compaction"] and second["messages"][0]["content"][0]["content"] == CLAUDE_SUMMARY
+    assert PINNED in read_by_model("anthropic", second)
+    assert step["messages"][0]["content"][0]["content"] == "SECOND-SUMMARY" and PINNED in read_by_model("anthropic", step)
+    context.close()
+
+
+def test_contextfolds_own_summary_of_a_compacted_session_reads_the_pinned_items(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """contextfold's model summary of a session Claude compacted rides the agent's request: the compaction block
+    first, the pinned item after it, the summary instruction last."""
+    answer = "<summary>## 1. Primary Request and Intent\nRename helper to assist.</summary>"
+    fake_llm.script("messages", Reply(CLAUDE_SUMMARY), Reply(answer))
+    context = session("anthropic", tmp_path)
+    context.summarizer = ModelSummarizer(provider="anthropic", base_url=fake_llm.url, api_key="test-key",
+                                         model=MODEL["anthropic"])
+    context.pin(PINNED)
+    pending = context.start_compaction()
+    context.apply_compaction(pending, pending.call(client_for("anthropic", fake_llm, False), model=MODEL["anthropic"],
+                                                   max_tokens=512).send())
+    for k in range(3, 8):
+        context.add(turns("anthropic", k, lines=40))
+    (summarized,) = [e for e in context.compact() if e.action == "summarized"]
+    assert summarized.data["fallback"] is None and fake_llm.problems == []
+    riding = fake_llm.received("messages")[-1].body  # the agent's request (not the fitted prompt), with the instruction
+    assert riding["messages"][0]["content"][0]["content"] == CLAUDE_SUMMARY
+    assert PINNED in read_by_model("anthropic", riding) and "<summary>" in json.dumps(riding["messages"][-1])
+    context.close()

@@ -38,8 +38,9 @@ class WireHeader:
 
     ``fields`` are the request fields besides the message list (``system``,
     ``tools``); ``lead`` the messages sent before the conversation (OpenAI's
-    system messages, pinned items); ``marked`` whether the caller placed
-    prompt-cache marks of its own in it; ``static_blocks`` how many of the
+    system messages, pinned items; Anthropic's :meth:`Adapter.request` puts
+    pinned items after a compaction block instead); ``marked`` whether the
+    caller placed prompt-cache marks of its own in it; ``static_blocks`` how many of the
     first blocks of the ``system`` field are the static part of a split system
     prompt (:attr:`~contextfold.conversation.Header.static_system`), for
     formats that mark it.

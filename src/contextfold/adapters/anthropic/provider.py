@@ -14,7 +14,7 @@ from ..reminders import reminder_item
 from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints, with_reminder_blocks
 from .context import ContextReport, Edit, read_context_report, with_compaction, with_edits
-from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic
+from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic, with_lead
 
 _INCOMPLETE = {
     "max_tokens": "truncated (stop reason max_tokens)",
@@ -56,8 +56,11 @@ class AnthropicMessages(StainlessClient, Adapter):
     def request(
         self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
     ) -> dict[str, Any]:
-        request = {**header.fields, "messages": [*header.lead, *messages]}
-        return with_breakpoints(request, cache_at, header.static_blocks) if cache_at else request
+        """The pinned items (``header.lead``) go before ``messages``, or after a compaction block in them
+        (:func:`.wire.with_lead`); the breakpoints ``cache_at`` (indices into ``[*lead, *messages]``) follow them."""
+        placed, ends = with_lead(header.lead, messages)
+        request = {**header.fields, "messages": placed}
+        return with_breakpoints(request, [ends[at] for at in cache_at], header.static_blocks) if cache_at else request
 
     def cache_marked(self, item: Item) -> bool:
         return item_marked(item, ORIGIN)

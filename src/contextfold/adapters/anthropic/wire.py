@@ -257,11 +257,49 @@ def to_anthropic(conversation: Conversation) -> dict[str, Any]:
     :class:`EmptyContent` for an empty message from another format; errors name
     the item's index in ``conversation.items`` and the neutral field path.
     """
-    return {
-        "system": _write_system(conversation.header),
-        "messages": _write_messages(conversation),
-        "tools": tools_to_anthropic(conversation),
-    }
+    entries = list(numbered(conversation, system=False))
+    pinned = len(conversation.header.pinned)
+    last = len(conversation) - 1
+    messages, _ = with_lead(_write_messages(entries[:pinned], last), _write_messages(entries[pinned:], last))
+    return {"system": _write_system(conversation.header), "messages": messages, "tools": tools_to_anthropic(conversation)}
+
+
+def with_lead(
+    lead: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[int]]:
+    """The request's messages: ``lead`` (the pinned items) before ``messages``, or after their compaction block.
+
+    The API drops every message block before a ``compaction`` block that holds
+    a summary (and the SDK's types say it goes first): pinned items in front
+    of it would never reach the model. So they follow the block; a message
+    that goes on after the block (the ``compact_20260112`` edit's reply: the
+    block, then the answer) is split there, so the pinned items come between
+    the summary and the answer (a ``tool_use`` in it keeps its results next).
+    Also returned, for each message of ``[*lead, *messages]``, the index of the
+    message its last block is in now (where a cache breakpoint closing it goes).
+    """
+    found = next(((k, b) for k in range(len(messages) - 1, -1, -1) if (b := _compaction_at(messages[k])) is not None),
+                 None)
+    if found is None or not lead:
+        return [*lead, *messages], [*range(len(lead) + len(messages))]
+    at, block = found
+    content = list(messages[at]["content"])
+    head, rest = {**messages[at], "content": content[: block + 1]}, {**messages[at], "content": content[block + 1 :]}
+    tail = [rest] if rest["content"] else []
+    moved = len(lead) + len(tail)  # how far the messages after the compaction's message move down
+    ends = [at + 1 + i for i in range(len(lead))]
+    ends += [*range(at), at + moved if tail else at]
+    ends += [k + moved for k in range(at + 1, len(messages))]
+    return [*messages[:at], head, *lead, *tail, *messages[at + 1 :]], ends
+
+
+def _compaction_at(message: Mapping[str, Any]) -> int | None:
+    """The position of a ``compaction`` block holding a summary in ``message`` (one without is a no-op)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    return next((k for k, b in enumerate(content) if isinstance(b, Mapping) and b.get("type") == "compaction"
+                 and b.get("content")), None)
 
 
 def tools_to_anthropic(conversation: Conversation) -> list[dict[str, Any]]:
@@ -322,11 +360,11 @@ def _group(item: Item) -> str | None:
     return item.meta.get("group") if origin(item) == ORIGIN else None
 
 
-def _write_messages(conversation: Conversation) -> list[dict[str, Any]]:
+def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) -> list[dict[str, Any]]:
+    """The messages of ``entries`` (see :func:`numbered`); ``last`` is the index of the conversation's last item."""
     out: list[dict[str, Any]] = []
     pending = _ResultMessage()
-    last = len(conversation) - 1
-    for index, prefix, item in numbered(conversation, system=False):
+    for index, prefix, item in entries:
         if item.role == "tool":
             if not pending.accepts(item):
                 out.append(pending.message())
