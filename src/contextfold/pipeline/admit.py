@@ -23,7 +23,7 @@ from ..events import Event
 from ..redaction import describe, redact_item
 from ..summarizers._facts import read_ahead
 from .base import Policy
-from .importance import item_tokens, token_lines
+from .importance import item_tokens, line_index
 from .stages.persist import Blobs, offload
 
 logger = logging.getLogger(__name__)
@@ -43,16 +43,15 @@ def admit(item: Item, policy: Policy, results_dir: Path | None,
 
 
 def observe(items: Sequence[Item]) -> None:
-    """Read the kept ``items`` once, into their memos: their references (an output's lines with theirs, which
-    clearing keeps) and the facts a summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
+    """Read the kept ``items`` once, into their memos: their references (and where an output's are, whose
+    lines clearing keeps) and the facts a summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
 
     Only a cache is filled: a failure is logged and leaves the reading to the compaction that needs it."""
     try:
         for item in items:
             item_tokens(item)
-            result = item.tool_result
-            if result is not None:
-                token_lines(item, result.text)
+            if item.tool_result is not None:
+                line_index(item)
         read_ahead(items)
     except Exception as error:  # noqa: BLE001 - a reading bug must not refuse an item: the compaction reads it again
         logger.warning("reading new items ahead failed, a compaction will read them: %s: %s", type(error).__name__, error)

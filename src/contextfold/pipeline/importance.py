@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..actions import EDIT, call_actions, failure_line, result_action
@@ -34,7 +34,7 @@ _TRAILING = ".:-/"
 """Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
 MIN_CHARS = 4
 _MEMO = "references"
-_LINES_MEMO = "referenced_lines"
+_LINES_MEMO = "line_index"
 
 HALF_LIFE_TURNS = 40
 """A reference last used this many turns ago counts half as much as one used now."""
@@ -70,14 +70,32 @@ def item_tokens(item: Item) -> frozenset[str]:
     return tokens
 
 
-def token_lines(item: Item, text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
-    """The lines of ``text``, ``item``'s output, that hold specific tokens: number, line, tokens (memoized on the item)."""
-    lines = item.memo.get(_LINES_MEMO)
-    if lines is None:
-        lines = item.memo[_LINES_MEMO] = tuple(
-            (number, line, tokens) for number, line in enumerate(text.splitlines()) if (tokens := specific_tokens(line))
-        )
-    return lines
+def line_index(item: Item) -> Mapping[str, tuple[int, ...]]:
+    """Where each specific token of ``item``'s output is: the numbers of the lines holding it (memoized on the item).
+
+    Every output the history holds keeps this for as long as the session
+    runs, so it keeps line numbers, not lines: a copy of each line with a set
+    of its tokens took several times the output's own size.
+    """
+    index: dict[str, tuple[int, ...]] | None = item.memo.get(_LINES_MEMO)
+    if index is None:
+        result = item.tool_result
+        lines = enumerate(result.text.splitlines()) if result is not None else iter(())
+        index = item.memo[_LINES_MEMO] = _where(lines, {token: token for token in item_tokens(item)})
+    return index
+
+
+def _where(lines: Iterable[tuple[int, str]], spelling: Mapping[str, str]) -> dict[str, tuple[int, ...]]:
+    """The specific tokens of the numbered ``lines``, each with the numbers of the lines holding it.
+
+    A token found in ``spelling`` is keyed by that string object, so an item's
+    index shares the strings its :func:`item_tokens` already holds.
+    """
+    found: dict[str, list[int]] = {}
+    for number, line in lines:
+        for token in specific_tokens(line):
+            found.setdefault(spelling.get(token, token), []).append(number)
+    return {token: tuple(numbers) for token, numbers in found.items()}
 
 
 def source_weight(item: Item) -> float:
@@ -175,27 +193,29 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
 
 def referenced_lines(
     text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None,
-    lines: Sequence[tuple[int, str, frozenset[str]]] | None = None,
+    index: Mapping[str, tuple[int, ...]] | None = None,
 ) -> list[str]:
     """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order).
 
     ``tokens`` are the specific tokens of ``text`` when known (:func:`item_tokens`
-    keeps them): then only the lines holding a referenced one are read; ``lines``
-    are its lines with their tokens when known (:func:`token_lines` keeps them).
+    keeps them): then only the lines holding a referenced one are read; ``index``
+    is where each token of ``text`` is when known (:func:`line_index` keeps it).
     """
     hits = refs.uses.keys() & (tokens if tokens is not None else specific_tokens(text))
     if not hits:
         return []
-    if lines is None:
-        lines = [(number, line, specific_tokens(line)) for number, line in enumerate(text.splitlines())
-                 if any(token in line for token in hits)]
-    scored: list[tuple[float, int, str]] = []
-    for number, line, line_tokens in lines:
-        if hits.isdisjoint(line_tokens):
-            continue
-        weight = sum(refs.weight(t) for t in line_tokens if t in refs.uses)
-        if weight > 0:
-            scored.append((weight, number, line.strip()[:300]))
+    if index is None:
+        candidates = enumerate(text.splitlines())
+        index = _where(((number, line) for number, line in candidates if any(token in line for token in hits)), {})
+    weights: dict[int, float] = {}
+    for token in index.keys() & refs.uses.keys():
+        weight = refs.weight(token)
+        for number in index[token]:
+            weights[number] = weights.get(number, 0.0) + weight
+    if not weights:
+        return []
+    lines = text.splitlines()  # the lines themselves are not kept (see line_index): read again only when needed
+    scored = [(weight, number, lines[number].strip()[:300]) for number, weight in weights.items() if weight > 0]
     kept: list[tuple[int, str]] = []
     spent = 0
     for weight, number, line in sorted(scored, key=lambda s: (-s[0], s[1])):

@@ -25,7 +25,7 @@ from ...events import Event
 from ...summarizers._facts import failure_frame, shown_error
 from ..base import Budget
 from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
-from ..importance import References, item_tokens, referenced_lines, token_lines
+from ..importance import References, item_tokens, line_index, referenced_lines
 
 STAGE = "clear"
 
@@ -49,7 +49,7 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
     elif line is not None:
         note += f". It reported: {line}"
-    kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), token_lines(item, text))
+    kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
             if refs is not None and keep_chars > 0 else [])
     if kept:
         note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
