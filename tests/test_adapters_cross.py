@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 from anthropic.types import MessageParam, ToolUnionParam
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 from openai.types.responses import ResponseInputItemParam, ToolParam
 from pydantic import TypeAdapter
 from strategies import anthropic_requests, conversations, openai_chat_requests, responses_requests
+from sweeps import Sweep
 
 from contextfold import Conversation, InvalidContent
 from contextfold.adapters import (
@@ -110,19 +111,25 @@ PORTABLE = {
 
 
 @pytest.mark.parametrize("source", FORMATS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_portable_conversations_convert_to_every_format(source: str, data: st.DataObject) -> None:
+def portable_conversations_convert_to_every_format(source: str, data: st.DataObject) -> None:
     conversation = _read(source, data.draw(PORTABLE[source]))
     for target in FORMATS:
         _assert_converts(conversation, target)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(conversations())
-def test_neutral_conversations_convert_to_every_format(conversation: Conversation) -> None:
+test_portable_conversations_convert_to_every_format, test_portable_conversations_convert_to_every_format_sweep = (
+    Sweep(main=15, full=60, suppress_health_check=[HealthCheck.too_slow]).tests(
+        portable_conversations_convert_to_every_format, data=st.data()))
+
+
+def neutral_conversations_convert_to_every_format(conversation: Conversation) -> None:
     for target in FORMATS:
         _assert_converts(conversation, target)
+
+
+test_neutral_conversations_convert_to_every_format, test_neutral_conversations_convert_to_every_format_sweep = (
+    Sweep(main=25, full=100, suppress_health_check=[HealthCheck.too_slow]).tests(
+        neutral_conversations_convert_to_every_format, conversations()))
 
 
 ANTHROPIC = [

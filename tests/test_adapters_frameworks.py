@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from framework_strategies import genai_contents, langchain_messages
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from sweeps import Sweep
 
 from contextfold import Conversation
 from contextfold.adapters import from_openai
@@ -16,16 +17,14 @@ from contextfold.adapters.gemini import from_genai, system_instruction_to_genai,
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.errors import InvalidContent, UnknownRole
 
-ROUND_TRIPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ROUND_TRIPS = Sweep(main=25, full=200, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _reload(conversation: Conversation) -> Conversation:
     return conversation_from_dict(conversation_to_dict(conversation))
 
 
-@ROUND_TRIPS
-@given(genai_contents())
-def test_genai_round_trip(drawn: list[dict[str, Any]]) -> None:
+def genai_round_trip(drawn: list[dict[str, Any]]) -> None:
     """Dicts in the SDK's dump shape come back equal; so do the SDK objects built from them."""
     types = pytest.importorskip("google.genai.types", reason="google-genai is missing: python3 -m pip install -e '.[adk]'")
     objects = [types.Content.model_validate(content) for content in drawn]
@@ -37,15 +36,19 @@ def test_genai_round_trip(drawn: list[dict[str, Any]]) -> None:
     assert conversation.validate() == []
 
 
-@ROUND_TRIPS
-@given(langchain_messages())
-def test_langchain_round_trip(messages: list[Any]) -> None:
+test_genai_round_trip, test_genai_round_trip_sweep = ROUND_TRIPS.tests(genai_round_trip, genai_contents())
+
+
+def langchain_round_trip(messages: list[Any]) -> None:
     from contextfold.adapters.langchain import from_langchain, to_langchain
 
     conversation = from_langchain(messages)
     assert to_langchain(conversation) == messages
     assert to_langchain(_reload(conversation)) == messages
     assert conversation.validate() == []
+
+
+test_langchain_round_trip, test_langchain_round_trip_sweep = ROUND_TRIPS.tests(langchain_round_trip, langchain_messages())
 
 
 # --------------------------------------------------------------------------- what the pipeline does to them
