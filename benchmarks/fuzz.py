@@ -162,25 +162,26 @@ def framework_inputs(tally: fuzzing.Tally, count: int, bound: float, base_seed: 
         _drawn(count, base_seed, conversations(), run)
 
 
-def _command_files(bases: dict[str, bytes], base_seed: int, number: int) -> tuple[tuple[str, bytes, str], ...]:
-    """Input ``number``'s two mutated recordings, as ``(name, data, what was done)``: one for the importers (any
-    size) and one for the commands (under :data:`COMMAND_BASE_BYTES`), the same ones for the same seed."""
-    names = sorted(bases)
-    small = sorted(name for name in names if len(bases[name]) < COMMAND_BASE_BYTES)
-    rng = random.Random(base_seed * 1_000_003 + number)
-    drawn = []
-    for choices in (names, small):
-        name = rng.choice(choices)
-        data, done = fuzzing.mutate_file(bases[name], rng)
-        drawn.append((name, data, f"{name}: {done}"))
-    return tuple(drawn)
+def _mutated_file(bases: dict[str, bytes], base_seed: int, number: int, purpose: str) -> tuple[str, bytes, str]:
+    """Input ``number``'s mutated recording for ``purpose``, as ``(name, data, what was done)``: for ``import``
+    any recording, for ``commands`` one under :data:`COMMAND_BASE_BYTES`; the same one for the same seed.
+
+    Each purpose draws from its own generator, so a run of one group mutates only the files it reads (parsing
+    and mutating a 4 MB recording costs as much as importing it)."""
+    names = sorted(bases) if purpose == "import" else sorted(n for n in bases if len(bases[n]) < COMMAND_BASE_BYTES)
+    rng = random.Random(f"{base_seed}:{number}:{purpose}")
+    name = rng.choice(names)
+    data, done = fuzzing.mutate_file(bases[name], rng)
+    return name, data, f"{name}: {done}"
 
 
 SESSION_FILE_CASES = ("importers", "cli inspect", "cli tokens", "cli replay", "cli compact")
 
 
 def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int, only: str) -> None:
-    if not any(_wanted(case, only) for case in SESSION_FILE_CASES):
+    purposes = [purpose for purpose, cases in (("import", ["importers"]), ("commands", SESSION_FILE_CASES[1:]))
+                if any(_wanted(case, only) for case in cases)]
+    if not purposes:
         return  # drawing and writing the mutated files is most of the cost: not for nothing
     bases = fuzzing.base_files(SHARED / "corpus")
     runner = CliRunner()
@@ -188,11 +189,12 @@ def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int
         for number in range(count):
             if _out_of_time():
                 break
-            for purpose, (name, data, described) in zip(("import", "commands"), _command_files(bases, base_seed, number)):
+            for purpose in purposes:
+                name, data, described = _mutated_file(bases, base_seed, number, purpose)
                 path = Path(folder) / f"{number}-{name}"
                 path.write_bytes(data)
                 out = Path(folder) / "compacted.json"
-                if purpose == "import" and _wanted("importers", only):
+                if purpose == "import":
                     tally.add("importers", fuzzing.judged(partial(fuzzing.file_case, path), bound), described)
                 for command, arguments in fuzzing.file_commands(path, out).items() if purpose == "commands" else ():
                     if _wanted(f"cli {command}", only):
@@ -205,8 +207,8 @@ def session_files(tally: fuzzing.Tally, count: int, bound: float, base_seed: int
 def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: float, base_seed: int, only: str) -> None:
     """``inspect`` as a real subprocess on the first ``processes`` of the commands' recordings, ``jobs`` at a time.
 
-    Each costs an interpreter start (about 1.5 s of CPU), so 3,000 of them take over an hour of a shared 2-core
-    machine; the in-process ``cli inspect`` runs the same command code on every input. What only a real process
+    Each costs an interpreter start and contextfold's import (about 0.6 s of CPU once the bytecode is cached,
+    see :func:`fuzzing.inspect_process`), so 3,000 of them take half an hour of a whole core; the in-process ``cli inspect`` runs the same command code on every input. What only a real process
     shows (the ``python -m contextfold`` entry, real pipes and their encoding, a traceback escaping click, a hang)
     does not depend on the input's content, so a sample of the same inputs checks it."""
     if not processes or not _wanted("cli inspect (subprocess)", only):
@@ -216,11 +218,11 @@ def inspect_processes(tally: fuzzing.Tally, processes: int, jobs: int, bound: fl
         def run(number: int) -> tuple[fuzzing.Outcome, str] | None:
             if _out_of_time():
                 return None
-            name, data, described = _command_files(bases, base_seed, number)[1]
+            name, data, described = _mutated_file(bases, base_seed, number, "commands")
             path = Path(folder) / f"{number}-{name}"
             path.write_bytes(data)
             try:
-                return fuzzing.inspect_process(path, bound), described
+                return fuzzing.inspect_process(path, bound, pycache=Path(folder) / "pycache"), described
             finally:
                 path.unlink()
 
