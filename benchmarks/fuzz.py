@@ -102,8 +102,9 @@ def print_table(tally: fuzzing.Tally, file: Any = None) -> None:
 
 
 def _wanted(case: str, only: str) -> bool:
-    """Whether the entry point ``case`` is run: its name starts with one of the comma-separated prefixes."""
-    return any(case.startswith(prefix) for prefix in only.split(","))
+    """Whether the entry point ``case`` is run: its name starts with one of the comma-separated prefixes, or is
+    one ending in ``$`` (``cli inspect$``: not ``cli inspect (subprocess)`` nor ``cli inspect STORE#ID``)."""
+    return any(case == prefix[:-1] if prefix.endswith("$") else case.startswith(prefix) for prefix in only.split(","))
 
 
 def _drawn(count: int, base_seed: int, strategy: Any, run: Callable[..., None]) -> None:
@@ -267,7 +268,7 @@ def main() -> None:
                         help="start no input after this many seconds, and report what ran (0: no limit)")
     parser.add_argument("--progress-s", type=float, default=120.0, help="seconds between tables on stderr (0: none)")
     parser.add_argument("--only", default="", help="only the entry points whose name starts with one of these "
-                        "comma-separated prefixes (run groups of them side by side)")
+                        "comma-separated prefixes, or is one ending in $ (run groups of them side by side)")
     args = parser.parse_args()
     if not (SHARED / "corpus" / "SOURCES.md").exists():
         sys.exit(f"the shared corpus is not at {SHARED / 'corpus'} (set CONTEXTFOLD_SHARED)")
