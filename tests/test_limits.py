@@ -105,21 +105,35 @@ def test_the_price_table_covers_the_current_families_with_their_cache_billing() 
     sonnet = model_prices("claude-sonnet-4-5-20250929")
     assert (sonnet.input_per_mtok, sonnet.output_per_mtok, sonnet.cache_read_per_mtok) == (3.0, 15.0, 0.30)
     assert sonnet.cache_write_per_mtok() == pytest.approx(3.75) and sonnet.cache_write_per_mtok("1h") == 6.0
-    assert sonnet.ttl_options == ("5m", "1h") and sonnet.assumed_from is None
+    assert sonnet.ttl_options == ("5m", "1h")
     assert model_prices("us.anthropic.claude-haiku-4-5-20251001-v1:0").input_per_mtok == 1.0
-    # A model the SDK names but whose price was not known says whose figures it carries.
-    assert model_prices("claude-opus-4-8").assumed_from == "claude-opus-4-5"
-    # OpenAI: writes cost plain input before gpt-5.6, 1.25x from it on (TTL 30m or 12h).
-    assert model_prices("gpt-4o-2024-08-06").cache_write_per_mtok() == 2.5
-    newer = model_prices("gpt-5.6-sol")
-    assert newer.ttl_options == ("30m", "12h") and newer.cache_write_per_mtok("30m") == pytest.approx(1.25 * 1.75)
-    with pytest.raises(ValueError, match="12h"):
-        newer.cache_write_per_mtok("12h")  # its multiplier is not known: no price rather than a guess
-    for name in ("claude-opus-4-5", "claude-sonnet-4-6", "claude-haiku-4-5", "gpt-4.1", "gpt-5", "gpt-5.1-codex-mini",
-                 "gpt-5.2", "gpt-5.5", "o4-mini"):
+    assert model_prices("gpt-4o-2024-08-06").cache_write_per_mtok() == 2.5  # OpenAI before gpt-5.6: plain input
+    with pytest.raises(ValueError, match="1h"):
+        model_prices("gpt-4o").cache_write_per_mtok("1h")  # a TTL the provider does not offer has no price
+    for name in ("claude-opus-4-5", "claude-opus-4-6", "claude-haiku-4-5", "gpt-4.1", "gpt-5", "gpt-5.1-codex-mini",
+                 "gpt-5.2", "o4-mini"):
         prices = model_prices(name)
         assert prices.cache_read_per_mtok < prices.input_per_mtok <= prices.output_per_mtok
-    with pytest.raises(UnknownModel):
-        model_prices("claude-mythos-5")  # a family whose tier is not known is not guessed
     assert Prices.of("claude-sonnet-4-5") == Prices()  # the pipeline's defaults are Sonnet's list prices
     assert Prices.of("claude-opus-4-5", ttl="1h").cache_write_per_mtok == 10.0
+
+
+@pytest.mark.parametrize("name", ["claude-sonnet-4-6", "claude-opus-4-8", "claude-mythos-5", "gpt-5.5",
+                                  "gpt-5.6-sol-2026-09-01", "gpt-6-luna"])
+def test_a_model_whose_price_could_not_be_confirmed_says_so_rather_than_guess(name: str) -> None:
+    from contextfold import Prices, UnknownPrice, model_prices
+
+    with pytest.raises(UnknownPrice, match=rf"no list price is known for model '{name}'.*as of 2026-11-26.*Prices"):
+        model_prices(name)
+    with pytest.raises(UnknownModel):  # caught wherever an unknown model is
+        Prices.of(name)
+
+
+def test_the_newest_models_the_sdks_name_have_their_windows_or_ask_for_them() -> None:
+    """gpt-5.4 and gpt-5.5 (in the openai SDK's model literals) resolve; a name whose window was not found asks."""
+    assert model_limits("gpt-5.4") == ModelLimits(1_050_000, 128_000)
+    assert model_limits("gpt-5.5-2026-04-23") == ModelLimits(1_000_000, 128_000)
+    assert model_limits("openai/gpt-5.5-pro") == ModelLimits(1_000_000, 128_000)
+    for name in ("gpt-5.4-mini", "gpt-5.6-sol", "claude-opus-5", "claude-sonnet-5-5"):
+        with pytest.raises(UnknownModel):
+            model_limits(name)

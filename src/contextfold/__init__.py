@@ -40,6 +40,7 @@ from .errors import (
     TranscriptCorrupt,
     TranscriptError,
     UnknownModel,
+    UnknownPrice,
     UnknownRole,
     UnknownSessionFormat,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "TranscriptCorrupt",
     "TranscriptError",
     "UnknownModel",
+    "UnknownPrice",
     "UnknownRole",
     "UnknownSessionFormat",
     "Usage",

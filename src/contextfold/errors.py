@@ -158,6 +158,17 @@ class UnknownModel(ContextfoldError, KeyError):
         return str(self.args[0])
 
 
+class UnknownPrice(UnknownModel):
+    """No list price is known for a model (it may well have known limits): the table does not guess one."""
+
+    def __init__(self, model: str, as_of: str) -> None:
+        super(UnknownModel, self).__init__(  # the message is not UnknownModel's: the name may be a known model
+            f"no list price is known for model {model!r}: contextfold's price table (as of {as_of}) lists only "
+            "prices it could confirm; give Prices(...) yourself")
+        self.model = model
+        self.close = ()
+
+
 class ContextOverflow(ContextfoldError):
     """Even the smallest request contextfold can make does not fit the window.
 

@@ -9,7 +9,11 @@ exactly, or as a registered name followed by a version tag
 
 Figures are the providers' published ones (model pages of Anthropic, OpenAI,
 Google, DeepSeek and Alibaba Model Studio, as of mid 2026), in tokens. Windows that providers
-offer only behind a beta flag are not assumed; register them to use them.
+offer only behind a beta flag are not assumed; register them to use them. Models
+the SDKs name whose window could not be found (``claude-opus-5``,
+``claude-sonnet-5``, the ``-5-5`` Claude models, ``claude-mythos-*``,
+``claude-fable-*``, ``gpt-5.4-mini``/``-nano``, ``gpt-5.6-*``, ``gpt-6-*``) are
+left out: :class:`UnknownModel` asks for their window rather than guess it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import UnknownModel
+from .errors import UnknownModel, UnknownPrice
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
 """At most this much of the window is kept free for the reply (Claude Code's reserve)."""
@@ -60,6 +64,11 @@ _REGISTRY: dict[str, ModelLimits] = {
     **_family(1_047_576, 32_768, "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"),
     **_family(400_000, 128_000, "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-codex", "gpt-5-pro"),
     **_family(400_000, 128_000, "gpt-5.1", "gpt-5.1-codex", "gpt-5.1-codex-mini", "gpt-5.2"),
+    # gpt-5.4 and gpt-5.5 (names from the openai 3.57 SDK's ChatModel / ResponsesModel literals): the windows
+    # model listings agreed on in 2026; where they differed (gpt-5.5: 1,000,000 or 1,050,000; 128k or 272k
+    # out) the smaller, which never lets a request over the real window.
+    **_family(1_050_000, 128_000, "gpt-5.4"),
+    **_family(1_000_000, 128_000, "gpt-5.5", "gpt-5.5-pro"),
     **_family(200_000, 100_000, "o1", "o1-pro", "o3", "o3-pro", "o3-mini", "o4-mini"),
     **_family(128_000, 65_536, "o1-mini"),
     # Google
@@ -156,14 +165,16 @@ cache is billed in kind (Anthropic's ``cache_control.ttl`` of ``5m`` or ``1h``;
 OpenAI's ``prompt_cache_options.ttl`` of ``30m`` or ``12h`` from ``gpt-5.6`` on,
 its usage's ``cache_write_tokens`` split by those TTLs, and the older
 ``prompt_cache_retention`` of ``in_memory`` or ``24h``), but they hold no
-prices. The USD figures are the providers' published list prices as the
-author of this table knew them, written without network access on that date,
-so check them against the providers' pricing pages before billing anyone.
-A model whose price the author did not know is listed with the figures of its
-nearest predecessor and says so (:attr:`ModelPrices.assumed_from`); model
-families the SDKs name but whose tier the author could not place
-(``claude-fable-*``, ``claude-mythos-*``, ``gpt-6-*``) are left out:
-:func:`model_prices` raises :class:`UnknownModel` for them rather than guess.
+prices. The USD figures are the providers' published list prices (Anthropic's
+pricing page and models overview, OpenAI's model pages), written without
+network access on that date, so check them against the providers' pricing
+pages before billing anyone. A model whose list price could not be confirmed
+is not listed, however sure a guess from its predecessor would look (the
+newest families' prices did not follow their predecessors'): among them
+``claude-sonnet-4-6``, ``claude-opus-4-7``/``-4-8``, every Claude 5 model,
+``gpt-5.4``, ``gpt-5.5``, the ``gpt-5.6`` and ``gpt-6`` families.
+:func:`model_prices` raises :class:`UnknownPrice` for them (it says so in
+words); give :class:`~contextfold.pipeline.base.Prices` yourself.
 """
 
 
@@ -173,9 +184,9 @@ class ModelPrices:
 
     A cache write costs the input price times the multiplier of the time to
     live it was written with (``cache_write_multipliers``; Anthropic: 1.25 for
-    ``5m``, 2 for ``1h``; OpenAI before ``gpt-5.6``: writes cost plain input;
-    from ``gpt-5.6`` on: 1.25 for ``30m``). ``ttl_options`` are the lifetimes
-    the API accepts, ``default_ttl`` the one used when none is asked.
+    ``5m``, 2 for ``1h``; OpenAI before ``gpt-5.6``: writes cost plain input).
+    ``ttl_options`` are the lifetimes the API accepts, ``default_ttl`` the one
+    used when none is asked.
     """
 
     input_per_mtok: float
@@ -184,8 +195,6 @@ class ModelPrices:
     cache_write_multipliers: Mapping[str, float]
     ttl_options: tuple[str, ...]
     default_ttl: str
-    assumed_from: str | None = None
-    """``None`` for a published figure; else the model whose figures these are (no published price was known)."""
 
     def cache_write_per_mtok(self, ttl: str | None = None) -> float:
         """USD per million tokens written to the cache with ``ttl`` (default: :attr:`default_ttl`)."""
@@ -206,31 +215,22 @@ class _CacheBilling:
 
 _ANTHROPIC_CACHE = _CacheBilling({"5m": 1.25, "1h": 2.0}, ("5m", "1h"), "5m")
 _OPENAI_CACHE = _CacheBilling({"in_memory": 1.0, "24h": 1.0}, ("in_memory", "24h"), "in_memory")
-_OPENAI_CACHE_56 = _CacheBilling({"30m": 1.25}, ("30m", "12h"), "30m")
-"""From gpt-5.6 on: writes billed at 1.25 times input (issue 21, from the SDK's TTL fields); the 12h multiplier
-was not known to the author, so a 12h write has no price here."""
 
 
-def _priced(input_: float, output: float, read: float, cache: _CacheBilling, *names: str,
-            assumed_from: str | None = None) -> dict[str, ModelPrices]:
-    prices = ModelPrices(input_, output, read, cache.multipliers, cache.options, cache.default, assumed_from)
+def _priced(input_: float, output: float, read: float, cache: _CacheBilling, *names: str) -> dict[str, ModelPrices]:
+    prices = ModelPrices(input_, output, read, cache.multipliers, cache.options, cache.default)
     return dict.fromkeys(names, prices)
 
 
 _PRICES: dict[str, ModelPrices] = {
     # Anthropic: cache reads at a tenth of input, writes at 1.25x (5 minutes) or 2x (1 hour)
-    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-5"),
+    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-6", "claude-opus-4-5"),
     **_priced(15.0, 75.0, 1.50, _ANTHROPIC_CACHE, "claude-opus-4-1", "claude-opus-4", "claude-3-opus"),
     **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-5", "claude-sonnet-4", "claude-3-7-sonnet",
               "claude-3-5-sonnet"),
     **_priced(1.0, 5.0, 0.10, _ANTHROPIC_CACHE, "claude-haiku-4-5"),
     **_priced(0.80, 4.0, 0.08, _ANTHROPIC_CACHE, "claude-3-5-haiku"),
     **_priced(0.25, 1.25, 0.03, _ANTHROPIC_CACHE, "claude-3-haiku"),
-    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8",
-              "claude-opus-5", "claude-opus-5-5", assumed_from="claude-opus-4-5"),
-    **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-6", "claude-sonnet-5", "claude-sonnet-5-5",
-              assumed_from="claude-sonnet-4-5"),
-    **_priced(1.0, 5.0, 0.10, _ANTHROPIC_CACHE, "claude-haiku-5-5", assumed_from="claude-haiku-4-5"),
     # OpenAI: cached input at a tenth (gpt-5 family), a quarter (gpt-4.1, o3, o4-mini) or half (gpt-4o) of input
     **_priced(2.50, 10.0, 1.25, _OPENAI_CACHE, "gpt-4o", "chatgpt-4o"),
     **_priced(0.15, 0.60, 0.075, _OPENAI_CACHE, "gpt-4o-mini"),
@@ -242,20 +242,19 @@ _PRICES: dict[str, ModelPrices] = {
     **_priced(0.25, 2.0, 0.025, _OPENAI_CACHE, "gpt-5-mini", "gpt-5.1-codex-mini"),
     **_priced(0.05, 0.40, 0.005, _OPENAI_CACHE, "gpt-5-nano"),
     **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE, "gpt-5.2"),
-    **_priced(0.25, 2.0, 0.025, _OPENAI_CACHE, "gpt-5.1-mini", "gpt-5.4-mini", assumed_from="gpt-5-mini"),
-    **_priced(0.05, 0.40, 0.005, _OPENAI_CACHE, "gpt-5.4-nano", assumed_from="gpt-5-nano"),
-    **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE, "gpt-5.4", "gpt-5.5", assumed_from="gpt-5.2"),
-    **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE_56, "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna", "gpt-5.6",
-              assumed_from="gpt-5.2"),
 }
 
 
 def model_prices(model: str) -> ModelPrices:
-    """The prices of ``model`` (names resolve as in :func:`model_limits`); :class:`UnknownModel` for one not listed."""
+    """The list prices of ``model`` (names resolve as in :func:`model_limits`).
+
+    :class:`UnknownPrice` (an :class:`UnknownModel`) for one whose price is
+    not listed, whether or not its limits are known: no price is guessed.
+    """
     name = _ROUTING_PREFIX.sub("", model.strip().lower(), count=1)
     if name in _PRICES:
         return _PRICES[name]
     base = _strip_version(name, _PRICES)
     if base is None:
-        raise UnknownModel(model, tuple(difflib.get_close_matches(name, list(_PRICES), n=3)))
+        raise UnknownPrice(model, PRICES_AS_OF)
     return _PRICES[base]
