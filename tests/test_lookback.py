@@ -139,6 +139,27 @@ def test_an_offloaded_output_is_searched_and_read_whole(tmp_path: Path) -> None:
     assert context.read_history(item.id, "3334").splitlines()[1] == "case 3333: FAILED: expected 17, got 18"
 
 
+@pytest.mark.parametrize("answered_by", ["context", "framework"])
+def test_a_long_read_of_an_offloaded_output_is_kept_whole_not_offloaded_again(tmp_path: Path, answered_by: str) -> None:
+    """A read_history result near its own bound (40,000 characters) is over the offload threshold (30,000): it
+    goes to the agent whole, whether the Context answered the call or a framework ran the tool and handed back
+    a plain result, not as another preview asking it to read again."""
+    context = Context(window_tokens=200_000, results_dir=tmp_path / "results")
+    context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])
+    (item,) = context.add([tool("c1", "\n".join(f"case {k}: " + "detail " * 20 for k in range(6_000)))])
+    call = ToolCall("h1", "read_history", {"ref": item.id, "lines": "1-400"})
+    context.add([assistant("", [call])])
+    if answered_by == "context":
+        answer = context.answer_tool_call(call)
+        assert answer is not None
+    else:
+        answer = tool("h1", context.read_history(item.id, "1-400"))
+    assert len(answer.text) > Policy().persist_max_chars
+    (kept,) = context.add([answer])
+    assert kept.text == answer.text and "case 250: " in kept.text
+    assert not any(e.stage == "persist" for e in context.events if kept.id in e.items)
+
+
 def test_an_offloaded_output_whose_file_is_gone_is_read_as_its_preview(tmp_path: Path) -> None:
     context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
     context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])

@@ -565,13 +565,20 @@ class Conversation:
         """Add one item at the end; returns the stored item (results linked to calls)."""
         for call in item.tool_calls:
             self._calls[call.id] = call
-        result = item.tool_result
-        if result is not None and result.tool_name is None:
-            answered = self._calls.get(result.call_id)
-            if answered is not None:
-                item = item.with_blocks((replace(result, tool_name=answered.name, arguments=answered.arguments),))
+        item = self.linked(item)
         self._items.append(item)
         return item
+
+    def linked(self, item: Item) -> Item:
+        """``item`` with its result naming the tool and arguments of the call it answers, when that call was
+        appended here (as :meth:`append` stores it; nothing is appended)."""
+        result = item.tool_result
+        if result is None or result.tool_name is not None:
+            return item
+        answered = self._calls.get(result.call_id)
+        if answered is None:
+            return item
+        return item.with_blocks((replace(result, tool_name=answered.name, arguments=answered.arguments),))
 
     def extend(self, items: Iterable[Item]) -> None:
         for item in items:

@@ -248,6 +248,7 @@ class Context:
         items = []
         for item in conversation.items:
             blobs = self._journal.session if not self._results_given else None
+            item = self.history.linked(item)  # which tool answered decides what admission does with it
             item, events = admit(item, self.policy, self.results_dir, self.estimator.item, blobs)
             self._emit(events)
             items.append(item)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ..conversation import Conversation, Item, readable_text
 from ..errors import HistoryQueryError, HistoryRefNotFound
+from ..pipeline.stages.persist import HISTORY_TOOLS
 from .offloaded import is_offloaded, offloaded_output
 from .pattern import Matcher, compile_query
 
@@ -54,7 +55,7 @@ READ_MAX_LINES = 400
 READ_MAX_CHARS = 40_000
 """Characters one read_history call returns at most (a file of very long lines stops earlier)."""
 MAX_REF_CHARS = 200
-TOOL_NAMES = frozenset({"search_history", "read_history"})
+TOOL_NAMES = HISTORY_TOOLS
 """The history tools themselves: their calls and results are not searched (a search would find its own query)."""
 FILE_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 """Argument names that say which file a tool call read."""

@@ -102,9 +102,15 @@ def saved_output(item: Item, blobs: Blobs | None = None) -> str | None:
         return file.read().decode("utf-8", "surrogatepass")
 
 
+HISTORY_TOOLS = frozenset({"search_history", "read_history"})
+"""The history tools (:mod:`contextfold.lookback`). Their results are bounded already and never offloaded: a
+read of an offloaded output that came back as another preview would send the agent round in a circle."""
+
+
 def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) -> bool:
     """A tool output too large to send whole (a preview goes instead)."""
-    if item.role != "tool" or is_compacted(item):
+    result = item.tool_result
+    if item.role != "tool" or result is None or result.tool_name in HISTORY_TOOLS or is_compacted(item):
         return False
     text = result_text(item)
     return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
