@@ -25,7 +25,7 @@ def test_what_a_compaction_asks_of_an_item_is_read_when_it_arrives() -> None:
     for item in (call, output):
         assert "references" in item.memo  # its specific tokens, which clearing, the summary and the survival check use
     # where each of the output's tokens is, which clearing keeps the lines of: numbers, not copies of the lines
-    assert output.memo["line_index"] == {"src/app.py:12": (0,), "ValueError": (0,), "0.2s": (1,)}
+    assert output.memo["line_index"] == {"src/app.py:12": 0, "ValueError": 0, "0.2s": 1}
     assert output.memo["facts:tally"] == "1 failed, 3 passed in 0.2s"  # the summary's last test run, read once
 
 

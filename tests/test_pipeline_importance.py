@@ -13,7 +13,7 @@ from contextfold.conversation import Conversation, Item, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
-from contextfold.pipeline.importance import References, specific_tokens
+from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
@@ -55,6 +55,22 @@ def test_cleared_output_keeps_the_lines_the_agent_went_on_to_use() -> None:
     out, events = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0, clear_keep_recent_rounds=1)))
     assert events and "output cleared" in out[2].text
     assert "config/settings_prod.yaml: the one" in out[2].text and "line 17:" not in out[2].text
+
+
+def test_an_outputs_line_index_keeps_the_lines_its_text_would() -> None:
+    """The index an output keeps (line numbers, not copies of its lines) finds the lines reading the text does."""
+    output = "total_v2 = 1\nnothing here\n  src/app.py sums total_v2  \nsrc/app.py:12 ok\nworker_3 idle\n"
+    conv = session(("grep -n total_v2 src/app.py", output))
+    item = conv[2]
+    assert line_index(item) == {"total_v2": (0, 2), "src/app.py": 2, "src/app.py:12": 3, "worker_3": 4}
+    refs = References.of(conv.items)  # the task names src/app.py, the call total_v2 and src/app.py
+    text = item.tool_result.text
+    for budget in (200, 30, 5):
+        from_index = referenced_lines(text, refs, budget, item_tokens(item), line_index(item))
+        assert from_index == referenced_lines(text, refs, budget)
+    assert referenced_lines(text, refs, 200, item_tokens(item), line_index(item)) == ["total_v2 = 1", "src/app.py sums total_v2"]
+    assert referenced_lines(text, refs, 30, item_tokens(item), line_index(item)) == ["src/app.py sums total_v2"]  # the heavier
+    assert referenced_lines(text, refs, 5, item_tokens(item), line_index(item)) == []
 
 
 def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:

@@ -70,14 +70,23 @@ def item_tokens(item: Item) -> frozenset[str]:
     return tokens
 
 
-def line_index(item: Item) -> Mapping[str, tuple[int, ...]]:
-    """Where each specific token of ``item``'s output is: the numbers of the lines holding it (memoized on the item).
+Lines = int | tuple[int, ...]
+"""The lines of an output a token is on: one line's number (as most tokens are), else the numbers of each."""
+
+
+def _numbers(lines: Lines) -> tuple[int, ...]:
+    return (lines,) if isinstance(lines, int) else lines
+
+
+def line_index(item: Item) -> Mapping[str, Lines]:
+    """Where each specific token of ``item``'s output is: the lines holding it (memoized on the item).
 
     Every output the history holds keeps this for as long as the session
-    runs, so it keeps line numbers, not lines: a copy of each line with a set
-    of its tokens took several times the output's own size.
+    runs, so it keeps line numbers, not lines (a copy of each line with a set
+    of its tokens took several times the output's own size), and a token on
+    one line, as most are, keeps a bare number rather than a tuple of one.
     """
-    index: dict[str, tuple[int, ...]] | None = item.memo.get(_LINES_MEMO)
+    index: dict[str, Lines] | None = item.memo.get(_LINES_MEMO)
     if index is None:
         result = item.tool_result
         lines = enumerate(result.text.splitlines()) if result is not None else iter(())
@@ -85,7 +94,7 @@ def line_index(item: Item) -> Mapping[str, tuple[int, ...]]:
     return index
 
 
-def _where(lines: Iterable[tuple[int, str]], spelling: Mapping[str, str]) -> dict[str, tuple[int, ...]]:
+def _where(lines: Iterable[tuple[int, str]], spelling: Mapping[str, str]) -> dict[str, Lines]:
     """The specific tokens of the numbered ``lines``, each with the numbers of the lines holding it.
 
     A token found in ``spelling`` is keyed by that string object, so an item's
@@ -95,7 +104,7 @@ def _where(lines: Iterable[tuple[int, str]], spelling: Mapping[str, str]) -> dic
     for number, line in lines:
         for token in specific_tokens(line):
             found.setdefault(spelling.get(token, token), []).append(number)
-    return {token: tuple(numbers) for token, numbers in found.items()}
+    return {token: numbers[0] if len(numbers) == 1 else tuple(numbers) for token, numbers in found.items()}
 
 
 def source_weight(item: Item) -> float:
@@ -193,7 +202,7 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
 
 def referenced_lines(
     text: str, refs: References, max_chars: int, tokens: frozenset[str] | None = None,
-    index: Mapping[str, tuple[int, ...]] | None = None,
+    index: Mapping[str, Lines] | None = None,
 ) -> list[str]:
     """The lines of ``text`` that hold references, heaviest first, within ``max_chars`` (in their order).
 
@@ -210,7 +219,7 @@ def referenced_lines(
     weights: dict[int, float] = {}
     for token in index.keys() & refs.uses.keys():
         weight = refs.weight(token)
-        for number in index[token]:
+        for number in _numbers(index[token]):
             weights[number] = weights.get(number, 0.0) + weight
     if not weights:
         return []
