@@ -11,15 +11,16 @@ writes for a conversation built in code must be one the SDK declares).
 from __future__ import annotations
 
 import typing
+from functools import cache
 from typing import Any
 
 import anthropic.types as anthropic_types
 import openai.types.chat as chat_types
 import pytest
 from anthropic.types import message_create_params as anthropic_create_params
-from hypothesis import given, settings
 from openai.types.responses import response_input_param as responses_types
 from strategies import conversations
+from sweeps import Sweep
 
 from contextfold import Conversation, Header, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
 from contextfold.adapters import from_anthropic, to_anthropic
@@ -176,12 +177,13 @@ def test_a_hand_written_responses_input_reads_as_the_api_means_it() -> None:
 # ---------------------------------------------------------------------- the SDKs' declared keys
 
 
-def declared(typed_dict: Any) -> set[str]:
+@cache  # resolving an SDK type's hints takes milliseconds; the property asks for the same few types thousands of times
+def declared(typed_dict: Any) -> frozenset[str]:
     """The keys a request parameter type of an SDK declares (of any member, for a union)."""
     members = typing.get_args(typed_dict)
     if members:
-        return set().union(*map(declared, members))
-    return set(typing.get_type_hints(typed_dict))
+        return frozenset().union(*map(declared, members))
+    return frozenset(typing.get_type_hints(typed_dict))
 
 
 ANTHROPIC_BLOCKS = {
@@ -201,14 +203,12 @@ RESPONSES_ITEMS = {
 }
 
 
-def undeclared(data: dict[str, Any], declared_keys: set[str], where: str) -> list[str]:
+def undeclared(data: dict[str, Any], declared_keys: frozenset[str], where: str) -> list[str]:
     return [f"{where}: {key!r}" for key in data if key not in declared_keys]
 
 
-@settings(max_examples=150, deadline=None)
-@given(conversations())
 @pytest.mark.filterwarnings("ignore::contextfold.LossyConversion")
-def test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare(conversation: Conversation) -> None:
+def every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare(conversation: Conversation) -> None:
     wrong: list[str] = []
     request = to_anthropic(conversation)
     wrong += undeclared(request, declared(anthropic_create_params.MessageCreateParamsBase), "anthropic request")
@@ -226,3 +226,8 @@ def test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_decl
     for k, item in enumerate(to_responses(conversation)):
         wrong += undeclared(item, declared(RESPONSES_ITEMS[item.get("type", "message")]), f"responses input[{k}]")
     assert wrong == []
+
+
+(test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare,
+ test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare_sweep) = Sweep(main=25, full=150).tests(
+    every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare, conversations())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -46,10 +47,16 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in (SOURCE / PACKAGE).rglob("*.py")}
 
 
+@cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module's syntax tree, parsed once for all the checks of a run (the source does not change)."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
 def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
     """The package's modules that ``name`` imports (``from a import b`` counts as ``a.b`` when that is a module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE)
         elif isinstance(node, ast.ImportFrom):
@@ -66,6 +73,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
             yield from submodules
 
 
+@cache
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: set(imports(name, path, known)) - {name} for name, path in known.items()}
@@ -168,7 +176,7 @@ def provider_name_switches(path: Path, names: frozenset[str]) -> Iterator[str]:
             return node.value in names
         return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(named(e) for e in node.elts)
 
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.Compare) and any(named(side) for side in (node.left, *node.comparators)):
             yield f"{path.name}:{node.lineno} compares a provider name"
         elif isinstance(node, ast.Dict) and any(named(key) for key in node.keys):
@@ -205,7 +213,7 @@ def test_the_only_overflow_detector_called_is_the_adapters() -> None:
     for path in sorted((SOURCE / PACKAGE).rglob("*.py")):
         if adapters in path.parents:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OVERFLOW_FUNCTIONS:
                 calls.append(f"{path.relative_to(SOURCE)}:{node.lineno} calls {node.func.id}()")
     assert not calls, "overflow detectors called other than through an adapter:\n" + "\n".join(calls)

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import Sweep
 
 from contextfold import conversation as c
 from contextfold.adapters import to_anthropic
@@ -152,9 +152,7 @@ def test_codec_round_trip_is_exact() -> None:
 _events = st.lists(st.sampled_from(["round1", "round2", "twin", "user", "text"]), min_size=1, max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
-@given(_events, st.lists(st.tuples(st.sampled_from(["drop", "dup", "swap"]), st.integers(0, 40)), max_size=6))
-def test_repair_always_yields_a_valid_conversation(events: list[str], damage: list[tuple[str, int]]) -> None:
+def repair_always_yields_a_valid_conversation(events: list[str], damage: list[tuple[str, int]]) -> None:
     items: list[Item] = [c.user("task")]
     n = 0
     for ev in events:
@@ -188,3 +186,8 @@ def test_repair_always_yields_a_valid_conversation(events: list[str], damage: li
     kept = [i.text for k, i in enumerate(conv)
             if i.role != "tool" and not (dropped[k] == len(i.tool_calls) > 0 and not i.text)]
     assert [i.text for i in fixed if i.role != "tool"] == kept
+
+
+test_repair_always_yields_a_valid_conversation, test_repair_always_yields_a_valid_conversation_sweep = Sweep(
+    main=50, full=300).tests(repair_always_yields_a_valid_conversation, _events,
+                             st.lists(st.tuples(st.sampled_from(["drop", "dup", "swap"]), st.integers(0, 40)), max_size=6))
