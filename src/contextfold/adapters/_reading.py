@@ -270,7 +270,10 @@ class _NotJson(Exception):
 
 
 def _measure(value: Any, depth: int) -> int:
-    """UTF-8 bytes of every string in a JSON value (scalars count 8); :class:`_NotJson` for what is not one."""
+    """UTF-8 bytes of every string in a JSON value (scalars count 8); :class:`_NotJson` for what is not one.
+
+    Scalars are tested before containers and ``dict`` before the ``Mapping`` ABC, whose ``isinstance`` is
+    several times slower: this walks every node of every imported record (a 4 MB recording: 150,000 calls)."""
     if isinstance(value, str):
         if value.isascii():
             return len(value)
@@ -278,21 +281,6 @@ def _measure(value: Any, depth: int) -> int:
             return len(value.encode("utf-8"))
         except UnicodeEncodeError as exc:
             raise _NotJson(f"lone surrogate {value[exc.start]!r} at character {exc.start}", InvalidEncoding) from None
-    if isinstance(value, (Mapping, list, tuple)):
-        if depth >= MAX_NESTING:
-            raise _NotJson(f"nested deeper than {MAX_NESTING} levels")
-        total = 0
-        for step, child in value.items() if isinstance(value, Mapping) else enumerate(value):
-            if isinstance(step, str):
-                total += _measure(step, depth)  # a key: counted, and checked like any text
-            elif isinstance(value, Mapping):
-                raise _NotJson(f"object keys must be strings, not {shown(step)}")
-            try:
-                total += _measure(child, depth + 1)
-            except _NotJson as bad:
-                bad.path.append(step)
-                raise
-        return total
     if value is None or isinstance(value, bool):
         return 8
     if isinstance(value, int):
@@ -303,6 +291,23 @@ def _measure(value: Any, depth: int) -> int:
         if not math.isfinite(value):
             raise _NotJson(f"{value} is not a JSON number")
         return 8
+    sequence = isinstance(value, (list, tuple))
+    mapping = not sequence and isinstance(value, (dict, Mapping))
+    if sequence or mapping:
+        if depth >= MAX_NESTING:
+            raise _NotJson(f"nested deeper than {MAX_NESTING} levels")
+        total = 0
+        for step, child in value.items() if mapping else enumerate(value):
+            if isinstance(step, str):
+                total += len(step) if step.isascii() else _measure(step, depth)  # a key: counted, checked as text
+            elif mapping:
+                raise _NotJson(f"object keys must be strings, not {shown(step)}")
+            try:
+                total += _measure(child, depth + 1)
+            except _NotJson as bad:
+                bad.path.append(step)
+                raise
+        return total
     if isinstance(value, (bytes, bytearray)):
         try:
             bytes(value).decode("utf-8")
