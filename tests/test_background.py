@@ -286,7 +286,15 @@ def test_the_async_api_awaits_the_summary_above_the_hard_level() -> None:
         summarizer = AsyncGated()
         summarizer.agate = asyncio.Event()
         context = new_context(summarizer, hard_fill_fraction=0.3)
-        context.subscribe(lambda event: summarizer.agate.set() if event.action == "waiting" else None)  # type: ignore[union-attr]
+
+        def open_the_gates(event: Event) -> None:
+            """Once the step waits: the summary it waits for goes on, and so does the one it then makes inline
+            (the view, with the background summary in, is still above the hard level), on the loop thread."""
+            if event.action == "waiting":
+                summarizer.agate.set()  # type: ignore[union-attr]
+                summarizer.gate.set()
+
+        context.subscribe(open_the_gates)
         k = 1
         while "applied" not in actions(context):
             context.add(turn(k, output(k, lines=120 if "started" in actions(context) else 40)))
@@ -294,6 +302,7 @@ def test_the_async_api_awaits_the_summary_above_the_hard_level() -> None:
             k += 1
             assert k < 60
         assert actions(context).index("waiting") < actions(context).index("applied")
+        assert "failed" not in actions(context)
         assert_whole(context)
 
     asyncio.run(main())
