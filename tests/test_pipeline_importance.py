@@ -17,7 +17,7 @@ from contextfold.pipeline.importance import References, item_tokens, line_index,
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
-from contextfold.pipeline.stages.survival import missing, needs, note_text, survive
+from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
 
 SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
 
@@ -124,6 +124,21 @@ def test_survival_puts_back_lines_with_where_they_came_from_never_a_list_of_name
     for line in note.splitlines()[1:]:
         assert line.count(", ") < 3, line  # lines as they were, not a comma-separated list of names
     assert [e.action for e in events] == ["restored"] and out.validate() == []
+
+
+def test_an_earlier_notes_excerpts_keep_their_source_and_its_error_block_is_no_source() -> None:
+    """A later note quotes an earlier note's excerpts under the headers they had; the earlier note's error block is
+    found again from the errors themselves, never quoted under its heading as if it were where a line came from."""
+    earlier = (f"[contextfold: checked after compaction]\nUnresolved errors, newest first:\n"
+               f"    ValueError: bad rate_eu_west_3\n{EXCERPTS_TITLE}\n"
+               f"`$ grep -n tax_table_v2 src/tax.py` printed:\n    12: tax_table_v2 = load_rates()")
+    note_item = Item("user", (c.Text(earlier),), meta={"survival": True})
+    lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+    lost.references = ["tax_table_v2", "rate_eu_west_3"]
+    text = note_text(lost, 400, EST.text, [note_item])
+    assert text is not None
+    assert "`$ grep -n tax_table_v2 src/tax.py` printed:\n    12: tax_table_v2 = load_rates()" in text
+    assert "Unresolved errors" not in text and "rate_eu_west_3" not in text
 
 
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:

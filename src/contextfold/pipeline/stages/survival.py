@@ -51,6 +51,7 @@ SEEN_WEIGHT = 0.25
 SEEN_OUTPUTS = 40
 """The most recent tool outputs whose names are candidates before their first use (and searched for lines)."""
 MAX_CANDIDATES = 400
+EXCERPTS_TITLE = "Lines that held names in use, under where each came from (oldest first):"
 
 
 @dataclass
@@ -156,7 +157,7 @@ def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int], re
     spent = count_text(fixed)
     if spent > max_tokens:
         return None
-    title = "Lines that held names in use, under where each came from (oldest first):"
+    title = EXCERPTS_TITLE
     excerpts = _excerpts(lost.references, removed, max_tokens - spent - count_text(title) - 1, count_text)
     if excerpts:
         lines.append(f"{title}\n{excerpts}")
@@ -271,9 +272,13 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
 
 
 def _note_segments(text: str) -> list[tuple[str, list[str]]]:
-    """An earlier survival note's excerpts: each header with its indented lines."""
+    """An earlier survival note's excerpts: each header with its indented lines. Its errors, plan and files are
+    not among them: :func:`needs` finds those again, and a block quoted under its heading ("Unresolved
+    errors…") would stand among the excerpts as if it were where a line came from."""
     pieces: list[tuple[str, list[str]]] = []
-    for line in text.splitlines()[1:]:
+    lines = text.splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if line == EXCERPTS_TITLE), len(lines))
+    for line in lines[start:]:
         if line.startswith("    ") and pieces:
             pieces[-1][1].append(line[4:])
         elif line.endswith(":"):
