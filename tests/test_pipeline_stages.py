@@ -83,6 +83,23 @@ def test_an_output_over_either_persist_limit_is_persisted(tmp_path: Path, limit:
     assert [e.action for e in events] == ["persisted"] and len(out[2].text) < 1_000
 
 
+def test_a_preview_shows_the_error_lines_of_the_part_it_leaves_out_unless_a_source_file_was_read() -> None:
+    """A CI log's failing step is far from both of its ends: the preview quotes the omitted part's last error lines
+    (``##[error]`` included) verbatim; what a read of a source file returned is code, and gets none."""
+    log = ("Check\tstep ok\n" * 2_000 + "Check\t##[error]No changeset found. Run 'npm run changeset'.\n"
+           + "Check\t##[error]Process completed with exit code 1.\n" + "Check\tcleanup ok\n" * 2_000)
+    out, _ = persist(session(("gh run view 7 --log", log)), make_budget())
+    preview = out[2].text
+    assert ("[contextfold: the omitted part's last error lines, verbatim:]\n"
+            "Check\t##[error]No changeset found. Run 'npm run changeset'.\n"
+            "Check\t##[error]Process completed with exit code 1.\n[contextfold: end of the omitted part]") in preview
+    source = "x = 1\n" * 3_000 + "raise ValueError('error: bad total')\n" + "y = 2\n" * 3_000
+    read = Conversation([c.user("Fix it"), c.assistant("", [ToolCall("r1", "read_file", {"path": "src/app.py"})]),
+                         c.tool("r1", source)], HEADER)
+    out, _ = persist(read, make_budget())
+    assert "lines omitted" in out[2].text and "error lines" not in out[2].text
+
+
 def test_persist_describes_base64_payloads() -> None:
     payload = "iVBORw0KGgo" + "A" * 60_000
     out, _ = persist(session(("screenshot", payload)), make_budget())

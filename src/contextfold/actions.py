@@ -297,7 +297,7 @@ def written_text(call: ToolCall) -> str | None:
 
 _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|"
-    r"(?<!as )\berror(\[\w+\])?:|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
+    r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$)",
     re.MULTILINE,
 )

@@ -7,7 +7,7 @@ a later stage never re-processes it and the transcript can explain the view.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from ..conversation import Block, Conversation, Item, Text
@@ -38,13 +38,16 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
     return replace(item, blocks=(replace(result, content=new_content),), meta=meta)
 
 
-def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "") -> str:
-    """``text`` cut to its head and tail with a marker saying what was left out (unchanged if it fits)."""
+def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "",
+              middle: Callable[[str], str] | None = None) -> str:
+    """``text`` cut to its head and tail with a marker saying what was left out (unchanged if it fits);
+    ``middle`` gives what to show of the omitted part after the marker (its error lines, say)."""
     if len(text) <= head_chars + tail_chars:
         return text
     omitted = text[head_chars : len(text) - tail_chars]
     marker = f"\n{MARK}: {len(omitted):,} characters, {omitted.count(chr(10)):,} lines omitted{note}]\n"
-    return text[:head_chars] + marker + (text[-tail_chars:] if tail_chars else "")
+    shown = middle(omitted) if middle is not None else ""
+    return text[:head_chars] + marker + shown + (text[-tail_chars:] if tail_chars else "")
 
 
 PLACEHOLDER_STAGES = frozenset({"snip", "clear", "mask"})

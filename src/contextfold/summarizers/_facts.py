@@ -453,7 +453,7 @@ class Facts:
         """Keep the error an output showed without its call failing (a CI log the agent opened, a test run piped
         through ``tail``), if it shows one: its last error line wherever the output reports one (a CI log's failing
         step is often far from its end). What a read or a search returned is file content, not an output."""
-        if _file_content(action):
+        if file_content(action):
             return False
         text = item.text
         shown = _kept(item, "facts:shown_error", lambda: _shown_error(text))
@@ -698,7 +698,7 @@ def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
     return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
 
 
-def _file_content(action: Action | None) -> bool:
+def file_content(action: Action | None) -> bool:
     """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log):
     an error line in it is code, not an error shown."""
     return action is not None and action.kind in (READ, SEARCH) and not any(p.endswith(_LOG_SUFFIXES) for p in action.paths)
@@ -876,7 +876,7 @@ def shown_error(text: str, action: Action | None) -> list[str] | None:
     """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
     end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
     What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
-    shown = None if _file_content(action) else _shown_error(text)
+    shown = None if file_content(action) else _shown_error(text)
     return None if shown is None else [*shown[1], shown[0]]
 
 

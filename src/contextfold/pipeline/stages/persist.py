@@ -32,10 +32,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from ...actions import error_lines, result_action
 from ...conversation import Conversation, Item
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
+from ...summarizers._facts import file_content
 from ..base import Budget, Policy
 from ..edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
 
@@ -43,6 +45,10 @@ STAGE = "persist"
 MAX_KEPT_CHARS = 8 * 1024 * 1024
 """An output longer than this that cannot be saved is not kept whole anywhere (a transcript record holds
 32 MiB, up to 4 bytes a character): it becomes an error result with its preview."""
+PREVIEW_ERROR_LINES = 6
+"""The last error lines of an output's omitted part that its preview shows (a CI log's failing step is
+often far from both ends)."""
+PREVIEW_ERROR_CHARS = 300
 log = logging.getLogger(__name__)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=\r\n]{2000,}")
 
@@ -133,7 +139,7 @@ def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | 
         failure = str(error)
     if saved is not None:
         meta["saved_to"] = str(saved)
-    result = with_result(item, _preview(text, policy, _where(item, text, saved, policy)), STAGE)
+    result = with_result(item, _preview(text, policy, _where(item, text, saved, policy), item), STAGE)
     return (replace(result, meta={**result.meta, **meta}) if meta else result), failure
 
 
@@ -164,20 +170,32 @@ def offload(item: Item, policy: Policy, results_dir: Path | None,
     error = OutputNotStored(f"the output of item {item.id!r} ({len(text):,} characters) is too large to keep and "
                             f"could not be saved either; only its head and tail were kept")
     log.warning("%s", error)
-    result = with_result(item, f"[{type(error).__name__}: {error}]\n{_preview(text, policy, '')}", STAGE)
+    result = with_result(item, f"[{type(error).__name__}: {error}]\n{_preview(text, policy, '', item)}", STAGE)
     output = result.tool_result
     if output is not None:
         result = result.with_blocks((replace(output, is_error=True),))
     return result, [Event(STAGE, "not_stored", (item.id,), detail=str(error))]
 
 
-def _preview(text: str, policy: Policy, where: str) -> str:
+def _preview(text: str, policy: Policy, where: str, item: Item) -> str:
     p = policy
     descriptor = _binary_descriptor(text)
     if descriptor is not None:
         return f"{descriptor}\n{where}"
     note = f"; {where}" if where else ""
-    return head_tail(text, p.preview_head_chars, p.preview_tail_chars, note)
+    middle = None if file_content(result_action(item)) else _omitted_errors
+    return head_tail(text, p.preview_head_chars, p.preview_tail_chars, note, middle)
+
+
+def _omitted_errors(omitted: str) -> str:
+    """The last error lines the omitted part of an output reported, verbatim (a CI log's failing step, a test
+    run's first traceback): without them a preview of a long log says nothing of what failed. None for what a
+    read of a source file returned (an error line there is code)."""
+    lines = error_lines(omitted)[-PREVIEW_ERROR_LINES:]
+    if not lines:
+        return ""
+    shown = "\n".join(line[:PREVIEW_ERROR_CHARS] for line in lines)
+    return f"{MARK}: the omitted part's last error lines, verbatim:]\n{shown}\n{MARK}: end of the omitted part]\n"
 
 
 def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
