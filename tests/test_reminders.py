@@ -106,7 +106,9 @@ def session(provider: str, *, reminders: bool, asynchronous: bool, transcript: P
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize("provider", PROVIDERS)
+# Responses under -m slow: the OpenAI SDK's request transform takes most of a minute over 2 x 50 turns of its
+# input items; its reminders are placed and checked in the main run by the shorter tests below.
+@pytest.mark.parametrize("provider", [p if p != "responses" else pytest.param(p, marks=pytest.mark.slow) for p in PROVIDERS])
 def test_a_reminder_on_each_of_50_turns_is_in_its_request_only_in_no_record_and_costs_no_cache(
     provider: str, asynchronous: bool, tmp_path: Path
 ) -> None:

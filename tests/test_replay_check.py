@@ -108,8 +108,8 @@ def test_a_corpus_session_recounts_to_the_same_figures(
     assert_priced_as_documented(replayed, tmp_path / "requests.jsonl", exact_estimator("o200k_base", tokenizers_dir))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", sorted(FACTORIES))  # every strategy on one seed in the main run, on three under -m slow
 def test_synthetic_sessions_recount_to_the_same_figures(tmp_path: Path, name: str, seed: int) -> None:
     conversation = generate_session(rounds=50, seed=seed)
     replayed, recounted = replay_and_recount(conversation, name, ESTIMATE, tmp_path / "requests.jsonl")

@@ -26,6 +26,7 @@ def run_without_shared(folder: Path, ci: bool) -> subprocess.CompletedProcess[st
     (folder / "test_needs_shared.py").write_text(NEEDS_SHARED)
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["CONTEXTFOLD_SHARED"] = str(folder / "no-such-folder")
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # no framework's pytest plugin: they take seconds to import, unused here
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-rsf", "-p", "no:cacheprovider", "test_needs_shared.py"],
