@@ -177,6 +177,19 @@ def test_every_user_message_survives_a_small_target_by_its_head() -> None:
     assert text.count("characters omitted") >= 29  # shortened, not dropped
 
 
+def test_a_session_of_hundreds_of_user_turns_stays_within_its_target() -> None:
+    """Every head kept whatever the target made such a summary several times its target: the newest requests keep
+    theirs, older ones show as the budget allows (the state still carries every one)."""
+    c = Conversation()
+    for n in range(300):
+        c.append(user(f"Request {n:03d}: the parser reads the config file and checks each key. " * 4))
+        c.append(assistant(f"Done with {n}."))
+    text, state = summarize(c.items, 2_400)
+    assert heuristic_tokens(text) <= 2_400
+    assert "Request 000" in text and "Request 299" in text and "Request 290" in text
+    assert len(state["user_messages"]) == 300
+
+
 # --------------------------------------------------------------------------- size
 
 

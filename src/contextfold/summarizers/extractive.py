@@ -21,8 +21,8 @@ wrote in the user's place (format nags, step limits) are not the user's.
 
 Size: the text fits ``request.target_tokens`` as ``request.count_text``
 measures it; when it cannot all fit, lower-priority parts shrink first (see
-``_fit``). What always stays: the head of every user message, every changed
-path, the last error line, and the newest findings (each with the call whose
+``_fit``). What always stays: the head of every user message (of the newest, when
+their heads alone would take most of the target), every changed path, the last error line, and the newest findings (each with the call whose
 output it followed), ahead of per-file counts and command lists. Only when those alone exceed the target is
 the target exceeded.
 
@@ -91,6 +91,9 @@ _FOCUS_BOOST = 2.0
 _TASK_FLOOR = 40
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
+_USER_FLOORS_SHARE = 0.6
+"""The user messages' heads together keep at most this share of the target (the newest first): on a session of
+hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
 _NEXT_FLOOR = 16
@@ -141,7 +144,7 @@ class ExtractiveSummarizer:
         facts = Facts()
         facts.read(request.items)
         meter = Meter(request.count_text)
-        parts = _Layout(facts, meter, request.instructions).parts()
+        parts = _Layout(facts, meter, request.instructions, request.target_tokens).parts()
         return SummaryResult(_fit(parts, meter, request.target_tokens), state=facts.to_state())
 
 
@@ -177,8 +180,9 @@ def _render(parts: list[Part], grants: list[int]) -> str:
 class _Layout:
     """The nine sections as parts, in display order, weighted by priority and by the user's focus."""
 
-    def __init__(self, facts: Facts, meter: Meter, instructions: str | None) -> None:
+    def __init__(self, facts: Facts, meter: Meter, instructions: str | None, target_tokens: int) -> None:
         self.facts, self.meter, self.instructions = facts, meter, (instructions or "").strip()
+        self.target_tokens = target_tokens
         words = re.findall(r"[A-Za-z_][\w./-]{2,}", self.instructions.lower())
         self.focus = [w for w in dict.fromkeys(words) if w not in _STOPWORDS]
 
@@ -350,10 +354,16 @@ class _Layout:
         if len(messages) < 2:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
-        for number, text in enumerate(messages[1:], 2):
+        floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
+        later: list[Part] = []
+        for number in range(len(messages), 1, -1):
             weight = _W_LATEST_USER if number == len(messages) else _W_USER
-            parts.append(self._elastic(text, weight, _USER_FLOOR, f"{number}. "))
-        return parts
+            part = self._elastic(messages[number - 1], weight, _USER_FLOOR, f"{number}. ")
+            floors -= part.floor
+            if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
+                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ")
+            later.append(part)
+        return parts + later[::-1]
 
     def _pending(self) -> list[Part]:
         facts = self.facts
