@@ -75,8 +75,9 @@ def open_sockets() -> set[str]:
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts sockets through /proc/self/fd (Linux)")
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("compactions", [2, pytest.param(6, marks=pytest.mark.slow)])  # each waits out its 1 s deadline
 def test_a_summary_cut_at_its_deadline_closes_its_socket_and_ends_its_thread(
-    trickling_url: str, provider: str, stream: bool
+    trickling_url: str, provider: str, stream: bool, compactions: int
 ) -> None:
     options = {"api_key": "test-key", "deadline_s": 1.0, "timeout_s": 60.0, "stream": stream, "max_retries": 0}
     base_url = trickling_url if provider == "anthropic" else f"{trickling_url}/v1"
@@ -84,7 +85,7 @@ def test_a_summary_cut_at_its_deadline_closes_its_socket_and_ends_its_thread(
     Context(window_tokens=200_000, summarizer=summarizer)  # warms the pool background summaries run in (its idle
     # thread lives as long as the process; it is not the summary call's)
     threads, sockets = set(threading.enumerate()), open_sockets()  # what other tests left is not counted
-    for compaction in range(6):
+    for compaction in range(compactions):
         context = Context(window_tokens=200_000, summarizer=summarizer)
         context.add(session())
         events = context.compact()
