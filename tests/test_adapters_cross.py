@@ -118,7 +118,7 @@ def portable_conversations_convert_to_every_format(source: str, data: st.DataObj
 
 
 test_portable_conversations_convert_to_every_format, test_portable_conversations_convert_to_every_format_sweep = (
-    Sweep(main=15, full=60, suppress_health_check=[HealthCheck.too_slow]).tests(
+    Sweep(main=15, full=40, suppress_health_check=[HealthCheck.too_slow]).tests(
         portable_conversations_convert_to_every_format, data=st.data()))
 
 
@@ -128,7 +128,7 @@ def neutral_conversations_convert_to_every_format(conversation: Conversation) ->
 
 
 test_neutral_conversations_convert_to_every_format, test_neutral_conversations_convert_to_every_format_sweep = (
-    Sweep(main=25, full=100, suppress_health_check=[HealthCheck.too_slow]).tests(
+    Sweep(main=25, full=60, suppress_health_check=[HealthCheck.too_slow]).tests(
         neutral_conversations_convert_to_every_format, conversations()))
 
 

@@ -17,7 +17,7 @@ from contextfold.adapters.gemini import from_genai, system_instruction_to_genai,
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.errors import InvalidContent, UnknownRole
 
-ROUND_TRIPS = Sweep(main=25, full=200, suppress_health_check=[HealthCheck.too_slow])
+ROUND_TRIPS = Sweep(main=25, full=100, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _reload(conversation: Conversation) -> Conversation:

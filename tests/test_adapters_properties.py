@@ -21,8 +21,8 @@ from contextfold.adapters import (
 )
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 
-ROUND_TRIPS = Sweep(main=50, full=500, suppress_health_check=[HealthCheck.too_slow])
-CODEC = Sweep(main=25, full=200)
+ROUND_TRIPS = Sweep(main=50, full=200, suppress_health_check=[HealthCheck.too_slow])
+CODEC = Sweep(main=25, full=100)
 
 
 def anthropic_round_trip(request: dict[str, Any]) -> None:

@@ -229,5 +229,5 @@ def every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare(c
 
 
 (test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare,
- test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare_sweep) = Sweep(main=25, full=150).tests(
+ test_every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare_sweep) = Sweep(main=25, full=100).tests(
     every_key_written_for_a_conversation_built_in_code_is_one_the_sdks_declare, conversations())
