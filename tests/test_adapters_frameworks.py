@@ -87,6 +87,16 @@ def test_genai_contents_without_parts_or_with_a_null_role_come_back_as_they_came
     assert to_genai(from_genai([{"role": "model", "parts": []}])) == [{"role": "model", "parts": []}]
 
 
+def test_a_genai_function_response_without_a_name_is_written_back_without_one() -> None:
+    """Not with its call's name filled in (fuzzing found the write-back differed)."""
+    contents = [{"role": "user", "parts": [{"text": "task"}]},
+                {"role": "model", "parts": [{"function_call": {"id": "c1", "name": "ls", "args": {}}}]},
+                {"role": "user", "parts": [{"function_response": {"id": "c1", "response": {"result": "a.py"}}}]}]
+    conversation = from_genai(contents)
+    assert to_genai(conversation) == contents
+    assert to_genai(_reload(conversation)) == contents
+
+
 def test_genai_errors_name_the_content_and_field() -> None:
     with pytest.raises(UnknownRole) as role:
         from_genai([{"role": "user", "parts": [{"text": "a"}]}, {"role": "tool", "parts": []}])

@@ -241,6 +241,8 @@ class _Reader:
         self.open = [c for c in self.open if c.id != call_id]
         if name is not None:
             wire.rest["name"] = name
+        else:  # written back without one, as it came (not with the call's name)
+            wire.rest["no_name"] = True
         if response is None:
             wire.rest["no_response"] = True
             return ToolResult(call_id, "", extra=wire.rest)
@@ -340,7 +342,7 @@ def _write_part(block: Block, same: bool, index: int | None, field: str, unsent:
 def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, Any]:
     """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
     no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
-    name = own.pop("name", result.tool_name)
+    name = None if own.pop("no_name", False) else own.pop("name", result.tool_name)
     text = result.text
     response: dict[str, Any] | None = {_RESULT: text}
     if no_response and not text:
