@@ -16,12 +16,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import anthropic_requests, conversations, openai_chat_requests, responses_requests
+from sweeps import Sweep
 
 from contextfold import InvalidContent, InvalidEncoding, SessionFormatError, UnknownRole
 from contextfold.adapters import MAX_NESTING, adapter_for
 from contextfold.importers import load
 
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = Sweep(main=30, full=100, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**32 - 1)
 
 
@@ -37,22 +38,28 @@ def fuzz_provider(provider: str, request: dict[str, Any], seed: int) -> None:
     assert_good(fuzzing.judged(lambda: fuzzing.reply_case(provider, reply)), done)
 
 
-@FUZZ
-@given(anthropic_requests(), SEEDS)
-def test_mutated_anthropic_requests_and_replies(request: dict[str, Any], seed: int) -> None:
+def mutated_anthropic_requests_and_replies(request: dict[str, Any], seed: int) -> None:
     fuzz_provider("anthropic", request, seed)
 
 
-@FUZZ
-@given(openai_chat_requests(), SEEDS)
-def test_mutated_openai_chat_requests_and_replies(request: dict[str, Any], seed: int) -> None:
+test_mutated_anthropic_requests_and_replies, test_mutated_anthropic_requests_and_replies_sweep = FUZZ.tests(
+    mutated_anthropic_requests_and_replies, anthropic_requests(), SEEDS)
+
+
+def mutated_openai_chat_requests_and_replies(request: dict[str, Any], seed: int) -> None:
     fuzz_provider("openai", request, seed)
 
 
-@FUZZ
-@given(responses_requests(), SEEDS)
-def test_mutated_responses_requests_and_replies(request: dict[str, Any], seed: int) -> None:
+test_mutated_openai_chat_requests_and_replies, test_mutated_openai_chat_requests_and_replies_sweep = FUZZ.tests(
+    mutated_openai_chat_requests_and_replies, openai_chat_requests(), SEEDS)
+
+
+def mutated_responses_requests_and_replies(request: dict[str, Any], seed: int) -> None:
     fuzz_provider("responses", request, seed)
+
+
+test_mutated_responses_requests_and_replies, test_mutated_responses_requests_and_replies_sweep = FUZZ.tests(
+    mutated_responses_requests_and_replies, responses_requests(), SEEDS)
 
 
 @pytest.fixture(scope="module")
