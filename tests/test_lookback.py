@@ -133,7 +133,9 @@ def test_an_offloaded_output_is_searched_and_read_whole(tmp_path: Path) -> None:
     context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])
     output = "\n".join(f"case {k}: {'ok' if k != 3_333 else 'FAILED: expected 17, got 18'}" for k in range(6_000))
     (item,) = context.add([tool("c1", output)])
-    assert "FAILED" not in context.history.items[-1].text, "the history holds only the preview"
+    preview = context.history.items[-1].text
+    assert "case 3000: ok" not in preview, "the history holds only the preview"
+    assert "case 3333: FAILED" in preview, "the preview quotes the last error line of the part it leaves out"
     found = context.search_history("FAILED: expected")
     assert f"--- {item.id}" in found and "line 3334 of 6000" in found and "offloaded" in found
     assert context.read_history(item.id, "3334").splitlines()[1] == "case 3333: FAILED: expected 17, got 18"

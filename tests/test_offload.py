@@ -69,7 +69,7 @@ class CountingSummarizer(ExtractiveSummarizer):
 def test_the_first_request_after_a_resume_does_not_price_the_whole_view_again(tmp_path: Path) -> None:
     items = []
     for k in range(2_000):
-        items += [Item("user", (Text(f"step {k} please"),)), *round_with_output(k, f"out {k} " * 20)]
+        items += [Item("user", (Text(f"step {k} please"),)), *round_with_output(k, f"out {k} " * 60)]
     with Context(window_tokens=200_000, transcript=tmp_path, session_id="s1", summarizer=CountingSummarizer()) as first:
         for start in range(0, len(items), 300):  # an agent adding many items between requests
             first.add(items[start:start + 300])

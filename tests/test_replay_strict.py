@@ -171,9 +171,11 @@ def test_an_identifier_list_after_each_summary_raises_recall_and_leaves_strict_r
     gamed = replay(conversation, IdentifierList(strategies.create(name, config)), config, tokenizer=tokenizer).totals
     assert plain.recall is not None and gamed.recall is not None and plain.strict.strict is not None
     assert gamed.recall > plain.recall + 0.01, "the probe must move recall, or it probes nothing"
-    assert gamed.strict.strict == pytest.approx(plain.strict.strict, abs=0.005)
-    # three far tokens either way: the list is part of what the replayed pipeline reads afterwards (its names
-    # count as in use), so a line it keeps can change (at 8k on astropy-12907, 3 of 142 far tokens come back
-    # with the list; strict itself moves by 0.002)
+    # The list cannot buy strict recall. It can cost some: here it is part of the replayed pipeline, which reads
+    # it afterwards and gives it room (up to 2,000 tokens of an 8k window), so a compaction comes sooner and a
+    # line is lost (at 8k on astropy-12907 strict drops by 0.008). The referee's probe of our request dumps,
+    # which edits them after the fact (benchmarks/corpus_probe.py), checks the two-sided bar on every session.
+    assert gamed.strict.strict <= plain.strict.strict + 0.005
+    # three far tokens: what the pipeline keeps can change the other way too (3 of 142 far tokens came back)
     few_tokens = 3.01 / max(plain.strict.kwic_far_needed, 1)
-    assert gamed.strict.kwic_far == pytest.approx(plain.strict.kwic_far, abs=max(0.005, few_tokens))
+    assert gamed.strict.kwic_far <= plain.strict.kwic_far + max(0.005, few_tokens)
