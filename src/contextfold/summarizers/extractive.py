@@ -395,7 +395,8 @@ class _Layout:
         return parts
 
     def _next_step(self) -> list[Part]:
-        return [self._elastic(_next_step(self.facts), _W_NEXT, _NEXT_FLOOR)]
+        step = _next_step(self.facts)
+        return [] if step is None else [self._elastic(step, _W_NEXT, _NEXT_FLOOR)]
 
 
 def _call_entry(call: dict[str, Any]) -> str:
@@ -415,8 +416,12 @@ def _status(error: ErrorFacts) -> str:
     return f"resolved: {error.resolved}" if error.resolved else "unresolved"
 
 
-def _next_step(facts: Facts) -> str:
-    """The step the conversation was heading to: an unanswered user, an open todo, a plan stated, an open error."""
+def _next_step(facts: Facts) -> str | None:
+    """The step the conversation was heading to: an unanswered user, an open todo, a plan stated, an open error.
+
+    ``None`` when there is none of these: the section is left out. A summary is written while the agent is
+    still working, so "nothing stated" never means "done", and saying so could end the work early.
+    """
     if facts.user_spoke_last and facts.user_messages:
         return f"Answer the user's latest message: {facts.user_messages[-1]}"
     for status, lead in (("in_progress", "Continue the task in progress"), ("pending", "Start the next pending task")):
@@ -430,5 +435,5 @@ def _next_step(facts: Facts) -> str:
     last = facts.last_error
     if last is not None and last.resolved is None:
         return f"Resolve the last error, from `{_source(last)}`: {last.line}"
-    return "No next step was stated; the work recorded above appears complete."
+    return None
 
