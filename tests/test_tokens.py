@@ -109,6 +109,20 @@ def test_cjk_and_base64_cost_far_more_per_character_than_prose() -> None:
     assert heuristic_tokens("") == 0
 
 
+def test_line_memo_counts_exactly_what_the_whole_text_counts() -> None:
+    # HeuristicText reads a text line by line (around its newline runs) and remembers each line's costs:
+    # whatever the whitespace, and however its memo is bounded, its count is the one-pass count.
+    rng = random.Random(7)
+    alphabet = [*"aZ09 _.,:/+=-\t\n\r\x0b\x0c\u3000\u2028\x85", "\u00e9", "今日", "Привет", "  ", " \n ", "\r\n",
+                "\n\n  ", "AbCd0123+/=" * 4, "\uff11\uff01"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3_000)]
+    texts += [SAMPLES[kind] for kind in sorted(SAMPLES)]
+    bounded = HeuristicText(max_chars=2_000, max_line_chars=40)  # forgets often, never holds long lines
+    unbounded = HeuristicText()
+    for text in texts + texts:  # the second pass is read from the memo
+        assert bounded(text) == unbounded(text) == heuristic_tokens(text), repr(text)
+
+
 # --------------------------------------------------------------------------- exact counting offline
 
 
