@@ -180,6 +180,14 @@ def test_failure_line_is_the_last_error_line_verbatim() -> None:
     assert failure_line("exit code 0\nall good", None, COMMAND) is None
 
 
+def test_a_harness_timeout_is_the_failure_not_the_last_line_printed() -> None:
+    """A command the harness killed reports that first; what it printed before is a status list (gh's checks)."""
+    text = ("Command timed out after 2m 0s\nRefreshing checks status every 10 seconds.\n"
+            "Isabelle Verification\tfail\t6s\thttps://example.test/1\nLean Verification\tpass\t7s\thttps://example.test/2")
+    assert failure_line(text, True, COMMAND) == "Command timed out after 2m 0s"
+    assert error_lines("the connection timed out while fetching the index") == []  # prose, not a harness report
+
+
 def test_failure_line_stands_in_when_no_error_line() -> None:
     assert failure_line("EISDIR: illegal operation on a directory, read", True, READ) == (
         "EISDIR: illegal operation on a directory, read"

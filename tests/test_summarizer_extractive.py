@@ -12,6 +12,7 @@ import pytest
 from contextfold.actions import EDIT, classify, failure_line
 from contextfold.conversation import Conversation, Header, Item, Summary, ToolCall, assistant, tool, user
 from contextfold.importers import load
+from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
 from contextfold.summarizers._facts import MANIFEST_HEAD_LINES, manifest_head
 from contextfold.summarizers._harness import is_harness
@@ -158,6 +159,20 @@ def test_a_failed_edit_still_names_its_path() -> None:
     text, _ = summarize(c.items)
     assert "`src/api.py`: 1 edit failed" in section(text, 3)
     assert "    old_string not found in src/api.py" in section(text, 4)
+
+
+def test_an_output_cleared_before_the_summary_is_quoted_by_its_failure_not_by_the_placeholder() -> None:
+    """The clear stage replaces an old output by a note quoting its failure inside the note; the summary names the
+    failure itself (it quoted the whole note, "[contextfold: output cleared…", as the last error)."""
+    c = Conversation()
+    c.append(user("Publish the workflow files."))
+    c.append(assistant("Reading the folder.", [ToolCall("c1", "Read", {"file_path": "/tmp/solver"})]))
+    c.append(tool("c1", "EISDIR: illegal operation on a directory, read", True))
+    c.items[-1] = placeholder(c.items[-1], 17, "clear")
+    text, _ = summarize(c.items)
+    errors = section(text, 4)
+    assert "    EISDIR: illegal operation on a directory, read\n" in errors + "\n"
+    assert "[contextfold" not in errors
 
 
 def test_unanswered_user_sets_the_next_step() -> None:

@@ -298,11 +298,12 @@ def written_text(call: ToolCall) -> str | None:
 _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|"
     r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
-    r"Permission denied|^\s*[\w.]*Error$)",
+    r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b)",
     re.MULTILINE,
 )
 _ERROR_HINT = re.compile(
-    r"rror|xception|ailure|Traceback|FAILED|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s",
+    r"rror|xception|ailure|Traceback|FAILED|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
+    r"timed out",
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
@@ -377,6 +378,24 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     if len(text) > _REMEMBERED_CHARS:
         return _failure_line(text, is_error, kind)
     return _remembered_failure_line(text, is_error, kind)
+
+
+FAILURE_LINE_META = "failure_line"
+"""Item meta: the failure line an output reported before a stage replaced it by a placeholder.
+
+The placeholder quotes that line inside its own note (``[contextfold: output
+cleared …; It reported: …]``), and the note read as an output is no error line:
+a summary would quote the note as "what failed". See :func:`item_failure_line`.
+"""
+
+
+def item_failure_line(item: Item, kind: str | None = None) -> str | None:
+    """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
+    recorded = item.meta.get(FAILURE_LINE_META)
+    if isinstance(recorded, str):
+        return recorded
+    result = item.tool_result
+    return None if result is None else failure_line(result.text, result.is_error, kind)
 
 
 _REMEMBERED_CHARS = 32_768

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..actions import EDIT, call_actions, failure_line, result_action
+from ..actions import EDIT, call_actions, item_failure_line, result_action
 from ..conversation import Item, readable_text
 
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
@@ -193,7 +193,7 @@ def item_importance(item: Item, refs: References, age_turns: int) -> float:
     result = item.tool_result
     if result is not None:
         action = result_action(item)
-        if failure_line(result.text, result.is_error, action.kind if action else None) is not None:
+        if item_failure_line(item, action.kind if action else None) is not None:
             score += 5.0
     elif item.tool_calls and any(action.kind == EDIT for action in call_actions(item)):
         score += 5.0

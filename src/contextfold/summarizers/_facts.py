@@ -50,7 +50,7 @@ from ..actions import (
     call_actions,
     classify,
     command_outline,
-    failure_line,
+    item_failure_line,
     reported_error_lines,
     written_text,
 )
@@ -398,7 +398,7 @@ class Facts:
         """Settle ``call`` (made in ``origin``) with its result ``item`` (None: no result in the span)."""
         result = item.tool_result if item is not None else None
         text = result.text if result is not None else ""
-        line = failure_line(text, result.is_error, action.kind) if result is not None else None
+        line = item_failure_line(item, action.kind) if item is not None else None
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action, origin)
         elif action.kind == EDIT:

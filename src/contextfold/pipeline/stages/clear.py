@@ -18,8 +18,9 @@ failed last, where, is what the agent continues from.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ...actions import failure_line, result_action
+from ...actions import FAILURE_LINE_META, failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._facts import failure_frame, shown_error
@@ -53,7 +54,8 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
             if refs is not None and keep_chars > 0 else [])
     if kept:
         note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
-    return with_result(item, note + "]", stage, keep_media=False)
+    cleared = with_result(item, note + "]", stage, keep_media=False)
+    return cleared if line is None else replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line})
 
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
