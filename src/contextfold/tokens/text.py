@@ -39,11 +39,14 @@ class TextCounter(Protocol):
 # per token per content type" idea done at the piece level: prose is mostly
 # short words (about 1 token each, ~4.4 chars/token), code and JSON add
 # punctuation runs and indentation (~2.8-4.3 chars/token), CJK and base64 are
-# charged per character.
+# charged per character. The base64 branch first checks that 33 such
+# characters follow (as its last part requires anyway): a word fails there
+# at its end, before the three scans for a digit, an upper and a lower case
+# letter (the pattern is most of the time the heuristic takes).
 _PIECES = re.compile(
     r"""
      (?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff01-\uff60]+)
-    |(?P<b64>(?=[A-Za-z0-9+/=]*\d)(?=[A-Za-z0-9+/=]*[A-Z])(?=[A-Za-z0-9+/=]*[a-z])[A-Za-z0-9+/=]{33,})
+    |(?P<b64>(?=[A-Za-z0-9+/=]{33})(?=[A-Za-z0-9+/=]*\d)(?=[A-Za-z0-9+/=]*[A-Z])(?=[A-Za-z0-9+/=]*[a-z])[A-Za-z0-9+/=]{33,})
     |(?P<word>[A-Z]*[a-z]+|[A-Z]+)
     |(?P<uword>[^\W\d_]+)
     |(?P<num>\d+)
