@@ -169,6 +169,27 @@ def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never
     assert out[4].text == latest
 
 
+def test_a_cleared_traceback_keeps_the_exception_it_ended_on_with_its_frame_not_its_header() -> None:
+    # The exception's own line names no "Error" (django's AppRegistryNotReady): the traceback header is the only error
+    # line the output has, and the placeholder used to keep that header and the line above it, which say nothing.
+    run = ("<returncode>1</returncode>\n<output>\nTesting RenameField with ForeignKey to_field...\n"
+           "Traceback (most recent call last):\n" + '  File "/testbed/x.py", line 3, in <module>\n    f()\n' * 60
+           + '  File "/testbed/django/apps/registry.py", line 140, in check_models_ready\n'
+           '    raise AppRegistryNotReady("Models aren\'t loaded yet.")\n'
+           "django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet.\n</output>")
+    conv = session(("python test_rename_simple.py", run), ("ls -R", "src/app.py\n" * 400))
+    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    cleared = out[2].text
+    assert "cleared" in cleared and "Testing RenameField" not in cleared
+    assert ('  File "/testbed/django/apps/registry.py", line 140, in check_models_ready\n'
+            '    raise AppRegistryNotReady("Models aren\'t loaded yet.")\n'
+            "django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet.") in cleared
+    conv = session(("python test_rename_simple.py", run), ("pytest", "E   AssertionError: totals differ\n1 failed"),
+                   ("ls -R", "src/app.py\n" * 400))
+    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    assert "It reported: django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet." in out[2].text  # older
+
+
 def test_the_newest_output_showing_an_error_keeps_it_with_its_frame_when_cleared() -> None:
     # A CI log whose call succeeded, its failing step far from its end; an older failed run; then a long listing.
     log = ("step: checkout ok\n" * 50 + "Comment metrics\tresponse: 403\nComment metrics\turl: /repos/x/issues/4\n"

@@ -880,10 +880,18 @@ def shown_error(text: str, action: Action | None) -> list[str] | None:
     return None if shown is None else [*shown[1], shown[0]]
 
 
-def failure_frame(text: str, line: str) -> list[str]:
-    """The failing frame above a failure line :func:`~contextfold.actions.failure_line` named (for a failure by
-    exit status alone, the lines above the last line its output printed)."""
-    return error_frame(text, line.partition(EXIT_FAILURE_ENDED)[2] or line)
+def failing_error(text: str, line: str) -> list[str]:
+    """The failure line :func:`~contextfold.actions.failure_line` named, under its failing frame, as the agent
+    needs it: a traceback's header stands for the exception the traceback ended on (which is no error line of
+    its own, ``django.core.exceptions.AppRegistryNotReady: …``), the frame being the lines above that; for a
+    failure by exit status alone, the lines above the last line its output printed."""
+    line = exception_line(text, line)
+    return [*error_frame(text, line.partition(EXIT_FAILURE_ENDED)[2] or line), line]
+
+
+def exception_line(text: str, line: str) -> str:
+    """``line``, or for a traceback's header the exception line the output's last traceback ended on."""
+    return _traceback_end(text, line) if line.startswith("Traceback (") else line
 
 
 def error_frame(text: str, line: str) -> list[str]:

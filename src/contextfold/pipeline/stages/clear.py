@@ -23,7 +23,7 @@ from dataclasses import replace
 from ...actions import FAILURE_LINE_META, failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
-from ...summarizers._facts import failure_frame, shown_error
+from ...summarizers._facts import exception_line, failing_error, shown_error
 from ..base import Budget
 from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
 from ..importance import References, item_tokens, line_index, referenced_lines
@@ -46,6 +46,7 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     text = result_text(item)
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
     line = failure_line(text, result.is_error, action.kind if action else None)
+    line = None if line is None else exception_line(text, line)
     if error:
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
     elif line is not None:
@@ -104,7 +105,7 @@ def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:
         text = result_text(item)
         line = failure_line(text, result.is_error, action.kind if action else None)
         if line is not None:
-            return index, [*failure_frame(text, line), line]
+            return index, failing_error(text, line)
         shown = shown_error(text, action)
         if shown is not None:
             return index, shown
