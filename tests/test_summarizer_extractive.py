@@ -175,6 +175,22 @@ def test_an_output_cleared_before_the_summary_is_quoted_by_its_failure_not_by_th
     assert "[contextfold" not in errors
 
 
+def test_a_stated_plan_survives_a_small_target_whole() -> None:
+    """Under a small target the next step was cut to "As the assistant said l[… 46 characters omitted …]ute_to_class:"
+    (half of them, at 16k on the corpus): its lead is kept whole now, and a one-sentence plan with it."""
+    plan = "Let me check the ManyToOneRel constructor in django/db/models/fields/reverse_related.py:"
+    c = Conversation()
+    c.append(user("RenameField leaves a ForeignKey's to_field pointing at the old name; fix it in django/db/migrations."))
+    for n in range(40):
+        c.append(assistant(f"I found that field_{n} is set from remote_field.field_name in operations/fields.py line "
+                           f"{n * 20}, which keeps the old name.",
+                           [ToolCall(f"c{n}", "bash", {"command": f"sed -n '{n * 20},{n * 20 + 20}p' operations/fields.py"})]))
+        c.append(tool(f"c{n}", "\n".join(f"    field_{n}_{k} = remote_field.field_name  # line {k}" for k in range(20))))
+    c.append(assistant("The rename leaves field_name stale. " + plan))
+    text, _ = summarize(c.items, target=300)
+    assert f"As the assistant said last: {plan}" in section(text, 9)
+
+
 def test_unanswered_user_sets_the_next_step() -> None:
     c = ledger_session()
     c.append(user("Wait: what about the audit log?"))

@@ -96,7 +96,7 @@ _USER_FLOORS_SHARE = 0.6
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 24
-_NEXT_FLOOR = 16
+_NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _EARLIER_SUMMARY_FLOOR = 24
 
 _RESERVED_FINDINGS = 3
@@ -396,7 +396,10 @@ class _Layout:
 
     def _next_step(self) -> list[Part]:
         step = _next_step(self.facts)
-        return [] if step is None else [self._elastic(step, _W_NEXT, _NEXT_FLOOR)]
+        if step is None:
+            return []
+        lead, text = step
+        return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead)]
 
 
 def _call_entry(call: dict[str, Any]) -> str:
@@ -416,24 +419,26 @@ def _status(error: ErrorFacts) -> str:
     return f"resolved: {error.resolved}" if error.resolved else "unresolved"
 
 
-def _next_step(facts: Facts) -> str | None:
-    """The step the conversation was heading to: an unanswered user, an open todo, a plan stated, an open error.
+def _next_step(facts: Facts) -> tuple[str, str] | None:
+    """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
+    plan stated, an open error. The lead is kept whole and only the text may shrink (a shrunk lead, "As the
+    assistant said l[…]", spent the part's tokens on saying nothing).
 
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
     still working, so "nothing stated" never means "done", and saying so could end the work early.
     """
     if facts.user_spoke_last and facts.user_messages:
-        return f"Answer the user's latest message: {facts.user_messages[-1]}"
-    for status, lead in (("in_progress", "Continue the task in progress"), ("pending", "Start the next pending task")):
+        return "Answer the user's latest message: ", facts.user_messages[-1]
+    for status, lead in (("in_progress", "Continue the task in progress: "), ("pending", "Start the next pending task: ")):
         todo = next((t for t in facts.todos or () if t["status"] == status), None)
         if todo is not None:
-            return f"{lead}: {todo['text']}"
+            return lead, todo["text"]
     sentences = _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
-        return f"As the assistant said last: {stated[-1]}"
+        return "As the assistant said last: ", stated[-1]
     last = facts.last_error
     if last is not None and last.resolved is None:
-        return f"Resolve the last error, from `{_source(last)}`: {last.line}"
+        return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 
