@@ -110,8 +110,9 @@ def test_cjk_and_base64_cost_far_more_per_character_than_prose() -> None:
 
 
 def test_line_memo_counts_exactly_what_the_whole_text_counts() -> None:
-    # HeuristicText reads a text line by line (around its newline runs) and remembers each line's costs:
-    # whatever the whitespace, and however its memo is bounded, its count is the one-pass count.
+    # HeuristicText reads a text line by line (around its newline runs), a new line word by word (around its
+    # whitespace), and remembers the costs of both: whatever the whitespace, and however its memo is bounded,
+    # its count is the one-pass count.
     rng = random.Random(7)
     alphabet = [*"aZ09 _.,:/+=-\t\n\r\x0b\x0c\u3000\u2028\x85", "\u00e9", "今日", "Привет", "  ", " \n ", "\r\n",
                 "\n\n  ", "AbCd0123+/=" * 4, "\uff11\uff01"]

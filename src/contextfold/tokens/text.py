@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -129,27 +128,40 @@ def heuristic_tokens(text: str) -> int:
     return round(total)
 
 
-# A run of whitespace holding a newline is always one piece of its own (the
-# ``nl`` group): no other piece holds whitespace, and at the run's first
-# character the pattern tries ``nl`` before any piece that could take a part
-# of it. So the pieces of a text are those of its lines (the text between such
-# runs) in order, one ``nl`` piece between each two; and a line read alone
-# gives the pieces it gives within the text, since no piece looks across
-# whitespace.
-_NEWLINE_RUN = re.compile(r"\s*\n\s*")
+# No piece holds whitespace or looks across it, except that a run of
+# whitespace holding a newline is always one piece of its own (the ``nl``
+# group: at the run's first character the pattern tries it before anything
+# that could take a part of the run) and a run of two or more spaces or tabs
+# is one too. So the pieces of a text are those of its lines (the text
+# between newline runs) in order, one ``nl`` piece between each two; and the
+# pieces of a line are those of its words and of the whitespace between them
+# (``sp`` pieces or none), each read alone.
+_WHITESPACE_RUN = re.compile(r"(\s+)")
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` between its newline runs, as ``re.split(r"\\s*\\n\\s*", text)`` gives it, without running a
+    pattern at every character (``str.strip`` takes away what ``\\s`` matches: the same 29 characters)."""
+    if "\n" not in text:
+        return [text]
+    rows = text.split("\n")
+    middle = [row.strip() for row in rows[1:-1]]
+    return [rows[0].rstrip(), *[row for row in middle if row], rows[-1].lstrip()]
 
 
 class HeuristicText:
-    """The dependency-free text counter (:func:`heuristic_tokens`), remembering the piece costs of each line.
+    """The dependency-free text counter (:func:`heuristic_tokens`), remembering the piece costs of lines and words.
 
     The texts a compaction counts are mostly new strings made of old lines (a
     summary quotes the history's errors, commands and paths, a cleared output
-    keeps its head and tail, a survival note its excerpts), and reading the
+    keeps its head and tail, a survival note its excerpts), and its new lines
+    are mostly old words (a line cut short, a path in a bullet); reading the
     pieces was most of a summarizing step's time. This counter reads each
-    distinct line once, then adds its remembered costs in the same order, so
-    every count equals :func:`heuristic_tokens`'. Bounded like
-    :class:`RememberedText`: a line longer than ``max_line_chars`` is never
-    held, and past ``max_chars`` of remembered lines it forgets them all.
+    distinct line once, from the remembered costs of its words (each distinct
+    word read once), and adds the costs in the order of the pieces, so every
+    count equals :func:`heuristic_tokens`'. Bounded like
+    :class:`RememberedText`: a string longer than ``max_line_chars`` is never
+    held, and past ``max_chars`` of remembered strings it forgets them all.
     """
 
     name = "heuristic"
@@ -157,29 +169,38 @@ class HeuristicText:
     def __init__(self, max_chars: int = 4_000_000, max_line_chars: int = 4_096) -> None:
         self.max_chars = max_chars
         self.max_line_chars = max_line_chars
-        self._lines: dict[str, tuple[float, ...]] = {}
+        self._known: dict[str, tuple[float, ...]] = {}  # a line's or a word's piece costs: the same function of it
         self._chars = 0
 
     def __call__(self, text: str) -> int:
+        known = self._known
         total = 0.0
-        for number, line in enumerate(_NEWLINE_RUN.split(text)):
+        for number, line in enumerate(_lines(text)):
             if number:
                 total += _NEWLINE_RUN_TOKENS
-            for cost in self._costs(line):
+            costs = known.get(line)
+            for cost in self._line(line) if costs is None else costs:
                 total += cost
         return round(total)
 
-    def _costs(self, line: str) -> Sequence[float]:
-        costs = self._lines.get(line)
-        if costs is not None:
-            return costs
-        if len(line) > self.max_line_chars:
-            return piece_costs(line)
-        if self._chars + len(line) > self.max_chars:
-            self._lines.clear()
-            self._chars = 0
-        costs = self._lines[line] = tuple(piece_costs(line))
-        self._chars += len(line)
+    def _line(self, line: str) -> tuple[float, ...]:
+        """``line``'s piece costs, from its words' and its spaces'."""
+        known = self._known
+        costs: list[float] = []
+        for part in _WHITESPACE_RUN.split(line):
+            part_costs = known.get(part)
+            if part_costs is None:
+                part_costs = self._remember(part, tuple(piece_costs(part)))
+            costs += part_costs
+        return self._remember(line, tuple(costs))
+
+    def _remember(self, key: str, costs: tuple[float, ...]) -> tuple[float, ...]:
+        if len(key) <= self.max_line_chars:
+            if self._chars + len(key) > self.max_chars:
+                self._known.clear()
+                self._chars = 0
+            self._known[key] = costs
+            self._chars += len(key)
         return costs
 
 
