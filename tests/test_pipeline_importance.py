@@ -13,6 +13,7 @@ from contextfold.conversation import Conversation, Item, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
+from contextfold.pipeline.edits import with_result
 from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.stages.clear import clear
@@ -139,6 +140,19 @@ def test_an_earlier_notes_excerpts_keep_their_source_and_its_error_block_is_no_s
     assert text is not None
     assert "`$ grep -n tax_table_v2 src/tax.py` printed:\n    12: tax_table_v2 = load_rates()" in text
     assert "Unresolved errors" not in text and "rate_eu_west_3" not in text
+
+
+def test_a_cleared_outputs_note_line_is_never_quoted_as_what_the_command_printed() -> None:
+    """A cleared output's first line is contextfold's placeholder; the lines it kept of the output are the output's."""
+    conv = session(("gh pr checks 4", "x"))
+    cleared = with_result(conv[2], "[contextfold: output cleared to save context (452 tokens); the call is kept. It "
+                          "reported: coq_verification_job fail]\n. Lines of it still in use:\nlean_build_job pass 7s\n]",
+                          "clear")
+    lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+    lost.references = ["coq_verification_job", "lean_build_job"]
+    text = note_text(lost, 400, EST.text, [cleared])
+    assert text is not None and "`$ gh pr checks 4` printed:\n    lean_build_job pass 7s" in text
+    assert "output cleared" not in text
 
 
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:

@@ -29,6 +29,8 @@ from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_rou
 from ..importance import References, item_tokens, line_index, referenced_lines
 
 STAGE = "clear"
+KEPT_LINES_INTRO = ". Lines of it still in use:"
+"""Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
 
 def placeholder(item: Item, tokens: int, stage: str, refs: References | None = None, keep_chars: int = 0,
@@ -54,9 +56,15 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
             if refs is not None and keep_chars > 0 else [])
     if kept:
-        note += ". Lines of it still in use:\n" + "\n".join(kept) + "\n"
+        note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n"
     cleared = with_result(item, note + "]", stage, keep_media=False)
     return cleared if line is None else replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line})
+
+
+def output_lines(text: str) -> list[str]:
+    """The lines of an output's text that are the output's own: a placeholder's note, the line introducing the
+    lines it kept and its closing bracket are contextfold's (quoted as what a command printed, they are noise)."""
+    return [line for line in text.splitlines() if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, "]"))]
 
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:

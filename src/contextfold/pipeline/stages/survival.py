@@ -34,6 +34,7 @@ from ...summarizers._text import shorten
 from ..base import Budget
 from ..edits import MARK
 from ..importance import HALF_LIFE_TURNS, References, item_tokens, specific_tokens, used_text
+from .clear import output_lines
 
 STAGE = "survival"
 MAX_ERRORS = 3
@@ -248,7 +249,7 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
         else:
             name = item.tool_result.tool_name if item.tool_result is not None else None
             where = f"The output of {name or 'a tool call'}:"
-        return [(where, used_text(item).splitlines())]
+        return [(where, output_lines(used_text(item)))]
     if item.meta.get("survival"):  # an earlier note: its lines keep the sources it named
         return _note_segments(item.text)
     if item.role == "assistant":
