@@ -183,9 +183,19 @@ def test_failure_line_is_the_last_error_line_verbatim() -> None:
 def test_a_harness_timeout_is_the_failure_not_the_last_line_printed() -> None:
     """A command the harness killed reports that first; what it printed before is a status list (gh's checks)."""
     text = ("Command timed out after 2m 0s\nRefreshing checks status every 10 seconds.\n"
-            "Isabelle Verification\tfail\t6s\thttps://example.test/1\nLean Verification\tpass\t7s\thttps://example.test/2")
+            "Isabelle Verification\tpending\t0\thttps://example.test/1\nLean Verification\tpass\t7s\thttps://example.test/2")
     assert failure_line(text, True, COMMAND) == "Command timed out after 2m 0s"
     assert error_lines("the connection timed out while fetching the index") == []  # prose, not a harness report
+
+
+def test_test_runners_and_check_tables_report_their_failures_by_fail() -> None:
+    """jest's ``FAIL file``, go's ``--- FAIL:`` and ``FAIL pkg``, gh's checks table (``name<TAB>fail<TAB>…``): the
+    failure was the last line printed before (a passing check, a blank summary line)."""
+    out = ("PASS src/a.test.js\nFAIL src/b.test.js\n  ● sums\n--- FAIL: TestSum (0.00s)\nFAIL\tgithub.com/x/y\t0.1s\n"
+           "ok  \tgithub.com/x/z\t0.2s\nFAILURES are retried by failover")
+    assert error_lines(out) == ["FAIL src/b.test.js", "--- FAIL: TestSum (0.00s)", "FAIL\tgithub.com/x/y\t0.1s"]
+    checks = "Coq Verification\tfail\t18s\thttps://ci.test/1\nLean Verification\tpass\t7s\thttps://ci.test/2"
+    assert failure_line(checks, True, COMMAND) == "Coq Verification\tfail\t18s\thttps://ci.test/1"
 
 
 def test_failure_line_stands_in_when_no_error_line() -> None:

@@ -298,12 +298,13 @@ def written_text(call: ToolCall) -> str | None:
 _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|"
     r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
-    r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b)",
+    r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
+    r"^\s*(?:--- )?FAIL\b|\tfail\t)",
     re.MULTILINE,
 )
 _ERROR_HINT = re.compile(
-    r"rror|xception|ailure|Traceback|FAILED|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
-    r"timed out",
+    r"rror|xception|ailure|Traceback|FAIL|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
+    r"timed out|\tfail\t",
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
