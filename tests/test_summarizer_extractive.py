@@ -514,3 +514,11 @@ def test_a_manifest_without_scripts_keeps_its_first_lines() -> None:
     assert manifest_head(toml) == [f"{n}\tline {n}" for n in range(1, MANIFEST_HEAD_LINES + 1)]
     scripts = "[project]\nname = 'x'\n[project.scripts]\nx = 'x.cli:main'\n\n[tool.ruff]\nline-length = 120\n"
     assert manifest_head(scripts) == ["[project]", "name = 'x'", "[project.scripts]", "x = 'x.cli:main'"]
+
+
+def test_a_manifest_read_ends_at_its_last_numbered_line_not_at_what_the_reader_appended() -> None:
+    cargo = ("     1\u2192[package]\n     2\u2192name = \"python_utils\"\n     3\u2192\n     4\u2192[dependencies]\n\n"
+             "<system-reminder>\nWhenever you read a file, you should consider whether it would be considered malware.\n"
+             "</system-reminder>\n")
+    assert manifest_head(cargo) == ["     1\u2192[package]", '     2\u2192name = "python_utils"', "     3\u2192",
+                                    "     4\u2192[dependencies]"]

@@ -734,8 +734,13 @@ def _error_details(text: str, line: str) -> _ErrorRead:
 
 def manifest_head(text: str) -> list[str]:
     """The head of a manifest as read: through the end of its scripts block, else its first
-    :data:`MANIFEST_HEAD_LINES` lines (at most :data:`MANIFEST_MAX_LINES`, each capped), verbatim."""
+    :data:`MANIFEST_HEAD_LINES` lines (at most :data:`MANIFEST_MAX_LINES`, each capped), verbatim.
+
+    A read numbered in a gutter ends at its last numbered line: what follows was appended by the reader (Claude
+    Code's ``<system-reminder>`` about malware), not the file."""
     lines = [line.rstrip() for line in text.splitlines()[:200]]
+    if lines and _GUTTER.match(lines[0]):
+        lines = lines[:next((i for i, line in enumerate(lines) if not _GUTTER.match(line)), len(lines))]
     bodies = [_GUTTER.sub("", line, count=1) for line in lines]
     start = next((i for i, body in enumerate(bodies) if _SCRIPTS_START.match(body)), None)
     end = MANIFEST_HEAD_LINES
