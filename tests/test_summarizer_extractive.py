@@ -191,6 +191,26 @@ def test_a_stated_plan_survives_a_small_target_whole() -> None:
     assert f"As the assistant said last: {plan}" in section(text, 9)
 
 
+def test_the_last_message_is_shown_with_enough_of_it_to_say_something_or_left_out() -> None:
+    """Cut to its 24-token floor the last message read "The issue is that Mod [… 176 characters omitted …]
+    ModelStates:" (8 of 26 on the corpus at 16k); the plan it ends on is the next step either way."""
+    c = Conversation()
+    c.append(user("RenameField leaves a ForeignKey's to_field pointing at the old name; fix it in django/db/migrations."))
+    for n in range(40):
+        c.append(assistant(f"I found that field_{n} is set from remote_field.field_name in operations/fields.py line "
+                           f"{n * 20}, which keeps the old name.",
+                           [ToolCall(f"c{n}", "bash", {"command": f"sed -n '{n * 20},{n * 20 + 20}p' operations/fields.py"})]))
+        c.append(tool(f"c{n}", "\n".join(f"    field_{n}_{k} = remote_field.field_name  # line {k}" for k in range(20))))
+    c.append(assistant("The issue is that ModelState instances in the autodetector tests are built before the app registry "
+                       "is ready, so related_model raises AppRegistryNotReady when the rename runs; the state has to be "
+                       "rendered first. Let me check the test_autodetector.py file to see how it creates ModelStates:"))
+    text, _ = summarize(c.items, target=200)
+    if "The assistant's last message:" in text:
+        shown = section(text, 8).split("The assistant's last message:\n", 1)[1]
+        assert len(re.sub(r" \[… [\d,]+ characters omitted …\] ", "", shown)) >= 120
+    assert "Let me check the test_autodetector.py file to see how it creates ModelStates:" in section(text, 9)
+
+
 def test_unanswered_user_sets_the_next_step() -> None:
     c = ledger_session()
     c.append(user("Wait: what about the audit log?"))

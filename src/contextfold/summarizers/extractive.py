@@ -95,7 +95,7 @@ _USER_FLOORS_SHARE = 0.6
 """The user messages' heads together keep at most this share of the target (the newest first): on a session of
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
-_CURRENT_FLOOR = 24
+_CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side of the omission marker: nothing
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _EARLIER_SUMMARY_FLOOR = 24
 
@@ -385,7 +385,8 @@ class _Layout:
         parts: list[Part] = []
         if facts.last_assistant:  # its findings have a reserved place above: then it need not keep a place here
             floor = 0 if any(line.split(" (after `")[0] in facts.last_assistant for line in facts.findings[-1:]) else _CURRENT_FLOOR
-            parts.append(self._elastic(facts.last_assistant, _W_CURRENT, floor, "The assistant's last message:\n"))
+            parts.append(self._elastic(facts.last_assistant, _W_CURRENT, floor, "The assistant's last message:\n",
+                                       useful_tokens=_CURRENT_FLOOR))
         if facts.recent_actions:
             lines = [f"- {action}" for action in reversed(facts.recent_actions)]
             parts.append(Listing(self.meter, lines, weight=_W_ACTIONS, header="Its last actions and how they ended, oldest first:",
