@@ -175,10 +175,8 @@ def test_an_output_cleared_before_the_summary_is_quoted_by_its_failure_not_by_th
     assert "[contextfold" not in errors
 
 
-def test_a_stated_plan_survives_a_small_target_whole() -> None:
-    """Under a small target the next step was cut to "As the assistant said l[… 46 characters omitted …]ute_to_class:"
-    (half of them, at 16k on the corpus): its lead is kept whole now, and a one-sentence plan with it."""
-    plan = "Let me check the ManyToOneRel constructor in django/db/models/fields/reverse_related.py:"
+def findings_session(last: str) -> Conversation:
+    """Forty reads, each with a stated finding (they fill a small summary's budget), then the message ``last``."""
     c = Conversation()
     c.append(user("RenameField leaves a ForeignKey's to_field pointing at the old name; fix it in django/db/migrations."))
     for n in range(40):
@@ -186,25 +184,25 @@ def test_a_stated_plan_survives_a_small_target_whole() -> None:
                            f"{n * 20}, which keeps the old name.",
                            [ToolCall(f"c{n}", "bash", {"command": f"sed -n '{n * 20},{n * 20 + 20}p' operations/fields.py"})]))
         c.append(tool(f"c{n}", "\n".join(f"    field_{n}_{k} = remote_field.field_name  # line {k}" for k in range(20))))
-    c.append(assistant("The rename leaves field_name stale. " + plan))
-    text, _ = summarize(c.items, target=300)
+    c.append(assistant(last))
+    return c
+
+
+def test_a_stated_plan_survives_a_small_target_whole() -> None:
+    """Under a small target the next step was cut to "As the assistant said l[… 46 characters omitted …]ute_to_class:"
+    (half of them, at 16k on the corpus): its lead is kept whole now, and a one-sentence plan with it."""
+    plan = "Let me check the ManyToOneRel constructor in django/db/models/fields/reverse_related.py:"
+    text, _ = summarize(findings_session("The rename leaves field_name stale. " + plan).items, target=300)
     assert f"As the assistant said last: {plan}" in section(text, 9)
 
 
 def test_the_last_message_is_shown_with_enough_of_it_to_say_something_or_left_out() -> None:
     """Cut to its 24-token floor the last message read "The issue is that Mod [… 176 characters omitted …]
     ModelStates:" (8 of 26 on the corpus at 16k); the plan it ends on is the next step either way."""
-    c = Conversation()
-    c.append(user("RenameField leaves a ForeignKey's to_field pointing at the old name; fix it in django/db/migrations."))
-    for n in range(40):
-        c.append(assistant(f"I found that field_{n} is set from remote_field.field_name in operations/fields.py line "
-                           f"{n * 20}, which keeps the old name.",
-                           [ToolCall(f"c{n}", "bash", {"command": f"sed -n '{n * 20},{n * 20 + 20}p' operations/fields.py"})]))
-        c.append(tool(f"c{n}", "\n".join(f"    field_{n}_{k} = remote_field.field_name  # line {k}" for k in range(20))))
-    c.append(assistant("The issue is that ModelState instances in the autodetector tests are built before the app registry "
-                       "is ready, so related_model raises AppRegistryNotReady when the rename runs; the state has to be "
-                       "rendered first. Let me check the test_autodetector.py file to see how it creates ModelStates:"))
-    text, _ = summarize(c.items, target=200)
+    last = ("The issue is that ModelState instances in the autodetector tests are built before the app registry is ready, "
+            "so related_model raises AppRegistryNotReady when the rename runs; the state has to be rendered first. "
+            "Let me check the test_autodetector.py file to see how it creates ModelStates:")
+    text, _ = summarize(findings_session(last).items, target=200)
     if "The assistant's last message:" in text:
         shown = section(text, 8).split("The assistant's last message:\n", 1)[1]
         assert len(re.sub(r" \[… [\d,]+ characters omitted …\] ", "", shown)) >= 120
