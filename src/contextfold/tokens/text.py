@@ -187,7 +187,8 @@ class HeuristicText:
         """``line``'s piece costs, from its words' and its spaces'."""
         known = self._known
         costs: list[float] = []
-        for part in _WHITESPACE_RUN.split(line):
+        # Whitespace makes a piece only where two spaces or tabs meet; where none do, only the words count.
+        for part in line.split() if "\t" not in line and "  " not in line else _WHITESPACE_RUN.split(line):
             part_costs = known.get(part)
             if part_costs is None:
                 part_costs = self._remember(part, tuple(piece_costs(part)))
