@@ -284,9 +284,9 @@ class Item:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The item's tool calls, found once and kept in :attr:`memo`: a step asks for them of every item several
         times (rounds, actions, facts), and an item never changes."""
-        calls: tuple[ToolCall, ...] | None = self.memo.get("tool_calls")
+        calls: tuple[ToolCall, ...] | None = self.memo.get("calls")
         if calls is None:
-            calls = self.memo["tool_calls"] = tuple(b for b in self.blocks if isinstance(b, ToolCall))
+            calls = self.memo["calls"] = tuple(b for b in self.blocks if isinstance(b, ToolCall))
         return calls
 
     @property
