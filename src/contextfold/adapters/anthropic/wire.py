@@ -278,9 +278,9 @@ def with_lead(
     Also returned, for each message of ``[*lead, *messages]``, the index of the
     message its last block is in now (where a cache breakpoint closing it goes).
     """
-    found = next(((k, b) for k in range(len(messages) - 1, -1, -1) if (b := _compaction_at(messages[k])) is not None),
-                 None)
-    if found is None or not lead:
+    found = None if not lead else next(  # nothing pinned, nothing to place: no scan of the whole request
+        ((k, b) for k in range(len(messages) - 1, -1, -1) if (b := _compaction_at(messages[k])) is not None), None)
+    if found is None:
         return [*lead, *messages], [*range(len(lead) + len(messages))]
     at, block = found
     content = list(messages[at]["content"])
