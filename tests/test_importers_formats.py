@@ -644,6 +644,19 @@ def test_codex_exec_events(tmp_path: Path) -> None:
     assert [v.kind for v in second.validate()] == ["unanswered_call"]
 
 
+def test_codex_exec_todo_items_or_changes_that_are_not_a_list_are_a_typed_error(tmp_path: Path) -> None:
+    """Found by fuzzing (seed 7): a todo_list whose ``items`` was a number raised a raw TypeError."""
+    events = [{"type": "thread.started", "thread_id": "th1"},
+              {"type": "item.started", "item": {"id": "item_1", "type": "todo_list", "items": 2.5}}]
+    path = write(tmp_path, "exec.jsonl", events)
+    with pytest.raises(SessionFormatError) as caught:
+        load(path, "codex-exec")
+    assert "line 2" in str(caught.value) and "item.items" in str(caught.value) and "found a float" in str(caught.value)
+    events[1] = {"type": "item.completed", "item": {"id": "item_2", "type": "file_change", "changes": 7}}
+    with pytest.raises(SessionFormatError, match=r"item\.changes"):
+        load(write(tmp_path, "exec2.jsonl", events), "codex-exec")
+
+
 def key(char: str, kind: str = "Press", modifiers: str = "0x0") -> dict[str, Any]:
     code = f"Char('{char}')" if len(char) == 1 or char.startswith("\\") else char
     return {

@@ -97,8 +97,9 @@ class _Threads(hive_mind_log.AgentLog):
         item_id = field_of(self.source, item, "id", str, f"{where}.item")
         kind = kind_of(self.source, item, "type", f"{where}.item")
         if kind == "todo_list":
+            tasks = [] if item.get("items") is None else field_of(self.source, item, "items", list, f"{where}.item")
             plan = "\n".join(
-                f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in item.get("items") or () if isinstance(t, Mapping)
+                f"[{'x' if t.get('completed') else ' '}] {t.get('text', '')}" for t in tasks if isinstance(t, Mapping)
             )
             if self.plans.get(item_id) != plan:
                 self.plans[item_id] = plan
@@ -129,8 +130,9 @@ class _Threads(hive_mind_log.AgentLog):
             return ToolCall(
                 item["id"], "shell", {"command": field_of(self.source, item, "command", str, f"{where}.item")}
             )
-        if kind == "file_change":
-            return ToolCall(item["id"], "apply_patch", {"changes": item.get("changes") or []})
+        if kind == "file_change":  # the changes are validated here, before _output lists them
+            changes = [] if item.get("changes") is None else field_of(self.source, item, "changes", list, f"{where}.item")
+            return ToolCall(item["id"], "apply_patch", {"changes": changes})
         if kind == "web_search":
             return ToolCall(item["id"], "web_search", {"query": item.get("query")})
         name = ".".join(str(item[k]) for k in ("server", "tool") if item.get(k))
