@@ -198,6 +198,12 @@ def test_test_runners_and_check_tables_report_their_failures_by_fail() -> None:
     assert failure_line(checks, True, COMMAND) == "Coq Verification\tfail\t18s\thttps://ci.test/1"
 
 
+def test_a_path_that_is_not_a_string_is_no_path() -> None:
+    """Found by fuzzing (seed 7): a change whose "path" was a number reached the replay's probes as a path."""
+    call = ToolCall("c1", "apply_patch", {"changes": [{"path": -3}, {"path": "src/a.py"}, 5]})
+    assert classify(call).paths == ("src/a.py",)
+
+
 def test_failure_line_stands_in_when_no_error_line() -> None:
     assert failure_line("EISDIR: illegal operation on a directory, read", True, READ) == (
         "EISDIR: illegal operation on a directory, read"

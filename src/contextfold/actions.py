@@ -91,7 +91,7 @@ def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
             found.extend(v if isinstance(v, str) else v.get("path", "") for v in value if isinstance(v, (str, Mapping)))
         elif isinstance(value, Mapping):
             found.extend(str(k) for k in value)
-    return tuple(dict.fromkeys(p for p in found if p))
+    return tuple(dict.fromkeys(p for p in found if p and isinstance(p, str)))  # a change's "path" may be anything
 
 
 def _command_text(arguments: Mapping[str, Any]) -> str | None:
