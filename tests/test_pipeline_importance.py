@@ -83,7 +83,7 @@ def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:
     )
     before = needs(conv, 0)
     assert "RATE_TABLE_2024" in before.references[:5]
-    assert any("eu_west_3" in line or "1 failed" in line for line in before.errors)
+    assert any("eu_west_3" in e.lines or "1 failed" in e.lines for e in before.errors)
     out, events = summarize(conv, make_budget(tail_tokens=300))
     text = "\n".join(readable_text(item) for item in out.items)
     assert "RATE_TABLE_2024" in text and "src/shop/tax_rules.py" in text
@@ -125,6 +125,25 @@ def test_survival_puts_back_lines_with_where_they_came_from_never_a_list_of_name
     for line in note.splitlines()[1:]:
         assert line.count(", ") < 3, line  # lines as they were, not a comma-separated list of names
     assert [e.action for e in events] == ["restored"] and out.validate() == []
+
+
+def test_an_open_error_comes_back_once_under_the_call_that_showed_it() -> None:
+    """A failing check run twice shows the same line twice: the note puts it back once, under the newest call that
+    showed it (which command failed, not only what it printed)."""
+    failing = "Coq Verification\tfail\t18s\thttps://example.test/runs/77"
+    conv = session(
+        ("gh pr checks 4 --watch", f"Lean Verification\tpass\t7s\n{failing}\nexit code 1"),
+        *[(f"echo {k}", "noise " * 200) for k in range(3)],
+        ("sleep 30 && gh pr checks 4", f"Lean Verification\tpass\t7s\n{failing}\nexit code 1"),
+        *[(f"echo {k}", "noise " * 200) for k in range(3)],
+    )
+    before = needs(conv, 0)
+    assert [e.source for e in before.errors] == ["$ sleep 30 && gh pr checks 4"]
+    out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
+    note = next(item.text for item in out.items if item.meta.get("survival"))
+    assert note.count(failing) == 1
+    block = note.split("`$ sleep 30 && gh pr checks 4` showed:\n", 1)[1].split("\n")
+    assert f"    {failing}" in block[:3]  # the failing row, after the lines above it
 
 
 def test_an_earlier_notes_excerpts_keep_their_source_and_its_error_block_is_no_source() -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 
 from contextfold.conversation import Conversation
-from contextfold.pipeline.stages.survival import Needs, needs
+from contextfold.pipeline.stages.survival import Needs, OpenError, needs
 from contextfold.summarizers import ExtractiveSummarizer, SummaryRequest
 from contextfold.summarizers._facts import Facts, read_on
 from contextfold.synthetic import generate_session
 from contextfold.tokens import heuristic_tokens
 
 
-def needs_of(conversation: Conversation, facts: Facts | None) -> tuple[list[str], list[str], list[str]]:
+def needs_of(conversation: Conversation, facts: Facts | None) -> tuple[list[OpenError], list[str], list[str]]:
     found: Needs = needs(conversation, 0, facts)
     return found.errors, found.plan, found.files
 

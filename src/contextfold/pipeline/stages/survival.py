@@ -41,6 +41,8 @@ MAX_ERRORS = 3
 MAX_PLAN_ITEMS = 10
 ERROR_CHARS = 400
 PLAN_CHARS = 200
+SOURCE_CHARS = 120
+"""A longer call (a script passed inline) is cut in its middle: its head says what ran."""
 LINE_CHARS = 240
 """A longer line is cut around the name it is kept for (enough on each side to say what it is)."""
 SHORT_LINE = 32
@@ -55,11 +57,21 @@ MAX_CANDIDATES = 400
 EXCERPTS_TITLE = "Lines that held names in use, under where each came from (oldest first):"
 
 
+@dataclass(frozen=True)
+class OpenError:
+    """An error no later step resolved: the call that showed it (how the agent ran it) and its lines, verbatim
+    (the failing frame, the exception, the line naming the failure). Only the lines are looked for in the
+    compacted request: the call is where they came from, said in contextfold's words."""
+
+    source: str
+    lines: str
+
+
 @dataclass
 class Needs:
     """What must survive a compaction, each list most important first."""
 
-    errors: list[str] = field(default_factory=list)
+    errors: list[OpenError] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
@@ -77,11 +89,13 @@ def needs(conversation: Conversation, task_index: int | None = None, facts: Fact
     if facts is None:
         facts = Facts()
         facts.read(conversation.items, details=False)
-    open_errors = [e for e in facts.errors if e.resolved is None and not e.retired][-MAX_ERRORS:][::-1]
-    errors = ["\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), e.line[:ERROR_CHARS]])) for e in open_errors]
+    errors: dict[str, OpenError] = {}  # by its lines: a failure shown again (a check re-run) is put back once
+    for e in reversed([e for e in facts.errors if e.resolved is None and not e.retired]):
+        lines = "\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), e.line[:ERROR_CHARS]]))
+        errors.setdefault(lines, OpenError(shorten(e.source, SOURCE_CHARS), lines))
     plan = [t["text"][:PLAN_CHARS] for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
     files = [path for path, _ in facts.edited_files()]
-    return Needs(errors, plan, files, likely_next(conversation.items))
+    return Needs(list(errors.values())[:MAX_ERRORS], plan, files, likely_next(conversation.items))
 
 
 def likely_next(items: Sequence[Item]) -> list[str]:
@@ -135,8 +149,8 @@ def missing(needed: Needs, text: str, present: frozenset[str] | None = None) -> 
     def absent(values: Sequence[str], within: str) -> list[str]:
         return [v for v in values if v not in present and v not in within]
 
-    def absent_lines(blocks: Sequence[str]) -> list[str]:
-        return [b for b in blocks if any(line.strip() not in text for line in b.splitlines())]
+    def absent_lines(errors: Sequence[OpenError]) -> list[OpenError]:
+        return [e for e in errors if any(line.strip() not in text for line in e.lines.splitlines())]
 
     return Needs(absent_lines(needed.errors), absent(needed.plan, text), absent(needed.files, text),
                  absent(needed.references, tokens))
@@ -148,8 +162,9 @@ def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int], re
     header = f"{MARK}: checked after compaction; these were no longer in the context and are kept here, verbatim]"
     lines: list[str] = []
     if lost.errors:
-        blocks = ("\n".join(f"    {line}" for line in e.splitlines()) for e in lost.errors)
-        lines.append("Unresolved errors, newest first, each with the lines above it:\n" + "\n".join(blocks))
+        blocks = (f"`{e.source}` showed:\n" + "\n".join(f"    {line}" for line in e.lines.splitlines()) for e in lost.errors)
+        lines.append("Unresolved errors, newest first, each under the call that showed it, with the lines above it:\n"
+                     + "\n".join(blocks))
     if lost.plan:
         lines.append("Open plan items:\n" + "\n".join(f"- {p}" for p in lost.plan))
     if lost.files:
@@ -159,20 +174,21 @@ def note_text(lost: Needs, max_tokens: int, count_text: Callable[[str], int], re
     if spent > max_tokens:
         return None
     title = EXCERPTS_TITLE
-    excerpts = _excerpts(lost.references, removed, max_tokens - spent - count_text(title) - 1, count_text)
+    excerpts = _excerpts(lost.references, removed, max_tokens - spent - count_text(title) - 1, count_text, fixed)
     if excerpts:
         lines.append(f"{title}\n{excerpts}")
     return "\n".join([header, *lines]) if lines else None
 
 
-def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: int, count_text: Callable[[str], int]) -> str:
+def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: int, count_text: Callable[[str], int],
+              shown: str = "") -> str:
     """The lines of ``removed`` that hold ``references``, under where they came from, within ``max_tokens``.
 
     Each reference is looked for in the newest removed item that holds it
     (among what the agent and the user wrote, and the last outputs: a name
     the agent used stands in its own words, a name it has not used yet in a
     recent output); a line already chosen for an earlier reference serves the
-    later ones it holds.
+    later ones it holds, and so does what the note shows above the excerpts (``shown``: an open error's lines).
     """
     wanted = set(references)
     newest: dict[str, int] = {}
@@ -186,7 +202,6 @@ def _excerpts(references: Sequence[str], removed: Sequence[Item], max_tokens: in
             break
     chosen: dict[tuple[int, int], dict[int, str]] = {}  # (item, segment) -> line number -> line
     segments: dict[int, list[tuple[str, list[str]]]] = {}
-    shown = ""
     spent = 0
     for token in references:
         if max_tokens - spent < MIN_EXCERPT_TOKENS:
