@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from test_pipeline_stages import EST, HEADER, bash, make_budget, session
 
 from contextfold import conversation as c
-from contextfold.conversation import Conversation, Item, readable_text
+from contextfold.conversation import Conversation, Header, Item, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
@@ -144,6 +144,38 @@ def test_an_open_error_comes_back_once_under_the_call_that_showed_it() -> None:
     assert note.count(failing) == 1
     block = note.split("`$ sleep 30 && gh pr checks 4` showed:\n", 1)[1].split("\n")
     assert f"    {failing}" in block[:3]  # the failing row, after the lines above it
+
+
+def test_a_long_line_is_cut_at_a_sentence_or_word_and_says_so() -> None:
+    """The excerpt of a long line starts where a reader can: the sentence holding the name, or a word's start
+    marked with "…", never in the middle of a word as if the agent had written it so."""
+    filler = " ".join(f"word{k}" for k in range(60))
+    said = f"{filler}. Then the upload handler reads upload_param_v2 twice. The rest is noise."
+    one_sentence = f"{filler} and then the upload handler reads upload_param_v2 twice"
+    for line, expected in ((said, "… Then the upload handler reads upload_param_v2 twice."), (one_sentence, "… word")):
+        lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+        lost.references = ["upload_param_v2"]
+        text = note_text(lost, 400, EST.text, [c.assistant(line)])
+        assert text is not None
+        excerpt = text.split("The agent said:\n    ", 1)[1]
+        assert excerpt.startswith(expected), excerpt
+        assert "upload_param_v2" in excerpt
+
+
+def test_a_name_the_system_prompt_teaches_is_not_put_back() -> None:
+    """A harness's syntax the agent writes in every edit (``end_of_edit``) is in the system prompt of every request:
+    the compaction did not lose it, and a note line holding it would tell the agent nothing."""
+    rounds = [(f"edit {k}:{k}\nvalue_{k} = compute_total_v{k}()\nend_of_edit", "File updated.") for k in range(4)]
+    rounds += [(f"echo {k}", "noise " * 200) for k in range(6)]
+    conv = session(*rounds)
+    assert "end_of_edit" in needs(conv, 0).references[:5]  # the agent used it more than any other name
+    taught = Header(system=(Item("system", (c.Text("Close each edit with a line end_of_edit."),)),), tools=HEADER.tools)
+    for header, kept in ((HEADER, True), (taught, False)):
+        conv = Conversation(conv.items, header)
+        out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
+        note = next(item.text for item in out.items if item.meta.get("survival"))
+        assert ("end_of_edit" in note) is kept, note
+        assert "compute_total_v3" in note
 
 
 def test_an_earlier_notes_excerpts_keep_their_source_and_its_error_block_is_no_source() -> None:

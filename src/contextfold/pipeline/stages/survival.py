@@ -241,8 +241,7 @@ def _line_for(token: str, segments: list[tuple[str, list[str]]]) -> tuple[int, d
                 continue
             text = line.strip()
             if len(text) > LINE_CHARS:
-                start = max(len(line) - len(line.lstrip()), at - LINE_CHARS // 2)
-                text = shorten(line[start:].strip(), LINE_CHARS, head_share=0.9)
+                text = _around(line, at)
             picked = {number: text}
             if len(text) < SHORT_LINE:
                 above = next((n for n in range(number - 1, -1, -1) if lines[n].strip()), None)
@@ -250,6 +249,20 @@ def _line_for(token: str, segments: list[tuple[str, list[str]]]) -> tuple[int, d
                     picked[above] = shorten(lines[above].strip(), LINE_CHARS)
             return segment, picked
     return None
+
+
+def _around(line: str, at: int) -> str:
+    """A long ``line`` cut to about :data:`LINE_CHARS` around the name at ``at``: from the start of the sentence
+    that holds it when that is near enough, else from a word's start, with "…" where the line was cut (a line
+    that began mid-word, "mmand injection…", would read as if the agent had written it so)."""
+    indent = len(line) - len(line.lstrip())
+    start = max(indent, at - LINE_CHARS // 2)
+    if start > indent:
+        sentence = line.rfind(". ", start, at)
+        word = line.find(" ", start, at)
+        start = sentence + 2 if sentence >= 0 else word + 1 if word >= 0 else start
+    text = shorten(line[start:].strip(), LINE_CHARS, head_share=0.9)
+    return text if start <= indent else f"… {text}"
 
 
 def _segments(item: Item) -> list[tuple[str, list[str]]]:
@@ -310,8 +323,11 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
     p = budget.policy
     if budget.count_text is None or p.survival_max_tokens <= 0 or after is before:
         return after, []
-    text = "\n".join(readable_text(item) for item in after.items)
-    lost = missing(needs(before, task_index, facts), text, frozenset().union(*map(item_tokens, after.items)))
+    # What the request holds: the header too, so a name the system prompt teaches (a harness's ``end_of_edit``)
+    # is never put back as if the compaction had lost it.
+    held = [*after.header.system, *after.header.pinned, *after.items]
+    text = "\n".join(readable_text(item) for item in held)
+    lost = missing(needs(before, task_index, facts), text, frozenset().union(*map(item_tokens, held)))
     if not lost.counts():
         return after, [Event(STAGE, "checked", detail="everything needed survived")]
     saved = budget.count(before) - budget.count(after)
