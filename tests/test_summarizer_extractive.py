@@ -196,6 +196,19 @@ def test_a_stated_plan_survives_a_small_target_whole() -> None:
     assert f"As the assistant said last: {plan}" in section(text, 9)
 
 
+def test_the_plan_is_said_once_in_the_next_step_not_again_in_current_work() -> None:
+    """Section 8 showed the last message and section 9 quoted its last sentence again, one after the other: the
+    plan is section 9's, and section 8 keeps the rest of the message (or leaves the message out when it was only
+    the plan)."""
+    plan = "Let me check the ManyToOneRel constructor in django/db/models/fields/reverse_related.py:"
+    finding = "The rename leaves field_name stale because set_field_name keeps the old value."
+    text, _ = summarize(findings_session(f"{finding} {plan}").items, target=2_000)
+    assert text.count(plan) == 1 and plan in section(text, 9)
+    assert finding in section(text, 8)
+    text, _ = summarize(findings_session(plan).items, target=2_000)
+    assert text.count(plan) == 1 and "The assistant's last message" not in section(text, 8)
+
+
 def test_the_last_message_is_shown_with_enough_of_it_to_say_something_or_left_out() -> None:
     """Cut to its 24-token floor the last message read "The issue is that Mod [… 176 characters omitted …]
     ModelStates:" (8 of 26 on the corpus at 16k); the plan it ends on is the next step either way."""

@@ -119,6 +119,7 @@ defines are what the agent runs to build and test, and it cannot tell them from 
 _FIT_ATTEMPTS = 4
 _FORWARD = re.compile(r"\b(next|now|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
+_SAID_LAST = "As the assistant said last: "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -383,9 +384,10 @@ class _Layout:
     def _current(self) -> list[Part]:
         facts = self.facts
         parts: list[Part] = []
-        if facts.last_assistant:  # its findings have a reserved place above: then it need not keep a place here
-            floor = 0 if any(line.split(" (after `")[0] in facts.last_assistant for line in facts.findings[-1:]) else _CURRENT_FLOOR
-            parts.append(self._elastic(facts.last_assistant, _W_CURRENT, floor, "The assistant's last message:\n",
+        said = _without_plan(facts)
+        if said:  # its findings have a reserved place above: then it need not keep a place here
+            floor = 0 if any(line.split(" (after `")[0] in said for line in facts.findings[-1:]) else _CURRENT_FLOOR
+            parts.append(self._elastic(said, _W_CURRENT, floor, "The assistant's last message:\n",
                                        useful_tokens=_CURRENT_FLOOR))
         if facts.recent_actions:
             lines = [f"- {action}" for action in reversed(facts.recent_actions)]
@@ -420,6 +422,17 @@ def _status(error: ErrorFacts) -> str:
     return f"resolved: {error.resolved}" if error.resolved else "unresolved"
 
 
+def _without_plan(facts: Facts) -> str:
+    """The assistant's last message without the plan section 9 quotes from it (its last forward-looking
+    sentence): the two sections said the same sentence one after the other."""
+    said = facts.last_assistant or ""
+    step = _next_step(facts)
+    if step is None or step[0] != _SAID_LAST:
+        return said
+    head, _, tail = said.rpartition(step[1])
+    return f"{head.rstrip()}\n{tail.strip()}".strip()
+
+
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
     plan stated, an open error. The lead is kept whole and only the text may shrink (a shrunk lead, "As the
@@ -437,7 +450,7 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     sentences = _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
-        return "As the assistant said last: ", stated[-1]
+        return _SAID_LAST, stated[-1]
     last = facts.last_error
     if last is not None and last.resolved is None:
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
