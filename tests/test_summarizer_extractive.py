@@ -466,6 +466,16 @@ def test_last_actions_show_the_line_their_result_ended_on() -> None:
     assert "- $ cat > probe_b.py <<EOF; python probe_b.py → 1999" in section(text, 8)
 
 
+def test_a_read_among_the_last_actions_is_named_without_the_line_its_range_stopped_at() -> None:
+    c = scratch_session()
+    c.append(assistant("", [ToolCall("r", "bash", {"command": "nl -ba src/shop/core.py | sed -n '720,820p'"})]))
+    c.append(tool("r", "<returncode>0</returncode>\n<output>\n" + "\n".join(f"   {n}\tx = {n}" for n in range(720, 821))
+                  + "\n</output>"))
+    current = section(summarize(c.items)[0], 8)
+    assert "- $ nl -ba src/shop/core.py | sed -n '720,820p'\n" in current + "\n"
+    assert "x = 820" not in current
+
+
 def test_an_issue_fetched_with_a_tool_is_the_task_as_it_arrived() -> None:
     c = Conversation()
     c.append(user("Solve issue 52."))

@@ -841,12 +841,16 @@ def _what(call: ToolCall, action: Action, max_chars: int) -> str:
 
 
 def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: bool, ended: str | None) -> str:
-    """One line for "last actions": what the call did, and the line its result ended on (or its failure)."""
+    """One line for "last actions": what the call did, and the line its result ended on (or its failure). A read
+    of a file ends on whichever line the range stopped at ("→ 820" after ``nl -ba core.py | sed -n 720,820p``),
+    which concludes nothing: the read is named without it."""
     what = _what(call, action, 160)
     if unanswered:
         return f"{what} → no result yet"
     if failure is not None:
         return f"{what} → failed: {shorten(failure, TEXT_CHARS['result_line'])}"
+    if action.kind == READ and file_content(action):
+        return what
     if (action.command or action.kind in (OTHER, SEARCH)) and ended:
         return f"{what} → {ended}"
     return what
