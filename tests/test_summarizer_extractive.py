@@ -476,6 +476,29 @@ def test_a_read_among_the_last_actions_is_named_without_the_line_its_range_stopp
     assert "x = 820" not in current
 
 
+def test_the_projects_changed_files_come_before_the_scripts_the_agent_wrote_and_ran() -> None:
+    """A bash agent's changed files were listed newest first, so a reader met probe scripts first and the
+    project's fix last (or, in a small summary, only in the list of names): the project's files come first now,
+    with their last change, and a probe says it was run."""
+    c = Conversation()
+    c.append(user("Fix the rounding in src/shop/totals.py."))
+    c.append(assistant("", [ToolCall("e", "bash", {"command": "sed -i 's/round(x)/x/' src/shop/totals.py"})]))
+    c.append(tool("e", "<returncode>0</returncode>\n<output>\n</output>"))
+    for k in range(3):
+        c.append(assistant("", [ToolCall(f"p{k}", "bash", {"command": f"cat > probe_{k}.py <<'EOF'\nimport shop\nEOF\npython probe_{k}.py"})]))
+        c.append(tool(f"p{k}", "<returncode>0</returncode>\n<output>\nok\n</output>"))
+    c.append(assistant("", [ToolCall("f", "bash", {"command": "cat > fix_totals.py <<'EOF'\nx = 1\nEOF\npython fix_totals.py"})]))
+    c.append(tool("f", "<returncode>0</returncode>\n<output>\n</output>"))
+    c.append(assistant("", [ToolCall("w", "bash", {"command": "cat > /tmp/patch.py <<'EOF'\nx = 1\nEOF"})]))
+    c.append(tool("w", "<returncode>0</returncode>\n<output>\n</output>"))
+    files = section(summarize(c.items)[0], 3)
+    assert files.index("`src/shop/totals.py`") < files.index("`/tmp/patch.py`") < files.index("`probe_2.py`")
+    assert "- `/tmp/patch.py`: created, changed 1×" in files
+    assert "- `src/shop/totals.py`: changed 1×\n" in files  # running fix_totals.py is no run of totals.py
+    assert "Last change to `src/shop/totals.py`" in files
+    assert "- `probe_2.py`: created, changed 1×, ran as a script" in files
+
+
 def test_an_issue_fetched_with_a_tool_is_the_task_as_it_arrived() -> None:
     c = Conversation()
     c.append(user("Solve issue 52."))

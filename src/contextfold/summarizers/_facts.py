@@ -135,15 +135,41 @@ _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 and the line its output ended on (what a reader of the output would quote)."""
 
 
+_RUNS = re.compile(r"(?:^|[\s;&|(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|php|deno|bun|ts-node|pytest|go run)"
+                   r"\s[^;&|\n]*|(?:^|[\s;&|(])\./\S+")
+"""What in a command runs a file: an interpreter (or a test runner) and its arguments, or ``./file``."""
+
+
+def _writes_whole(command: str, path: str) -> bool:
+    """Whether ``command`` writes ``path`` with a ``>`` redirect (not ``>>``, which appends)."""
+    name = re.escape(_last_component(path))
+    return re.search(rf"(?<![>&\d])>\s*['\"]?[^\s'\";&|>]*{name}(?![\w.])", command) is not None
+
+
+def _run_by(command: str, paths: list[str]) -> list[str]:
+    """Those of ``paths`` that ``command`` runs, not only names (``sed -i … fix.py`` edits it, ``python fix.py``
+    runs it)."""
+    runs = " ".join(match.group(0) for match in _RUNS.finditer(command))
+    return [path for path in paths if re.search(rf"(?<![\w.-]){re.escape(_last_component(path))}(?![\w.])", runs)]
+
+
 @dataclass
 class FileFacts:
-    """What happened to one file. ``last_change`` is the text the last edit wrote (capped), or its command."""
+    """What happened to one file. ``last_change`` is the text the last edit wrote (capped), or its command;
+    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source)."""
 
     reads: int = 0
     edits: int = 0
     failed_edits: int = 0
     created: bool = False
+    ran: bool = False
     last_change: str | None = None
+
+    @property
+    def scratch(self) -> bool:
+        """Whether the agent made this file for itself (created it, or ran what it wrote) rather than changed
+        one of the project's: a reader wants the project's changes first."""
+        return self.created or self.ran
 
 
 @dataclass
@@ -258,6 +284,7 @@ class Facts:
             mine.edits += theirs.edits
             mine.failed_edits += theirs.failed_edits
             mine.created = mine.created or theirs.created
+            mine.ran = mine.ran or theirs.ran
             mine.last_change = theirs.last_change or mine.last_change
             if mine.edits:
                 self._edited[path] = _last_component(path)
@@ -418,6 +445,8 @@ class Facts:
             self._resolve(action, call.name)
         if scripts:
             self._retire(scripts)
+            for path in _run_by(action.command or "", scripts):
+                self.files[path].ran = True
         if details and item is not None and (action.command or action.kind == OTHER):
             self._read_output(call, action, item, ok=line is None)
         if action.kind == OTHER:
@@ -486,9 +515,11 @@ class Facts:
         )
         for path in action.paths:
             facts = self._file(path)
+            # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
+            new = not (facts.reads or facts.edits) and action.command is not None and _writes_whole(action.command, path)
             facts.edits += 1
             self._edited[path] = _last_component(path)
-            facts.created = facts.created or created
+            facts.created = facts.created or created or new
             facts.last_change = change if change is not None else facts.last_change
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
@@ -588,8 +619,10 @@ class Facts:
         return next((e for e in reversed(self.errors) if e.reported), None)
 
     def edited_files(self) -> list[tuple[str, FileFacts]]:
-        """Files changed or meant to be (an edit that failed), most recently touched first."""
-        return [(p, f) for p, f in reversed(self.files.items()) if f.edits or f.failed_edits]
+        """Files changed or meant to be (an edit that failed): the project's first, then those the agent made for
+        itself (:attr:`FileFacts.scratch`), each most recently touched first."""
+        edited = [(p, f) for p, f in reversed(self.files.items()) if f.edits or f.failed_edits]
+        return sorted(edited, key=lambda pair: pair[1].scratch)
 
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""

@@ -259,7 +259,7 @@ class _Layout:
         for rank, (path, file) in enumerate(edited):
             done = ["created" if file.created else "", f"changed {file.edits}×" if file.edits else ""]
             done += [f"{file.failed_edits} edit{'s' if file.failed_edits > 1 else ''} failed" if file.failed_edits else ""]
-            done += [f"read {file.reads}×" if file.reads else ""]
+            done += [f"read {file.reads}×" if file.reads else "", "ran as a script" if file.ran else ""]
             lines.append(f"- `{path}`: {', '.join(filter(None, done))}")
             names.append(path)
             if file.last_change and rank < _SNIPPET_FILES:
