@@ -12,6 +12,7 @@ from test_store_sessions import POLICY, turn
 from contextfold import Context
 from contextfold.cli import cli
 from contextfold.stores import open_store
+from contextfold.stores.records import to_line
 
 
 def recorded(url: str, session_id: str, rounds: int = 8) -> Context:
@@ -46,6 +47,26 @@ def test_list_show_and_export_a_session_that_resumes_from_the_export(store_url: 
     resumed = Context.resume(exported.parent, "s1", window_tokens=20_000, policy=POLICY)
     assert resumed.history == original.history
     assert list(resumed.view().items) == list(original.view().items)
+    resumed.close()
+
+
+def test_show_counts_the_view_a_resume_takes_when_the_last_checkpoint_is_unusable(tmp_path: Path) -> None:
+    """Found by fuzzing (seed 31): a view checkpoint without its items raised KeyError in ``show``. The view
+    shown is the one a resume rebuilds, from the last checkpoint that can be read."""
+    folder = tmp_path / "sessions"
+    recorded(str(folder), "s1")
+    file = folder / "s1.jsonl"
+    lines = file.read_bytes().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    last = max(n for n, record in enumerate(records) if record.get("kind") == "view")
+    del records[last]["data"]["items"], records[last]["crc"]
+    lines[last] = to_line(records[last])  # checksummed again: a record that reads, holding no view
+    file.write_bytes(b"".join(lines))
+    result = CliRunner().invoke(cli, ["sessions", "show", "--store", str(folder), "s1", "--json"])
+    assert result.exit_code == 0 and "view checkpoint" in result.stderr  # the damaged one is named
+    shown = json.loads(result.stdout)
+    resumed = Context.resume(folder, "s1", window_tokens=20_000, policy=POLICY)
+    assert shown["view_checkpoints"] >= 2 and shown["items_in_view"] == len(resumed.view())
     resumed.close()
 
 

@@ -22,6 +22,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..context.timeline import Timeline
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
 from ..stores.records import restore, to_line
@@ -84,8 +85,8 @@ def describe(location: str, session_id: str) -> dict[str, Any]:
         restored = restore(f"{store.url}#{session_id}", store.read(session_id))
     history = restored.conversation
     checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]
-    last = checkpoints[-1] if checkpoints else None
-    view_items = len(history) if last is None else len(last.data["items"]) + len(history) - last.item_count
+    timeline = Timeline()  # the view a resume takes: from the last usable checkpoint (a damaged one is passed over)
+    timeline.restore(restored, session_id)
     return {
         "session_id": session_id,
         "created": _when(restored.report.created),
@@ -94,7 +95,7 @@ def describe(location: str, session_id: str) -> dict[str, Any]:
         "items_by_role": dict(Counter(item.role for item in history)),
         "events_by_kind": dict(Counter(event.kind for event in restored.events)),
         "view_checkpoints": len(checkpoints),
-        "items_in_view": view_items,
+        "items_in_view": len(timeline.view),
         "system_prompt_items": len(history.header.system),
         "tools": len(history.header.tools),
     }
