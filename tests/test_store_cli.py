@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from test_store_sessions import POLICY, turn
 
-from contextfold import Context
+from contextfold import Context, Item, Text
 from contextfold.cli import cli
 from contextfold.stores import open_store
 from contextfold.stores.records import to_line
@@ -96,6 +96,21 @@ def test_inspect_replay_and_compact_take_a_stored_session(tmp_path: Path) -> Non
     run("compact", f"{url}#s1", "--window", "20000", "-o", str(tmp_path / "compacted.json"))
     compacted = json.loads((tmp_path / "compacted.json").read_text())
     assert compacted["format"] == "contextfold-session-1" and len(compacted["items"]) < len(original.history)
+
+
+def test_a_lone_surrogate_a_session_holds_is_printed_and_written_as_its_escape(tmp_path: Path) -> None:
+    """Found by fuzzing (seed 31): ``inspect --json`` (and ``sessions show``) on a stored session holding a lone
+    surrogate (the library takes one, a transcript keeps it exactly) raised UnicodeEncodeError at the first print.
+    Printed or written, it is its JSON escape: the output reads back as the same text."""
+    folder = tmp_path / "sessions"
+    context = Context(window_tokens=20_000, store=str(folder), session_id="s1")
+    context.add([Item("user", (Text("read the log \udcff of the build"),))])
+    context.close()
+    inspected = json.loads(run("inspect", f"{folder}#s1", "--json", "--tokenizer", "estimate"))
+    assert inspected["largest"][0]["preview"] == "read the log \udcff of the build"
+    run("compact", f"{folder}#s1", "--window", "20000", "-o", str(tmp_path / "compacted.json"))
+    compacted = json.loads((tmp_path / "compacted.json").read_text())
+    assert compacted["items"][0]["blocks"][0]["text"] == "read the log \udcff of the build"
 
 
 def test_a_missing_session_or_store_is_one_line_and_exit_code_2(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def compact_command(
     if output is None:
         click.echo(text)
     else:
-        output.write_text(text + "\n", encoding="utf-8")
+        output.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")  # as stdout: see escaping_stdout
     summarized = any(e.action == "summarized" for e in events)
     click.echo(f"{len(conversation)} items, {before:,} tokens -> {len(view)} items, "
                f"{context.counter.count(view):,} tokens" + ("" if summarized else " (nothing to summarize)"), err=True)
