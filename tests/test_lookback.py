@@ -10,15 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold import Context, Policy, ToolCall
-from contextfold.conversation import Conversation, assistant, tool, user
-from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern
+from contextfold.conversation import Conversation, Header, Opaque, ToolSpec, assistant, tool, user
+from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern, InvalidPolicy
 from contextfold.lookback import history as lookback
 from contextfold.lookback.pattern import MAX_PATTERN_CHARS, compile_query
+from contextfold.pipeline.stages.persist import names_history_tools
 
 
-def _session(context: Context, outputs: int = 30, lines: int = 40) -> list[str]:
-    """A session of numbered file reads; returns the ids of the output items."""
-    context.add([user("find where the retry budget is set")])
+def _session(context: Context, outputs: int = 30, lines: int = 40, *, offer: bool = False) -> list[str]:
+    """A session of numbered file reads; returns the ids of the output items. ``offer``: the requests offer the
+    agent the history tools."""
+    context.add([user("find where the retry budget is set")], tools=context.history_tools() if offer else None)
     ids = []
     for n in range(outputs):
         context.add([assistant("", [ToolCall(f"c{n}", "read_file", {"path": f"src/mod{n}.py"})])])
@@ -235,7 +237,7 @@ def test_a_bad_call_is_an_error_result_naming_the_argument(arguments: dict[str, 
 
 def test_a_summary_ends_with_the_refs_it_replaces_and_a_preview_names_its_ref(tmp_path: Path) -> None:
     context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
-    ids = _session(context)
+    ids = _session(context, offer=True)
     context.compact()
     summary = next(item for item in context.view().items if item.kind == "summary")
     last_line = summary.text.rstrip().splitlines()[-1]
@@ -257,6 +259,44 @@ def test_without_history_tools_the_preview_names_the_file_and_the_summary_no_ref
     context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
     context.add([tool("big", "row\n" * 20_000)])
     assert str(tmp_path / "results") in context.prepare_view().items[-1].text
+
+
+def test_by_default_a_request_that_does_not_offer_the_tools_never_names_them(tmp_path: Path) -> None:
+    """``"auto"``: a model told to call a tool it lacks calls it, and its framework answers with an error."""
+    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    _session(context)
+    context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
+    context.add([tool("big", "row\n" * 20_000)])
+    context.compact()
+    request = str(context.prepare())
+    assert any(e.stage == "summarize" and e.action == "summarized" for e in context.events)
+    assert "search_history" not in request and "read_history" not in request
+    assert f"saved to {tmp_path / 'results'}" in context.prepare_view().items[-1].text
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "responses", "gemini"])
+def test_auto_sees_the_tools_offered_in_each_format(provider: str) -> None:
+    context = Context(window_tokens=50_000, provider=provider)
+    _session(context, offer=True)
+    context.compact()
+    assert "read_history(" in context.view().items[1].text
+
+
+def test_only_both_tools_offered_count_and_true_names_them_without_an_offer() -> None:
+    header = Header(tools=(ToolSpec("search_history"),))
+    assert not names_history_tools(Policy(), header) and names_history_tools(Policy(history_tools=True), header)
+    mixed = Opaque({"function_declarations": [{"name": "read_history"}, {"name": "search_history"}],
+                    "google_search": {}}, "gemini")
+    assert names_history_tools(Policy(), Header(tools=(mixed,)))
+    custom = Opaque({"type": "custom", "custom": {"name": "read_history"}}, "openai")
+    assert names_history_tools(Policy(), Header(tools=(custom, ToolSpec("search_history"))))
+    assert not names_history_tools(Policy(history_tools=False), Header(tools=(mixed,)))
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_a_bad_history_tools_setting_is_a_typed_error_naming_it(value: object) -> None:
+    with pytest.raises(InvalidPolicy, match="history_tools"):
+        Policy(history_tools=value)  # type: ignore[arg-type]
 
 
 def test_the_history_tools_own_calls_and_results_are_not_searched() -> None:

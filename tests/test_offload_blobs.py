@@ -86,10 +86,12 @@ def _blobs_left(url: str, store) -> int:
 
 
 def add_one_run(context: Context) -> None:
-    """A task, one bash call and its oversized output (:data:`OUTPUT`), which the context offloads."""
+    """A task, one bash call and its oversized output (:data:`OUTPUT`), which the context offloads; the request
+    offers the history tools, so the preview names the output's ref."""
     context.add([{"role": "user", "content": "run"},
                  {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
-                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OUTPUT}]}])
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OUTPUT}]}],
+                tools=context.history_tools("anthropic"))
 
 
 def test_a_preview_in_a_shared_store_names_the_ref_and_read_history_reads_the_blob(shared_store_url: str) -> None:

@@ -58,7 +58,7 @@ def test_an_oversized_output_read_by_the_adapter_goes_to_disk_and_answers_its_ca
 ) -> None:
     output = HUGE if shape == "string" else text_parts(provider, HUGE)
     context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1", provider=provider)
-    context.add(wire_round(provider, output))
+    context.add(wire_round(provider, output), tools=context.history_tools())  # offered in the provider's format
     stored = context.history[2]
     assert stored.tool_result.call_id == "c0" and saved_output(stored) == HUGE
     assert len(stored.text) < 10_000  # only the preview is held

@@ -13,6 +13,7 @@ import pytest
 from contextfold import conversation as c
 from contextfold.boundary import choose_cut
 from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, ToolSpec
+from contextfold.lookback import tools as history_tools
 from contextfold.pipeline import compact
 from contextfold.pipeline.base import Budget, Policy
 from contextfold.pipeline.economics import first_change, verdict
@@ -58,10 +59,14 @@ def test_persist_writes_owner_only_file_named_by_id_and_leaves_a_preview(tmp_pat
     assert path.read_text() == big
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
-    preview = out[2].text
-    assert f'read_history("{conv[2].id}"' in preview and preview.startswith("line of output") and len(preview) < 4_000
+    preview = out[2].text  # the header offers bash only: the preview names the file, not a tool it lacks
+    assert f"saved to {path}" in preview and "_history" not in preview
+    assert preview.startswith("line of output") and len(preview) < 4_000
     assert out[2].id == conv[2].id and out.validate() == []
     assert [e.action for e in events] == ["persisted"] and events[0].saved_tokens > 10_000
+    offered = conv.with_items(conv, replace(HEADER, tools=(*HEADER.tools, *history_tools.SPECS)))
+    out, _ = persist(offered, make_budget(results_dir=tmp_path / "offered"))
+    assert f'read_history("{conv[2].id}"' in out[2].text and "saved to" not in out[2].text
 
 
 def test_persist_degrades_to_a_preview_when_the_disk_fails(tmp_path: Path) -> None:

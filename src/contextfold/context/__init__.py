@@ -249,7 +249,7 @@ class Context:
         for item in conversation.items:
             blobs = self._journal.session if not self._results_given else None
             item = self.history.linked(item)  # which tool answered decides what admission does with it
-            item, events = admit(item, self.policy, self.results_dir, self.estimator.item, blobs)
+            item, events = admit(item, self.policy, self.history.header, self.results_dir, self.estimator.item, blobs)
             self._emit(events)
             items.append(item)
         added = self._journal.append(self._timeline, items)
@@ -370,10 +370,12 @@ class Context:
             return messages
         if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
             messages = list(messages)  # anything else the adapter refuses, naming the field
+        adapter = adapter_for(provider or self.provider)
         if isinstance(messages, list) and messages and all(isinstance(m, Item) for m in messages):
-            return Conversation(messages)
-        known = self.history.call_ids
-        return adapter_for(provider or self.provider).read(messages, system=system, tools=tools, known_call_ids=known)
+            # items carry no header: ``system`` and ``tools`` still set it (the tools decide what previews name)
+            given = system is not None or tools is not None
+            return Conversation(messages, adapter.read([], system=system, tools=tools).header if given else None)
+        return adapter.read(messages, system=system, tools=tools, known_call_ids=self.history.call_ids)
 
     # ------------------------------------------------------------------ 2. prepare
     def view(self) -> Conversation:

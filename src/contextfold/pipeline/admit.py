@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..conversation import Item
+from ..conversation import Header, Item
 from ..events import Event
 from ..redaction import describe, redact_item
 from ..summarizers._facts import read_ahead
@@ -29,16 +29,17 @@ from .stages.persist import Blobs, offload
 logger = logging.getLogger(__name__)
 
 
-def admit(item: Item, policy: Policy, results_dir: Path | None,
+def admit(item: Item, policy: Policy, header: Header, results_dir: Path | None,
           count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
-    """``item`` as the transcript and the history keep it, and the events of what was done to it."""
+    """``item`` as the transcript and the history keep it, and the events of what was done to it; ``header``
+    is the request's (the tools it offers decide whether a preview names the history tools)."""
     events = []
     if policy.redact_secrets:
         item, found = redact_item(item)
         if found:
             logger.info("redacted %s from item %s", describe(found), item.id)
             events.append(Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}", data=dict(found)))
-    item, offloaded = offload(item, policy, results_dir, count_item, blobs)
+    item, offloaded = offload(item, policy, header, results_dir, count_item, blobs)
     return item, events + offloaded
 
 

@@ -84,7 +84,10 @@ class Policy:
     persist_max_tokens: int = 25_000
     preview_head_chars: int = 2_000
     preview_tail_chars: int = 1_000
-    history_tools: bool = True  # the agent has search_history/read_history: previews and summaries name the ref
+    # whether previews and summaries name search_history/read_history (see persist.names_history_tools):
+    # "auto" when the request offers the agent both; True for a loop that answers them without offering them
+    # to contextfold; False never
+    history_tools: bool | Literal["auto"] = "auto"
     # truncate: a hard cap on any one tool output
     truncate_max_chars: int = 50_000
     # budget: older outputs get a smaller budget as the window fills
@@ -175,6 +178,8 @@ def check_policy(policy: Policy) -> None:
             raise InvalidPolicy("trigger_fraction", f"set with trigger_tokens={policy.trigger_tokens}: "
                                 "set one trigger, not both (the window's share or the absolute size)")
     _check_budget_steps(policy.budget_steps)
+    if not (isinstance(policy.history_tools, bool) or policy.history_tools == "auto"):
+        raise InvalidPolicy("history_tools", f'"auto", True or False is needed, not {policy.history_tools!r}')
     if policy.background_summaries not in BACKGROUND_MODES:
         raise InvalidPolicy("background_summaries", f"one of {', '.join(BACKGROUND_MODES)} is needed, "
                             f"not {policy.background_summaries!r}")

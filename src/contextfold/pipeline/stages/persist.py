@@ -30,10 +30,10 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ...actions import error_lines, result_action
-from ...conversation import Conversation, Item
+from ...conversation import Conversation, Header, Item, Opaque, ToolSpec
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
@@ -113,6 +113,38 @@ HISTORY_TOOLS = frozenset({"search_history", "read_history"})
 read of an offloaded output that came back as another preview would send the agent round in a circle."""
 
 
+def names_history_tools(policy: Policy, header: Header) -> bool:
+    """Whether previews and summaries tell the agent to call ``search_history``/``read_history``.
+
+    Naming a tool the agent was not given makes the model call it, and the framework then answers with an
+    error or stops the run on an unknown tool; so by default (``"auto"``) they are named only when the
+    request offers both. ``True`` is for a loop that answers them without giving them to contextfold."""
+    if policy.history_tools == "auto":
+        return HISTORY_TOOLS <= offered_tool_names(header)
+    return bool(policy.history_tools)
+
+
+def offered_tool_names(header: Header) -> frozenset[str]:
+    """The names of the function tools ``header`` offers: a :class:`ToolSpec`'s name, and the names an
+    :class:`Opaque` tool carries as its format wrote it (a top-level ``name``, chat's ``function``/``custom``
+    object, Gemini's ``function_declarations``)."""
+    names: set[str] = set()
+    for tool in header.tools:
+        if isinstance(tool, ToolSpec):
+            names.add(tool.name)
+        elif isinstance(tool, Opaque):
+            names.update(_opaque_names(tool.data))
+    return frozenset(names)
+
+
+def _opaque_names(data: Any) -> list[str]:
+    if not isinstance(data, dict):
+        return []
+    nested = [data.get("function"), data.get("custom"), *(data.get("function_declarations") or ())]
+    return [name for name in (data.get("name"), *(part.get("name") for part in nested if isinstance(part, dict)))
+            if isinstance(name, str)]
+
+
 def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) -> bool:
     """A tool output too large to send whole (a preview goes instead)."""
     result = item.tool_result
@@ -122,10 +154,11 @@ def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) 
     return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
 
 
-def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | None,
+def persisted(item: Item, policy: Policy, header: Header, results_dir: str | os.PathLike[str] | None,
               blobs: Blobs | None = None) -> tuple[Item, str | None]:
     """``item`` with its output kept in the session's ``blobs`` (else saved in ``results_dir``) and replaced
-    by a preview saying where; and why keeping it failed, if it did (the preview then says nowhere)."""
+    by a preview saying where; and why keeping it failed, if it did (the preview then says nowhere). ``header``
+    is the request's: the preview names the history tools only as :func:`names_history_tools` says."""
     text = result_text(item)
     failure, saved, meta = None, None, {}
     try:
@@ -139,14 +172,15 @@ def persisted(item: Item, policy: Policy, results_dir: str | os.PathLike[str] | 
         failure = str(error)
     if saved is not None:
         meta["saved_to"] = str(saved)
-    result = with_result(item, _preview(text, policy, _where(item, text, saved, policy), item), STAGE)
+    where = _where(item, text, saved, names_history_tools(policy, header))
+    result = with_result(item, _preview(text, policy, where, item), STAGE)
     return (replace(result, meta={**result.meta, **meta}) if meta else result), failure
 
 
-def _where(item: Item, text: str, saved: Path | None, policy: Policy) -> str:
-    """How the agent reads the rest: the history tools by the item's ref (the history keeps the whole output,
-    in the store or the saved file), else the saved file's path, else nothing."""
-    if policy.history_tools:
+def _where(item: Item, text: str, saved: Path | None, history_tools: bool) -> str:
+    """How the agent reads the rest: the history tools by the item's ref when it has them (the history keeps
+    the whole output, in the store or the saved file), else the saved file's path, else nothing."""
+    if history_tools:
         return (f'full output ({len(text):,} characters) kept: read_history({json.dumps(item.id)}, "START-END") '
                 f"reads its lines, search_history finds them")
     if saved is not None:
@@ -154,15 +188,16 @@ def _where(item: Item, text: str, saved: Path | None, policy: Policy) -> str:
     return ""
 
 
-def offload(item: Item, policy: Policy, results_dir: Path | None,
+def offload(item: Item, policy: Policy, header: Header, results_dir: Path | None,
             count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
     """At add time: an oversized output goes to the session's blobs (or disk) now, and only its preview is
-    kept (see the module doc). The blob is durable before the item naming it is recorded."""
+    kept (see the module doc). The blob is durable before the item naming it is recorded. ``header`` is the
+    one the item will be sent with (what tools the agent has decides what the preview tells it to call)."""
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
     if results_dir is not None or blobs is not None:
-        saved, failure = persisted(item, policy, results_dir, blobs)
+        saved, failure = persisted(item, policy, header, results_dir, blobs)
         if failure is None:
             return saved, [Event(STAGE, "persisted", (item.id,), detail=f"saved {len(text):,} characters on arrival")]
     if len(text) <= MAX_KEPT_CHARS:
@@ -204,7 +239,7 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
     for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
         if not is_oversized(item, budget.policy, budget.count_item):
             continue
-        changes[index], failure = persisted(item, budget.policy, budget.results_dir)
+        changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
         if failure is not None:
             failures.append(f"{item.id}: {failure}")
     conversation, events = apply(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")

@@ -33,6 +33,7 @@ from ..importance import References
 from ..restore import restored_item
 from ..task import added_by_contextfold, task_index
 from .fit import window_limit
+from .persist import names_history_tools
 from .survival import survive
 
 STAGE = "summarize"
@@ -104,7 +105,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
                        next_request=conversation, next_request_tokens=before)
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
-    body = result.text + (_lookback_line(span) if p.history_tools and span else "")
+    body = result.text + (_lookback_line(span) if span and names_history_tools(p, conversation.header) else "")
     block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)},
                     native=result.native, native_provider=result.native_provider)
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
