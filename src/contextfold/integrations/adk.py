@@ -52,8 +52,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..adapters.gemini import from_adk_events, from_genai
-from ..conversation import Conversation, Item
+from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
+from ..conversation import Conversation, Header, Item
 from ..errors import ContextfoldError, HistoryQueryError, TranscriptError
 from ..events import Event
 from ..lookback import history as lookback
@@ -69,10 +69,13 @@ from ._framework import missing_framework
 from .lookback import tool_doc
 
 try:
+    from google.adk.agents.callback_context import CallbackContext
     from google.adk.apps.app import EventsCompactionConfig
     from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
     from google.adk.events.event import Event as AdkEvent
     from google.adk.events.event_actions import EventActions, EventCompaction
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
     from google.adk.plugins.base_plugin import BasePlugin
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.function_tool import FunctionTool
@@ -192,6 +195,7 @@ class ContextfoldOffload(BasePlugin):
         self.on_event = on_event
         self._estimator = Estimator()
         self._sessions: dict[str, StoredSession] = {}
+        self._offered: dict[str, Header] = {}
 
     def blobs(self, session_id: str) -> StoredSession | None:
         """The contextfold session keeping ``session_id``'s offloaded outputs (created or continued on first
@@ -204,6 +208,13 @@ class ContextfoldOffload(BasePlugin):
                 return None
         return self._sessions[session_id]
 
+    async def before_model_callback(self, *, callback_context: CallbackContext,
+                                    llm_request: LlmRequest) -> LlmResponse | None:
+        """Remember the tools this session's request offers: a preview names ``search_history``/``read_history``
+        only when the agent has them (``Policy.history_tools``); the call whose output it previews follows."""
+        self._offered[callback_context.session.id] = Header(tools=tools_from_genai(llm_request.config.tools))
+        return None
+
     async def after_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext,
                                   result: dict[str, Any]) -> dict[str, Any] | None:
         """The preview in place of an oversized ``result`` (``None``: ADK keeps the result as it is)."""
@@ -212,7 +223,8 @@ class ContextfoldOffload(BasePlugin):
         if item is None:
             return None
         blobs = self.blobs(tool_context.session.id)
-        kept, events = offload(item, self.policy, None, self._estimator.item, blobs)
+        header = self._offered.get(tool_context.session.id, Header())
+        kept, events = offload(item, self.policy, header, None, self._estimator.item, blobs)
         for event in events:
             report(event)
             if self.on_event is not None:
