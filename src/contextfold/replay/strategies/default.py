@@ -27,7 +27,11 @@ class Pipeline:
             max_output_tokens=config.max_output_tokens,
             results_dir=config.results_dir,
             summarizer=config.summarizer,
-            policy=Policy(background_summaries="never"),  # a summary is priced at the step it fires, never later
+            # a summary is priced at the step it fires, never later; the replayed agent is one offered the history
+            # tools (recoverable recall measures what one search_history gets back), so its summaries name them.
+            # Their definitions are not added to the recording's header: counted in every request (about 170
+            # tokens), they move when compactions fire, and every figure with them
+            policy=Policy(background_summaries="never", history_tools=True),
             clock=lambda: self._now,
         )
 
