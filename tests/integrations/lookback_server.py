@@ -11,7 +11,8 @@ with another script:
    naming its ref);
 2. when :data:`NEEDLE` is no longer in the request (compaction took chunk 1
    out; if it is still there the test would prove nothing, which is a
-   failure), ``search_history`` for it;
+   failure) and a summary names ``search_history`` (the agent was offered
+   it: its summaries must say so), ``search_history`` for it;
 3. ``read_history`` on the big output, by the ref its preview names, lines
    :data:`READ_LINES` (with ``offloaded=False``, for a framework whose
    requests carry every output whole, the last chunk is an ordinary one and
@@ -63,6 +64,8 @@ class LookbackServer(ToolLoopServer):
         if seen.step == self.rounds:
             if NEEDLE in body:
                 self.missed.append("chunk 1 is still in the request: compaction did not take it out")
+            if "search_history(" not in body:
+                self.missed.append("no summary in the request names search_history: the agent does not know it")
             found = re.search(r'read_history\((?:\\*")+(it_[0-9a-f]+)(?:\\*")+, (?:\\*")+START-END', body)
             if self.offloaded and (found is None or f"offloaded row {READ_LINES[0] - 1} " in body):
                 self.missed.append("the big output was sent whole, or its preview names no ref")

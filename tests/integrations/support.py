@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,11 @@ def run_script(path: Path, server: ScriptedModel, cwd: Path, *args: str) -> subp
     }
     return subprocess.run([sys.executable, str(path), *args], check=False, cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
+
+
+def naming_history_tools(model: ScriptedModel) -> list[int]:
+    """The requests ``model`` received (by index) that mention ``search_history`` or ``read_history`` anywhere:
+    a summary's last line, a preview, the tools offered. An agent not given the tools must see none (a model
+    told to call a tool it lacks calls it, and its framework answers with an error or stops the run)."""
+    return [n for n, exchange in enumerate(model.exchanges)
+            if any(name in json.dumps(exchange.body) for name in ("search_history", "read_history"))]

@@ -23,7 +23,7 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import ROUNDS, LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled, require
+from support import naming_history_tools, pairing_disabled, require
 
 from contextfold import Event
 
@@ -95,6 +95,7 @@ def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer) -> None:
     raw = from_adk_events(stored)  # append-only: every raw event is still in the session
     assert raw.validate() == [] and sum(1 for item in raw if item.role == "tool") == 60
     assert follow_up == FINAL and server.problems == []
+    assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
 
 
 def test_the_server_rejects_a_summary_in_a_model_turn(server: ToolLoopServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +125,7 @@ def _look_back(server: LookbackServer, offload: ContextfoldOffload | None = None
         """Read one chunk of the service log."""
         return lookback_chunk(chunk, offloaded=server.offloaded)
 
-    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, history_tools=True)
     model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
     agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk, *history_tools(offload)])
     app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer),

@@ -17,7 +17,7 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled, require
+from support import naming_history_tools, pairing_disabled, require
 
 from contextfold import Event
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
@@ -70,6 +70,7 @@ def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer, persist:
     agent, events, config = run(server, persist=persist)
     assert server.failures() == [], server.figures()
     assert summaries(events) >= 2
+    assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
     messages = agent.get_state(config).values["messages"]
     assert from_langchain(messages).validate() == []
     raw = sum(1 for m in messages if m.type == "tool")

@@ -16,7 +16,7 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled, require
+from support import naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters import from_responses, to_responses
 
@@ -79,6 +79,7 @@ def test_sixty_rounds_compacted_per_call_and_in_the_session(server: ToolLoopServ
     follow_up, _ = asyncio.run(_run(server, session, "How many chunks did you read?"))
     assert follow_up.final_output == FINAL
     assert len(server.valid) == before + 1 and server.problems == []
+    assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
 
 
 def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:

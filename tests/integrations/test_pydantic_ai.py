@@ -15,7 +15,7 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled, require
+from support import naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
@@ -62,6 +62,7 @@ def test_sixty_rounds_in_one_run(server: ToolLoopServer) -> None:
     assert max(server.prompt_tokens) <= WINDOW_TOKENS
     stats = history.context.stats()
     assert stats["events"].get("summarize:summarized", 0) >= 2, stats
+    assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
 
     messages = result.all_messages()
     conversation = from_pydantic_ai(messages)

@@ -16,7 +16,7 @@ import anthropic
 import openai
 import pytest
 from scripted_server import TASK, TOOL, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled
+from support import naming_history_tools, pairing_disabled
 
 from contextfold import Context
 
@@ -87,6 +87,7 @@ def test_sixty_rounds_at_8k_every_request_valid(server: ToolLoopServer, provider
     assert server.failures() == [], server.figures()
     assert max(server.prompt_tokens) <= WINDOW_TOKENS
     assert context.stats()["events"].get("summarize:summarized", 0) >= 2
+    assert naming_history_tools(server) == []  # the loop offers no history tools: nothing tells it to call them
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "responses"])

@@ -17,7 +17,7 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import pairing_disabled, require
+from support import naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters.strands import from_strands, to_strands
 
@@ -67,6 +67,7 @@ def test_sixty_rounds_in_one_invocation(server: ToolLoopServer, tmp_path: Path) 
     assert max(server.prompt_tokens) <= WINDOW_TOKENS
     stats = agent.conversation_manager.context.stats()
     assert stats["events"].get("summarize:summarized", 0) >= 2, stats
+    assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
 
     conversation = from_strands(agent.messages)
     assert conversation.validate() == []

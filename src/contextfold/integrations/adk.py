@@ -32,7 +32,9 @@ tail. Every compaction emits contextfold's events to ``on_event`` and the
 *history_tools()])``): they read the session's own events (ADK keeps every
 raw event; a compaction only hides a range of them from requests), search
 the ones a compaction hid, and name each by a ref made from its event's id,
-stable across calls.
+stable across calls. Summaries name them only with
+``ContextfoldSummarizer(history_tools=True)`` (a summarizer sees no tools);
+the offload plugin's previews, only when the request offers them.
 
 :class:`ContextfoldOffload` (``App(plugins=[...])``) offloads a tool output
 too large to send whole, as a :class:`~contextfold.Context` does when an item
@@ -40,7 +42,8 @@ is added (:func:`~contextfold.pipeline.stages.persist.offload`, the same
 policy): the output becomes a blob of the contextfold session named after
 the ADK session, in the plugin's store (a folder or a store URL), and the
 function response the session records, and every request sends, is its
-preview, ending with the ref to pass to ``read_history``. The ref and the
+preview, ending with the ref to pass to ``read_history`` (when the agent has
+it; else with nothing it could not call). The ref and the
 blob's digest ride in that event's state delta (:data:`OFFLOADED_KEY`), so
 ``history_tools(offload)`` reads the whole output back from any process
 that opens the same ADK session and store.
@@ -66,7 +69,7 @@ from ..stores.session import Location
 from ..tokens import Estimator
 from ._fold import Folded, Settings, SummaryStates, fold, log, report
 from ._framework import missing_framework
-from .lookback import tool_doc
+from .lookback import offering, tool_doc
 
 try:
     from google.adk.agents.callback_context import CallbackContext
@@ -100,7 +103,9 @@ class ContextfoldSummarizer(BaseEventsSummarizer):
 
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
     (``window_tokens``, ``policy``, ``summarizer``...); ``on_event`` receives
-    every contextfold event; ``instructions`` go to the summarizer.
+    every contextfold event; ``instructions`` go to the summarizer. ``history_tools=True`` says the agent has
+    :func:`history_tools`: a summarizer sees events, not the agent's tools, so only then do its summaries end
+    by naming ``search_history``/``read_history``.
     """
 
     def __init__(
@@ -109,9 +114,10 @@ class ContextfoldSummarizer(BaseEventsSummarizer):
         *,
         on_event: Callable[[Event], None] | None = None,
         instructions: str | None = None,
+        history_tools: bool = False,
         **options: Any,
     ) -> None:
-        self.settings = Settings(model, options, on_event)
+        self.settings = Settings(model, offering(options, history_tools), on_event)
         self.instructions = instructions
         self.states = SummaryStates()
         self.compactions = 0

@@ -23,7 +23,9 @@
 With ``history_tools=True`` the middleware also registers ``search_history``
 and ``read_history`` (its ``tools``), answered from the Context of the
 conversation that calls them, so the model can look back at what compaction
-took out of its requests.
+took out of its requests. Summaries and previews name those tools only when
+the agent has them (``Policy.history_tools``): with ``history_tools=True``, or
+when the model call's tools include them.
 
 :class:`ContextfoldSummary` is a plain callable ``(messages) -> str`` for
 ``SummarizationMiddleware(summarizer=...)``, for who keeps LangChain's
@@ -52,7 +54,7 @@ from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold
 from ._framework import missing_framework
-from .lookback import answer
+from .lookback import answer, offering
 from .mirror import Mirror
 
 try:
@@ -89,7 +91,8 @@ class ContextfoldMiddleware(AgentMiddleware):
         **options: Any,
     ) -> None:
         super().__init__()
-        self.settings = Settings(model, options, on_event)
+        # the tools it registers reach the model call's header, but not the state that ``persist`` summarizes
+        self.settings = Settings(model, offering(options, history_tools), on_event)
         self.persist = persist
         self.states = SummaryStates()
         self._threads: OrderedDict[str | None, Mirror[AnyMessage]] = OrderedDict()

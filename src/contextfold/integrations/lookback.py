@@ -11,14 +11,16 @@ an exception each framework would report its own way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..context import Context
-from ..conversation import ToolSpec
+from ..conversation import Header, ToolSpec
 from ..errors import HistoryQueryError
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
+from ..pipeline.base import Policy
 
 GetContext = Callable[[], Context]
 
@@ -48,3 +50,23 @@ def history_functions(get_context: GetContext) -> list[Callable[..., str]]:
 
     search_history.__doc__, read_history.__doc__ = tool_doc(SEARCH_SPEC), tool_doc(READ_SPEC)
     return [search_history, read_history]
+
+
+def offering(options: Mapping[str, Any], offered: bool) -> dict[str, Any]:
+    """Context ``options`` whose policy names the history tools when the integration gives them to the agent.
+
+    A framework's requests do not always reach the Context with its tools (a history processor sees messages
+    only), so ``Policy.history_tools="auto"`` could not see them offered and summaries would not name them:
+    an integration that offers them says so here. A ``history_tools`` the user set to ``True`` or ``False``
+    is kept."""
+    policy = options.get("policy") or Policy()
+    if not offered or policy.history_tools != "auto":
+        return dict(options)
+    return {**options, "policy": replace(policy, history_tools=True)}
+
+
+def offered_header(context: Context, names: Iterable[str]) -> Header:
+    """``context``'s header with the tools a framework gives its agent, by name: for a framework that sends
+    its tools itself, what the Context needs of them is whether the history tools are among them (see
+    :func:`~contextfold.pipeline.stages.persist.names_history_tools`). Its system items stay."""
+    return replace(context.history.header, tools=tuple(ToolSpec(name) for name in names))

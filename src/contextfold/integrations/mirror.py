@@ -77,8 +77,11 @@ class Mirror(Generic[M]):
         self._given = copy.deepcopy(list(messages))
         self._returned = []
 
-    def sync(self, messages: Sequence[M]) -> Conversation:
-        """Add what is new in ``messages`` to the Context and return its view (no stage runs here)."""
+    def sync(self, messages: Sequence[M], header: Header | None = None) -> Conversation:
+        """Add what is new in ``messages`` to the Context and return its view (no stage runs here).
+
+        ``header`` (the system prompt and tools the framework sends beside the messages) is set first, so an
+        output offloaded as it is added is previewed for the tools the request offers."""
         messages = list(messages)
         start = 0 if not (self._given or self._returned) else _after(messages, self._given)
         if start is None:
@@ -86,6 +89,8 @@ class Mirror(Generic[M]):
         if start is None:
             self._restart(len(messages))
             start = 0
+        if header is not None:
+            self.context.set_header(header)
         new = messages[start:]
         self.last_read, self.fresh = len(new), start == 0
         if new:
@@ -97,18 +102,19 @@ class Mirror(Generic[M]):
         """What to send instead of ``messages``: the new ones added, the stages due run, calls paired.
 
         ``header`` is the system prompt and tools of a framework that passes
-        them beside the messages (LangChain's request), set before the stages run.
+        them beside the messages (LangChain's request), set before the new
+        messages are added and the stages run.
         """
-        self.sync(messages)
-        if header is not None:
-            self.context.set_header(header)
+        self.sync(messages, header)
         out = self.write(self.context.prepare_view())
         self._returned = copy.deepcopy(out)
         return out
 
-    def compacted(self, messages: Sequence[M], *, force: bool = False, instructions: str | None = None) -> list[M]:
-        """``messages`` compacted for storage: summarized if over the trigger (or ``force``), else as they were."""
-        self.sync(messages)
+    def compacted(self, messages: Sequence[M], *, force: bool = False, instructions: str | None = None,
+                  header: Header | None = None) -> list[M]:
+        """``messages`` compacted for storage: summarized if over the trigger (or ``force``), else as they were;
+        ``header`` as :meth:`sync` takes it."""
+        self.sync(messages, header)
         if force:
             self.context.compact(instructions)
         else:

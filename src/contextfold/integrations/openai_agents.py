@@ -24,6 +24,9 @@ The SDK is imported lazily, on first use.
 The agent can look back at what compaction took out of its requests:
 ``Agent(tools=[..., *compactor.history_tools()])`` adds ``search_history``
 and ``read_history`` as function tools answered from the calling agent's Context.
+Summaries and previews name them only when the agent has them: the filter
+sees the agent's tools; a :class:`ContextfoldSession` is told with
+``history_tools=True``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..conversation import Conversation
 from ..events import Event
 from ..usage import Usage
 from ._framework import require_framework
-from .lookback import answer
+from .lookback import answer, offered_header, offering
 from .mirror import Mirror, Mirrored
 
 require_framework("agents", "openai-agents")  # the framework is imported when used; its absence is told now
@@ -94,7 +97,10 @@ class ContextfoldInputFilter:
         from agents.run_config import ModelInputData
 
         mirror = self.mirror(data.agent.name)
-        return ModelInputData(input=mirror.prepare(data.model_data.input), instructions=data.model_data.instructions)
+        # the agent's tools, by name: summaries and previews name the history tools only when it has them
+        offered = offered_header(mirror.context, (getattr(tool, "name", "") for tool in data.agent.tools))
+        return ModelInputData(input=mirror.prepare(data.model_data.input, offered),
+                              instructions=data.model_data.instructions)
 
     def mirror(self, agent_name: str) -> Mirror[Any]:
         """The mirror (and so the Context: ``.context``) of one agent's model calls."""
@@ -153,14 +159,17 @@ class ContextfoldSession(Mirrored):
     stored items, compacts them (over the trigger, or whenever
     ``args["force"]``) and, if anything changed, replaces the stored items;
     should writing the new items fail, the old ones are put back and the error
-    raised. ``model`` and ``options`` are those of :class:`~contextfold.Context`.
+    raised. ``model`` and ``options`` are those of :class:`~contextfold.Context`. ``history_tools=True``
+    says the agent has ``history_tools()``: the session sees no tools, so only then do the summaries it
+    stores name ``search_history``/``read_history``.
     """
 
-    def __init__(self, session: Any, model: str | None = None, **options: Any) -> None:
+    def __init__(self, session: Any, model: str | None = None, *, history_tools: bool = False,
+                 **options: Any) -> None:
         self.session = session
         self.session_id = session.session_id
         self.session_settings = getattr(session, "session_settings", None)
-        self.mirror = _mirror(_context_factory(model, options))
+        self.mirror = _mirror(_context_factory(model, offering(options, history_tools)))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         items: list[Any] = await self.session.get_items(limit)

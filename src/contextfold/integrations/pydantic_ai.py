@@ -18,7 +18,10 @@ on the provider's figures.
 With ``history_tools=True`` the capability also gives the agent
 ``search_history`` and ``read_history`` (a toolset answered from this
 Context), so it can look back at what compaction took out; ``toolset()`` is
-the same toolset for ``Agent(toolsets=[...])``.
+the same toolset for ``Agent(toolsets=[...])``. A history processor sees the
+messages, not the agent's tools: summaries and previews name the history
+tools only with ``history_tools=True`` (pass it too when you give the agent
+``toolset()`` yourself).
 
 Messages are read and written by :mod:`contextfold.adapters.pydantic_ai`;
 pydantic-ai is imported only when the capability is asked for.
@@ -31,7 +34,7 @@ from typing import Any
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
 from ._framework import require_framework
-from .lookback import history_functions
+from .lookback import history_functions, offering
 from .mirror import Mirror, Mirrored
 
 require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
@@ -42,13 +45,13 @@ class ContextfoldHistory(Mirrored):
 
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
     (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...);
-    ``history_tools`` adds the history tools to :meth:`capability`.
+    ``history_tools`` adds the history tools to :meth:`capability` and has summaries and previews name them.
     """
 
     def __init__(self, model: str | None = None, *, history_tools: bool = False, **options: Any) -> None:
         self.history_tools = history_tools
         self.mirror: Mirror[Any] = Mirror(
-            lambda: Context(model, **options),
+            lambda: Context(model, **offering(options, history_tools)),  # a processor sees messages, not tools
             lambda messages, known: from_pydantic_ai(messages, known_call_ids=known),
             to_pydantic_ai,
         )

@@ -22,7 +22,9 @@ lets a conversation manager own ``agent.messages``, so this one does:
 With ``history_tools=True`` the manager also registers ``search_history``
 and ``read_history`` with the agent it manages (when the agent is
 initialized), so the model can look back at what compaction took out;
-``history_tools()`` gives the same tools for ``Agent(tools=[...])``.
+``history_tools()`` gives the same tools for ``Agent(tools=[...])``. Summaries
+and previews name the history tools only when the agent has them, either way
+(the agent's tool names are the Context's header: ``Policy.history_tools``).
 
 Messages are read and written by :mod:`contextfold.adapters.strands`. Strands
 is imported lazily: importing this module needs only contextfold.
@@ -35,8 +37,9 @@ from typing import Any
 
 from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
+from ..conversation import Header
 from ._framework import require_framework
-from .lookback import history_functions
+from .lookback import history_functions, offered_header
 from .mirror import Mirror, Mirrored
 
 require_framework("strands", "strands")  # the framework is imported when used; its absence is told now
@@ -90,8 +93,13 @@ def _manager_class() -> type:
 
             return [tool(function) for function in history_functions(lambda: self.mirror.context)]
 
+        def _offered(self, agent: Any) -> Header:
+            """The Context's header with the agent's tools, by name: summaries and previews name the history
+            tools only when the agent has them (registered by ``history_tools=True`` or given in ``tools``)."""
+            return offered_header(self.mirror.context, agent.tool_names)
+
         def _before_model_call(self, event: Any) -> None:
-            self._adopt(event.agent, self.mirror.prepare(event.agent.messages))
+            self._adopt(event.agent, self.mirror.prepare(event.agent.messages, self._offered(event.agent)))
 
         def _after_model_call(self, event: Any) -> None:
             response = getattr(event, "stop_response", None)
@@ -102,7 +110,7 @@ def _manager_class() -> type:
         # -------------------------------------------------------------- the ConversationManager interface
         def apply_management(self, agent: Any, **kwargs: Any) -> None:
             """At the end of an invocation: summarize if the history is over the trigger."""
-            self._adopt(agent, self.mirror.compacted(agent.messages))
+            self._adopt(agent, self.mirror.compacted(agent.messages, header=self._offered(agent)))
 
         def reduce_context(self, agent: Any, e: Exception | None = None, **kwargs: Any) -> None:
             """Proactive (``e`` is None): as :meth:`apply_management`. Reactive: summarize now, or re-raise ``e``."""
@@ -110,7 +118,7 @@ def _manager_class() -> type:
                 self.apply_management(agent)
                 return
             before = list(agent.messages)
-            after = self.mirror.compacted(before, force=True)
+            after = self.mirror.compacted(before, force=True, header=self._offered(agent))
             if after == before:
                 raise e
             self._adopt(agent, after)
