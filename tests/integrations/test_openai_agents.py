@@ -9,6 +9,7 @@ contextfold's pairing turned off and expects the server to reject a request.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,3 +125,19 @@ def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
     assert server.problems == [] and server.missed == []
     assert result.final_output == LOOKBACK_FINAL
     assert compactor.mirror("auditor").context.stats()["events"].get("summarize:summarized", 0) >= 1
+
+
+@pytest.mark.parametrize("offered", [False, True])
+def test_the_session_names_the_history_tools_in_what_it_stores_only_when_told_the_agent_has_them(offered: bool) -> None:
+    """A Session sees items, never the agent's tools: ``history_tools=True`` says the agent has them."""
+    session = ContextfoldSession(agents.SQLiteSession(f"told-{offered}"), window_tokens=WINDOW_TOKENS,
+                                 max_output_tokens=1024, history_tools=offered)
+    items: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for n in range(20):
+        items += [{"type": "function_call", "call_id": f"c{n}", "name": "read_chunk", "arguments": f'{{"chunk": {n}}}'},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": chunk_text(n)}]
+    asyncio.run(session.add_items(items))
+    asyncio.run(session.run_compaction({"force": True}))
+    stored = json.dumps(asyncio.run(session.get_items()))
+    assert "summary" in stored.lower() and len(stored) < len(json.dumps(items))
+    assert ("search_history(" in stored) is offered and ("read_history(" in stored) is offered

@@ -118,12 +118,17 @@ def read_lookback_chunk(chunk: int) -> str:
     return lookback_chunk(chunk)
 
 
-def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
-    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, history_tools=True)
+@pytest.mark.parametrize("offered", ["registered", "given"])
+def test_after_compaction_the_agent_searches_and_reads_its_history(offered: str) -> None:
+    """The manager registers the history tools (``history_tools=True``), or the user gives them in ``tools``:
+    either way the manager sees the agent has them, so summaries and the preview name them."""
+    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                             history_tools=offered == "registered")
+    tools = [read_lookback_chunk, *(manager.history_tools() if offered == "given" else [])]
     with LookbackServer() as server:
         model = OpenAIModel(client_args={"base_url": server.base_url("openai"), "api_key": "test", "max_retries": 0},
                             model_id="gpt-4.1", params={"max_tokens": 1024})
-        agent = strands.Agent(model=model, tools=[read_lookback_chunk], system_prompt="You are a careful log auditor.",
+        agent = strands.Agent(model=model, tools=tools, system_prompt="You are a careful log auditor.",
                               conversation_manager=manager, callback_handler=None)
         result = agent(TASK)
     assert server.problems == [] and server.missed == []
