@@ -103,6 +103,16 @@ def test_the_sqlite_file_is_owner_only_and_never_a_link(tmp_path: Path) -> None:
         open_store(f"sqlite:///{tmp_path / 'link.db'}")
 
 
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:99999/0", "redis://127.0.0.1:6379/0?socket_timeout=soon",
+                                 "redis://[::1/0", "postgresql://\udcff/postgres"])
+def test_a_url_the_driver_cannot_parse_is_a_store_error(url: str) -> None:
+    """Found by fuzzing store URLs: redis-py raised ValueError for a port out of range, a query value of the wrong
+    type or an unclosed IPv6 bracket, psycopg UnicodeEncodeError for a host holding a lone surrogate (what a
+    byte that is not UTF-8 on the command line becomes). No server is reached: the URL is refused first."""
+    with pytest.raises(StoreError, match="not a URL the driver takes"):
+        open_store(url)
+
+
 @pytest.mark.parametrize("backend", ["postgresql", "redis"])
 def test_credentials_are_never_logged_nor_shown(backend: str, request, caplog) -> None:
     secret = "s3cret-Pa55"

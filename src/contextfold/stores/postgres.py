@@ -51,7 +51,7 @@ class PostgresStore(SqlStore):
         self._durability = durability
         self._connection: Any = None
         try:
-            with self._link.errors("cannot open the database: "):
+            with self._link.connecting("cannot open the database: "):
                 self._connect()
                 with self._transaction() as cursor:
                     cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))

@@ -98,7 +98,7 @@ class RedisStore:
                                 needs=f"the Redis store needs redis-py: {install_hint('redis')}")
         self.url = self._link.url
         self._errors = self._link.errors
-        with self._errors():
+        with self._link.connecting():
             self._client: Any = self._link.driver.Redis.from_url(url)
             self._client.ping()
             self._scripts: dict[str, Callable[..., Any]] = {

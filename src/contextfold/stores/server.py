@@ -44,3 +44,14 @@ class ServerLink:
         except self.error as err:
             kind = StoreUnavailable if isinstance(err, self.unavailable) else StoreError
             raise kind(f"{self.url}: {doing}{scrub(str(err), self.secret_url)}") from None
+
+    @contextmanager
+    def connecting(self, doing: str = "") -> Iterator[None]:
+        """:meth:`errors` around handing the URL to the driver, which parses it then: a URL it cannot take (a port
+        out of range, a query value of the wrong type, a host that is not text) is a :class:`StoreError` too,
+        not the ``ValueError`` (or ``UnicodeError``) the driver raises for it."""
+        try:
+            with self.errors(doing):
+                yield
+        except ValueError as err:
+            raise StoreError(f"{self.url}: {doing}not a URL the driver takes: {scrub(str(err), self.secret_url)}") from None
