@@ -113,6 +113,14 @@ def test_a_url_the_driver_cannot_parse_is_a_store_error(url: str) -> None:
         open_store(url)
 
 
+def test_a_password_in_a_url_urlsplit_refuses_is_masked_where_the_driver_quotes_it() -> None:
+    """Found by fuzzing store URLs: psycopg's error for an unclosed IPv6 bracket quotes the whole URL, and the
+    password was masked only in a URL that urlsplit takes apart. No server is reached."""
+    with pytest.raises(StoreError) as refused:
+        open_store("postgresql://cf:s3cret-Pa55@[::1/postgres")
+    assert "s3cret-Pa55" not in str(refused.value) and "cf:***@" in str(refused.value)
+
+
 @pytest.mark.parametrize("backend", ["postgresql", "redis"])
 def test_credentials_are_never_logged_nor_shown(backend: str, request, caplog) -> None:
     secret = "s3cret-Pa55"

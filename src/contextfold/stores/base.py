@@ -153,8 +153,9 @@ def scrub(text: str, url: str) -> str:
     """``text`` (a driver's error message) with the password of ``url`` masked, should the driver echo it."""
     try:
         password = urlsplit(url).password
-    except ValueError:
-        password = None
+    except ValueError:  # urlsplit refuses it (an unclosed IPv6 bracket), yet a driver may echo it whole
+        userinfo, at, _ = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0].rpartition("@")
+        password = userinfo.partition(":")[2] if at else None
     return text.replace(password, "***") if password else text
 
 
