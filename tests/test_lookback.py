@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from contextfold import Context, Policy, ToolCall
 from contextfold.conversation import Conversation, Header, Opaque, ToolSpec, assistant, tool, user
-from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern, InvalidPolicy
+from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern
 from contextfold.lookback import history as lookback
 from contextfold.lookback.pattern import MAX_PATTERN_CHARS, compile_query
 from contextfold.pipeline.stages.persist import names_history_tools
@@ -291,12 +291,6 @@ def test_only_both_tools_offered_count_and_true_names_them_without_an_offer() ->
     custom = Opaque({"type": "custom", "custom": {"name": "read_history"}}, "openai")
     assert names_history_tools(Policy(), Header(tools=(custom, ToolSpec("search_history"))))
     assert not names_history_tools(Policy(history_tools=False), Header(tools=(mixed,)))
-
-
-@pytest.mark.parametrize("value", ["yes", 1, None])
-def test_a_bad_history_tools_setting_is_a_typed_error_naming_it(value: object) -> None:
-    with pytest.raises(InvalidPolicy, match="history_tools"):
-        Policy(history_tools=value)  # type: ignore[arg-type]
 
 
 def test_the_history_tools_own_calls_and_results_are_not_searched() -> None:

@@ -26,6 +26,9 @@ from contextfold import InvalidPolicy, Policy
     ({"budget_steps": ((0.7, 15_000), (0.5, 30_000))}, "budget_steps[1]", "outside 0.7 to 1"),
     ({"budget_steps": ((0.5, 0),)}, "budget_steps[0]", "from 1"),
     ({"budget_steps": [(0.5, 1_000)]}, "budget_steps", "a tuple"),
+    ({"history_tools": "yes"}, "history_tools", '"auto", True or False'),
+    ({"history_tools": 1}, "history_tools", '"auto", True or False'),
+    ({"history_tools": None}, "history_tools", '"auto", True or False'),
 ])
 def test_a_bad_knob_is_refused_by_name(knobs: dict[str, Any], field: str, words: str) -> None:
     with pytest.raises(InvalidPolicy, match=words) as caught:
@@ -40,6 +43,7 @@ def test_a_copy_with_a_bad_knob_is_refused_too() -> None:
 
 def test_the_edges_of_each_range_are_accepted() -> None:
     Policy()
+    Policy(history_tools=True), Policy(history_tools=False), Policy(history_tools="auto")
     Policy(trigger_fraction=1.0, tail_fraction=0.0, trigger_messages=None, mask_window_rounds=1, cache_ttl_s=0,
            budget_steps=(), survival_max_tokens=0, snip_keep_search_results=0)
     Policy(trigger_tokens=1, budget_steps=((0.5, 1), (0.5, 2)))

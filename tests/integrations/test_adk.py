@@ -9,7 +9,8 @@ valid by Gemini's rules, holds the task and fits; the task finishes; the
 stored session serves the next invocation. The lookback script (see
 ``lookback_server``) runs with the history tools, and with
 :class:`~contextfold.integrations.adk.ContextfoldOffload` for the half that
-reads an offloaded output back.
+reads an offloaded output back; without the history tools, the offloaded
+output's preview names none.
 """
 
 from __future__ import annotations
@@ -184,3 +185,37 @@ def test_without_the_offload_plugin_the_big_output_is_sent_whole(monkeypatch: py
     with LookbackServer() as server, pytest.raises(errors.ClientError, match="prompt is too long"):
         _look_back(server)
     assert server.problems
+
+
+def test_an_agent_without_the_history_tools_gets_a_preview_that_does_not_name_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ContextfoldOffload sees each request's tools: the agent here has only ``read_chunk``, so the preview of its
+    oversized last chunk (and any summary) tells it to call nothing it lacks (ADK would fail that call)."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    events: list[Event] = []
+    offload = ContextfoldOffload(f"sqlite:///{tmp_path / 'sessions.db'}", on_event=events.append)
+
+    def read_chunk(chunk: int) -> str:
+        """Read one chunk of the service log."""
+        return lookback_chunk(chunk)  # the last one is too large to send whole
+
+    with ToolLoopServer(rounds=ROUNDS) as server:
+        summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+        model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
+        agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk])
+        app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer),
+                  plugins=[offload])
+        service = InMemorySessionService()
+        runner = Runner(app=app, session_service=service)
+
+        async def go() -> str:
+            session = await service.create_session(app_name="audit", user_id="auditor")
+            answer = await _ask(runner, session.id, TASK)
+            await runner.close()
+            return answer
+
+        answer = asyncio.run(go())
+    assert answer == FINAL and server.problems == []
+    assert [e.action for e in events] == ["persisted"]  # the last chunk reached the model as a preview
+    assert not any("offloaded row 2000 " in str(exchange.body) for exchange in server.exchanges)
+    assert naming_history_tools(server) == []
