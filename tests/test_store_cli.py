@@ -126,6 +126,14 @@ def test_a_missing_session_or_store_is_one_line_and_exit_code_2(tmp_path: Path) 
     assert result.exit_code == 2 and "STORE#session-id" in result.output
 
 
+def test_a_driver_error_of_several_lines_is_one_line() -> None:
+    """Found by fuzzing store URLs: psycopg's refused connection is two lines ('Connection refused', then a tab
+    and 'Is the server running...'), and the command printed both. Port 1 on this machine refuses at once."""
+    result = CliRunner().invoke(cli, ["sessions", "list", "--store", "postgresql://cf@127.0.0.1:1/postgres"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "; Is the server running" in result.stderr
+
+
 def test_inspect_reads_a_session_a_writer_holds_and_writes_nothing(tmp_path: Path) -> None:
     """``inspect STORE#ID`` only reads: it used to resume the session as a writer, so a session another
     process was writing was refused as locked (and a store it could not write was "cannot open the transcript

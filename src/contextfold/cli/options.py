@@ -45,7 +45,9 @@ SUMMARIZERS = ("extractive", *PROVIDERS)
 
 
 def fail(error: ContextfoldError | OSError) -> NoReturn:
-    click.echo(f"contextfold: {command_line_message(error)}", err=True)
+    """One line on stderr, exit code 2: a message of several lines (a database driver's, say) is joined by '; '."""
+    lines = [line.strip() for line in command_line_message(error).splitlines() if line.strip()]
+    click.echo(f"contextfold: {'; '.join(lines)}", err=True)
     sys.exit(2)
 
 
