@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
@@ -135,22 +135,45 @@ _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 and the line its output ended on (what a reader of the output would quote)."""
 
 
-_RUNS = re.compile(r"(?:^|[\s;&|(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|php|deno|bun|ts-node|pytest|go run)"
-                   r"\s[^;&|\n]*|(?:^|[\s;&|(])\./\S+")
-"""What in a command runs a file: an interpreter (or a test runner) and its arguments, or ``./file``."""
+_RUNNER = re.compile(r"(?:^|[\s(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|php|deno|bun|ts-node|pytest|go\s+run)\s")
+"""A word that runs the file named after it on the same command: an interpreter or a test runner."""
 
 
-def _writes_whole(command: str, path: str) -> bool:
-    """Whether ``command`` writes ``path`` with a ``>`` redirect (not ``>>``, which appends)."""
-    name = re.escape(_last_component(path))
-    return re.search(rf"(?<![>&\d])>\s*['\"]?[^\s'\";&|>]*{name}(?![\w.])", command) is not None
+_REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([^\s'\";&|>]+)")
+"""A ``>`` redirect (not ``>>``, which appends, nor ``2>&1``) and the file it writes whole."""
+_WORD = re.compile(r"[^\s;&|()'\"]+")
+
+
+def _written_whole(command: str) -> set[str]:
+    """The names (last path components) of the files ``command`` writes whole with a redirect."""
+    return {_last_component(match.group(1)) for match in _REDIRECT.finditer(command)}
 
 
 def _run_by(command: str, paths: list[str]) -> list[str]:
     """Those of ``paths`` that ``command`` runs, not only names (``sed -i … fix.py`` edits it, ``python fix.py``
-    runs it)."""
-    runs = " ".join(match.group(0) for match in _RUNS.finditer(command))
-    return [path for path in paths if re.search(rf"(?<![\w.-]){re.escape(_last_component(path))}(?![\w.])", runs)]
+    and ``./fix.py`` run it; ``python fix_totals.py`` does not run ``totals.py``). Only where the name stands is
+    looked at, since a command that writes a script inline is long."""
+    return [path for path in paths if any(_runs_at(command, at, len(_last_component(path)))
+                                          for at in _occurrences(command, _last_component(path)))]
+
+
+def _occurrences(text: str, name: str) -> Iterator[int]:
+    at = text.find(name)
+    while at >= 0:
+        yield at
+        at = text.find(name, at + 1)
+
+
+def _runs_at(command: str, at: int, length: int) -> bool:
+    """Whether the name at ``at`` is a whole path component that its command (back to ``;``, ``&``, ``|`` or the
+    line's start) runs."""
+    before = command[at - 1] if at else " "
+    after = command[at + length] if at + length < len(command) else " "
+    if before.isalnum() or before in "_.-" or after.isalnum() or after in "_.":
+        return False
+    start = max(command.rfind(separator, 0, at) for separator in ";&|\n") + 1
+    words = command[start:at]
+    return words.endswith("./") or _RUNNER.search(words) is not None
 
 
 @dataclass
@@ -513,10 +536,14 @@ class Facts:
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
+        whole: set[str] | None = None  # read from the command once, and only for a file it touches first
         for path in action.paths:
             facts = self._file(path)
             # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
-            new = not (facts.reads or facts.edits) and action.command is not None and _writes_whole(action.command, path)
+            new = False
+            if action.command and not (facts.reads or facts.edits):
+                whole = _written_whole(action.command) if whole is None else whole
+                new = _last_component(path) in whole
             facts.edits += 1
             self._edited[path] = _last_component(path)
             facts.created = facts.created or created or new
