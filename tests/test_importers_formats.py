@@ -815,3 +815,9 @@ def test_format_override_and_unknown_name(tmp_path: Path) -> None:
         load(path, format="gemini")
     with pytest.raises(SessionFormatError):
         load(path, format="tau-bench")  # the override is obeyed, and the mismatch reported
+
+
+def test_a_path_holding_a_nul_byte_is_a_session_format_error(tmp_path: Path) -> None:
+    """Found by fuzzing paths: load raised ValueError ('embedded null byte') reading the file."""
+    with pytest.raises(SessionFormatError, match="cannot be read"):
+        load(tmp_path / "a\0b.jsonl")

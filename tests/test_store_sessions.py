@@ -121,6 +121,15 @@ def test_a_password_in_a_url_urlsplit_refuses_is_masked_where_the_driver_quotes_
     assert "s3cret-Pa55" not in str(refused.value) and "cf:***@" in str(refused.value)
 
 
+@pytest.mark.parametrize("location", ["sqlite:///{}/a\0b.db", "{}/sess\0ions"])
+def test_a_store_location_holding_a_nul_byte_is_a_store_error(tmp_path: Path, location: str) -> None:
+    """Found by fuzzing paths: a SQLite URL raised ValueError ('embedded null byte') when opened, a folder at
+    its first read."""
+    with pytest.raises(StoreError, match="NUL byte"):
+        open_store(location.format(tmp_path)).read("s1")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("backend", ["postgresql", "redis"])
 def test_credentials_are_never_logged_nor_shown(backend: str, request, caplog) -> None:
     secret = "s3cret-Pa55"

@@ -61,6 +61,15 @@ def test_a_transcript_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_transcript_path_holding_a_nul_byte_is_refused_typed(tmp_path: Path) -> None:
+    """Found by fuzzing paths: Transcript.load and Transcript.open raised ValueError ('embedded null byte')."""
+    with pytest.raises(TranscriptUnsafe, match="NUL byte"):
+        Transcript.load(tmp_path / "a\0b.jsonl")
+    with pytest.raises(TranscriptUnsafe, match="NUL byte"):
+        Transcript.open(tmp_path / "in\0side", SESSION)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_fifo_or_a_hard_link_at_the_transcript_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(transcript_path(tmp_path, SESSION), 0o600)
     with pytest.raises(TranscriptUnsafe, match="not a regular file"):

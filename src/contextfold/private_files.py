@@ -61,6 +61,7 @@ def safe_name(identifier: str, suffix: str) -> str:
 def open_dir(path: str | os.PathLike[str], *, create: bool = True, unsafe: type[UnsafePath] = UnsafePath) -> int:
     """A descriptor of the folder ``path`` (created 0700 if missing), checked to be safe to write in."""
     path = Path(path)
+    _refuse_nul(path, unsafe)
     if create:
         try:
             path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -88,6 +89,7 @@ def open_file(dir_fd: int, name: str, flags: int, *, where: Path, unsafe: type[U
     is tightened.
     """
     path = where / name
+    _refuse_nul(path, unsafe)
     try:
         fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, FILE_MODE, dir_fd=dir_fd)
     except OSError as err:
@@ -140,6 +142,12 @@ def write_new(dir_fd: int, name: str, data: bytes, *, where: Path, durable: bool
             log.warning("could not remove the partial file %s: %s", where / temporary, err)
         raise
     return where / name
+
+
+def _refuse_nul(path: Path, unsafe: type[UnsafePath]) -> None:
+    """No system call takes a path holding a NUL byte (Python raises ValueError at the first): refuse it typed."""
+    if "\0" in str(path):
+        raise unsafe(str(path).replace("\0", "\\0"), "a path cannot hold a NUL byte")
 
 
 def _is_link(dir_fd: int, name: str) -> bool:

@@ -88,7 +88,7 @@ class Source:
         """Derived parses an importer wants to reuse between detection and loading."""
         try:
             raw = Path(path).read_bytes()
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a path holding a NUL byte
             raise SessionFormatError(self.path, "file", f"cannot be read: {exc}") from exc
         try:
             self.text = raw.decode("utf-8-sig")

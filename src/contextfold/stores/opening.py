@@ -26,6 +26,8 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
+    if "\0" in text:  # no system call takes one, nor a driver: refused before a backend raises ValueError for it
+        raise StoreError(f"{redact(text)!r}: a store's location cannot hold a NUL byte")
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme in ("", "jsonl", "file"):
         from .jsonl import JsonlStore
