@@ -20,6 +20,7 @@ from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLo
 from support import naming_history_tools, pairing_disabled, require
 
 from contextfold import Event
+from contextfold.summarizers.base import SUMMARY_PREAMBLE
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
 require("langchain.agents", "langchain")
@@ -144,17 +145,23 @@ def read_lookback_chunk(chunk: int) -> str:
     return lookback_chunk(chunk)
 
 
+@pytest.mark.parametrize("offered", ["registered", "given"])
 @pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
-def test_after_compaction_the_agent_searches_and_reads_its_history(persist: bool) -> None:
+def test_after_compaction_the_agent_searches_and_reads_its_history(persist: bool, offered: str) -> None:
+    """The middleware registers the history tools (``history_tools=True``) or the user gives them in ``tools``:
+    either way the summaries (persisted ones too) and the preview name them."""
     events: list[Event] = []
     middleware = ContextfoldMiddleware(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append,
-                                       persist=persist, history_tools=True)
+                                       persist=persist, history_tools=offered == "registered")
+    tools = [read_lookback_chunk, *(middleware.history_tools() if offered == "given" else [])]
     with LookbackServer() as server:
         model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
-        agent = create_agent(model, tools=[read_lookback_chunk], system_prompt=SYSTEM, middleware=[middleware],
+        agent = create_agent(model, tools=tools, system_prompt=SYSTEM, middleware=[middleware],
                              checkpointer=InMemorySaver())
         state = agent.invoke({"messages": [{"role": "user", "content": TASK}]},
                              {"configurable": {"thread_id": "look"}, "recursion_limit": 200})
     assert server.problems == [] and server.missed == []
     assert state["messages"][-1].content == LOOKBACK_FINAL
     assert summaries(events) >= 1
+    stored = [m.content for m in state["messages"] if str(m.content).startswith(SUMMARY_PREAMBLE)]
+    assert all("search_history(" in text for text in stored) and (len(stored) >= 1) is persist

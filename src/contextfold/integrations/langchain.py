@@ -42,6 +42,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
@@ -172,7 +173,11 @@ class ContextfoldMiddleware(AgentMiddleware):
     def _persist(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:
         """The state update that replaces the summarized span, or ``None`` while the history is under the trigger."""
         conversation = from_langchain(messages)
-        conversation = conversation.with_items(self.states.revive(item) for item in conversation)
+        mirror = self._threads.get(messages[0].id if messages else None)
+        # the state holds no tools: the last model call's (which the summary may then name) stand for them
+        header = conversation.header if mirror is None else \
+            replace(conversation.header, tools=mirror.context.history.header.tools)
+        conversation = conversation.with_items((self.states.revive(item) for item in conversation), header)
         probe = self.settings.context()
         reported = next((usage_from_langchain(m.usage_metadata).prompt_tokens for m in reversed(messages)
                          if isinstance(m, AIMessage) and m.usage_metadata), 0)
@@ -194,7 +199,6 @@ class ContextfoldMiddleware(AgentMiddleware):
             elif inserted:
                 kept.extend(inserted)
                 inserted = []
-        mirror = self._threads.get(messages[0].id if messages else None)
         if mirror is not None:  # the conversation's context keeps its history: what the state drops stays searchable
             mirror.sync(messages)
             mirror.continue_from(kept)
