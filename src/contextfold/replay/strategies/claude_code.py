@@ -33,6 +33,7 @@ from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 
 POLICY = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=20_000, restore_max_files=5)
+"""``history_tools`` stays ``"auto"``: Claude Code has no ``search_history``, so its summaries do not name it."""
 
 
 def auto_compact_tokens(config: StrategyConfig) -> int:
