@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from email.utils import formatdate
 
 import pytest
@@ -101,6 +102,20 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 
 # --------------------------------------------------------------------------- the request and the answer
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_the_model_is_told_to_point_at_history_only_when_the_agent_can_search_it(
+    fake_llm: FakeLLMServer, offered: bool
+) -> None:
+    """Told the agent could search its history, a model summarizer names where details are instead of copying
+    them; an agent without search_history then had neither the detail nor a way to reach it."""
+    fake_llm.script(ROUTE["anthropic"], Reply(ANSWER, input_tokens=900, output_tokens=300))
+    ask = replace(request(), history_tools=offered)
+    make("anthropic", fake_llm).summarize(ask)
+    text = user_text("anthropic", fake_llm.requests[0].body)
+    assert ("search_history" in text) is offered
+    assert ("quote the lines it will need" in text) is not offered
 
 
 def test_the_request_carries_the_span_the_sections_and_the_instructions_and_no_tools(

@@ -39,7 +39,7 @@ T = TypeVar("T")
 INSTRUCTION = {"role": "user", "content": "Summarize the conversation"}
 """The message that ends the priced summarizer call."""
 
-LIVE_INSTRUCTION = {"role": "user", "content": riding_instruction(STRUCTURED, 2_000, None, 1, 0)}
+LIVE_INSTRUCTION = {"role": "user", "content": riding_instruction(STRUCTURED, 2_000, None, 1, 0, history_tools=True)}
 """The message that ends the live path's summarizer call, as :class:`~contextfold.summarizers.llm.ModelSummarizer`
 words it by default (its length is what matters: it is written to the cache)."""
 

@@ -48,7 +48,10 @@ class SummaryRequest:
     and every item, the span among them), ``next_request_tokens`` its size,
     when the caller knows it: a model summarizer sends that request again
     with its instruction appended, so the provider's prompt cache serves
-    all of it but the instruction.
+    all of it but the instruction. ``history_tools``: the agent can search and
+    read its history after this summary (``search_history``/``read_history``),
+    so a model summarizer may point at where a long output is instead of
+    copying it; without them what the summary leaves out is gone from its view.
     """
 
     items: Sequence[Item]
@@ -58,6 +61,7 @@ class SummaryRequest:
     instructions: str | None = None
     next_request: Conversation | None = None
     next_request_tokens: int = 0
+    history_tools: bool = False
 
 
 @dataclass(frozen=True)

@@ -529,7 +529,7 @@ class PromptFitter:
     def __init__(self, request: SummaryRequest, style: str) -> None:
         self.meter = Meter(request.count_text)
         self.span = render_span(request.items)
-        self.task = task_prompt(style, request.target_tokens, request.instructions)
+        self.task = task_prompt(style, request.target_tokens, request.instructions, request.history_tools)
         fixed = (SYSTEM_PROMPT, self.task, frame((), self.span.earlier_summary, None), omission_note(0, ()))
         self.fixed_tokens = sum(map(self.meter, fixed))
         # left[i]: tokens of the units from i on; quoted[i]: tokens of the user messages of units before i, quoted.
@@ -579,7 +579,8 @@ class RidingFitter:
         span = {item.id for item in request.items}
         places = [n for n, item in enumerate(conversation) if item.id in span]
         before, after = (places[0], len(conversation) - places[-1] - 1) if places else (0, 0)
-        instruction = riding_instruction(style, request.target_tokens, request.instructions, before, after)
+        instruction = riding_instruction(style, request.target_tokens, request.instructions, before, after,
+                                         request.history_tools)
         self.conversation = conversation.with_items([*conversation, Item("user", (Text(instruction),))])
         self.tokens = request.next_request_tokens + fitted.meter.exact(instruction)
         self.body = adapter.for_summary(Renderer(adapter).render(self.conversation), cache_key)

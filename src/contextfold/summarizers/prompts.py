@@ -121,8 +121,10 @@ def section_titles(style: str) -> tuple[str, ...]:
     return SECTION_TITLES if style == STRUCTURED else CONTINUATION_TITLES
 
 
-def task_prompt(style: str, target_tokens: int, instructions: str | None = None) -> str:
-    """The instructions that follow the transcript: the two phases, the sections, the length, the user's focus."""
+def task_prompt(style: str, target_tokens: int, instructions: str | None = None, history_tools: bool = False) -> str:
+    """The instructions that follow the transcript: the two phases, the sections, the length, the user's focus.
+    Pointing at where a detail is serves an agent that can search its history (``history_tools``); one that cannot
+    has only what the summary quotes."""
     titles = section_titles(style)
     sections = "\n".join(f"## {n}. {title}\n({_GUIDANCE[title]})" for n, title in enumerate(titles, 1))
     text = (
@@ -135,8 +137,10 @@ def task_prompt(style: str, target_tokens: int, instructions: str | None = None)
         "writing a count or a placeholder, and leave out pleasantries. "
         "If an earlier summary is given, carry every fact it holds into the new summary unless the transcript "
         "shows it is no longer true. "
-        "The agent can still search the transcript's exact lines (search_history), so name where details are "
-        "rather than copying long output."
+        + ("The agent can still search the transcript's exact lines (search_history), so name where details are "
+           "rather than copying long output." if history_tools else
+           "What the summary leaves out is gone from the agent's view, so quote the lines it will need rather than "
+           "pointing at them.")
     )
     if instructions and instructions.strip():
         text += f"\n\nThe user gave these instructions for this summary; follow them:\n{instructions.strip()}"
@@ -144,7 +148,7 @@ def task_prompt(style: str, target_tokens: int, instructions: str | None = None)
 
 
 def riding_instruction(style: str, target_tokens: int, instructions: str | None, kept_before: int,
-                       kept_after: int) -> str:
+                       kept_after: int, history_tools: bool = False) -> str:
     """The last user message of a summary request that is the agent's own conversation: who writes, what part.
 
     The conversation above it is the agent's; the summary replaces all of it
@@ -155,7 +159,7 @@ def riding_instruction(style: str, target_tokens: int, instructions: str | None,
     kept += [f"its last {_messages(kept_after)}"] if kept_after else []
     scope = ("Summarize the conversation above" + (f" except {' and '.join(kept)}, which stay verbatim around "
                                                   "your summary" if kept else "") + ".")
-    return f"{SYSTEM_PROMPT}\n\n{scope}\n\n{task_prompt(style, target_tokens, instructions)}"
+    return f"{SYSTEM_PROMPT}\n\n{scope}\n\n{task_prompt(style, target_tokens, instructions, history_tools)}"
 
 
 def _messages(count: int) -> str:

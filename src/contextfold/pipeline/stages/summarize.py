@@ -100,12 +100,13 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     before = budget.count(conversation)
     short = len(span) < p.min_summary_messages
     tail = items[cut.index :]
+    history_tools = names_history_tools(p, conversation.header)
     result = summarizer.summarize(
         SummaryRequest(span, conversation.header, planned.target, budget.count_text, budget.instructions,
-                       next_request=conversation, next_request_tokens=before)
+                       next_request=conversation, next_request_tokens=before, history_tools=history_tools)
     )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
-    body = result.text + (_lookback_line(span) if span and names_history_tools(p, conversation.header) else "")
+    body = result.text + (_lookback_line(span) if span and history_tools else "")
     block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)},
                     native=result.native, native_provider=result.native_provider)
     summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
