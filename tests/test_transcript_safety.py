@@ -98,6 +98,18 @@ def test_loose_modes_are_tightened_with_a_warning(tmp_path: Path, caplog: pytest
 # --------------------------------------------------------------------------- one writer per session
 
 
+def test_a_shared_sticky_folder_is_refused_never_made_owner_only(tmp_path: Path) -> None:
+    """Found by fuzzing paths: Transcript.load of a file in /tmp, run as root (/tmp is then its own), made /tmp
+    mode 700, locking every other user out of it. A folder with the sticky bit is shared by design: refused."""
+    folder = tmp_path / "shared"
+    with Transcript.open(folder, SESSION) as transcript:
+        transcript.append(user("hi", id="u1"))
+    folder.chmod(0o1777)
+    with pytest.raises(TranscriptUnsafe, match="shared by all"):
+        Transcript.load(transcript_path(folder, SESSION))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o1777
+
+
 def test_a_second_context_on_the_same_session_is_an_error_not_a_silent_run(tmp_path: Path) -> None:
     with Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION) as first:
         first.add(messages("one"))

@@ -172,6 +172,9 @@ def _tighten(fd: int, path: Path, mode: int, unsafe: type[UnsafePath], what: str
         return
     if what == "folder" and not writable_by_others:
         return  # a folder of ours others may list but not change: keep the owner's choice
+    if what == "folder" and info.st_mode & stat.S_ISVTX:  # /tmp as root: made owner-only, every other user breaks
+        raise unsafe(str(path), f"the folder is shared by all (mode {stat.S_IMODE(info.st_mode):o}) and others may "
+                                "write to it; use a folder of its own")
     try:
         os.fchmod(fd, mode)
     except OSError as err:
