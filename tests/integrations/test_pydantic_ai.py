@@ -86,12 +86,17 @@ def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) ->
     assert server.problems
 
 
-def test_after_compaction_the_agent_searches_and_reads_its_history() -> None:
-    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, history_tools=True)
+@pytest.mark.parametrize("offered", ["capability", "toolsets"])
+def test_after_compaction_the_agent_searches_and_reads_its_history(offered: str) -> None:
+    """The capability carries the history tools (``history_tools=True``), or the user gives ``toolset()`` in
+    ``toolsets``: either way the processor sees the agent has them, so summaries and the preview name them."""
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                 history_tools=offered == "capability")
+    toolsets = [history.toolset()] if offered == "toolsets" else []
     with LookbackServer() as server:
         provider = OpenAIProvider(base_url=server.base_url("openai"), api_key="test")
         agent = pydantic_ai.Agent(OpenAIChatModel("gpt-4.1", provider=provider), capabilities=[history.capability()],
-                                  instructions="You are a careful log auditor.", retries=0)
+                                  toolsets=toolsets, instructions="You are a careful log auditor.", retries=0)
 
         @agent.tool_plain
         def read_chunk(chunk: int) -> str:

@@ -18,10 +18,10 @@ on the provider's figures.
 With ``history_tools=True`` the capability also gives the agent
 ``search_history`` and ``read_history`` (a toolset answered from this
 Context), so it can look back at what compaction took out; ``toolset()`` is
-the same toolset for ``Agent(toolsets=[...])``. A history processor sees the
-messages, not the agent's tools: summaries and previews name the history
-tools only with ``history_tools=True`` (pass it too when you give the agent
-``toolset()`` yourself).
+the same toolset for ``Agent(toolsets=[...])``. Summaries and previews name
+the history tools only when the agent has them: the capability reads the
+run's tools; the bare processor sees messages only, so there
+``history_tools=True`` says the agent has them.
 
 Messages are read and written by :mod:`contextfold.adapters.pydantic_ai`;
 pydantic-ai is imported only when the capability is asked for.
@@ -29,12 +29,13 @@ pydantic-ai is imported only when the capability is asked for.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
 from ._framework import require_framework
-from .lookback import history_functions, offering
+from .lookback import history_functions, offered_header, offering
 from .mirror import Mirror, Mirrored
 
 require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
@@ -59,19 +60,33 @@ class ContextfoldHistory(Mirrored):
 
     def __call__(self, messages: list[Any]) -> list[Any]:
         """The messages to send: contextfold's view of ``messages``."""
+        return self._prepare(messages, None)
+
+    def _prepare(self, messages: list[Any], tools: Iterable[str] | None) -> list[Any]:
+        """The view of ``messages``; ``tools``, the names of the agent's tools when the run tells them."""
         latest = next((m for m in reversed(messages) if getattr(m, "kind", None) == "response"), None)
         usage = usage_from_pydantic_ai(latest) if latest is not None and latest is not self._recorded else None
         if usage is not None:
             self.mirror.record_usage(usage)
             self._recorded = latest
-        return self.mirror.prepare(messages)
+        return self.mirror.prepare(messages, None if tools is None else offered_header(self.mirror.context, tools))
 
     def capability(self) -> Any:
         """This processor as pydantic-ai's ``ProcessHistory`` capability (with the history tools' toolset when
-        ``history_tools`` was asked for)."""
+        ``history_tools`` was asked for). As a capability it is handed the run's context, whose tool manager
+        names the agent's tools: summaries and previews then name the history tools when the agent has them,
+        however they were given (``toolset()`` in ``Agent(toolsets=[...])`` too)."""
+        from pydantic_ai import RunContext
         from pydantic_ai.capabilities import CombinedCapability, ProcessHistory, Toolset
 
-        processor = ProcessHistory(self)
+        def process(ctx: Any, messages: list[Any]) -> list[Any]:
+            tools = getattr(getattr(ctx, "tool_manager", None), "tools", None)
+            return self._prepare(messages, list(tools) if isinstance(tools, Mapping) else None)
+
+        # pydantic-ai passes the run's context to a processor whose first parameter is annotated RunContext;
+        # the annotation is given as the object, since this module's annotations are strings it cannot resolve
+        process.__annotations__ = {"ctx": RunContext[Any], "messages": list[Any], "return": list[Any]}
+        processor = ProcessHistory(process)
         return CombinedCapability([processor, Toolset(self.toolset())]) if self.history_tools else processor
 
     def toolset(self) -> Any:
