@@ -139,14 +139,16 @@ _RUNNER = re.compile(r"(?:^|[\s(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|ph
 """A word that runs the file named after it on the same command: an interpreter or a test runner."""
 
 
-_REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([^\s'\";&|>]+)")
-"""A ``>`` redirect (not ``>>``, which appends, nor ``2>&1``) and the file it writes whole."""
-_WORD = re.compile(r"[^\s;&|()'\"]+")
+_REDIRECTED = re.compile(r"(?<![>&\d])>\s*['\"]?[^\s'\";&|>]*$")
+"""A line that ends in a ``>`` redirect (not ``>>``, which appends, nor ``2>&1``) and the start of its target."""
 
 
-def _written_whole(command: str) -> set[str]:
-    """The names (last path components) of the files ``command`` writes whole with a redirect."""
-    return {_last_component(match.group(1)) for match in _REDIRECT.finditer(command)}
+def _writes_whole(command: str, path: str) -> bool:
+    """Whether ``command`` writes ``path`` whole with a redirect (``cat > probe.py <<EOF``). Only the line before
+    each place the name stands is looked at: a command that writes a script inline is long."""
+    name = _last_component(path)
+    return any(_whole_name(command, at, len(name)) and _REDIRECTED.search(command[command.rfind("\n", 0, at) + 1 : at])
+               for at in _occurrences(command, name))
 
 
 def _run_by(command: str, paths: list[str]) -> list[str]:
@@ -164,12 +166,17 @@ def _occurrences(text: str, name: str) -> Iterator[int]:
         at = text.find(name, at + 1)
 
 
+def _whole_name(text: str, at: int, length: int) -> bool:
+    """Whether the name at ``at`` is a whole path component (``fix_totals.py`` holds no ``totals.py``)."""
+    before = text[at - 1] if at else " "
+    after = text[at + length] if at + length < len(text) else " "
+    return not (before.isalnum() or before in "_.-" or after.isalnum() or after in "_.")
+
+
 def _runs_at(command: str, at: int, length: int) -> bool:
     """Whether the name at ``at`` is a whole path component that its command (back to ``;``, ``&``, ``|`` or the
     line's start) runs."""
-    before = command[at - 1] if at else " "
-    after = command[at + length] if at + length < len(command) else " "
-    if before.isalnum() or before in "_.-" or after.isalnum() or after in "_.":
+    if not _whole_name(command, at, length):
         return False
     start = max(command.rfind(separator, 0, at) for separator in ";&|\n") + 1
     words = command[start:at]
@@ -536,14 +543,10 @@ class Facts:
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
-        whole: set[str] | None = None  # read from the command once, and only for a file it touches first
         for path in action.paths:
             facts = self._file(path)
             # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
-            new = False
-            if action.command and not (facts.reads or facts.edits):
-                whole = _written_whole(action.command) if whole is None else whole
-                new = _last_component(path) in whole
+            new = bool(action.command) and not (facts.reads or facts.edits) and _writes_whole(action.command or "", path)
             facts.edits += 1
             self._edited[path] = _last_component(path)
             facts.created = facts.created or created or new
