@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fuzzing import deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -173,8 +174,11 @@ def test_an_offloaded_output_whose_file_is_gone_is_read_as_its_preview(tmp_path:
     assert "case 4000" not in context.read_history(item.id) and "no longer available" in context.read_history(item.id, "1-")
 
 
-@pytest.mark.parametrize("ref", ["../etc/passwd", "/etc/passwd", "it_0000000000000000", "session_x/it_1", "", None, 7])
+@pytest.mark.parametrize("ref", ["../etc/passwd", "/etc/passwd", "it_0000000000000000", "session_x/it_1", "", None, 7,
+                                 deep(3_000), pytest.param(10**5_000, id="5000 digits")])
 def test_a_ref_outside_the_session_is_a_typed_error(ref: object) -> None:
+    """The last two found by fuzzing: the message quoting a ref nested 3,000 deep raised RecursionError, one of a
+    number of 5,000 digits ValueError (Python prints no integer that long)."""
     context = Context(window_tokens=50_000)
     _session(context, outputs=1)
     with pytest.raises(HistoryQueryError) as raised:
@@ -190,13 +194,27 @@ def test_a_ref_of_another_session_is_not_found() -> None:
         second.read_history(ids[0])
 
 
-@pytest.mark.parametrize("lines", ["0-3", "5-2", "a-b", [1], True, "1-2-3", {"from": 1}])
+@pytest.mark.parametrize("lines", ["0-3", "5-2", "a-b", [1], True, "1-2-3", {"from": 1}, deep(3_000), [deep(3_000), 1],
+                                   pytest.param(10**5_000, id="5000 digits")])
 def test_bad_line_ranges_are_typed_errors(lines: object) -> None:
+    """The last three found by fuzzing: quoting them (or the line past the end) raised RecursionError or ValueError."""
     context = Context(window_tokens=50_000)
     ids = _session(context, outputs=1)
     with pytest.raises(HistoryQueryError) as raised:
         context.read_history(ids[0], lines)  # type: ignore[arg-type]
     assert raised.value.field == "lines"
+
+
+@pytest.mark.parametrize(("name", "arguments", "field"), [
+    (["search_history"], {"query": "x"}, "name"), pytest.param(10**5_000, {"query": "x"}, "name", id="5000 digits"),
+    ("search_history", {"query": "x", ("t",): 1, 2: "y"}, "int key"),
+])
+def test_a_call_of_any_shape_is_a_typed_error(name: object, arguments: object, field: str) -> None:
+    """Found by fuzzing call_history_tool: a name that was a list raised TypeError (unhashable), one of 5,000
+    digits ValueError, and keys that were not strings TypeError (sorting a tuple beside an int)."""
+    with pytest.raises(HistoryQueryError) as raised:
+        Context(window_tokens=50_000).call_history_tool(name, arguments)  # type: ignore[arg-type]
+    assert raised.value.field == field
 
 
 # --------------------------------------------------------------------------- offered to the agent

@@ -326,16 +326,26 @@ def parse_lines(lines: object) -> tuple[int, int | None]:
         start = int(bounds[0])  # type: ignore[call-overload]
         end = None if bounds[1] is None else int(bounds[1])  # type: ignore[call-overload]
     except (IndexError, TypeError, ValueError):
-        raise HistoryQueryError("lines", f'a range such as "120-160" or "120-" is expected, not {lines!r}') from None
+        raise HistoryQueryError("lines", f'a range such as "120-160" or "120-" is expected, not {quoted(lines)}') from None
     if start < 1 or (end is not None and end < start):
-        raise HistoryQueryError("lines", f"{lines!r}: lines are numbered from 1 and the range must not be reversed")
+        raise HistoryQueryError("lines", f"{quoted(lines)}: lines are numbered from 1 and the range must not be reversed")
     return start, end
+
+
+def quoted(value: object) -> str:
+    """An argument as an error message quotes it: a string cut to 80 characters, a number of up to 40 digits,
+    anything else by its type (a model's argument may be nested thousands deep, or a number too long to print)."""
+    if isinstance(value, str):
+        return repr(value[:80])
+    if isinstance(value, int) and abs(value) < 10**40:
+        return repr(value)
+    return f"a {type(value).__name__}"
 
 
 def find_item(history: Conversation, ref: object) -> tuple[Item, _Entry]:
     """The item ``ref`` names in ``history``; :class:`HistoryRefNotFound` for anything else."""
     if not isinstance(ref, str) or not ref or len(ref) > MAX_REF_CHARS:
-        raise HistoryQueryError("ref", f"an item ref such as \"it_0123abcd\" is expected, not {str(ref)[:80]!r}")
+        raise HistoryQueryError("ref", f"an item ref such as \"it_0123abcd\" is expected, not {quoted(ref)}")
     wanted = ref.strip().strip('"')
     for entry in _entries(history):
         if entry.item.id == wanted:
@@ -352,7 +362,7 @@ def read_history(history: Conversation, ref: object, lines: object = None, *,
     text_lines = item_text(item, read_offloaded).splitlines()
     total = len(text_lines)
     if start > max(total, 1):
-        raise HistoryQueryError("lines", f"{ref} has {total} lines; {start} is past its end")
+        raise HistoryQueryError("lines", f"{ref} has {total} lines; {quoted(start)} is past its end")
     last = min(total, end if end is not None else total, start + READ_MAX_LINES - 1)
     shown: list[str] = []
     size = 0

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..conversation import ToolSpec
 from ..errors import HistoryQueryError
-from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES
+from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES, quoted
 
 SEARCH, READ = "search_history", "read_history"
 NAMES = TOOL_NAMES
@@ -63,10 +63,12 @@ def answer(name: str, arguments: object, search: Search, read: Read) -> str:
     """The text that answers a call of ``name`` with ``arguments``; :class:`HistoryQueryError` for a bad one."""
     if not isinstance(arguments, Mapping):
         raise HistoryQueryError("arguments", f"a JSON object is expected, not {type(arguments).__name__}")
-    known = {SEARCH: ("query", "limit", "regex", "ignore_case"), READ: ("ref", "lines")}.get(name)
+    tools = {SEARCH: ("query", "limit", "regex", "ignore_case"), READ: ("ref", "lines")}
+    known = tools.get(name) if isinstance(name, str) else None  # a name that is no string may not even hash
     if known is None:
-        raise HistoryQueryError("name", f"{name!r} is not a history tool ({', '.join(sorted(NAMES))})")
-    unknown = sorted(set(arguments) - set(known))
+        raise HistoryQueryError("name", f"{quoted(name)} is not a history tool ({', '.join(sorted(NAMES))})")
+    unknown = sorted(key if isinstance(key, str) else f"{type(key).__name__} key" for key in arguments
+                     if key not in known)
     if unknown:
         raise HistoryQueryError(unknown[0], f"{name} takes {', '.join(known)}")
     if name == SEARCH:
