@@ -10,6 +10,7 @@ from contextfold.adapters import (
     AnthropicMessages,
     OpenAIChat,
     OpenAIResponses,
+    PromptTooLong,
     adapter_for,
     from_anthropic,
     prompt_too_long,
@@ -80,6 +81,24 @@ def test_prompt_too_long_says_how_much_would_fit() -> None:
     )
     assert openai is not None and openai.fits_share == pytest.approx(0.8)
     assert prompt_too_long("overloaded_error") is None
+
+
+class _ServerError(Exception):
+    def __init__(self, message: str, body: object = None) -> None:
+        super().__init__(message)
+        self.body = body
+
+
+def test_a_hostile_servers_prompt_too_long_is_read_without_a_count() -> None:
+    """Found by fuzzing provider errors: a count of 5,000 digits raised ValueError (int takes at most 4,300), a
+    body nested 3,000 deep RecursionError and one holding a 5,000-digit number ValueError, while printed."""
+    deep: object = "bottom"
+    for _ in range(3_000):
+        deep = [deep]
+    for error in (_ServerError(f"prompt is too long: {'9' * 5_000} tokens > 200000 maximum"),
+                  _ServerError(f"maximum context length is 128000 tokens, resulted in {'1' * 5_000} tokens"),
+                  _ServerError("prompt is too long", body=deep), _ServerError("prompt is too long", body=10**5_000)):
+        assert prompt_too_long(error) == PromptTooLong(None)
 
 
 def _session(arguments: dict) -> Context:

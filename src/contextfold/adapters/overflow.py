@@ -17,9 +17,12 @@ _TOO_LONG = re.compile(
     r"reduce the length of the messages|exceeds the context window",
     re.IGNORECASE,
 )
-_ANTHROPIC_OVER = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*)")
-_OPENAI_MAXIMUM = re.compile(r"maximum context length is (\d[\d,]*)")
-_OPENAI_ACTUAL = re.compile(r"(?:resulted in|requested) (\d[\d,]*) tokens")
+_COUNT = r"(?<![\d,])(\d[\d,]{0,24})(?![\d,])"
+"""A token count as a server prints it, of at most 25 characters: a longer run of digits (a hostile or broken
+server's) is no count, and ``int`` raises ValueError for one over 4,300 digits."""
+_ANTHROPIC_OVER = re.compile(rf"{_COUNT} tokens > {_COUNT}")
+_OPENAI_MAXIMUM = re.compile(rf"maximum context length is {_COUNT}")
+_OPENAI_ACTUAL = re.compile(rf"(?:resulted in|requested) {_COUNT} tokens")
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,12 @@ class PromptTooLong:
 
 def error_text(error: BaseException | str) -> str:
     """An error's message with the body the SDK attached (where the provider's wording is)."""
-    return error if isinstance(error, str) else f"{error} {getattr(error, 'body', '') or ''}"
+    if isinstance(error, str):
+        return error
+    try:
+        return f"{error} {getattr(error, 'body', '') or ''}"
+    except (ValueError, RecursionError):  # a body nested too deep to print, or holding a number too long to
+        return str(error)
 
 
 def prompt_too_long(error: BaseException | str) -> PromptTooLong | None:
