@@ -787,6 +787,16 @@ def test_aider_history(tmp_path: Path) -> None:
     assert [item.text for item in second] == ["hi"]
 
 
+def test_an_aider_header_of_a_megabyte_is_read_in_one_pass(tmp_path: Path) -> None:
+    """Found by probing the importers' patterns: the header's ``(.+?)\\s*$`` backtracked quadratically over blanks
+    with a character after them (30,000 took 12 s); a line of a megabyte would not return in the lifetime of the
+    test. What the header says is kept as before, trailing blanks left out."""
+    started = "2025-07-15 11:38:37" + " " * 1_000_000 + "x"
+    path = write(tmp_path, ".aider.chat.history.md", f"# aider chat started at {started}  \n\n#### hi\n\nok\n")
+    (conversation,) = load(path)
+    assert conversation.header.meta["started_at_local"] == started and [item.text for item in conversation] == ["hi", "ok"]
+
+
 # --------------------------------------------------------------------------- detection
 
 

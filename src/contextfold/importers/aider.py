@@ -36,7 +36,10 @@ from ..conversation import Block, Conversation, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, unix_time
 
 FORMAT = "aider"
-SESSION = re.compile(r"^# aider chat started at (.+?)\s*$")
+SESSION = re.compile(r"^# aider chat started at (.*\S|.)\s*$")
+"""The header of a session: what follows, trailing blanks left out. Not ``(.+?)\\s*$``: each step of a lazy
+group tries the blanks after it again, quadratic in a line of blanks with a character after them (a line of
+30,000 took 12 s)."""
 MODEL = re.compile(r"^(?:Main model|Model): (\S+) with (\S+) edit format")
 APPLIED = re.compile(r"^Applied edit to (.+)$")
 THINKING_OPEN = re.compile(r"^<thinking-content-[0-9a-f]+>\s*$")
