@@ -32,6 +32,14 @@ def test_task_identifiers_are_paths_dotted_names_camel_and_snake_case_and_issue_
     assert len(found) == len(set(found))
 
 
+def test_a_task_holding_a_long_run_of_dashes_is_read_in_one_pass() -> None:
+    """Found by replaying a hostile recording: the path pattern, tried again at each character of a run of dots
+    or dashes, rescanned the rest of it (a task with 60,000 took 69 s of replay); a megabyte would not return in
+    the lifetime of the test. A path around the run is still found whole."""
+    run = "-" * 1_000_000
+    assert task_identifiers(f"see {run} and src/app-v2/main.py, then #12") == ("src/app-v2/main.py", "#12")
+
+
 def test_the_distinctive_tail_grows_until_nothing_earlier_holds_it() -> None:
     output = "<returncode>0</returncode>\n<output>\ncollected 3 items\n3 passed\n</output>"
     earlier = ["<output>\n3 passed\n</output>", "unrelated"]

@@ -54,7 +54,9 @@ TAIL_MIN_CHARS = 16
 PROBES = ("task", "edited", "last_error", "latest_output")
 
 _IDENTIFIERS = re.compile(
-    r"(?P<path>(?:[\w.~-]+|(?<!<))(?:/[\w.~-]+)+)"  # paths and the path part of URLs, not closing tags
+    # paths and the path part of URLs, not closing tags; a path starts where a run of its characters does (the
+    # lookbehind): tried again inside the run it would rescan the rest of it, quadratic in a line of dashes
+    r"(?P<path>(?:(?<![\w.~-])[\w.~-]+|(?<!<))(?:/[\w.~-]+)+)"
     r"|(?P<dotted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)"  # modules, attributes, file names
     r"|(?P<issue>#\d+)"
     r"|(?P<word>\w+)"  # kept when CamelCase or snake_case
