@@ -22,6 +22,7 @@ import anthropic
 import openai
 
 from contextfold import Context
+from contextfold.adapters import adapter_for
 from contextfold.conversation import reproducible_ids, tool
 from contextfold.pipeline.base import Policy, Prices
 from contextfold.replay import StrategyConfig, replay
@@ -195,5 +196,6 @@ def live_vs_replay(provider: str, prices: Prices = PRICES, window_tokens: int = 
     strategy = Pipeline(config)  # contextfold's replay strategy, with the live session's policy and provider
     strategy.context = Context(window_tokens=window_tokens, provider=provider, summarizer=Written(summary),
                                policy=policy, clock=lambda: None)
-    totals = replay(context.history, strategy, config, tokenizer=estimator, prices=prices).totals
+    totals = replay(context.history, strategy, config, tokenizer=estimator, prices=prices,
+                    cache_rule=adapter_for(provider).cache_rule).totals
     return LiveVsReplay(provider, live, totals.cost_live_usd, totals.cost_llm_usd)

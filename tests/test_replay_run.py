@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from contextfold.adapters import adapter_for
 from contextfold.conversation import (
     Conversation,
     Header,
@@ -30,7 +31,7 @@ from contextfold.replay import Sent, Step, StrategyConfig, replay, strategies
 from contextfold.replay.render import item_tokens, render_tools, tools_tokens
 from contextfold.synthetic import generate_session
 from contextfold.tokens import Estimator, HeuristicText
-from contextfold.usage import Usage
+from contextfold.usage import CacheRule, Usage
 
 ESTIMATE = Estimator()
 CONFIG = StrategyConfig(window_tokens=100_000)
@@ -179,6 +180,19 @@ def test_full_history_reads_the_previous_request_from_cache_and_writes_the_rest(
     assert totals.cost_no_cache_usd == pytest.approx((totals.input_tokens * 3 + out * 15) / 1e6)
     assert totals.cache_hit_ratio == pytest.approx(read / totals.input_tokens)
     assert totals.peak_tokens == inputs[-1] and totals.requests == 4
+
+
+def test_openais_cache_rule_reads_nothing_under_its_minimum_then_whole_steps() -> None:
+    """OpenAI's automatic cache serves a common prefix of at least 1,024 tokens in steps of 128 above that; the
+    default rule serves every token (Anthropic's, minimum ignored). Replay priced OpenAI sessions the second way."""
+    rule = adapter_for("openai").cache_rule
+    assert [rule.serves(n) for n in (0, 1_023, 1_024, 1_151, 1_152, 5_000)] == [0, 0, 1_024, 1_024, 1_152, 4_992]
+    assert [CacheRule().serves(n) for n in (0, 1_023, 5_000)] == [0, 1_023, 5_000]
+    conversation = session()
+    full = run(conversation, strategies.create("none", CONFIG))
+    stepped = run(conversation, strategies.create("none", CONFIG), cache_rule=CacheRule(minimum=0, increment=50))
+    assert [r.cache_read_tokens for r in stepped.requests] == [r.cache_read_tokens // 50 * 50 for r in full.requests]
+    assert stepped.totals.cost_usd > full.totals.cost_usd
 
 
 def test_a_changed_item_breaks_the_cached_prefix_where_it_stands() -> None:

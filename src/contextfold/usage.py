@@ -57,3 +57,21 @@ class Usage:
             raise InvalidContent(None, "usage", f"expected an object, got {type(data).__name__}")
         names = ("prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
         return cls(**{name: token_count(data.get(name), f"usage.{name}") for name in names})
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    """How much of a cached prefix a provider serves: nothing under ``minimum`` tokens, then whole steps of
+    ``increment`` above it (each adapter's ``cache_rule``; the replay prices with it)."""
+
+    minimum: int = 0
+    increment: int = 1
+
+    def serves(self, prefix_tokens: int) -> int:
+        if prefix_tokens < self.minimum or prefix_tokens <= 0:
+            return 0
+        return self.minimum + (prefix_tokens - self.minimum) // self.increment * self.increment
+
+
+EVERY_TOKEN = CacheRule()
+"""A common prefix served whole."""

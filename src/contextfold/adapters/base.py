@@ -25,7 +25,7 @@ from typing import Any
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, InvalidContent
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
-from ..usage import Usage
+from ..usage import EVERY_TOKEN, CacheRule, Usage
 from .calls import CallError
 from .overflow import PromptTooLong, prompt_too_long
 from .reminders import reminder_item
@@ -112,6 +112,9 @@ class Adapter(ABC):
     """The model the reference agent talks to when none is named."""
     summary_model: str
     """The small model a summary is written by when none is named."""
+    cache_rule: CacheRule = EVERY_TOKEN
+    """How the provider's prompt cache serves a common prefix, for pricing (Anthropic's 1,024-token minimum is
+    left out: a breakpoint past it is the common case)."""
 
     # ------------------------------------------------------------------ requests
     def read(

@@ -6,7 +6,10 @@ it the longest run of leading segments (the tool definitions, then whole
 messages in order) that is unchanged, provided it comes within the cache's
 time to live; the rest of the prompt is written anew. A first request, or
 one after a pause longer than the TTL, reads nothing. Providers' minimum
-cacheable lengths (1,024 tokens on Anthropic) are ignored.
+cacheable lengths (1,024 tokens on Anthropic) are ignored by default; a
+:class:`~contextfold.usage.CacheRule` (the adapter's ``cache_rule``) prices
+the automatic caches of OpenAI's APIs, which read nothing under 1,024 tokens
+and then in steps of 128.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Generic, TypeVar
 
 from ..pipeline.base import Prices
+from ..usage import EVERY_TOKEN, CacheRule
 
 DEFAULT_PRICES = Prices()
 """Claude Sonnet's list prices: input 3, cache write 3.75, cache read 0.30, output 15 USD per million tokens."""
@@ -25,6 +29,8 @@ DEFAULT_CACHE_TTL_S = 300.0
 """Seconds a cached prefix lives after its last use (Anthropic's default 5 minutes)."""
 
 T = TypeVar("T")
+
+
 
 _PRICE_KEYS = {"input": "input_per_mtok", "cache_write": "cache_write_per_mtok",
                "cache_read": "cache_read_per_mtok", "output": "output_per_mtok"}
@@ -73,12 +79,14 @@ class Prompt(Generic[T]):
 class PromptCache(Generic[T]):
     """The cache as one kind of request finds it: what the previous request of the kind left there.
 
-    ``same`` says whether two messages are the same (default ``==``).
+    ``same`` says whether two messages are the same (default ``==``); ``rule`` how much of the common prefix
+    is served.
     """
 
-    def __init__(self, ttl_s: float, same: Callable[[T, T], bool] = operator.eq) -> None:
+    def __init__(self, ttl_s: float, same: Callable[[T, T], bool] = operator.eq, rule: CacheRule = EVERY_TOKEN) -> None:
         self.ttl_s = ttl_s
         self.same = same
+        self.rule = rule
         self.previous: Prompt[T] | None = None
 
     def read(self, prompt: Prompt[T]) -> int:
@@ -90,7 +98,8 @@ class PromptCache(Generic[T]):
         """Tokens of ``prompt`` a cache holding ``previous`` serves, by this cache's rule (nothing is kept)."""
         if previous is None or previous.tools != prompt.tools or not warm(previous.time_s, prompt.time_s, self.ttl_s):
             return 0
-        return prompt.tools_tokens + sum(prompt.tokens[: common_prefix(previous.messages, prompt.messages, self.same)])
+        return self.rule.serves(
+            prompt.tools_tokens + sum(prompt.tokens[: common_prefix(previous.messages, prompt.messages, self.same)]))
 
 
 def parse_prices(text: str, base: Prices = DEFAULT_PRICES) -> Prices:

@@ -28,7 +28,7 @@ from typing import Any
 from ..conversation import Conversation, Header, Item, reproducible_ids
 from ..pipeline.base import Prices
 from ..tokens import Estimator, exact_estimator
-from ..usage import Usage
+from ..usage import EVERY_TOKEN, CacheRule, Usage
 from .base import Sent, Step, Strategy, StrategyConfig
 from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
 from .dump import RequestWriter
@@ -81,6 +81,7 @@ class _Replay:
         prices: Prices,
         cache_ttl_s: float,
         dump: RequestWriter | None,
+        cache_rule: CacheRule,
     ) -> None:
         self.recording = recording
         self.estimator = estimator
@@ -94,8 +95,8 @@ class _Replay:
         self.recall_haystack = Haystack()
         self.strict_haystack = Haystack()
         self.records: list[RequestRecord] = []
-        self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message)
-        self.summaries = BothRules(prices, lambda: PromptCache(cache_ttl_s, _same_message), self._message)
+        self.cache: PromptCache[Message] = PromptCache(cache_ttl_s, _same_message, cache_rule)
+        self.summaries = BothRules(prices, lambda: PromptCache(cache_ttl_s, _same_message, cache_rule), self._message)
         self._tools: tuple[Header, str, int] | None = None
 
     def summarizer_call(self, step: Step, request: Conversation, usage: Usage | None) -> None:
@@ -167,6 +168,7 @@ def replay(
     tokenizer: Estimator | None = None,
     prices: Prices = DEFAULT_PRICES,
     cache_ttl_s: float = DEFAULT_CACHE_TTL_S,
+    cache_rule: CacheRule = EVERY_TOKEN,
     requests_path: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     session: str = "",
@@ -176,7 +178,8 @@ def replay(
     ``tokenizer`` counts every request (default: exact ``o200k_base`` via
     tiktoken, :class:`~contextfold.errors.TokenizerUnavailable` when it cannot
     be loaded). ``requests_path`` names a file to write every request to
-    (:mod:`.dump`). ``session`` is the name the totals carry. The ids of the
+    (:mod:`.dump`). ``cache_rule`` is how the provider's cache serves a prefix (its adapter's
+    ``cache_rule``; default: every token of a common prefix, Anthropic's rule with its minimum ignored). ``session`` is the name the totals carry. The ids of the
     items the strategy writes are drawn from a stream seeded by the session and
     strategy, so the same replay writes the same requests every time.
     """
@@ -185,7 +188,7 @@ def replay(
     seed = f"{session}\0{strategy.name}\0{conversation.items[0].id if conversation.items else ''}"
     with reproducible_ids(seed), \
             closing(RequestWriter(requests_path)) if requests_path is not None else nullcontext() as dump:
-        state = _Replay(conversation, estimator, prices, cache_ttl_s, dump)
+        state = _Replay(conversation, estimator, prices, cache_ttl_s, dump, cache_rule)
         strategy.start(conversation.header)
         start = 0
         for number, index in enumerate(points):

@@ -20,7 +20,7 @@ from typing import Any
 from ...conversation import Conversation, Header
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
-from ...usage import Usage
+from ...usage import CacheRule, Usage
 from .._reading import as_list, as_object
 from ..base import Adapter, WireHeader, present_fields
 from ..calls import CallError, retry_after_s
@@ -54,6 +54,7 @@ class Gemini(Adapter):
     usage_field = "usage_metadata"
     incomplete_stops = _INCOMPLETE
     sdk = SDK("google.genai", "gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL")
+    cache_rule = CacheRule(minimum=1_024)  # implicit caching: nothing under 1,024 tokens, no steps
     default_model = "gemini-2.5-pro"
     summary_model = "gemini-2.5-flash"
 

@@ -9,6 +9,7 @@ from typing import Any
 from ...conversation import Conversation
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
+from ...usage import CacheRule
 from .._reading import as_list, as_object, type_of
 from .._stainless import StainlessClient, call_timeout
 from ..base import MessageListAdapter, Reply, as_data
@@ -26,6 +27,7 @@ class OpenAIClient(StainlessClient):
     sdk = SDK("openai", "openai", ("OPENAI_API_KEY",), "OPENAI_MODEL", "OPENAI_BASE_URL")
     client_class, async_client_class, base_error = "OpenAI", "AsyncOpenAI", "OpenAIError"
     usage_field = "usage"
+    cache_rule = CacheRule(minimum=1_024, increment=128)  # automatic: nothing under 1,024 tokens, then steps of 128
     default_model = "gpt-4.1"
     summary_model = "gpt-4.1-mini"
 
