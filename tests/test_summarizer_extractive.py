@@ -508,6 +508,17 @@ def test_the_projects_changed_files_come_before_the_scripts_the_agent_wrote_and_
     assert "- `probe_2.py`: created, changed 1×, ran as a script" in files
 
 
+def test_a_last_action_ends_on_what_the_command_printed_not_on_swe_agents_framing() -> None:
+    """SWE-agent appends its open file, its directory and its prompt to every observation, and glues its end mark
+    to the last line: "→ bash-$" said nothing about what a curl returned."""
+    c = scratch_session()
+    c.append(assistant("", [ToolCall("u", "bash", {"command": "curl -s http://web.test/cgi-bin/hello.pl"})]))
+    c.append(tool("u", "Hello World from Perl!///PROCESS-DONE:0:PROCESS-DONE///\n(Open file: n/a)\n"
+                       "(Current directory: /ctf)\nbash-$"))
+    current = section(summarize(c.items)[0], 8)
+    assert "- $ curl -s http://web.test/cgi-bin/hello.pl → Hello World from Perl!\n" in current + "\n"
+
+
 def test_an_issue_fetched_with_a_tool_is_the_task_as_it_arrived() -> None:
     c = Conversation()
     c.append(user("Solve issue 52."))

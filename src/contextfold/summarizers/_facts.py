@@ -922,7 +922,12 @@ def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: b
     return what
 
 
-_MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+|```\w*)$", re.IGNORECASE)
+_MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+|```\w*"
+                     r"|\(Open file: .*\)|\(Current directory: .*\)|bash-\$)$", re.IGNORECASE)
+"""A line of an output's framing, not of what the command printed: a harness's wrapper and exit status, and the
+state SWE-agent appends to every observation (its open file, its directory, its prompt)."""
+_DONE_MARK = re.compile(r"///PROCESS-DONE:-?\d+:PROCESS-DONE///$")
+"""SWE-agent's end-of-command mark, glued to the command's last line."""
 
 
 def result_line(text: str) -> str | None:
@@ -930,7 +935,7 @@ def result_line(text: str) -> str | None:
     end = len(text)
     while end > 0:
         start = text.rfind("\n", 0, end) + 1
-        stripped = text[start:end].strip()
+        stripped = _DONE_MARK.sub("", text[start:end].strip()).strip()
         if stripped and not _MARKUP.match(stripped):
             return shorten(stripped, TEXT_CHARS["result_line"])
         end = start - 1
