@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contextfold import limits
-from contextfold.errors import ContextfoldError
+from contextfold.errors import ContextfoldError, InvalidLimits
 from contextfold.limits import ModelLimits, UnknownModel, compaction_threshold, model_limits, register_model
 
 
@@ -69,9 +69,12 @@ def test_overrides_take_precedence_and_can_add_models() -> None:
     assert model_limits("claude-sonnet-4-5-20250929").context_window == 200_000  # registry untouched
 
 
-def test_limits_must_be_positive() -> None:
-    with pytest.raises(ValueError):
-        ModelLimits(0, 100)
+@pytest.mark.parametrize(("window", "output", "field"), [(0, 100, "context_window"), (8_000, -1, "max_output_tokens"),
+                                                      ("32k", 100, "context_window"), (8_000, True, "max_output_tokens")])
+def test_limits_must_be_positive_whole_numbers_and_the_error_names_which(window: object, output: object, field: str) -> None:
+    with pytest.raises(InvalidLimits) as raised:
+        ModelLimits(window, output)  # type: ignore[arg-type]
+    assert raised.value.field == field and isinstance(raised.value, ValueError) and field in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -277,6 +277,15 @@ class InvalidPolicy(ContextfoldError, ValueError):
         super().__init__(f"Policy.{field}: {reason}")
 
 
+class InvalidLimits(ContextfoldError, ValueError):
+    """A model's limits that are not a positive whole number of tokens; ``field`` names which
+    (``context_window``, ``max_output_tokens``)."""
+
+    def __init__(self, field: str, value: object) -> None:
+        self.field = field
+        super().__init__(f"ModelLimits.{field} must be a positive whole number of tokens, got {value!r}")
+
+
 class InvalidPipeline(ContextfoldError, ValueError):
     """A pipeline that cannot be built or run as asked: a stage it does not hold, one added twice, or a stage
     that returned something other than ``(Conversation, list[Event])``. ``stage`` names the stage."""

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import UnknownModel, UnknownPrice
+from .errors import InvalidLimits, UnknownModel, UnknownPrice
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
 """At most this much of the window is kept free for the reply (Claude Code's reserve)."""
@@ -43,8 +43,10 @@ class ModelLimits:
     max_output_tokens: int
 
     def __post_init__(self) -> None:
-        if self.context_window <= 0 or self.max_output_tokens <= 0:
-            raise ValueError(f"limits must be positive, got {self.context_window} / {self.max_output_tokens}")
+        for field in ("context_window", "max_output_tokens"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidLimits(field, value)
 
 
 def _family(window: int, output: int, *names: str) -> dict[str, ModelLimits]:
