@@ -70,6 +70,7 @@ class Action:
     program names and operands of its segments, without ``cd`` segments,
     options, redirections or here-document bodies (``cd /repo && python -m
     pytest tests/a.py -x -q`` gives ``("python", "pytest", "tests/a.py")``).
+    ``written`` are the paths a ``>`` redirection writes whole (``>>`` appends).
     """
 
     kind: str
@@ -77,6 +78,7 @@ class Action:
     command: str | None = None
     changes_system: bool = False
     signature: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
 
 
 def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
@@ -150,8 +152,9 @@ def classify_command(command: str) -> Action:
     """
     script = command_outline(command)
     unquoted = _QUOTED.sub("''", script)  # a ">" inside quotes ("pkg>=1.2", "a > b") is not a redirection
-    edits: list[str] = [m.group("path") for m in _REDIRECT.finditer(unquoted) if m.group("path") not in ("/dev/null",)]
-    edits = [p for p in edits if not p.startswith("&")]
+    redirected = [m for m in _REDIRECT.finditer(unquoted) if m.group("path") != "/dev/null" and not m.group("path").startswith("&")]
+    edits: list[str] = [m.group("path") for m in redirected]
+    written = tuple(m.group("path") for m in redirected if ">>" not in m.group(0))
     if _RUNS_PYTHON.search(script):  # a Python script given inline or in a here-document, run by this command
         edits += [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(command)]
     reads: list[str] = []
@@ -184,7 +187,7 @@ def classify_command(command: str) -> Action:
         kind, paths = READ, reads
     else:
         kind, paths = (SEARCH if searched else COMMAND), []
-    return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature))
+    return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature), written)
 
 
 def call_actions(item: Item) -> tuple[Action, ...]:

@@ -142,18 +142,6 @@ _RUNNER = re.compile(r"(?:^|[\s(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|ph
 """A word that runs the file named after it on the same command: an interpreter or a test runner."""
 
 
-_REDIRECTED = re.compile(r"(?<![>&\d])>\s*['\"]?[^\s'\";&|>]*$")
-"""A line that ends in a ``>`` redirect (not ``>>``, which appends, nor ``2>&1``) and the start of its target."""
-
-
-def _writes_whole(command: str, path: str) -> bool:
-    """Whether ``command`` writes ``path`` whole with a redirect (``cat > probe.py <<EOF``). Only the line before
-    each place the name stands is looked at: a command that writes a script inline is long."""
-    name = _last_component(path)
-    return any(_whole_name(command, at, len(name)) and _REDIRECTED.search(command[command.rfind("\n", 0, at) + 1 : at])
-               for at in _occurrences(command, name))
-
-
 def _run_by(command: str, paths: list[str]) -> list[str]:
     """Those of ``paths`` that ``command`` runs, not only names (``sed -i … fix.py`` edits it, ``python fix.py``
     and ``./fix.py`` run it; ``python fix_totals.py`` does not run ``totals.py``). Only where the name stands is
@@ -549,7 +537,7 @@ class Facts:
         for path in action.paths:
             facts = self._file(path)
             # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
-            new = bool(action.command) and not (facts.reads or facts.edits) and _writes_whole(action.command or "", path)
+            new = not (facts.reads or facts.edits) and path in action.written
             facts.edits += 1
             self._edited[path] = _last_component(path)
             facts.created = facts.created or created or new
