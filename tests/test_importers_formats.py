@@ -33,7 +33,7 @@ def call(call_id: str, command: str) -> dict[str, Any]:
     }
 
 
-def test_formats_lists_the_eleven_names() -> None:
+def test_formats_lists_the_twelve_names() -> None:
     assert set(FORMATS) == {
         "contextfold-session-1",
         "mini-swe-agent",
@@ -44,6 +44,7 @@ def test_formats_lists_the_eleven_names() -> None:
         "claude-code",
         "claude-stream-json",
         "codex-exec",
+        "codex-rollout",
         "codex-tui",
         "aider",
     }

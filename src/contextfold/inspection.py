@@ -27,11 +27,17 @@ class Composition:
     tool_results: int
     error_results: int
     header_tokens: int
+    unanswered_calls: int = 0
+    """Tool calls no result in the conversation answers (a recording cut short, or a pairing the reader missed)."""
     items_by_kind: dict[str, int] = field(default_factory=dict)
     tokens_by_kind: dict[str, int] = field(default_factory=dict)
     calls_by_tool: dict[str, int] = field(default_factory=dict)
     tokens_by_tool: dict[str, int] = field(default_factory=dict)
     largest: list[dict[str, Any]] = field(default_factory=list)
+    skipped_records: dict[str, int] = field(default_factory=dict)
+    """Records the importer left out by design, by type (``Header.meta["skipped"]``)."""
+    unknown_records: dict[str, int] = field(default_factory=dict)
+    """Records of types the importer does not know yet, skipped, by type (``Header.meta["unknown_records"]``)."""
 
     @property
     def total_tokens(self) -> int:
@@ -57,6 +63,8 @@ def compose(conversation: Conversation, count_item: Callable[[Item], int], count
     calls_by_tool: Counter[str] = Counter()
     tokens_by_tool: Counter[str] = Counter()
     sized: list[tuple[int, int, Item]] = []
+    called: set[str] = set()
+    answered: set[str] = set()
     results = errors = 0
     for index, item in enumerate(conversation):
         tokens = count_item(item)
@@ -64,8 +72,10 @@ def compose(conversation: Conversation, count_item: Callable[[Item], int], count
         tokens_by_kind[item.kind] += tokens
         for call in item.tool_calls:
             calls_by_tool[call.name] += 1
+            called.add(call.id)
         result = item.tool_result
         if result is not None:
+            answered.add(result.call_id)
             results += 1
             errors += bool(result.is_error)
             tokens_by_tool[result.tool_name or "?"] += tokens
@@ -77,9 +87,19 @@ def compose(conversation: Conversation, count_item: Callable[[Item], int], count
         tool_results=results,
         error_results=errors,
         header_tokens=count_header(conversation),
+        unanswered_calls=len(called - answered),
         items_by_kind=dict(items_by_kind),
         tokens_by_kind=dict(tokens_by_kind),
         calls_by_tool=dict(calls_by_tool.most_common()),
         tokens_by_tool=dict(tokens_by_tool.most_common()),
         largest=[_describe(index, item, tokens) for tokens, index, item in sized[:LARGEST]],
+        skipped_records=_counts(conversation.header.meta.get("skipped")),
+        unknown_records=_counts(conversation.header.meta.get("unknown_records")),
     )
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """A ``{type: count}`` table from header meta (empty when the importer recorded none)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int)}

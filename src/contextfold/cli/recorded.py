@@ -45,8 +45,13 @@ def inspect(file: Path, as_json: bool, input_format: str | None, tokenizer: str)
 def _render_composition(console: Console, file: Path, number: int, c: Composition, counter: str) -> None:
     console.print(
         f"[bold]{file}[/] conversation {number}: {c.items} items, {c.tool_calls} tool calls, "
-        f"{c.tool_results} results ({c.error_results} errors), {c.total_tokens:,} tokens ({counter})"
+        f"{c.tool_results} results ({c.error_results} errors), {c.unanswered_calls} calls unanswered, "
+        f"{c.total_tokens:,} tokens ({counter})"
     )
+    if c.unknown_records:
+        console.print(f"[yellow]skipped records of types not known yet:[/] {_listed(c.unknown_records)}")
+    if c.skipped_records:
+        console.print(f"records that are not turns of the chat, skipped: {_listed(c.skipped_records)}")
     kinds = Table("kind", "items", "tokens", "share", title="By kind", title_justify="left")
     total = max(c.total_tokens, 1)
     kinds.add_row("header", "", f"{c.header_tokens:,}", f"{c.header_tokens / total:.0%}")
@@ -62,6 +67,10 @@ def _render_composition(console: Console, file: Path, number: int, c: Compositio
     for entry in c.largest:
         largest.add_row(str(entry["index"]), entry["kind"], entry["tool"] or "", f"{entry['tokens']:,}", entry["preview"])
     console.print(largest)
+
+
+def _listed(counts: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 @click.command()

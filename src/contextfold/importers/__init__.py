@@ -20,7 +20,9 @@ every importer guarantees:
   reported usage as ``meta["usage"]`` (a :class:`~contextfold.usage.Usage`
   dict) on the assistant item of each response, ``meta["model"]`` where known;
 - records skipped on purpose (screen redraws, bookkeeping) counted in
-  ``Header.meta["skipped"]``, never dropped silently.
+  ``Header.meta["skipped"]``, never dropped silently; records of a type the
+  importer does not know yet (a newer version of the tool) skipped and counted
+  in ``Header.meta["unknown_records"]``, never a refusal of the whole file.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from . import (
     claude_code,
     claude_stream,
     codex_exec,
+    codex_rollout,
     codex_tui,
     contextfold_session,
     mini_swe_agent,
@@ -66,6 +69,7 @@ _IMPORTERS: tuple[Importer, ...] = (
     tau_bench,
     claude_code,
     claude_stream,
+    codex_rollout,
     codex_exec,
     codex_tui,
     aider,

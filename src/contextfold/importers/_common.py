@@ -12,7 +12,10 @@ assembled by a :class:`ConversationBuilder`, which
 - gives items ids derived from the file name and position, so loading the same
   file twice gives equal conversations;
 - counts what an importer skips on purpose (UI noise, bookkeeping records) in
-  ``Header.meta["skipped"]``, so nothing disappears without a trace.
+  ``Header.meta["skipped"]``, and record types it does not know yet (a newer
+  version of the recording tool) in ``Header.meta["unknown_records"]`` with a
+  warning, so nothing disappears without a trace and a new type never refuses
+  the whole file.
 """
 
 from __future__ import annotations
@@ -157,6 +160,21 @@ class Source:
                     return None
                 return value if isinstance(value, dict) else None
         return None
+
+    def leading_records(self, limit: int) -> list[dict[str, Any] | None]:
+        """The first ``limit`` non-blank lines parsed (``None`` for a line that is not a JSON object): enough
+        for detection to look past the bookkeeping records some formats open with."""
+        leading: list[dict[str, Any] | None] = []
+        for line in self.lines:
+            if len(leading) == limit:
+                break
+            if line.strip():
+                try:
+                    value = parse_json(line, check=False)
+                except JsonFault:
+                    value = None
+                leading.append(value if isinstance(value, dict) else None)
+        return leading
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number.
@@ -355,6 +373,7 @@ class ConversationBuilder:
         self.system: list[Item] = []
         self.tools: tuple[ToolSpec | Opaque, ...] = ()
         self.skipped: Counter[str] = Counter()
+        self.unknown: Counter[str] = Counter()
         self._drafts: list[_Draft | Item] = []
         self._calls: dict[str, ToolCall] = {}  # by unique id
         self._latest: dict[str, str] = {}  # id as recorded -> unique id of its newest call
@@ -378,6 +397,10 @@ class ConversationBuilder:
     def skip(self, what: str) -> None:
         """Count a record dropped by design (see the importer's docstring for why)."""
         self.skipped[what] += 1
+
+    def skip_unknown(self, kind: str) -> None:
+        """Count a record of a type this importer does not know (a newer recorder wrote it): skipped, not refused."""
+        self.unknown[kind] += 1
 
     # -- adding
     def add_system(self, text: str, timestamp: float | None = None) -> None:
@@ -553,6 +576,10 @@ class ConversationBuilder:
         meta = dict(self.meta)
         if self.skipped:
             meta["skipped"] = dict(sorted(self.skipped.items()))
+        if self.unknown:
+            meta["unknown_records"] = dict(sorted(self.unknown.items()))
+            log.warning("%s: skipped %d record(s) of type(s) not known yet: %s", self.source.name,
+                        sum(self.unknown.values()), ", ".join(sorted(self.unknown)))
         return Conversation(items, Header(system=tuple(self.system), tools=self.tools, meta=meta))
 
     def _id(self, position: str) -> str:

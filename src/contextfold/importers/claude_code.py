@@ -17,9 +17,18 @@ shared with the stream-json importer, whose events have the same shape.
   (hook feedback, injected reminders) are marked ``meta["is_meta"]``.
 - ``isSidechain`` records (a subagent's own chat in older versions) form a
   separate conversation per chain, after the main one.
-- ``queue-operation``, ``file-history-snapshot``, ``summary`` (session title)
-  and ``system`` (local command output, compaction boundary) records are not
-  turns of the chat: counted in ``meta["skipped"]``.
+- ``isCompactSummary`` user records (the summary a compaction left in place
+  of the chat before it) are marked ``meta["compact_summary"]``; the kind of
+  prompt a record says it is (``origin.kind``: ``human``, a task
+  notification...) goes to ``meta["prompt_origin"]``.
+- Records that are not turns of the chat (:data:`BOOKKEEPING`: the session
+  title, permission mode, file-history snapshots and deltas, hook progress,
+  queue operations, bridge and PR links, ``system`` lines such as the
+  compaction boundary, ``attachment`` lines such as a deferred tool list) are
+  counted in ``meta["skipped"]``, ``system`` and ``attachment`` by subtype.
+  A record type not listed there (a version newer than this importer) is
+  skipped and counted in ``meta["unknown_records"]``, never a refusal of the
+  file.
 
 Records are taken in file order; the ``parentUuid`` tree is not re-walked, so
 a session that was rewound keeps its abandoned branch in place.
@@ -35,21 +44,54 @@ from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply,
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant"})
-BOOKKEEPING = frozenset({"queue-operation", "file-history-snapshot", "summary", "system"})
+BOOKKEEPING = frozenset(
+    {
+        "queue-operation",
+        "file-history-snapshot",
+        "file-history-delta",
+        "summary",
+        "system",
+        "attachment",
+        "progress",
+        "permission-mode",
+        "mode",
+        "ai-title",
+        "custom-title",
+        "last-prompt",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+        "bridge-session",
+        "pr-link",
+        "tag",
+        "cost-state",
+        "worktree-state",
+        "atis-latch",
+        "frame-link",
+        "history-suppression",
+    }
+)
+"""Record types Claude Code writes beside the chat (titles, modes, file history, UI state): not turns of it."""
+BY_SUBTYPE = {"system": "subtype", "attachment": "attachment.type", "progress": "data.type"}
+"""Bookkeeping counted by their subtype (where it is recorded), so that a compaction boundary shows as one."""
 LINK_KEYS = ("sessionId", "parentUuid", "leafUuid", "messageId")
+LEADING_RECORDS = 20
+"""How many leading records detection reads: recent versions open with several bookkeeping records."""
 RESULT_COPIES = frozenset({"stdout", "stderr", "content", "originalFile", "oldString", "newString", "prompt"})
 """``toolUseResult`` fields that repeat the result text or the call's input: kept out of ``extra``."""
 
 
 def matches(source: Source) -> bool:
-    record = source.first_record
-    return (
-        record is not None
-        and isinstance(record.get("type"), str)
-        and record["type"] in RECORD_TYPES | BOOKKEEPING
-        and "session_id" not in record
-        and any(key in record for key in LINK_KEYS)
-    )
+    """Records with a string ``type`` (no stream-json ``session_id``, no rollout ``payload``), the first one
+    that is not a known bookkeeping record without links carrying a session link (``sessionId``...)."""
+    for record in source.leading_records(LEADING_RECORDS):
+        if record is None or not isinstance(record.get("type"), str) or {"session_id", "payload"} & record.keys():
+            return False
+        if any(key in record for key in LINK_KEYS):
+            return True
+        if record["type"] not in BOOKKEEPING:
+            return False
+    return False
 
 
 def load(source: Source) -> list[Conversation]:
@@ -60,10 +102,11 @@ def load(source: Source) -> list[Conversation]:
         where = f"line {number}"
         kind = kind_of(source, record, "type", where)
         if kind in BOOKKEEPING:
-            main.skip(kind)
+            main.skip(_bookkeeping_name(kind, record))
             continue
         if kind not in RECORD_TYPES:
-            raise source.error(where, f"unknown record type {kind!r}")
+            main.skip_unknown(kind or "(no type)")
+            continue
         builder = main
         if record.get("isSidechain"):
             parent, uuid = (value if isinstance(value, str) else "" for value in map(record.get, ("parentUuid", "uuid")))
@@ -81,9 +124,33 @@ def load(source: Source) -> list[Conversation]:
         if kind == "assistant":
             add_assistant_message(builder, message, where, timestamp)
         else:
-            meta = {"is_meta": True} if record.get("isMeta") else {}
-            add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), meta)
+            add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), _user_marks(record))
     return [main.build(), *(chain.build() for chain in chains.values())]
+
+
+def _bookkeeping_name(kind: str, record: Mapping[str, Any]) -> str:
+    """``kind``, or ``kind/subtype`` for the types counted by subtype (:data:`BY_SUBTYPE`)."""
+    path = BY_SUBTYPE.get(kind)
+    if path is None:
+        return kind
+    value: Any = record
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return f"{kind}/{value}" if isinstance(value, str) else kind
+
+
+def _user_marks(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What the record's own fields say about a user turn: harness-written (``isMeta``), a compaction's summary,
+    and the kind of prompt it is."""
+    marks: dict[str, Any] = {}
+    if record.get("isMeta"):
+        marks["is_meta"] = True
+    if record.get("isCompactSummary"):
+        marks["compact_summary"] = True
+    origin = record.get("origin")
+    if isinstance(origin, Mapping) and isinstance(origin.get("kind"), str):
+        marks["prompt_origin"] = origin["kind"]
+    return marks
 
 
 # --------------------------------------------------------------------------- shared with stream-json

@@ -1,0 +1,221 @@
+"""Codex CLI session files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{timestamp, type, payload}``, ``type`` one of
+
+- ``session_meta``: the session (``meta["session_id"]``, ``cwd``,
+  ``cli_version``, ``originator``, ``forked_from_id``...); its instructions
+  (``base_instructions.text``, or ``instructions`` in older versions) are
+  ``Header.system``. A fork or a subagent's file repeats its parent's
+  ``session_meta`` after its own: only the first one counts.
+- ``response_item``: the model's input and output items, exactly as the
+  Responses API has them, so they are read by the Responses adapter (the one
+  reader of that format; what it does not model survives as Opaque blocks):
+  ``message`` (``developer`` messages before any turn form the header),
+  ``reasoning``, ``function_call`` / ``custom_tool_call`` and their
+  ``*_output`` items paired by ``call_id``, ``web_search_call`` (a server-side
+  call whose result the model saw directly, kept in the assistant turn).
+  ``local_shell_call`` and ``tool_search_call`` carry a ``call_id`` answered
+  by a later output item, so they become a ``local_shell`` /
+  ``tool_search`` call here. ``ghost_snapshot`` (an undo point, not sent to
+  the model) is counted as skipped.
+- ``event_msg``: what the UI was told. The conversation in it
+  (``user_message``, ``agent_message``, ``agent_reasoning``, command and patch
+  ends) repeats the ``response_item`` records, so it is counted as skipped;
+  ``token_count`` puts the usage of the response it follows
+  (``info.last_token_usage``) on that response's assistant item and ends it;
+  ``error`` / ``stream_error`` go to ``Header.meta["errors"]``.
+- ``turn_context``: the model, effort and cwd of the turn that follows; the
+  model goes to the assistant items' ``meta["model"]``.
+- ``compacted``: a compaction; its summary is a user item marked
+  ``meta["compact_summary"]`` (what Codex puts in the place of the history it
+  dropped).
+
+One model response spans several records (reasoning, text, parallel calls,
+possibly with outputs in between): they form one assistant item, closed by
+the response's ``token_count``, a user message or a compaction. A message
+recorded while the response's calls await their outputs (the note Codex adds
+when a command is approved) is placed after those outputs, so that every call
+stays next to its result. A record type
+not known yet is skipped and counted in ``Header.meta["unknown_records"]``; a
+response item of a type the adapter does not model is kept as an Opaque block.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..conversation import Conversation, Item, Text, ToolCall
+from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, read_wire, unix_time
+from .codex_exec import codex_usage
+
+FORMAT = "codex-rollout"
+RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+RESPONSES = "responses"
+"""The adapter that reads ``response_item`` payloads."""
+CALLS_WITH_OUTPUT = {"local_shell_call": "local_shell", "tool_search_call": "tool_search"}
+"""Item types that are a call answered by a later output item, and the tool name they get."""
+OUTPUTS = frozenset({"tool_search_output"})
+"""Output items the Responses adapter does not pair (it reads them as Opaque user items)."""
+NOT_SENT = frozenset({"ghost_snapshot"})
+"""Response items Codex records but never sends to the model."""
+SESSION_FIELDS = ("cwd", "cli_version", "originator", "model_provider", "forked_from_id")
+META_FIELDS = ("agent_nickname", "agent_role")
+
+
+def matches(source: Source) -> bool:
+    record = source.first_record
+    return (
+        record is not None
+        and record.get("type") in RECORD_TYPES
+        and isinstance(record.get("payload"), Mapping)
+        and "timestamp" in record
+    )
+
+
+def load(source: Source) -> list[Conversation]:
+    return [_Rollout(source).run()]
+
+
+class _Rollout:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.builder = ConversationBuilder(source, f"{source.name}:0", {"format": FORMAT})
+        self.meta_seen = False
+        self.model: str | None = None
+        self.responses = 0
+        self.response_open = False
+        self.awaiting: set[str] = set()  # call ids of the response in progress without their output yet
+        self.deferred: list[tuple[Item, str, float | None]] = []  # messages recorded while calls await outputs
+
+    def run(self) -> Conversation:
+        for number, record in self.source.records():
+            where = f"line {number}"
+            kind = kind_of(self.source, record, "type", where)
+            timestamp = unix_time(record.get("timestamp"))
+            if kind not in RECORD_TYPES:
+                self.builder.skip_unknown(kind or "(no type)")
+                continue
+            payload = field_of(self.source, record, "payload", Mapping, where)
+            where = f"{where}.payload"
+            if kind == "session_meta":
+                self._session(payload)
+            elif kind == "response_item":
+                self._response_item(payload, where, timestamp)
+            elif kind == "event_msg":
+                self._event(payload, where)
+            elif kind == "turn_context":
+                self._turn_context(payload)
+            else:
+                self._compacted(payload, where, timestamp)
+        self._flush()
+        return self.builder.build()
+
+    # -- records
+    def _session(self, meta: Mapping[str, Any]) -> None:
+        if self.meta_seen:  # a fork's or subagent's copy of its parent's
+            self.builder.skip("session_meta/parent")
+            return
+        self.meta_seen = True
+        fields = self.builder.meta
+        if isinstance(meta.get("id"), str):
+            fields["session_id"] = meta["id"]
+        fields.update({k: meta[k] for k in (*SESSION_FIELDS, *META_FIELDS) if isinstance(meta.get(k), str)})
+        base = meta.get("base_instructions")
+        instructions = base.get("text") if isinstance(base, Mapping) else meta.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            self.builder.add_system(instructions)
+
+    def _turn_context(self, context: Mapping[str, Any]) -> None:
+        model = context.get("model")
+        if isinstance(model, str):
+            self.model = model
+            self.builder.meta.setdefault("model", model)
+        self.builder.skip("turn_context")
+
+    def _compacted(self, compacted: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+        summary = field_of(self.source, compacted, "message", str, where)
+        self._flush()
+        self._end_response()
+        self.builder.add_user([Text(summary)], timestamp, {"compact_summary": True})
+
+    def _event(self, event: Mapping[str, Any], where: str) -> None:
+        kind = kind_of(self.source, event, "type", where) or "(no type)"
+        if kind == "token_count":
+            info = event.get("info")
+            usage = info.get("last_token_usage") if isinstance(info, Mapping) else None
+            if self.response_open and isinstance(usage, Mapping) and self.builder.set_usage(codex_usage(usage)):
+                self._end_response()
+            else:
+                self.builder.skip("event_msg/token_count")
+        elif kind in ("error", "stream_error"):
+            self.builder.meta.setdefault("errors", []).append(event.get("message"))
+        else:
+            self.builder.skip(f"event_msg/{kind}")
+
+    def _response_item(self, payload: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+        kind = payload.get("type")
+        if kind in NOT_SENT:
+            self.builder.skip(f"response_item/{kind}")
+        elif kind in CALLS_WITH_OUTPUT:
+            call_id = field_of(self.source, payload, "call_id", str, where)
+            arguments, raw = call_arguments(payload.get("action", payload.get("arguments")))
+            self._assistant(Item("assistant", (ToolCall(call_id, CALLS_WITH_OUTPUT[kind], arguments, raw),)), where,
+                            timestamp)
+        elif kind in OUTPUTS:
+            call_id = field_of(self.source, payload, "call_id", str, where)
+            output = {k: v for k, v in payload.items() if k not in ("type", "call_id")}
+            self.builder.add_result(call_id, json.dumps(output, ensure_ascii=False), where, None, timestamp)
+            self._answered(call_id)
+        elif not isinstance(kind, str) and payload.get("role") is None:
+            self.builder.skip_unknown("response_item/(no type)")
+        else:
+            for item in read_wire(self.builder, RESPONSES, [payload], where):
+                if item.role == "assistant":
+                    self._assistant(item, where, timestamp)
+                elif item.role == "tool":
+                    self._output(item, where, timestamp)
+                elif self.awaiting:
+                    self.deferred.append((item, where, timestamp))
+                else:
+                    self._end_response()
+                    self.builder.add_item(item, where, timestamp)
+
+    # -- responses
+    def _assistant(self, item: Item, where: str, timestamp: float | None) -> None:
+        """Blocks of the response in progress: one assistant item per response, whatever lies between."""
+        if not self.response_open:  # a new response: calls of the last one still waiting will not be answered
+            self._flush()
+        self.awaiting.update(block.id for block in item.blocks if isinstance(block, ToolCall))
+        self.response_open = True
+        meta = {k: v for k, v in item.meta.items() if k != "segments"}  # each record's own: the writer derives them
+        if self.model is not None:
+            meta["model"] = self.model
+        self.builder.add_item(replace(item, meta=meta), where, timestamp, response_id=f"response{self.responses}")
+
+    def _output(self, item: Item, where: str, timestamp: float | None) -> None:
+        self.builder.add_item(item, where, timestamp)
+        result = item.tool_result
+        if result is not None:
+            self._answered(result.call_id)
+
+    def _answered(self, call_id: str) -> None:
+        self.awaiting.discard(call_id)
+        if not self.awaiting:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The messages held back while calls awaited their outputs, now after them."""
+        self.awaiting.clear()
+        deferred, self.deferred = self.deferred, []
+        if deferred:
+            self._end_response()
+        for item, where, timestamp in deferred:
+            self.builder.add_item(item, where, timestamp)
+
+    def _end_response(self) -> None:
+        if self.response_open:
+            self.responses += 1
+            self.response_open = False
