@@ -236,17 +236,17 @@ CODEX_RECORDS = [
           "output": [{"type": "input_text", "text": "/w"}]}, 4),
     item({"type": "custom_tool_call", "status": "completed", "call_id": "c3", "name": "apply_patch",
           "input": "*** Begin Patch\n*** Add File: b.py\n+x = 1\n*** End Patch"}, 5),
-    item({"type": "custom_tool_call_output", "call_id": "c3", "output": "Success. Updated: A b.py"}, 5),
     item({"type": "local_shell_call", "call_id": "c4", "status": "completed",
-          "action": {"type": "exec", "command": ["python", "b.py"], "timeout_ms": 1000}}, 6),
-    item({"type": "function_call_output", "call_id": "c4", "output": "ok"}, 6),
-    item({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "codex"}}, 7),
+          "action": {"type": "exec", "command": ["python", "b.py"], "timeout_ms": 1000}}, 5),
+    item({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "codex"}}, 5),
     item({"type": "tool_search_call", "call_id": "c5", "status": "completed", "execution": "client",
-          "arguments": {"query": "deploy"}}, 7),
-    item({"type": "tool_search_output", "call_id": "c5", "status": "completed", "execution": "client",
-          "tools": []}, 7),
-    item({"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}}, 7),
+          "arguments": {"query": "deploy"}}, 5),
+    item({"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}}, 5),
     tokens(50),
+    item({"type": "custom_tool_call_output", "call_id": "c3", "output": "Success. Updated: A b.py"}, 6),
+    item({"type": "function_call_output", "call_id": "c4", "output": "ok"}, 6),
+    item({"type": "tool_search_output", "call_id": "c5", "status": "completed", "execution": "client",
+          "tools": []}, 6),
     message("assistant", "Done."),
     event({"type": "agent_message", "message": "Done."}),
     tokens(3),
@@ -333,3 +333,26 @@ def test_codex_rollout_call_the_recording_never_answered_stays_open(tmp_path: Pa
                                                        message("developer", "held until the output")]))
     assert paired(conversation) == (1, 0)
     assert conversation[-1].role == "developer"
+
+
+def test_codex_rollout_written_before_the_envelope(tmp_path: Path) -> None:
+    """Mid-2025 rollouts: a bare header, ``record_type`` state markers, bare response items."""
+    records = [
+        {"id": "c27a", "timestamp": "2025-08-20T13:20:47.060Z", "instructions": "Be careful.", "git": {"branch": "m"}},
+        {"record_type": "state"},
+        {"type": "message", "id": None, "role": "user", "content": [{"type": "input_text", "text": "List."}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
+        {"type": "function_call", "id": "fc_1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}",
+         "call_id": "call_1"},
+        {"record_type": "state"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"a.py\",\"metadata\":{}}"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a.py"}]},
+    ]
+    path = write(tmp_path, "rollout-2025-08-20T13-20-47-c27a.jsonl", records)
+    assert detect(path) == "codex-rollout"
+    (conversation,) = load(path)
+    assert conversation.validate() == [] and paired(conversation) == (1, 1)
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "assistant"]
+    assert [item.text for item in conversation.header.system] == ["Be careful."]
+    assert conversation.header.meta["session_id"] == "c27a"
+    assert conversation.header.meta["skipped"] == {"record_type/state": 2}

@@ -30,9 +30,16 @@ Each line is ``{timestamp, type, payload}``, ``type`` one of
   ``meta["compact_summary"]`` (what Codex puts in the place of the history it
   dropped).
 
-One model response spans several records (reasoning, text, parallel calls,
-possibly with outputs in between): they form one assistant item, closed by
-the response's ``token_count``, a user message or a compaction. A message
+Rollouts written before the envelope existed (Codex CLI of mid 2025) open
+with a bare header (``{id, timestamp, instructions, git}``, read as the
+``session_meta``) and hold bare response items between
+``{"record_type": "state"}`` markers (counted as skipped); they are read the
+same way.
+
+One model response spans several records (reasoning, text, parallel calls):
+they form one assistant item, closed by the response's ``token_count``, the
+outputs of all its calls (rollouts before the envelope have no token counts),
+a user message or a compaction. A message
 recorded while the response's calls await their outputs (the note Codex adds
 when a command is approved) is placed after those outputs, so that every call
 stays next to its result. A record type
@@ -60,6 +67,8 @@ CALLS_WITH_OUTPUT = {"local_shell_call": "local_shell", "tool_search_call": "too
 OUTPUTS = frozenset({"tool_search_output"})
 """Output items the Responses adapter does not pair (it reads them as Opaque user items)."""
 NOT_SENT = frozenset({"ghost_snapshot"})
+LEGACY_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output", "local_shell_call"})
+"""Response items a rollout written before the envelope opens with (detection looks for one, or a state marker)."""
 """Response items Codex records but never sends to the model."""
 SESSION_FIELDS = ("cwd", "cli_version", "originator", "model_provider", "forked_from_id")
 META_FIELDS = ("agent_nickname", "agent_role")
@@ -67,12 +76,18 @@ META_FIELDS = ("agent_nickname", "agent_role")
 
 def matches(source: Source) -> bool:
     record = source.first_record
-    return (
-        record is not None
-        and record.get("type") in RECORD_TYPES
-        and isinstance(record.get("payload"), Mapping)
-        and "timestamp" in record
+    if record is None or "timestamp" not in record:
+        return False
+    if isinstance(record.get("payload"), Mapping):
+        return record.get("type") in RECORD_TYPES
+    return _legacy_header(record) and any(
+        r is not None and ("record_type" in r or r.get("type") in LEGACY_ITEMS) for r in source.leading_records(3)[1:]
     )
+
+
+def _legacy_header(record: Mapping[str, Any]) -> bool:
+    """The first line of a rollout written before the envelope: the session, bare."""
+    return isinstance(record.get("id"), str) and not {"type", "payload", "role"} & record.keys()
 
 
 def load(source: Source) -> list[Conversation]:
@@ -91,10 +106,15 @@ class _Rollout:
         self.deferred: list[tuple[Item, str, float | None]] = []  # messages recorded while calls await outputs
 
     def run(self) -> Conversation:
+        first = self.source.first_record
+        legacy = first is not None and _legacy_header(first)
         for number, record in self.source.records():
             where = f"line {number}"
             kind = kind_of(self.source, record, "type", where)
             timestamp = unix_time(record.get("timestamp"))
+            if legacy and "payload" not in record:
+                self._legacy(record, where, timestamp)
+                continue
             if kind not in RECORD_TYPES:
                 self.builder.skip_unknown(kind or "(no type)")
                 continue
@@ -114,6 +134,15 @@ class _Rollout:
         return self.builder.build()
 
     # -- records
+    def _legacy(self, record: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+        """A line of a rollout written before the envelope: the bare header, a state marker or a response item."""
+        if "record_type" in record:
+            self.builder.skip(f"record_type/{record['record_type']}")
+        elif not self.meta_seen and _legacy_header(record):
+            self._session(record)
+        else:
+            self._response_item({k: v for k, v in record.items() if k != "timestamp"}, where, timestamp)
+
     def _session(self, meta: Mapping[str, Any]) -> None:
         if self.meta_seen:  # a fork's or subagent's copy of its parent's
             self.builder.skip("session_meta/parent")
@@ -203,8 +232,9 @@ class _Rollout:
 
     def _answered(self, call_id: str) -> None:
         self.awaiting.discard(call_id)
-        if not self.awaiting:
+        if not self.awaiting:  # the model answers outputs in a response of its own
             self._flush()
+            self._end_response()
 
     def _flush(self) -> None:
         """The messages held back while calls awaited their outputs, now after them."""
