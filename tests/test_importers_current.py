@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from contextfold.cli import cli
 from contextfold.conversation import Conversation, Text, Thinking, ToolCall
-from contextfold.errors import SessionFormatError
+from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import detect, load
 
 
@@ -356,3 +356,13 @@ def test_codex_rollout_written_before_the_envelope(tmp_path: Path) -> None:
     assert [item.text for item in conversation.header.system] == ["Be careful."]
     assert conversation.header.meta["session_id"] == "c27a"
     assert conversation.header.meta["skipped"] == {"record_type/state": 2}
+
+
+def test_codex_rollout_item_type_that_is_not_a_string_is_a_typed_error(tmp_path: Path) -> None:
+    odd = item({"type": ["function_call"], "call_id": "c1"})
+    with pytest.raises(SessionFormatError) as error:
+        load(write(tmp_path, "r.jsonl", [SESSION_META, odd]))
+    assert error.value.location == "line 2.payload.type"
+    not_rollout = write(tmp_path, "x.jsonl", [{"timestamp": T.format(0), "type": ["session_meta"], "payload": {}}])
+    with pytest.raises(UnknownSessionFormat):
+        detect(not_rollout)

@@ -79,10 +79,15 @@ def matches(source: Source) -> bool:
     if record is None or "timestamp" not in record:
         return False
     if isinstance(record.get("payload"), Mapping):
-        return record.get("type") in RECORD_TYPES
+        return _is_one_of(record.get("type"), RECORD_TYPES)
     return _legacy_header(record) and any(
-        r is not None and ("record_type" in r or r.get("type") in LEGACY_ITEMS) for r in source.leading_records(3)[1:]
+        r is not None and ("record_type" in r or _is_one_of(r.get("type"), LEGACY_ITEMS))
+        for r in source.leading_records(3)[1:]
     )
+
+
+def _is_one_of(kind: Any, kinds: frozenset[str]) -> bool:
+    return isinstance(kind, str) and kind in kinds
 
 
 def _legacy_header(record: Mapping[str, Any]) -> bool:
@@ -185,7 +190,7 @@ class _Rollout:
             self.builder.skip(f"event_msg/{kind}")
 
     def _response_item(self, payload: Mapping[str, Any], where: str, timestamp: float | None) -> None:
-        kind = payload.get("type")
+        kind = kind_of(self.source, payload, "type", where)
         if kind in NOT_SENT:
             self.builder.skip(f"response_item/{kind}")
         elif kind in CALLS_WITH_OUTPUT:
@@ -198,7 +203,7 @@ class _Rollout:
             output = {k: v for k, v in payload.items() if k not in ("type", "call_id")}
             self.builder.add_result(call_id, json.dumps(output, ensure_ascii=False), where, None, timestamp)
             self._answered(call_id)
-        elif not isinstance(kind, str) and payload.get("role") is None:
+        elif kind is None and payload.get("role") is None:
             self.builder.skip_unknown("response_item/(no type)")
         else:
             for item in read_wire(self.builder, RESPONSES, [payload], where):
