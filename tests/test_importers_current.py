@@ -366,3 +366,22 @@ def test_codex_rollout_item_type_that_is_not_a_string_is_a_typed_error(tmp_path:
     not_rollout = write(tmp_path, "x.jsonl", [{"timestamp": T.format(0), "type": ["session_meta"], "payload": {}}])
     with pytest.raises(UnknownSessionFormat):
         detect(not_rollout)
+
+
+def test_claude_code_subagent_file_stays_one_conversation_across_its_compaction(tmp_path: Path) -> None:
+    """2.1.x writes each subagent to ``<session>/subagents/agent-<id>.jsonl``: every record a sidechain record
+    naming the agent; a compaction boundary restarts the ``parentUuid`` chain, the agent stays the same."""
+    def side(record: dict[str, Any], uuid: str, parent: str | None, **more: Any) -> dict[str, Any]:
+        return {**record, "isSidechain": True, "uuid": uuid, "parentUuid": parent, **more}
+
+    boundary = {**BOOKKEEPING_RECORDS["system/compact_boundary"], "logicalParentUuid": "elsewhere"}
+    records = [side(CHAT[1], "u1", None), side(CHAT[3], "r2", "u1"), side(CHAT[4], "r3", "r2"),
+               side(CHAT[5], "r4", "r3"), side(boundary, "b1", None), side(CHAT[6], "c1", "b1"),
+               side(CHAT[7], "r5", "c1")]
+    main, subagent = load(write(tmp_path, "agent-a1.jsonl", [{**r, "agentId": "a1"} for r in records]))
+    assert len(main) == 0 and subagent.header.meta["sidechain"] is True
+    assert [item.kind for item in subagent] == ["user", "tool_call", "tool_result", "tool_result", "user", "assistant"]
+    assert subagent.validate() == []
+    older = load(write(tmp_path, "older.jsonl", [{**r, "logicalParentUuid": "r4"} if r["uuid"] == "b1" else r
+                                                 for r in records]))
+    assert [len(c) for c in older] == [0, 6]

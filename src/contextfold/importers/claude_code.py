@@ -15,8 +15,10 @@ shared with the stream-json importer, whose events have the same shape.
   scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to the tool
   item's ``meta["facts"]``. Other user content is a user item; ``isMeta`` records
   (hook feedback, injected reminders) are marked ``meta["is_meta"]``.
-- ``isSidechain`` records (a subagent's own chat in older versions) form a
-  separate conversation per chain, after the main one.
+- ``isSidechain`` records (a subagent's own chat: inline in older versions,
+  a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
+  separate conversation per subagent (``agentId``) or, without one, per
+  ``parentUuid`` chain, after the main one.
 - ``isCompactSummary`` user records (the summary a compaction left in place
   of the chat before it) are marked ``meta["compact_summary"]``; the kind of
   prompt a record says it is (``origin.kind``: ``human``, a task
@@ -101,6 +103,7 @@ def load(source: Source) -> list[Conversation]:
     for number, record in source.records():
         where = f"line {number}"
         kind = kind_of(source, record, "type", where)
+        root = _chain_root(record, where, chain_of)  # bookkeeping records link a chain too
         if kind in BOOKKEEPING:
             main.skip(_bookkeeping_name(kind, record))
             continue
@@ -108,10 +111,7 @@ def load(source: Source) -> list[Conversation]:
             main.skip_unknown(kind or "(no type)")
             continue
         builder = main
-        if record.get("isSidechain"):
-            parent, uuid = (value if isinstance(value, str) else "" for value in map(record.get, ("parentUuid", "uuid")))
-            root = chain_of.get(parent, uuid or where)
-            chain_of[uuid or where] = root
+        if root is not None:
             if root not in chains:
                 chains[root] = ConversationBuilder(
                     source, f"{source.name}:{len(chains) + 1}", {"format": FORMAT, "sidechain": True}
@@ -126,6 +126,23 @@ def load(source: Source) -> list[Conversation]:
         else:
             add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), _user_marks(record))
     return [main.build(), *(chain.build() for chain in chains.values())]
+
+
+def _chain_root(record: Mapping[str, Any], where: str, chain_of: dict[str, str]) -> str | None:
+    """The sidechain an ``isSidechain`` record belongs to (``None`` for the main chain).
+
+    Recent versions name the subagent (``agentId``: one subagent, one
+    conversation, across its compactions). Otherwise a record joins its
+    parent's chain; a compaction boundary starts with no parent but names the
+    record before it (``logicalParentUuid``), so the chain goes on through it.
+    """
+    if not record.get("isSidechain"):
+        return None
+    parent, logical, uuid, agent = (value if isinstance(value, str) else "" for value in
+                                    map(record.get, ("parentUuid", "logicalParentUuid", "uuid", "agentId")))
+    root = f"agent {agent}" if agent else chain_of.get(parent or logical, uuid or where)
+    chain_of[uuid or where] = root
+    return root
 
 
 def _bookkeeping_name(kind: str, record: Mapping[str, Any]) -> str:
