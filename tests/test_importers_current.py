@@ -305,6 +305,16 @@ def test_codex_rollout_item_kinds(tmp_path: Path) -> None:
     assert [s.text for s in summary] == ["Listed files, added b.py."]
 
 
+def test_codex_rollout_marks_the_message_the_person_typed(tmp_path: Path) -> None:
+    (conversation,) = load(write(tmp_path, "r.jsonl", CODEX_RECORDS))
+    users = [item for item in conversation if item.role == "user"]
+    assert [u.meta.get("prompt_origin") for u in users] == [None, "human", None, None]
+    assert users[1].text == "List the files." and users[0].text.startswith("# AGENTS.md")
+    spawned = {**SESSION_META, "payload": {**SESSION_META["payload"], "source": {"subagent": {"thread_spawn": {}}}}}
+    (subagent,) = load(write(tmp_path, "s.jsonl", [spawned, *CODEX_RECORDS[1:]]))
+    assert not any("prompt_origin" in item.meta for item in subagent)
+
+
 def test_codex_rollout_older_instructions_and_a_parents_meta(tmp_path: Path) -> None:
     older = rollout("session_meta", {"id": "old", "instructions": "Older instructions.", "cli_version": "0.30.0"})
     parent = rollout("session_meta", {"id": "parent", "base_instructions": {"text": "The parent's."}})

@@ -556,6 +556,19 @@ class ConversationBuilder:
                 return True
         return False
 
+    def mark_user(self, text: str, marks: Mapping[str, Any]) -> bool:
+        """Add ``marks`` to the meta of the latest user item when its text is ``text`` (a recording that says
+        elsewhere which message the person typed); ``False`` when the latest item is not that message."""
+        for draft in reversed(self._drafts):
+            if isinstance(draft, Item):
+                continue
+            typed = "".join(block.text for block in draft.blocks if isinstance(block, Text))
+            if draft.role != "user" or typed.strip() != text.strip():
+                return False
+            draft.meta.update(marks)
+            return True
+        return False
+
     # -- result
     def build(self) -> Conversation:
         items: list[Item] = []

@@ -21,6 +21,10 @@ Each line is ``{timestamp, type, payload}``, ``type`` one of
 - ``event_msg``: what the UI was told. The conversation in it
   (``user_message``, ``agent_message``, ``agent_reasoning``, command and patch
   ends) repeats the ``response_item`` records, so it is counted as skipped;
+  a ``user_message`` does say which user message the person typed (the
+  others are the harness's: AGENTS.md instructions, environment context, a
+  turn-aborted note), so that item is marked ``meta["prompt_origin"] = "human"``
+  (not in a subagent's file, whose turns its parent agent wrote);
   ``token_count`` puts the usage of the response it follows
   (``info.last_token_usage``) on that response's assistant item and ends it;
   ``error`` / ``stream_error`` go to ``Header.meta["errors"]``.
@@ -105,6 +109,7 @@ class _Rollout:
         self.builder = ConversationBuilder(source, f"{source.name}:0", {"format": FORMAT})
         self.meta_seen = False
         self.model: str | None = None
+        self.subagent = False
         self.responses = 0
         self.response_open = False
         self.awaiting: set[str] = set()  # call ids of the response in progress without their output yet
@@ -153,6 +158,8 @@ class _Rollout:
             self.builder.skip("session_meta/parent")
             return
         self.meta_seen = True
+        source = meta.get("source")
+        self.subagent = isinstance(source, Mapping) and "subagent" in source
         fields = self.builder.meta
         if isinstance(meta.get("id"), str):
             fields["session_id"] = meta["id"]
@@ -187,6 +194,8 @@ class _Rollout:
         elif kind in ("error", "stream_error"):
             self.builder.meta.setdefault("errors", []).append(event.get("message"))
         else:
+            if kind == "user_message" and isinstance(event.get("message"), str) and not self.subagent:
+                self.builder.mark_user(event["message"], {"prompt_origin": "human"})
             self.builder.skip(f"event_msg/{kind}")
 
     def _response_item(self, payload: Mapping[str, Any], where: str, timestamp: float | None) -> None:
