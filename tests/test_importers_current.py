@@ -395,3 +395,14 @@ def test_claude_code_subagent_file_stays_one_conversation_across_its_compaction(
     older = load(write(tmp_path, "older.jsonl", [{**r, "logicalParentUuid": "r4"} if r["uuid"] == "b1" else r
                                                  for r in records]))
     assert [len(c) for c in older] == [0, 6]
+
+
+def test_claude_code_session_with_no_chat_is_still_a_claude_code_file(tmp_path: Path) -> None:
+    """A session teleported to the web leaves a file of one bookkeeping record, with no session link."""
+    path = write(tmp_path, "s.jsonl", [{"type": "teleported-from", "remoteSessionId": "session_1", "branch": "b",
+                                        "messageCount": 0}])
+    assert detect(path) == "claude-code"
+    (conversation,) = load(path)
+    assert len(conversation) == 0 and conversation.header.meta["skipped"] == {"teleported-from": 1}
+    with pytest.raises(UnknownSessionFormat):
+        detect(write(tmp_path, "other.jsonl", [{"type": "teleported-from"}, {"type": "a-format-of-its-own"}]))

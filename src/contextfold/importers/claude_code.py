@@ -71,6 +71,7 @@ BOOKKEEPING = frozenset(
         "atis-latch",
         "frame-link",
         "history-suppression",
+        "teleported-from",
     }
 )
 """Record types Claude Code writes beside the chat (titles, modes, file history, UI state): not turns of it."""
@@ -85,15 +86,17 @@ RESULT_COPIES = frozenset({"stdout", "stderr", "content", "originalFile", "oldSt
 
 def matches(source: Source) -> bool:
     """Records with a string ``type`` (no stream-json ``session_id``, no rollout ``payload``), the first one
-    that is not a known bookkeeping record without links carrying a session link (``sessionId``...)."""
-    for record in source.leading_records(LEADING_RECORDS):
+    that is not a known bookkeeping record without links carrying a session link (``sessionId``...); or
+    only bookkeeping records (a session with no chat in it, such as one teleported elsewhere)."""
+    leading = source.leading_records(LEADING_RECORDS)
+    for record in leading:
         if record is None or not isinstance(record.get("type"), str) or {"session_id", "payload"} & record.keys():
             return False
         if any(key in record for key in LINK_KEYS):
             return True
         if record["type"] not in BOOKKEEPING:
             return False
-    return False
+    return bool(leading)
 
 
 def load(source: Source) -> list[Conversation]:
