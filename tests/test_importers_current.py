@@ -406,3 +406,22 @@ def test_claude_code_session_with_no_chat_is_still_a_claude_code_file(tmp_path: 
     assert len(conversation) == 0 and conversation.header.meta["skipped"] == {"teleported-from": 1}
     with pytest.raises(UnknownSessionFormat):
         detect(write(tmp_path, "other.jsonl", [{"type": "teleported-from"}, {"type": "a-format-of-its-own"}]))
+
+
+def test_claude_code_message_sent_mid_turn_is_read_after_the_rounds_results(tmp_path: Path) -> None:
+    """A ``queued_command`` attachment recorded between two results of one round lands after both."""
+    typed = cc("attachment", attachment={"type": "queued_command", "prompt": "also check b.py",
+                                         "commandMode": "prompt"}, uuid="q1", parentUuid="r3", isSidechain=False)
+    notice = cc("attachment", attachment={"type": "queued_command", "commandMode": "task-notification",
+                                          "prompt": [{"type": "text", "text": "<task-notification>done"
+                                                                             "</task-notification>"}]},
+                uuid="q2", parentUuid="q1", isSidechain=False)
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT[:5], typed, notice, *CHAT[5:]]))
+    assert conversation.validate() == []
+    assert [item.kind for item in conversation] == [
+        "user", "user", "tool_call", "tool_result", "tool_result", "user", "user", "user", "assistant"
+    ]
+    first, second = conversation[5], conversation[6]
+    assert first.text == "also check b.py" and first.meta["queued"] is True and first.meta["prompt_origin"] == "human"
+    assert second.meta["prompt_origin"] == "task-notification"
+    assert "skipped" not in conversation.header.meta

@@ -19,6 +19,11 @@ shared with the stream-json importer, whose events have the same shape.
   a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
   separate conversation per subagent (``agentId``) or, without one, per
   ``parentUuid`` chain, after the main one.
+- A message the person sent while the agent was working (an ``attachment``
+  of type ``queued_command``) is a user item marked ``meta["queued"]``, placed
+  after the results of the round it arrived in, where the model read it;
+  ``meta["prompt_origin"]`` says whether the person typed it (``human``) or
+  the harness wrote it (``task-notification``).
 - ``isCompactSummary`` user records (the summary a compaction left in place
   of the chat before it) are marked ``meta["compact_summary"]``; the kind of
   prompt a record says it is (``origin.kind``: ``human``, a task
@@ -39,9 +44,10 @@ a session that was rewound keeps its abandoned branch in place.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from ..conversation import Conversation
+from ..conversation import Conversation, Item
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
 
 FORMAT = "claude-code"
@@ -103,10 +109,14 @@ def load(source: Source) -> list[Conversation]:
     main = ConversationBuilder(source, f"{source.name}:0", {"format": FORMAT})
     chains: dict[str, ConversationBuilder] = {}  # sidechain root uuid -> its conversation
     chain_of: dict[str, str] = {}  # record uuid -> sidechain root uuid
+    queued: list[tuple[Item, str, float | None]] = []  # messages sent mid-turn, held until the round's results are in
     for number, record in source.records():
         where = f"line {number}"
         kind = kind_of(source, record, "type", where)
         root = _chain_root(record, where, chain_of)  # bookkeeping records link a chain too
+        if root is None and _queued_command(record):
+            queued.extend((item, where, unix_time(record.get("timestamp"))) for item in _queued(main, record, where))
+            continue
         if kind in BOOKKEEPING:
             main.skip(_bookkeeping_name(kind, record))
             continue
@@ -124,11 +134,50 @@ def load(source: Source) -> list[Conversation]:
             main.meta.setdefault("session_id", record["sessionId"])
         message = field_of(source, record, "message", Mapping, where)
         timestamp = unix_time(record.get("timestamp"))
+        if builder is main and not _only_results(message):
+            _release(main, queued)
         if kind == "assistant":
             add_assistant_message(builder, message, where, timestamp)
         else:
             add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), _user_marks(record))
+    _release(main, queued)
     return [main.build(), *(chain.build() for chain in chains.values())]
+
+
+def _queued_command(record: Mapping[str, Any]) -> bool:
+    attachment = record.get("attachment")
+    return record.get("type") == "attachment" and isinstance(attachment, Mapping) and (
+        attachment.get("type") == "queued_command"
+    )
+
+
+def _queued(builder: ConversationBuilder, record: Mapping[str, Any], where: str) -> list[Item]:
+    """The message a ``queued_command`` attachment carries, as user items: typed by the person
+    (``commandMode: "prompt"``) or written by the harness (a task notification)."""
+    attachment = record["attachment"]
+    prompt = attachment.get("prompt")
+    if not prompt:
+        return []
+    mode = attachment.get("commandMode")
+    origin = "human" if mode in (None, "prompt") else str(mode)
+    marks = {"queued": True, "prompt_origin": origin}
+    items = read_wire(builder, "anthropic", [{"role": "user", "content": prompt}], f"{where}.attachment.prompt")
+    return [replace(item, meta={**item.meta, **marks}) for item in items]
+
+
+def _only_results(message: Mapping[str, Any]) -> bool:
+    """Whether a user message holds tool results only (more of the round in progress)."""
+    content = message.get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(block, Mapping) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def _release(builder: ConversationBuilder, queued: list[tuple[Item, str, float | None]]) -> None:
+    """The messages held back, now that the round they arrived in has its results: where the model read them."""
+    for item, where, timestamp in queued:
+        builder.add_item(item, where, timestamp)
+    queued.clear()
 
 
 def _chain_root(record: Mapping[str, Any], where: str, chain_of: dict[str, str]) -> str | None:
