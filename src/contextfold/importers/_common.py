@@ -163,18 +163,22 @@ class Source:
 
     def leading_records(self, limit: int) -> list[dict[str, Any] | None]:
         """The first ``limit`` non-blank lines parsed (``None`` for a line that is not a JSON object): enough
-        for detection to look past the bookkeeping records some formats open with."""
-        leading: list[dict[str, Any] | None] = []
-        for line in self.lines:
-            if len(leading) == limit:
-                break
-            if line.strip():
-                try:
-                    value = parse_json(line, check=False)
-                except JsonFault:
-                    value = None
-                leading.append(value if isinstance(value, dict) else None)
-        return leading
+        for detection to look past the bookkeeping records some formats open with. Parsed once per file."""
+        key = f"leading_records/{limit}"
+        if key not in self.memo:
+            leading: list[dict[str, Any] | None] = []
+            for line in self.lines:
+                if len(leading) == limit:
+                    break
+                if line.strip():
+                    try:
+                        value = parse_json(line, check=False)
+                    except JsonFault:
+                        value = None
+                    leading.append(value if isinstance(value, dict) else None)
+            self.memo[key] = leading
+        cached: list[dict[str, Any] | None] = self.memo[key]
+        return cached
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number.
