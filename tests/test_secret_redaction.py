@@ -180,3 +180,14 @@ def test_the_cli_shows_no_key_a_gateway_echoes(fake_llm: FakeLLMServer, tmp_path
                                   fake_llm.url, "--yes", "--cwd", str(tmp_path / "work"), "-p", "hello"], env=env)
     assert chatted.exit_code == 1 and "x-api-key" in chatted.output, chatted.output
     assert GATEWAY_KEY not in chatted.output
+
+
+def test_the_cli_log_line_masks_what_a_record_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal's last guard: a record some library wrote with a credential in it is shown masked."""
+    from contextfold.cli.logs import _EchoHandler
+
+    for url in (*URL_FORMS.values(), KEY_SHAPES["anthropic key"]):
+        _EchoHandler().emit(logging.makeLogRecord({"msg": "connecting to %s", "args": (url,), "levelname": "INFO"}))
+    shown = capsys.readouterr().err
+    assert shown.count("contextfold: info: connecting to") == len(URL_FORMS) + 1
+    assert SECRET not in shown and KEY_SHAPES["anthropic key"] not in shown
