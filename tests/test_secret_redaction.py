@@ -191,3 +191,16 @@ def test_the_cli_log_line_masks_what_a_record_holds(capsys: pytest.CaptureFixtur
     shown = capsys.readouterr().err
     assert shown.count("contextfold: info: connecting to") == len(URL_FORMS) + 1
     assert SECRET not in shown and KEY_SHAPES["anthropic key"] not in shown
+
+
+def test_with_the_policy_a_url_credential_in_the_conversation_is_redacted(tmp_path: Path) -> None:
+    output = (f"DATABASE_URL={URL_FORMS['userinfo']}\nREPLICA={URL_FORMS['password parameter']}\n"
+              "then: sorted(rows, key=len) and https://example.com/docs?page=2\n")
+    context = Context(window_tokens=20_000, transcript=tmp_path, session_id="s1", policy=Policy(redact_secrets=True))
+    context.add([{"role": "user", "content": "show the settings"}, {"role": "assistant", "content": output}])
+    context.close()
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()).decode()
+    assert SECRET not in written and written.count("[REDACTED url credential]") == 2
+    assert "sorted(rows, key=len)" in written and "https://example.com/docs?page=2" in written  # code and plain URLs stay
+    (event,) = [e for e in context.events if e.stage == "redact"]
+    assert dict(event.data) == {"url credential": 2}
