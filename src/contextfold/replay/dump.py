@@ -71,9 +71,10 @@ class DumpedRequest:
 class RequestWriter:
     """Writes a dump line by line; each message's JSON was made once, when its item was rendered.
 
-    The dump holds the conversation, so it is owner-only and replaces the file
-    at ``path`` atomically when the writer is closed (:func:`replace_file`);
-    used as a context manager, a replay that fails leaves the old file as it was.
+    Used as a context manager. The dump holds the conversation, so it is
+    owner-only and replaces the file at ``path`` atomically when the block
+    ends (:func:`~contextfold.private_files.replace_file`); a replay that
+    fails leaves the old file as it was.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -104,10 +105,6 @@ class RequestWriter:
                            "summaries": list(summaries)})
         body = ",".join(m.json for m in messages)
         self._file.write(f'{head[:-1]}, "tools": {tools_json}, "messages": [{body}]}}\n')
-
-    def close(self) -> None:
-        """Put the dump in place."""
-        self.__exit__(None, None, None)
 
 
 def read_requests(path: str | os.PathLike[str]) -> Iterator[DumpedRequest]:
