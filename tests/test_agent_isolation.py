@@ -84,3 +84,19 @@ def test_the_tool_environment_is_the_allow_list_only(root: Path, monkeypatch: py
     environment = tools.tool_environment(root)
     assert set(environment) <= tools.TOOL_ENVIRONMENT | {"PWD"} | {n for n in environment if n.startswith("LC_")}
     assert environment["PWD"] == str(root)
+
+
+def test_python_m_contextfold_imports_nothing_from_the_current_folder(tmp_path: Path) -> None:
+    """``python -m`` puts the current folder on the import path; the command takes it off before importing its
+    own dependencies, so a ``click.py`` an agent wrote in the folder it works in is never run."""
+    import subprocess
+
+    marker = tmp_path / "planted-code-ran"
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("click.py", "rich.py", "tiktoken.py"):
+        (work / name).write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
+    done = subprocess.run([sys.executable, "-m", "contextfold", "--help"], cwd=work, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and "chat" in done.stdout, done.stderr
+    assert not marker.exists(), f"planted modules ran: {marker.read_text()}"
