@@ -100,3 +100,33 @@ def test_python_m_contextfold_imports_nothing_from_the_current_folder(tmp_path: 
                           timeout=120, check=False)
     assert done.returncode == 0 and "chat" in done.stdout, done.stderr
     assert not marker.exists(), f"planted modules ran: {marker.read_text()}"
+
+
+CHECKOUT_RUN = """
+import sys, pathlib, contextfold
+root, marker = pathlib.Path(sys.argv[1]), sys.argv[2]
+assert contextfold.__file__.startswith(str(root)), contextfold.__file__  # this copy, through PYTHONPATH
+from contextfold.agent.tools import Workspace
+workspace = Workspace(root, lambda command: True)
+print(workspace.write_file("src/contextfold/agent/search.py", f"open({marker!r}, 'a').write('ran')\\n"))
+print(workspace.grep("SEARCH_PROGRAM =", path="src/contextfold/agent"))
+"""
+
+
+def test_an_agent_working_on_its_own_source_checkout_never_runs_the_helper_it_changed(tmp_path: Path) -> None:
+    """contextfold reached through PYTHONPATH from a checkout that is also the working folder: the model rewrites
+    the helper's own file, and ``grep`` still runs the helper as the agent read it at start."""
+    import shutil
+    import subprocess
+
+    import contextfold
+
+    root = tmp_path / "checkout"
+    shutil.copytree(Path(contextfold.__file__).parent, root / "src" / "contextfold",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    marker = tmp_path / "planted-code-ran"
+    done = subprocess.run([sys.executable, "-c", CHECKOUT_RUN, str(root), str(marker)], cwd=root, capture_output=True,
+                          text=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "src")})
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout and "src/contextfold/agent/tools.py:" in done.stdout and "SEARCH_PROGRAM =" in done.stdout
+    assert not marker.exists()

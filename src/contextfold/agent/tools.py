@@ -38,6 +38,7 @@ from typing import IO, Any
 from contextfold import ToolSpec
 
 from .confined import Refused, open_inside
+from . import search
 from .search import SKIPPED_DIRS, walk
 
 log = logging.getLogger(__name__)
@@ -292,11 +293,13 @@ class Workspace:
     def grep(self, pattern: str, path: str = ".", glob: str = "*") -> str:
         """Search in a child process killed after :attr:`grep_timeout_s` (see :mod:`.search`).
 
-        The child runs :data:`SEARCH_HELPER`, this copy's own file, by its absolute path with ``-I -S``:
-        isolated, so neither the working folder (its cwd) nor the script's folder is on its import path and
+        The child runs :data:`SEARCH_PROGRAM`, the helper's source as this process read it, with
+        ``python -I -S -c``: isolated, so the working folder (its cwd) is not on its import path and
         ``PYTHON*`` variables and the user's site folder are ignored, and without ``site``, so no ``.pth`` or
         ``sitecustomize`` runs. The helper imports only the standard library: a ``contextfold/agent/search.py``,
-        ``os.py`` or ``sitecustomize.py`` the model wrote in the working folder is never imported.
+        ``os.py`` or ``sitecustomize.py`` the model wrote in the working folder is never imported, and neither
+        is the helper's file read again (the working folder may be contextfold's own checkout, installed
+        editable, whose ``search.py`` the model can change).
         """
         try:
             re.compile(pattern)
@@ -306,7 +309,7 @@ class Workspace:
         arguments = {"root": str(self.root), "top": str(top), "pattern": pattern, "glob": glob,
                      "limit": LIST_LIMIT_ENTRIES, "protected": [str(folder) for folder in self._protected]}
         try:
-            child = subprocess.run([sys.executable, "-I", "-S", str(SEARCH_HELPER)], input=json.dumps(arguments),
+            child = subprocess.run([sys.executable, "-I", "-S", "-c", SEARCH_PROGRAM], input=json.dumps(arguments),
                                    check=False, capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
                                    env=tool_environment(self.root))
         except subprocess.TimeoutExpired:
@@ -372,8 +375,9 @@ def tool_environment(root: Path) -> dict[str, str]:
     return {**kept, "PWD": str(root)}
 
 
-SEARCH_HELPER = Path(__file__).resolve().with_name("search.py")
-"""The search helper's file in this installed copy of contextfold, run by its absolute path (see :meth:`Workspace.grep`)."""
+SEARCH_PROGRAM = Path(search.__file__).read_text(encoding="utf-8")
+"""The search helper's source, read once when the agent starts, before any tool runs: what ``grep``'s child runs
+(see :meth:`Workspace.grep`)."""
 
 
 def _head_and_tail(file: IO[bytes], limit: int) -> str:
