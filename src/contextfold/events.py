@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .redaction import redact_credentials
+
 
 @dataclass(frozen=True)
 class Event:
@@ -29,6 +31,14 @@ class Event:
     detail: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
     calls: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # model requests made (summarizer)
+
+    def __post_init__(self) -> None:
+        """An event is shown, logged, journaled and stored: its texts (a provider's or a driver's error, a
+        store URL) are redacted of credentials once, here (:func:`~contextfold.redaction.redact_credentials`)."""
+        object.__setattr__(self, "detail", redact_credentials(self.detail) if self.detail else self.detail)
+        if any(isinstance(value, str) for value in self.data.values()):
+            object.__setattr__(self, "data", {key: redact_credentials(value) if isinstance(value, str) else value
+                                              for key, value in self.data.items()})
 
     @property
     def saved_tokens(self) -> int:

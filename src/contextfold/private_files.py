@@ -13,7 +13,9 @@ item id in a crafted session file, a folder someone else can write to):
   logged warning) and refused when it is not; a file with a second hard link
   is refused, since writing it would change the other name too;
 * a new file is written under a temporary name and renamed into place, so a
-  failed write (a full disk) leaves nothing behind.
+  failed write (a full disk) leaves nothing behind, and a reader never sees
+  half of it: the files a user names (``--output``) are written so too
+  (:func:`replace_file`).
 
 Refusals are :class:`~contextfold.errors.UnsafePath` (or the ``unsafe`` class
 the caller passes, e.g. :class:`~contextfold.errors.TranscriptUnsafe`).
@@ -28,7 +30,10 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import UnsafePath
 
@@ -113,25 +118,40 @@ def write_new(dir_fd: int, name: str, data: bytes, *, where: Path, durable: bool
     """Write ``data`` as ``name`` in the folder ``dir_fd``, all or nothing; returns the path.
 
     The bytes go to a fresh temporary file (``O_EXCL``, 0600) that is renamed
-    over ``name`` once complete: a link planted at ``name`` is replaced, not
-    followed, and on any error (a full disk) the temporary file is removed.
-    ``durable``: the file and the rename are flushed to disk before this
-    returns (for what a record written after it will name).
+    over ``name`` once complete (:func:`replacing`): a link planted at ``name``
+    is replaced, not followed, and on any error (a full disk) the temporary
+    file is removed. ``durable``: the file and the rename are flushed to disk
+    before this returns (for what a record written after it will name).
+    """
+    with replacing(dir_fd, name, where=where, durable=durable) as file:
+        view = memoryview(data)
+        while view:
+            written = os.write(file.fileno(), view)
+            if written == 0:
+                raise OSError(errno.ENOSPC, "the file accepted no bytes")
+            view = view[written:]
+    return where / name
+
+
+@contextmanager
+def replacing(dir_fd: int, name: str, *, where: Path, durable: bool = True) -> Iterator[BinaryIO]:
+    """A file to write the new contents of ``name`` (in the folder ``dir_fd``) into, renamed over it when the
+    block ends without an error.
+
+    The file is a fresh temporary one beside ``name`` (``O_EXCL``, 0600), so
+    whoever reads ``name`` sees the old contents or the new, never a part; a
+    link at ``name`` is replaced, never followed. When the block raises, the
+    temporary file is removed and ``name`` is left as it was. ``durable``: the
+    file and the rename are flushed to disk before the block's end returns.
     """
     temporary = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
     fd = open_file(dir_fd, temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, where=where)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written == 0:
-                    raise OSError(errno.ENOSPC, "the file accepted no bytes")
-                view = view[written:]
+        with os.fdopen(fd, "wb") as file:
+            yield file
+            file.flush()
             if durable:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
         os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         if durable:
             os.fsync(dir_fd)
@@ -141,7 +161,21 @@ def write_new(dir_fd: int, name: str, data: bytes, *, where: Path, durable: bool
         except OSError as err:
             log.warning("could not remove the partial file %s: %s", where / temporary, err)
         raise
-    return where / name
+
+
+@contextmanager
+def replace_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """:func:`replacing` for a file the user named (``--output``): owner-only (0600) whatever the umask or the
+    mode of the file it replaces, renamed into place atomically, flushed to disk, a link at ``path`` replaced
+    rather than followed. Its folder must exist and is used as it is (its mode is the user's)."""
+    path = Path(path)
+    _refuse_nul(path, UnsafePath)
+    dir_fd = os.open(path.parent, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        with replacing(dir_fd, path.name, where=path.parent) as file:
+            yield file
+    finally:
+        os.close(dir_fd)
 
 
 def _refuse_nul(path: Path, unsafe: type[UnsafePath]) -> None:

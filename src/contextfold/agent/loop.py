@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from contextfold import Context, ContextfoldError, Event, Header, Item, Text, ToolCall, ToolResult, Usage
 from contextfold.adapters import adapter_for
+from contextfold.redaction import redact_credentials
 
 from .models import ModelClient
 from .tools import Tool, ToolError, Workspace
@@ -139,7 +140,11 @@ class Agent:
                 raise ToolError(f"there is no tool {call.name!r}; the tools are {', '.join(tools)}")
             return ToolResult(call.id, tool(call.arguments), is_error=False)
         except reported as error:
-            return ToolResult(call.id, f"{call.name} failed: {error}", is_error=True)
+            return ToolResult(call.id, f"{call.name} failed: {self.error_text(error)}", is_error=True)
+
+    def error_text(self, error: BaseException) -> str:
+        """``error``'s message with every credential masked, the model's API key too: a gateway may echo it."""
+        return redact_credentials(str(error), known=[adapter_for(self.model.provider).sdk.api_key()])
 
     def delegate(self, prompt: str) -> str:
         """The ``task`` tool: a subagent on a forked context, with every tool but ``task``; its final answer."""

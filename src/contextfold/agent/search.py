@@ -2,8 +2,9 @@
 
 A regular expression can backtrack for hours on one line, and Python cannot
 interrupt it in a thread, so ``grep`` runs :func:`grep` in a child process
-(``python -m contextfold.agent.search``, arguments as JSON on stdin, result
-as JSON on stdout) that the tool kills at its time limit. Files are opened
+(``python -I -S -c <this module's source>``, arguments as JSON on stdin,
+result as JSON on stdout) that the tool kills at its time limit. Run that
+way, isolated from the working folder, it can import only the standard library. Files are opened
 without following links and only if they are regular files with one hard
 link, so a FIFO is skipped rather than read forever and a second name of a
 file outside (or of the session's transcript) is never read; links whose

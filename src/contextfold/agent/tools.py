@@ -11,8 +11,11 @@ a file with a second hard link is never read, searched or written, and the
 session's own folder (its transcript) is out of their reach. Every tool is bounded in
 time and output: ``grep`` runs in a child process killed at its limit (a
 catastrophic regular expression, a FIFO). The shell runs in the working
-folder, with a timeout, an output cap and no provider credentials in its
-environment, and only after :attr:`Workspace.approve` says yes.
+folder, with a timeout, an output cap and an environment of named variables
+only (:data:`TOOL_ENVIRONMENT`: no credential reaches it), and only after
+:attr:`Workspace.approve` says yes. No code in the working folder ever runs
+but what the user approved: the search helper is this package's own file,
+run isolated from the folder (see :meth:`Workspace.grep`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import IO, Any
 from contextfold import ToolSpec
 
 from .confined import Refused, open_inside
+from . import search
 from .search import SKIPPED_DIRS, walk
 
 log = logging.getLogger(__name__)
@@ -48,12 +52,14 @@ READ_CAP_BYTES = 32 * 1024 * 1024
 """Most of a file ``read_file`` and ``edit_file`` load; a larger file is refused for edits and read in part."""
 PROTECTED_DIRS = (".contextfold",)
 """Folders of the working folder the file tools never touch: the session's transcript lives there."""
-CREDENTIAL_VARIABLES = re.compile(
-    r"^(ANTHROPIC_|OPENAI_|AWS_|AZURE_|GOOGLE_|GEMINI_|MISTRAL_|COHERE_|GROQ_|HF_|HUGGING)|"
-    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|SESSION_KEY)",
-    re.IGNORECASE,
-)
-"""Environment variables the shell tool does not pass on: provider keys and anything named like a secret."""
+TOOL_ENVIRONMENT = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM", "TMPDIR", "TZ",
+})
+"""The variables a command the model writes gets from this process's environment, and only those (with every
+``LC_*`` locale variable, and ``PWD`` set to the working folder): an allow-list, so a credential under any name
+(``CONTEXTFOLD_STORE``, ``DATABASE_URL``, ``REDIS_URL``, a provider key, a token) never reaches a tool. They say
+where programs are and how to print text, nothing more; a variable that changes what a program runs at start
+(``BASH_ENV``, ``LD_PRELOAD``, ``PYTHONPATH``) is left out too."""
 READ_LIMIT_LINES = 2_000
 """Lines ``read_file`` returns when no limit is given."""
 LIST_LIMIT_ENTRIES = 500
@@ -285,7 +291,16 @@ class Workspace:
         return ("\n".join(listed) or "no files") + more + self._outside_note(outside)
 
     def grep(self, pattern: str, path: str = ".", glob: str = "*") -> str:
-        """Search in a child process killed after :attr:`grep_timeout_s` (see :mod:`.search`)."""
+        """Search in a child process killed after :attr:`grep_timeout_s` (see :mod:`.search`).
+
+        The child runs :data:`SEARCH_PROGRAM`, the helper's source as this process read it, with
+        ``python -I -S -c``: isolated, so the working folder (its cwd) is not on its import path and
+        ``PYTHON*`` variables and the user's site folder are ignored, and without ``site``, so no ``.pth`` or
+        ``sitecustomize`` runs. The helper imports only the standard library: a ``contextfold/agent/search.py``,
+        ``os.py`` or ``sitecustomize.py`` the model wrote in the working folder is never imported, and neither
+        is the helper's file read again (the working folder may be contextfold's own checkout, installed
+        editable, whose ``search.py`` the model can change).
+        """
         try:
             re.compile(pattern)
         except re.error as error:
@@ -294,9 +309,9 @@ class Workspace:
         arguments = {"root": str(self.root), "top": str(top), "pattern": pattern, "glob": glob,
                      "limit": LIST_LIMIT_ENTRIES, "protected": [str(folder) for folder in self._protected]}
         try:
-            child = subprocess.run([sys.executable, "-m", "contextfold.agent.search"], input=json.dumps(arguments),
+            child = subprocess.run([sys.executable, "-I", "-S", "-c", SEARCH_PROGRAM], input=json.dumps(arguments),
                                    check=False, capture_output=True, text=True, timeout=self.grep_timeout_s, cwd=self.root,
-                                   env=_search_environment())
+                                   env=tool_environment(self.root))
         except subprocess.TimeoutExpired:
             log.warning("grep %r stopped at its time limit of %g s", pattern, self.grep_timeout_s)
             raise ToolError(f"grep stopped after {self.grep_timeout_s:g} s (a pattern that backtracks badly, or too "
@@ -327,7 +342,7 @@ class Workspace:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env=tool_environment(),
+                env=tool_environment(self.root),
             )
             try:
                 status: int | None = process.wait(timeout=timeout)
@@ -353,18 +368,16 @@ class Workspace:
         return "\n".join(f"{marks[t['status']]} {t['content']}" for t in self.todos) or "the todo list is empty"
 
 
-def tool_environment() -> dict[str, str]:
-    """This process's environment without provider keys or anything named like a secret (see
-    :data:`CREDENTIAL_VARIABLES`): a command the model writes must not be able to read them."""
-    return {name: value for name, value in os.environ.items() if not CREDENTIAL_VARIABLES.search(name)}
+def tool_environment(root: Path) -> dict[str, str]:
+    """The environment of a command run in the working folder ``root``: the variables of
+    :data:`TOOL_ENVIRONMENT` and ``LC_*`` this process has, ``PWD`` the folder; nothing else."""
+    kept = {name: value for name, value in os.environ.items() if name in TOOL_ENVIRONMENT or name.startswith("LC_")}
+    return {**kept, "PWD": str(root)}
 
 
-def _search_environment() -> dict[str, str]:
-    """The tool environment, with this copy of contextfold first on the path (the child runs in the working folder)."""
-    package_parent = str(Path(__file__).resolve().parents[2])
-    environment = tool_environment()
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, environment.get("PYTHONPATH")]))
-    return environment
+SEARCH_PROGRAM = Path(search.__file__).read_text(encoding="utf-8")
+"""The search helper's source, read once when the agent starts, before any tool runs: what ``grep``'s child runs
+(see :meth:`Workspace.grep`)."""
 
 
 def _head_and_tail(file: IO[bytes], limit: int) -> str:

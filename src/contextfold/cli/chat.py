@@ -144,7 +144,7 @@ def chat(
         try:
             answer = agent.ask(task)
         except reported as error:
-            console.print(f"contextfold chat: {escape(str(error))}")
+            console.print(f"contextfold chat: {escape(agent.error_text(error))}")
             sys.exit(1)
         display.status(agent.context)
         click.echo(answer)
@@ -174,5 +174,5 @@ def _repl(session: Session, model: str) -> None:
         except KeyboardInterrupt:
             console.print("[red]interrupted[/]")
         except reported as error:
-            console.print(f"[red]{escape(str(error))}[/]")
+            console.print(f"[red]{escape(agent.error_text(error))}[/]")
         session.display.status(agent.context)

@@ -22,6 +22,7 @@ from ..adapters import PROVIDERS
 from ..codec import conversation_to_dict
 from ..context import DEFAULT_MAX_OUTPUT_TOKENS, Context
 from ..conversation import Conversation
+from ..private_files import replace_file
 from .options import (
     check_window,
     load_recorded,
@@ -41,7 +42,7 @@ OUTPUT_FORMATS = ("session", *PROVIDERS)
 @summarizer_options
 @click.option("--instructions", default=None, help="What the summary should focus on (as /compact's argument).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write the result (default: standard output).")
+              help="Where to write the result, owner-only (default: standard output).")
 @renamed_option("--format", "--output-format", type=click.Choice(OUTPUT_FORMATS), default="session",
                 help="A contextfold session file, or the next request body for a provider [default: session].")
 @click.option("--index", type=click.IntRange(min=0), default=None,
@@ -75,7 +76,8 @@ def compact_command(
     if output is None:
         click.echo(text)
     else:
-        output.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")  # as stdout: see escaping_stdout
+        with replace_file(output) as written:  # 0600: it holds the conversation
+            written.write(f"{text}\n".encode("utf-8", errors="backslashreplace"))  # as stdout: see escaping_stdout
     summarized = any(e.action == "summarized" for e in events)
     click.echo(f"{len(conversation)} items, {before:,} tokens -> {len(view)} items, "
                f"{context.counter.count(view):,} tokens" + ("" if summarized else " (nothing to summarize)"), err=True)

@@ -13,15 +13,18 @@ from collections.abc import Callable
 
 import click
 
+from ..redaction import redact_credentials
+
 LEVELS = ("debug", "info", "warning", "error")
 
 
 class _EchoHandler(logging.Handler):
-    """Writes through click to whatever stderr is now (a test runner swaps it), as ``contextfold: level: text``."""
+    """Writes through click to whatever stderr is now (a test runner swaps it), as ``contextfold: level: text``,
+    with any credential a record holds masked (the last guard: the library masks them before it logs)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = record.getMessage().removeprefix("contextfold: ")  # some messages name us already
+            message = redact_credentials(record.getMessage()).removeprefix("contextfold: ")  # some name us already
             click.echo(f"contextfold: {record.levelname.lower()}: {message}", err=True)
         except Exception:  # noqa: BLE001 - logging must never take the command down
             self.handleError(record)

@@ -27,7 +27,8 @@ from ..conversation import Conversation
 from ..errors import ContextfoldError, StoreError, UnknownModel
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
-from ..stores import open_store, redact, split_session_ref
+from ..redaction import redact_credentials, redact_url
+from ..stores import open_store, split_session_ref
 from ..stores.opening import local_path
 from ..stores.records import restore
 from ..stores.transcript import FORMAT as TRANSCRIPT_FORMAT
@@ -46,7 +47,8 @@ SUMMARIZERS = ("extractive", *PROVIDERS)
 
 def fail(error: ContextfoldError | OSError) -> NoReturn:
     """One line on stderr, exit code 2: a message of several lines (a database driver's, say) is joined by '; '."""
-    lines = [line.strip() for line in command_line_message(error).splitlines() if line.strip()]
+    message = redact_credentials(command_line_message(error))  # the last guard: no credential on the terminal
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
     click.echo(f"contextfold: {'; '.join(lines)}", err=True)
     sys.exit(2)
 
@@ -82,7 +84,7 @@ class StoredRef:
     session_id: str
 
     def __str__(self) -> str:
-        return f"{redact(self.location)}#{self.session_id}"
+        return f"{redact_url(self.location)}#{self.session_id}"
 
 
 if TYPE_CHECKING:  # click 8.4 types a parameter type by its value; older clicks cannot subscript it at run time
@@ -129,7 +131,7 @@ def existing(location: str) -> str:
     one must not do, nor report a mistyped path as an empty store. (A server's store is checked by connecting.)"""
     path = local_path(location)
     if path is not None and not path.exists():
-        raise StoreError(f"{redact(location)}: the store does not exist ({path} not found)")
+        raise StoreError(f"{redact_url(location)}: the store does not exist ({path} not found)")
     return location
 
 

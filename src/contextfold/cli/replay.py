@@ -49,7 +49,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--index", type=click.IntRange(min=0), default=None,
               help="Only the N-th conversation of the file (0-based); default: every one.")
 @click.option("--requests", "requests_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write every request sent to this JSON Lines file (needs --index for a file of several).")
+              help="Write every request sent to this JSON Lines file, owner-only (needs --index for a file of several).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object of totals per conversation.")
 @click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens,
               show_default=True, help="Tokens reserved for the reply.")

@@ -10,7 +10,6 @@ only as its options say.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections import Counter
 from contextlib import closing
@@ -23,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..context.timeline import Timeline
+from ..private_files import replace_file
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
 from ..stores.records import restore, to_line
@@ -105,7 +105,7 @@ def describe(location: str, session_id: str) -> dict[str, Any]:
 @store_option
 @click.argument("session_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write here (created 0600) instead of standard output.")
+              help="Write here (owner-only, replaced atomically) instead of standard output.")
 @reports_errors
 def export(location: str, session_id: str, output: Path | None) -> None:
     """The session as a transcript file: every record, one JSON line each, exactly as stored.
@@ -117,8 +117,7 @@ def export(location: str, session_id: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.buffer.write(data)  # click 8.5 deprecates get_binary_stream (its stub is no longer callable)
         return
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as file:
+    with replace_file(output) as file:
         file.write(data)
 
 

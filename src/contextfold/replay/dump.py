@@ -30,14 +30,17 @@ before its agent request.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SessionFormatError
+from ..private_files import replace_file
 from .render import Message
 
 _FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -66,11 +69,25 @@ class DumpedRequest:
 
 
 class RequestWriter:
-    """Writes a dump line by line; each message's JSON was made once, when its item was rendered."""
+    """Writes a dump line by line; each message's JSON was made once, when its item was rendered.
+
+    Used as a context manager. The dump holds the conversation, so it is
+    owner-only and replaces the file at ``path`` atomically when the block
+    ends (:func:`~contextfold.private_files.replace_file`); a replay that
+    fails leaves the old file as it was.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._file = self.path.open("w", encoding="utf-8")
+        self._stack = ExitStack()
+        self._file = io.TextIOWrapper(self._stack.enter_context(replace_file(self.path)), encoding="utf-8")
+
+    def __enter__(self) -> RequestWriter:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._file.flush()
+        self._stack.__exit__(*exc_info)
 
     def write(
         self,
@@ -88,9 +105,6 @@ class RequestWriter:
                            "summaries": list(summaries)})
         body = ",".join(m.json for m in messages)
         self._file.write(f'{head[:-1]}, "tools": {tools_json}, "messages": [{body}]}}\n')
-
-    def close(self) -> None:
-        self._file.close()
 
 
 def read_requests(path: str | os.PathLike[str]) -> Iterator[DumpedRequest]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import closing, nullcontext
+from contextlib import nullcontext
 from typing import Any
 
 from ..conversation import Conversation, Header, Item, reproducible_ids
@@ -187,7 +187,7 @@ def replay(
     points = request_points(conversation)
     seed = f"{session}\0{strategy.name}\0{conversation.items[0].id if conversation.items else ''}"
     with reproducible_ids(seed), \
-            closing(RequestWriter(requests_path)) if requests_path is not None else nullcontext() as dump:
+            RequestWriter(requests_path) if requests_path is not None else nullcontext() as dump:
         state = _Replay(conversation, estimator, prices, cache_ttl_s, dump, cache_rule)
         strategy.start(conversation.header)
         start = 0

@@ -12,10 +12,10 @@ otherwise). Retention is explicit: :func:`prune`.
 
 from __future__ import annotations
 
-from .base import Record, SessionInfo, Store, is_store_url, redact, split_session_ref
+from .base import Record, SessionInfo, Store, is_store_url, split_session_ref
 from .opening import open_store
 from .retention import PruneReport, prune
 from .session import StoredSession
 
 __all__ = ["PruneReport", "Record", "SessionInfo", "Store", "StoredSession", "is_store_url", "open_store", "prune",
-           "redact", "split_session_ref"]
+           "split_session_ref"]

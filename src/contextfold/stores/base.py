@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import BlobNotFound, StoreError
 
@@ -134,29 +133,6 @@ class BlobStore(Protocol):
 
     def get_blob(self, session_id: str, digest: str) -> bytes:
         """The bytes put under ``digest``; :class:`~contextfold.errors.BlobNotFound` if there are none."""
-
-
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***``, fit for logs and messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-    except ValueError:  # not a URL we can take apart: say nothing of it
-        return "<store url>"
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` (a driver's error message) with the password of ``url`` masked, should the driver echo it."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # urlsplit refuses it (an unclosed IPv6 bracket), yet a driver may echo it whole
-        userinfo, at, _ = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0].rpartition("@")
-        password = userinfo.partition(":")[2] if at else None
-    return text.replace(password, "***") if password else text
 
 
 def split_session_ref(text: str) -> tuple[str, str] | None:

@@ -8,11 +8,17 @@ when their URL is opened, so each optional driver stays optional.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 from ..errors import StoreError
-from .base import DURABILITIES, Durability, Store, redact
+from ..redaction import redact_url
+from .base import DURABILITIES, Durability, Store
+
+
+LIBPQ_CONNINFO = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|service|sslmode)\s*=", re.IGNORECASE)
+"""The start of a libpq ``key=value`` connection string (``host=db password=...``), which is no store location."""
 
 
 def open_store(location: str | os.PathLike[str] | Store) -> Store:
@@ -27,8 +33,11 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
         return location
     text = os.fspath(location)
     if "\0" in text:  # no system call takes one, nor a driver: refused before a backend raises ValueError for it
-        raise StoreError(f"{redact(text)!r}: a store's location cannot hold a NUL byte")
+        raise StoreError(f"{redact_url(text)!r}: a store's location cannot hold a NUL byte")
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if not scheme and LIBPQ_CONNINFO.match(text):  # else a folder named after it, password and all
+        raise StoreError(f"{redact_url(text)!r} is a libpq connection string: name a PostgreSQL store by a URL, "
+                         "postgresql://user@host:port/db (other settings as ?name=value)")
     if scheme in ("", "jsonl", "file"):
         from .jsonl import JsonlStore
 
@@ -47,7 +56,7 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
         from .redis import RedisStore
 
         return RedisStore(text)
-    raise StoreError(f"unknown store {redact(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
+    raise StoreError(f"unknown store {redact_url(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
 
 
 def local_path(location: str | os.PathLike[str]) -> Path | None:
@@ -77,5 +86,5 @@ def _path_of(url: str) -> str:
     """The path of a ``scheme:///path`` URL: ``sqlite:///x.db`` is ``x.db``, ``sqlite:////tmp/x.db`` is ``/tmp/x.db``."""
     rest = url.split("://", 1)[1]
     if not rest.startswith("/"):
-        raise StoreError(f"{url!r}: a file store URL has three slashes, then the path (sqlite:///sessions.db)")
+        raise StoreError(f"{redact_url(url)!r}: a file store URL has three slashes, then the path (sqlite:///sessions.db)")
     return rest[1:] or "."

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import StoreError, StoreUnavailable
-from .base import redact, scrub
+from ..redaction import redact_credentials, redact_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,8 @@ class ServerLink:
         self.error: type[Exception] = getattr(self.driver, error)
         self.unavailable: tuple[type[Exception], ...] = tuple(getattr(self.driver, name) for name in unavailable)
         self.secret_url = url
-        self.url = redact(url)
+        self.url = redact_url(url)
+        self.secrets = url_secrets(url)
         log.debug("connecting to %s", self.url)
 
     @contextmanager
@@ -43,7 +44,7 @@ class ServerLink:
             yield
         except self.error as err:
             kind = StoreUnavailable if isinstance(err, self.unavailable) else StoreError
-            raise kind(f"{self.url}: {doing}{scrub(str(err), self.secret_url)}") from None
+            raise kind(f"{self.url}: {doing}{redact_credentials(str(err), self.secrets)}") from None
 
     @contextmanager
     def connecting(self, doing: str = "") -> Iterator[None]:
@@ -54,4 +55,4 @@ class ServerLink:
             with self.errors(doing):
                 yield
         except ValueError as err:
-            raise StoreError(f"{self.url}: {doing}not a URL the driver takes: {scrub(str(err), self.secret_url)}") from None
+            raise StoreError(f"{self.url}: {doing}not a URL the driver takes: {redact_credentials(str(err), self.secrets)}") from None

@@ -63,6 +63,7 @@ from ..adapters import Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import model_limits
+from ..redaction import redact_credentials
 from ..rendering import Renderer
 from ..sdk import ClientOptions
 from ..usage import Usage
@@ -382,7 +383,9 @@ class LLMSummarizer:
         self, request: SummaryRequest, calls: list[tuple[Conversation, Usage | None]], reason: str
     ) -> SummaryResult:
         result = self.fallback.summarize(request)
-        why = f"{self.name} summarizer ({self.model}): {reason}; {getattr(self.fallback, 'name', 'fallback')} used instead"
+        why = redact_credentials(  # a gateway may echo the key in its error: never logged, stored or shown
+            f"{self.name} summarizer ({self.model}): {reason}; {getattr(self.fallback, 'name', 'fallback')} used instead",
+            known=[self.adapter.sdk.api_key(self.api_key)])
         log.warning("%s", why)
         return replace(result, calls=(*calls, *result.calls), fallback=why)
 
