@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from ..errors import StoreError
 
@@ -70,7 +70,7 @@ class StoreTimeouts:
                     chosen[URL_PARAMETERS[key]] = float(value)
                 except ValueError:
                     raise StoreError(f"store URL: {key} must be a number of seconds, not {value!r}") from None
-        rest = urlencode([(key, value) for key, value in pairs if key not in URL_PARAMETERS])
+        rest = urlencode([(key, value) for key, value in pairs if key not in URL_PARAMETERS], quote_via=quote)
         return (f"{base}?{rest}" if rest else base), replace(self, **chosen)
 
 
