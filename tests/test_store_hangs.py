@@ -10,6 +10,7 @@ bound: ``benchmarks/store_hangs.py``). Passwords never reach the error.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -84,6 +85,7 @@ def own_postgres() -> Iterator[str]:
         pytest.skip(reason)
     with postgres_server() as url:
         yield url
+        gc.collect()  # a timed-out connection still held by an error's traceback would delay the server's stop
 
 
 @pytest.fixture

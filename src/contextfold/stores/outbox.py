@@ -120,6 +120,7 @@ class RetryBudget:
         self.clock = clock
         self._since: float | None = None  # when the first failed try of this outage began
         self._last = 0.0  # when the last one failed
+        self.silent = False  # the last failed try waited out the operation timeout: the server does not answer
 
     def attempt(self, operation: Callable[[], T]) -> T:
         """``operation()``: a :class:`StoreUnavailable` it raises counts in the outage, a result ends it."""
@@ -131,6 +132,7 @@ class RetryBudget:
             if self._since is None or (self.timeouts is not None and now - self._last > self.timeouts.give_up_s):
                 self._since = begun
             self._last = now
+            self.silent = self.timeouts is not None and now - begun >= self.timeouts.operation_s
             raise
         self._since = None
         return result

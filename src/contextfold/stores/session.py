@@ -241,14 +241,15 @@ class StoredSession:
         return pulled
 
     def _read_again_once(self) -> list[Record]:
-        """The records after :attr:`seen`; a read the store refused is tried once more (a dropped connection is
-        made again by the next call), if that still ends within the store's bound."""
+        """The records after :attr:`seen`; a read the store refused at once is tried once more (a dropped
+        connection is made again by the next call), if that still ends within the store's bound. One that got
+        no answer is not: the server is silent, and the write that follows spends the bound on its retries."""
         budget = self._outbox.budget
         read = partial(self.store.read, self.session_id, self.seen)
         try:
             return budget.attempt(read)
         except StoreUnavailable:
-            if not budget.allows(0):
+            if budget.silent or not budget.allows(0):
                 raise
             return budget.attempt(read)
 

@@ -7,7 +7,7 @@ retry is bounded, so a write it does not take is a
 One value for the PostgreSQL and Redis stores, sync and async alike, set on
 the store's constructor (``timeouts=``) or on its URL, in seconds::
 
-    postgresql://db.internal/app?connect_timeout=2&operation_timeout=3&idle_timeout=30&give_up_after=10
+    postgresql://db.internal/app?connect_timeout=2&operation_timeout=2.5&idle_timeout=30&give_up_after=10
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class StoreTimeouts:
     """
 
     connect_s: float = 2.0
-    operation_s: float = 3.0
+    operation_s: float = 2.5
     idle_s: float = 30.0
     give_up_s: float = 10.0
 
