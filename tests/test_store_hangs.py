@@ -163,6 +163,21 @@ def test_a_killed_redis_makes_add_and_opening_unavailable(own_redis: str) -> Non
 # --------------------------------------------------------------------------- the setting itself
 
 
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+def test_timeouts_given_to_the_constructor_bound_the_store(scheme: str) -> None:
+    if reason := missing(scheme):
+        pytest.skip(reason)
+    from contextfold.stores.postgres import PostgresStore
+    from contextfold.stores.redis import RedisStore
+
+    given = StoreTimeouts(connect_s=1, operation_s=0.5, give_up_s=3)
+    with black_hole() as port:
+        opening = {"postgresql": lambda: PostgresStore(f"postgresql://cf@127.0.0.1:{port}/postgres", timeouts=given),
+                   "redis": lambda: RedisStore(f"redis://127.0.0.1:{port}/0", timeouts=given)}[scheme]
+        raises_in_time(opening)
+
+
+
 def test_the_default_bound_leaves_room_for_a_retry() -> None:
     """The documented retry fires within the default bound: a first attempt, a pause, another whole attempt."""
     from contextfold.stores.outbox import RETRY_DELAYS_S

@@ -95,8 +95,8 @@ return 0
 
 
 def client_timeouts(timeouts: StoreTimeouts) -> dict[str, Any]:
-    """redis-py's client arguments for ``timeouts`` (sync and asyncio clients take the same): no retry of its own,
-    which would multiply every timeout; the store's caller retries within ``give_up_s``."""
+    """redis-py's client arguments for ``timeouts``: no retry of its own, which would multiply every timeout
+    (the store's caller retries within ``give_up_s``)."""
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 

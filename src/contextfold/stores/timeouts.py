@@ -28,7 +28,8 @@ class StoreTimeouts:
     * ``operation_s``: one operation (a statement, a script) with no answer
       this long means the server is out of reach: its connection is dropped
       and the operation fails (the store's operations are small; a read of a
-      whole session of many megabytes over a slow link may need more);
+      whole session of many megabytes over a slow link, or a prune of a large
+      store, may need more: raise it on that store's URL);
     * ``idle_s``: a connection unused this long is checked before it is used
       again (Redis: a ``PING``; PostgreSQL: TCP keepalives), and the server
       ends a transaction its client left open this long (PostgreSQL's
