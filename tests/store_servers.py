@@ -132,10 +132,11 @@ def redis_server() -> Iterator[str]:
 
 def server_pids(url: str) -> list[int]:
     """The server process (postgres or redis-server) listening on the port of ``url``, and its children
-    (PostgreSQL's backends): found by the port on its command line (Redis puts ``host:port`` in its title)."""
+    (PostgreSQL's backends): found by the port on its command line (``-p``/``--port``; Redis puts ``host:port``
+    in its title)."""
     from urllib.parse import urlsplit
 
-    port = re.compile(rf"(?<![0-9]){urlsplit(url).port}(?![0-9])")
+    port = re.compile(rf"(-p |--port |:){urlsplit(url).port}(?![0-9])")  # not a backend's client "(port)"
     parents: dict[int, int] = {}
     servers = []
     for entry in Path("/proc").iterdir():
