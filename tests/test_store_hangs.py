@@ -192,8 +192,13 @@ def test_timeouts_on_the_url_override_the_given_ones_and_leave_the_url() -> None
     assert timeouts == StoreTimeouts(connect_s=2.0, operation_s=0.5, idle_s=5, give_up_s=4)
 
 
+def test_a_long_connect_timeout_alone_widens_the_bound() -> None:
+    """libpq's own ``connect_timeout=10``, as URLs carried it before, still opens the store."""
+    assert DEFAULT_TIMEOUTS.from_url("postgresql://h/db?connect_timeout=10")[1].give_up_s == 12.5
+
+
 @pytest.mark.parametrize("query", ["operation_timeout=soon", "connect_timeout=0", "give_up_after=inf",
-                                   "give_up_after=3"])
+                                   "give_up_after=3", "connect_timeout=9&give_up_after=10"])
 def test_a_bad_timeout_is_a_typed_error(query: str) -> None:
     with pytest.raises(StoreError, match="store (URL|timeouts)"):
         DEFAULT_TIMEOUTS.from_url(f"postgresql://h/db?{query}")

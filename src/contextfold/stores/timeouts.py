@@ -59,7 +59,8 @@ class StoreTimeouts:
         return self.connect_s + self.operation_s
 
     def from_url(self, url: str) -> tuple[str, StoreTimeouts]:
-        """``url`` without the timeout parameters of :data:`URL_PARAMETERS`, and these timeouts with them applied."""
+        """``url`` without the timeout parameters of :data:`URL_PARAMETERS`, and these timeouts with them applied
+        (without ``give_up_after``, the bound grows to one whole attempt if the timeouts given need more)."""
         base, mark, query = url.partition("?")
         if not mark:
             return url, self
@@ -71,6 +72,9 @@ class StoreTimeouts:
                     chosen[URL_PARAMETERS[key]] = float(value)
                 except ValueError:
                     raise StoreError(f"store URL: {key} must be a number of seconds, not {value!r}") from None
+        if "give_up_s" not in chosen:  # a longer connect or operation alone (libpq's connect_timeout=10) widens the bound
+            attempt = chosen.get("connect_s", self.connect_s) + chosen.get("operation_s", self.operation_s)
+            chosen["give_up_s"] = max(self.give_up_s, attempt)
         rest = urlencode([(key, value) for key, value in pairs if key not in URL_PARAMETERS], quote_via=quote)
         return (f"{base}?{rest}" if rest else base), replace(self, **chosen)
 
