@@ -16,6 +16,7 @@ from .base import Record, SessionInfo, Store, is_store_url, split_session_ref
 from .opening import open_store
 from .retention import PruneReport, prune
 from .session import StoredSession
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
-__all__ = ["PruneReport", "Record", "SessionInfo", "Store", "StoredSession", "is_store_url", "open_store", "prune",
-           "split_session_ref"]
+__all__ = ["DEFAULT_TIMEOUTS", "PruneReport", "Record", "SessionInfo", "Store", "StoreTimeouts", "StoredSession",
+           "is_store_url", "open_store", "prune", "split_session_ref"]

@@ -6,6 +6,13 @@ names itself by the URL with its password masked, and driver errors are
 scrubbed of it. ``?durability=`` (see :data:`~contextfold.stores.base.DURABILITIES`)
 sets ``synchronous_commit`` for the store's connection: off by default (an
 acknowledged append survives any writer's crash), on with ``commit``.
+
+A server that stops answering never blocks a caller for good (see
+:class:`~contextfold.stores.timeouts.StoreTimeouts`): connecting is bounded by
+libpq's ``connect_timeout``, every transaction by the process' watchdog
+(:mod:`.deadline`) on the client and ``statement_timeout`` on the server, an
+idle connection is watched by TCP keepalives, and the server ends a
+transaction left idle (``idle_in_transaction_session_timeout``).
 Install with the ``[postgres]`` extra.
 """
 
@@ -13,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import SessionNotFound, StoreError, install_hint
@@ -22,6 +32,7 @@ from .base import Durability, Record
 from .records import encode, record_key
 from .server import ServerLink
 from .sql import SqlStore
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 _APPEND = """
 WITH moved AS (
@@ -44,12 +55,18 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     blob_type = "BYTEA"
 
-    def __init__(self, url: str, *, durability: Durability = "process") -> None:
+    def __init__(self, url: str, *, durability: Durability = "process",
+                 timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
         self._link = ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),
-                                needs=f"the PostgreSQL store needs psycopg 3: {install_hint('postgres')}")
+                                needs=f"the PostgreSQL store needs psycopg 3: {install_hint('postgres')}",
+                                timeouts=timeouts)
         self.url = self._link.url
+        # libpq connects within whole seconds, at least 2: the bound counts what it will really wait
+        self.timeouts = replace(self._link.timeouts, connect_s=max(2, math.ceil(self._link.timeouts.connect_s)))
         self._durability = durability
         self._connection: Any = None
+        self._fresh = False  # a connection made since the last transaction: its settings are sent first
+        self._one_at_a_time = threading.RLock()  # one transaction on the connection, whichever thread
         try:
             with self._link.connecting("cannot open the database: "):
                 self._connect()
@@ -61,9 +78,22 @@ class PostgresStore(SqlStore):
             raise
 
     def _connect(self) -> None:
-        """A new connection (each write is its own ``_transaction()`` block, so autocommit)."""
-        self._connection = self._link.driver.connect(self._link.secret_url, autocommit=True)
-        self._connection.execute(f"SET synchronous_commit = {'on' if self._durability == 'commit' else 'off'}")
+        """A new connection (each write is its own ``_transaction()`` block, so autocommit), within
+        ``connect_s``; keepalives probe it once idle ``idle_s``, and give up on a silent peer after three."""
+        timeouts = self.timeouts
+        self._connection = self._link.driver.connect(
+            self._link.secret_url, autocommit=True, connect_timeout=int(timeouts.connect_s),
+            keepalives=1, keepalives_idle=math.ceil(timeouts.idle_s),
+            keepalives_interval=math.ceil(timeouts.operation_s), keepalives_count=3)
+        self._fresh = True
+
+    def _settings(self) -> str:
+        """The session settings a new connection is given (SET statements rather than startup ``options``,
+        which connection poolers refuse): durability, and the server's side of the timeouts."""
+        timeouts = self.timeouts
+        return (f"SET synchronous_commit = {'on' if self._durability == 'commit' else 'off'}; "
+                f"SET statement_timeout = {math.ceil(timeouts.operation_s * 1000)}; "
+                f"SET idle_in_transaction_session_timeout = {math.ceil(timeouts.idle_s * 1000)}")
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
@@ -92,19 +122,25 @@ class PostgresStore(SqlStore):
     @contextlib.contextmanager
     def _transaction(self, *, block: bool = True) -> Iterator[Any]:
         """A cursor in a transaction block; without ``block``, each statement is its own transaction
-        (autocommit), which saves the BEGIN and COMMIT round trips."""
+        (autocommit), which saves the BEGIN and COMMIT round trips. The whole of it gets ``operation_s``; one
+        at a time on the connection, whichever thread (the summary lease's heartbeat renews from its own)."""
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
-        with self._link.errors(), contextlib.ExitStack() as stack:
+        with self._one_at_a_time, self._link.errors(), contextlib.ExitStack() as stack:
             if self._connection.broken:  # the server went away since: connect again (the caller retries with backoff)
                 log.warning("%s: the connection was lost; connecting again", self.url)
                 self._connection.close()
                 self._connect()
+            stack.enter_context(self._link.bounded(self._connection.fileno()))
+            if self._fresh:
+                self._connection.execute(self._settings())
+                self._fresh = False
             if block:
                 stack.enter_context(self._connection.transaction())
             yield stack.enter_context(self._connection.cursor())
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        with self._one_at_a_time:  # not under a transaction of another thread
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None

@@ -13,7 +13,12 @@ Redis' ``WATCH``/``MULTI`` would give, in one round trip). How durable an
 acknowledged append is depends on the server's persistence (``appendonly``,
 ``appendfsync``): that is the operator's choice. Credentials come from the
 URL (``redis://:password@host``) or ``REDIS_PASSWORD``-style settings of the
-caller, and are never logged. Install with the ``[redis]`` extra.
+caller, and are never logged. A server that stops answering never blocks a
+caller for good: connecting, every command and the check of a connection
+left idle are bounded by the store's
+:class:`~contextfold.stores.timeouts.StoreTimeouts` (redis-py's socket
+timeouts and health check; its own retries are off, the store's caller
+retries within the bound). Install with the ``[redis]`` extra.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict,
 from .base import Record, SessionInfo, blob_digest, checked_digest, verified
 from .records import decode, encode, record_key
 from .server import ServerLink
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 PREFIX = "contextfold"
 
@@ -88,18 +94,29 @@ return 0
 """
 
 
+def client_timeouts(timeouts: StoreTimeouts) -> dict[str, Any]:
+    """redis-py's client arguments for ``timeouts``: no retry of its own, which would multiply every timeout
+    (the store's caller retries within ``give_up_s``)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return {"socket_connect_timeout": timeouts.connect_s, "socket_timeout": timeouts.operation_s,
+            "health_check_interval": timeouts.idle_s, "socket_keepalive": True, "retry": Retry(NoBackoff(), 0)}
+
+
 class RedisStore:
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
     exclusive = False
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
         self._link = ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
-                                needs=f"the Redis store needs redis-py: {install_hint('redis')}")
+                                needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
         self.url = self._link.url
+        self.timeouts = self._link.timeouts
         self._errors = self._link.errors
         with self._link.connecting():
-            self._client: Any = self._link.driver.Redis.from_url(url)
+            self._client: Any = self._link.driver.Redis.from_url(self._link.secret_url, **client_timeouts(self.timeouts))
             self._client.ping()
             self._scripts: dict[str, Callable[..., Any]] = {
                 name: self._client.register_script(source)
