@@ -12,11 +12,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 
+from contextfold import Context
 from contextfold.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,3 +168,24 @@ def test_every_python_block_imports_what_it_uses(block: str) -> None:
 def test_ci_runs_the_readme_test_line_exactly() -> None:
     """``.ci/run``'s first step is the Quick start's second line, character for character."""
     assert f'README_TEST_LINE="{SET_UP[1]}"' in (ROOT / ".ci" / "run").read_text()
+
+
+def _python_block(heading: str) -> str:
+    """The first Python block after ``heading``."""
+    section = README[README.index(f"\n{heading}\n"):]
+    return next(body for language, body in _BLOCK.findall(section) if language == "python")
+
+
+def test_the_store_snippet_runs_twice_and_the_second_run_continues_the_first(tmp_path: Path) -> None:
+    """A service runs the same lines for every request of a session: the first starts it, the next resume it."""
+    script = tmp_path / "store_snippet.py"
+    script.write_text(_python_block("## Sessions past one process"))
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+    resumed = Context.resume(f"sqlite:///{tmp_path / 'sessions.db'}", "user-42", "claude-sonnet-4-5")
+    try:
+        assert [item.role for item in resumed.history] == ["user", "user"]
+    finally:
+        resumed.close()

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from contextfold import Context
 from contextfold.codec import item_to_dict
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolResult
 from contextfold.errors import (
+    InvalidSessionId,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -170,3 +172,29 @@ def test_the_jsonl_folder_has_one_writer_a_session(tmp_path) -> None:
         assert [r["item"]["blocks"][0]["text"] for r in again.store.read("s1")[1:]] == ["a", "b"]
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("session_id", ["../escape", "a/b", ".hidden", "", "x" * 129])
+def test_every_store_refuses_a_session_id_a_folder_could_not_name_and_commits_nothing(store_url: str,
+                                                                                       session_id: str) -> None:
+    for opening in (StoredSession.open, StoredSession.create, StoredSession.resume):
+        with pytest.raises(InvalidSessionId, match="invalid session id"):
+            opening(store_url, session_id)
+    with pytest.raises(InvalidSessionId):
+        Context.open(store_url, session_id, "claude-sonnet-4-5")
+    store = open_store(store_url)
+    try:
+        assert store.sessions() == []
+    finally:
+        store.close()
+
+
+def test_context_open_starts_a_session_then_resumes_it(store_url: str) -> None:
+    with Context.open(store_url, "user-42", "claude-sonnet-4-5") as first:
+        assert len(first.history) == 0
+        first.add([{"role": "user", "content": "hello"}])
+    with Context.open(store_url, "user-42", "claude-sonnet-4-5") as again:
+        assert [item.role for item in again.history] == ["user"]
+        again.add([{"role": "assistant", "content": "hi"}])
+    with Context.resume(store_url, "user-42", "claude-sonnet-4-5") as resumed:
+        assert [item.role for item in resumed.history] == ["user", "assistant"]
