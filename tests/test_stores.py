@@ -6,6 +6,8 @@ without their binaries the tests say why they skip, and under ``CI=true`` they f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from contextfold import Context
@@ -198,3 +200,19 @@ def test_context_open_starts_a_session_then_resumes_it(store_url: str) -> None:
         again.add([{"role": "assistant", "content": "hi"}])
     with Context.resume(store_url, "user-42", "claude-sonnet-4-5") as resumed:
         assert [item.role for item in resumed.history] == ["user", "assistant"]
+
+
+def test_a_jsonl_url_names_its_folder_as_a_file_url_does(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = tmp_path / "abs"
+    for url, folder in ((f"jsonl://{absolute}", absolute), (f"file://{absolute}", absolute),
+                        (f"file://localhost{absolute}", absolute), ("jsonl://rel/x", tmp_path / "rel" / "x"),
+                        ("jsonl://", tmp_path)):
+        store = open_store(url)
+        try:
+            assert Path(store.directory).resolve() == folder.resolve(), url
+        finally:
+            store.close()
+    assert not (tmp_path / absolute.relative_to("/")).exists()  # never the absolute path under the current folder
+    with pytest.raises(StoreError, match="file:///"):
+        open_store("file://elsewhere/srv/x")
