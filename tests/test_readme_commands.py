@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.metadata
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import click
 import pytest
+from packaging.requirements import Requirement
 
 from contextfold import Context
 from contextfold.cli import cli
@@ -29,6 +31,7 @@ SET_UP = [VENV + "python3 -m pip install -e '.[tiktoken]' && contextfold demo",
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+CAPPED = ("google-genai", "opentelemetry-api", "opentelemetry-sdk")  # what google-adk caps that other extras bring in
 
 
 def shell_lines() -> list[str]:
@@ -189,3 +192,31 @@ def test_the_store_snippet_runs_twice_and_the_second_run_continues_the_first(tmp
         assert [item.role for item in resumed.history] == ["user", "user"]
     finally:
         resumed.close()
+
+
+def _extras() -> dict[str, list[Requirement]]:
+    """Each extra of pyproject.toml and its requirements."""
+    lists = re.findall(r"^([\w-]+) = \[(.*?)\]$", _section("project.optional-dependencies"), re.MULTILINE | re.DOTALL)
+    return {name: [Requirement(text) for text in re.findall(r'"([^"]+)"', body)] for name, body in lists}
+
+
+def test_no_extra_installs_a_version_the_adk_extra_would_downgrade() -> None:
+    """Extras installed one by one in the README's order leave ``pip check`` passing: google-adk (the last) caps
+    google-genai and OpenTelemetry, so no extra installed before it may bring in a version above its caps (pip
+    would downgrade it, under packages built against the newer one). strands-agents brings in the OpenTelemetry
+    SDK with an instrumentation that follows the newest SDK: its extra caps the SDK itself."""
+    try:
+        adk = [Requirement(text) for text in importlib.metadata.requires("google-adk") or ()]
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("google-adk is not installed (python3 -m pip install -e '.[adk]')")
+    caps = {r.name: r.specifier for r in adk if r.marker is None and r.name in CAPPED}
+    assert set(caps) == set(CAPPED)
+    extras = _extras()
+    for extra, requirements in extras.items():
+        for requirement in requirements:
+            for spec in caps.get(requirement.name, ()):
+                refused = {"<": spec.version, "<=": f"{spec.version}.1"}.get(spec.operator)
+                if refused is not None:
+                    assert not requirement.specifier.contains(refused, prereleases=True), (extra, str(requirement))
+    for extra in ("strands", "integrations"):
+        assert {"opentelemetry-api", "opentelemetry-sdk"} <= {r.name for r in extras[extra]}, extra
