@@ -15,8 +15,9 @@ from ..errors import StoreError
 from .base import DURABILITIES, Durability, Store, redact
 
 
-def open_store(location: str | os.PathLike[str] | Store) -> Store:
-    """The store a URL names (a :class:`Store` is returned as it is).
+def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = False) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is); ``read_only`` for a reader that writes
+    nothing (a SQLite file is then opened ``mode=ro``: one this user may not write can still be read).
 
     * a folder path, or ``jsonl:///abs/folder`` (``file:///abs/folder``) or ``jsonl://rel/folder``: one
       transcript file a session (today's layout);
@@ -38,7 +39,7 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
         from .sqlite import SqliteStore
 
         url, durability = split_durability(text)
-        return SqliteStore(Path(_path_of(url)), durability=durability)
+        return SqliteStore(Path(_path_of(url)), durability=durability, read_only=read_only)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresStore
 
