@@ -21,7 +21,7 @@ from google.adk.apps import App
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
-from project_tools import model_access
+from project_tools import model_access, project_files
 
 from contextfold.integrations.adk import ContextfoldSummarizer, compaction_config
 
@@ -31,7 +31,7 @@ MODEL = "gemini-2.5-flash"
 
 def list_files() -> str:
     """List the Python files of the project, one path per line."""
-    return "\n".join(str(path.relative_to(ROOT)) for path in sorted(ROOT.rglob("*.py"))[:300])
+    return "\n".join(str(path.relative_to(ROOT)) for path in project_files(ROOT, "*.py")[:300])
 
 
 def read_file(path: str) -> str:

@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from project_tools import model_access
+from project_tools import model_access, project_files
 
 from contextfold.integrations.langchain import ContextfoldMiddleware
 
@@ -29,7 +29,7 @@ MODEL = "gpt-4.1"
 @tool
 def list_files() -> str:
     """List the Python files of the project, one path per line."""
-    return "\n".join(str(path.relative_to(ROOT)) for path in sorted(ROOT.rglob("*.py"))[:300])
+    return "\n".join(str(path.relative_to(ROOT)) for path in project_files(ROOT, "*.py")[:300])
 
 
 @tool

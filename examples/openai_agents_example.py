@@ -7,7 +7,7 @@
 ``ContextfoldInputFilter`` decides what each model call sees (the runner keeps
 every raw item); ``ContextfoldSession`` compacts the stored history after
 the run, so a second run on the same session starts from the task, a
-summary and the recent tail.
+summary and the recent tail. The session is kept in ``.contextfold/reader.sqlite``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
-from project_tools import SYSTEM, TASK, list_files, model_access, read_file
+from project_tools import OUTPUTS, SYSTEM, TASK, list_files, model_access, read_file
 
 from contextfold.integrations.openai_agents import ContextfoldInputFilter, ContextfoldSession
 
@@ -27,7 +27,8 @@ async def main() -> None:
     agent = Agent(name="reader", instructions=SYSTEM, model=MODEL,
                   tools=[function_tool(list_files), function_tool(read_file)])
     compactor = ContextfoldInputFilter(MODEL)
-    session = ContextfoldSession(SQLiteSession("reader", "reader.sqlite"), MODEL)
+    OUTPUTS.mkdir(exist_ok=True)  # SQLite makes the file, not its folder
+    session = ContextfoldSession(SQLiteSession("reader", OUTPUTS / "reader.sqlite"), MODEL)
     run_config = RunConfig(call_model_input_filter=compactor)
 
     result = await Runner.run(agent, TASK, session=session, run_config=run_config, hooks=compactor.hooks, max_turns=200)

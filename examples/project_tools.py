@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import os
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
-from urllib.parse import urlparse
+
+from contextfold.sdk import is_loopback
 
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 TASK = f"Read the source files under {ROOT} and explain what the project does, file by file, then overall."
 SYSTEM = "You are a careful code reader. Look at files with the tools and answer only from what you read."
 MAX_CHARS = 60_000
+SKIPPED_FOLDERS = ("__pycache__", "node_modules", "venv")
+OUTPUTS = Path(".contextfold")
+"""Where the examples keep what they write (transcripts, framework sessions): a folder git ignores."""
 
 
 def _inside(relative: str) -> Path:
@@ -28,10 +33,24 @@ def _inside(relative: str) -> Path:
     return path
 
 
+def project_files(folder: Path = ROOT, pattern: str = "*") -> list[Path]:
+    """The project's files under ``folder`` matching ``pattern``, sorted; hidden folders (``.git``, ``.venv``,
+    ``.contextfold``) and virtual environments, caches and ``node_modules`` are not walked: they are not the
+    project, and a virtual environment alone holds thousands of files."""
+    found = []
+    for directory, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if not _skipped(Path(directory) / name)]
+        found += [Path(directory) / name for name in files if fnmatch(name, pattern)]
+    return sorted(found)
+
+
+def _skipped(folder: Path) -> bool:
+    return folder.name.startswith(".") or folder.name in SKIPPED_FOLDERS or (folder / "pyvenv.cfg").is_file()
+
+
 def list_files(folder: str = ".") -> str:
     """List the files under a folder of the project (paths relative to the project root)."""
-    files = sorted(p for p in _inside(folder).rglob("*") if p.is_file() and ".git" not in p.parts)
-    return "\n".join(str(p.relative_to(ROOT)) for p in files[:1000])
+    return "\n".join(str(p.relative_to(ROOT)) for p in project_files(_inside(folder))[:1000])
 
 
 def read_file(path: str) -> str:
@@ -55,7 +74,6 @@ DESCRIPTIONS = {name: function.__doc__ for name, function in (("list_files", lis
 
 KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GOOGLE_API_KEY"}
 BASE_URLS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def model_access(provider: str) -> None:
@@ -64,7 +82,7 @@ def model_access(provider: str) -> None:
     key, base_url = KEYS[provider], BASE_URLS[provider]
     if os.environ.get(key) or (provider == "gemini" and os.environ.get("GEMINI_API_KEY")):
         return
-    if urlparse(os.environ.get(base_url, "")).hostname in LOCAL_HOSTS:
+    if is_loopback(os.environ.get(base_url)):
         os.environ[key] = "offline"  # the scripted model takes any key; the SDKs refuse to start without one
         os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")  # traces would go to api.openai.com
         return

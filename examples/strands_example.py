@@ -6,14 +6,15 @@
 
 The manager compacts ``agent.messages`` before each model call, so a long tool
 loop inside one invocation stays inside the window; its state tells the
-session manager which stored messages the compacted view stands for.
+session manager which stored messages the compacted view stands for. The
+session is kept in ``.contextfold/strands-sessions/``.
 """
 
 from __future__ import annotations
 
 import os
 
-from project_tools import SYSTEM, TASK, list_files, model_access, read_file
+from project_tools import OUTPUTS, SYSTEM, TASK, list_files, model_access, read_file
 from strands import Agent, tool
 from strands.models.openai import OpenAIModel
 from strands.session.file_session_manager import FileSessionManager
@@ -31,7 +32,7 @@ def main() -> None:
         system_prompt=SYSTEM,
         tools=[tool(list_files), tool(read_file)],
         conversation_manager=ContextfoldConversationManager(MODEL),
-        session_manager=FileSessionManager(session_id="reader", storage_dir=".strands-sessions"),
+        session_manager=FileSessionManager(session_id="reader", storage_dir=str(OUTPUTS / "strands-sessions")),
     )
     print(agent(TASK))
     print(agent.conversation_manager.context.stats())

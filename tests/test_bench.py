@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -302,3 +306,56 @@ def test_a_strategy_that_cannot_run_is_left_out_or_refused(tmp_path: Path, monke
                     "--tokenizer", "estimate", "--out", str(tmp_path / "out"))
     assert result.exit_code == 2 and "langchain" in result.output and not (tmp_path / "out").exists()
     assert invoke(str(tmp_path / "chats.json"), "--window", "8000", "--strategies", "nonesuch").exit_code == 2
+
+
+def test_the_terminal_table_fits_80_columns_with_every_figure_shown_whole(tmp_path: Path) -> None:
+    write_tau_bench(tmp_path / "chats.json", 4, 5)
+    out = tmp_path / "out"
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(
+        cli, ["bench", str(tmp_path / "chats.json"), "--window", "3000", "--max-output", "500", "--jobs", "1",
+              "--tokenizer", "estimate", "--no-charts", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in result.stdout, result.stdout
+    for totals in json.loads((out / "results.json").read_text())["totals"]:
+        row = next(line for line in lines if line.startswith(f"│ {totals['strategy']} "))
+        figures = [cell.strip() for cell in row.strip("│").split("│")]
+        assert figures[:2] == [totals["strategy"], f"{totals['cost_usd']:,.2f}"] and f"{totals['recall']:.3f}" in figures
+    assert "left out at this width" in result.stdout  # and says which columns a narrow terminal goes without
+
+
+def test_an_out_folder_that_cannot_be_made_is_refused_before_any_replay(tmp_path: Path) -> None:
+    write_tau_bench(tmp_path / "chats.json", 4)
+    (tmp_path / "a-file").write_text("")
+    dumps = tmp_path / "requests"
+    result = invoke(str(tmp_path / "chats.json"), "--window", "3000", "--max-output", "500", "--jobs", "1",
+                    "--tokenizer", "estimate", "--no-charts", "--requests-dir", str(dumps),
+                    "--out", str(tmp_path / "a-file" / "out"))
+    assert result.exit_code == 2 and "--out" in result.stderr and "a-file" in result.stderr, result.output
+    assert not dumps.exists()  # no replay ran: the first one makes the dump folder
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_ctrl_c_stops_the_bench_with_one_line_and_exit_130(tmp_path: Path) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, while two workers replay."""
+    write_tau_bench(tmp_path / "chats.json", *range(40))
+    command = [sys.executable, "-m", "contextfold", "bench", str(tmp_path / "chats.json"), "--window", "3000",
+               "--max-output", "500", "--jobs", "2", "--tau-bench-limit", "40", "--tokenizer", "estimate",
+               "--no-charts", "--out", str(tmp_path / "out")]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as bench:
+        while len(_children(bench.pid)) < 2 and bench.poll() is None:
+            time.sleep(0.05)
+        assert bench.poll() is None, bench.stderr.read() if bench.stderr else ""
+        os.killpg(bench.pid, signal.SIGINT)
+        try:
+            _, stderr = bench.communicate(timeout=120)
+        except subprocess.TimeoutExpired:  # a pool whose workers died of the signal waits for them for good
+            os.killpg(bench.pid, signal.SIGKILL)
+            raise
+    assert bench.returncode == 130, stderr
+    assert stderr.strip() == "contextfold: bench interrupted; no results written", stderr
+    assert not (tmp_path / "out").exists()

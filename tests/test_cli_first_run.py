@@ -18,6 +18,8 @@ from contextfold.cli import cli
 from contextfold.codec import conversation_to_dict
 from contextfold.limits import registered_models
 from contextfold.synthetic import generate_session
+from contextfold.testing.scripted import ScriptedModel
+from contextfold.testing.server import reading_script
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -202,3 +204,22 @@ def test_input_and_output_formats_have_their_own_names_and_the_old_one_still_wor
     assert legacy.exit_code == 0 and "deprecated" in legacy.stderr and "--input-format" in legacy.stderr
     wrong = invoke("inspect", str(session_file), "--input-format", "tau-bench", "--tokenizer", "estimate")
     assert wrong.exit_code == 2 and "Traceback" not in wrong.output  # the format is really used
+
+
+NO_KEYS = {name: None for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "GOOGLE_API_KEY",
+                                   "GEMINI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")}
+
+
+@pytest.mark.parametrize(("provider", "sdk"), [("anthropic", "anthropic"), ("openai", "openai"), ("gemini", "google.genai")])
+def test_chat_against_a_server_on_this_machine_needs_no_key(tmp_path: Path, provider: str, sdk: str) -> None:
+    pytest.importorskip(sdk)
+    (tmp_path / "README.md").write_text("# a project of one line\n")
+    with ScriptedModel(reading_script) as server:
+        result = CliRunner().invoke(cli, ["chat", "--provider", provider, "--base-url", server.base_url(provider),
+                                          "--cwd", str(tmp_path), "-p", "What is the first line of the README?"],
+                                    env=NO_KEYS)
+    assert result.exit_code == 0, result.output
+    assert server.problems == [] and "# a project of one line" in result.stdout
+    elsewhere = CliRunner().invoke(cli, ["chat", "--provider", provider, "--base-url", "https://models.example.com",
+                                         "-p", "hi"], env=NO_KEYS)
+    assert elsewhere.exit_code != 0 and "no API key" in elsewhere.output  # a server elsewhere still needs one

@@ -63,7 +63,7 @@ def test_a_second_process_reads_the_output_the_first_offloaded_until_the_session
     assert second["whole"] == OUTPUT  # every byte, read from the store by another process
     assert "the one FAILED line" in second["read"] and "test_case_5999" not in second["read"]
     assert "the one FAILED line" in second["found"]
-    pruned = CliRunner().invoke(cli, ["sessions", "prune", "--store", store_url, "--older-than-days", "0"])
+    pruned = CliRunner().invoke(cli, ["sessions", "prune", "--store", store_url, "--older-than-days", "0", "--yes"])
     assert pruned.exit_code == 0, pruned.output
     store = open_store(store_url)
     try:

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
+from packaging.requirements import Requirement
 
+from contextfold import Context
 from contextfold.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +31,7 @@ SET_UP = [VENV + "python3 -m pip install -e '.[tiktoken]' && contextfold demo",
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+CAPPED = ("google-genai", "opentelemetry-api", "opentelemetry-sdk")  # what google-adk caps that other extras bring in
 
 
 def shell_lines() -> list[str]:
@@ -166,3 +171,52 @@ def test_every_python_block_imports_what_it_uses(block: str) -> None:
 def test_ci_runs_the_readme_test_line_exactly() -> None:
     """``.ci/run``'s first step is the Quick start's second line, character for character."""
     assert f'README_TEST_LINE="{SET_UP[1]}"' in (ROOT / ".ci" / "run").read_text()
+
+
+def _python_block(heading: str) -> str:
+    """The first Python block after ``heading``."""
+    section = README[README.index(f"\n{heading}\n"):]
+    return next(body for language, body in _BLOCK.findall(section) if language == "python")
+
+
+def test_the_store_snippet_runs_twice_and_the_second_run_continues_the_first(tmp_path: Path) -> None:
+    """A service runs the same lines for every request of a session: the first starts it, the next resume it."""
+    script = tmp_path / "store_snippet.py"
+    script.write_text(_python_block("## Sessions past one process"))
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+    resumed = Context.resume(f"sqlite:///{tmp_path / 'sessions.db'}", "user-42", "claude-sonnet-4-5")
+    try:
+        assert [item.role for item in resumed.history] == ["user", "user"]
+    finally:
+        resumed.close()
+
+
+def _extras() -> dict[str, list[Requirement]]:
+    """Each extra of pyproject.toml and its requirements."""
+    lists = re.findall(r"^([\w-]+) = \[(.*?)\]$", _section("project.optional-dependencies"), re.MULTILINE | re.DOTALL)
+    return {name: [Requirement(text) for text in re.findall(r'"([^"]+)"', body)] for name, body in lists}
+
+
+def test_no_extra_installs_a_version_the_adk_extra_would_downgrade() -> None:
+    """Extras installed one by one in the README's order leave ``pip check`` passing: google-adk (the last) caps
+    google-genai and OpenTelemetry, so no extra installed before it may bring in a version above its caps (pip
+    would downgrade it, under packages built against the newer one). strands-agents brings in the OpenTelemetry
+    SDK with an instrumentation that follows the newest SDK: its extra caps the SDK itself."""
+    try:
+        adk = [Requirement(text) for text in importlib.metadata.requires("google-adk") or ()]
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("google-adk is not installed (python3 -m pip install -e '.[adk]')")
+    caps = {r.name: r.specifier for r in adk if r.marker is None and r.name in CAPPED}
+    assert set(caps) == set(CAPPED)
+    extras = _extras()
+    for extra, requirements in extras.items():
+        for requirement in requirements:
+            for spec in caps.get(requirement.name, ()):
+                refused = {"<": spec.version, "<=": f"{spec.version}.1"}.get(spec.operator)
+                if refused is not None:
+                    assert not requirement.specifier.contains(refused, prereleases=True), (extra, str(requirement))
+    for extra in ("strands", "integrations"):
+        assert {"opentelemetry-api", "opentelemetry-sdk"} <= {r.name for r in extras[extra]}, extra

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -13,6 +17,8 @@ from contextfold import Context, Item, Text
 from contextfold.cli import cli
 from contextfold.stores import open_store
 from contextfold.stores.records import to_line
+
+NOBODY = 65534
 
 
 def recorded(url: str, session_id: str, rounds: int = 8) -> Context:
@@ -24,6 +30,23 @@ def recorded(url: str, session_id: str, rounds: int = 8) -> Context:
         context.prepare()
     context.close()
     return context
+
+
+@contextmanager
+def another_user() -> Iterator[None]:
+    """As a user the file permissions apply to: ``nobody`` (its effective id only, restored after) when the tests
+    run as root, else the user itself. The modules a command loads are loaded first: nobody may not read them."""
+    import sqlite3  # noqa: F401
+    import contextfold.stores.sqlite  # noqa: F401
+
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
 
 
 def run(*args: str) -> str:
@@ -79,11 +102,58 @@ def test_prune_is_explicit_and_keeps_the_view_exact(store_url: str) -> None:
     resumed = Context.resume(store_url, "s1", window_tokens=20_000, policy=POLICY)
     assert list(resumed.view().items) == list(original.view().items)
     resumed.close()
-    report = json.loads(run("sessions", "prune", "--store", store_url, "--older-than-days", "0", "--json"))
+    report = json.loads(run("sessions", "prune", "--store", store_url, "--older-than-days", "0", "--json", "--yes"))
     assert report["deleted_sessions"] == ["s1"]
     store = open_store(store_url)
     assert store.sessions() == []
     store.close()
+
+
+def _sessions(url: str) -> list[str]:
+    store = open_store(url)
+    try:
+        return [info.session_id for info in store.sessions()]
+    finally:
+        store.close()
+
+
+def test_prune_lists_with_dry_run_and_asks_before_deleting(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    for session_id in ("s1", "s2"):
+        recorded(url, session_id, rounds=1)
+    dry = run("sessions", "prune", "--store", url, "--older-than-days", "0", "--dry-run")
+    assert "would delete 2 session(s): s1, s2" in dry and _sessions(url) == ["s1", "s2"]
+    prune = ["sessions", "prune", "--store", url, "--older-than-days", "0"]
+    for answer in ("", "n\n"):  # no answer (a script without --yes), or no: nothing is deleted
+        refused = CliRunner().invoke(cli, prune, input=answer)
+        assert refused.exit_code == 1 and "delete 2 session(s) (every session of the store): s1, s2?" in refused.output
+        assert _sessions(url) == ["s1", "s2"]
+    agreed = CliRunner().invoke(cli, prune, input="y\n")
+    assert agreed.exit_code == 0 and "deleted 2 session(s): s1, s2" in agreed.output and _sessions(url) == []
+
+
+def test_a_read_only_sqlite_store_is_listed_shown_and_exported() -> None:
+    """As a user who may read the database but not write it or its folder (no -shm file can be made)."""
+    with tempfile.TemporaryDirectory() as scratch:  # pytest's own folder is closed to other users
+        _read_only_store_is_read(Path(scratch))
+
+
+def _read_only_store_is_read(top: Path) -> None:
+    folder = top / "shared"
+    url = f"sqlite:///{folder / 'sessions.db'}"
+    recorded(url, "s1", rounds=1)
+    (folder / "sessions.db").chmod(0o644)
+    for readable in (folder, top):
+        readable.chmod(0o755)
+    exported = top / "out" / "s1.jsonl"
+    exported.parent.mkdir()
+    exported.parent.chmod(0o777)
+    with another_user():
+        listed = run("sessions", "list", "--store", url, "--json")
+        shown = run("sessions", "show", "--store", url, "s1", "--json")
+        run("sessions", "export", "--store", url, "s1", "-o", str(exported))
+    assert [json.loads(line)["session_id"] for line in listed.splitlines()] == ["s1"]
+    assert json.loads(shown)["items"] == 3 and exported.read_bytes().count(b"\n") == json.loads(listed)["records"]
 
 
 def test_inspect_replay_and_compact_take_a_stored_session(tmp_path: Path) -> None:

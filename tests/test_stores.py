@@ -6,11 +6,15 @@ without their binaries the tests say why they skip, and under ``CI=true`` they f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from contextfold import Context
 from contextfold.codec import item_to_dict
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolResult
 from contextfold.errors import (
+    InvalidSessionId,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -170,3 +174,45 @@ def test_the_jsonl_folder_has_one_writer_a_session(tmp_path) -> None:
         assert [r["item"]["blocks"][0]["text"] for r in again.store.read("s1")[1:]] == ["a", "b"]
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("session_id", ["../escape", "a/b", ".hidden", "", "x" * 129])
+def test_every_store_refuses_a_session_id_a_folder_could_not_name_and_commits_nothing(store_url: str,
+                                                                                       session_id: str) -> None:
+    for opening in (StoredSession.open, StoredSession.create, StoredSession.resume):
+        with pytest.raises(InvalidSessionId, match="invalid session id"):
+            opening(store_url, session_id)
+    with pytest.raises(InvalidSessionId):
+        Context.open(store_url, session_id, "claude-sonnet-4-5")
+    store = open_store(store_url)
+    try:
+        assert store.sessions() == []
+    finally:
+        store.close()
+
+
+def test_context_open_starts_a_session_then_resumes_it(store_url: str) -> None:
+    with Context.open(store_url, "user-42", "claude-sonnet-4-5") as first:
+        assert len(first.history) == 0
+        first.add([{"role": "user", "content": "hello"}])
+    with Context.open(store_url, "user-42", "claude-sonnet-4-5") as again:
+        assert [item.role for item in again.history] == ["user"]
+        again.add([{"role": "assistant", "content": "hi"}])
+    with Context.resume(store_url, "user-42", "claude-sonnet-4-5") as resumed:
+        assert [item.role for item in resumed.history] == ["user", "assistant"]
+
+
+def test_a_jsonl_url_names_its_folder_as_a_file_url_does(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = tmp_path / "abs"
+    for url, folder in ((f"jsonl://{absolute}", absolute), (f"file://{absolute}", absolute),
+                        (f"file://localhost{absolute}", absolute), ("jsonl://rel/x", tmp_path / "rel" / "x"),
+                        ("jsonl://", tmp_path)):
+        store = open_store(url)
+        try:
+            assert Path(store.directory).resolve() == folder.resolve(), url
+        finally:
+            store.close()
+    assert not (tmp_path / absolute.relative_to("/")).exists()  # never the absolute path under the current folder
+    with pytest.raises(StoreError, match="file:///"):
+        open_store("file://elsewhere/srv/x")

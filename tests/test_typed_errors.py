@@ -14,7 +14,7 @@ import click._textwrap  # noqa: F401 - loaded now: as nobody, the interpreter's 
 import pytest
 from click.testing import CliRunner
 
-from contextfold import Context, InvalidContent
+from contextfold import Context, InvalidContent, ToolCall
 from contextfold.adapters import reply_from_chunks
 from contextfold.cli.main import cli
 from contextfold.errors import TranscriptError
@@ -223,3 +223,45 @@ def test_sessions_list_shows_a_session_whose_header_time_is_damaged(tmp_path: Pa
     result = CliRunner().invoke(cli, ["sessions", "list", "--store", str(tmp_path / "store"), "--json"])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 0 and "s1" in result.stdout
+
+
+def test_a_streamed_reply_keeps_its_tool_calls_with_their_arguments_joined() -> None:
+    """OpenAI streams a tool call as deltas: the id and name first, then argument fragments, by index."""
+    def delta(**fields: Any) -> dict[str, Any]:
+        return {"choices": [{"delta": fields}]}
+
+    chunks = [delta(role="assistant", content=None),
+              delta(tool_calls=[{"index": 0, "id": "call_a", "type": "function",
+                                 "function": {"name": "read_file", "arguments": ""}}]),
+              delta(tool_calls=[{"index": 0, "function": {"arguments": '{"pa'}}]),
+              delta(tool_calls=[{"index": 1, "id": "call_b", "type": "function",
+                                 "function": {"name": "list_files", "arguments": "{}"}}]),
+              delta(tool_calls=[{"index": 0, "function": {"arguments": 'th": "a.py"}'}}]),
+              {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}]
+    reply = reply_from_chunks(chunks)
+    calls = [block for block in reply.conversation.items[0].blocks if isinstance(block, ToolCall)]
+    assert [(call.id, call.name, call.arguments) for call in calls] == [
+        ("call_a", "read_file", {"path": "a.py"}), ("call_b", "list_files", {})]
+
+
+def test_a_malformed_streamed_tool_call_is_a_typed_error_naming_chunk_and_field() -> None:
+    chunks = [{"choices": [{"delta": {"tool_calls": [{"index": "zero", "function": {"name": "f"}}]}}]}]
+    with pytest.raises(InvalidContent) as caught:
+        reply_from_chunks(chunks)
+    assert (caught.value.index, caught.value.field) == (0, "choices[0].delta.tool_calls[0].index")
+
+
+class _ListReply:
+    """An SDK-like object (a pydantic root model of a list, say) whose dump is not an object."""
+
+    def model_dump(self, **options: Any) -> list[Any]:
+        return [{"candidates": []}]
+
+
+@pytest.mark.parametrize("provider", ["gemini", "anthropic", "openai", "responses"])
+def test_a_reply_whose_dump_is_not_an_object_is_a_typed_error_naming_the_field(provider: str) -> None:
+    from contextfold.adapters import adapter_for
+
+    with pytest.raises(InvalidContent) as caught:
+        adapter_for(provider).read_response(_ListReply())
+    assert caught.value.field == "response" and "list" in str(caught.value)

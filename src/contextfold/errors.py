@@ -82,6 +82,14 @@ class TranscriptError(ContextfoldError):
     """The append-only transcript could not be written or read."""
 
 
+class InvalidSessionId(TranscriptError, ValueError):
+    """A session id that is not 1-128 letters, digits, ``.``, ``_`` or ``-`` starting with a letter or digit.
+
+    Refused by every store, not only by a folder whose file names it: a session some store accepted
+    under another id could never be opened from a folder, exported or resumed by the CLI.
+    """
+
+
 class TranscriptCorrupt(_InFile, TranscriptError):
     """A record in the middle of a transcript is not valid (not a torn tail); ``line`` counts from 1."""
 

@@ -10,9 +10,11 @@ through it. Nothing here knows a provider by name.
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import os
 from dataclasses import dataclass
 from types import ModuleType
+from urllib.parse import urlsplit
 
 from .errors import MissingDependency
 
@@ -47,6 +49,25 @@ class SDK:
     def base_url(self, given: str | None = None) -> str | None:
         """``given``, else the SDK's base-URL variable when it has one and it is set."""
         return given or (os.environ.get(self.base_url_variable) if self.base_url_variable else None) or None
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine (``localhost``, ``127.0.0.0/8``, ``::1``): one of one's own
+    (``contextfold serve-fake``, Ollama, vLLM), which takes any key, where a provider's own needs a real one."""
+    if not url:
+        return False
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # a malformed URL (an unclosed IPv6 bracket) names no server of this machine
+        return False
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,22 @@ def server() -> Iterator[ScriptedModel]:
         yield model
 
 
+PROJECT = {"README.md", "app.py", ".venv", "venv", ".git"}
+"""What :func:`_project` holds: after a run, anything else but ``.contextfold/`` (which git ignores) is litter."""
+
+
 def _project(folder: Path) -> Path:
+    """A project with its README and one module, and what a checkout also holds: a virtual environment (hidden or
+    not) and ``.git``, which no example lists (they sort before ``app.py``: a model reading the first file listed
+    would read them)."""
     (folder / "README.md").write_text(f"{README_LINE}\n\nIt keeps agents inside their context window.\n")
     (folder / "app.py").write_text(f"{APP_LINE}\n\n\ndef add(a, b):\n    return a + b\n")
+    for environment in (".venv", "venv"):
+        (folder / environment / "lib").mkdir(parents=True)
+        (folder / environment / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (folder / environment / "lib" / "a_module.py").write_text('"""a module of a virtual environment."""\n')
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     return folder
 
 
@@ -87,6 +100,14 @@ def test_example_runs_offline_against_the_scripted_model(script: str, server: Sc
     assert server.problems == []
     assert ANSWER + line in run.stdout, run.stdout[-3000:]
     assert len(server.valid) >= 3  # listed, read, answered: each request went through contextfold and was valid
+    assert {path.name for path in tmp_path.iterdir()} <= PROJECT | {".contextfold"}  # what it writes, git ignores
+
+
+def test_the_examples_list_the_project_not_its_virtual_environments_or_hidden_folders(tmp_path: Path) -> None:
+    listing = subprocess.run([sys.executable, "-c", "import project_tools; print(project_tools.list_files())",
+                              str(_project(tmp_path))], cwd=ROOT / "examples", capture_output=True, text=True,
+                             check=True, timeout=60)
+    assert listing.stdout.split() == ["README.md", "app.py"]
 
 
 def test_the_lookback_example_finds_the_compacted_line_in_its_history(server: ScriptedModel, tmp_path: Path) -> None:
@@ -142,3 +163,18 @@ def test_readme_example_runs(heading: str, server: ScriptedModel, tmp_path: Path
     assert run.returncode == 0, run.stderr[-3000:]
     assert server.problems == []
     assert ANSWER + README_LINE in run.stdout, run.stdout[-3000:]
+
+
+def test_an_example_run_twice_against_one_server_uses_its_tools_both_times(server: ScriptedModel, tmp_path: Path) -> None:
+    """``serve-fake`` stays up between runs: a second run of the same example is a new conversation (same system
+    prompt, same task), which starts over at step 0 instead of being answered at once from a finished one."""
+    require("anthropic", "anthropic")
+    env = _offline_env(ANTHROPIC_BASE_URL=server.base_url("anthropic"))
+    project = _project(tmp_path)
+    for run_number in (1, 2):
+        before = len(server.exchanges)
+        run = _run_example("anthropic_loop.py", env, project)
+        assert run.returncode == 0 and server.problems == [], run.stderr[-3000:]
+        assert ANSWER + README_LINE in run.stdout, (run_number, run.stdout[-3000:])
+        called = [call.name for e in server.exchanges[before:] if e.turn is not None for call in e.turn.calls]
+        assert called[:2] == ["list_files", "read_file"], (run_number, called)

@@ -24,8 +24,11 @@ from typing import Any, Protocol
 
 from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
-from contextfold.sdk import ClientOptions
+from contextfold.sdk import ClientOptions, is_loopback
 
+LOOPBACK_KEY = "unused-local-server"
+"""The key sent to a base URL on this machine when none is set: the SDKs refuse to start without one, and a
+server of one's own (``contextfold serve-fake``, Ollama) takes any."""
 MAX_RETRIES = 2
 """SDK retries on connection errors, 429 and 5xx before an error reaches the loop."""
 
@@ -46,7 +49,7 @@ class ModelClient(Protocol):
 
 
 class ModelSetupError(ContextfoldError):
-    """The model client cannot be made (unknown provider, no API key)."""
+    """The model client cannot be made (unknown provider, no API key for a server not on this machine)."""
 
 
 def model_name(provider: str, model: str | None) -> str:
@@ -87,6 +90,10 @@ def make_model(
     adapter = adapter_for(provider)
     adapter.sdk.module()  # a missing SDK first: installing it is the first thing to do
     keys = adapter.sdk.key_variables
-    if adapter.sdk.api_key(api_key) is None:
-        raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)}")
-    return SDKModel(adapter, model, max_tokens=max_tokens, base_url=base_url, api_key=api_key)
+    key = adapter.sdk.api_key(api_key)
+    if key is None and is_loopback(adapter.sdk.base_url(base_url)):
+        key = LOOPBACK_KEY
+    if key is None:
+        raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)} (a server on this machine, "
+                              "such as contextfold serve-fake, needs none)")
+    return SDKModel(adapter, model, max_tokens=max_tokens, base_url=base_url, api_key=key)

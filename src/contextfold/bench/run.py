@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -259,13 +260,19 @@ def run_bench(
                 if progress is not None:
                     progress(len(done), total)
         else:
-            with multiprocessing.get_context().Pool(jobs) as pool:
+            with multiprocessing.get_context().Pool(jobs, initializer=_ignore_interrupts) as pool:
                 for runs in pool.imap_unordered(replay_session, work):
                     done.extend(runs)
                     if progress is not None:
                         progress(len(done), total)
     order = {session.label: number for number, session in enumerate(sessions)}
     return sorted(done, key=lambda run: (order[run.session], names.index(run.strategy)))
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to the parent, which stops the pool: the terminal's SIGINT reaches every process of
+    its group, and each worker would otherwise print its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def available_cores() -> int:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
@@ -68,6 +71,7 @@ def bench_command(
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
     check_window(window, max_output)
+    check_out(out)
     started = time.perf_counter()
     if charts:
         require_matplotlib()
@@ -83,15 +87,19 @@ def bench_command(
     missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
     if missing_results:
         raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
-    with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
-        runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
+    try:
+        with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
+            runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
+    except KeyboardInterrupt:  # Ctrl-C: the workers ignore it and are stopped; one line, the shell's exit code
+        click.echo("contextfold: bench interrupted; no results written", err=True)
+        raise click.exceptions.Exit(130) from None
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
     written = write_results(report, out)
     if charts:
         written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
     console = Console()
-    console.print(totals_table(report.totals(), window))
+    console.print(totals_table(report.totals(), window, console.width))
     for name, why in unavailable.items():
         console.print(f"[yellow]{escape(f'{name} left out: {why}')}[/]")  # why may hold [extra] brackets
     if skipped:
@@ -99,18 +107,62 @@ def bench_command(
     console.print(f"{len(written)} files written to {out}; the replays took {report.seconds:.0f} s")
 
 
-def totals_table(totals: list[StrategyTotals], window: int) -> Table:
-    """The per-strategy totals for the terminal."""
-    table = Table("strategy", "cost", "LLM summ.", "no cache", "cached", "peak", "over", "viol.", "survival", "strict",
-                  "recall", "far", title=f"window {window:,} tokens, costs in USD (LLM summ.: summaries priced as LLM calls)",
-                  title_justify="left")
+def check_out(out: Path) -> None:
+    """Refuse an ``--out`` the results could not be written to now, before the replays rather than after them.
 
-    def share(value: float | None, style: str) -> str:
-        return "–" if value is None else format(value, style)
+    Nothing is created yet: the nearest folder that exists on the way to ``out`` must be a folder this
+    process may write in (an existing ``out`` that is a file, click refuses already)."""
+    nearest = next(path for path in (out.absolute(), *out.absolute().parents) if path.exists())
+    if not nearest.is_dir():
+        raise click.BadParameter(f"{nearest} is a file, so no folder can be made at {out}", param_hint="'--out'")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{nearest} is not writable by this user", param_hint="'--out'")
 
-    for t in totals:
-        table.add_row(t.strategy, f"{t.cost_usd:,.2f}", f"{t.cost_llm_usd:,.2f}", f"{t.cost_no_cache_usd:,.2f}",
-                      f"{t.cache_hit_ratio:.1%}", f"{t.peak_tokens:,}", f"{t.overflows:,}", f"{t.violations:,}",
-                      share(t.survival["mean"], ".1%"), share(t.strict.strict, ".3f"), share(t.recall, ".3f"),
-                      share(t.recall_far, ".3f"))
+
+def _share(value: float | None, style: str) -> str:
+    return "–" if value is None else format(value, style)
+
+
+_COLUMNS: dict[str, Callable[[StrategyTotals], str]] = {  # header -> the figure of a strategy, in table order
+    "strategy": lambda t: t.strategy,
+    "cost": lambda t: f"{t.cost_usd:,.2f}",
+    "LLM summ.": lambda t: f"{t.cost_llm_usd:,.2f}",
+    "no cache": lambda t: f"{t.cost_no_cache_usd:,.2f}",
+    "cached": lambda t: f"{t.cache_hit_ratio:.1%}",
+    "peak": lambda t: f"{t.peak_tokens:,}",
+    "over": lambda t: f"{t.overflows:,}",
+    "viol.": lambda t: f"{t.violations:,}",
+    "survival": lambda t: _share(t.survival["mean"], ".1%"),
+    "strict": lambda t: _share(t.strict.strict, ".3f"),
+    "recall": lambda t: _share(t.recall, ".3f"),
+    "far": lambda t: _share(t.recall_far, ".3f"),
+}
+_LEFT_OUT_FIRST = ("no cache", "far", "viol.", "LLM summ.", "strict", "over", "peak", "cached")
+"""The columns a narrow terminal goes without, first to last (results.md has them all)."""
+
+
+def totals_table(totals: list[StrategyTotals], window: int, width: int | None = None) -> Table:
+    """The per-strategy totals for the terminal: within ``width`` columns, every figure whole on its line.
+
+    A figure folded over two lines or cut to ``1.…`` cannot be read, so a terminal too narrow for every
+    column gets fewer (:data:`_LEFT_OUT_FIRST`), named under the table."""
+    rows = [{header: figure(t) for header, figure in _COLUMNS.items()} for t in totals]
+    shown = list(_COLUMNS)
+    left_out: list[str] = []
+
+    def needed() -> int:  # each column: a border, a space either side of its widest cell; then the last border
+        return 1 + sum(3 + max(cell_len(header), *(cell_len(row[header]) for row in rows)) for header in shown)
+
+    for header in _LEFT_OUT_FIRST:
+        if width is None or needed() <= width:
+            break
+        shown.remove(header)
+        left_out.append(header)
+    caption = f"left out at this width: {', '.join(left_out)} (results.md has every column)" if left_out else None
+    table = Table(title=f"window {window:,} tokens, costs in USD (LLM summ.: summaries priced as LLM calls)",
+                  title_justify="left", caption=caption, caption_justify="left")
+    for header in shown:
+        table.add_column(header, justify="left" if header == "strategy" else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*(row[header] for header in shown))
     return table

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import Counter
 from contextlib import closing
 from datetime import datetime, timezone
@@ -46,7 +47,7 @@ def sessions() -> None:
 @reports_errors
 def list_sessions(location: str, as_json: bool) -> None:
     """Every session, oldest update first: when it was created and last written, how many records."""
-    with closing(open_store(existing(location))) as store:
+    with closing(open_store(existing(location), read_only=True)) as store:
         infos = store.sessions()
         name = store.url
     if as_json:
@@ -81,7 +82,7 @@ def show(location: str, session_id: str, as_json: bool) -> None:
 
 def describe(location: str, session_id: str) -> dict[str, Any]:
     """The figures ``show`` prints."""
-    with closing(open_store(existing(location))) as store:  # read only: a live session's writer keeps its lock
+    with closing(open_store(existing(location), read_only=True)) as store:  # a live session's writer keeps its lock
         restored = restore(f"{store.url}#{session_id}", store.read(session_id))
     history = restored.conversation
     checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]
@@ -112,7 +113,7 @@ def export(location: str, session_id: str, output: Path | None) -> None:
 
     Put it in a folder as ``<session_id>.jsonl`` and it is a session of the JSONL store.
     """
-    with closing(open_store(existing(location))) as store:
+    with closing(open_store(existing(location), read_only=True)) as store:
         data = b"".join(to_line(record) for record in store.read(session_id))
     if output is None:
         sys.stdout.buffer.write(data)  # click 8.5 deprecates get_binary_stream (its stub is no longer callable)
@@ -127,22 +128,42 @@ def export(location: str, session_id: str, output: Path | None) -> None:
               help="Delete the sessions not written for this many days.")
 @click.option("--keep-checkpoints", type=click.IntRange(min=1), default=None,
               help="In every other session, empty all view checkpoints but the last K (the view stays exact).")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted and emptied; change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Delete sessions without asking first (for scripts).")
 @json_option
 @reports_errors
-def prune_sessions(location: str, older_than_days: float | None, keep_checkpoints: int | None, as_json: bool) -> None:
-    """Retention, run when asked and only then: delete old sessions, empty old checkpoints."""
+def prune_sessions(location: str, older_than_days: float | None, keep_checkpoints: int | None, dry_run: bool,
+                   yes: bool, as_json: bool) -> None:
+    """Retention, run when asked and only then: delete old sessions, empty old checkpoints.
+
+    Deleting sessions asks first, naming them (``--yes`` does not ask); ``--dry-run`` only says what would go.
+    """
     if older_than_days is None and keep_checkpoints is None:
         raise click.UsageError("say what to prune: --older-than-days N, --keep-checkpoints K, or both")
     with closing(open_store(existing(location))) as store:
-        report = prune(store, older_than_days=older_than_days, keep_checkpoints=keep_checkpoints)
+        now = time.time()  # the same cutoff for the plan and the prune: nothing is deleted that was not asked about
+        report = prune(store, older_than_days=older_than_days, keep_checkpoints=keep_checkpoints, now=now, dry_run=True)
+        if not dry_run:
+            if report.deleted_sessions and not yes:
+                _confirm_deleting(report.deleted_sessions, len(store.sessions()))
+            report = prune(store, older_than_days=older_than_days, keep_checkpoints=keep_checkpoints, now=now)
     if as_json:
         click.echo(json.dumps({"deleted_sessions": report.deleted_sessions,
-                               "pruned_checkpoints": report.pruned_checkpoints}))
+                               "pruned_checkpoints": report.pruned_checkpoints, "dry_run": dry_run}))
         return
-    click.echo(f"deleted {len(report.deleted_sessions)} session(s)"
+    verbs = ("would delete", "would empty") if dry_run else ("deleted", "emptied")
+    click.echo(f"{verbs[0]} {len(report.deleted_sessions)} session(s)"
                + (f": {', '.join(report.deleted_sessions)}" if report.deleted_sessions else ""))
     emptied = sum(report.pruned_checkpoints.values())
-    click.echo(f"emptied {emptied} view checkpoint(s) in {len(report.pruned_checkpoints)} session(s)")
+    click.echo(f"{verbs[1]} {emptied} view checkpoint(s) in {len(report.pruned_checkpoints)} session(s)")
+
+
+def _confirm_deleting(doomed: list[str], total: int) -> None:
+    """Ask before deleting sessions, naming a few; no answer (a script without ``--yes``) deletes nothing."""
+    every = " (every session of the store)" if len(doomed) == total else f" of {total}"
+    named = ", ".join(doomed[:5]) + (f" and {len(doomed) - 5} more" if len(doomed) > 5 else "")
+    click.confirm(f"delete {len(doomed)} session(s){every}: {named}? (--yes skips this question)",
+                  default=False, abort=True, err=True)
 
 
 def _when(seconds: float) -> str:

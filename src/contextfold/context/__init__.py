@@ -877,7 +877,22 @@ class Context:
         never a new empty one. ``model`` and ``options`` are those of
         :class:`Context` (the transcript keeps the conversation, not the configuration).
         """
-        session = StoredSession.resume(store, session_id)
+        return cls._restored(StoredSession.resume(store, session_id), model, **options)
+
+    @classmethod
+    def open(cls, store: Store | str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
+        """The session ``session_id`` of ``store``, resumed as :meth:`resume` does if it is there, else started.
+
+        What a service handling "the next message of session X" calls: the same line serves the first
+        request and every later one (``Context(store=..., session_id=...)`` refuses a session that exists,
+        :meth:`resume` one that does not). Two workers opening a new session at once share it.
+        """
+        return cls._restored(StoredSession.open(store, session_id), model, **options)
+
+    @classmethod
+    def _restored(cls, session: StoredSession, model: str | None, **options: Any) -> Context:
+        """The context over ``session``, with its history and view restored (empty for a new session)."""
+        session_id = session.session_id
         try:
             context = cls(model, transcript=session, session_id=session_id, **options)
             context._emit(context._timeline.restore(session.restored, session_id))

@@ -3,6 +3,7 @@
 >>> from contextfold import Context
 >>> context = Context("claude-sonnet-4-5", store="sqlite:///sessions.db", session_id="user-42")
 >>> later = Context.resume("sqlite:///sessions.db", "user-42", "claude-sonnet-4-5")   # any process
+>>> either = Context.open("sqlite:///sessions.db", "user-43", "claude-sonnet-4-5")    # started, or resumed
 
 Every backend keeps the transcript's records (:mod:`contextfold.stores.transcript`)
 with gap-free per-session sequence numbers, appends only, and commits a view

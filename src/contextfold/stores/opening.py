@@ -21,10 +21,12 @@ LIBPQ_CONNINFO = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|servic
 """The start of a libpq ``key=value`` connection string (``host=db password=...``), which is no store location."""
 
 
-def open_store(location: str | os.PathLike[str] | Store) -> Store:
-    """The store a URL names (a :class:`Store` is returned as it is).
+def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = False) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is); ``read_only`` for a reader that writes
+    nothing (a SQLite file is then opened ``mode=ro``: one this user may not write can still be read).
 
-    * a folder path, or ``jsonl:///path/to/folder``: one transcript file a session (today's layout);
+    * a folder path, or ``jsonl:///abs/folder`` (``file:///abs/folder``) or ``jsonl://rel/folder``: one
+      transcript file a session (today's layout);
     * ``sqlite:///path/to/sessions.db`` (``sqlite:////abs/path`` and ``sqlite:///rel/path`` alike);
     * ``postgresql://user@host:port/db`` (psycopg 3, extra ``[postgres]``; libpq reads ``PGPASSWORD`` etc.);
     * ``redis://host:port/db`` (redis-py, extra ``[redis]``); ``rediss://`` for TLS.
@@ -41,12 +43,12 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
     if scheme in ("", "jsonl", "file"):
         from .jsonl import JsonlStore
 
-        return JsonlStore(Path(_path_of(text) if scheme else text))
+        return JsonlStore(Path(_folder_of(text) if scheme else text))
     if scheme == "sqlite":
         from .sqlite import SqliteStore
 
         url, durability = split_durability(text)
-        return SqliteStore(Path(_path_of(url)), durability=durability)
+        return SqliteStore(Path(_path_of(url)), durability=durability, read_only=read_only)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresStore
 
@@ -64,7 +66,7 @@ def local_path(location: str | os.PathLike[str]) -> Path | None:
     text = os.fspath(location)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme in ("", "jsonl", "file"):
-        return Path(_path_of(text) if scheme else text)
+        return Path(_folder_of(text) if scheme else text)
     if scheme == "sqlite":
         return Path(_path_of(split_durability(text)[0]))
     return None
@@ -80,6 +82,19 @@ def split_durability(url: str) -> tuple[str, Durability]:
         raise StoreError(f"durability must be one of {DURABILITIES}, not {durability!r}")
     rest = urlencode([(key, value) for key, value in pairs if key != "durability"])
     return (f"{base}?{rest}" if rest else base), durability  # type: ignore[return-value]
+
+
+def _folder_of(url: str) -> str:
+    """The folder of a ``jsonl://`` or ``file://`` URL, read as a file URL is: ``jsonl:///srv/x`` is ``/srv/x``,
+    ``jsonl://x`` is ``x`` (relative), ``file://localhost/srv/x`` is ``/srv/x``. (A SQLite URL differs: its
+    ``sqlite:///x.db`` is relative, the convention SQLAlchemy set.)"""
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() == "file":
+        host, _, path = rest.partition("/")
+        if host not in ("", "localhost"):
+            raise StoreError(f"{url!r}: a file URL names a folder of this machine: file:///abs/folder")
+        rest = f"/{path}"
+    return "/" + rest.lstrip("/") if rest.startswith("/") else rest or "."
 
 
 def _path_of(url: str) -> str:

@@ -35,8 +35,10 @@ def prune(
     older_than_days: float | None = None,
     keep_checkpoints: int | None = None,
     now: float | None = None,
+    dry_run: bool = False,
 ) -> PruneReport:
-    """Apply the retention rules to every session of ``store``; see the module docstring."""
+    """Apply the retention rules to every session of ``store``; see the module docstring. ``dry_run``
+    reports what they would remove and removes nothing (given the same ``now``, a later run removes no more)."""
     if older_than_days is not None and older_than_days < 0:
         raise StoreError(f"older_than_days must be positive, not {older_than_days}")
     if keep_checkpoints is not None and keep_checkpoints < 1:
@@ -45,14 +47,16 @@ def prune(
     cutoff = (time.time() if now is None else now) - (older_than_days or 0) * DAY_S
     for info in store.sessions():
         if older_than_days is not None and info.updated < cutoff:
-            store.delete(info.session_id)
+            if not dry_run:
+                store.delete(info.session_id)
             report.deleted_sessions.append(info.session_id)
         elif keep_checkpoints is not None:
             checkpoints = [r for r in store.read(info.session_id)
                            if r.get("type") == "event" and r.get("kind") == VIEW_EVENT]
             old = checkpoints[:-keep_checkpoints]
             if old:
-                store.rewrite(info.session_id, {r["seq"]: _emptied(r) for r in old})
+                if not dry_run:
+                    store.rewrite(info.session_id, {r["seq"]: _emptied(r) for r in old})
                 report.pruned_checkpoints[info.session_id] = len(old)
     return report
 

@@ -29,7 +29,7 @@ from .base import VIEW_EVENT, BlobStore, Record, Store
 from .opening import open_store
 from .outbox import Batch, Outbox, RetryBudget
 from .records import encode, event_record, header_record, header_update_record, item_record, restore, view_revision
-from .transcript import Restored, Transcript
+from .transcript import Restored, Transcript, validate_session_id
 
 Location = str | os.PathLike[str] | Store
 """A store, or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""
@@ -79,7 +79,10 @@ class StoredSession:
     @classmethod
     def _opening(cls, location: Location, session_id: str, *, create: bool | None,
                  header: Header | None = None) -> StoredSession:
-        """Open the store and the session: ``create`` True (must be new), False (must exist) or None (either)."""
+        """Open the store and the session: ``create`` True (must be new), False (must exist) or None (either).
+        An id a folder could not name its file after is refused by every store (InvalidSessionId), so a session
+        is never committed that the folder stores, the CLI or an export could not open again."""
+        validate_session_id(session_id)
         store = open_store(location)
         try:
             if create is not False:

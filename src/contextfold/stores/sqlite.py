@@ -35,12 +35,19 @@ BUSY_TIMEOUT_S = 60.0
 class SqliteStore(SqlStore):
     """Sessions in one SQLite database file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process",
+                 read_only: bool = False) -> None:
+        """``read_only`` opens an existing database for reading only (SQLite's ``mode=ro``): nothing is
+        created or set up, so a file this user may read but not write (another user's, on read-only media)
+        can still be listed, shown and exported; a write is then a :class:`StoreError`."""
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self._connection: sqlite3.Connection | None = None
         self._one_at_a_time = threading.RLock()
         try:
+            if read_only:
+                self._connection = _read_only(self.path)
+                return
             _create_owner_only(self.path)
             self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                                check_same_thread=False)  # the lease heartbeat's thread too
@@ -91,6 +98,25 @@ class SqliteStore(SqlStore):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that reads ``path`` and never writes it, nor anything beside it.
+
+    SQLite's ``mode=ro`` still makes the ``-shm`` file a WAL database is read through, which a folder this user
+    cannot write refuses; then, if no ``-wal`` file is there (no writer has the database open: every record is
+    in the main file), the file is read as ``immutable``, which needs no ``-shm``.
+    """
+    uri = path.absolute().as_uri()
+    connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return connection
+    except sqlite3.OperationalError:
+        connection.close()
+        if Path(f"{path}-wal").exists():
+            raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
 
 
 def _create_owner_only(path: Path) -> None:

@@ -53,6 +53,7 @@ from ..codec import header_from_dict, header_to_dict, item_from_dict, item_to_di
 from ..conversation import Conversation, Header, Item
 from ..errors import (
     InvalidConversation,
+    InvalidSessionId,
     SessionExists,
     SessionNotFound,
     TranscriptCorrupt,
@@ -93,13 +94,13 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` if it is safe as a file name, else raise :class:`TranscriptError`.
+    """Return ``session_id`` if it is safe as a file name, else raise :class:`InvalidSessionId`.
 
     Allowed: 1 to 128 ASCII letters, digits, ``.``, ``_`` and ``-``, starting
     with a letter or digit (so no ``..``, no path separators, no hidden files).
     """
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        raise TranscriptError(
+        raise InvalidSessionId(
             f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )

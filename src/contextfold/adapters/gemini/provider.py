@@ -76,10 +76,11 @@ class Gemini(Adapter):
         return to_genai(Conversation(list(items)))
 
     def data(self, response: Any) -> dict[str, Any]:
-        """A reply as the JSON google-genai's types dump to (enums as their names, bytes in base64)."""
+        """A reply as the JSON google-genai's types dump to (enums as their names, bytes in base64); a dump that
+        is not an object is the :class:`InvalidContent` of any other reply that is not one."""
         dump = getattr(response, "model_dump", None)
         if callable(dump) and not isinstance(response, Mapping):
-            return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+            response = dump(mode="json", exclude_none=True)
         return super().data(response)
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
