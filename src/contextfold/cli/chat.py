@@ -24,8 +24,9 @@ from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
-from ..errors import ContextfoldError, UnknownModel
-from ..limits import model_limits
+from ..errors import ContextfoldError, ProviderRequired, UnknownModel
+from ..limits import model_limits, require_provider
+from ..pipeline.base import Policy
 from .options import check_window, command_line_message, fail
 
 TRANSCRIPT_DIR = ".contextfold"
@@ -55,6 +56,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
+        policy=Policy().for_model(model),  # an unregistered model's price is unknown: a warning says so
         transcript=root / TRANSCRIPT_DIR,
     )
 
@@ -78,7 +80,9 @@ def ask_user(console: Console) -> Approve:
 
 
 @click.command("chat")
-@click.option("--provider", type=click.Choice(PROVIDERS), default="anthropic", show_default=True)
+@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
+              help="The API to talk to (default: the one serving --model, see `contextfold models`; anthropic "
+                   "when no model is named).")
 @click.option(
     "--model", default=None, help="Model name (default: $ANTHROPIC_MODEL / $OPENAI_MODEL, else a current model)."
 )
@@ -109,7 +113,7 @@ def ask_user(console: Console) -> Approve:
     help="Working folder: the tools reach only inside it.",
 )
 def chat(
-    provider: str,
+    provider: str | None,
     model: str | None,
     base_url: str | None,
     window: int | None,
@@ -122,6 +126,10 @@ def chat(
     interactive = task is None
     console = Console(stderr=not interactive, highlight=False)
     root = cwd.resolve()
+    try:
+        provider = require_provider(model, provider, PROVIDERS)
+    except ProviderRequired as error:
+        raise click.UsageError(f"{error.model!r}: which API serves it? pass --provider") from None
     name = model_name(provider, model)
     if window is not None:
         check_window(window, reply_tokens(name), reserve_option=None)
