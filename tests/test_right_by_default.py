@@ -213,6 +213,30 @@ def test_a_models_reply_limit_that_a_smaller_window_cannot_hold_is_scaled_to_hal
     assert Context("gpt-4.1", window_tokens=200_000).limits.max_output_tokens == 32_768  # it fits: the model's own
 
 
+def test_the_summarizers_window_is_checked_the_same_way() -> None:
+    from contextfold.summarizers import ModelSummarizer
+
+    for options, field in (({"window_tokens": 0}, "context_window"), ({"max_output_tokens": 0}, "max_output_tokens")):
+        with pytest.raises(InvalidLimits) as raised:
+            ModelSummarizer(provider="openai", model="gpt-4.1", api_key="test", **options)
+        assert raised.value.field == field
+    small = ModelSummarizer(provider="openai", model="gpt-4.1", api_key="test", window_tokens=8_000)
+    assert small.reply_tokens == 4_000 and small.input_budget_tokens > 0  # 16,000 asked: half the window is left
+
+
+def test_a_zero_reply_reserve_on_the_command_line_is_refused_not_read_as_the_default(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from contextfold.cli import cli
+
+    recording = tmp_path / "chat.json"
+    recording.write_text('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]')
+    for command in ("replay", "bench", "demo"):
+        args = [command] + ([] if command == "demo" else [str(recording)]) + ["--window", "8000", "--max-output", "0"]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2 and "--max-output" in result.output, (command, result.output)
+
+
 # --------------------------------------------------------------------------- a system message among the messages
 
 

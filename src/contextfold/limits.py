@@ -50,13 +50,19 @@ class ModelLimits:
 
     def __post_init__(self) -> None:
         for field in ("context_window", "max_output_tokens"):
-            self._check(field, getattr(self, field))
+            check_tokens(field, getattr(self, field))
 
-    @staticmethod
-    def _check(field: str, value: object) -> None:
-        """:class:`InvalidLimits` naming ``field`` unless ``value`` is a positive whole number of tokens."""
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise InvalidLimits(field, value)
+
+def check_tokens(field: str, value: object) -> None:
+    """:class:`InvalidLimits` naming ``field`` unless ``value`` is a positive whole number of tokens."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InvalidLimits(field, value)
+
+
+def reply_within(window: int, reply: int) -> int:
+    """A reply limit nobody gave (a model's, a default) made to fit ``window``: itself when it leaves room for a
+    prompt, else half the window (see :func:`resolve_limits`)."""
+    return reply if reply < window else max(window // 2, 1)
 
 
 def _family(window: int, output: int, *names: str) -> dict[str, ModelLimits]:
@@ -212,7 +218,7 @@ def resolve_limits(model: str | None, window_tokens: int | None = None, max_outp
     """
     for field, value in (("context_window", window_tokens), ("max_output_tokens", max_output_tokens)):
         if value is not None:
-            ModelLimits._check(field, value)
+            check_tokens(field, value)
     if model is None and window_tokens is None:
         raise InvalidLimits("context_window", None, "name a model or give window_tokens")
     known = model_limits(model) if model is not None else None
@@ -224,7 +230,7 @@ def resolve_limits(model: str | None, window_tokens: int | None = None, max_outp
                                 f"{window:,}-token window: give a smaller max_output_tokens or a larger window")
         return ModelLimits(window, max_output_tokens)
     reply = known.max_output_tokens if known is not None else default_max_output_tokens
-    return ModelLimits(window, reply if reply < window else max(window // 2, 1))
+    return ModelLimits(window, reply_within(window, reply))
 
 
 def registered_models() -> dict[str, ModelLimits]:

@@ -47,7 +47,7 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--tokenizer", type=click.Choice(TOKENIZER_CHOICES), default="auto", show_default=True,
               help="Token counter for every figure of every strategy (auto: o200k when its file is on this "
               "machine, else the estimate; stderr says which).")
-@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
+@click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
 @click.option("--no-charts", "charts", flag_value=False, default=True,
               help="Write results.json and results.md only (no matplotlib needed).")

@@ -24,7 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import importers
 from ..adapters import PROVIDERS, adapter_for
 from ..conversation import Conversation
-from ..errors import ContextfoldError, StoreError, TokenizerUnavailable, UnknownModel
+from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
+from ..limits import resolve_limits
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
 from ..stores import open_store, redact, split_session_ref
@@ -110,11 +111,14 @@ class RecordedSession(_SessionParamType):
 
 
 def check_window(window: int, reserve: int, reserve_option: str | None = "--max-output") -> None:
-    """A usage error when ``window`` leaves no room for a prompt beside the ``reserve`` kept for each reply."""
-    if window <= reserve:
+    """A usage error when ``window`` leaves no room for a prompt beside the ``reserve`` kept for each reply: the
+    library's one check (:func:`~contextfold.limits.resolve_limits`), said in command-line terms."""
+    try:
+        resolve_limits(None, window, reserve)
+    except InvalidLimits:
         smaller = f" (or a smaller {reserve_option})" if reserve_option else ""
         raise click.BadParameter(f"{window:,} tokens leave no room for a prompt beside the {reserve:,} tokens kept "
-                                 f"for each reply: use a larger window{smaller}", param_hint="--window")
+                                 f"for each reply: use a larger window{smaller}", param_hint="--window") from None
 
 
 def recorded_argument(function: F) -> F:

@@ -52,7 +52,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--requests", "requests_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every request sent to this JSON Lines file (needs --index for a file of several).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object of totals per conversation.")
-@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens,
+@click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens,
               show_default=True, help="Tokens reserved for the reply.")
 @click.option("--prices", callback=_prices, default=None, metavar="KEY=USD,...",
               help="USD per million tokens, any of input, cache_write, cache_read, output "
