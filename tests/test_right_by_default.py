@@ -250,22 +250,27 @@ def test_an_opening_system_message_goes_to_the_anthropic_header_and_the_server_a
     assert [block["text"] for block in request["system"]] == [SYSTEM]
     context.add_response(_send_anthropic(server, "claude-sonnet-4-6", request))
     assert server.problems == [] and server.valid[0].session[0] == SYSTEM
+    context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "And at night?"}])
+    assert [m["role"] for m in context.prepare()["messages"]] == ["user", "assistant", "user"]  # the prompt, again
+    context.add([{"role": "assistant", "content": "Black."}])
     # once the session has started, a system message is an instruction at that point: Anthropic carries it there
     context.add([{"role": "system", "content": "Now answer in French."}, {"role": "user", "content": TASK}])
     request = context.prepare()
     assert [block["text"] for block in request["system"]] == [SYSTEM]
-    assert [m["role"] for m in request["messages"]] == ["user", "assistant", "system", "user"]
+    assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user", "assistant", "system", "user"]
 
 
 def test_an_opening_system_content_goes_to_geminis_system_instruction_and_a_late_one_is_refused(
     server: ScriptedModel,
 ) -> None:
     context = Context("gemini-2.5-flash")
-    context.add([{"role": "system", "parts": [{"text": SYSTEM}]}, USER_MESSAGE["gemini"]])
+    context.add([{"role": "system", "parts": [{"text": SYSTEM}]}, {"role": "system", "parts": [{"text": "Be kind."}]},
+                 USER_MESSAGE["gemini"]])
     request = context.prepare()
     assert [c["role"] for c in request["contents"]] == ["user"]
     context.add_response(_send_gemini(server, "gemini-2.5-flash", request))
-    assert server.problems == [] and server.valid[0].body["systemInstruction"]["parts"][0]["text"] == SYSTEM
+    instruction = server.valid[0].body["systemInstruction"]["parts"]
+    assert server.problems == [] and [part["text"] for part in instruction] == [SYSTEM, "Be kind."]
     with pytest.raises(UnknownRole) as raised:  # Gemini has no system content; the header is every request's prefix
         context.add([{"role": "system", "parts": [{"text": "Now answer in French."}]}])
     assert (raised.value.index, raised.value.field) == (0, "role")

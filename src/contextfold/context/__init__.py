@@ -244,7 +244,8 @@ class Context:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
 
         ``system`` and ``tools`` set those parts of the header (Anthropic style;
-        for OpenAI formats a leading system message does the same); pinned items
+        system messages that open the session do the same in every format, see
+        :meth:`_opening_system`); pinned items
         and a split system prompt of the same text are kept (see
         :meth:`~contextfold.conversation.Header.overlaid`). Every item is in
         the transcript before this returns. The cost does not grow with the
@@ -395,8 +396,9 @@ class Context:
         Before the first user or assistant message a system message is the
         system prompt, whatever format it came in: Anthropic and Gemini take
         it only in the header (``system``, ``system_instruction``), as the
-        OpenAI formats' readers already put it. Once the session has started,
-        a system message is an instruction at that point of it: Anthropic
+        OpenAI formats' readers already put it; so is one that repeats the
+        system prompt. Once the session has started, any other system message
+        is an instruction at that point of it: Anthropic
         Messages and the OpenAI formats carry it there; Gemini has no such
         message, and moving it to the header would rewrite the system prompt
         every earlier request had, so it is refused
@@ -406,9 +408,10 @@ class Context:
         lead = next((k for k, item in enumerate(items) if item.role not in ("system", "developer")), len(items))
         if lead == 0:
             return conversation
-        if not len(self.history):
-            header = conversation.header
-            return Conversation(items[lead:], replace(header, system=(*header.system, *items[:lead])))
+        header = conversation.header
+        opening = replace(header, system=(*header.system, *items[:lead]))
+        if not len(self.history) or opening.system_text == self.history.header.system_text:
+            return Conversation(items[lead:], opening)  # a loop that passes its system prompt on every turn
         if not adapter.system_messages:
             raise UnknownRole(0, "role", f"{adapter.title} has no system message, and this session has started: "
                                          "give the instruction as a user message, or set the system prompt "

@@ -173,7 +173,8 @@ class _Reader:
         if isinstance(raw, str):
             return Item("system", (Text(raw),), meta={"origin": ORIGIN, "shape": "str"})
         data = {key: value for key, value in _dump(raw, index, "").items() if key != "role"}
-        item = self.content(data, index)[0]
+        started, item = self.started, self.content(data, index)[0]
+        self.started = started  # read as a user content, it opens nothing
         if item.role != "user":
             raise InvalidContent(index, "parts", "a system instruction holds text, not function calls or responses")
         return Item("system", item.blocks, id=item.id, meta=item.meta)
