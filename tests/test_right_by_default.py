@@ -21,6 +21,7 @@ import pytest
 from contextfold import (
     Context,
     InvalidLimits,
+    InvalidPolicy,
     Policy,
     Prices,
     ProviderRequired,
@@ -159,6 +160,8 @@ def test_an_unknown_price_is_a_typed_warning_and_the_documented_default() -> Non
         warnings.simplefilter("error")
         assert Context("gpt-5.5", policy=Policy(prices=given)).policy.prices == given  # given prices win, quietly
         assert Context("gpt-4.1", policy=Policy(prices=given)).policy.prices == given
+    with pytest.raises(InvalidPolicy, match="Policy.prices"):
+        Policy(prices={"input": 2.0})  # type: ignore[arg-type]
 
 
 def test_every_cache_decision_uses_the_models_prices() -> None:

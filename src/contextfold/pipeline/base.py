@@ -214,6 +214,8 @@ def check_policy(policy: Policy) -> None:
                             f"not {policy.background_summaries!r}")
     if policy.hard_fill_fraction == 0:
         raise InvalidPolicy("hard_fill_fraction", "0 would wait for every background summary; use a share above 0")
+    if policy.prices is not None and not isinstance(policy.prices, Prices):
+        raise InvalidPolicy("prices", f"a Prices (or None: the model's list prices) is needed, not {policy.prices!r}")
 
 
 def _check_real(name: str, value: object, low: float, high: float | None) -> None:
