@@ -277,9 +277,12 @@ input, 5-minute and 1-hour cache writes, cache hits, output), OpenAI's from
 its model pages (input, cached input, output), Google's from the Gemini API
 pricing page (``ai.google.dev/gemini-api/docs/pricing``; Gemini 2.5 Pro at
 its rate for prompts up to 200k tokens). The figures of 2026-11-26 were
-written without network access; on 2026-11-28 Claude Sonnet 4.6, Opus
-4.7 and 4.8 and the Gemini 2.5 models were added from stored copies of those
-pages, read that day. Check them against the providers' pages before
+written without network access. On 2026-11-28 Claude Sonnet 4.6, Opus 4.7
+and 4.8 were added from a stored copy of Anthropic's page, read that day,
+and the Gemini 2.5 models from copies of Google's figures re-published
+elsewhere (input and output; a cache hit at a tenth of input, as quoted
+from Google's page for 2.5 Pro, $0.125, and taken to be the same tenth for
+Flash and Flash-Lite). Check them against the providers' pages before
 billing anyone. The SDK packages installed here (``anthropic`` 2.14,
 ``openai`` 3.57) name the models and say how the prompt cache is billed in
 kind (Anthropic's ``cache_control.ttl`` of ``5m`` or ``1h``; OpenAI's
