@@ -302,3 +302,15 @@ def test_chat_talks_to_the_api_serving_the_model_and_prices_at_its_list_prices(s
         assert re.search(rf"{row}\s+[\d,]+\s+{re.escape(usd)}\s", costed.output), costed.output
     refused = CliRunner().invoke(cli, ["chat", "--model", "acme-coder", "--window", "60000", "-p", TASK], env=env)
     assert refused.exit_code == 2 and "acme-coder" in refused.output
+
+
+def test_a_model_summarizer_writes_for_the_api_serving_its_model() -> None:
+    from contextfold import SummarizerError
+    from contextfold.summarizers import ModelSummarizer
+
+    assert ModelSummarizer(model="gpt-4.1", api_key="test").provider == "openai"
+    assert ModelSummarizer(model="gemini-2.5-flash", api_key="test").provider == "gemini"
+    assert ModelSummarizer(api_key="test").provider == "anthropic"  # no model named: its default small model
+    with pytest.raises(SummarizerError, match="my-llama.*provider="):
+        ModelSummarizer(model="my-llama", api_key="test")
+    assert ModelSummarizer(model="my-llama", provider="openai", api_key="test").provider == "openai"

@@ -59,10 +59,10 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, Protocol
 
-from ..adapters import Adapter, Reply, adapter_for
+from ..adapters import PROVIDERS, Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
-from ..limits import check_tokens, model_limits, reply_within
+from ..limits import check_tokens, model_limits, reply_within, require_provider
 from ..rendering import Renderer
 from ..sdk import ClientOptions
 from ..usage import Usage
@@ -205,7 +205,9 @@ class LLMSummarizer:
     sizes, seconds for times.
     """
 
-    provider: str = "anthropic"
+    provider: str | None = None
+    """The API the summary request is written for; default: the one serving ``model``
+    (:func:`~contextfold.limits.model_provider`), ``anthropic`` when no model is named."""
     model: str = ""
     max_output_tokens: int = 16_000
     """Reply limit (analysis and summary together); lowered to the model's own limit when that is smaller."""
@@ -251,6 +253,7 @@ class LLMSummarizer:
         if self.window_tokens is not None:
             check_tokens("context_window", self.window_tokens)
         try:
+            self.provider = require_provider(self.model or None, self.provider, PROVIDERS)
             self.adapter: Adapter = adapter_for(self.provider)
         except ContextfoldError as error:
             raise SummarizerError(str(error)) from None
