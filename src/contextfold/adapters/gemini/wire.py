@@ -172,11 +172,14 @@ class _Reader:
         as those used to OpenAI's formats write one (:class:`~contextfold.Context` moves it to the header)."""
         if isinstance(raw, str):
             return Item("system", (Text(raw),), meta={"origin": ORIGIN, "shape": "str"})
-        data = {key: value for key, value in _dump(raw, index, "").items() if key != "role"}
-        started, item = self.started, self.content(data, index)[0]
-        self.started = started  # read as a user content, it opens nothing
-        if item.role != "user":
-            raise InvalidContent(index, "parts", "a system instruction holds text, not function calls or responses")
+        if index is None:  # the system_instruction itself: read as it came, to be written back so
+            item = self.content(raw, None)[0]
+        else:  # a content of the list: read as a user content, which opens nothing
+            data = {key: value for key, value in _dump(raw, index, "").items() if key != "role"}
+            started, item = self.started, self.content(data, index)[0]
+            self.started = started
+            if item.role != "user":
+                raise InvalidContent(index, "parts", "a system content holds text, not function calls or responses")
         return Item("system", item.blocks, id=item.id, meta=item.meta)
 
     def content(self, raw: Any, index: int | None) -> list[Item]:
