@@ -302,6 +302,9 @@ def test_chat_talks_to_the_api_serving_the_model_and_prices_at_its_list_prices(s
         assert re.search(rf"{row}\s+[\d,]+\s+{re.escape(usd)}\s", costed.output), costed.output
     refused = CliRunner().invoke(cli, ["chat", "--model", "acme-coder", "--window", "60000", "-p", TASK], env=env)
     assert refused.exit_code == 2 and "acme-coder" in refused.output
+    unpriced = CliRunner().invoke(cli, [*base[:2], "gpt-5.5", *base[3:], "-p", TASK], env=env)
+    assert unpriced.exit_code == 0, unpriced.output
+    assert "no list price is known for 'gpt-5.5'" in unpriced.output and "Warning" not in unpriced.output
 
 
 def test_a_model_summarizer_writes_for_the_api_serving_its_model() -> None:

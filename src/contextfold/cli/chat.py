@@ -12,6 +12,7 @@ in the working folder's ``.contextfold/``.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -24,9 +25,9 @@ from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
-from ..errors import ContextfoldError, ProviderRequired, UnknownModel
+from ..errors import ContextfoldError, ProviderRequired, UnknownModel, UnknownPriceWarning
 from ..limits import model_limits, require_provider
-from ..pipeline.base import Policy
+from ..pipeline.base import DEFAULT_PRICES, Policy
 from .options import check_window, command_line_message, fail
 
 TRANSCRIPT_DIR = ".contextfold"
@@ -56,9 +57,21 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
-        policy=Policy().for_model(model),  # an unregistered model's price is unknown: a warning says so
+        policy=priced_for(model),
         transcript=root / TRANSCRIPT_DIR,
     )
+
+
+def priced_for(model: str) -> Policy:
+    """The policy at ``model``'s list prices; a model without one gets the default prices, said in one line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnknownPriceWarning)
+        policy = Policy().for_model(model)
+    if not caught:
+        return policy
+    click.echo(f"contextfold chat: no list price is known for {model!r}: /cost and the cache decisions use "
+               "Claude Sonnet 4.5's list prices", err=True)
+    return Policy(prices=DEFAULT_PRICES)  # given: the Context does not warn again
 
 
 def refuse_without_yes(command: str) -> bool:
