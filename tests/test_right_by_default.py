@@ -317,3 +317,23 @@ def test_a_model_summarizer_writes_for_the_api_serving_its_model() -> None:
     with pytest.raises(SummarizerError, match="my-llama.*provider="):
         ModelSummarizer(model="my-llama", api_key="test")
     assert ModelSummarizer(model="my-llama", provider="openai", api_key="test").provider == "openai"
+
+
+def test_a_system_message_in_a_started_openai_session_is_an_instruction_there_not_a_new_system_prompt(
+    server: ScriptedModel,
+) -> None:
+    """It was read as the system prompt: the first message of every request changed (and its cache went)."""
+    context = Context("gpt-4.1")
+    context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}])
+    context.add_response(_send_chat(server, "gpt-4.1", context.prepare()))
+    context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "And at night?"}])  # again
+    context.add_response(_send_chat(server, "gpt-4.1", context.prepare()))
+    context.add([{"role": "system", "content": "Now answer in French."}, {"role": "user", "content": TASK}])
+    request = context.prepare()
+    assert [(m["role"], m["content"]) for m in request["messages"] if m["role"] == "system"] == [
+        ("system", SYSTEM), ("system", "Now answer in French.")]
+    assert request["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant", "user", "assistant", "system",
+                                                          "user"]
+    _send_chat(server, "gpt-4.1", request)
+    assert server.problems == [] and len(server.valid) == 3

@@ -386,37 +386,40 @@ class Context:
             # items carry no header: ``system`` and ``tools`` still set it (the tools decide what previews name)
             given = system is not None or tools is not None
             return Conversation(messages, adapter.read([], system=system, tools=tools).header if given else None)
-        return self._opening_system(adapter.read(messages, system=system, tools=tools,
-                                                 known_call_ids=self.history.call_ids), adapter)
+        read = adapter.read(messages, system=system, tools=tools, known_call_ids=self.history.call_ids)
+        return self._opening_system(read, adapter, given=system is not None)
 
-    def _opening_system(self, conversation: Conversation, adapter: Adapter) -> Conversation:
+    def _opening_system(self, conversation: Conversation, adapter: Adapter, *, given: bool) -> Conversation:
         """System messages that open a session go to the header; one in a session already started stays where it
         is, or is refused where the format has no system message.
 
         Before the first user or assistant message a system message is the
         system prompt, whatever format it came in: Anthropic and Gemini take
-        it only in the header (``system``, ``system_instruction``), as the
-        OpenAI formats' readers already put it; so is one that repeats the
-        system prompt. Once the session has started, any other system message
-        is an instruction at that point of it: Anthropic
-        Messages and the OpenAI formats carry it there; Gemini has no such
-        message, and moving it to the header would rewrite the system prompt
-        every earlier request had, so it is refused
-        (:class:`~contextfold.errors.UnknownRole`, naming the message).
+        it only in the header (``system``, ``system_instruction``), where the
+        OpenAI formats' readers put the system messages that open a list; so
+        is one that repeats the system prompt (a loop that passes it on every
+        turn). Once the session has started, any other system message is an
+        instruction at that point of it, not a new system prompt: rewriting
+        the header would change what every earlier request began with (and
+        lose the prompt cache). Anthropic Messages and the OpenAI formats carry
+        it where it stands; Gemini has no such message, so it is refused
+        (:class:`~contextfold.errors.UnknownRole`, naming the message). The
+        system prompt itself is changed by ``system=`` (``given``) or
+        :meth:`set_system`.
         """
-        items = conversation.items
+        items, header = conversation.items, conversation.header
         lead = next((k for k, item in enumerate(items) if item.role not in ("system", "developer")), len(items))
-        if lead == 0:
+        from_messages = (*(() if given else header.system), *items[:lead])
+        if not from_messages:
             return conversation
-        header = conversation.header
         opening = replace(header, system=(*header.system, *items[:lead]))
         if not len(self.history) or opening.system_text == self.history.header.system_text:
-            return Conversation(items[lead:], opening)  # a loop that passes its system prompt on every turn
+            return Conversation(items[lead:], opening)
         if not adapter.system_messages:
             raise UnknownRole(0, "role", f"{adapter.title} has no system message, and this session has started: "
                                          "give the instruction as a user message, or set the system prompt "
                                          "(system=, set_system) knowing every later request's cached prefix changes")
-        return conversation
+        return Conversation([*from_messages, *items[lead:]], replace(header, system=header.system if given else ()))
 
     # ------------------------------------------------------------------ 2. prepare
     def view(self) -> Conversation:
