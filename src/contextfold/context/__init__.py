@@ -404,8 +404,8 @@ class Context:
         lose the prompt cache). Anthropic Messages and the OpenAI formats carry
         it where it stands; Gemini has no such message, so it is refused
         (:class:`~contextfold.errors.UnknownRole`, naming the message). The
-        system prompt itself is changed by ``system=`` (``given``) or
-        :meth:`set_system`.
+        system prompt itself is changed by :meth:`set_system`, or ``system=``
+        (``given``) where the format has that field.
         """
         items, header = conversation.items, conversation.header
         lead = next((k for k, item in enumerate(items) if item.role not in ("system", "developer")), len(items))
