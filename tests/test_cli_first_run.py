@@ -111,8 +111,10 @@ def test_models_lists_the_registry() -> None:
     rows = [json.loads(line) for line in invoke("models", "--json").output.splitlines()]
     assert [row["model"] for row in rows] == list(registered_models())
     assert {"model": "claude-sonnet-4-5", "context_window": 200_000, "max_output_tokens": 64_000,
-            "usd_per_mtok": {"input": 3.0, "output": 15.0, "cache_read": 0.3}} in rows
-    assert {"model": "gpt-5.5", "context_window": 1_000_000, "max_output_tokens": 128_000, "usd_per_mtok": None} in rows
+            "provider": "anthropic", "usd_per_mtok": {"input": 3.0, "output": 15.0, "cache_read": 0.3}} in rows
+    assert {"model": "gpt-5.5", "context_window": 1_000_000, "max_output_tokens": 128_000, "provider": "openai",
+            "usd_per_mtok": None} in rows
+    assert all(row["provider"] in ("anthropic", "openai", "responses", "gemini") for row in rows)
     assert "claude-sonnet-4-5" in result.output and "200,000" in result.output
     assert "3, 15" in result.output and "unknown" in result.output
 
@@ -120,7 +122,7 @@ def test_models_lists_the_registry() -> None:
 def test_models_resolves_dated_names_and_refuses_unknown_ones_in_one_line() -> None:
     [row] = [json.loads(line) for line in invoke("models", "gpt-4o-2024-08-06", "--json").output.splitlines()]
     assert row == {"model": "gpt-4o-2024-08-06", "context_window": 128_000, "max_output_tokens": 16_384,
-                   "usd_per_mtok": {"input": 2.5, "output": 10.0, "cache_read": 1.25}}
+                   "provider": "openai", "usd_per_mtok": {"input": 2.5, "output": 10.0, "cache_read": 1.25}}
     line = one_line_error(invoke("models", "gpt4o"))
     assert line.startswith("contextfold: unknown model 'gpt4o' (did you mean gpt-4o")
     assert line.endswith("`contextfold models` lists the known ones")

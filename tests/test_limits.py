@@ -104,7 +104,7 @@ def test_threshold_by_name() -> None:
 def test_the_price_table_covers_the_current_families_with_their_cache_billing() -> None:
     from contextfold import PRICES_AS_OF, Prices, model_prices
 
-    assert PRICES_AS_OF == "2026-11-26"
+    assert PRICES_AS_OF == "2026-11-28"
     sonnet = model_prices("claude-sonnet-4-5-20250929")
     assert (sonnet.input_per_mtok, sonnet.output_per_mtok, sonnet.cache_read_per_mtok) == (3.0, 15.0, 0.30)
     assert sonnet.cache_write_per_mtok() == pytest.approx(3.75) and sonnet.cache_write_per_mtok("1h") == 6.0
@@ -113,20 +113,20 @@ def test_the_price_table_covers_the_current_families_with_their_cache_billing() 
     assert model_prices("gpt-4o-2024-08-06").cache_write_per_mtok() == 2.5  # OpenAI before gpt-5.6: plain input
     with pytest.raises(ValueError, match="1h"):
         model_prices("gpt-4o").cache_write_per_mtok("1h")  # a TTL the provider does not offer has no price
-    for name in ("claude-opus-4-5", "claude-opus-4-6", "claude-haiku-4-5", "gpt-4.1", "gpt-5", "gpt-5.1-codex-mini",
-                 "gpt-5.2", "o4-mini"):
+    for name in ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-8", "claude-sonnet-4-6", "claude-haiku-4-5",
+                 "gpt-4.1", "gpt-5", "gpt-5.1-codex-mini", "gpt-5.2", "o4-mini", "gemini-2.5-pro", "gemini-2.5-flash"):
         prices = model_prices(name)
         assert prices.cache_read_per_mtok < prices.input_per_mtok <= prices.output_per_mtok
     assert Prices.of("claude-sonnet-4-5") == Prices()  # the pipeline's defaults are Sonnet's list prices
     assert Prices.of("claude-opus-4-5", ttl="1h").cache_write_per_mtok == 10.0
 
 
-@pytest.mark.parametrize("name", ["claude-sonnet-4-6", "claude-opus-4-8", "claude-mythos-5", "gpt-5.5",
-                                  "gpt-5.6-sol-2026-09-01", "gpt-6-luna"])
+@pytest.mark.parametrize("name", ["claude-sonnet-5", "claude-mythos-5", "gpt-5.5", "gpt-5.6-sol-2026-09-01",
+                                  "gpt-6-luna"])
 def test_a_model_whose_price_could_not_be_confirmed_says_so_rather_than_guess(name: str) -> None:
     from contextfold import Prices, UnknownPrice, model_prices
 
-    with pytest.raises(UnknownPrice, match=rf"no list price is known for model '{name}'.*as of 2026-11-26.*Prices"):
+    with pytest.raises(UnknownPrice, match=rf"no list price is known for model '{name}'.*as of 2026-11-28.*Prices"):
         model_prices(name)
     with pytest.raises(UnknownModel):  # caught wherever an unknown model is
         Prices.of(name)

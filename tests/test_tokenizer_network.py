@@ -8,6 +8,7 @@ attempt is seen (a connection) and cannot reach anything.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -114,3 +115,56 @@ def test_an_explicit_download_gives_up_within_its_bound_with_one_line(hanging_ne
     assert "could not download o200k_base.tiktoken within 0.5 s" in result.stdout and OFFLINE_HINT in result.stdout
     assert len(server.accepted) == 1  # it did try, through the proxy, and stopped waiting
     assert list(Path(env["TIKTOKEN_CACHE_DIR"]).iterdir()) == []  # nothing half-written in the cache
+
+
+def _recording(path: Path) -> Path:
+    """A small generated session in tau-bench's file format."""
+    from contextfold.adapters import to_openai
+    from contextfold.synthetic import generate_session
+
+    path.write_text(json.dumps([{"task_id": 0, "trial": 0, "reward": 1.0, "info": {},
+                                 "traj": to_openai(generate_session(rounds=4, seed=1))}]))
+    return path
+
+
+def _replay_or_bench(command: str, tmp_path: Path) -> tuple[str, ...]:
+    recording = str(_recording(tmp_path / "chats.json"))
+    if command == "replay":
+        return ("replay", recording, "--window", "8000", "--strategy", "none", "--json")
+    return ("bench", recording, "--window", "8000", "--strategies", "none", "--jobs", "1", "--no-charts",
+            "--out", str(tmp_path / "out"))
+
+
+def _counted_with(command: str, result: subprocess.CompletedProcess[str], tmp_path: Path) -> str:
+    """The counter the figures say they were made with."""
+    if command == "replay":
+        (row,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        return str(row["tokenizer"])
+    return str(json.loads((tmp_path / "out" / "results.json").read_text())["tokenizer"])
+
+
+@pytest.mark.parametrize("command", ["replay", "bench"])
+def test_replay_and_bench_count_with_the_estimate_offline_by_default_and_say_so(hanging_network, tmp_path: Path,
+                                                                                  command: str) -> None:
+    """No tokenizer folder, an empty tiktoken cache, a network that hangs: the default still runs, offline."""
+    server, env = hanging_network
+    result = contextfold(env, *_replay_or_bench(command, tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert server.accepted == [], f"{command} tried the network"
+    said = [line for line in result.stderr.splitlines() if "block-aware estimate" in line]
+    assert len(said) == 1 and "--tokenizer estimate" in said[0] and TOKENIZERS_DIR_ENV in said[0]
+    assert _counted_with(command, result, tmp_path) == {"replay": "heuristic", "bench": "estimate"}[command]
+
+
+@pytest.mark.parametrize("command", ["replay", "bench"])
+def test_replay_and_bench_count_exactly_from_the_offline_files_by_default(hanging_network, tokenizers_dir: Path,
+                                                                            tmp_path: Path, command: str) -> None:
+    server, env = hanging_network
+    result = contextfold({**env, TOKENIZERS_DIR_ENV: str(tokenizers_dir)}, *_replay_or_bench(command, tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "exactly with o200k" in result.stderr and "estimate" not in result.stderr and server.accepted == []
+    assert _counted_with(command, result, tmp_path) == {"replay": "tiktoken:o200k_base", "bench": "o200k"}[command]
+
+
+def test_the_offline_hint_names_both_ways_out() -> None:
+    assert TOKENIZERS_DIR_ENV in OFFLINE_HINT and "--tokenizer estimate" in OFFLINE_HINT

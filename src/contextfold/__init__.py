@@ -33,6 +33,7 @@ from .errors import (
     InvalidPolicy,
     InvalidToolArguments,
     OversizedBlock,
+    ProviderRequired,
     SessionFormatError,
     StoreError,
     StoreUnavailable,
@@ -42,6 +43,7 @@ from .errors import (
     TranscriptError,
     UnknownModel,
     UnknownPrice,
+    UnknownPriceWarning,
     UnknownRole,
     UnknownSessionFormat,
 )
@@ -53,6 +55,7 @@ from .limits import (
     compaction_threshold,
     model_limits,
     model_prices,
+    model_provider,
     register_model,
 )
 from .pipeline.base import Budget, Policy, Prices, Rule, Stage
@@ -94,6 +97,7 @@ __all__ = [
     "Pipeline",
     "Policy",
     "Prices",
+    "ProviderRequired",
     "RedactedThinking",
     "Repair",
     "Round",
@@ -116,6 +120,7 @@ __all__ = [
     "TranscriptError",
     "UnknownModel",
     "UnknownPrice",
+    "UnknownPriceWarning",
     "UnknownRole",
     "UnknownSessionFormat",
     "Usage",
@@ -124,5 +129,6 @@ __all__ = [
     "is_prompt_too_long",
     "model_limits",
     "model_prices",
+    "model_provider",
     "register_model",
 ]

@@ -286,12 +286,30 @@ class InvalidPolicy(ContextfoldError, ValueError):
 
 
 class InvalidLimits(ContextfoldError, ValueError):
-    """A model's limits that are not a positive whole number of tokens; ``field`` names which
+    """A window or reply limit that cannot be used: not a positive whole number of tokens, or a reply limit
+    that leaves no room for a prompt (``reason`` says so, with both figures); ``field`` names which
     (``context_window``, ``max_output_tokens``)."""
 
-    def __init__(self, field: str, value: object) -> None:
+    def __init__(self, field: str, value: object, reason: str | None = None) -> None:
         self.field = field
-        super().__init__(f"ModelLimits.{field} must be a positive whole number of tokens, got {value!r}")
+        self.value = value
+        super().__init__(f"ModelLimits.{field}: {reason}" if reason
+                         else f"ModelLimits.{field} must be a positive whole number of tokens, got {value!r}")
+
+
+class ProviderRequired(ContextfoldError, ValueError):
+    """A model whose API cannot be told from its name: give ``provider`` (one of ``known``)."""
+
+    def __init__(self, model: str, known: tuple[str, ...]) -> None:
+        self.model = model
+        super().__init__(f"cannot tell which API serves model {model!r}: pass provider= (one of {', '.join(known)}), "
+                         "or register the model with register_model(..., provider=...)")
+
+
+class UnknownPriceWarning(UserWarning):
+    """No list price is known for the model a :class:`~contextfold.Context` runs: its cache decisions use the
+    documented default prices (:data:`~contextfold.pipeline.base.DEFAULT_PRICES`) until ``Policy(prices=...)``
+    gives its own."""
 
 
 class InvalidPipeline(ContextfoldError, ValueError):

@@ -14,6 +14,12 @@ the SDKs name whose window could not be found (``claude-opus-5``,
 ``claude-sonnet-5``, the ``-5-5`` Claude models, ``claude-mythos-*``,
 ``claude-fable-*``, ``gpt-5.4-mini``/``-nano``, ``gpt-5.6-*``, ``gpt-6-*``) are
 left out: :class:`UnknownModel` asks for their window rather than guess it.
+
+Each model also says which API serves it (:func:`model_provider`), so that
+``Context("gpt-4.1")`` writes an OpenAI request, and what it costs
+(:func:`model_prices`), so that its cache decisions are made on its own
+prices; :func:`resolve_limits` is the one check of a window and reply limit
+that every path (library, integrations, commands) goes through.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import InvalidLimits, UnknownModel, UnknownPrice
+from .errors import InvalidLimits, ProviderRequired, UnknownModel, UnknownPrice
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
 """At most this much of the window is kept free for the reply (Claude Code's reserve)."""
@@ -44,9 +50,19 @@ class ModelLimits:
 
     def __post_init__(self) -> None:
         for field in ("context_window", "max_output_tokens"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InvalidLimits(field, value)
+            check_tokens(field, getattr(self, field))
+
+
+def check_tokens(field: str, value: object) -> None:
+    """:class:`InvalidLimits` naming ``field`` unless ``value`` is a positive whole number of tokens."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InvalidLimits(field, value)
+
+
+def reply_within(window: int, reply: int) -> int:
+    """A reply limit nobody gave (a model's, a default) made to fit ``window``: itself when it leaves room for a
+    prompt, else half the window (see :func:`resolve_limits`)."""
+    return reply if reply < window else max(window // 2, 1)
 
 
 def _family(window: int, output: int, *names: str) -> dict[str, ModelLimits]:
@@ -99,10 +115,69 @@ _VERSION_TAG = re.compile(
 _ROUTING_PREFIX = re.compile(r"^(?:.*/)?(?:[a-z]{2,4}\.)?(?:anthropic|openai|google|deepseek|qwen|alibaba)\.|^.*/")
 
 
-def register_model(name: str, context_window: int, max_output_tokens: int) -> ModelLimits:
-    """Add or replace a model (and its dated variants) in the process-wide registry."""
+# --------------------------------------------------------------------------- providers
+
+_RESPONSES_ONLY = re.compile(
+    r"^(?:o1-pro|o3-pro|gpt-5(?:\.\d+)?-pro|gpt-5(?:\.\d+)?-codex(?:-mini|-max)?|codex-mini)(?:$|[-@:])"
+)
+"""OpenAI models served by the Responses API alone (their model pages list no Chat Completions endpoint)."""
+
+_PROVIDER_BY_NAME = (
+    (re.compile(r"^claude-"), "anthropic"),
+    (re.compile(r"^gemini-"), "gemini"),
+    (_RESPONSES_ONLY, "responses"),
+    (re.compile(r"^(?:gpt-|chatgpt-|o\d(?:$|-))"), "openai"),
+    (re.compile(r"^(?:deepseek-|qwen)"), "openai"),
+)
+"""Which API serves a model, by its name. Claude models: Anthropic Messages; Gemini models: Gemini's
+``generateContent``; OpenAI models: Chat Completions, which every OpenAI model but the Responses-only ones
+above accepts (and every OpenAI-compatible server speaks), so the Responses API is chosen only where it is
+the only one: ask for it with ``provider="responses"``; DeepSeek and Qwen: the OpenAI-compatible Chat
+Completions their APIs (DeepSeek's, Alibaba Model Studio's compatible mode) serve."""
+
+_PROVIDER_OF: dict[str, str] = {}
+"""Providers given to :func:`register_model`, by name: they win over the name's pattern."""
+
+
+def model_provider(model: str) -> str | None:
+    """The provider (``anthropic``, ``openai``, ``responses``, ``gemini``) whose API serves ``model``, or ``None``
+    when neither :func:`register_model` nor the name says (see :data:`_PROVIDER_BY_NAME` for the rule).
+
+    Names resolve as in :func:`model_limits`: a routing prefix (``openai/``, Bedrock's ``us.anthropic.``) and
+    version tags are ignored.
+    """
+    name = _ROUTING_PREFIX.sub("", model.strip().lower(), count=1)
+    base = name if name in _PROVIDER_OF else _strip_version(name, _PROVIDER_OF)
+    if base is not None:
+        return _PROVIDER_OF[base]
+    return next((provider for pattern, provider in _PROVIDER_BY_NAME if pattern.search(name)), None)
+
+
+def require_provider(model: str | None, provider: str | None, known: tuple[str, ...]) -> str:
+    """``provider`` when given, else ``model``'s (:func:`model_provider`), else ``anthropic`` when no model is
+    named (a window alone: contextfold's reference format); :class:`ProviderRequired` for a model whose provider
+    cannot be told."""
+    if provider is not None:
+        return provider
+    if model is None:
+        return "anthropic"
+    inferred = model_provider(model)
+    if inferred is None:
+        raise ProviderRequired(model, known)
+    return inferred
+
+
+def register_model(name: str, context_window: int, max_output_tokens: int, provider: str | None = None) -> ModelLimits:
+    """Add or replace a model (and its dated variants) in the process-wide registry.
+
+    ``provider`` names the API that serves it (``anthropic``, ``openai``, ``responses``, ``gemini``); without
+    it the provider follows from the name as for the registered models (:func:`model_provider`), and
+    :class:`~contextfold.Context` asks for one when the name does not tell.
+    """
     limits = ModelLimits(context_window, max_output_tokens)
     _REGISTRY[name.lower()] = limits
+    if provider is not None:
+        _PROVIDER_OF[name.lower()] = provider
     return limits
 
 
@@ -122,6 +197,40 @@ def model_limits(model: str, overrides: Mapping[str, ModelLimits] | None = None)
         if base is not None:
             return table[base]
     raise UnknownModel(model, tuple(difflib.get_close_matches(name, [n for t in tables for n in t], n=3)))
+
+
+def resolve_limits(model: str | None, window_tokens: int | None = None, max_output_tokens: int | None = None,
+                   *, default_max_output_tokens: int = 4_096) -> ModelLimits:
+    """The window and reply limit a session runs with: the one check every path goes through.
+
+    The window is ``window_tokens``, else the model's; the reply limit is
+    ``max_output_tokens``, else the model's, else ``default_max_output_tokens``.
+    Either figure given must be a positive whole number (0 is an error, not
+    "unset": :class:`~contextfold.errors.InvalidLimits` naming the field),
+    whether a model is named or not. The reply limit must leave room for a
+    prompt: one given that is not below the window is refused
+    (:class:`~contextfold.errors.InvalidLimits` naming both figures). One
+    that was not given (the model's, or the default) and does not fit a
+    smaller window given is scaled to half that window: a model's limit
+    says what it may write, not what a deliberately smaller window must
+    hold, and at half the window every compaction threshold is what it was
+    (:func:`compaction_threshold` keeps at most a quarter for the reply there).
+    """
+    for field, value in (("context_window", window_tokens), ("max_output_tokens", max_output_tokens)):
+        if value is not None:
+            check_tokens(field, value)
+    if model is None and window_tokens is None:
+        raise InvalidLimits("context_window", None, "name a model or give window_tokens")
+    known = model_limits(model) if model is not None else None
+    window = window_tokens if window_tokens is not None else known.context_window  # type: ignore[union-attr]
+    if max_output_tokens is not None:
+        if max_output_tokens >= window:
+            raise InvalidLimits("max_output_tokens", max_output_tokens,
+                                f"{max_output_tokens:,} tokens kept for the reply leave no room for a prompt in the "
+                                f"{window:,}-token window: give a smaller max_output_tokens or a larger window")
+        return ModelLimits(window, max_output_tokens)
+    reply = known.max_output_tokens if known is not None else default_max_output_tokens
+    return ModelLimits(window, reply_within(window, reply))
 
 
 def registered_models() -> dict[str, ModelLimits]:
@@ -158,25 +267,36 @@ def compaction_threshold(model: str | ModelLimits, overrides: Mapping[str, Model
 
 # --------------------------------------------------------------------------- prices
 
-PRICES_AS_OF = "2026-11-26"
-"""When the price table below was written.
+PRICES_AS_OF = "2026-11-28"
+"""When the price table below was last checked.
 
-Where the figures come from, plainly: the SDK packages installed here
-(``anthropic`` 2.14, ``openai`` 3.57) name the models and say how the prompt
-cache is billed in kind (Anthropic's ``cache_control.ttl`` of ``5m`` or ``1h``;
-OpenAI's ``prompt_cache_options.ttl`` of ``30m`` or ``12h`` from ``gpt-5.6`` on,
-its usage's ``cache_write_tokens`` split by those TTLs, and the older
+Where the figures come from, plainly: the providers' published list prices,
+USD per million tokens, for requests that are not batched. Anthropic's from
+its pricing page (``platform.claude.com/docs/en/about-claude/pricing``: base
+input, 5-minute and 1-hour cache writes, cache hits, output), OpenAI's from
+its model pages (input, cached input, output), Google's from the Gemini API
+pricing page (``ai.google.dev/gemini-api/docs/pricing``; Gemini 2.5 Pro at
+its rate for prompts up to 200k tokens). The figures of 2026-11-26 were
+written without network access. On 2026-11-28 Claude Sonnet 4.6, Opus 4.7
+and 4.8 were added from a stored copy of Anthropic's page, read that day,
+and the Gemini 2.5 models from copies of Google's figures re-published
+elsewhere (input and output; a cache hit at a tenth of input, as quoted
+from Google's page for 2.5 Pro, $0.125, and taken to be the same tenth for
+Flash and Flash-Lite). Check them against the providers' pages before
+billing anyone. The SDK packages installed here (``anthropic`` 2.14,
+``openai`` 3.57) name the models and say how the prompt cache is billed in
+kind (Anthropic's ``cache_control.ttl`` of ``5m`` or ``1h``; OpenAI's
+``prompt_cache_options.ttl`` of ``30m`` or ``12h`` from ``gpt-5.6`` on, its
+usage's ``cache_write_tokens`` split by those TTLs, and the older
 ``prompt_cache_retention`` of ``in_memory`` or ``24h``), but they hold no
-prices. The USD figures are the providers' published list prices (Anthropic's
-pricing page and models overview, OpenAI's model pages), written without
-network access on that date, so check them against the providers' pricing
-pages before billing anyone. A model whose list price could not be confirmed
-is not listed, however sure a guess from its predecessor would look (the
-newest families' prices did not follow their predecessors'): among them
-``claude-sonnet-4-6``, ``claude-opus-4-7``/``-4-8``, every Claude 5 model,
+prices. A model whose list price could not be confirmed is not listed,
+however sure a guess from its predecessor would look (the newest families'
+prices did not follow their predecessors'): among them every Claude 5 model,
 ``gpt-5.4``, ``gpt-5.5``, the ``gpt-5.6`` and ``gpt-6`` families.
 :func:`model_prices` raises :class:`UnknownPrice` for them (it says so in
-words); give :class:`~contextfold.pipeline.base.Prices` yourself.
+words); a :class:`~contextfold.Context` on one warns
+(:class:`~contextfold.errors.UnknownPriceWarning`) and prices at the
+documented default until ``Policy(prices=Prices(...))`` gives its own.
 """
 
 
@@ -217,6 +337,9 @@ class _CacheBilling:
 
 _ANTHROPIC_CACHE = _CacheBilling({"5m": 1.25, "1h": 2.0}, ("5m", "1h"), "5m")
 _OPENAI_CACHE = _CacheBilling({"in_memory": 1.0, "24h": 1.0}, ("in_memory", "24h"), "in_memory")
+_GEMINI_CACHE = _CacheBilling({"implicit": 1.0}, ("implicit",), "implicit")
+"""Gemini's implicit cache: nothing extra to write, hits at a tenth of input (an explicit cache's storage is
+billed by the hour, which no per-token price says)."""
 
 
 def _priced(input_: float, output: float, read: float, cache: _CacheBilling, *names: str) -> dict[str, ModelPrices]:
@@ -226,10 +349,11 @@ def _priced(input_: float, output: float, read: float, cache: _CacheBilling, *na
 
 _PRICES: dict[str, ModelPrices] = {
     # Anthropic: cache reads at a tenth of input, writes at 1.25x (5 minutes) or 2x (1 hour)
-    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-6", "claude-opus-4-5"),
+    **_priced(5.0, 25.0, 0.50, _ANTHROPIC_CACHE, "claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6",
+              "claude-opus-4-5"),
     **_priced(15.0, 75.0, 1.50, _ANTHROPIC_CACHE, "claude-opus-4-1", "claude-opus-4", "claude-3-opus"),
-    **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-5", "claude-sonnet-4", "claude-3-7-sonnet",
-              "claude-3-5-sonnet"),
+    **_priced(3.0, 15.0, 0.30, _ANTHROPIC_CACHE, "claude-sonnet-4-6", "claude-sonnet-4-5", "claude-sonnet-4",
+              "claude-3-7-sonnet", "claude-3-5-sonnet"),
     **_priced(1.0, 5.0, 0.10, _ANTHROPIC_CACHE, "claude-haiku-4-5"),
     **_priced(0.80, 4.0, 0.08, _ANTHROPIC_CACHE, "claude-3-5-haiku"),
     **_priced(0.25, 1.25, 0.03, _ANTHROPIC_CACHE, "claude-3-haiku"),
@@ -244,6 +368,10 @@ _PRICES: dict[str, ModelPrices] = {
     **_priced(0.25, 2.0, 0.025, _OPENAI_CACHE, "gpt-5-mini", "gpt-5.1-codex-mini"),
     **_priced(0.05, 0.40, 0.005, _OPENAI_CACHE, "gpt-5-nano"),
     **_priced(1.75, 14.0, 0.175, _OPENAI_CACHE, "gpt-5.2"),
+    # Google: implicit cache hits at a tenth of input; Gemini 2.5 Pro at its rate for prompts up to 200k tokens
+    **_priced(1.25, 10.0, 0.125, _GEMINI_CACHE, "gemini-2.5-pro"),
+    **_priced(0.30, 2.50, 0.03, _GEMINI_CACHE, "gemini-2.5-flash"),
+    **_priced(0.10, 0.40, 0.01, _GEMINI_CACHE, "gemini-2.5-flash-lite"),
 }
 
 

@@ -112,6 +112,9 @@ class Adapter(ABC):
     """The model the reference agent talks to when none is named."""
     summary_model: str
     """The small model a summary is written by when none is named."""
+    system_messages: bool = True
+    """Whether a system message may stand among the messages, after the conversation started (Anthropic's
+    ``role: "system"`` messages, OpenAI's system and developer messages; Gemini has none)."""
     cache_rule: CacheRule = EVERY_TOKEN
     """How the provider's prompt cache serves a common prefix, for pricing (Anthropic's 1,024-token minimum is
     left out: a breakpoint past it is the common case)."""

@@ -86,7 +86,7 @@ def context_breakdown(session: Session, _: str) -> None:
 
 def cost(session: Session, _: str) -> None:
     usage = session.agent.usage
-    prices = session.agent.context.policy.prices
+    prices = session.agent.context.policy.prices_in_effect
     total = Usage(
         prompt_tokens=sum(u.prompt_tokens for u in usage),
         output_tokens=sum(u.output_tokens for u in usage),

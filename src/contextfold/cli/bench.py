@@ -20,7 +20,8 @@ from ..bench.report import Report, StrategyTotals, write_results
 from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
 from ..replay import strategies
 from ..replay.base import StrategyConfig
-from .options import EXACT_TOKENIZERS, check_window, progress_bar, reports_errors
+from ..tokens import TOKENIZER_CHOICES
+from .options import check_window, progress_bar, reports_errors, resolved_tokenizer
 
 
 def _names(context: click.Context, parameter: click.Parameter, value: str | None) -> list[str] | None:
@@ -46,9 +47,10 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--tau-bench-limit", type=click.IntRange(min=0), default=TAU_BENCH_LIMIT, show_default=True,
               help="Conversations replayed from each tau-bench file (its first N).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes [default: the cores available].")
-@click.option("--tokenizer", type=click.Choice(EXACT_TOKENIZERS), default="o200k", show_default=True,
-              help="Token counter for every figure of every strategy.")
-@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
+@click.option("--tokenizer", type=click.Choice(TOKENIZER_CHOICES), default="auto", show_default=True,
+              help="Token counter for every figure of every strategy (auto: o200k when its file is on this "
+              "machine, else the estimate; stderr says which).")
+@click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
 @click.option("--no-charts", "charts", flag_value=False, default=True,
               help="Write results.json and results.md only (no matplotlib needed).")
@@ -75,6 +77,7 @@ def bench_command(
     started = time.perf_counter()
     if charts:
         require_matplotlib()
+    tokenizer = resolved_tokenizer(tokenizer)  # every worker counts with the same one
     estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
     sessions, skipped = find_sessions(paths, tau_bench_limit)
     settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))

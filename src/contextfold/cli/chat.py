@@ -12,6 +12,7 @@ in the working folder's ``.contextfold/``.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -24,8 +25,9 @@ from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
-from ..errors import ContextfoldError, UnknownModel
-from ..limits import model_limits
+from ..errors import ContextfoldError, ProviderRequired, UnknownModel, UnknownPriceWarning
+from ..limits import model_limits, require_provider
+from ..pipeline.base import DEFAULT_PRICES, Policy
 from .options import check_window, command_line_message, fail
 
 TRANSCRIPT_DIR = ".contextfold"
@@ -55,8 +57,21 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
+        policy=priced_for(model),
         transcript=root / TRANSCRIPT_DIR,
     )
+
+
+def priced_for(model: str) -> Policy:
+    """The policy at ``model``'s list prices; a model without one gets the default prices, said in one line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnknownPriceWarning)
+        policy = Policy().for_model(model)
+    if not caught:
+        return policy
+    click.echo(f"contextfold chat: no list price is known for {model!r}: /cost and the cache decisions use "
+               "Claude Sonnet 4.5's list prices", err=True)
+    return Policy(prices=DEFAULT_PRICES)  # given: the Context does not warn again
 
 
 def refuse_without_yes(command: str) -> bool:
@@ -78,7 +93,9 @@ def ask_user(console: Console) -> Approve:
 
 
 @click.command("chat")
-@click.option("--provider", type=click.Choice(PROVIDERS), default="anthropic", show_default=True)
+@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
+              help="The API to talk to (default: the one serving --model, see `contextfold models`; anthropic "
+                   "when no model is named).")
 @click.option(
     "--model", default=None, help="Model name (default: $ANTHROPIC_MODEL / $OPENAI_MODEL, else a current model)."
 )
@@ -109,7 +126,7 @@ def ask_user(console: Console) -> Approve:
     help="Working folder: the tools reach only inside it.",
 )
 def chat(
-    provider: str,
+    provider: str | None,
     model: str | None,
     base_url: str | None,
     window: int | None,
@@ -122,6 +139,10 @@ def chat(
     interactive = task is None
     console = Console(stderr=not interactive, highlight=False)
     root = cwd.resolve()
+    try:
+        provider = require_provider(model, provider, PROVIDERS)
+    except ProviderRequired as error:
+        raise click.UsageError(f"{error.model!r}: which API serves it? pass --provider") from None
     name = model_name(provider, model)
     if window is not None:
         check_window(window, reply_tokens(name), reserve_option=None)

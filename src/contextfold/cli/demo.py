@@ -47,7 +47,7 @@ def _describe(events: list[Event]) -> tuple[str, str]:
 @click.option("--seed", type=int, default=7, show_default=True)
 @click.option("--window", type=click.IntRange(min=1), default=64_000, show_default=True,
               help="Context window in tokens.")
-@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens, show_default=True,
+@click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
 @click.option("--delay", "delay_s", type=click.FloatRange(min=0), default=0.02, show_default=True,
               help="Seconds between steps of the live view.")

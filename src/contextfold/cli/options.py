@@ -24,7 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import importers
 from ..adapters import PROVIDERS, adapter_for
 from ..conversation import Conversation
-from ..errors import ContextfoldError, StoreError, UnknownModel
+from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
+from ..limits import resolve_limits
 from ..importers import FORMATS
 from ..replay.run import Progress as ProgressCallback
 from ..redaction import redact_credentials, redact_url
@@ -34,13 +35,11 @@ from ..stores.records import restore
 from ..stores.transcript import FORMAT as TRANSCRIPT_FORMAT
 from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
-from ..tokens import TOKENIZER_CHOICES
+from ..tokens import TOKENIZER_CHOICES, load_encoding
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 
-EXACT_TOKENIZERS = ("o200k", "cl100k", "estimate")
-"""The counters a figure someone will compare may use (no ``auto``: it would change with the machine)."""
 SUMMARIZERS = ("extractive", *PROVIDERS)
 """Who may write a summary: offline extraction, or any provider's model."""
 
@@ -114,11 +113,14 @@ class RecordedSession(_SessionParamType):
 
 
 def check_window(window: int, reserve: int, reserve_option: str | None = "--max-output") -> None:
-    """A usage error when ``window`` leaves no room for a prompt beside the ``reserve`` kept for each reply."""
-    if window <= reserve:
+    """A usage error when ``window`` leaves no room for a prompt beside the ``reserve`` kept for each reply: the
+    library's one check (:func:`~contextfold.limits.resolve_limits`), said in command-line terms."""
+    try:
+        resolve_limits(None, window, reserve)
+    except InvalidLimits:
         smaller = f" (or a smaller {reserve_option})" if reserve_option else ""
         raise click.BadParameter(f"{window:,} tokens leave no room for a prompt beside the {reserve:,} tokens kept "
-                                 f"for each reply: use a larger window{smaller}", param_hint="--window")
+                                 f"for each reply: use a larger window{smaller}", param_hint="--window") from None
 
 
 def recorded_argument(function: F) -> F:
@@ -165,6 +167,21 @@ def is_transcript(path: Path) -> bool:
     except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested too deep: not a transcript
         return False
     return isinstance(first, dict) and first.get("format") == TRANSCRIPT_FORMAT
+
+
+def resolved_tokenizer(choice: str) -> str:
+    """A ``--tokenizer`` choice made definite before a run whose figures are compared (``replay``, ``bench``):
+    ``auto`` is ``o200k`` when its file is on this machine (``$CONTEXTFOLD_TOKENIZERS_DIR``, tiktoken's cache;
+    the network is never tried), else ``estimate``. Which one is said on stderr, and the figures name it."""
+    if choice != "auto":
+        return choice
+    try:
+        load_encoding("o200k_base", download=False)
+    except TokenizerUnavailable as error:
+        click.echo(f"contextfold: counting tokens with the block-aware estimate (a few % off): {error}", err=True)
+        return "estimate"
+    click.echo("contextfold: counting tokens exactly with o200k (its file is on this machine)", err=True)
+    return "o200k"
 
 
 def tokenizer_option(function: F) -> F:

@@ -18,9 +18,8 @@ from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices
 from ..replay.fired import Recorder, stage_counts, summaries
 from ..replay.result import Totals
 from ..replay.run import replay
-from ..tokens import named_estimator
+from ..tokens import TOKENIZER_CHOICES, named_estimator
 from .options import (
-    EXACT_TOKENIZERS,
     check_window,
     format_option,
     load_recorded,
@@ -28,6 +27,7 @@ from .options import (
     progress_bar,
     recorded_argument,
     reports_errors,
+    resolved_tokenizer,
     summarizer_options,
 )
 
@@ -44,14 +44,15 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window in tokens.")
 @click.option("--strategy", type=click.Choice(strategies.names()), default="default", show_default=True,
               help="Context strategy to replay the session through (default: contextfold's pipeline; none: the full history).")
-@click.option("--tokenizer", type=click.Choice(EXACT_TOKENIZERS), default="o200k", show_default=True,
-              help="Token counter for every figure: exact tiktoken encodings, or the block-aware estimate.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZER_CHOICES), default="auto", show_default=True,
+              help="Token counter for every figure: exact tiktoken encodings, the block-aware estimate, or auto "
+              "(o200k when its file is on this machine, else the estimate; stderr says which).")
 @click.option("--index", type=click.IntRange(min=0), default=None,
               help="Only the N-th conversation of the file (0-based); default: every one.")
 @click.option("--requests", "requests_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every request sent to this JSON Lines file, owner-only (needs --index for a file of several).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object of totals per conversation.")
-@click.option("--max-output", type=click.IntRange(min=0), default=StrategyConfig.max_output_tokens,
+@click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens,
               show_default=True, help="Tokens reserved for the reply.")
 @click.option("--prices", callback=_prices, default=None, metavar="KEY=USD,...",
               help="USD per million tokens, any of input, cache_write, cache_read, output "
@@ -82,7 +83,7 @@ def replay_command(
 ) -> None:
     """Feed a recorded session through a context strategy and report tokens, cache, cost, what survived and recall."""
     check_window(window, max_output)
-    estimator = named_estimator(tokenizer)
+    estimator = named_estimator(resolved_tokenizer(tokenizer))
     sessions = _sessions(file, input_format, index, requests_path)
     summarizer = make_summarizer(summarizer_kind, model, base_url)
     config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..adapters import adapter_for, is_prompt_too_long
+from ..adapters import PROVIDERS, Adapter, adapter_for, is_prompt_too_long
 from ..adapters.reminders import checked as checked_reminders
 from ..adapters.reminders import wrapped as wrapped_reminder
 from ..conversation import (
@@ -47,9 +47,9 @@ from ..conversation import (
     ToolSpec,
     new_id,
 )
-from ..errors import ContextfoldError, HistoryQueryError, InvalidPipeline, SummaryInProgress, ViewConflict
+from ..errors import HistoryQueryError, InvalidPipeline, SummaryInProgress, UnknownRole, ViewConflict
 from ..events import Event
-from ..limits import ModelLimits, model_limits
+from ..limits import require_provider, resolve_limits
 from ..lookback import history as lookback
 from ..lookback import tools as history_tools
 from ..lookback.offloaded import offloaded_output
@@ -105,9 +105,21 @@ def _default_summarizer() -> Summarizer:
 class Context:
     """The context of one agent session, kept within its window.
 
-    ``model`` names the model (its window and reply limit come from
-    :mod:`contextfold.limits`), or give ``window_tokens`` (and
-    ``max_output_tokens``) directly. ``transcript`` is a folder (a transcript
+    ``model`` names the model: its window, reply limit, list prices and the
+    API that serves it come from :mod:`contextfold.limits`. Or give
+    ``window_tokens`` (and ``max_output_tokens``) directly; given with a
+    model they replace its figures, checked once for every path
+    (:func:`~contextfold.limits.resolve_limits`: 0 is an error, a reply
+    limit must leave room for a prompt). ``provider`` (``anthropic``,
+    ``openai`` for Chat Completions, ``responses``, ``gemini``) is the
+    format requests are written in; by default the model's
+    (:func:`~contextfold.limits.model_provider`: a Claude model Anthropic's,
+    an OpenAI model Chat Completions unless it is served by the Responses API
+    alone, a Gemini model Gemini's), ``anthropic`` with no model named, and
+    :class:`~contextfold.errors.ProviderRequired` for a model whose API its
+    name does not tell. A policy without ``prices`` gets the model's list
+    prices (:meth:`~contextfold.pipeline.base.Policy.for_model`), so every
+    cache decision is made on them. ``transcript`` is a folder (a transcript
     named after ``session_id`` is created or resumed there), a
     :class:`~contextfold.stores.transcript.Transcript`, or ``None`` to keep nothing
     on disk. ``store`` is a session store or its URL (``sqlite:///sessions.db``,
@@ -148,21 +160,19 @@ class Context:
         store: Store | str | Path | None = None,
         session_id: str | None = None,
         results_dir: str | Path | None = None,
-        provider: str = "anthropic",
+        provider: str | None = None,
         estimator: Estimator | None = None,
         clock: Callable[[], float | None] = time.time,
         pipeline: Pipeline | None = None,
         on_store_failure: OnStoreFailure = "raise",
         cache_diagnostics: bool = False,
     ) -> None:
-        if model is None and window_tokens is None:
-            raise ContextfoldError("Context needs a model name or window_tokens")
-        limits = model_limits(model) if model is not None else ModelLimits(window_tokens, DEFAULT_MAX_OUTPUT_TOKENS)  # type: ignore[arg-type]
-        self.limits = ModelLimits(window_tokens or limits.context_window, max_output_tokens or limits.max_output_tokens)
+        self.limits = resolve_limits(model, window_tokens, max_output_tokens,
+                                     default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
         self.model = model
-        self.policy = policy or Policy()
+        self.provider = adapter_for(require_provider(model, provider, PROVIDERS)).name
+        self.policy = (policy or Policy()).for_model(model)
         self.summarizer = summarizer or _default_summarizer()
-        self.provider = adapter_for(provider).name
         self.session_id = validate_session_id(session_id) if session_id else new_id("session")  # names files
         self.clock = clock
         self.estimator = estimator or Estimator()
@@ -234,7 +244,8 @@ class Context:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
 
         ``system`` and ``tools`` set those parts of the header (Anthropic style;
-        for OpenAI formats a leading system message does the same); pinned items
+        system messages that open the session do the same in every format, see
+        :meth:`_opening_system`); pinned items
         and a split system prompt of the same text are kept (see
         :meth:`~contextfold.conversation.Header.overlaid`). Every item is in
         the transcript before this returns. The cost does not grow with the
@@ -375,7 +386,40 @@ class Context:
             # items carry no header: ``system`` and ``tools`` still set it (the tools decide what previews name)
             given = system is not None or tools is not None
             return Conversation(messages, adapter.read([], system=system, tools=tools).header if given else None)
-        return adapter.read(messages, system=system, tools=tools, known_call_ids=self.history.call_ids)
+        read = adapter.read(messages, system=system, tools=tools, known_call_ids=self.history.call_ids)
+        return self._opening_system(read, adapter, given=system is not None)
+
+    def _opening_system(self, conversation: Conversation, adapter: Adapter, *, given: bool) -> Conversation:
+        """System messages that open a session go to the header; one in a session already started stays where it
+        is, or is refused where the format has no system message.
+
+        Before the first user or assistant message a system message is the
+        system prompt, whatever format it came in: Anthropic and Gemini take
+        it only in the header (``system``, ``system_instruction``), where the
+        OpenAI formats' readers put the system messages that open a list; so
+        is one that repeats the system prompt (a loop that passes it on every
+        turn). Once the session has started, any other system message is an
+        instruction at that point of it, not a new system prompt: rewriting
+        the header would change what every earlier request began with (and
+        lose the prompt cache). Anthropic Messages and the OpenAI formats carry
+        it where it stands; Gemini has no such message, so it is refused
+        (:class:`~contextfold.errors.UnknownRole`, naming the message). The
+        system prompt itself is changed by :meth:`set_system`, or ``system=``
+        (``given``) where the format has that field.
+        """
+        items, header = conversation.items, conversation.header
+        lead = next((k for k, item in enumerate(items) if item.role not in ("system", "developer")), len(items))
+        from_messages = (*(() if given else header.system), *items[:lead])
+        if not from_messages:
+            return conversation
+        opening = replace(header, system=(*header.system, *items[:lead]))
+        if not len(self.history) or opening.system_text == self.history.header.system_text:
+            return Conversation(items[lead:], opening)
+        if not adapter.system_messages:
+            raise UnknownRole(0, "role", f"{adapter.title} has no system message, and this session has started: "
+                                         "give the instruction as a user message, or set the system prompt "
+                                         "(system=, set_system) knowing every later request's cached prefix changes")
+        return Conversation([*from_messages, *items[lead:]], replace(header, system=header.system if given else ()))
 
     # ------------------------------------------------------------------ 2. prepare
     def view(self) -> Conversation:

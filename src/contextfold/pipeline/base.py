@@ -8,15 +8,16 @@ header; it reports every item it changed in an :class:`Event`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..conversation import Conversation, Item
-from ..errors import InvalidPolicy
+from ..errors import InvalidPolicy, UnknownPrice, UnknownPriceWarning
 from ..events import Event
-from ..limits import model_prices
+from ..limits import PRICES_AS_OF, model_prices
 
 if TYPE_CHECKING:
     from ..summarizers.base import Summarizer
@@ -24,10 +25,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens; the defaults are Claude Sonnet's list prices.
+    """USD per million tokens; the defaults (:data:`DEFAULT_PRICES`) are Claude Sonnet 4.5's list prices.
 
     Only the ratios matter for deciding whether a compaction pays: a cached
-    prefix is read at a tenth of the input price and written at 1.25 times it.
+    prefix is read at a tenth of the input price and written at 1.25 times it
+    (Anthropic's; OpenAI's and Gemini's cache writes cost plain input).
     """
 
     input_per_mtok: float = 3.0
@@ -41,6 +43,12 @@ class Prices:
         listed = model_prices(model)
         return cls(listed.input_per_mtok, listed.cache_write_per_mtok(ttl), listed.cache_read_per_mtok,
                    listed.output_per_mtok)
+
+
+DEFAULT_PRICES = Prices()
+"""What cache decisions are priced at when no model's list price is known: a :class:`~contextfold.Context`
+with a window and no model, or a model the price table does not list (which warns,
+:class:`~contextfold.errors.UnknownPriceWarning`)."""
 
 
 DROP, TRUNCATE, NONE = "drop", "truncate", "none"
@@ -123,7 +131,7 @@ class Policy:
     survival_max_tokens: int = 800  # lines, not names: 1,200 made the next compaction come sooner for little
     survival_max_share: float = 0.25  # ...and at most this share of what the compaction saved
     # economics: change the cached prefix only when the reads it saves outweigh rewriting it
-    prices: Prices = field(default_factory=Prices)
+    prices: Prices | None = None  # None: the model's list prices (Context fills them in), else DEFAULT_PRICES
     economic_summaries: bool = True  # summarize below the trigger too, when that pays
     economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
     economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
@@ -142,6 +150,27 @@ class Policy:
     def __post_init__(self) -> None:
         check_policy(self)
 
+    @property
+    def prices_in_effect(self) -> Prices:
+        """What every cache-economics decision is priced at: :attr:`prices`, else :data:`DEFAULT_PRICES`."""
+        return self.prices or DEFAULT_PRICES
+
+    def for_model(self, model: str | None) -> Policy:
+        """This policy priced for ``model``: unchanged when it has :attr:`prices` (or no model is named), else
+        with the model's list prices; a model the price table does not list keeps :data:`DEFAULT_PRICES`, with
+        an :class:`~contextfold.errors.UnknownPriceWarning` saying so."""
+        if self.prices is not None or model is None:
+            return self
+        try:
+            return replace(self, prices=Prices.of(model))
+        except UnknownPrice:
+            warnings.warn(f"no list price is known for model {model!r} (contextfold's price table as of "
+                          f"{PRICES_AS_OF}): its cache decisions use the default prices (Claude Sonnet 4.5's: input "
+                          f"{DEFAULT_PRICES.input_per_mtok:g}, cache write {DEFAULT_PRICES.cache_write_per_mtok:g}, "
+                          f"cache read {DEFAULT_PRICES.cache_read_per_mtok:g}, output "
+                          f"{DEFAULT_PRICES.output_per_mtok:g} USD per million tokens) until "
+                          "Policy(prices=Prices(...)) gives its own", UnknownPriceWarning, stacklevel=3)
+            return self
 
 
 _COUNTS_FROM_1 = ("persist_max_chars", "persist_max_tokens", "truncate_max_chars", "summary_target_tokens",
@@ -185,6 +214,8 @@ def check_policy(policy: Policy) -> None:
                             f"not {policy.background_summaries!r}")
     if policy.hard_fill_fraction == 0:
         raise InvalidPolicy("hard_fill_fraction", "0 would wait for every background summary; use a share above 0")
+    if policy.prices is not None and not isinstance(policy.prices, Prices):
+        raise InvalidPolicy("prices", f"a Prices (or None: the model's list prices) is needed, not {policy.prices!r}")
 
 
 def _check_real(name: str, value: object, low: float, high: float | None) -> None:

@@ -70,7 +70,7 @@ def first_change(before: Conversation, after: Conversation) -> int:
 
 def verdict(before: Conversation, after: Conversation, budget: Budget) -> Verdict:
     """Whether replacing ``before`` by ``after`` pays."""
-    prices = budget.policy.prices
+    prices = budget.policy.prices_in_effect
     saved = budget.count(before) - budget.count(after)
     start = first_change(before, after)
     rewritten = sum(budget.count_item(item) for item in after.items[start:])
@@ -98,7 +98,7 @@ def summary_call_usd(before: Conversation, after: Conversation, budget: Budget) 
     written = sum(budget.count_item(item) for item in _new_items(before, after) if item.meta.get("summary"))
     if not written:
         return 0.0
-    prices = budget.policy.prices
+    prices = budget.policy.prices_in_effect
     return (budget.count(before) * prices.cache_write_per_mtok + written * prices.output_per_mtok) / 1e6
 
 
@@ -116,7 +116,7 @@ def re_read_usd(before: Conversation, after: Conversation, budget: Budget) -> fl
         return 0.0
     refs = References.of(before.items)
     present: set[str] = set().union(*(item_tokens(item) for item in after.items))
-    prices = budget.policy.prices
+    prices = budget.policy.prices_in_effect
     total = 0.0
     for item in removed:
         lost = sum(refs.weight(t) for t in item_tokens(item) if t not in present)

@@ -19,11 +19,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Generic, TypeVar
 
+from ..pipeline.base import DEFAULT_PRICES as DEFAULT_PRICES  # the replay's default prices are the pipeline's
 from ..pipeline.base import Prices
 from ..usage import EVERY_TOKEN, CacheRule
-
-DEFAULT_PRICES = Prices()
-"""Claude Sonnet's list prices: input 3, cache write 3.75, cache read 0.30, output 15 USD per million tokens."""
 
 DEFAULT_CACHE_TTL_S = 300.0
 """Seconds a cached prefix lives after its last use (Anthropic's default 5 minutes)."""

@@ -59,10 +59,10 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, Protocol
 
-from ..adapters import Adapter, Reply, adapter_for
+from ..adapters import PROVIDERS, Adapter, Reply, adapter_for
 from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
-from ..limits import model_limits
+from ..limits import check_tokens, model_limits, reply_within, require_provider
 from ..redaction import redact_credentials
 from ..rendering import Renderer
 from ..sdk import ClientOptions
@@ -206,7 +206,9 @@ class LLMSummarizer:
     sizes, seconds for times.
     """
 
-    provider: str = "anthropic"
+    provider: str | None = None
+    """The API the summary request is written for; default: the one serving ``model``
+    (:func:`~contextfold.limits.model_provider`), ``anthropic`` when no model is named."""
     model: str = ""
     max_output_tokens: int = 16_000
     """Reply limit (analysis and summary together); lowered to the model's own limit when that is smaller."""
@@ -248,7 +250,11 @@ class LLMSummarizer:
 
     def __post_init__(self) -> None:
         section_titles(self.style)  # an unknown style, provider or missing key is an error now, not at the first compaction
+        check_tokens("max_output_tokens", self.max_output_tokens)  # as a Context checks its own (InvalidLimits)
+        if self.window_tokens is not None:
+            check_tokens("context_window", self.window_tokens)
         try:
+            self.provider = require_provider(self.model or None, self.provider, PROVIDERS)
             self.adapter: Adapter = adapter_for(self.provider)
         except ContextfoldError as error:
             raise SummarizerError(str(error)) from None
@@ -314,22 +320,28 @@ class LLMSummarizer:
     # ------------------------------------------------------------------ limits
     @property
     def reply_tokens(self) -> int:
-        """``max_output_tokens``, capped by the model's reply limit when the model is known."""
+        """``max_output_tokens``, capped by the model's reply limit when the model is known, and to half the
+        window when the window could not hold it beside a prompt (:func:`~contextfold.limits.reply_within`)."""
         try:
-            return min(self.max_output_tokens, model_limits(self.model).max_output_tokens)
+            reply = min(self.max_output_tokens, model_limits(self.model).max_output_tokens)
         except UnknownModel:
-            return self.max_output_tokens
+            reply = self.max_output_tokens
+        return reply_within(self._window_tokens, reply)
+
+    @property
+    def _window_tokens(self) -> int:
+        """``window_tokens``, else the model's window, else :data:`DEFAULT_WINDOW_TOKENS`."""
+        if self.window_tokens is not None:
+            return self.window_tokens
+        try:
+            return model_limits(self.model).context_window
+        except UnknownModel:
+            return DEFAULT_WINDOW_TOKENS
 
     @property
     def input_budget_tokens(self) -> int:
         """Prompt tokens the request may take: the window less the reply and the margin."""
-        window = self.window_tokens
-        if window is None:
-            try:
-                window = model_limits(self.model).context_window
-            except UnknownModel:
-                window = DEFAULT_WINDOW_TOKENS
-        return int(window * (1 - WINDOW_MARGIN)) - self.reply_tokens
+        return int(self._window_tokens * (1 - WINDOW_MARGIN)) - self.reply_tokens
 
     # ------------------------------------------------------------------ the plan: one piece of logic for both drivers
     def _plan(self, request: SummaryRequest) -> _Plan:

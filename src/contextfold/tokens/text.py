@@ -286,8 +286,9 @@ TOKENIZERS_DIR_ENV = "CONTEXTFOLD_TOKENIZERS_DIR"
 DOWNLOAD_TIMEOUT_S = 20.0
 """The longest a BPE file's download may take (tiktoken's own download has no time limit at all)."""
 OFFLINE_HINT = (f"for exact counts offline, set {TOKENIZERS_DIR_ENV} to a folder holding o200k_base.tiktoken, "
-                "or run once with --tokenizer o200k while online (the file then stays in tiktoken's cache)")
-"""How to get exact counts without the network: said whenever a counter falls back to the estimate."""
+                "or run once with --tokenizer o200k while online (the file then stays in tiktoken's cache); "
+                "--tokenizer estimate counts without it, a few percent off")
+"""How to get exact counts without the network, or do without them: said whenever the file cannot be had."""
 
 _load_lock = threading.Lock()
 _encodings: dict[tuple[str, str | None], Any] = {}

@@ -55,6 +55,7 @@ class Gemini(Adapter):
     incomplete_stops = _INCOMPLETE
     sdk = SDK("google.genai", "gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL")
     cache_rule = CacheRule(minimum=1_024)  # implicit caching: nothing under 1,024 tokens, no steps
+    system_messages = False  # contents are user or model: a system instruction is system_instruction alone
     default_model = "gemini-2.5-pro"
     summary_model = "gemini-2.5-flash"
 

@@ -165,19 +165,35 @@ class _Reader:
     def __init__(self, known_call_ids: Iterable[str]) -> None:
         self.calls = CallIds(known_call_ids)
         self.open: list[ToolCall] = []  # calls of the last model turn not answered yet
+        self.started = False  # a user or model content was read: a system content can no longer open the list
 
-    def system(self, raw: Any) -> Item:
+    def system(self, raw: Any, index: int | None = None) -> Item:
+        """A system instruction (a string or a content); or a content with role ``system`` that opens the list,
+        as those used to OpenAI's formats write one (:class:`~contextfold.Context` moves it to the header)."""
         if isinstance(raw, str):
             return Item("system", (Text(raw),), meta={"origin": ORIGIN, "shape": "str"})
-        item = self.content(raw, None)[0]
+        if index is None:  # the system_instruction itself: read as it came, to be written back so
+            item = self.content(raw, None)[0]
+        else:  # a content of the list: read as a user content, which opens nothing
+            data = {key: value for key, value in _dump(raw, index, "").items() if key != "role"}
+            started, item = self.started, self.content(data, index)[0]
+            self.started = started
+            if item.role != "user":
+                raise InvalidContent(index, "parts", "a system content holds text, not function calls or responses")
         return Item("system", item.blocks, id=item.id, meta=item.meta)
 
     def content(self, raw: Any, index: int | None) -> list[Item]:
         data = _dump(raw, index, "")
         rest = dict(data)
         role = rest.pop("role") if rest.get("role") is not None else None  # a null role rides in the extra
+        if role is not None and word(role) == "system" and index is not None:
+            if self.started:
+                raise UnknownRole(index, "role", "Gemini has no system content after the conversation started: give "
+                                                 "it as system_instruction, or as a user content")
+            return [self.system(raw, index)]
         if role is not None and word(role) not in _ROLES:
             raise UnknownRole(index, "role", f"unknown role {shown(role)}; expected 'user' or 'model'")
+        self.started = True
         group = new_id("content")  # unique, so contents read in separate batches never merge
         meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
         if "parts" not in rest:  # a content the SDK dumps without parts (a reply cut off before any)
