@@ -8,7 +8,7 @@ request (a *script*), because an agent's next step depends on what its tools
 returned and because compaction rewrites the history the model sees: the
 script gets a :class:`Seen` with a stable step counter per session (a
 session is its system prompt plus its first user message, which
-compaction never touches; a request in which the model has not spoken yet
+compaction never touches; a conversation's first request, the task alone,
 starts the session over at step 0, so a program run twice against one
 server gets the same answers both times), the texts of the tool results that answer the
 previous turn, and the raw body; it returns a :class:`Turn`.
@@ -90,7 +90,7 @@ class Seen:
     provider: str
     system: str
     task: str  # the first user message
-    step: int  # requests this session made before this one (0: the model has not spoken in it yet)
+    step: int  # requests this session made before this one (0: its first request, the task alone)
     results: tuple[str, ...]  # tool results answering the previous turn, in order
     errors: tuple[bool, ...]  # which of them are marked as errors
     body: Mapping[str, Any]
@@ -166,15 +166,21 @@ def _seen_responses(body: Mapping[str, Any]) -> tuple[str, str, list[tuple[str, 
 SEEN = {"anthropic": _seen_anthropic, "openai": _seen_openai, "responses": _seen_responses, "gemini": seen_gemini}
 
 
-def _model_spoke(provider: str, body: Mapping[str, Any]) -> bool:
-    """Whether the request holds a turn of the model's: one without is the first of a conversation (a tool loop's
-    later requests always do: a tool result follows the turn that called the tool)."""
+def _first_request(provider: str, body: Mapping[str, Any]) -> bool:
+    """Whether the request is a conversation's first: the task alone after the system prompt. (A later request
+    always holds more: the model's turns and their results, or a summary of them; one that lost its model turns
+    to a bug is still the old conversation, so the server goes on checking it.)"""
     if provider == "gemini":
-        return any(content.get("role") == "model" for content in body["contents"])
+        return len(body["contents"]) == 1
     if provider == "responses":
-        items = body["input"] if isinstance(body["input"], list) else []
-        return any(item.get("type") == "function_call" or item.get("role") == "assistant" for item in items)
-    return any(message["role"] == "assistant" for message in body["messages"])
+        items = body["input"]
+        return not isinstance(items, list) or len([i for i in items if i.get("role") not in SYSTEM_ROLES]) == 1
+    if provider == "anthropic":
+        return len(body["messages"]) == 1
+    return len([m for m in body["messages"] if m["role"] not in SYSTEM_ROLES]) == 1
+
+
+SYSTEM_ROLES = ("system", "developer")
 
 
 def _calls_in(provider: str, body: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
@@ -265,7 +271,7 @@ class ScriptedModel:
             self.exchanges.append(exchange)
             if problems:
                 return 400, _error(provider, "; ".join(problems))
-            step = self._steps.get(session, 0) if _model_spoke(provider, body) else 0  # else a new conversation
+            step = 0 if _first_request(provider, body) else self._steps.get(session, 0)
             self._steps[session] = step + 1
             seen = Seen(provider, system, task, step, tuple(r for r, _ in results), tuple(e for _, e in results), body)
             try:
