@@ -149,6 +149,24 @@ def test_claude_code_marks_what_the_records_say_about_a_user_turn(tmp_path: Path
     assert summary.meta["compact_summary"] is True and "compact_summary" not in prompt.meta
 
 
+ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def test_claude_code_message_the_harness_wrote_carries_no_usage(tmp_path: Path) -> None:
+    """After an interruption Claude Code writes "No response requested." itself (``model: "<synthetic>"``,
+    zero usage): no request was made, so there is no reported usage to keep; the real responses keep theirs."""
+    interrupted = [
+        cc_turn("user", "i1", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}),
+        cc_turn("assistant", "s1", {"id": "6b3e174b-0000", "type": "message", "role": "assistant",
+                                    "model": "<synthetic>", "content": [{"type": "text", "text": "No response requested."}],
+                                    "stop_reason": "stop_sequence", "usage": ZERO_USAGE}),
+    ]
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, *interrupted]))
+    *responses, synthetic = (item for item in conversation if item.role == "assistant")
+    assert synthetic.text == "No response requested." and synthetic.meta["model"] == "<synthetic>"
+    assert "usage" not in synthetic.meta
+    assert [item.meta["usage"]["output_tokens"] for item in responses] == [40, 2]
+
 def test_claude_code_record_type_not_known_yet_is_skipped_and_counted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

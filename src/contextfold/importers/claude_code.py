@@ -9,7 +9,10 @@ shared with the stream-json importer, whose events have the same shape.
 - An API response is often written as several ``assistant`` records sharing
   ``message.id`` (one per content block). They become one assistant item
   (``meta["response_id"]``), so parallel calls stay in one round; the usage
-  of the response's last record is kept once, in ``meta["usage"]``.
+  of the response's last record is kept once, in ``meta["usage"]``. A message
+  Claude Code wrote itself in the model's place (``model: "<synthetic>"``: an
+  API error, "No response requested." after an interruption) made no request:
+  its all-zero usage is not a reported one and is not kept.
 - A ``user`` record with tool results gives one tool item per result
   (``is_error`` as recorded); the record's ``toolUseResult`` adds its short
   scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to the tool
@@ -86,6 +89,8 @@ BY_SUBTYPE = {"system": "subtype", "attachment": "attachment.type", "progress": 
 LINK_KEYS = ("sessionId", "parentUuid", "leafUuid", "messageId")
 LEADING_RECORDS = 20
 """How many leading records detection reads: recent versions open with several bookkeeping records."""
+SYNTHETIC_MODEL = "<synthetic>"
+"""The ``model`` of an assistant message the harness wrote (no API request behind it)."""
 RESULT_COPIES = frozenset({"stdout", "stderr", "content", "originalFile", "oldString", "newString", "prompt"})
 """``toolUseResult`` fields that repeat the result text or the call's input: kept out of ``extra``."""
 
@@ -235,7 +240,7 @@ def add_assistant_message(
     field_of(builder.source, message, "content", list, f"{where}.message")
     reply = read_reply(builder, "anthropic", message, f"{where}.message")
     meta: dict[str, Any] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
-    if reply.usage is not None:
+    if reply.usage is not None and message.get("model") != SYNTHETIC_MODEL:
         meta["usage"] = reply.usage.to_dict()
     if reply.stop is not None:
         meta["stop"] = reply.stop
