@@ -158,8 +158,8 @@ def test_claude_code_message_the_harness_wrote_carries_no_usage(tmp_path: Path) 
     interrupted = [
         cc_turn("user", "i1", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}),
         cc_turn("assistant", "s1", {"id": "6b3e174b-0000", "type": "message", "role": "assistant",
-                                    "model": "<synthetic>", "content": [{"type": "text", "text": "No response requested."}],
-                                    "stop_reason": "stop_sequence", "usage": ZERO_USAGE}),
+                                    "model": "<synthetic>", "stop_reason": "stop_sequence", "usage": ZERO_USAGE,
+                                    "content": [{"type": "text", "text": "No response requested."}]}),
     ]
     (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, *interrupted]))
     *responses, synthetic = (item for item in conversation if item.role == "assistant")
