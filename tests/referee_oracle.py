@@ -67,3 +67,18 @@ def matching(conversations: list[Conversation], trajectory: Any) -> Conversation
         if calls([m.data for m in map(render_item, conversation.items) if m is not None]) == theirs:
             return conversation
     raise AssertionError("no conversation of ours makes the referee's tool calls")
+
+
+def repeats_calls(trajectory: Any) -> bool:
+    """Whether a response of the referee's reading calls the same id twice.
+
+    The referee joins Claude Code records by message id across the whole file, so the chat a reopened session
+    wrote into the file again (which ours reads once, counted in ``skipped["resumed copy"]``) is appended to the
+    responses it copies: its calls twice, its results again. That reading is another session than the one ours
+    replays, and their figures are not comparable.
+    """
+    for message in trajectory.messages:
+        ids = [call["id"] for call in message.get("tool_calls") or []]
+        if len(ids) != len(set(ids)):
+            return True
+    return False

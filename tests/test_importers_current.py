@@ -149,6 +149,61 @@ def test_claude_code_marks_what_the_records_say_about_a_user_turn(tmp_path: Path
     assert summary.meta["compact_summary"] is True and "compact_summary" not in prompt.meta
 
 
+ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def test_claude_code_message_the_harness_wrote_carries_no_usage(tmp_path: Path) -> None:
+    """After an interruption Claude Code writes "No response requested." itself (``model: "<synthetic>"``,
+    zero usage): no request was made, so there is no reported usage to keep; the real responses keep theirs."""
+    interrupted = [
+        cc_turn("user", "i1", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}),
+        cc_turn("assistant", "s1", {"id": "6b3e174b-0000", "type": "message", "role": "assistant",
+                                    "model": "<synthetic>", "stop_reason": "stop_sequence", "usage": ZERO_USAGE,
+                                    "content": [{"type": "text", "text": "No response requested."}]}),
+    ]
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, *interrupted]))
+    *responses, synthetic = (item for item in conversation if item.role == "assistant")
+    assert synthetic.text == "No response requested." and synthetic.meta["model"] == "<synthetic>"
+    assert "usage" not in synthetic.meta
+    assert [item.meta["usage"]["output_tokens"] for item in responses] == [40, 2]
+
+def turn_at(second: int, parent: str | None, kind: str, uuid: str, message: dict[str, Any]) -> dict[str, Any]:
+    """A chat record of a 2.0.x session, linked to ``parent`` and stamped ``second`` seconds past the hour."""
+    return {**cc_turn(kind, uuid, message), "parentUuid": parent, "timestamp": f"2025-10-30T09:00:{second:02d}.000Z"}
+
+
+def ask_and_list(second: int, parent: str | None, tag: str, prompt: str = "List the files.") -> list[dict[str, Any]]:
+    """A prompt, a response (``msg_1``) calling ``ls``, its result: records ``tag``1 to ``tag``3."""
+    response = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage(5),
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]}
+    return [turn_at(second, parent, "user", f"{tag}1", {"role": "user", "content": prompt}),
+            turn_at(second, f"{tag}1", "assistant", f"{tag}2", response),
+            turn_at(second, f"{tag}2", "user", f"{tag}3", result)]
+
+
+def test_claude_code_chat_a_reopened_session_writes_again_is_read_once(tmp_path: Path) -> None:
+    """Reopened, the VS Code extension writes the chat so far again as a new chain (no parent), every record
+    stamped with the reopening's time and repeating the responses (same message id); then the new turns."""
+    first = ask_and_list(1, None, "a")
+    copy = ask_and_list(30, None, "b")
+    follow_up = turn_at(35, "b3", "user", "c1", {"role": "user", "content": "Now read a.py."})
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*first, *copy, follow_up]))
+    assert [item.role for item in conversation] == ["user", "assistant", "tool", "user"]
+    assert conversation[3].timestamp - conversation[0].timestamp == 34  # the first turn, then the new one
+    assert conversation.header.meta["skipped"] == {"resumed copy": 3}
+    assert conversation.validate() == []
+
+
+def test_claude_code_new_chain_with_responses_of_its_own_is_kept(tmp_path: Path) -> None:
+    """A chain with no parent whose responses are new (after ``/clear``) is no copy: every turn stays."""
+    first = ask_and_list(1, None, "a")
+    cleared = ask_and_list(30, None, "b", "List them again.")
+    cleared[1]["message"] = {**cleared[1]["message"], "id": "msg_2"}
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*first, *cleared]))
+    assert [item.text for item in conversation if item.role == "user"] == ["List the files.", "List them again."]
+    assert len(conversation) == 6 and "skipped" not in conversation.header.meta
+
 def test_claude_code_record_type_not_known_yet_is_skipped_and_counted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

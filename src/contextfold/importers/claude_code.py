@@ -9,7 +9,10 @@ shared with the stream-json importer, whose events have the same shape.
 - An API response is often written as several ``assistant`` records sharing
   ``message.id`` (one per content block). They become one assistant item
   (``meta["response_id"]``), so parallel calls stay in one round; the usage
-  of the response's last record is kept once, in ``meta["usage"]``.
+  of the response's last record is kept once, in ``meta["usage"]``. A message
+  Claude Code wrote itself in the model's place (``model: "<synthetic>"``: an
+  API error, "No response requested." after an interruption) made no request:
+  its all-zero usage is not a reported one and is not kept.
 - A ``user`` record with tool results gives one tool item per result
   (``is_error`` as recorded); the record's ``toolUseResult`` adds its short
   scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to the tool
@@ -38,12 +41,15 @@ shared with the stream-json importer, whose events have the same shape.
   file.
 
 Records are taken in file order; the ``parentUuid`` tree is not re-walked, so
-a session that was rewound keeps its abandoned branch in place.
+a session that was rewound keeps its abandoned branch in place. The one
+exception: the chat a reopened session wrote into the file a second time
+(:func:`resumed_copies`) is read once, where it first happened, and its copy
+counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -86,6 +92,10 @@ BY_SUBTYPE = {"system": "subtype", "attachment": "attachment.type", "progress": 
 LINK_KEYS = ("sessionId", "parentUuid", "leafUuid", "messageId")
 LEADING_RECORDS = 20
 """How many leading records detection reads: recent versions open with several bookkeeping records."""
+RESUMED_COPY = "resumed copy"
+"""How the chat records a reopened session wrote again are counted in ``meta["skipped"]``."""
+SYNTHETIC_MODEL = "<synthetic>"
+"""The ``model`` of an assistant message the harness wrote (no API request behind it)."""
 RESULT_COPIES = frozenset({"stdout", "stderr", "content", "originalFile", "oldString", "newString", "prompt"})
 """``toolUseResult`` fields that repeat the result text or the call's input: kept out of ``extra``."""
 
@@ -110,9 +120,14 @@ def load(source: Source) -> list[Conversation]:
     chains: dict[str, ConversationBuilder] = {}  # sidechain root uuid -> its conversation
     chain_of: dict[str, str] = {}  # record uuid -> sidechain root uuid
     queued: list[tuple[Item, str, float | None]] = []  # messages sent mid-turn, held until the round's results are in
-    for number, record in source.records():
+    records = list(source.records())
+    copied = resumed_copies(records)
+    for number, record in records:
         where = f"line {number}"
         kind = kind_of(source, record, "type", where)
+        if number in copied:
+            main.skip(RESUMED_COPY)
+            continue
         root = _chain_root(record, where, chain_of)  # bookkeeping records link a chain too
         if root is None and _queued_command(record):
             queued.extend((item, where, unix_time(record.get("timestamp"))) for item in _queued(main, record, where))
@@ -142,6 +157,58 @@ def load(source: Source) -> list[Conversation]:
             add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), _user_marks(record))
     _release(main, queued)
     return [main.build(), *(chain.build() for chain in chains.values())]
+
+
+def resumed_copies(records: Sequence[tuple[int, Mapping[str, Any]]]) -> frozenset[int]:
+    """Line numbers of the chat records a reopened session wrote again, after the ones they copy.
+
+    Reopening a conversation (the VS Code extension, 2.0.x) can write the chat so far once more into the same
+    file: a new chain (a user record with no ``parentUuid`` that is no compaction's) whose records all carry the
+    reopening's timestamp and repeat the responses already there (same ``message.id``). They are the same turns,
+    not new ones; the records after them, stamped as they happen, go on from there.
+    """
+    copied: set[int] = set()
+    responses: set[str] = set()
+    chat_seen = False
+    for index, (_, record) in enumerate(records):
+        if _chat(record) and chat_seen and _starts_a_chain(record):
+            region = [(n, r) for n, r in _stamped_with(records, index, record.get("timestamp")) if _chat(r)]
+            repeated = {_response_id(r) for _, r in region if r.get("type") == "assistant"} - {""}
+            if repeated and repeated <= responses:
+                copied.update(n for n, _ in region)
+        if _chat(record):
+            chat_seen = True
+            if record.get("type") == "assistant":
+                responses.add(_response_id(record))
+    return frozenset(copied)
+
+
+def _chat(record: Mapping[str, Any]) -> bool:
+    return record.get("type") in RECORD_TYPES and not record.get("isSidechain")
+
+
+def _starts_a_chain(record: Mapping[str, Any]) -> bool:
+    """A user record with no parent that no compaction explains (a compaction's records name the one before)."""
+    return (record.get("type") == "user" and "parentUuid" in record and record["parentUuid"] is None
+            and not record.get("logicalParentUuid") and not record.get("isCompactSummary"))
+
+
+def _stamped_with(
+    records: Sequence[tuple[int, Mapping[str, Any]]], start: int, stamp: Any
+) -> list[tuple[int, Mapping[str, Any]]]:
+    """The records from ``start`` on written in the same instant (records with no timestamp go along)."""
+    region = []
+    for number, record in records[start:]:
+        if record.get("timestamp") not in (stamp, None):
+            break
+        region.append((number, record))
+    return region
+
+
+def _response_id(record: Mapping[str, Any]) -> str:
+    message = record.get("message")
+    value = message.get("id") if isinstance(message, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def _queued_command(record: Mapping[str, Any]) -> bool:
@@ -235,7 +302,7 @@ def add_assistant_message(
     field_of(builder.source, message, "content", list, f"{where}.message")
     reply = read_reply(builder, "anthropic", message, f"{where}.message")
     meta: dict[str, Any] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
-    if reply.usage is not None:
+    if reply.usage is not None and message.get("model") != SYNTHETIC_MODEL:
         meta["usage"] = reply.usage.to_dict()
     if reply.stop is not None:
         meta["stop"] = reply.stop
