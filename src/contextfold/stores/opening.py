@@ -7,22 +7,27 @@ when their URL is opened, so each optional driver stays optional.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 from ..errors import StoreError
+from .asynchronous import AsyncStore, OffLoopStore
 from .base import DURABILITIES, Durability, Store, redact
 
 
-def open_store(location: str | os.PathLike[str] | Store) -> Store:
-    """The store a URL names (a :class:`Store` is returned as it is).
+def open_store(location: str | os.PathLike[str] | Store | AsyncStore) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is; an :class:`~.asynchronous.AsyncStore`
+    as a worker thread of its loop reaches it, :meth:`~.asynchronous.AsyncStore.bridged`).
 
     * a folder path, or ``jsonl:///path/to/folder``: one transcript file a session (today's layout);
     * ``sqlite:///path/to/sessions.db`` (``sqlite:////abs/path`` and ``sqlite:///rel/path`` alike);
     * ``postgresql://user@host:port/db`` (psycopg 3, extra ``[postgres]``; libpq reads ``PGPASSWORD`` etc.);
     * ``redis://host:port/db`` (redis-py, extra ``[redis]``); ``rediss://`` for TLS.
     """
+    if isinstance(location, AsyncStore):  # first: its methods have the names of a Store's
+        return location.bridged()
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
@@ -48,6 +53,29 @@ def open_store(location: str | os.PathLike[str] | Store) -> Store:
 
         return RedisStore(text)
     raise StoreError(f"unknown store {redact(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
+
+
+async def open_async_store(location: str | os.PathLike[str] | Store | AsyncStore) -> AsyncStore:
+    """The :class:`~.asynchronous.AsyncStore` a URL names, for an asyncio loop: PostgreSQL on psycopg's async
+    connection, Redis on ``redis.asyncio``, a file store (a folder, ``jsonl://``, ``sqlite://``) in worker
+    threads; a blocking :class:`Store` is given worker threads too, an async one is returned as it is.
+    Close it with ``await store.close()``."""
+    if isinstance(location, AsyncStore):
+        return location
+    if isinstance(location, Store):
+        return OffLoopStore(location)
+    text = os.fspath(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        from .postgres_async import AsyncPostgresStore
+
+        url, durability = split_durability(text)
+        return await AsyncPostgresStore.open(url, durability=durability)
+    if scheme in ("redis", "rediss"):
+        from .redis_async import AsyncRedisStore
+
+        return await AsyncRedisStore.open(text)
+    return OffLoopStore(await asyncio.to_thread(open_store, text))
 
 
 def local_path(location: str | os.PathLike[str]) -> Path | None:

@@ -21,15 +21,15 @@ from ..errors import SessionNotFound, StoreError, install_hint
 from .base import Durability, Record
 from .records import encode, record_key
 from .server import ServerLink
-from .sql import SqlStore
+from .sql import SqlPlan, SqlPlans, SqlStore, Statement
 
 _APPEND = """
 WITH moved AS (
-    UPDATE contextfold_sessions SET next_seq = next_seq + %s, updated = %s WHERE session_id = %s RETURNING next_seq
+    UPDATE contextfold_sessions SET next_seq = next_seq + ?, updated = ? WHERE session_id = ? RETURNING next_seq
 )
 INSERT INTO contextfold_records (session_id, seq, body, item_key)
-SELECT %s, moved.next_seq - %s + new.number - 1, new.body, new.item_key
-FROM moved, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS new(body, item_key, number)
+SELECT ?, moved.next_seq - ? + new.number - 1, new.body, new.item_key
+FROM moved, unnest(?::text[], ?::text[]) WITH ORDINALITY AS new(body, item_key, number)
 RETURNING seq
 """
 
@@ -38,24 +38,61 @@ log = logging.getLogger(__name__)
 SCHEMA_LOCK = 0x636F6E74  # an advisory lock key: concurrent first connections create the tables one at a time
 
 
-class PostgresStore(SqlStore):
-    """Sessions in two tables of a PostgreSQL database."""
+def postgres_link(url: str) -> ServerLink:
+    """The driver (psycopg 3) and the URL of a PostgreSQL store, sync or async."""
+    return ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),
+                      needs=f"the PostgreSQL store needs psycopg 3: {install_hint('postgres')}")
+
+
+class PostgresPlans(SqlPlans):
+    """What PostgreSQL does its own way, for the sync and the async store alike."""
 
     placeholder = "%s"
     blob_type = "BYTEA"
+    _link: ServerLink
+
+    def _open(self) -> SqlPlan[None]:
+        """The tables, created by one first connection at a time."""
+        yield Statement("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+        yield from self._create_schema()
+
+    @staticmethod
+    def _durability_statement(durability: Durability) -> Statement:
+        """What a new connection is told of how durable an acknowledged append must be."""
+        return Statement(f"SET synchronous_commit = {'on' if durability == 'commit' else 'off'}")
+
+    def _append_at_once(self, session_id: str, records: Sequence[Record]) -> SqlPlan[list[int]]:
+        """One statement, so one round trip and its own transaction: move ``next_seq``, insert the records.
+
+        An item already stored (an append retried after a timeout) makes the
+        statement fail whole on the key's unique index (:meth:`_stored_before`);
+        the append is then done the careful way (:meth:`SqlPlans._append`), which skips it.
+        """
+        bodies = [encode(record) for record in records]
+        keys = [record_key(record) for record in records]
+        inserted = yield Statement(_APPEND, (len(bodies), time.time(), session_id, session_id, len(bodies), bodies, keys))
+        seqs = sorted(row[0] for row in inserted.rows)
+        if len(seqs) != len(bodies):
+            raise SessionNotFound(self.url, session_id)
+        return seqs
+
+    def _stored_before(self, error: StoreError) -> bool:
+        """Whether an append at once failed because one of its items is stored already."""
+        return isinstance(error.__context__, self._link.driver.errors.UniqueViolation)
+
+
+class PostgresStore(PostgresPlans, SqlStore):
+    """Sessions in two tables of a PostgreSQL database."""
 
     def __init__(self, url: str, *, durability: Durability = "process") -> None:
-        self._link = ServerLink(url, module="psycopg", error="Error", unavailable=("OperationalError",),
-                                needs=f"the PostgreSQL store needs psycopg 3: {install_hint('postgres')}")
+        self._link = postgres_link(url)
         self.url = self._link.url
         self._durability = durability
         self._connection: Any = None
         try:
             with self._link.connecting("cannot open the database: "):
                 self._connect()
-                with self._transaction() as cursor:
-                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    self._create_schema(cursor)
+                self._run(self._open())
         except StoreError:
             self.close()
             raise
@@ -63,31 +100,18 @@ class PostgresStore(SqlStore):
     def _connect(self) -> None:
         """A new connection (each write is its own ``_transaction()`` block, so autocommit)."""
         self._connection = self._link.driver.connect(self._link.secret_url, autocommit=True)
-        self._connection.execute(f"SET synchronous_commit = {'on' if self._durability == 'commit' else 'off'}")
+        self._connection.execute(self._durability_statement(self._durability).sql)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        """One statement, so one round trip and its own transaction: move ``next_seq``, insert the records.
-
-        An item already stored (an append retried after a timeout) makes the
-        statement fail whole on the key's unique index; the append is then
-        done the careful way (:meth:`SqlStore.append`), which skips it.
-        """
-        bodies = [encode(record) for record in records]
-        keys = [record_key(record) for record in records]
         try:
-            with self._transaction(block=False) as cursor:
-                cursor.execute(_APPEND, (len(bodies), time.time(), session_id, session_id, len(bodies), bodies, keys))
-                seqs = sorted(row[0] for row in cursor.fetchall())
+            return self._run(self._append_at_once(session_id, records), block=False)
         except StoreError as err:
-            if not isinstance(err.__context__, self._link.driver.errors.UniqueViolation):
+            if not self._stored_before(err):
                 raise
             return super().append(session_id, records)
-        if len(seqs) != len(bodies):
-            raise SessionNotFound(self.url, session_id)
-        return seqs
 
     @contextlib.contextmanager
     def _transaction(self, *, block: bool = True) -> Iterator[Any]:

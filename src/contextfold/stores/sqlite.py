@@ -40,11 +40,12 @@ class SqliteStore(SqlStore):
         self._connection: sqlite3.Connection | None = None
         try:
             _create_owner_only(self.path)
-            self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            # any one thread at a time (an async loop's worker threads take turns: see .asynchronous)
+            self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                               check_same_thread=False)
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={'FULL' if durability == 'commit' else 'NORMAL'}")
-            with self._transaction() as cursor:
-                self._create_schema(cursor)
+            self._run(self._create_schema())
         except (OSError, sqlite3.OperationalError) as err:  # a full disk, a folder that cannot be made, a lock
             self.close()
             raise StoreUnavailable(f"{self.url}: cannot open the database: {err}") from err
