@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..adapters import adapter_for, is_prompt_too_long
 from ..adapters.reminders import checked as checked_reminders
@@ -78,11 +78,11 @@ from ..usage import Usage
 from . import diagnostics, native
 from .background import POOL, Job, Outcome, on_event_loop, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
+from .off_loop import off_loop
 from .single_flight import Flight
 from .timeline import Timeline
 
 logger = logging.getLogger("contextfold.context")
-T = TypeVar("T")
 
 __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "is_prompt_too_long"]
 
@@ -95,18 +95,6 @@ def _not_applied(why: str, session_id: str) -> Event:
     """The event (and log line) of a provider compaction that could not be put in the view."""
     logger.warning("session %s: a provider compaction was not applied: %s", session_id, why)
     return Event(native.STAGE, "discarded", detail=f"compaction not applied: {why}")
-
-
-async def _off_loop(call: Callable[[], T]) -> T:
-    """``call()`` run in a worker thread while the loop goes on: the async API's one way to run a step.
-
-    The step is the very code of the blocking API; its store calls are made from
-    the thread (a file store's directly, an async store's awaited on the loop,
-    see :mod:`contextfold.stores.asynchronous`), and so is its CPU work. A call
-    cancelled while it runs finishes its step in the thread (a step is never
-    left half done); the caller just stops waiting for it.
-    """
-    return await asyncio.to_thread(call)
 
 
 def _default_summarizer() -> Summarizer:
@@ -281,7 +269,7 @@ class Context:
     ) -> list[Item]:
         """:meth:`add` for an asyncio loop: the same call, made off the loop (the items are in the store,
         fsynced or committed, when it returns; the loop never waited for that)."""
-        return await _off_loop(lambda: self.add(messages, provider, system=system, tools=tools))
+        return await off_loop(lambda: self.add(messages, provider, system=system, tools=tools))
 
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports.
@@ -307,7 +295,7 @@ class Context:
 
     async def aadd_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """:meth:`add_response` for an asyncio loop, made off the loop like :meth:`aadd`."""
-        return await _off_loop(lambda: self.add_response(response, provider))
+        return await off_loop(lambda: self.add_response(response, provider))
 
     # ------------------------------------------------------------------ the provider's own compaction
     def start_compaction(self, *, instructions: str | None = None, shape: str | None = None,
@@ -506,7 +494,7 @@ class Context:
             self._end_step()
 
     async def _astep(self, occasion: Occasion, **budget: Any) -> tuple[Conversation, list[Event]]:
-        """:meth:`_step` for the async API: the same step, run off the loop (see :meth:`_off_loop`); a
+        """:meth:`_step` for the async API: the same step, run off the loop (see :mod:`.off_loop`); a
         background summary's model call is the summarizer's coroutine, a task of the running loop."""
         self._loop = asyncio.get_running_loop()
 
@@ -517,7 +505,7 @@ class Context:
             finally:
                 self._in_loop = False
 
-        return await _off_loop(step)
+        return await off_loop(step)
 
     def _end_step(self) -> None:
         self._flight.end_step()  # the summary lease, if this step took it (a background summary keeps it)
@@ -783,6 +771,10 @@ class Context:
         if cache_break is not None:
             self._emit([cache_break])
 
+    async def arecord_usage(self, usage: Usage | Mapping[str, Any] | Any, provider: str | None = None) -> None:
+        """:meth:`record_usage` for an asyncio loop: a cache break it reports is written off the loop."""
+        await off_loop(lambda: self.record_usage(usage, provider))
+
     def subscribe(self, callback: Callable[[Event], None]) -> None:
         """Call ``callback`` with every event from now on."""
         self._subscribers.append(callback)
@@ -929,13 +921,13 @@ class Context:
     async def acreate(cls, model: str | None = None, **options: Any) -> Context:
         """``Context(model, **options)`` for an asyncio loop: the session is created in its store off the
         loop (the way to make a Context on an :class:`~contextfold.stores.AsyncStore`)."""
-        return await _off_loop(lambda: cls(model, **options))
+        return await off_loop(lambda: cls(model, **options))
 
     @classmethod
     async def aresume(cls, store: Store | AsyncStore | str | Path, session_id: str, model: str | None = None,
                       **options: Any) -> Context:
         """:meth:`resume` for an asyncio loop: the session is read off the loop."""
-        return await _off_loop(lambda: cls.resume(store, session_id, model, **options))
+        return await off_loop(lambda: cls.resume(store, session_id, model, **options))
 
     def _open_calls(self) -> frozenset[str]:
         """Calls of the resumed history without a result: the process that ran them is gone (a crash
@@ -963,7 +955,7 @@ class Context:
 
     async def aclose(self) -> None:
         """:meth:`close` for an asyncio loop: what waits is written off the loop."""
-        await _off_loop(self.close)
+        await off_loop(self.close)
 
     def __enter__(self) -> Context:
         return self
