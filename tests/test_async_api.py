@@ -11,6 +11,7 @@ made on the loop's thread.
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from loop_threads import LoopWatchedSqlite
 
 from contextfold.context import Context
 from contextfold.conversation import Header, Item, Text
-from contextfold.errors import SessionExists, SessionNotFound, StoreError, ViewConflict
+from contextfold.errors import SessionExists, SessionNotFound, StoreError, StoreUnavailable, ViewConflict
 from contextfold.pipeline.base import Policy
 from contextfold.stores import OffLoopStore, open_async_store, open_store
 from contextfold.stores.records import event_record, header_record, item_record
@@ -149,3 +150,16 @@ def test_a_blocking_call_on_the_loop_of_an_async_store_says_to_use_the_async_api
             await store.close()
 
     assert "use the async API" in asyncio.run(blocking_on_the_loop())
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+def test_an_async_server_store_whose_server_never_answers_is_unavailable_not_a_hang(scheme: str) -> None:
+    """A port that takes the connection and never says a word (a frozen server): opening the async store is
+    StoreUnavailable once the URL's timeouts run out, never a loop waiting for good."""
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen()
+        port = hole.getsockname()[1]
+        url = (f"postgresql://cf@127.0.0.1:{port}/postgres" if scheme == "postgresql" else f"redis://127.0.0.1:{port}/0")
+        with pytest.raises(StoreUnavailable):
+            asyncio.run(open_async_store(f"{url}?connect_timeout=2&operation_timeout=1"))
