@@ -163,3 +163,32 @@ def test_an_async_server_store_whose_server_never_answers_is_unavailable_not_a_h
         url = (f"postgresql://cf@127.0.0.1:{port}/postgres" if scheme == "postgresql" else f"redis://127.0.0.1:{port}/0")
         with pytest.raises(StoreUnavailable):
             asyncio.run(open_async_store(f"{url}?connect_timeout=2&operation_timeout=1"))
+
+
+def test_the_history_tools_read_an_offloaded_output_back_from_an_async_store(shared_store_url: str) -> None:
+    """An output too large to keep whole is a blob of the async store; ``aread_history`` reads it back whole,
+    off the loop (the blocking ``read_history`` would block the loop on a file store, and could not reach a
+    server store's async client from its own loop)."""
+    rows = "\n".join(f"row {n}: needle-{n}" for n in range(6_000))
+
+    async def session() -> tuple[str, str]:
+        store = await open_async_store(shared_store_url)
+        try:
+            context = await Context.acreate(window_tokens=200_000, store=store, session_id="s1")
+            await context.aadd([{"role": "user", "content": "Read the log"}], system=SYSTEM)
+            added = await context.aadd([
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash",
+                                                   "input": {"command": "cat log"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": rows}]}])
+            result = added[-1]
+            assert result.meta.get("blob"), result.meta  # offloaded: the item holds a preview
+            read = await context.aread_history(result.id, "5990-5991")
+            found = await context.asearch_history("needle-4242")
+            await context.aclose()
+            return read, found
+        finally:
+            await store.close()
+
+    read, found = asyncio.run(session())
+    assert "row 5989: needle-5989" in read and "row 5990: needle-5990" in read
+    assert "needle-4242" in found

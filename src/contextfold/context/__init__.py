@@ -811,6 +811,15 @@ class Context:
         """The agent's ``read_history`` tool: lines ``lines`` (``"120-160"``) of the item ``ref`` names, verbatim."""
         return lookback.read_history(self.history, ref, lines, read_offloaded=self._read_offloaded)
 
+    async def asearch_history(self, query: str, limit: int = lookback.DEFAULT_LIMIT, *, regex: bool = False,
+                              ignore_case: bool = False) -> str:
+        """:meth:`search_history` for an asyncio loop: offloaded outputs are read back from the store off the loop."""
+        return await off_loop(lambda: self.search_history(query, limit, regex=regex, ignore_case=ignore_case))
+
+    async def aread_history(self, ref: str, lines: str | None = None) -> str:
+        """:meth:`read_history` for an asyncio loop, off the loop like :meth:`asearch_history`."""
+        return await off_loop(lambda: self.read_history(ref, lines))
+
     def _read_offloaded(self, item: Item) -> str | None:
         """An offloaded output read back from this session's store (any worker's), or its file."""
         return offloaded_output(item, self._journal.session)
@@ -845,6 +854,10 @@ class Context:
             text, failed = f"{call.name} failed: {error}", True
         return Item("tool", (ToolResult(call.id, text, is_error=failed, tool_name=call.name,
                                         arguments=call.arguments),))
+
+    async def aanswer_tool_call(self, call: ToolCall) -> Item | None:
+        """:meth:`answer_tool_call` for an asyncio loop, off the loop like :meth:`asearch_history`."""
+        return await off_loop(lambda: self.answer_tool_call(call))
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
