@@ -1,4 +1,4 @@
-"""Two workers, one session: each span summarized once, and retried appends stored once.
+"""Two workers, one session: each span summarized once, retried appends stored once, a dead holder taken over.
 
 Usage: ``python3 benchmarks/fleet.py [--compactions 100] [--backends postgresql,redis] [--overshoot 0.97]``
 
@@ -12,16 +12,23 @@ once the store took the view), the distinct summaries in the store's view
 checkpoints, and how many items were summarized more than once (double work).
 Each span summarized once means calls == compactions == summaries committed.
 Then 1,000 appends, each timed out after its commit and retried, and the
-duplicates found. Throwaway servers as in the tests (``tests/store_servers.py``).
+duplicates found. Then a worker killed (SIGKILL) while it summarizes, holding the session's summary lease
+(``tests/lease_holder_child.py``), and the seconds from the kill until another worker's ``compact()`` has
+its summary in (the lease is taken over once the dead holder's heartbeat stops, not at its expiry).
+Throwaway servers as in the tests (``tests/store_servers.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
+import subprocess
 import sys
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -170,12 +177,54 @@ def retried_appends(url: str) -> None:
           f"{len(ids) - len(set(ids))} duplicate(s)")
 
 
+CHILD = Path(__file__).resolve().parents[1] / "tests" / "lease_holder_child.py"
+
+
+def killed_holder_delay(url: str, session_id: str = "k1",
+                        before_kill: Callable[[], None] | None = None) -> tuple[float, bool]:
+    """A worker killed while summarizing ``session_id`` (``before_kill`` called first, while it holds the lease),
+    then another's ``compact()``: the seconds from the kill until that ``compact()`` returned, and whether it
+    committed a summary."""
+    context = Context(window_tokens=32_000, store=url, session_id=session_id)
+    for turn in range(12):
+        context.add([Item("user", (Text(f"turn {turn}: {WORDS}"),), id=f"{session_id}-{turn}-q"),
+                     Item("assistant", (Text(f"done with turn {turn}: {WORDS}"),), id=f"{session_id}-{turn}-a")])
+    context.close()
+    holder = subprocess.Popen([sys.executable, str(CHILD), url, session_id], stdout=subprocess.PIPE, text=True)
+    try:
+        line = holder.stdout.readline() if holder.stdout else ""
+        if line.strip() != "summarizing":
+            raise RuntimeError(f"the holder did not start summarizing (it said {line!r})")
+        if before_kill is not None:
+            before_kill()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        killed = time.monotonic()
+        other = Context.resume(url, session_id, window_tokens=32_000)
+        events = other.compact()
+        delay = time.monotonic() - killed
+        other.close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        if holder.stdout:
+            holder.stdout.close()
+    return delay, any((e.stage, e.action) == ("summarize", "summarized") for e in events)
+
+
+def killed_holder(url: str) -> None:
+    delay, summarized = killed_holder_delay(url)
+    print(f"  a worker killed while summarizing: the next worker's compact() returned {delay:.1f} s after the "
+          f"kill, {'with' if summarized else 'WITHOUT'} its summary")
+
+
 def main() -> None:
     logging.disable(logging.WARNING)  # each simulated timeout is logged; the figures are what is read here
     outbox_module.RETRY_DELAYS_S = (0.0,)  # the pauses between tries are not what is measured
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compactions", type=int, default=100)
-    parser.add_argument("--backends", default="postgresql,redis")
+    parser.add_argument("--backends", default="postgresql,redis", help="any of sqlite,postgresql,redis")
     parser.add_argument("--overshoot", type=float, default=0.0,
                         help="pad each summary to this share of its span's tokens (0: as the summarizer made it)")
     args = parser.parse_args()
@@ -184,6 +233,7 @@ def main() -> None:
         with any_store(backend) as url:
             two_workers(url, args.compactions, args.overshoot)
             retried_appends(url)
+            killed_holder(url)
 
 
 if __name__ == "__main__":

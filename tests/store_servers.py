@@ -13,7 +13,9 @@ import contextlib
 import glob
 import os
 import pwd
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -126,6 +128,52 @@ def redis_server() -> Iterator[str]:
         process.terminate()
         process.wait(timeout=30)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def server_pids(url: str) -> list[int]:
+    """The server process (postgres or redis-server) listening on the port of ``url``, and its children
+    (PostgreSQL's backends): found by the port on its command line (Redis puts ``host:port`` in its title)."""
+    from urllib.parse import urlsplit
+
+    port = re.compile(rf"(?<![0-9]){urlsplit(url).port}(?![0-9])")
+    parents: dict[int, int] = {}
+    servers = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if re.search(r"\b(postgres|redis-server)\b", command) and port.search(command):
+                servers.append(int(entry.name))
+    return servers + [pid for pid, parent in parents.items() if parent in servers and pid not in servers]
+
+
+@contextlib.contextmanager
+def frozen(url: str) -> Iterator[None]:
+    """The server of ``url`` stopped (SIGSTOP) inside: its sockets stay open, the kernel still accepts
+    connections for it, nothing answers. Continued (SIGCONT) on exit, so it can be shut down."""
+    pids = server_pids(url)
+    assert pids, f"no server process found for {url}"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def black_hole() -> Iterator[int]:
+    """A port on 127.0.0.1 that takes connections and never answers (the kernel completes them; nobody
+    reads); yields the port."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield listener.getsockname()[1]
 
 
 def empty_store(backend: str, request, tmp_path: Path) -> str:

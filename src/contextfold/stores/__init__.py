@@ -19,6 +19,8 @@ from .base import Record, SessionInfo, Store, is_store_url, redact, split_sessio
 from .opening import open_async_store, open_store
 from .retention import PruneReport, prune
 from .session import StoredSession
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
-__all__ = ["AsyncStore", "OffLoopStore", "PruneReport", "Record", "SessionInfo", "Store", "StoredSession",
-           "is_store_url", "open_async_store", "open_store", "prune", "redact", "split_session_ref"]
+__all__ = ["DEFAULT_TIMEOUTS", "AsyncStore", "OffLoopStore", "PruneReport", "Record", "SessionInfo", "Store",
+           "StoreTimeouts", "StoredSession", "is_store_url", "open_async_store", "open_store", "prune", "redact",
+           "split_session_ref"]

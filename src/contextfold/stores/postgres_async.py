@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -27,7 +26,7 @@ from ..errors import StoreError, StoreUnavailable
 from .base import Durability, Record, SessionInfo, Store
 from .asynchronous import LoopBridge
 from .plans import adrive
-from .postgres import PostgresPlans, postgres_link
+from .postgres import PostgresPlans, libpq_timeouts, postgres_link
 from .sql import Answer, SqlPlan, Statement, answer_of, returns_rows
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
@@ -41,14 +40,14 @@ DEFAULT_CONNECTIONS = 8
 class AsyncPostgresStore(PostgresPlans):
     """Sessions in the tables of :class:`~.postgres.PostgresStore`, reached without blocking the loop."""
 
-    def __init__(self, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts | None = None,
+    def __init__(self, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
                  connections: int = DEFAULT_CONNECTIONS) -> None:
         """Not connected yet: use :meth:`open`."""
         if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
             raise StoreError(f"connections must be a whole number of at least 1, not {connections!r}")
-        url, self.timeouts = (timeouts or DEFAULT_TIMEOUTS).from_url(url)
-        self._link = postgres_link(url)
+        self._link = postgres_link(url, timeouts)
         self.url = self._link.url
+        self.timeouts = libpq_timeouts(self._link.timeouts)
         self._durability = durability
         self._size = connections
         self._opened = 0  # connections made and not dropped
@@ -57,7 +56,7 @@ class AsyncPostgresStore(PostgresPlans):
         self._closed = False
 
     @classmethod
-    async def open(cls, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts | None = None,
+    async def open(cls, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
                    connections: int = DEFAULT_CONNECTIONS) -> AsyncPostgresStore:
         """The store at ``url``, its tables created if they are not there; :class:`StoreUnavailable` if the
         server cannot be reached within the timeouts."""
@@ -75,16 +74,11 @@ class AsyncPostgresStore(PostgresPlans):
         return f"AsyncPostgresStore({self.url!r})"
 
     async def _connect(self) -> Any:
-        """A new connection, autocommit (each write is its own transaction block), told its durability and
-        the server's side of the timeouts."""
-        timeouts = self.timeouts
-        connection = await self._link.driver.AsyncConnection.connect(
-            self._link.secret_url, autocommit=True, connect_timeout=max(2, math.ceil(timeouts.connect_s)),
-            keepalives=1, keepalives_idle=max(1, math.ceil(timeouts.idle_s)))
+        """A new connection with the blocking store's options and settings (durability, the server's side of
+        the timeouts)."""
+        connection = await self._link.driver.AsyncConnection.connect(self._link.secret_url, **self._connect_options())
         try:
-            await connection.execute(self._durability_statement(self._durability).sql)
-            await connection.execute(f"SET statement_timeout = {math.ceil(timeouts.operation_s * 1000)}")
-            await connection.execute(f"SET idle_in_transaction_session_timeout = {math.ceil(timeouts.idle_s * 1000)}")
+            await connection.execute(self._settings())
         except BaseException:
             await connection.close()
             raise

@@ -13,7 +13,12 @@ Redis' ``WATCH``/``MULTI`` would give, in one round trip). How durable an
 acknowledged append is depends on the server's persistence (``appendonly``,
 ``appendfsync``): that is the operator's choice. Credentials come from the
 URL (``redis://:password@host``) or ``REDIS_PASSWORD``-style settings of the
-caller, and are never logged. Each operation is written once, as a plan
+caller, and are never logged. A server that stops answering never blocks a
+caller for good: connecting, every command and the check of a connection
+left idle are bounded by the store's
+:class:`~contextfold.stores.timeouts.StoreTimeouts` (redis-py's socket
+timeouts and health check; its own retries are off, the store's caller
+retries within the bound). Each operation is written once, as a plan
 (:class:`RedisPlans`, see :mod:`.plans`), run by redis-py's blocking client
 here and awaited on ``redis.asyncio``'s by the async store.
 Install with the ``[redis]`` extra.
@@ -30,6 +35,7 @@ from .base import Record, SessionInfo, blob_digest, checked_digest, verified
 from .plans import Plan, drive
 from .records import decode, encode, record_key
 from .server import ServerLink
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 T = TypeVar("T")
 
@@ -94,6 +100,17 @@ return 0
 """
 
 
+def client_timeouts(timeouts: StoreTimeouts) -> dict[str, Any]:
+    """redis-py's client arguments for ``timeouts``: no retry of its own, which would multiply every timeout
+    (the store's caller retries within ``give_up_s``). For the blocking client; the async one takes the same
+    with a retry of ``redis.asyncio``'s (:mod:`.redis_async`)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return {"socket_connect_timeout": timeouts.connect_s, "socket_timeout": timeouts.operation_s,
+            "health_check_interval": timeouts.idle_s, "socket_keepalive": True, "retry": Retry(NoBackoff(), 0)}
+
+
 Op = Callable[["RedisPlans"], Any]
 """One command (or script, or pipeline) of a plan, on the store's client: a value from redis-py's blocking
 client, an awaitable from ``redis.asyncio``'s."""
@@ -103,10 +120,10 @@ SCRIPTS: tuple[tuple[str, str], ...] = (("create", _CREATE), ("append", _APPEND)
                                         ("lease", _LEASE), ("release", _RELEASE), ("put_blob", _PUT_BLOB))
 
 
-def redis_link(url: str) -> ServerLink:
-    """The driver (redis-py) and the URL of a Redis store, sync or async."""
+def redis_link(url: str, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> ServerLink:
+    """The driver (redis-py), the URL and the timeouts of a Redis store, sync or async."""
     return ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
-                      needs=f"the Redis store needs redis-py: {install_hint('redis')}")
+                      needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
 
 
 class RedisPlans:
@@ -240,11 +257,12 @@ class RedisPlans:
 class RedisStore(RedisPlans):
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
-    def __init__(self, url: str) -> None:
-        self._link = redis_link(url)
+    def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
+        self._link = redis_link(url, timeouts)
         self.url = self._link.url
+        self.timeouts = self._link.timeouts
         with self._link.connecting():
-            self._client = self._link.driver.Redis.from_url(url)
+            self._client = self._link.driver.Redis.from_url(self._link.secret_url, **client_timeouts(self.timeouts))
             self._client.ping()
             self._register()
 

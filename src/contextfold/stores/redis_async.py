@@ -21,7 +21,7 @@ from ..errors import StoreError
 from .asynchronous import LoopBridge
 from .base import Record, SessionInfo, Store
 from .plans import adrive
-from .redis import RedisPlan, RedisPlans, redis_link
+from .redis import RedisPlan, RedisPlans, client_timeouts, redis_link
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 T = TypeVar("T")
@@ -30,23 +30,23 @@ T = TypeVar("T")
 class AsyncRedisStore(RedisPlans):
     """Sessions under the keys of :class:`~.redis.RedisStore`, reached without blocking the loop."""
 
-    def __init__(self, url: str, *, timeouts: StoreTimeouts | None = None) -> None:
+    def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
         """Not connected yet: use :meth:`open`."""
-        url, self.timeouts = (timeouts or DEFAULT_TIMEOUTS).from_url(url)
-        self._link = redis_link(url)
+        self._link = redis_link(url, timeouts)
         self.url = self._link.url
+        self.timeouts = self._link.timeouts
         self._loop: asyncio.AbstractEventLoop | None = None
-        timeouts = self.timeouts
         with self._link.connecting():
             from redis import asyncio as driver  # the link imported redis: this part of it is there too
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
 
-            self._client: Any = driver.Redis.from_url(url, socket_connect_timeout=timeouts.connect_s,
-                                                      socket_timeout=timeouts.operation_s,
-                                                      health_check_interval=timeouts.idle_s)
+            options = {**client_timeouts(self.timeouts), "retry": Retry(NoBackoff(), 0)}  # the async client's retry
+            self._client: Any = driver.Redis.from_url(self._link.secret_url, **options)
             self._register()
 
     @classmethod
-    async def open(cls, url: str, *, timeouts: StoreTimeouts | None = None) -> AsyncRedisStore:
+    async def open(cls, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> AsyncRedisStore:
         """The store at ``url``; :class:`StoreUnavailable` if the server does not answer within the timeouts."""
         store = cls(url, timeouts=timeouts)
         store._loop = asyncio.get_running_loop()

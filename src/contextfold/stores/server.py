@@ -4,7 +4,8 @@ PostgreSQL and Redis are both reached by a URL that may carry a password,
 through a driver that is an optional extra. :class:`ServerLink` imports the
 driver when a store is opened (a missing one is a :class:`StoreError` that
 says what to install), names the store by its URL with the password masked,
-and turns the driver's errors into :class:`StoreError` scrubbed of it.
+turns the driver's errors into :class:`StoreError` scrubbed of it, and holds
+the store's :class:`~.timeouts.StoreTimeouts` (given, or set on the URL).
 """
 
 from __future__ import annotations
@@ -17,22 +18,26 @@ from typing import Any
 
 from ..errors import StoreError, StoreUnavailable
 from .base import redact, scrub
+from .deadline import WATCHDOG
+from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 log = logging.getLogger(__name__)
 
 
 class ServerLink:
-    """The driver module of one store and its URL, as the store may show it (``url``) and use it (``secret_url``)."""
+    """The driver module of one store, its URL as the store may show it (``url``) and use it (``secret_url``,
+    without the timeout parameters), and its ``timeouts``."""
 
-    def __init__(self, url: str, *, module: str, error: str, unavailable: tuple[str, ...], needs: str) -> None:
+    def __init__(self, url: str, *, module: str, error: str, unavailable: tuple[str, ...], needs: str,
+                 timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
         try:
             self.driver: Any = importlib.import_module(module)
         except ImportError as err:
             raise StoreError(needs) from err
         self.error: type[Exception] = getattr(self.driver, error)
         self.unavailable: tuple[type[Exception], ...] = tuple(getattr(self.driver, name) for name in unavailable)
-        self.secret_url = url
         self.url = redact(url)
+        self.secret_url, self.timeouts = timeouts.from_url(url)
         log.debug("connecting to %s", self.url)
 
     @contextmanager
@@ -44,6 +49,20 @@ class ServerLink:
         except self.error as err:
             kind = StoreUnavailable if isinstance(err, self.unavailable) else StoreError
             raise kind(f"{self.url}: {doing}{scrub(str(err), self.secret_url)}") from None
+
+    @contextmanager
+    def bounded(self, fileno: int) -> Iterator[None]:
+        """Bound what runs inside to ``timeouts.operation_s`` on the connection's socket ``fileno`` (see
+        :mod:`.deadline`): past it, the connection is dropped and the driver's error is a :class:`StoreUnavailable`
+        that says the server did not answer in time."""
+        with WATCHDOG.armed(fileno, self.timeouts.operation_s) as alarm:
+            try:
+                yield
+            except self.error:
+                if alarm.fired:
+                    raise StoreUnavailable(f"{self.url}: no answer within {self.timeouts.operation_s:g} s; "
+                                           "the connection was dropped") from None
+                raise
 
     @contextmanager
     def connecting(self, doing: str = "") -> Iterator[None]:

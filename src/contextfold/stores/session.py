@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from ..errors import SessionExists, StoreError, StoreUnavailable
 from .asynchronous import AsyncStore
 from .base import VIEW_EVENT, BlobStore, Record, Store
 from .opening import open_store
-from .outbox import Batch, Outbox
+from .outbox import Batch, Outbox, RetryBudget
 from .records import encode, event_record, header_record, header_update_record, item_record, restore, view_revision
 from .transcript import Restored, Transcript
 
@@ -58,7 +59,8 @@ class StoredSession:
         self._owns_store = owns_store
         self._location: Location = store  # what it was opened from (a URL may carry a password: never shown)
         self._mine: set[int] = set()  # own records past ``seen``, to recognise when pulled
-        self._outbox = Outbox(self._send, f"{store.url}#{session_id}")
+        self._outbox = Outbox(self._send, f"{store.url}#{session_id}",
+                              budget=RetryBudget(getattr(store, "timeouts", None)))  # a server store's bounds
 
     # -- opening
     @classmethod
@@ -229,10 +231,7 @@ class StoredSession:
         """Every record after :attr:`seen`, in order, and move ``seen`` (and the counts) past them."""
         if self.store.exclusive:
             return []
-        try:
-            records = self.store.read(self.session_id, self.seen)
-        except StoreUnavailable:  # a dropped connection is made again by the next call: try it once
-            records = self.store.read(self.session_id, self.seen)
+        records = self._read_again_once()
         pulled = [Pulled(record, record["seq"] in self._mine) for record in records]
         for record in records:
             if record["type"] == "item":
@@ -242,6 +241,19 @@ class StoredSession:
             self.revision = view_revision(records, self.revision)
         self._mine = {seq for seq in self._mine if seq > self.seen}
         return pulled
+
+    def _read_again_once(self) -> list[Record]:
+        """The records after :attr:`seen`; a read the store refused at once is tried once more (a dropped
+        connection is made again by the next call), if that still ends within the store's bound. One that got
+        no answer is not: the server is silent, and the write that follows spends the bound on its retries."""
+        budget = self._outbox.budget
+        read = partial(self.store.read, self.session_id, self.seen)
+        try:
+            return budget.attempt(read)
+        except StoreUnavailable:
+            if budget.silent or not budget.allows(0):
+                raise
+            return budget.attempt(read)
 
     def close(self) -> None:
         """Write what waits, then release the store; :class:`StoreUnavailable` (the session left open, so

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,9 +39,10 @@ class SqliteStore(SqlStore):
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self._connection: sqlite3.Connection | None = None
+        self._one_at_a_time = threading.RLock()
         try:
             _create_owner_only(self.path)
-            # any one thread at a time (an async loop's worker threads take turns: see .asynchronous)
+            # one thread at a time, any thread: the lease heartbeat's, an async loop's step threads (.asynchronous)
             self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                                check_same_thread=False)
             self._connection.execute("PRAGMA journal_mode=WAL")
@@ -59,33 +61,36 @@ class SqliteStore(SqlStore):
     @contextmanager
     def _transaction(self, *, block: bool = True) -> Iterator[Any]:
         """A cursor holding the write lock (``BEGIN IMMEDIATE``); without ``block``, one for reading, each
-        statement its own snapshot, taking no lock."""
+        statement its own snapshot, taking no lock. One at a time on the connection, whichever thread (the
+        summary lease's heartbeat renews from its own)."""
         if self._connection is None:
             raise StoreError(f"{self.url}: the store is closed")
-        cursor = self._connection.cursor()
-        try:
-            if not block:
-                yield cursor
-                return
-            cursor.execute("BEGIN IMMEDIATE")
+        with self._one_at_a_time:
+            cursor = self._connection.cursor()
             try:
-                yield cursor
-            except BaseException:
-                self._connection.rollback()
-                raise
-            cursor.execute("COMMIT")
-        except sqlite3.Error as err:
-            if self._connection.in_transaction:
-                self._connection.rollback()
-            kind = StoreUnavailable if isinstance(err, sqlite3.OperationalError) else StoreError  # full, locked, I/O
-            raise kind(f"{self.url}: {err}") from err
-        finally:
-            cursor.close()
+                if not block:
+                    yield cursor
+                    return
+                cursor.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cursor
+                except BaseException:
+                    self._connection.rollback()
+                    raise
+                cursor.execute("COMMIT")
+            except sqlite3.Error as err:
+                if self._connection.in_transaction:
+                    self._connection.rollback()
+                kind = StoreUnavailable if isinstance(err, sqlite3.OperationalError) else StoreError  # full, locked, I/O
+                raise kind(f"{self.url}: {err}") from err
+            finally:
+                cursor.close()
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        with self._one_at_a_time:  # not under a transaction of another thread
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
 
 
 def _create_owner_only(path: Path) -> None:

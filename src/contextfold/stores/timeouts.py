@@ -7,14 +7,14 @@ retry is bounded, so a write it does not take is a
 One value for the PostgreSQL and Redis stores, sync and async alike, set on
 the store's constructor (``timeouts=``) or on its URL, in seconds::
 
-    postgresql://db.internal/app?connect_timeout=2&operation_timeout=3&idle_timeout=30&give_up_after=10
+    postgresql://db.internal/app?connect_timeout=2&operation_timeout=2.5&idle_timeout=30&give_up_after=10
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from ..errors import StoreError
 
@@ -28,7 +28,8 @@ class StoreTimeouts:
     * ``operation_s``: one operation (a statement, a script) with no answer
       this long means the server is out of reach: its connection is dropped
       and the operation fails (the store's operations are small; a read of a
-      whole session of many megabytes over a slow link may need more);
+      whole session of many megabytes over a slow link, or a prune of a large
+      store, may need more: raise it on that store's URL);
     * ``idle_s``: a connection unused this long is checked before it is used
       again (Redis: a ``PING``; PostgreSQL: TCP keepalives), and the server
       ends a transaction its client left open this long (PostgreSQL's
@@ -39,7 +40,7 @@ class StoreTimeouts:
     """
 
     connect_s: float = 2.0
-    operation_s: float = 3.0
+    operation_s: float = 2.5
     idle_s: float = 30.0
     give_up_s: float = 10.0
 
@@ -70,7 +71,7 @@ class StoreTimeouts:
                     chosen[URL_PARAMETERS[key]] = float(value)
                 except ValueError:
                     raise StoreError(f"store URL: {key} must be a number of seconds, not {value!r}") from None
-        rest = urlencode([(key, value) for key, value in pairs if key not in URL_PARAMETERS])
+        rest = urlencode([(key, value) for key, value in pairs if key not in URL_PARAMETERS], quote_via=quote)
         return (f"{base}?{rest}" if rest else base), replace(self, **chosen)
 
 

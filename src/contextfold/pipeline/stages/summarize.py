@@ -18,15 +18,17 @@ request after a second compaction shares the first part with the first's
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...boundary import Cut, choose_cut
 from ...conversation import Conversation, Item, Summary
 from ...events import Event
 from ...summarizers._facts import Facts, read_on
-from ...summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
+from ...summarizers.base import SUMMARY_PREAMBLE, Summarizer, SummaryRequest, SummaryResult
+from ...summarizers.extractive import ExtractiveSummarizer
 from ..base import Budget
 from ..compression import summary_share, summary_target
 from ..importance import References
@@ -38,6 +40,8 @@ from .survival import survive
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200
+
+logger = logging.getLogger(__name__)
 
 
 def _lookback_line(span: list[Item]) -> str:
@@ -93,6 +97,39 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     planned = plan(conversation, budget)
     if planned is None:
         return conversation, []
+    before = budget.count(conversation)
+    request = SummaryRequest(planned.span, conversation.header, planned.target, budget.count_text, budget.instructions,
+                             next_request=conversation, next_request_tokens=before,
+                             history_tools=names_history_tools(budget.policy, conversation.header))
+    result = summarizer.summarize(request)
+    made = _replace_span(conversation, budget, planned, request, result, summarizer.name)
+    fallback = _fallback_for(summarizer)
+    if made[2] >= before and fallback is not None and result.fallback is None:
+        # a summary no smaller than what it replaces (a model that ignored its target) is of no use: the
+        # extractive one is written instead, rather than no compaction at all
+        why = (f"{summarizer.name} summary too large to use: {made[2]:,} tokens after it, {before:,} before; "
+               f"{getattr(fallback, 'name', 'fallback')} used instead")
+        logger.warning("contextfold: %s", why)
+        written = fallback.summarize(request)
+        result = replace(written, calls=(*result.calls, *written.calls), fallback=why)
+        made = _replace_span(conversation, budget, planned, request, result, summarizer.name)
+    summarized, checked, _ = made
+    return summarized, checked
+
+
+def _fallback_for(summarizer: Summarizer) -> Summarizer | None:
+    """Who writes the summary when a model's is of no use: the summarizer's own ``fallback``, else the
+    extractive summarizer; none for an offline summarizer (it is that fallback already)."""
+    if getattr(summarizer, "offline", False):
+        return None
+    fallback: Summarizer | None = getattr(summarizer, "fallback", None)
+    return fallback if fallback is not None else ExtractiveSummarizer()
+
+
+def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan, request: SummaryRequest,
+                  result: SummaryResult, name: str) -> tuple[Conversation, list[Event], int]:
+    """The conversation with ``planned``'s span replaced by ``result``, written by the summarizer ``name`` for
+    ``request`` (and the files the span used put back), its events (the ``summarized`` one last), and its size."""
     p = budget.policy
     task = task_index(conversation)
     start, cut, span, span_tokens = planned.start, planned.cut, planned.span, planned.span_tokens
@@ -100,22 +137,17 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
     before = budget.count(conversation)
     short = len(span) < p.min_summary_messages
     tail = items[cut.index :]
-    history_tools = names_history_tools(p, conversation.header)
-    result = summarizer.summarize(
-        SummaryRequest(span, conversation.header, planned.target, budget.count_text, budget.instructions,
-                       next_request=conversation, next_request_tokens=before, history_tools=history_tools)
-    )
     intro = f"{SUMMARY_PREAMBLE}\n\n"
-    body = result.text + (_lookback_line(span) if span and history_tools else "")
+    body = result.text + (_lookback_line(span) if span and request.history_tools else "")
     block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)},
                     native=result.native, native_provider=result.native_provider)
-    summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": summarizer.name})
+    summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": name})
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
     restore_cap = min(p.restore_total_tokens, _room(budget), int(saved * p.restore_max_share))
     restored = restored_item(
         span, tail, max_files=p.restore_max_files, file_tokens=p.restore_file_tokens, total_tokens=restore_cap,
-        count_text=budget.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
+        count_text=request.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
     )
     kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
     summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task,
@@ -125,7 +157,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         "boundary": cut.index,
         "score": round(cut.score, 3),
         "reasons": list(cut.reasons),
-        "summarizer": summarizer.name,
+        "summarizer": name,
         "span_items": len(span),
         "span_tokens": span_tokens,
         "summary_tokens": budget.count_item(summary_item),
@@ -143,7 +175,7 @@ def summarize(conversation: Conversation, budget: Budget) -> tuple[Conversation,
         detail += f"; {result.request}"
     ids = tuple(item.id for item in span)
     event = Event(STAGE, "summarized", ids, before, after, detail, data, tuple(result.calls))
-    return summarized, [*checked, event]  # the compaction's own event last: stats and cache-break causes name it
+    return summarized, [*checked, event], after  # the compaction's own event last: stats and cache-break causes name it
 
 
 def _facts_of(items: list[Item], start: int, cut: int, state: Mapping[str, Any]) -> Facts | None:
