@@ -21,6 +21,9 @@ looked for by its id. The ticker measures everything that holds the loop,
 the machine's other load included: the load average is printed beside the
 figures. Prints a table and then one JSON object a backend:
   stall_ms_p50, stall_ms_p99, stall_ms_max   the ticker's lateness (bar: p99 <= 20 ms)
+  full_gc, full_gc_ms_max                    the garbage collector's full collections meanwhile, and the
+                                             longest (it holds every thread, the loop's too: what the
+                                             largest stalls are made of)
   lost, duplicated                           acknowledged items missing, or stored twice (bar: 0)
   appends, prepares, compactions, summaries  what the sessions did
   seconds                                    the wall time of the whole load
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -62,6 +66,30 @@ def turn(session: int, k: int) -> list[dict[str, Any]]:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{session}_{k}",
                                       "content": output}]},
     ]
+
+
+class FullCollections:
+    """How long each of the garbage collector's full (generation 2) collections took while installed: it runs in
+    whichever thread allocates, holding the interpreter's lock, so the loop waits for it too."""
+
+    def __init__(self) -> None:
+        self.pauses_s: list[float] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses_s.append(time.perf_counter() - self._started)
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
 
 
 class Ticker:
@@ -117,7 +145,8 @@ async def load(url: str, args: argparse.Namespace) -> tuple[dict[str, Any], list
     counts: Counter[str] = Counter()
     started = time.perf_counter()
     try:
-        await asyncio.gather(*(one_session(store, n, args, acknowledged, counts) for n in range(args.sessions)))
+        with FullCollections() as collections:
+            await asyncio.gather(*(one_session(store, n, args, acknowledged, counts) for n in range(args.sessions)))
     finally:
         seconds = time.perf_counter() - started
         ticker.stop()
@@ -130,6 +159,8 @@ async def load(url: str, args: argparse.Namespace) -> tuple[dict[str, Any], list
         "stall_ms_p99": round(late_ms[min(len(late_ms) - 1, int(0.99 * len(late_ms)))], 2),
         "stall_ms_max": round(late_ms[-1], 2),
         "ticks": len(late_ms),
+        "full_gc": len(collections.pauses_s),
+        "full_gc_ms_max": round(max(collections.pauses_s, default=0.0) * 1000, 2),
         **dict(counts),
         "seconds": round(seconds, 1),
     }, acknowledged
@@ -175,12 +206,12 @@ def main() -> None:
         with SERVERS[backend]() as url:
             results[backend] = checked(url, args)
 
-    print(f"{'backend':<12}{'sessions':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'lost':>6}{'dup':>5}"
-          f"{'appends':>9}{'compacts':>9}{'summaries':>10}{'s':>7}")
+    print(f"{'backend':<11}{'sessions':>9}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'gc ms':>8}{'lost':>5}{'dup':>4}"
+          f"{'appends':>8}{'compacts':>9}{'s':>6}")
     for backend, r in results.items():
-        print(f"{backend:<12}{r['sessions']:>9}{r['stall_ms_p50']:>9}{r['stall_ms_p99']:>9}{r['stall_ms_max']:>9}"
-              f"{r['lost']:>6}{r['duplicated']:>5}{r.get('appends', 0):>9}{r.get('compactions', 0):>9}"
-              f"{r.get('summaries', 0):>10}{r['seconds']:>7}")
+        print(f"{backend:<11}{r['sessions']:>9}{r['stall_ms_p50']:>8}{r['stall_ms_p99']:>8}{r['stall_ms_max']:>8}"
+              f"{r['full_gc_ms_max']:>8}{r['lost']:>5}{r['duplicated']:>4}{r.get('appends', 0):>8}"
+              f"{r.get('compactions', 0):>9}{r['seconds']:>6}")
     print(f"(load average of the machine: {', '.join(f'{n:.1f}' for n in os.getloadavg())} on {os.cpu_count()} cores)")
     for backend, r in results.items():
         print(json.dumps({"backend": backend, **r}))
