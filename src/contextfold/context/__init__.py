@@ -18,6 +18,8 @@ entry points (:meth:`prepare_view`, :meth:`at_turn_boundary`,
 :meth:`_step`. Two helpers keep the session's state: :mod:`.timeline` (the
 history and the view, and their checkpoints) and :mod:`.journal` (every
 read and write of the stored session, and what happens when the disk fails).
+On an asyncio loop the ``a``-methods (:meth:`aadd`, :meth:`aprepare`,
+:meth:`acompact`...) run the very same calls off the loop (:mod:`.off_loop`).
 """
 
 from __future__ import annotations
