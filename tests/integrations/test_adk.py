@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_threads import LoopWatchedSqlite
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import ROUNDS, LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
@@ -176,6 +177,22 @@ def test_an_offloaded_output_is_read_back_by_the_ref_its_preview_names(
         assert kept.get_blob(preview.meta["blob"]).decode() == lookback_chunk(ROUNDS - 1)
     finally:
         kept.close()
+
+
+def test_the_offload_plugin_and_the_history_tools_keep_their_store_off_the_runner_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADK awaits the plugin's callbacks and the history tools on the runner's loop: the blob written, the session
+    opened and the blob read back (SQLite, on disk) are all made off that loop, through the async API."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    store = LoopWatchedSqlite(tmp_path / "sessions.db")
+    try:
+        with LookbackServer() as server:
+            answer, _, stored = _look_back(server, ContextfoldOffload(store))
+        assert answer == LOOKBACK_FINAL and server.problems == [] and server.missed == []
+        assert any(item.meta.get("blob") for item in adk.session_history(stored.events)[0])  # the blob was written
+        assert store.calls > 0 and store.on_loop == 0
+    finally:
+        store.close()
 
 
 def test_without_the_offload_plugin_the_big_output_is_sent_whole(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_threads import LoopWatchedSqlite
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
@@ -83,6 +85,29 @@ def test_sixty_rounds_compacted_per_call_and_in_the_session(server: ToolLoopServ
     assert naming_history_tools(server) == []  # the agent has no history tools: nothing tells it to call them
 
 
+def test_the_filter_and_the_session_keep_their_store_off_the_sdk_loop(server: ToolLoopServer, tmp_path: Path) -> None:
+    """The SDK awaits the filter and ``run_compaction`` on its loop: every write of the Contexts' store (SQLite,
+    on disk) is made off that loop, through the async API."""
+    store = LoopWatchedSqlite(tmp_path / "sessions.db")
+    session = ContextfoldSession(agents.SQLiteSession("audit"), window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                 store=store)
+    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, store=store)
+
+    async def run() -> Any:
+        result = await agents.Runner.run(_agent(server), TASK, session=session, max_turns=100,
+                                         run_config=agents.RunConfig(call_model_input_filter=compactor),
+                                         hooks=compactor.hooks)
+        await session.run_compaction({"force": True})
+        return result
+
+    try:
+        assert asyncio.run(run()).final_output == FINAL
+        assert server.failures() == [], server.figures()
+        assert store.calls > 100 and store.on_loop == 0
+    finally:
+        store.close()
+
+
 def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:
     with pairing_disabled(), pytest.raises(openai.BadRequestError):
         asyncio.run(_run(server, None))
@@ -103,7 +128,7 @@ def test_items_contextfold_does_not_change_pass_through_as_they_came(server: Too
         model_data=agents.run_config.ModelInputData(input=list(items), instructions="audit"), agent=_agent(server),
         context=None,
     )
-    sent = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS)(data)
+    sent = asyncio.run(ContextfoldInputFilter(window_tokens=WINDOW_TOKENS)(data))  # the SDK awaits the filter
     assert (sent.input, sent.instructions) == (items, "audit")
 
 

@@ -8,10 +8,13 @@ pairing turned off and expects the server to reject a request.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_threads import LoopWatchedSqlite
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
@@ -76,6 +79,24 @@ def test_sixty_rounds_in_one_run(server: ToolLoopServer) -> None:
     follow_up = _agent(server, _history()).run_sync("How many chunks did you read?", message_history=messages)
     assert follow_up.output == FINAL
     assert len(server.valid) == before + 1 and server.problems == []
+
+
+def test_the_capability_keeps_its_store_off_the_run_loop(server: ToolLoopServer, tmp_path: Path) -> None:
+    """pydantic-ai awaits the capability's processor on the run's loop: every write of the Context's store
+    (SQLite, on disk) is made off that loop, by the async API's step threads."""
+    store = LoopWatchedSqlite(tmp_path / "sessions.db")
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, store=store)
+    store.watch()  # the Context was made here, with no loop: what happens in the run is watched
+    limits = pydantic_ai.UsageLimits(request_limit=100)
+    try:
+        result = asyncio.run(_agent(server, history).run(TASK, usage_limits=limits))
+        assert result.output == FINAL and server.failures() == [], server.figures()
+        assert store.calls > 100 and store.on_loop == 0
+        # pydantic-ai would run a blocking processor in a thread of its own: these are the async API's
+        assert store.threads and all(name.startswith("contextfold-step") for name in store.threads), store.threads
+    finally:
+        history.context.close()
+        store.close()
 
 
 def test_without_pairing_the_server_rejects_a_request(server: ToolLoopServer) -> None:

@@ -18,6 +18,8 @@ entry points (:meth:`prepare_view`, :meth:`at_turn_boundary`,
 :meth:`_step`. Two helpers keep the session's state: :mod:`.timeline` (the
 history and the view, and their checkpoints) and :mod:`.journal` (every
 read and write of the stored session, and what happens when the disk fails).
+On an asyncio loop the ``a``-methods (:meth:`aadd`, :meth:`aprepare`,
+:meth:`acompact`...) run the very same calls off the loop (:mod:`.off_loop`).
 """
 
 from __future__ import annotations
@@ -70,14 +72,15 @@ from ..pipeline.step import (
     Steward,
 )
 from ..rendering import Renderer
-from ..stores import Store, StoredSession
+from ..stores import AsyncStore, Store, StoredSession
 from ..stores.transcript import Transcript, validate_session_id
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from . import diagnostics, native
-from .background import POOL, Job, Outcome, on_loop, splice, wait_bound_s
+from .background import POOL, Job, Outcome, on_event_loop, on_loop, splice, wait_bound_s
 from .journal import Journal, OnStoreFailure
+from .off_loop import off_loop
 from .single_flight import Flight
 from .timeline import Timeline
 
@@ -157,7 +160,7 @@ class Context:
         policy: Policy | None = None,
         summarizer: Summarizer | None = None,
         transcript: Transcript | StoredSession | str | Path | None = None,
-        store: Store | str | Path | None = None,
+        store: Store | AsyncStore | str | Path | None = None,
         session_id: str | None = None,
         results_dir: str | Path | None = None,
         provider: str | None = None,
@@ -201,6 +204,7 @@ class Context:
         self._wait_for: Job | None = None  # the job this step must wait for: the view is above the hard level
         self._waited = False  # this step has waited for its job once
         self._in_loop = False  # this step was called through the async API: a job's model call runs on its loop
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last async call
         if self._in_background():
             POOL.warm()  # a thread waits for the first summary: no step waits for one to start
         folder = self._journal.folder
@@ -268,6 +272,18 @@ class Context:
         self._journal.acknowledge()  # StoreUnavailable if they could not be made durable (they wait in memory)
         return added
 
+    async def aadd(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation,
+        provider: str | None = None,
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[Item]:
+        """:meth:`add` for an asyncio loop: the same call, made off the loop (the items are in the store,
+        fsynced or committed, when it returns; the loop never waited for that)."""
+        return await off_loop(lambda: self.add(messages, provider, system=system, tools=tools))
+
     def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports.
 
@@ -289,6 +305,10 @@ class Context:
             replacement = native.readable(items, sent, self.policy.summary_target_tokens, self.estimator.text)
             self._fold([*sent.items, *items], replacement, sent, "the provider compacted the conversation in this reply")
         return items
+
+    async def aadd_response(self, response: Any, provider: str | None = None) -> list[Item]:
+        """:meth:`add_response` for an asyncio loop, made off the loop like :meth:`aadd`."""
+        return await off_loop(lambda: self.add_response(response, provider))
 
     # ------------------------------------------------------------------ the provider's own compaction
     def start_compaction(self, *, instructions: str | None = None, shape: str | None = None,
@@ -455,9 +475,11 @@ class Context:
         return self._step(TURN_BOUNDARY)[1]
 
     async def aprepare(self, provider: str | None = None, *, reminders: Sequence[str] = ()) -> dict[str, Any]:
-        """:meth:`prepare` for an asyncio loop: a summary made in the background is a task of the running
-        loop (its model call made with the async client), and a step above the hard level awaits it;
-        ``reminders`` as in :meth:`prepare`."""
+        """:meth:`prepare` for an asyncio loop: the same step, run off the loop, so the store's writes and
+        fsyncs, database round trips (an :class:`~contextfold.stores.AsyncStore`'s awaited on the loop) and
+        the stages' work never stall it; a summary made in the background has its model call made by the
+        summarizer's coroutine on the running loop, and a step above the hard level waits for it off the
+        loop. ``reminders`` as in :meth:`prepare`."""
         texts = self._reminders(reminders)
         view = (await self._astep(PREPARE, reserve_tokens=self._reminder_tokens))[0]
         return self._sendable(view, provider, texts)
@@ -474,6 +496,10 @@ class Context:
     def compact(self, instructions: str | None = None) -> list[Event]:
         """Summarize now, whatever the size, with ``instructions`` for the summarizer."""
         return self._step(MANUAL, instructions=instructions)[1]
+
+    async def acompact(self, instructions: str | None = None) -> list[Event]:
+        """:meth:`compact` for an asyncio loop (see :meth:`aprepare`)."""
+        return (await self._astep(MANUAL, instructions=instructions))[1]
 
     def retry_request(self, error: BaseException | str, provider: str | None = None, *,
                       reminders: Sequence[str] = ()) -> dict[str, Any] | None:
@@ -514,18 +540,18 @@ class Context:
             self._end_step()
 
     async def _astep(self, occasion: Occasion, **budget: Any) -> tuple[Conversation, list[Event]]:
-        """:meth:`_step` for the async API: a background summary is a task of the running loop, and a step
-        above the hard level awaits it instead of blocking the loop."""
-        self._in_loop = True
-        try:
-            while True:
-                decided = self._decide_and_commit(occasion, None, budget)
-                if not isinstance(decided, Job):
-                    return decided
-                self._waited_for(decided, await decided.wait_async(self._wait_bound()))
-        finally:
-            self._in_loop = False
-            self._end_step()
+        """:meth:`_step` for the async API: the same step, run off the loop (see :mod:`.off_loop`); a
+        background summary's model call is the summarizer's coroutine, a task of the running loop."""
+        self._loop = asyncio.get_running_loop()
+
+        def step() -> tuple[Conversation, list[Event]]:
+            self._in_loop = True
+            try:
+                return self._step(occasion, **budget)
+            finally:
+                self._in_loop = False
+
+        return await off_loop(step)
 
     def _end_step(self) -> None:
         self._flight.end_step()  # the summary lease, if this step took it (a background summary keeps it)
@@ -629,14 +655,14 @@ class Context:
             return True
         self._flight.keep(True)
         snapshot = view.snapshot()  # the committed view is appended to in place; the job's must not move
-        summarizer = on_loop(self.summarizer, asyncio.get_running_loop()) if self._in_loop else self.summarizer
+        summarizer = on_loop(self.summarizer, self._loop) if self._in_loop and self._loop else self.summarizer
         counter = copy.copy(self.counter)  # the loop's counter learns from usage as the job counts: its own copy
         work_budget = replace(budget, summarizer=summarizer, count=counter.count, new_from=len(snapshot))
 
         def work() -> Outcome:
             return Outcome(*self.steward.summary_off_loop(snapshot, work_budget, target))
 
-        self._job = Job(snapshot, work, in_loop=self._in_loop)
+        self._job = Job(snapshot, work)
         tokens = self.counter.count(view)
         logger.info("session %s: a summary of %d item(s) (%d tokens) started in the background; the loop goes on "
                     "with the full view until it is done", self.session_id, len(snapshot), tokens)
@@ -696,7 +722,7 @@ class Context:
         self._waited, self._wait_for = True, None
         if not done and self._job is job:
             bound = self._wait_bound()
-            waited = f"within {bound:g} s of waiting " if bound is not None and self._in_loop == job.in_loop else ""
+            waited = f"within {bound:g} s of waiting " if bound is not None and not on_event_loop() else ""
             self._emit(self._drop_job(f"not finished {waited}above the hard level ({self.hard_tokens:,} tokens): "
                                       "summarized inline instead", []))
 
@@ -791,6 +817,10 @@ class Context:
         if cache_break is not None:
             self._emit([cache_break])
 
+    async def arecord_usage(self, usage: Usage | Mapping[str, Any] | Any, provider: str | None = None) -> None:
+        """:meth:`record_usage` for an asyncio loop: a cache break it reports is written off the loop."""
+        await off_loop(lambda: self.record_usage(usage, provider))
+
     def subscribe(self, callback: Callable[[Event], None]) -> None:
         """Call ``callback`` with every event from now on."""
         self._subscribers.append(callback)
@@ -827,6 +857,15 @@ class Context:
         """The agent's ``read_history`` tool: lines ``lines`` (``"120-160"``) of the item ``ref`` names, verbatim."""
         return lookback.read_history(self.history, ref, lines, read_offloaded=self._read_offloaded)
 
+    async def asearch_history(self, query: str, limit: int = lookback.DEFAULT_LIMIT, *, regex: bool = False,
+                              ignore_case: bool = False) -> str:
+        """:meth:`search_history` for an asyncio loop: offloaded outputs are read back from the store off the loop."""
+        return await off_loop(lambda: self.search_history(query, limit, regex=regex, ignore_case=ignore_case))
+
+    async def aread_history(self, ref: str, lines: str | None = None) -> str:
+        """:meth:`read_history` for an asyncio loop, off the loop like :meth:`asearch_history`."""
+        return await off_loop(lambda: self.read_history(ref, lines))
+
     def _read_offloaded(self, item: Item) -> str | None:
         """An offloaded output read back from this session's store (any worker's), or its file."""
         return offloaded_output(item, self._journal.session)
@@ -861,6 +900,10 @@ class Context:
             text, failed = f"{call.name} failed: {error}", True
         return Item("tool", (ToolResult(call.id, text, is_error=failed, tool_name=call.name,
                                         arguments=call.arguments),))
+
+    async def aanswer_tool_call(self, call: ToolCall) -> Item | None:
+        """:meth:`answer_tool_call` for an asyncio loop, off the loop like :meth:`asearch_history`."""
+        return await off_loop(lambda: self.answer_tool_call(call))
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
@@ -913,7 +956,8 @@ class Context:
         }
 
     @classmethod
-    def resume(cls, store: Store | str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
+    def resume(cls, store: Store | AsyncStore | str | Path, session_id: str, model: str | None = None,
+               **options: Any) -> Context:
         """The context of a session recorded in ``store``, as it was: its history, and the view it was sending.
 
         ``store`` is a transcript folder, a store URL or a :class:`~contextfold.stores.Store`.
@@ -947,6 +991,18 @@ class Context:
             raise
         return context
 
+    @classmethod
+    async def acreate(cls, model: str | None = None, **options: Any) -> Context:
+        """``Context(model, **options)`` for an asyncio loop: the session is created in its store off the
+        loop (the way to make a Context on an :class:`~contextfold.stores.AsyncStore`)."""
+        return await off_loop(lambda: cls(model, **options))
+
+    @classmethod
+    async def aresume(cls, store: Store | AsyncStore | str | Path, session_id: str, model: str | None = None,
+                      **options: Any) -> Context:
+        """:meth:`resume` for an asyncio loop: the session is read off the loop."""
+        return await off_loop(lambda: cls.resume(store, session_id, model, **options))
+
     def _open_calls(self) -> frozenset[str]:
         """Calls of the resumed history without a result: the process that ran them is gone (a crash
         between the model's reply and its tools' results, or a transcript written before batches were
@@ -970,6 +1026,10 @@ class Context:
             self._emit(self._drop_job("the context was closed before it finished", []))
             self._flight.end_step()
         self._journal.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` for an asyncio loop: what waits is written off the loop."""
+        await off_loop(self.close)
 
     def __enter__(self) -> Context:
         return self

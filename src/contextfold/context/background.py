@@ -46,11 +46,10 @@ Work = Callable[[], Outcome]
 
 class Job:
     """One summary running off the loop on ``snapshot``, in a worker of :data:`POOL`; :meth:`outcome` once
-    :meth:`done`. ``in_loop``: started by the async API, whose steps await it and never block on it."""
+    :meth:`done`."""
 
-    def __init__(self, snapshot: Conversation, work: Work, *, in_loop: bool = False) -> None:
+    def __init__(self, snapshot: Conversation, work: Work) -> None:
         self.snapshot = snapshot
-        self.in_loop = in_loop
         self.accounted: list[Event] | None = None  # the steward's verdict, taken once when the job is first landed
         self._future = POOL.submit(work)
 
@@ -62,9 +61,10 @@ class Job:
         return _outcome_or_failure(None if failed else self._future.result(), self.snapshot)
 
     def wait(self, timeout_s: float | None) -> bool:
-        """Block until done or ``timeout_s`` passed (sync API); whether it is done. A job of the async API
-        is not waited for here: blocking would stall the very loop its model call runs on."""
-        if not self.in_loop:
+        """Block until done or ``timeout_s`` passed; whether it is done. Never on an event loop's thread
+        (blocking would stall the very loop a job's model call may run on): the async API's steps run
+        in a worker thread, and wait there."""
+        if not on_event_loop():
             futures.wait([self._future], timeout_s)
         return self.done()
 
@@ -120,6 +120,15 @@ class _Pool:
 
 POOL = _Pool()
 """Where every background summary runs."""
+
+
+def on_event_loop() -> bool:
+    """Whether this thread is running an asyncio loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _outcome_or_failure(outcome: Outcome | None, snapshot: Conversation) -> Outcome:

@@ -40,6 +40,7 @@ from ..errors import (
 )
 from ..events import Event
 from ..stores import Store, StoredSession
+from ..stores.asynchronous import AsyncStore
 from ..stores.base import VIEW_EVENT, is_store_url
 from ..stores.transcript import Transcript, validate_session_id
 from .timeline import Timeline
@@ -66,7 +67,8 @@ class Journal:
         self.opening: list[Event] = []  # what happened while opening, for the context to emit once it has a journal
 
     @classmethod
-    def open(cls, transcript: Transcript | StoredSession | str | Path | None, store: Store | str | Path | None,
+    def open(cls, transcript: Transcript | StoredSession | str | Path | None,
+             store: Store | AsyncStore | str | Path | None,
              session_id: str, emit: Emit, on_store_failure: OnStoreFailure = "raise") -> Journal:
         """The session to write to. A store that cannot be opened (out of reach, a full disk) is
         :class:`StoreUnavailable`, or with ``on_store_failure="memory"`` an event and no store (the

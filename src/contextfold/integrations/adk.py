@@ -56,6 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
+from ..context.off_loop import off_loop
 from ..conversation import Conversation, Header, Item
 from ..errors import ContextfoldError, HistoryQueryError, TranscriptError
 from ..events import Event
@@ -129,7 +130,7 @@ class ContextfoldSummarizer(BaseEventsSummarizer):
 
     async def maybe_summarize_events(self, *, events: list[AdkEvent]) -> AdkEvent | None:
         conversation = self._conversation(events)
-        folded = fold(conversation, self.settings, self.instructions)
+        folded = await off_loop(lambda: fold(conversation, self.settings, self.instructions))  # ADK's loop goes on
         if folded is None:
             return None
         span = _event_range(events, folded, conversation)
@@ -228,9 +229,10 @@ class ContextfoldOffload(BasePlugin):
         item = _output_item(call_id, tool.name, result)
         if item is None:
             return None
-        blobs = self.blobs(tool_context.session.id)
-        header = self._offered.get(tool_context.session.id, Header())
-        kept, events = offload(item, self.policy, header, None, self._estimator.item, blobs)
+        session_id = tool_context.session.id
+        header = self._offered.get(session_id, Header())
+        kept, events = await off_loop(  # the blob is written to the store off ADK's loop
+            lambda: offload(item, self.policy, header, None, self._estimator.item, self.blobs(session_id)))
         for event in events:
             report(event)
             if self.on_event is not None:
@@ -244,9 +246,10 @@ class ContextfoldOffload(BasePlugin):
         return {"error" if output.is_error else "result": output.text}
 
     async def close(self) -> None:
-        for session in self._sessions.values():
-            session.close()
+        sessions = list(self._sessions.values())
         self._sessions.clear()
+        for session in sessions:
+            await off_loop(session.close)
 
 
 def _output_item(call_id: str, name: str, result: object) -> Item | None:
@@ -314,12 +317,14 @@ def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionToo
         except HistoryQueryError as error:
             return f"{name} failed: {error}"
 
-    def search_history(query: str, tool_context: ToolContext, limit: int = lookback.DEFAULT_LIMIT,
-                       regex: bool = False, ignore_case: bool = False) -> str:
-        return call(tool_context, SEARCH, {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case})
+    # coroutines, so ADK awaits them on its loop: an offloaded output is read back from the store off that loop
+    async def search_history(query: str, tool_context: ToolContext, limit: int = lookback.DEFAULT_LIMIT,
+                             regex: bool = False, ignore_case: bool = False) -> str:
+        arguments = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
+        return await off_loop(lambda: call(tool_context, SEARCH, arguments))
 
-    def read_history(ref: str, tool_context: ToolContext, lines: str = "") -> str:
-        return call(tool_context, READ, {"ref": ref, "lines": lines or None})
+    async def read_history(ref: str, tool_context: ToolContext, lines: str = "") -> str:
+        return await off_loop(lambda: call(tool_context, READ, {"ref": ref, "lines": lines or None}))
 
     search_history.__doc__, read_history.__doc__ = tool_doc(SEARCH_SPEC), tool_doc(READ_SPEC)
     return [FunctionTool(search_history), FunctionTool(read_history)]

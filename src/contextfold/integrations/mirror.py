@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..context import Context
+from ..context.off_loop import off_loop
 from ..conversation import Conversation, Header
 from ..events import Event
 
@@ -110,6 +111,11 @@ class Mirror(Generic[M]):
         self._returned = copy.deepcopy(out)
         return out
 
+    async def aprepare(self, messages: Sequence[M], header: Header | None = None) -> list[M]:
+        """:meth:`prepare` for a framework hook on an asyncio loop: run off the loop as one step of the
+        Context's async API (:mod:`contextfold.context.off_loop`), so its store I/O never stalls the loop."""
+        return await off_loop(lambda: self.prepare(messages, header))
+
     def compacted(self, messages: Sequence[M], *, force: bool = False, instructions: str | None = None,
                   header: Header | None = None) -> list[M]:
         """``messages`` compacted for storage: summarized if over the trigger (or ``force``), else as they were;
@@ -123,9 +129,18 @@ class Mirror(Generic[M]):
         self._returned = copy.deepcopy(out)
         return out
 
+    async def acompacted(self, messages: Sequence[M], *, force: bool = False, instructions: str | None = None,
+                         header: Header | None = None) -> list[M]:
+        """:meth:`compacted` for an asyncio loop, off the loop like :meth:`aprepare`."""
+        return await off_loop(lambda: self.compacted(messages, force=force, instructions=instructions, header=header))
+
     def record_usage(self, usage: Any) -> None:
         """What the provider reported for the last request (keeps the token count anchored)."""
         self.context.record_usage(usage)
+
+    async def arecord_usage(self, usage: Any) -> None:
+        """:meth:`record_usage` for an asyncio loop (a cache break it reports is written off the loop)."""
+        await self.context.arecord_usage(usage)
 
     def _restart(self, size: int) -> None:
         had = len(self.context.history)

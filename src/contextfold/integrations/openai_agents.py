@@ -38,6 +38,7 @@ from typing import Any
 
 from ..adapters import adapter_for
 from ..context import Context
+from ..context.off_loop import off_loop
 from ..conversation import Conversation
 from ..events import Event
 from ..usage import Usage
@@ -93,13 +94,15 @@ class ContextfoldInputFilter:
         self.mirrors: dict[str, Mirror[Any]] = {}
         self._hooks: Any = None
 
-    def __call__(self, data: Any) -> Any:
+    async def __call__(self, data: Any) -> Any:
+        """The SDK awaits the filter on its loop: the Context's work (its store's writes and round trips
+        included) runs off that loop (:meth:`Mirror.aprepare`)."""
         from agents.run_config import ModelInputData
 
-        mirror = self.mirror(data.agent.name)
+        mirror = await off_loop(lambda: self.mirror(data.agent.name))  # a new agent's Context opens its store
         # the agent's tools, by name: summaries and previews name the history tools only when it has them
         offered = offered_header(mirror.context, (getattr(tool, "name", "") for tool in data.agent.tools))
-        return ModelInputData(input=mirror.prepare(data.model_data.input, offered),
+        return ModelInputData(input=await mirror.aprepare(data.model_data.input, offered),
                               instructions=data.model_data.instructions)
 
     def mirror(self, agent_name: str) -> Mirror[Any]:
@@ -123,7 +126,9 @@ class ContextfoldInputFilter:
                     given = json.loads(arguments or "{}")
                 except ValueError as error:
                     return f"{name} failed: the arguments are not JSON: {error}"
-                return answer(lambda: mirror.context, name, given if isinstance(given, dict) else {"": given})
+                arguments_given = given if isinstance(given, dict) else {"": given}
+                # an offloaded output is read back from the store: off the loop
+                return await off_loop(lambda: answer(lambda: mirror.context, name, arguments_given))
 
             return on_invoke_tool
 
@@ -146,7 +151,7 @@ class ContextfoldInputFilter:
 
             class UsageHooks(RunHooks[Any]):
                 async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-                    owner.mirror(agent.name).record_usage(_usage(response.usage))
+                    await owner.mirror(agent.name).arecord_usage(_usage(response.usage))
 
             self._hooks = UsageHooks()
         return self._hooks
@@ -189,7 +194,7 @@ class ContextfoldSession(Mirrored):
         stored = await self.session.get_items()
         if not stored:
             return
-        compacted = self.mirror.compacted(stored, force=bool((args or {}).get("force")))
+        compacted = await self.mirror.acompacted(stored, force=bool((args or {}).get("force")))
         if compacted == stored:
             return
         await self.session.clear_session()

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
+from ..context.off_loop import off_loop
 from ._framework import require_framework
 from .lookback import history_functions, offered_header, offering
 from .mirror import Mirror, Mirrored
@@ -79,9 +80,11 @@ class ContextfoldHistory(Mirrored):
         from pydantic_ai import RunContext
         from pydantic_ai.capabilities import CombinedCapability, ProcessHistory, Toolset
 
-        def process(ctx: Any, messages: list[Any]) -> list[Any]:
+        async def process(ctx: Any, messages: list[Any]) -> list[Any]:
             tools = getattr(getattr(ctx, "tool_manager", None), "tools", None)
-            return self._prepare(messages, list(tools) if isinstance(tools, Mapping) else None)
+            names = list(tools) if isinstance(tools, Mapping) else None
+            # a coroutine, so pydantic-ai awaits it on its loop: the Context's work runs off that loop
+            return await off_loop(lambda: self._prepare(messages, names))
 
         # pydantic-ai passes the run's context to a processor whose first parameter is annotated RunContext;
         # the annotation is given as the object, since this module's annotations are strings it cannot resolve

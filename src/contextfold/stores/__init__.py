@@ -8,16 +8,20 @@
 Every backend keeps the transcript's records (:mod:`contextfold.stores.transcript`)
 with gap-free per-session sequence numbers, appends only, and commits a view
 change only against the view it started from (:class:`~contextfold.errors.ViewConflict`
-otherwise). Retention is explicit: :func:`prune`.
+otherwise). Retention is explicit: :func:`prune`. On an asyncio loop,
+:func:`open_async_store` opens the same stores as :class:`AsyncStore` s, whose
+calls never block the loop (:mod:`.asynchronous`).
 """
 
 from __future__ import annotations
 
+from .asynchronous import AsyncStore, OffLoopStore
 from .base import Record, SessionInfo, Store, is_store_url, split_session_ref
-from .opening import open_store
+from .opening import open_async_store, open_store
 from .retention import PruneReport, prune
 from .session import StoredSession
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
-__all__ = ["DEFAULT_TIMEOUTS", "PruneReport", "Record", "SessionInfo", "Store", "StoreTimeouts", "StoredSession",
-           "is_store_url", "open_store", "prune", "split_session_ref"]
+__all__ = ["DEFAULT_TIMEOUTS", "AsyncStore", "OffLoopStore", "PruneReport", "Record", "SessionInfo", "Store",
+           "StoreTimeouts", "StoredSession", "is_store_url", "open_async_store", "open_store", "prune",
+           "split_session_ref"]

@@ -7,6 +7,7 @@ when their URL is opened, so each optional driver stays optional.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from ..errors import StoreError
 from ..redaction import redact_url
+from .asynchronous import AsyncStore, OffLoopStore
 from .base import DURABILITIES, Durability, Store
 
 
@@ -21,9 +23,10 @@ LIBPQ_CONNINFO = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|servic
 """The start of a libpq ``key=value`` connection string (``host=db password=...``), which is no store location."""
 
 
-def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = False) -> Store:
-    """The store a URL names (a :class:`Store` is returned as it is); ``read_only`` for a reader that writes
-    nothing (a SQLite file is then opened ``mode=ro``: one this user may not write can still be read).
+def open_store(location: str | os.PathLike[str] | Store | AsyncStore, *, read_only: bool = False) -> Store:
+    """The store a URL names (a :class:`Store` is returned as it is; an :class:`~.asynchronous.AsyncStore`
+    as a worker thread of its loop reaches it, :meth:`~.asynchronous.AsyncStore.bridged`); ``read_only`` for a
+    reader that writes nothing (a SQLite file is then opened ``mode=ro``: one this user may not write can still be read).
 
     * a folder path, or ``jsonl:///abs/folder`` (``file:///abs/folder``) or ``jsonl://rel/folder``: one
       transcript file a session (today's layout);
@@ -31,6 +34,8 @@ def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = Fa
     * ``postgresql://user@host:port/db`` (psycopg 3, extra ``[postgres]``; libpq reads ``PGPASSWORD`` etc.);
     * ``redis://host:port/db`` (redis-py, extra ``[redis]``); ``rediss://`` for TLS.
     """
+    if isinstance(location, AsyncStore):  # first: its methods have the names of a Store's
+        return location.bridged()
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
@@ -59,6 +64,29 @@ def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = Fa
 
         return RedisStore(text)
     raise StoreError(f"unknown store {redact_url(text)!r}: use a folder, sqlite:///, postgresql:// or redis://")
+
+
+async def open_async_store(location: str | os.PathLike[str] | Store | AsyncStore) -> AsyncStore:
+    """The :class:`~.asynchronous.AsyncStore` a URL names, for an asyncio loop: PostgreSQL on psycopg's async
+    connection, Redis on ``redis.asyncio``, a file store (a folder, ``jsonl://``, ``sqlite://``) in worker
+    threads; a blocking :class:`Store` is given worker threads too, an async one is returned as it is.
+    Close it with ``await store.close()``."""
+    if isinstance(location, AsyncStore):
+        return location
+    if isinstance(location, Store):
+        return OffLoopStore(location)
+    text = os.fspath(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        from .postgres_async import AsyncPostgresStore
+
+        url, durability = split_durability(text)
+        return await AsyncPostgresStore.open(url, durability=durability)
+    if scheme in ("redis", "rediss"):
+        from .redis_async import AsyncRedisStore
+
+        return await AsyncRedisStore.open(text)
+    return OffLoopStore(await asyncio.to_thread(open_store, text))
 
 
 def local_path(location: str | os.PathLike[str]) -> Path | None:

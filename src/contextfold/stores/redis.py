@@ -18,20 +18,26 @@ caller for good: connecting, every command and the check of a connection
 left idle are bounded by the store's
 :class:`~contextfold.stores.timeouts.StoreTimeouts` (redis-py's socket
 timeouts and health check; its own retries are off, the store's caller
-retries within the bound). Install with the ``[redis]`` extra.
+retries within the bound). Each operation is written once, as a plan
+(:class:`RedisPlans`, see :mod:`.plans`), run by redis-py's blocking client
+here and awaited on ``redis.asyncio``'s by the async store.
+Install with the ``[redis]`` extra.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict, install_hint
 from .base import Record, SessionInfo, blob_digest, checked_digest, verified
+from .plans import Plan, drive
 from .records import decode, encode, record_key
 from .server import ServerLink
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
+
+T = TypeVar("T")
 
 PREFIX = "contextfold"
 
@@ -96,7 +102,8 @@ return 0
 
 def client_timeouts(timeouts: StoreTimeouts) -> dict[str, Any]:
     """redis-py's client arguments for ``timeouts``: no retry of its own, which would multiply every timeout
-    (the store's caller retries within ``give_up_s``)."""
+    (the store's caller retries within ``give_up_s``). For the blocking client; the async one takes the same
+    with a retry of ``redis.asyncio``'s (:mod:`.redis_async`)."""
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
@@ -104,28 +111,32 @@ def client_timeouts(timeouts: StoreTimeouts) -> dict[str, Any]:
             "health_check_interval": timeouts.idle_s, "socket_keepalive": True, "retry": Retry(NoBackoff(), 0)}
 
 
-class RedisStore:
-    """Sessions in a Redis database, under keys starting ``contextfold:``."""
+Op = Callable[["RedisPlans"], Any]
+"""One command (or script, or pipeline) of a plan, on the store's client: a value from redis-py's blocking
+client, an awaitable from ``redis.asyncio``'s."""
+RedisPlan = Plan[Op, T]
+
+SCRIPTS: tuple[tuple[str, str], ...] = (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW),
+                                        ("lease", _LEASE), ("release", _RELEASE), ("put_blob", _PUT_BLOB))
+
+
+def redis_link(url: str, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> ServerLink:
+    """The driver (redis-py), the URL and the timeouts of a Redis store, sync or async."""
+    return ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
+                      needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
+
+
+class RedisPlans:
+    """What every Redis operation does, as a plan (:mod:`.plans`): the sync :class:`RedisStore` and the
+    async store run the same plans, each with its own client (the two clients share their method names)."""
 
     exclusive = False
+    url: str
+    _client: Any
+    _scripts: dict[str, Callable[..., Any]]
 
-    def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
-        self._link = ServerLink(url, module="redis", error="RedisError", unavailable=("ConnectionError", "TimeoutError"),
-                                needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
-        self.url = self._link.url
-        self.timeouts = self._link.timeouts
-        self._errors = self._link.errors
-        with self._link.connecting():
-            self._client: Any = self._link.driver.Redis.from_url(self._link.secret_url, **client_timeouts(self.timeouts))
-            self._client.ping()
-            self._scripts: dict[str, Callable[..., Any]] = {
-                name: self._client.register_script(source)
-                for name, source in (("create", _CREATE), ("append", _APPEND), ("commit_view", _COMMIT_VIEW),
-                                     ("lease", _LEASE), ("release", _RELEASE), ("put_blob", _PUT_BLOB))
-            }
-
-    def __repr__(self) -> str:
-        return f"RedisStore({self.url!r})"
+    def _register(self) -> None:
+        self._scripts = {name: self._client.register_script(source) for name, source in SCRIPTS}
 
     @staticmethod
     def _keys(session_id: str) -> list[str]:
@@ -137,27 +148,25 @@ class RedisStore:
         return f"{PREFIX}:blobs:{session_id}"
 
     # -- writing
-    def create(self, session_id: str, header: Record) -> None:
+    def _create(self, session_id: str, header: Record) -> RedisPlan[None]:
         now = time.time()
-        with self._errors():
-            done = self._scripts["create"](self._keys(session_id),
-                                           [header.get("created", now), now, session_id, encode(header)])
+        args = [header.get("created", now), now, session_id, encode(header)]
+        done = yield lambda io: io._scripts["create"](self._keys(session_id), args)
         if done == -1:
             raise SessionExists(self.url, session_id)
 
-    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+    def _append(self, session_id: str, records: Sequence[Record]) -> RedisPlan[list[int]]:
         bodies = [encode(record) for record in records]
         keys = [record_key(record) or "" for record in records]
-        with self._errors():
-            seqs = self._scripts["append"](self._keys(session_id), [time.time(), session_id, len(bodies), *keys, *bodies])
+        args = [time.time(), session_id, len(bodies), *keys, *bodies]
+        seqs = yield lambda io: io._scripts["append"](self._keys(session_id), args)
         if seqs == [-1]:
             raise SessionNotFound(self.url, session_id)
         return [int(seq) for seq in seqs]
 
-    def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        body = encode(record)
-        with self._errors():
-            status, seq = self._scripts["commit_view"](self._keys(session_id), [time.time(), session_id, base, body])
+    def _commit_view(self, session_id: str, base: int, record: Record) -> RedisPlan[int]:
+        args = [time.time(), session_id, base, encode(record)]
+        status, seq = yield lambda io: io._scripts["commit_view"](self._keys(session_id), args)
         if status == -1:
             raise SessionNotFound(self.url, session_id)
         if status == -2:
@@ -165,54 +174,54 @@ class RedisStore:
         return int(seq)
 
     # -- blobs (a hash a session, from digest to bytes)
-    def put_blob(self, session_id: str, data: bytes) -> str:
+    def _put_blob(self, session_id: str, data: bytes) -> RedisPlan[str]:
         """Keep ``data`` for the session (one script: the session must exist); its digest. Written before any
         record that names it, on the same connection, so the server's log holds it first."""
         digest = blob_digest(data)
-        with self._errors():
-            done = self._scripts["put_blob"]([self._keys(session_id)[0], self._blobs(session_id)], [digest, bytes(data)])
-        if done == -1:
+        keys = [self._keys(session_id)[0], self._blobs(session_id)]
+        if (yield lambda io: io._scripts["put_blob"](keys, [digest, bytes(data)])) == -1:
             raise SessionNotFound(self.url, session_id)
         return digest
 
-    def get_blob(self, session_id: str, digest: str) -> bytes:
+    def _get_blob(self, session_id: str, digest: str) -> RedisPlan[bytes]:
         digest = checked_digest(self.url, session_id, digest)
-        with self._errors():
-            data = self._client.hget(self._blobs(session_id), digest)
+        data = yield lambda io: io._client.hget(self._blobs(session_id), digest)
         if data is None:
             raise BlobNotFound(self.url, session_id, digest)
         return verified(self.url, session_id, digest, bytes(data))
 
     # -- the summary lease (a key that expires on its own if the worker dies)
-    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
+    def _lease(self, session_id: str, holder: str, seconds: float) -> RedisPlan[bool]:
         """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
-        with self._errors():
-            return bool(self._scripts["lease"]([f"{PREFIX}:lease:{session_id}"], [holder, max(1, int(seconds * 1000))]))
+        args = [holder, max(1, int(seconds * 1000))]
+        return bool((yield lambda io: io._scripts["lease"]([f"{PREFIX}:lease:{session_id}"], args)))
 
-    def release(self, session_id: str, holder: str) -> None:
+    def _release(self, session_id: str, holder: str) -> RedisPlan[None]:
         """Give the lease back, if ``holder`` still has it."""
-        with self._errors():
-            self._scripts["release"]([f"{PREFIX}:lease:{session_id}"], [holder])
+        yield lambda io: io._scripts["release"]([f"{PREFIX}:lease:{session_id}"], [holder])
 
     # -- reading
-    def read(self, session_id: str, after: int = -1) -> list[Record]:
+    def _read(self, session_id: str, after: int = -1) -> RedisPlan[list[Record]]:
         meta, records, _, _ = self._keys(session_id)
-        with self._errors():
-            bodies = self._client.lrange(records, after + 1, -1)
-            if not bodies and not self._client.exists(meta):
-                raise SessionNotFound(self.url, session_id)
+        bodies = yield lambda io: io._client.lrange(records, after + 1, -1)
+        if not bodies and not (yield lambda io: io._client.exists(meta)):
+            raise SessionNotFound(self.url, session_id)
         where = f"{self.url}#{session_id}"
         return [decode(where, after + 1 + i, body) for i, body in enumerate(bodies)]
 
-    def sessions(self) -> list[SessionInfo]:
-        with self._errors():
-            ids = [sid.decode() for sid in self._client.zrange(f"{PREFIX}:sessions", 0, -1)]
-            pipe = self._client.pipeline(transaction=False)
+    def _sessions(self) -> RedisPlan[list[SessionInfo]]:
+        listed = yield lambda io: io._client.zrange(f"{PREFIX}:sessions", 0, -1)
+        ids = [sid.decode() for sid in listed]
+
+        def listing(io: RedisPlans) -> Any:
+            pipe = io._client.pipeline(transaction=False)
             for session_id in ids:
                 meta, records, _, _ = self._keys(session_id)
                 pipe.hmget(meta, "created", "updated")
                 pipe.llen(records)
-            replies = pipe.execute()
+            return pipe.execute()
+
+        replies = yield listing
         found = []
         for session_id, (created, updated), length in zip(ids, replies[::2], replies[1::2]):
             if created is not None:
@@ -220,23 +229,82 @@ class RedisStore:
         return sorted(found, key=lambda info: (info.updated, info.session_id))
 
     # -- retention
-    def delete(self, session_id: str) -> None:
+    def _delete(self, session_id: str) -> RedisPlan[None]:
         meta, records, index, keys = self._keys(session_id)
-        with self._errors():
-            pipe = self._client.pipeline(transaction=True)
+
+        def deleting(io: RedisPlans) -> Any:
+            pipe = io._client.pipeline(transaction=True)
             pipe.delete(meta, records, keys, self._blobs(session_id))
             pipe.zrem(index, session_id)
-            deleted, _ = pipe.execute()
+            return pipe.execute()
+
+        deleted, _ = yield deleting
         if not deleted:
             raise SessionNotFound(self.url, session_id)
 
-    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+    def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> RedisPlan[None]:
         key = self._keys(session_id)[1]
-        with self._errors():
-            pipe = self._client.pipeline(transaction=True)
+
+        def rewriting(io: RedisPlans) -> Any:
+            pipe = io._client.pipeline(transaction=True)
             for seq, record in records.items():
                 pipe.lset(key, seq, encode(record))
-            pipe.execute()
+            return pipe.execute()
+
+        yield rewriting
+
+
+class RedisStore(RedisPlans):
+    """Sessions in a Redis database, under keys starting ``contextfold:``."""
+
+    def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
+        self._link = redis_link(url, timeouts)
+        self.url = self._link.url
+        self.timeouts = self._link.timeouts
+        with self._link.connecting():
+            self._client = self._link.driver.Redis.from_url(self._link.secret_url, **client_timeouts(self.timeouts))
+            self._client.ping()
+            self._register()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r})"
+
+    def _run(self, plan: RedisPlan[T]) -> T:
+        with self._link.errors():
+            return drive(plan, lambda op: op(self))
+
+    def create(self, session_id: str, header: Record) -> None:
+        self._run(self._create(session_id, header))
+
+    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
+        return self._run(self._append(session_id, records))
+
+    def commit_view(self, session_id: str, base: int, record: Record) -> int:
+        return self._run(self._commit_view(session_id, base, record))
+
+    def put_blob(self, session_id: str, data: bytes) -> str:
+        return self._run(self._put_blob(session_id, data))
+
+    def get_blob(self, session_id: str, digest: str) -> bytes:
+        return self._run(self._get_blob(session_id, digest))
+
+    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
+        return self._run(self._lease(session_id, holder, seconds))
+
+    def release(self, session_id: str, holder: str) -> None:
+        self._run(self._release(session_id, holder))
+
+    def read(self, session_id: str, after: int = -1) -> list[Record]:
+        return self._run(self._read(session_id, after))
+
+    def sessions(self) -> list[SessionInfo]:
+        return self._run(self._sessions())
+
+    def delete(self, session_id: str) -> None:
+        self._run(self._delete(session_id))
+
+    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
+        self._run(self._rewrite(session_id, records))
 
     def close(self) -> None:
         client = getattr(self, "_client", None)

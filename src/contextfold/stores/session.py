@@ -25,14 +25,16 @@ from typing import Any
 
 from ..conversation import Header, Item
 from ..errors import SessionExists, StoreError, StoreUnavailable
+from .asynchronous import AsyncStore
 from .base import VIEW_EVENT, BlobStore, Record, Store
 from .opening import open_store
 from .outbox import Batch, Outbox, RetryBudget
 from .records import encode, event_record, header_record, header_update_record, item_record, restore, view_revision
 from .transcript import Restored, Transcript, validate_session_id
 
-Location = str | os.PathLike[str] | Store
-"""A store, or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""
+Location = str | os.PathLike[str] | Store | AsyncStore
+"""A store (an async one is reached as :meth:`~.asynchronous.AsyncStore.bridged` says, from a worker thread),
+or what :func:`~contextfold.stores.open_store` opens: a URL or a folder."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,10 @@ row lock on the session (PostgreSQL) or the database write lock (SQLite)
 orders concurrent writers and a writer that dies mid-transaction leaves
 nothing behind: sequence numbers stay gap-free. A view change is the same
 update with ``AND view_seq = <base>`` in its condition: the compare-and-swap.
+
+Each operation is written once, as a plan of statements (:class:`SqlPlans`,
+see :mod:`.plans`): :class:`SqlStore` runs it on a DB-API cursor (SQLite,
+psycopg), the async PostgreSQL store awaits it on psycopg's async cursor.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict
 from .base import Record, SessionInfo, blob_digest, checked_digest, verified
+from .plans import Plan, drive
 from .records import decode, encode, record_key
+
+T = TypeVar("T")
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS contextfold_sessions (
@@ -57,13 +64,176 @@ BLOBS = """CREATE TABLE IF NOT EXISTS contextfold_blobs (
 KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS contextfold_records_key ON contextfold_records (session_id, item_key)"
 
 
-class SqlStore:
-    """The SQL of the stores; a subclass supplies the connection, the transaction and the placeholder."""
+class Statement(NamedTuple):
+    """One SQL statement of a plan (``?`` placeholders); ``many``: ``params`` is a list of rows (executemany)."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+
+
+class Answer(NamedTuple):
+    """What a statement gave back: the rows it changed, the rows it returned, the names of their columns."""
+
+    rowcount: int
+    rows: list[Any]
+    columns: list[str]
+
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+
+SqlPlan = Plan[Statement, T]
+
+
+class SqlPlans:
+    """What every SQL operation does, as a plan (:mod:`.plans`); the sync :class:`SqlStore` and the async
+    PostgreSQL store run the same plans, each on its own client."""
 
     exclusive = False
     url: str
     placeholder = "?"
     blob_type = "BLOB"
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self.placeholder)
+
+    def _where(self, session_id: str) -> str:
+        return f"{self.url}#{session_id}"
+
+    # -- writing
+    def _create(self, session_id: str, header: Record) -> SqlPlan[None]:
+        now = time.time()
+        inserted = yield Statement("INSERT INTO contextfold_sessions VALUES (?, ?, ?, 1, 0) ON CONFLICT DO NOTHING",
+                                   (session_id, header.get("created", now), now))
+        if inserted.rowcount != 1:
+            raise SessionExists(self.url, session_id)
+        yield Statement("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, 0, ?)",
+                        (session_id, encode(header)))
+
+    def _create_schema(self) -> SqlPlan[None]:
+        """The tables, and the item key a database made before it had one gains (in the open's transaction)."""
+        for statement in SCHEMA:
+            yield Statement(statement)
+        yield Statement(BLOBS.format(blob_type=self.blob_type))
+        columns = yield Statement("SELECT * FROM contextfold_records WHERE 1 = 0")
+        if "item_key" not in columns.columns:
+            yield Statement("ALTER TABLE contextfold_records ADD COLUMN item_key TEXT")
+        yield Statement(KEY_INDEX)
+
+    def _append(self, session_id: str, records: Sequence[Record]) -> SqlPlan[list[int]]:
+        """The records in one transaction; an item whose id the session holds already is not inserted
+        again (its sequence number is returned), so a retried append is a no-op."""
+        bodies = [encode(record) for record in records]  # before the transaction: a bad record writes nothing
+        keys = [record_key(record) for record in records]
+        known = [key for key in keys if key is not None]
+        stored: dict[str, int] = {}
+        if known:
+            found = yield Statement(f"SELECT item_key, seq FROM contextfold_records WHERE session_id = ? "
+                                    f"AND item_key IN ({', '.join('?' * len(known))})", (session_id, *known))
+            stored = dict(found.rows)
+        fresh = [n for n, key in enumerate(keys) if key is None or key not in stored]
+        moved = yield Statement("UPDATE contextfold_sessions SET next_seq = next_seq + ?, updated = ? "
+                                "WHERE session_id = ? RETURNING next_seq", (len(fresh), time.time(), session_id))
+        row = moved.first()
+        if row is None:
+            raise SessionNotFound(self.url, session_id)
+        first = row[0] - len(fresh)
+        seqs = {n: first + i for i, n in enumerate(fresh)}
+        yield Statement("INSERT INTO contextfold_records (session_id, seq, body, item_key) VALUES (?, ?, ?, ?)",
+                        [(session_id, seqs[n], bodies[n], keys[n]) for n in fresh], many=True)
+        return [seqs[n] if n in seqs else stored[keys[n]] for n in range(len(records))]  # type: ignore[index]
+
+    def _commit_view(self, session_id: str, base: int, record: Record) -> SqlPlan[int]:
+        body = encode(record)
+        moved = yield Statement("UPDATE contextfold_sessions SET next_seq = next_seq + 1, view_seq = next_seq, "
+                                "updated = ? WHERE session_id = ? AND view_seq = ? RETURNING view_seq",
+                                (time.time(), session_id, base))
+        row = moved.first()
+        if row is None:  # the view moved on, or there is no such session: say which
+            current = (yield Statement("SELECT view_seq FROM contextfold_sessions WHERE session_id = ?",
+                                       (session_id,))).first()
+            if current is None:
+                raise SessionNotFound(self.url, session_id)
+            raise ViewConflict(self.url, session_id, base, current[0])
+        seq: int = row[0]
+        yield Statement("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, ?, ?)", (session_id, seq, body))
+        return seq
+
+    # -- blobs
+    def _put_blob(self, session_id: str, data: bytes) -> SqlPlan[str]:
+        """Keep ``data`` for the session in one transaction, committed (with the store's durability) before
+        this returns, so it is in before any record that names it; its digest."""
+        digest = blob_digest(data)
+        if (yield Statement("SELECT 1 FROM contextfold_sessions WHERE session_id = ?", (session_id,))).first() is None:
+            raise SessionNotFound(self.url, session_id)
+        yield Statement("INSERT INTO contextfold_blobs VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                        (session_id, digest, bytes(data)))
+        return digest
+
+    def _get_blob(self, session_id: str, digest: str) -> SqlPlan[bytes]:
+        digest = checked_digest(self.url, session_id, digest)
+        row = (yield Statement("SELECT data FROM contextfold_blobs WHERE session_id = ? AND digest = ?",
+                               (session_id, digest))).first()
+        if row is None:
+            raise BlobNotFound(self.url, session_id, digest)
+        return verified(self.url, session_id, digest, bytes(row[0]))
+
+    # -- the summary lease
+    def _lease(self, session_id: str, holder: str, seconds: float) -> SqlPlan[bool]:
+        """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
+        now = time.time()
+        taken = yield Statement("INSERT INTO contextfold_leases VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+                                "SET holder = excluded.holder, expires = excluded.expires "
+                                "WHERE contextfold_leases.expires < ? OR contextfold_leases.holder = excluded.holder",
+                                (session_id, holder, now + seconds, now))
+        return bool(taken.rowcount == 1)
+
+    def _release(self, session_id: str, holder: str) -> SqlPlan[None]:
+        """Give the lease back, if ``holder`` still has it."""
+        yield Statement("DELETE FROM contextfold_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+
+    # -- reading
+    def _read(self, session_id: str, after: int = -1) -> SqlPlan[list[Record]]:
+        rows = (yield Statement("SELECT seq, body FROM contextfold_records WHERE session_id = ? AND seq > ? "
+                                "ORDER BY seq", (session_id, after))).rows
+        if not rows and (yield Statement("SELECT 1 FROM contextfold_sessions WHERE session_id = ?",
+                                         (session_id,))).first() is None:
+            raise SessionNotFound(self.url, session_id)
+        where = self._where(session_id)
+        return [decode(where, seq, body) for seq, body in rows]
+
+    def _sessions(self) -> SqlPlan[list[SessionInfo]]:
+        rows = (yield Statement("SELECT session_id, created, updated, next_seq FROM contextfold_sessions "
+                                "ORDER BY updated, session_id")).rows
+        return [SessionInfo(sid, created, updated, records) for sid, created, updated, records in rows]
+
+    # -- retention
+    def _delete(self, session_id: str) -> SqlPlan[None]:
+        if (yield Statement("DELETE FROM contextfold_sessions WHERE session_id = ?", (session_id,))).rowcount != 1:
+            raise SessionNotFound(self.url, session_id)
+        yield Statement("DELETE FROM contextfold_records WHERE session_id = ?", (session_id,))
+        yield Statement("DELETE FROM contextfold_blobs WHERE session_id = ?", (session_id,))
+
+    def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> SqlPlan[None]:
+        yield Statement("UPDATE contextfold_records SET body = ? WHERE session_id = ? AND seq = ?",
+                        [(encode(record), session_id, seq) for seq, record in records.items()], many=True)
+
+
+def answer_of(cursor: Any, rows: list[Any]) -> Answer:
+    """What the statement just executed on ``cursor`` gave back, ``rows`` being what it returned (fetched
+    by the caller: a blocking cursor's ``fetchall()`` or an async one's, see :func:`returns_rows`)."""
+    return Answer(cursor.rowcount, rows, [column[0] for column in cursor.description or ()])
+
+
+def returns_rows(cursor: Any) -> bool:
+    """Whether the statement just executed on ``cursor`` returned rows to fetch."""
+    return cursor.description is not None
+
+
+class SqlStore(SqlPlans):
+    """The SQL stores' blocking side: each plan in one ``_transaction()``; a subclass supplies the connection,
+    the transaction and the placeholder."""
 
     @contextmanager
     def _transaction(self, *, block: bool = True) -> Iterator[Any]:
@@ -74,149 +244,46 @@ class SqlStore:
         """
         raise NotImplementedError
 
-    def _sql(self, statement: str) -> str:
-        return statement.replace("?", self.placeholder)
+    def _run(self, plan: SqlPlan[T], *, block: bool = True) -> T:
+        with self._transaction(block=block) as cursor:
+            return drive(plan, lambda statement: self._execute(cursor, statement))
 
-    def _where(self, session_id: str) -> str:
-        return f"{self.url}#{session_id}"
+    def _execute(self, cursor: Any, statement: Statement) -> Answer:
+        if statement.many:
+            cursor.executemany(self._sql(statement.sql), statement.params)
+        else:
+            cursor.execute(self._sql(statement.sql), statement.params)
+        return answer_of(cursor, cursor.fetchall() if returns_rows(cursor) else [])
 
-    # -- writing
     def create(self, session_id: str, header: Record) -> None:
-        now = time.time()
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("INSERT INTO contextfold_sessions VALUES (?, ?, ?, 1, 0) ON CONFLICT DO NOTHING"),
-                           (session_id, header.get("created", now), now))
-            if cursor.rowcount != 1:
-                raise SessionExists(self.url, session_id)
-            cursor.execute(self._sql("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, 0, ?)"),
-                           (session_id, encode(header)))
-
-    def _create_schema(self, cursor: Any) -> None:
-        """The tables, and the item key a database made before it had one gains (in the open's transaction)."""
-        for statement in SCHEMA:
-            cursor.execute(statement)
-        cursor.execute(BLOBS.format(blob_type=self.blob_type))
-        cursor.execute("SELECT * FROM contextfold_records WHERE 1 = 0")
-        if "item_key" not in [column[0] for column in cursor.description]:
-            cursor.execute("ALTER TABLE contextfold_records ADD COLUMN item_key TEXT")
-        cursor.execute(KEY_INDEX)
+        self._run(self._create(session_id, header))
 
     def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        """The records in one transaction; an item whose id the session holds already is not inserted
-        again (its sequence number is returned), so a retried append is a no-op."""
-        bodies = [encode(record) for record in records]  # before the transaction: a bad record writes nothing
-        keys = [record_key(record) for record in records]
-        with self._transaction() as cursor:
-            stored = self._stored_keys(cursor, session_id, [key for key in keys if key is not None])
-            fresh = [n for n, key in enumerate(keys) if key is None or key not in stored]
-            cursor.execute(self._sql("UPDATE contextfold_sessions SET next_seq = next_seq + ?, updated = ? "
-                                     "WHERE session_id = ? RETURNING next_seq"), (len(fresh), time.time(), session_id))
-            row = cursor.fetchone()
-            if row is None:
-                raise SessionNotFound(self.url, session_id)
-            first = row[0] - len(fresh)
-            seqs = {n: first + i for i, n in enumerate(fresh)}
-            cursor.executemany(self._sql("INSERT INTO contextfold_records (session_id, seq, body, item_key) "
-                                         "VALUES (?, ?, ?, ?)"),
-                               [(session_id, seqs[n], bodies[n], keys[n]) for n in fresh])
-        return [seqs[n] if n in seqs else stored[keys[n]] for n in range(len(records))]  # type: ignore[index]
-
-    def _stored_keys(self, cursor: Any, session_id: str, keys: list[str]) -> dict[str, int]:
-        """Which of ``keys`` the session holds already, and at which sequence number."""
-        if not keys:
-            return {}
-        marks = ", ".join("?" * len(keys))
-        cursor.execute(self._sql(f"SELECT item_key, seq FROM contextfold_records WHERE session_id = ? "
-                                 f"AND item_key IN ({marks})"), (session_id, *keys))
-        return dict(cursor.fetchall())
+        return self._run(self._append(session_id, records))
 
     def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        body = encode(record)
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("UPDATE contextfold_sessions SET next_seq = next_seq + 1, view_seq = next_seq, "
-                                     "updated = ? WHERE session_id = ? AND view_seq = ? RETURNING view_seq"),
-                           (time.time(), session_id, base))
-            row = cursor.fetchone()
-            if row is None:  # the view moved on, or there is no such session: say which
-                cursor.execute(self._sql("SELECT view_seq FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
-                current = cursor.fetchone()
-                if current is None:
-                    raise SessionNotFound(self.url, session_id)
-                raise ViewConflict(self.url, session_id, base, current[0])
-            seq: int = row[0]
-            cursor.execute(self._sql("INSERT INTO contextfold_records (session_id, seq, body) VALUES (?, ?, ?)"),
-                           (session_id, seq, body))
-        return seq
+        return self._run(self._commit_view(session_id, base, record))
 
-    # -- blobs
     def put_blob(self, session_id: str, data: bytes) -> str:
-        """Keep ``data`` for the session in one transaction, committed (with the store's durability) before
-        this returns, so it is in before any record that names it; its digest."""
-        digest = blob_digest(data)
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("SELECT 1 FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
-            if cursor.fetchone() is None:
-                raise SessionNotFound(self.url, session_id)
-            cursor.execute(self._sql("INSERT INTO contextfold_blobs VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
-                           (session_id, digest, bytes(data)))
-        return digest
+        return self._run(self._put_blob(session_id, data))
 
     def get_blob(self, session_id: str, digest: str) -> bytes:
-        digest = checked_digest(self.url, session_id, digest)
-        with self._transaction(block=False) as cursor:
-            cursor.execute(self._sql("SELECT data FROM contextfold_blobs WHERE session_id = ? AND digest = ?"),
-                           (session_id, digest))
-            row = cursor.fetchone()
-        if row is None:
-            raise BlobNotFound(self.url, session_id, digest)
-        return verified(self.url, session_id, digest, bytes(row[0]))
+        return self._run(self._get_blob(session_id, digest), block=False)
 
-    # -- the summary lease
     def lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        """Take (or renew) the session's summary lease for ``seconds``, unless another holder's is still running."""
-        now = time.time()
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("INSERT INTO contextfold_leases VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
-                                     "SET holder = excluded.holder, expires = excluded.expires "
-                                     "WHERE contextfold_leases.expires < ? OR contextfold_leases.holder = excluded.holder"),
-                           (session_id, holder, now + seconds, now))
-            return bool(cursor.rowcount == 1)
+        return self._run(self._lease(session_id, holder, seconds))
 
     def release(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still has it."""
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("DELETE FROM contextfold_leases WHERE session_id = ? AND holder = ?"),
-                           (session_id, holder))
+        self._run(self._release(session_id, holder))
 
-    # -- reading
     def read(self, session_id: str, after: int = -1) -> list[Record]:
-        with self._transaction(block=False) as cursor:
-            cursor.execute(self._sql("SELECT seq, body FROM contextfold_records WHERE session_id = ? AND seq > ? "
-                                     "ORDER BY seq"), (session_id, after))
-            rows = cursor.fetchall()
-            if not rows:
-                cursor.execute(self._sql("SELECT 1 FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
-                if cursor.fetchone() is None:
-                    raise SessionNotFound(self.url, session_id)
-        where = self._where(session_id)
-        return [decode(where, seq, body) for seq, body in rows]
+        return self._run(self._read(session_id, after), block=False)
 
     def sessions(self) -> list[SessionInfo]:
-        with self._transaction(block=False) as cursor:
-            cursor.execute("SELECT session_id, created, updated, next_seq FROM contextfold_sessions "
-                           "ORDER BY updated, session_id")
-            return [SessionInfo(sid, created, updated, records) for sid, created, updated, records in cursor.fetchall()]
+        return self._run(self._sessions(), block=False)
 
-    # -- retention
     def delete(self, session_id: str) -> None:
-        with self._transaction() as cursor:
-            cursor.execute(self._sql("DELETE FROM contextfold_sessions WHERE session_id = ?"), (session_id,))
-            if cursor.rowcount != 1:
-                raise SessionNotFound(self.url, session_id)
-            cursor.execute(self._sql("DELETE FROM contextfold_records WHERE session_id = ?"), (session_id,))
-            cursor.execute(self._sql("DELETE FROM contextfold_blobs WHERE session_id = ?"), (session_id,))
+        self._run(self._delete(session_id))
 
     def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
-        with self._transaction() as cursor:
-            cursor.executemany(self._sql("UPDATE contextfold_records SET body = ? WHERE session_id = ? AND seq = ?"),
-                               [(encode(record), session_id, seq) for seq, record in records.items()])
+        self._run(self._rewrite(session_id, records))

@@ -49,12 +49,12 @@ class SqliteStore(SqlStore):
                 self._connection = _read_only(self.path)
                 return
             _create_owner_only(self.path)
+            # one thread at a time, any thread: the lease heartbeat's, an async loop's step threads (.asynchronous)
             self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                               check_same_thread=False)  # the lease heartbeat's thread too
+                                               check_same_thread=False)
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={'FULL' if durability == 'commit' else 'NORMAL'}")
-            with self._transaction() as cursor:
-                self._create_schema(cursor)
+            self._run(self._create_schema())
         except (OSError, sqlite3.OperationalError) as err:  # a full disk, a folder that cannot be made, a lock
             self.close()
             raise StoreUnavailable(f"{self.url}: cannot open the database: {err}") from err
