@@ -30,6 +30,7 @@ from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
 from .base import Budget, Policy, Stage, stage_name
 from .economics import choose
+from .edits import current_turn_start
 from .escalate import compact, run_stages
 from .stages.budget import budget_outputs
 from .stages.clear import clear
@@ -292,7 +293,9 @@ class Steward:
         if produced:
             candidates.append((edited, produced))
         if self._summary_may_pay(view, budget, tokens):
-            summarized, made = summarize(view, replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens))
+            turn = sum(budget.count_item(item) for item in view.items[current_turn_start(view.items):])
+            tail = max(self.policy.economic_summary_tail_tokens, turn)  # never the current turn's outputs (see clear)
+            summarized, made = summarize(view, replace(budget, tail_tokens=tail))
             if made:
                 candidates.append((summarized, made))
         chosen, events = choose(view, candidates, budget)
