@@ -26,7 +26,8 @@ from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
 from ..errors import ContextfoldError, UnknownModel
 from ..limits import model_limits
-from .options import check_window, command_line_message, fail
+from ..pipeline.base import Policy
+from .options import check_window, command_line_message, fail, preset_option
 
 TRANSCRIPT_DIR = ".contextfold"
 REPLY_TOKENS = 8_192
@@ -41,7 +42,7 @@ def reply_tokens(model: str) -> int:
         return REPLY_TOKENS
 
 
-def new_context(model: str, window: int | None, provider: str, root: Path) -> Context:
+def new_context(model: str, window: int | None, provider: str, root: Path, policy: Policy | None = None) -> Context:
     """A context for ``model`` that keeps room for its reply; an unregistered model needs ``window`` (tokens)."""
     try:
         model_limits(model)
@@ -56,6 +57,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         max_output_tokens=reply_tokens(model),
         provider=provider,
         transcript=root / TRANSCRIPT_DIR,
+        policy=policy,
     )
 
 
@@ -108,6 +110,7 @@ def ask_user(console: Console) -> Approve:
     default=Path("."),
     help="Working folder: the tools reach only inside it.",
 )
+@preset_option
 def chat(
     provider: str,
     model: str | None,
@@ -117,6 +120,7 @@ def chat(
     yes: bool,
     max_turns: int,
     cwd: Path,
+    policy: Policy,
 ) -> None:
     """A coding agent on contextfold: tools, subagents, /compact, /context, /cost."""
     interactive = task is None
@@ -127,7 +131,7 @@ def chat(
         check_window(window, reply_tokens(name), reserve_option=None)
     try:
         client = make_model(provider, name, max_tokens=reply_tokens(name), base_url=base_url)
-        context = new_context(name, window, provider, root)
+        context = new_context(name, window, provider, root, policy)
     except UnknownModel as error:
         raise click.UsageError(f"{command_line_message(error)}; for another model pass --window N (its context "
                                "window in tokens)") from None
@@ -138,7 +142,7 @@ def chat(
     agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)
     try:
         if task is None:
-            _repl(Session(agent, display, lambda: new_context(name, window, provider, root)), f"{provider} {name}")
+            _repl(Session(agent, display, lambda: new_context(name, window, provider, root, policy)), f"{provider} {name}")
             return
         reported: tuple[type[BaseException], ...] = (TurnLimit, *client.api_errors)
         try:
