@@ -76,7 +76,8 @@ class Policy:
 
     The defaults follow what production agents ship with (Claude Code's
     compaction, the observation-masking results on SWE-bench agents), tuned
-    where the corpus replays showed a better setting.
+    where the corpus replays showed a better setting. They are the ``balanced``
+    preset; :meth:`preset` gives the other measured points (:data:`PRESETS`).
     """
 
     # persist: oversized outputs go to disk, a preview stays
@@ -162,7 +163,8 @@ class Policy:
 PRESETS: dict[str, dict[str, Any]] = {
     "lean": {"trigger_min_fraction": 0.0, "economic_summaries": True},
     "balanced": {},
-    "thorough": {"summary_target_tokens": 6_000, "survival_max_tokens": 1_600, "clear_keep_referenced_chars": 1_200},
+    "thorough": {"summary_target_tokens": 8_000, "restore_max_files": 8, "restore_file_tokens": 8_000,
+                 "survival_max_tokens": 1_600},
 }
 """Points on the measured frontier of cost against usable context (README, "Presets"), each the knobs it sets;
 ``balanced`` sets none: it is the defaults."""
