@@ -15,8 +15,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from contextfold.cli import cli
+from contextfold.cli.chat import new_context
 from contextfold.codec import conversation_to_dict
 from contextfold.limits import registered_models
+from contextfold.pipeline.base import Policy
 from contextfold.synthetic import generate_session
 from contextfold.testing.scripted import ScriptedModel
 from contextfold.testing.server import reading_script
@@ -100,6 +102,21 @@ def test_chat_refuses_a_window_smaller_than_the_reply_it_asks_for(tmp_path: Path
     result = invoke("chat", "--model", "claude-sonnet-4-5", "--window", "5000", "-p", "hi", "--cwd", str(tmp_path),
                     env={"ANTHROPIC_API_KEY": "k"})
     assert result.exit_code == 2 and "beside the 8,192 tokens kept for each reply" in result.output
+
+
+@pytest.mark.parametrize("command", [["chat", "-p", "hi"], ["bench", ".", "--window", "32000"],
+                                     ["replay", "README.md", "--window", "32000"]])
+def test_every_command_that_runs_the_pipeline_takes_a_preset_and_names_them_when_it_is_wrong(command: list[str]) -> None:
+    result = invoke(*command, "--preset", "frugal")
+    assert result.exit_code == 2 and "'frugal' is not one of 'lean', 'balanced', 'thorough'" in result.output
+
+
+def test_chat_runs_its_context_at_the_preset_it_is_given(tmp_path: Path) -> None:
+    context = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path, Policy.preset("lean"))
+    try:
+        assert context.policy == Policy.preset("lean") != Policy()
+    finally:
+        context.close()
 
 
 # --------------------------------------------------------------------------- the model registry

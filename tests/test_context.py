@@ -185,8 +185,9 @@ def test_usage_anchors_the_count_and_a_cache_drop_names_the_stage() -> None:
     context.prepare()
     context.record_usage({"input_tokens": 10, "cache_read_input_tokens": 3_000, "cache_creation_input_tokens": 200, "output_tokens": 5})
     assert context.counter.count(context.view()) == 3_210
-    for k in range(2, 5):
-        context.add(turn(k, "b " * 2_000))
+    for k in range(2, 5):  # each a turn of its own: under the trigger the current turn's outputs are never cleared
+        context.add([{"role": "assistant", "content": "Done."}, {"role": "user", "content": f"Now f{k}.py"},
+                     *turn(k, "b " * 2_000)])
         clock.now += 1_000  # cold cache: clearing is free
         context.prepare()
         context.record_usage(Usage(prompt_tokens=2_000, cache_read_tokens=100))
@@ -302,12 +303,14 @@ def test_below_the_trigger_a_summary_happens_only_when_it_pays() -> None:
             context.prepare()
         return context
 
-    eager = run(Policy(economic_summary_min_tokens=5_000, horizon_factor=1.0))  # counted over as many more requests
+    eager = run(Policy(economic_summaries=True, economic_summary_min_tokens=5_000,  # the lean preset's gate
+                       horizon_factor=1.0))  # counted over as many more requests
     assert any(e.action == "summarized" for e in eager.events)
     applied = [e for e in eager.events if e.stage == "economics" and e.action == "applied"]
     assert applied and "saves" in applied[0].detail
     assert eager.counter.count(eager.view()) < eager.trigger_tokens
-    never = run(Policy(economic_summary_min_tokens=5_000, max_horizon_requests=1, min_horizon_requests=1))
+    never = run(Policy(economic_summaries=True, economic_summary_min_tokens=5_000, max_horizon_requests=1,
+                       min_horizon_requests=1))
     assert not any(e.action == "summarized" for e in never.events)
     assert any(e.action == "deferred" for e in never.events)
 

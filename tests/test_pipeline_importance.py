@@ -53,7 +53,8 @@ def test_cleared_output_keeps_the_lines_the_agent_went_on_to_use() -> None:
         ("cat config/settings_prod.yaml", "debug: false"),
         *[(f"echo {k}", "x") for k in range(4)],
     )
-    out, events = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0, clear_keep_recent_rounds=1)))
+    out, events = clear(conv, make_budget(policy=Policy(clear_min_savings_tokens=0, clear_keep_recent_rounds=1),
+                                          compaction_due=True))
     assert events and "output cleared" in out[2].text
     assert "config/settings_prod.yaml: the one" in out[2].text and "line 17:" not in out[2].text
 

@@ -154,6 +154,10 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
     assert "superseded" in every_search[8].text and every_search[10].text == "hits 2"  # the latest output stays
 
 
+EVERY_OLD_OUTPUT = Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)
+"""Clears every output but the latest once a compaction is due (under the trigger the current turn is spared)."""
+
+
 def test_clear_waits_for_a_cold_cache_or_a_large_saving() -> None:
     conv = session(*[(f"python t{k}.py", f"out {k} " * 300) for k in range(8)])
     policy = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=100_000)
@@ -169,7 +173,7 @@ def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never
     latest = "src/app.py\n" * 400  # far larger than a placeholder: clearing it would save tokens
     conv = session(("pytest", "collected 3\n" + "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"),
                    ("ls -R", latest))
-    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     assert "1 failed" in out[2].text and "cleared" in out[2].text
     assert out[4].text == latest
 
@@ -183,7 +187,7 @@ def test_a_cleared_traceback_keeps_the_exception_it_ended_on_with_its_frame_not_
            '    raise AppRegistryNotReady("Models aren\'t loaded yet.")\n'
            "django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet.\n</output>")
     conv = session(("python test_rename_simple.py", run), ("ls -R", "src/app.py\n" * 400))
-    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     cleared = out[2].text
     assert "cleared" in cleared and "Testing RenameField" not in cleared
     assert ('  File "/testbed/django/apps/registry.py", line 140, in check_models_ready\n'
@@ -191,7 +195,7 @@ def test_a_cleared_traceback_keeps_the_exception_it_ended_on_with_its_frame_not_
             "django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet.") in cleared
     conv = session(("python test_rename_simple.py", run), ("pytest", "E   AssertionError: totals differ\n1 failed"),
                    ("ls -R", "src/app.py\n" * 400))
-    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     assert "It reported: django.core.exceptions.AppRegistryNotReady: Models aren't loaded yet." in out[2].text  # older
 
 
@@ -202,7 +206,7 @@ def test_the_newest_output_showing_an_error_keeps_it_with_its_frame_when_cleared
            + "Post job cleanup ok\n" * 300)
     conv = session(("pytest", "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"), ("gh run view 7 --log", log),
                    ("ls -R", "src/app.py\n" * 400))
-    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     cleared_log = out[4].text
     assert "cleared" in cleared_log and "Post job cleanup" not in cleared_log
     assert ("Comment metrics\tresponse: 403\nComment metrics\turl: /repos/x/issues/4\nComment metrics\t##[error]Unhandled "
@@ -214,7 +218,7 @@ def test_an_error_line_in_a_source_file_read_is_no_error_shown() -> None:
     source = "def check():\n    total = 1\n    print('Error: totals differ')\n" + "    pass\n" * 300
     conv = Conversation([c.user("Fix src/app.py"), c.assistant("", [ToolCall("r1", "read", {"path": "src/app.py"})]),
                          c.tool("r1", source), bash("c2", "ls -R"), c.tool("c2", "src/app.py\n" * 400)], HEADER)
-    out, _ = clear(conv, make_budget(policy=Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     assert "cleared" in out[2].text and "error" not in out[2].text.lower()
 
 

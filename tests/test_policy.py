@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from contextfold import InvalidPolicy, Policy
+from contextfold.context import Context
+from contextfold.pipeline.base import PRESETS
 
 
 @pytest.mark.parametrize(("knobs", "field", "words"), [
@@ -47,3 +49,35 @@ def test_the_edges_of_each_range_are_accepted() -> None:
     Policy(trigger_fraction=1.0, tail_fraction=0.0, trigger_messages=None, mask_window_rounds=1, cache_ttl_s=0,
            budget_steps=(), survival_max_tokens=0, snip_keep_search_results=0)
     Policy(trigger_tokens=1, budget_steps=((0.5, 1), (0.5, 2)))
+
+
+@pytest.mark.parametrize(("window", "reply", "trigger"), [
+    (8_000, 4_096, 6_000),  # the reply's room (at most a quarter of the window) caps the share
+    (16_000, 4_096, 12_000),
+    (32_000, 4_096, 27_904),  # the reply's room again: the fixed margin alone would summarize at 14,904
+    (128_000, 4_096, 115_200),  # the share: the margin alone, 110,904
+    (200_000, 64_000, 167_000),  # the margin, past the share: a large window is compacted near its end
+    (1_000_000, 64_000, 967_000),
+])
+def test_the_default_trigger_is_a_share_of_the_window_that_keeps_room_for_the_reply(
+        window: int, reply: int, trigger: int) -> None:
+    assert Context(window_tokens=window, max_output_tokens=reply).trigger_tokens == trigger
+    explicit = Context(window_tokens=window, max_output_tokens=reply, policy=Policy(trigger_fraction=0.5))
+    assert explicit.trigger_tokens == window // 2  # a trigger set by hand is taken as it is
+
+
+def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
+    assert Policy.preset("balanced") == Policy()
+    for name, knobs in PRESETS.items():
+        policy = Policy.preset(name)
+        assert all(getattr(policy, knob) == value for knob, value in knobs.items())
+        assert Policy.preset(name, summary_target_tokens=1_234).summary_target_tokens == 1_234
+    assert Policy.preset("lean") != Policy.preset("thorough")
+    with pytest.raises(InvalidPolicy, match="lean, balanced, thorough") as caught:
+        Policy.preset("frugal")
+    assert caught.value.field == "preset"
+    with pytest.raises(InvalidPolicy, match="no such knob") as caught:
+        Policy.preset("lean", trigger_fractoin=0.5)
+    assert caught.value.field == "trigger_fractoin"
+    with pytest.raises(InvalidPolicy, match="outside 0 to 1"):
+        Policy.preset("thorough", trigger_min_fraction=2.0)

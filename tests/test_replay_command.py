@@ -101,3 +101,14 @@ def test_the_longest_corpus_session_replays_in_seconds(corpus_dir: Path, tokeniz
     totals = replay(conversation, strategies.create("none", config), config, tokenizer=estimator).totals
     assert time.perf_counter() - started < 10  # about 0.2 s here; quadratic tokenization would take minutes
     assert totals.requests == 176 and totals.violations == 0 and totals.survival["mean"] == 1.0
+
+
+def test_a_preset_sets_how_late_the_pipeline_compacts(corpus_dir: Path) -> None:
+    path = corpus_dir / "tau-bench" / "gpt-4o-airline.json"
+    args = (str(path), "--window", "8000", "--index", "33", "--tokenizer", "estimate", "--json")
+    lean, balanced = (json_rows(invoke(*args, "--preset", name))[0] for name in ("lean", "balanced"))
+    assert json_rows(invoke(*args))[0] == balanced  # balanced is the default
+    assert lean["peak_tokens"] < balanced["peak_tokens"] <= 8_000 - 2_000  # its trigger is later, the reply's room kept
+    assert balanced["overflows"] == lean["overflows"] == 0
+    result = CliRunner().invoke(cli, ["replay", *args, "--preset", "frugal"])
+    assert result.exit_code == 2 and "lean" in result.output

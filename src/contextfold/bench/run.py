@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import importers
 from ..conversation import Conversation, Header
 from ..errors import ContextfoldError, SessionFormatError
-from ..pipeline.base import Prices
+from ..pipeline.base import Policy, Prices
 from ..replay import strategies
 from ..replay.base import Sent, Step, Strategy, StrategyConfig
 from ..replay.cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES
@@ -205,6 +205,7 @@ class Settings:
     cache_ttl_s: float = DEFAULT_CACHE_TTL_S
     requests_dir: str | None = None
     results_dir: str | None = None
+    policy: Policy | None = None  # contextfold's knobs (a preset's), default Policy()
 
 
 def available_strategies(settings: Settings, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
@@ -213,7 +214,7 @@ def available_strategies(settings: Settings, names: Sequence[str] | None = None)
     An unknown name raises :class:`ValueError`; a known one that cannot be
     created (a missing optional dependency) is returned with its reason.
     """
-    config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir)
+    config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir, policy=settings.policy)
     usable: list[str] = []
     missing: dict[str, str] = {}
     for name in names if names is not None else strategies.names():
@@ -301,7 +302,7 @@ def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[Bench
     estimator = estimator_for(settings.tokenizer)
     runs = []
     for name in names:
-        config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir)
+        config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir, policy=settings.policy)
         dump = None if settings.requests_dir is None else str(Path(settings.requests_dir) / f"{session.slug}.{name}.jsonl")
         strategy = EmptyRequests(strategies.create(name, config))
         result = replay(session.conversation, strategy, config, tokenizer=estimator, prices=settings.prices,

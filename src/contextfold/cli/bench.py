@@ -17,11 +17,12 @@ from rich.table import Table
 
 from ..bench.plots import require_matplotlib, write_plots
 from ..bench.report import Report, StrategyTotals, write_results
+from ..pipeline.base import Policy
 from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
 from ..replay import strategies
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
-from .options import check_window, progress_bar, reports_errors, resolved_tokenizer
+from .options import check_window, preset_option, progress_bar, reports_errors, resolved_tokenizer
 
 
 def _names(context: click.Context, parameter: click.Parameter, value: str | None) -> list[str] | None:
@@ -57,6 +58,7 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="An earlier bench's --out folder (another window) whose points join the cost-versus-strict-recall and cost-versus-recall charts.")
+@preset_option
 @reports_errors
 def bench_command(
     paths: tuple[Path, ...],
@@ -70,6 +72,7 @@ def bench_command(
     max_output: int,
     charts: bool,
     chart_with: tuple[Path, ...],
+    policy: Policy,
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
     check_window(window, max_output)
@@ -80,7 +83,8 @@ def bench_command(
     tokenizer = resolved_tokenizer(tokenizer)  # every worker counts with the same one
     estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
     sessions, skipped = find_sessions(paths, tau_bench_limit)
-    settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir))
+    settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir),
+                        policy=policy)
     usable, unavailable = available_strategies(settings, names)
     if names is not None and unavailable:
         raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))

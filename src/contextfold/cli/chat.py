@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -28,7 +29,7 @@ from ..context import Context
 from ..errors import ContextfoldError, ProviderRequired, UnknownModel, UnknownPriceWarning
 from ..limits import model_limits, require_provider
 from ..pipeline.base import DEFAULT_PRICES, Policy
-from .options import check_window, command_line_message, fail
+from .options import check_window, command_line_message, fail, preset_option
 
 TRANSCRIPT_DIR = ".contextfold"
 REPLY_TOKENS = 8_192
@@ -43,7 +44,7 @@ def reply_tokens(model: str) -> int:
         return REPLY_TOKENS
 
 
-def new_context(model: str, window: int | None, provider: str, root: Path) -> Context:
+def new_context(model: str, window: int | None, provider: str, root: Path, policy: Policy | None = None) -> Context:
     """A context for ``model`` that keeps room for its reply; an unregistered model needs ``window`` (tokens)."""
     try:
         model_limits(model)
@@ -57,21 +58,21 @@ def new_context(model: str, window: int | None, provider: str, root: Path) -> Co
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
-        policy=priced_for(model),
+        policy=priced_for(model, policy or Policy()),
         transcript=root / TRANSCRIPT_DIR,
     )
 
 
-def priced_for(model: str) -> Policy:
-    """The policy at ``model``'s list prices; a model without one gets the default prices, said in one line."""
+def priced_for(model: str, chosen: Policy) -> Policy:
+    """``chosen`` at ``model``'s list prices; a model without one gets the default prices, said in one line."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnknownPriceWarning)
-        policy = Policy().for_model(model)
+        policy = chosen.for_model(model)
     if not caught:
         return policy
     click.echo(f"contextfold chat: no list price is known for {model!r}: /cost and the cache decisions use "
                "Claude Sonnet 4.5's list prices", err=True)
-    return Policy(prices=DEFAULT_PRICES)  # given: the Context does not warn again
+    return replace(chosen, prices=DEFAULT_PRICES)  # given: the Context does not warn again
 
 
 def refuse_without_yes(command: str) -> bool:
@@ -125,6 +126,7 @@ def ask_user(console: Console) -> Approve:
     default=Path("."),
     help="Working folder: the tools reach only inside it.",
 )
+@preset_option
 def chat(
     provider: str | None,
     model: str | None,
@@ -134,6 +136,7 @@ def chat(
     yes: bool,
     max_turns: int,
     cwd: Path,
+    policy: Policy,
 ) -> None:
     """A coding agent on contextfold: tools, subagents, /compact, /context, /cost."""
     interactive = task is None
@@ -148,7 +151,7 @@ def chat(
         check_window(window, reply_tokens(name), reserve_option=None)
     try:
         client = make_model(provider, name, max_tokens=reply_tokens(name), base_url=base_url)
-        context = new_context(name, window, provider, root)
+        context = new_context(name, window, provider, root, policy)
     except UnknownModel as error:
         raise click.UsageError(f"{command_line_message(error)}; for another model pass --window N (its context "
                                "window in tokens)") from None
@@ -159,7 +162,7 @@ def chat(
     agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)
     try:
         if task is None:
-            _repl(Session(agent, display, lambda: new_context(name, window, provider, root)), f"{provider} {name}")
+            _repl(Session(agent, display, lambda: new_context(name, window, provider, root, policy)), f"{provider} {name}")
             return
         reported: tuple[type[BaseException], ...] = (TurnLimit, *client.api_errors)
         try:

@@ -27,6 +27,7 @@ from ..conversation import Conversation
 from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
 from ..limits import resolve_limits
 from ..importers import FORMATS
+from ..pipeline.base import PRESETS, Policy
 from ..replay.run import Progress as ProgressCallback
 from ..redaction import redact_credentials, redact_url
 from ..stores import open_store, split_session_ref
@@ -223,6 +224,15 @@ def format_option(function: F) -> F:
     """``--input-format``: the session format of FILE (``--format`` before it meant the output in ``compact``)."""
     return renamed_option("--format", "--input-format", type=click.Choice(FORMATS),
                           help="The session format of FILE (detected when omitted).")(function)
+
+
+def preset_option(function: F) -> F:
+    """``--preset``: the point on the cost / usable-context frontier the pipeline runs at (``Policy.preset``),
+    passed to the command as a :class:`~contextfold.pipeline.base.Policy`."""
+    return click.option("--preset", "policy", type=click.Choice(tuple(PRESETS)), default="balanced", show_default=True,
+                        callback=lambda context, parameter, name: Policy.preset(name),
+                        help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
+                        "default), thorough (keeps the most); see the README's Presets.")(function)
 
 
 def summarizer_options(function: F) -> F:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..conversation import Conversation
 from ..events import Event
-from ..pipeline.base import Prices
+from ..pipeline.base import Policy, Prices
 from ..replay import strategies
 from ..replay.base import StrategyConfig
 from ..replay.cost import DEFAULT_CACHE_TTL_S, parse_prices
@@ -24,6 +24,7 @@ from .options import (
     format_option,
     load_recorded,
     make_summarizer,
+    preset_option,
     progress_bar,
     recorded_argument,
     reports_errors,
@@ -62,6 +63,7 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where a strategy may write files (persisted outputs).")
 @format_option
+@preset_option
 @summarizer_options
 @reports_errors
 def replay_command(
@@ -77,6 +79,7 @@ def replay_command(
     ttl: float,
     results_dir: Path | None,
     input_format: str | None,
+    policy: Policy,
     summarizer_kind: str,
     model: str | None,
     base_url: str | None,
@@ -86,7 +89,7 @@ def replay_command(
     estimator = named_estimator(resolved_tokenizer(tokenizer))
     sessions = _sessions(file, input_format, index, requests_path)
     summarizer = make_summarizer(summarizer_kind, model, base_url)
-    config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer)
+    config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer, policy)
     for name, conversation in sessions:
         recorder = Recorder(strategies.create(strategy, config))
         with progress_bar(name) as progress:

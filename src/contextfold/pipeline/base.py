@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..conversation import Conversation, Item
 from ..errors import InvalidPolicy, UnknownPrice, UnknownPriceWarning
@@ -84,7 +84,8 @@ class Policy:
 
     The defaults follow what production agents ship with (Claude Code's
     compaction, the observation-masking results on SWE-bench agents), tuned
-    where the corpus replays showed a better setting.
+    where the corpus replays showed a better setting. They are the ``balanced``
+    preset; :meth:`preset` gives the other measured points (:data:`PRESETS`).
     """
 
     # persist: oversized outputs go to disk, a preview stays
@@ -116,6 +117,7 @@ class Policy:
     # summarize: at a turn boundary, over the trigger
     trigger_tokens: int | None = None  # absolute trigger; default is the dynamic threshold
     trigger_fraction: float | None = None  # or a fraction of the window
+    trigger_min_fraction: float = 0.9  # the default trigger is at least this share of the window (the reply's room kept)
     trigger_messages: int | None = 500  # ...or over this many messages, however small (None: no count trigger)
     min_summary_messages: int = 10  # a summary covers at least this many (a manual compact may cover less, and says so)
     tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
@@ -132,7 +134,8 @@ class Policy:
     survival_max_share: float = 0.25  # ...and at most this share of what the compaction saved
     # economics: change the cached prefix only when the reads it saves outweigh rewriting it
     prices: Prices | None = None  # None: the model's list prices (Context fills them in), else DEFAULT_PRICES
-    economic_summaries: bool = True  # summarize below the trigger too, when that pays
+    economic_summaries: bool = False  # summarize below the trigger too, when that pays (the lean preset's; it saves
+    # a little and costs what the agent goes on to use: see README, "Presets")
     economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
     economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
     price_summaries: bool = True  # price every summary as the model call that would write it, whoever writes it
@@ -172,6 +175,28 @@ class Policy:
                           "Policy(prices=Prices(...)) gives its own", UnknownPriceWarning, stacklevel=3)
             return self
 
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> Policy:
+        """The policy at preset ``name`` (:data:`PRESETS`: ``lean``, ``balanced`` = the defaults, ``thorough``),
+        with any knob overridden by keyword: ``Policy.preset("lean", summary_target_tokens=3_000)``."""
+        knobs = PRESETS.get(name)
+        if knobs is None:
+            raise InvalidPolicy("preset", f"one of {', '.join(PRESETS)} is needed, not {name!r}")
+        known = {knob.name for knob in fields(cls)}
+        for knob in overrides:
+            if knob not in known:
+                raise InvalidPolicy(knob, "no such knob")
+        return cls(**{**knobs, **overrides})
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "lean": {"trigger_min_fraction": 0.0, "economic_summaries": True},
+    "balanced": {},
+    "thorough": {"summary_target_tokens": 8_000, "restore_max_files": 8, "restore_file_tokens": 8_000,
+                 "survival_max_tokens": 1_600},
+}
+"""Points on the measured frontier of cost against usable context (README, "Presets"), each the knobs it sets;
+``balanced`` sets none: it is the defaults."""
 
 _COUNTS_FROM_1 = ("persist_max_chars", "persist_max_tokens", "truncate_max_chars", "summary_target_tokens",
                   "min_summary_messages", "max_consecutive_failures", "max_horizon_requests")
@@ -180,7 +205,7 @@ _COUNTS_FROM_0 = ("preview_head_chars", "preview_tail_chars", "budget_keep_recen
                   "restore_max_files", "restore_file_tokens", "restore_total_tokens", "survival_max_tokens",
                   "economic_summary_min_tokens", "economic_summary_tail_tokens", "min_horizon_requests")
 _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_messages")
-_SHARES = ("tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
+_SHARES = ("trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
            "clear_first_max_fraction", "hard_fill_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
 _NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor")

@@ -72,6 +72,30 @@ def recent_round_start(conversation: Conversation, keep_rounds: int) -> int:
     return rounds[-keep_rounds].start
 
 
+def current_turn_start(items: Sequence[Item]) -> int:
+    """Index of the first item of the current turn: the one after the newest message of the person (a user
+    item that is not a summary) or reply of the agent that called no tool (a turn handed back); 0 when none.
+
+    What the agent fetched since is what it is working from, and what its next reply quotes: a customer-service
+    agent that looked up eight products answers with their prices.
+    """
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if item.role == "user" and not item.meta.get("summary"):
+            return index + 1
+        if item.role == "assistant" and not item.tool_calls and item.text.strip():
+            return index + 1
+    return 0
+
+
+def spared_from(conversation: Conversation, budget: Budget) -> int:
+    """Index from which no output is cleared or cut: the current turn's (:func:`current_turn_start`) while the
+    request is under the trigger; once a compaction is due the window is at stake, and nothing is spared."""
+    if budget.compaction_due or budget.count(conversation) > budget.trigger_tokens:
+        return len(conversation)
+    return current_turn_start(conversation.items)
+
+
 def latest_result_index(items: Sequence[Item]) -> int | None:
     """Index of the most recent tool result: never cleared, whatever a stage decides."""
     for index in range(len(items) - 1, -1, -1):

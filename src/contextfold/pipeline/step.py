@@ -170,13 +170,22 @@ class Steward:
         return self.failures >= self.policy.max_consecutive_failures
 
     def trigger_tokens(self, limits: ModelLimits) -> int:
-        """Above this many prompt tokens a summary is due (policy override, else the dynamic threshold)."""
+        """Above this many prompt tokens a summary is due (policy override, else the dynamic threshold).
+
+        The dynamic threshold is :func:`~contextfold.limits.compaction_threshold` (room for the reply and a margin)
+        but at least ``Policy.trigger_min_fraction`` of the window, as long as the reply's room (at most a quarter
+        of the window) stays free. Under about 100k the threshold's fixed margin would compact a 32k window at
+        two thirds of it: on the corpus and on held-back sessions a later trigger kept more of what the agent went
+        on to use at little more cost (README, "Presets").
+        """
         p = self.policy
         if p.trigger_tokens is not None:
             return p.trigger_tokens
         if p.trigger_fraction is not None:
             return int(p.trigger_fraction * limits.context_window)
-        return max(compaction_threshold(limits), limits.context_window // 4)
+        window = limits.context_window
+        floor = min(int(p.trigger_min_fraction * window), window - min(limits.max_output_tokens, window // 4))
+        return max(compaction_threshold(limits), floor, window // 4)
 
     # ------------------------------------------------------------------ the step
     def run(self, view: Conversation, budget: Budget, occasion: Occasion,

@@ -18,6 +18,7 @@ from ..events import Event
 from ..usage import Usage
 
 if TYPE_CHECKING:
+    from ..pipeline.base import Policy
     from ..summarizers.base import Summarizer
 
 
@@ -52,6 +53,8 @@ class StrategyConfig:
     results_dir: str | None = None
     summarizer: Summarizer | None = None
     """Who writes summaries, for strategies that summarize (default: their own choice)."""
+    policy: Policy | None = None
+    """The pipeline's knobs, for the strategy that runs contextfold's pipeline (default: :class:`Policy`'s)."""
 
 
 class Strategy(Protocol):

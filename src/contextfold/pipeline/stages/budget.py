@@ -2,7 +2,8 @@
 
 The allowance steps down with utilization (by default 30,000 characters from
 50 % of the window, 15,000 from 70 %). Outputs of the most recent rounds keep
-their full size: the model is most likely working from them.
+their full size: the model is most likely working from them, and so do the
+outputs of the current turn while the request is under the trigger.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from ...conversation import Conversation, Item
 from ...events import Event
 from ..base import Budget
-from ..edits import apply, head_tail, recent_round_start, result_text, tool_items, with_result
+from ..edits import apply, head_tail, recent_round_start, result_text, spared_from, tool_items, with_result
 
 STAGE = "budget"
 
@@ -30,7 +31,8 @@ def budget_outputs(conversation: Conversation, budget: Budget) -> tuple[Conversa
     if allowed is None:
         return conversation, []
     changes: dict[int, Item] = {}
-    for index, item in tool_items(conversation, range(recent_round_start(conversation, p.budget_keep_recent_rounds))):
+    end = min(recent_round_start(conversation, p.budget_keep_recent_rounds), spared_from(conversation, budget))
+    for index, item in tool_items(conversation, range(end)):
         text = result_text(item)
         if len(text) > allowed:
             changes[index] = with_result(item, head_tail(text, allowed * 2 // 3, allowed // 3), STAGE)

@@ -1,5 +1,9 @@
 """clear / mask: outputs older than the most recent rounds are replaced by a placeholder.
 
+Never an output of the current turn while the request is under the trigger
+(:func:`~contextfold.pipeline.edits.spared_from`): the agent is working from
+what it fetched since the person last spoke, and its next reply quotes it.
+
 Clearing edits the middle of the history, which breaks the provider's prompt
 cache from the first cleared item on. So it clears only when that is cheap
 (the cache has gone cold anyway) or worth it (at least ``min_savings_tokens``
@@ -25,7 +29,8 @@ from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._facts import exception_line, failing_error, shown_error
 from ..base import Budget
-from ..edits import MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, with_result
+from ..edits import (MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
+                     with_result)
 from ..importance import References, item_tokens, line_index, referenced_lines
 
 STAGE = "clear"
@@ -77,7 +82,10 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     changes: dict[int, Item] = {}
     savings = 0
     refs = References.of(conversation.items)
-    for index in range(recent_round_start(conversation, keep or 0)):
+    end = recent_round_start(conversation, keep or 0)
+    if not masking:  # masking is the literature's rule, kept as it is to compare with
+        end = min(end, spared_from(conversation, budget))
+    for index in range(end):
         item = conversation[index]
         result = item.tool_result
         if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:

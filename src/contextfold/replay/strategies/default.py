@@ -7,6 +7,8 @@ back, so the anchored counter and the cache economics work as in production.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...context import Context
 from ...conversation import Header
 from ...pipeline.base import Policy
@@ -31,7 +33,7 @@ class Pipeline:
             # tools (recoverable recall measures what one search_history gets back), so its summaries name them.
             # Their definitions are not added to the recording's header: counted in every request (about 170
             # tokens), they move when compactions fire, and every figure with them
-            policy=Policy(background_summaries="never", history_tools=True),
+            policy=replace(config.policy or Policy(), background_summaries="never", history_tools=True),
             clock=lambda: self._now,
         )
 

@@ -1,0 +1,105 @@
+"""Clearing never removes an output of the current turn while the request is under the trigger.
+
+A customer-service agent looks up eight products for the person and answers with their prices: those outputs are
+what its next reply quotes. Built from the shape of such a session (short excerpts written for the test).
+"""
+
+from __future__ import annotations
+
+import json
+
+from contextfold import conversation as c
+from contextfold.context import Context
+from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolSpec
+from contextfold.pipeline.base import Budget, Policy
+from contextfold.pipeline.edits import current_turn_start
+from contextfold.pipeline.stages.budget import budget_outputs
+from contextfold.pipeline.stages.clear import clear
+from contextfold.tokens import Estimator
+
+WINDOW = 16_000
+HEADER = Header(system=(Item("system", (Text("You are the shop's assistant. Quote prices exactly."),)),),
+                tools=(ToolSpec("get_product", "a product's details and its variants' prices"),
+                       ToolSpec("get_order", "an order's items")))
+
+
+def product(k: int) -> str:
+    """A product's details as the shop's API returns them: one long JSON line, the prices deep inside it."""
+    variants = {f"{k}{v:03d}": {"options": {"color": f"shade {v}", "size": "L", "material": "cotton blend"},
+                                "available": v % 3 != 0, "price": round(40 + k * 7.31 + v * 0.17, 2)}
+                for v in range(26)}
+    return json.dumps({"name": f"Product {k}", "product_id": f"p{k}", "variants": variants})
+
+
+def call(cid: str, name: str, **arguments: str) -> Item:
+    return c.assistant("", [ToolCall(cid, name, arguments)])
+
+
+def turn_of_eight_lookups(context: Context, now: list[float]) -> Conversation:
+    """An older turn (an order looked up, an answer), then the person asks about eight products and the agent
+    fetches them one by one; the sixth lookup is slow (the cache goes cold). Returns the last request."""
+    context.set_header(HEADER)
+    now[0] = 0.0
+    context.add([c.user("Hi, what did I order last week?")])
+    context.prepare_view()
+    for k in range(4):
+        now[0] += 5
+        context.add([call(f"o{k}", "get_order", order_id=f"#W{k}"),
+                     c.tool(f"o{k}", json.dumps({"order_id": f"#W{k}", "items": [f"item {n} " * 12 for n in range(12)]}))])
+        context.prepare_view()
+    now[0] += 5
+    context.add([c.assistant("You ordered four parcels; which products would you like to compare?")])
+    now[0] += 60
+    context.add([c.user("Please compare the prices of products p0 to p7, every variant.")])
+    view = context.prepare_view()
+    for k in range(8):
+        now[0] += 400 if k == 5 else 5
+        context.add([call(f"g{k}", "get_product", product_id=f"p{k}"), c.tool(f"g{k}", product(k))])
+        view = context.prepare_view()
+    return view
+
+
+def test_the_outputs_of_the_current_turn_stay_whole_under_the_trigger() -> None:
+    now = [0.0]
+    context = Context(window_tokens=WINDOW, max_output_tokens=4_000, clock=lambda: now[0],
+                      policy=Policy(background_summaries="never"))
+    view = turn_of_eight_lookups(context, now)
+    assert 0.5 * WINDOW < Estimator().conversation(view) < 0.7 * WINDOW  # about 60 % of the window
+    outputs = [item.text for item in view.items if item.role == "tool"]
+    for k in range(8):
+        assert product(k) in outputs  # every price the next reply quotes, whole
+    cleared = [text for text in outputs if "output cleared" in text]
+    assert len(cleared) == 4  # the cache went cold: the older turn's four order outputs were cleared in that step
+
+
+def budget_for(conversation: Conversation, trigger_tokens: int, **policy: object) -> Budget:
+    est = Estimator()
+    return Budget(policy=Policy(**policy), window_tokens=WINDOW, trigger_tokens=trigger_tokens,  # type: ignore[arg-type]
+                  count=est.conversation, count_item=est.item, idle_s=3_600)
+
+
+def eight_lookups() -> Conversation:
+    items = [c.user("Please compare the prices of products p0 to p7.")]
+    for k in range(8):
+        items += [call(f"g{k}", "get_product", product_id=f"p{k}"), c.tool(f"g{k}", product(k))]
+    return Conversation(items, HEADER)
+
+
+def test_clearing_and_the_budget_spare_the_current_turn_only_under_the_trigger() -> None:
+    conversation = eight_lookups()
+    size = Estimator().conversation(conversation)
+    under = budget_for(conversation, size + 1, budget_steps=((0.1, 500),))
+    assert clear(conversation, under) == (conversation, [])
+    assert budget_outputs(conversation, under) == (conversation, [])
+    over = budget_for(conversation, size - 1, budget_steps=((0.1, 500),))  # the window is at stake: nothing spared
+    assert clear(conversation, over)[1] and budget_outputs(conversation, over)[1]
+
+
+def test_the_current_turn_starts_after_the_person_or_the_agent_handing_the_turn_back() -> None:
+    items = [c.user("task"), call("a", "get_order", order_id="1"), c.tool("a", "x"), c.assistant("Done; anything else?"),
+             call("b", "get_order", order_id="2"), c.tool("b", "y")]
+    assert current_turn_start(items) == 4
+    assert current_turn_start([*items, c.user("and p9?")]) == 7
+    summary = Item("user", (Text("summary of earlier work"),), meta={"summary": True})
+    assert current_turn_start([items[0], summary, *items[1:3]]) == 1  # a summary is not the person speaking
+    assert current_turn_start([]) == 0
