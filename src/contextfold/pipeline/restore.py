@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, result_action
 from ..conversation import Item, Text
+from ..reading import without_wrappers
 from ..summarizers._facts import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
 from .importance import References
@@ -42,7 +43,7 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
             if action.kind == EDIT and content is None:
                 seen[path] = (None, True)
             elif action.kind == READ and content is None and not is_placeholder(item):
-                seen[path] = (result.text, edited)
+                seen[path] = (without_wrappers(result.text), edited)  # a harness's reminder is no file content
     return [(path, *seen[path]) for path in order]
 
 

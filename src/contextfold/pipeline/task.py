@@ -1,19 +1,24 @@
 """Which item is the task, and which items contextfold wrote itself.
 
 Every stage that may change user messages must leave the task alone (the
-first thing the user asked, verbatim), and must tell it from what
+first thing the person asked, verbatim), and must tell it from what
 contextfold put back into the conversation (a summary, restored files, a
-survival note), which are user items too. Kept apart from the stages so each
-can ask without importing another.
+survival note), which are user items too, and from what the harness wrote
+in the person's place before it (a slash-command caveat, an IDE note, a
+demonstration: :mod:`contextfold.reading`). Kept apart from the stages so
+each can ask without importing another.
 """
 
 from __future__ import annotations
 
-from ..conversation import Conversation, Item
+from ..conversation import Conversation
+from ..reading import added_by_contextfold, is_person
+
+__all__ = ["added_by_contextfold", "task_index"]
 
 
 def task_index(conversation: Conversation) -> int | None:
-    """Index of the task: the first user item, if no assistant turn (nor a summary of some) comes before it.
+    """Index of the task: the person's first message, if no assistant turn (nor a summary of some) comes before it.
 
     A view that starts with a summary had no task when it was compacted: the
     user message after the summary is not one either, or the next compaction
@@ -23,11 +28,6 @@ def task_index(conversation: Conversation) -> int | None:
     for index, item in enumerate(conversation.items):
         if item.role == "assistant" or item.meta.get("summary"):
             return None
-        if item.role == "user" and not added_by_contextfold(item):
+        if item.role == "user" and is_person(item):
             return index
     return None
-
-
-def added_by_contextfold(item: Item) -> bool:
-    """Whether contextfold wrote ``item`` (a summary, restored files, a survival note), not the user."""
-    return bool(item.meta.get("summary") or item.meta.get("restored") or item.meta.get("survival"))

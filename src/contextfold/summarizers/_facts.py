@@ -54,8 +54,8 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Document, Image, Item, Summary, Text, Thinking, ToolCall
-from ._harness import is_harness
+from ..conversation import Item, Summary, Text, Thinking, ToolCall
+from ..reading import reading_of
 from ._text import shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
@@ -110,6 +110,8 @@ _SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
 """Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
 _ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh api\b.*\b(?:issues|pulls)/\d+")
 """A command or URL that fetches an issue or pull request: its text is the task as it arrived."""
+_ISSUE_ONLY = re.compile(r"\bgh issue view\b|/issues/\d+")
+"""A command or URL that fetches an issue, not a pull request."""
 _FILE_SUFFIXES = frozenset({
     "py", "pyi", "js", "ts", "tsx", "jsx", "rs", "go", "java", "c", "h", "cpp", "hpp", "md", "txt", "json", "yaml",
     "yml", "toml", "cfg", "ini", "sh", "html", "css", "rst", "lock", "v", "rb", "kt", "swift", "sql", "xml", "csv",
@@ -254,6 +256,8 @@ class Facts:
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
     # failing (a CI log read, a test run piped through tail), newer than the last failed call
     user_spoke_last: bool = False  # a user message came after the last assistant text
+    acted_since_said: bool = False  # the assistant made a tool call with or after its last text: what that text
+    # announced ("Let me check…") is done, not next
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -320,13 +324,14 @@ class Facts:
             counts[1] += failures
         self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
         self.last_test = earlier.last_test or self.last_test
-        self.fetched_task = self.fetched_task or earlier.fetched_task
+        self.fetched_task = _first_issue(earlier.fetched_task, self.fetched_task) if earlier.fetched_task else self.fetched_task
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
         self.shown_error = earlier.shown_error or self.shown_error
         if earlier.last_assistant is not None:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last
+            self.acted_since_said = earlier.acted_since_said
         elif earlier.user_messages:
             self.user_spoke_last = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
@@ -402,15 +407,13 @@ class Facts:
         self.items += block.covers
 
     def _read_user(self, item: Item) -> None:
-        text = item.text.replace("\r\n", "\n").strip()
-        if is_harness(text):
+        """The person's words (never a harness line, an observation or a demonstration: see
+        :mod:`contextfold.reading`), the first one being the task."""
+        reading = reading_of(item)
+        if not reading.person:
             self.harness_messages += 1
             return
-        media = sum(isinstance(b, (Image, Document)) for b in item.blocks)
-        if media:
-            text = f"{text}\n[{media} attachment{'s' if media > 1 else ''}: images or documents]".strip()
-        if not text:
-            return
+        text = reading.words
         self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
@@ -419,6 +422,8 @@ class Facts:
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
+            self.acted_since_said = False
+        self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
         thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
@@ -485,8 +490,9 @@ class Facts:
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
-        if ok and self.fetched_task is None and _fetches_issue(item, call, action) and text.strip():
-            self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+        if ok and _fetches_issue(item, call, action) and text.strip():
+            fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+            self.fetched_task = _first_issue(self.fetched_task, fetched)
 
     def _read_manifest(self, action: Action, text: str) -> None:
         """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
@@ -741,6 +747,15 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
         return bool(_ISSUE_FETCH.search(fetched))
 
     return _kept_for(item, "facts:fetches_issue", call, fetches)
+
+
+def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:
+    """Which fetched text is the task: the first one, unless it is a pull request's and ``fetched`` (later) is an
+    issue's. A solver opens its own pull request with a placeholder ("[WIP] … details will be added") and may
+    view it before the issue; the issue states the task, the placeholder does not."""
+    if kept is None or fetched is None:
+        return kept or fetched
+    return fetched if _ISSUE_ONLY.search(fetched["source"]) and not _ISSUE_ONLY.search(kept["source"]) else kept
 
 
 def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:

@@ -92,6 +92,8 @@ _TASK_FLOOR = 40
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _USER_FLOORS_SHARE = 0.6
+_LATEST_USER_WHOLE = 300
+"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering."""
 """The user messages' heads together keep at most this share of the target (the newest first): on a session of
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
@@ -358,8 +360,10 @@ class _Layout:
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
-            weight = _W_LATEST_USER if number == len(messages) else _W_USER
-            part = self._elastic(messages[number - 1], weight, _USER_FLOOR, f"{number}. ")
+            latest = number == len(messages)
+            weight = _W_LATEST_USER if latest else _W_USER
+            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else _USER_FLOOR
+            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ")
             floors -= part.floor
             if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
                 part = self._elastic(messages[number - 1], weight, 0, f"{number}. ")
@@ -447,7 +451,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
         todo = next((t for t in facts.todos or () if t["status"] == status), None)
         if todo is not None:
             return lead, todo["text"]
-    sentences = _SENTENCE_END.split(facts.last_assistant or "")
+    # what the assistant announced and then did is no next step: only a plan it has not acted on yet is
+    sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
         return _SAID_LAST, stated[-1]
