@@ -47,6 +47,19 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
     return [(path, *seen[path]) for path in order]
 
 
+def _whole_lines(text: str, head_chars: int, tail_chars: int) -> tuple[int, int]:
+    """``head_chars`` and ``tail_chars`` moved back to the nearest line ends, so a restored file is cut between its
+    lines, never inside one (a half line of code reads as a different line); unchanged when a line is longer than
+    half of either."""
+    if len(text) <= head_chars + tail_chars:
+        return head_chars, tail_chars
+    head_end = text.rfind("\n", 0, head_chars) + 1
+    tail_start = text.find("\n", len(text) - tail_chars) + 1 if tail_chars else len(text)
+    head = head_end if head_end > head_chars // 2 else head_chars
+    tail = len(text) - tail_start if 0 < tail_start and len(text) - tail_start > tail_chars // 2 else tail_chars
+    return head, tail
+
+
 def path_weight(refs: References, path: str) -> float:
     """How much the agent is using ``path``: the heaviest reference naming it (``/repo/a/b.py`` names ``a/b.py``)."""
     name = path.removeprefix("./")
@@ -86,7 +99,8 @@ def restored_item(
             continue
         if refs is not None and path_weight(refs, path) < min_weight:
             continue
-        body = head_tail(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3)
+        body = head_tail(content, *_whole_lines(content, file_tokens * CHARS_PER_TOKEN * 2 // 3,
+                                                file_tokens * CHARS_PER_TOKEN // 3))
         cost = count_text(body)
         if spent + cost > total_tokens:
             continue
