@@ -649,3 +649,14 @@ def test_a_plan_the_assistant_announced_and_then_carried_out_is_not_the_next_ste
     c.append(assistant("The sum ignores discounts. Next I will add the discount to total()."))
     text, _ = summarize(c.items)
     assert "Next I will add the discount to total()." in section(text, 9)
+
+
+def test_a_test_run_that_passed_closes_the_failures_of_earlier_test_runs() -> None:
+    c = Conversation()
+    c.append(user("Make the totals tests pass"))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "python -m pytest tests/test_totals.py -q"})]))
+    c.append(tool("c1", "E   AssertionError: 10 != 12\n1 failed in 0.1s\n<returncode>1</returncode>", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "cd /repo && pytest -q"})]))
+    c.append(tool("c2", "12 passed in 0.4s\n<returncode>0</returncode>"))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == "a later test run passed: `cd /repo && pytest -q`"

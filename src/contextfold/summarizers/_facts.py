@@ -110,6 +110,9 @@ _SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
 """Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
 _ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh api\b.*\b(?:issues|pulls)/\d+")
 """A command or URL that fetches an issue or pull request: its text is the task as it arrived."""
+_TEST_RUN = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|pnpm|yarn|bun) (?:run )?test|cargo test|go test|jest|"
+                       r"vitest|mocha|rspec|phpunit|ctest|make (?:test|check)|runtests\.py|manage\.py test)\b")
+"""A command that runs a test suite: once one passes, the failures of earlier test runs are behind the agent."""
 _ISSUE_ONLY = re.compile(r"\bgh issue view\b|/issues/\d+")
 """A command or URL that fetches an issue, not a pull request."""
 _FILE_SUFFIXES = frozenset({
@@ -582,6 +585,9 @@ class Facts:
                 continue
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
+                continue
+            if action.command and _TEST_RUN.search(action.command) and _TEST_RUN.search(error.source):
+                error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read of what failed to read, resolves by file
