@@ -96,3 +96,19 @@ def test_restored_files_carry_no_system_reminder() -> None:
     span = list(Conversation([Item("assistant", (call,)), Item("tool", (ToolResult("c1", output),))]).items)
     restored = restored_item(span, [], max_files=3, file_tokens=2_000, total_tokens=4_000, count_text=len)
     assert restored is not None and "return 1" in restored.text and "system-reminder" not in restored.text
+
+
+@pytest.mark.parametrize("text", ["API Error: 502 Cloudflare encountered an error processing this request",
+                                  "Claude AI usage limit reached|1755212400", "No response requested.",
+                                  "You've hit your limit · resets 2pm (Europe/Berlin)", "Prompt is too long"])
+def test_a_reply_the_harness_wrote_in_the_agents_place_is_not_its_last_message(text: str) -> None:
+    from contextfold.reading import is_stand_in_reply
+    from contextfold.summarizers._facts import Facts
+
+    items = [Item("user", (Text("Rename the repo and push"),)),
+             Item("assistant", (Text("Renamed. Next I will push to the new remote."),)),
+             Item("assistant", (Text(text),))]
+    assert is_stand_in_reply(items[2]) and not is_stand_in_reply(items[1])
+    facts = Facts()
+    facts.read(items)
+    assert facts.last_assistant == "Renamed. Next I will push to the new remote."

@@ -1,13 +1,14 @@
 """The session reader: what the messages of a session are, read once, below everything that acts on them.
 
 Today it answers *who speaks* in a user-role message (the person, the
-harness, a tool's output, a demonstration) and what the person's own words
-are; the pipeline's task, the summaries' quotes of the user and the replay's
+harness, a tool's output, a demonstration), what the person's own words
+are, and which replies the harness wrote in the assistant's place (an API
+error, a usage limit); the pipeline's task, the summaries' quotes of the user and the replay's
 ``asked`` measure all ask it, so they agree.
 """
 
-from .harness import RULES, WRAPPERS, Rule, Speaker, matching_rule, without_wrappers
-from .speaker import UserReading, added_by_contextfold, is_person, read_text, reading_of
+from .harness import RULES, STAND_INS, WRAPPERS, Rule, Speaker, matching_rule, stand_in, without_wrappers
+from .speaker import UserReading, added_by_contextfold, is_person, is_stand_in_reply, read_text, reading_of
 
-__all__ = ["RULES", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "is_person",
-           "matching_rule", "read_text", "reading_of", "without_wrappers"]
+__all__ = ["RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "is_person",
+           "is_stand_in_reply", "matching_rule", "read_text", "reading_of", "stand_in", "without_wrappers"]

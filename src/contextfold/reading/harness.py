@@ -97,6 +97,13 @@ RULES: tuple[Rule, ...] = (
 """Every known shape, per format. A message is the harness's (or an observation, a demonstration) when it opens
 with one of them; otherwise it is the person's, with :data:`WRAPPERS` cut out of its words."""
 
+STAND_INS: tuple[Rule, ...] = (
+    _rule("claude-code", "synthetic reply", r"No response requested\.\s*$|API Error: \d{3}\b|Prompt is too long\s*$"
+                                           r"|Claude AI usage limit reached|You've hit your (?:usage )?limit"),
+)
+"""Replies a harness writes in the *assistant's* place (Claude Code's synthetic messages: an API error, a usage
+limit, "No response requested."): no words of the agent, so never its last message nor its plan."""
+
 WRAPPERS = re.compile(
     r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE)
 """Blocks a harness wraps around (or appends to) a person's request, and into a file a tool read: context, not
@@ -106,6 +113,12 @@ words (Claude Code's reminders, its IDE extension's notes of the open file and t
 def matching_rule(text: str) -> Rule | None:
     """The first rule whose opening ``text`` starts with, if any."""
     return next((rule for rule in RULES if rule.opening.match(text)), None)
+
+
+def stand_in(text: str) -> Rule | None:
+    """The rule by which a reply's ``text`` is the harness's, written in the assistant's place (see
+    :data:`STAND_INS`), if any."""
+    return next((rule for rule in STAND_INS if rule.opening.match(text)), None)
 
 
 def without_wrappers(text: str) -> str:

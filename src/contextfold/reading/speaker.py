@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..conversation import Document, Image, Item
-from .harness import Rule, Speaker, matching_rule, without_wrappers
+from .harness import Rule, Speaker, matching_rule, stand_in, without_wrappers
 
 _READING = "reading"
 """Where an item keeps its reading (items never change, so it is read once)."""
@@ -73,3 +73,9 @@ def added_by_contextfold(item: Item) -> bool:
 def is_person(item: Item) -> bool:
     """Whether ``item`` is the person speaking (see :class:`UserReading`)."""
     return reading_of(item).person
+
+
+def is_stand_in_reply(item: Item) -> bool:
+    """Whether an assistant ``item`` is the harness's reply in the agent's place (an API error, a usage limit):
+    text only, no tool call, and a shape of :data:`~.harness.STAND_INS`."""
+    return item.role == "assistant" and not item.tool_calls and stand_in(item.text.strip()) is not None

@@ -55,7 +55,7 @@ from ..actions import (
     written_text,
 )
 from ..conversation import Item, Summary, Text, Thinking, ToolCall
-from ..reading import reading_of
+from ..reading import is_stand_in_reply, reading_of
 from ._text import shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
@@ -370,7 +370,7 @@ class Facts:
             self.items += 1
             if item.role == "user":
                 self._read_user(item)
-            elif item.role == "assistant":
+            elif item.role == "assistant" and not is_stand_in_reply(item):  # an API error is no word of the agent
                 spoken.append((item, self._read_assistant(item, calls), after))
             elif item.tool_result is not None:
                 whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
