@@ -660,3 +660,14 @@ def test_a_test_run_that_passed_closes_the_failures_of_earlier_test_runs() -> No
     c.append(tool("c2", "12 passed in 0.4s\n<returncode>0</returncode>"))
     _, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "a later test run passed: `cd /repo && pytest -q`"
+
+
+@pytest.mark.parametrize("text", ["frameworks/" * 60, "阅读代码仓库，现在网页的首页第一屏底部背景有偏移" * 20,
+                                  "https://s.apifox.cn/ee8820dc-c11f-4abc-9def-123456789abc" * 3,
+                                  "</command-name>" * 40])
+@pytest.mark.parametrize("size", [30, 90, 400])
+def test_a_shortened_text_is_cut_between_words(text: str, size: int) -> None:
+    from contextfold.summarizers._text import cut, mid_word
+
+    head_end, tail_start = cut(text, size)
+    assert not mid_word(text, head_end) and not mid_word(text, tail_start)

@@ -37,6 +37,8 @@ _ELISION = re.compile(r" ?\[… [\d,]+ characters omitted …\] ?|…(?=\n|$)")
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+")
 SNIPPET_CHARS = 16
 """Characters on each side of an elision looked up in the recording to find where it cut."""
+MAX_OCCURRENCES = 20
+"""Occurrences of a snippet looked at in the recording."""
 MIN_SENTENCE_CHARS = 20
 """A shorter sentence ("Let me check.") is too common to say which turn it came from."""
 
@@ -101,13 +103,16 @@ class SummaryLinter:
         return cuts
 
     def _splits(self, snippet: str, *, at_end: bool) -> bool:
-        """Whether the recording, where ``snippet`` occurs in it, has a word going on across the snippet's cut end."""
+        """Whether the recording, wherever ``snippet`` occurs in it, has a word going on across the snippet's cut end
+        (every occurrence, up to :data:`MAX_OCCURRENCES`: a snippet found both ways is not counted)."""
         if len(snippet.strip()) < SNIPPET_CHARS // 2 or "\n" in snippet:
             return False
-        found = self._text.find(snippet)
-        if found < 0:
-            return False
-        return mid_word(self._text, found + len(snippet) if at_end else found)
+        found, seen = self._text.find(snippet), 0
+        while found >= 0 and seen < MAX_OCCURRENCES:
+            if not mid_word(self._text, found + len(snippet) if at_end else found):
+                return False
+            found, seen = self._text.find(snippet, found + 1), seen + 1
+        return seen > 0
 
 
 def _one_line(command: str) -> str:

@@ -23,7 +23,7 @@ def cut(text: str, max_chars: int, head_share: float = 0.65) -> tuple[int, int]:
         return len(text), len(text)
     room = max_chars - len(_marker(len(text) - max_chars))
     if room < 8:
-        return max(max_chars - 1, 0), len(text)
+        return _boundary(text, max(max_chars - 1, 0), -1), len(text)
     head_end = int(room * head_share)
     tail_start = len(text) - (room - head_end)
     snapped = text.rfind(" ", head_end - _SNAP_CHARS, head_end)
