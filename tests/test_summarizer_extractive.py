@@ -671,3 +671,19 @@ def test_a_shortened_text_is_cut_between_words(text: str, size: int) -> None:
 
     head_end, tail_start = cut(text, size)
     assert not mid_word(text, head_end) and not mid_word(text, tail_start)
+
+
+def test_an_issue_whose_output_was_cleared_is_still_the_task_by_the_lines_the_placeholder_kept() -> None:
+    from contextfold.pipeline.importance import References
+
+    c = Conversation()
+    c.append(user("Issue to solve: https://github.com/o/r/issues/47"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "gh issue view https://github.com/o/r/issues/47"})]))
+    c.append(tool("c1", "title: Double typing in the cover letter\nbody: we type the message twice in fillCoverLetter()\n"
+                        + "noise line\n" * 400))
+    c.append(assistant("Fixing fillCoverLetter() so it types once.", [ToolCall("c2", "Read", {"file_path": "src/a.js"})]))
+    c.append(tool("c2", "function fillCoverLetter() {}"))
+    c.items[2] = placeholder(c.items[2], 2_000, "clear", References.of(c.items), keep_chars=400)
+    text, state = summarize(c.items)
+    assert state["fetched_task"]["source"].endswith("(output cleared since; the lines it kept)")
+    assert "fillCoverLetter()" in section(text, 1)

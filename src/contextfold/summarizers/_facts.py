@@ -380,6 +380,8 @@ class Facts:
                     after = (call, action)
                 if not whole:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
+                    if details:
+                        self._read_cleared_fetch(call, action, item)
                 if failure is not None:
                     quiet.clear()
                 elif whole:
@@ -496,6 +498,18 @@ class Facts:
         if ok and _fetches_issue(item, call, action) and text.strip():
             fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)
+
+    def _read_cleared_fetch(self, call: ToolCall, action: Action, item: Item) -> None:
+        """An issue the agent fetched whose output a stage has cleared since: the lines the placeholder still shows
+        (below its first line, the note) stand for it, so the task as it arrived is not lost to clearing."""
+        if not _fetches_issue(item, call, action):
+            return
+        kept = item.text.partition("\n")[2].strip()
+        if kept:
+            source = (_ran(item, action.command) if action.command else shorten(call_line(call), 200)) + \
+                " (output cleared since; the lines it kept)"
+            self.fetched_task = _first_issue(self.fetched_task, {"source": source,
+                                                                 "text": shorten(kept, TEXT_CHARS["fetched_task"])})
 
     def _read_manifest(self, action: Action, text: str) -> None:
         """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
