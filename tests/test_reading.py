@@ -112,3 +112,15 @@ def test_a_reply_the_harness_wrote_in_the_agents_place_is_not_its_last_message(t
     facts = Facts()
     facts.read(items)
     assert facts.last_assistant == "Renamed. Next I will push to the new remote."
+
+
+def test_the_file_in_hand_is_restored_whole_when_it_fits_the_restore_budget() -> None:
+    big = "".join(f"    line_{n} = compute({n})\n" for n in range(400))
+    calls = [ToolCall("c1", "Read", {"file_path": "/repo/old.py"}), ToolCall("c2", "Read", {"file_path": "/repo/big.py"})]
+    span = list(Conversation([Item("assistant", (calls[0],)), Item("tool", (ToolResult("c1", big),)),
+                              Item("assistant", (calls[1],)), Item("tool", (ToolResult("c2", big),))]).items)
+    restored = restored_item(span, [], max_files=3, file_tokens=500, total_tokens=20_000, count_text=lambda t: len(t) // 4)
+    assert restored is not None
+    newest, older = restored.text.split("### /repo/old.py")
+    assert "line_399 = compute(399)" in newest and "omitted" not in newest  # the file in hand, whole
+    assert "omitted" in older  # an older file keeps its head and tail

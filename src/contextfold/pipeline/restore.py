@@ -3,7 +3,8 @@
 A summary says which files were read and edited; the agent usually needs
 their contents again at once. Claude Code re-reads the most recently used
 files after compacting; here the latest content each file had in the
-summarized span is restored (capped per file and in all), with the latest
+summarized span is restored (capped per file and in all; the newest, the
+file in hand, whole when it fits the cap in all), with the latest
 todo or plan state, unless the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
 keep naming (:mod:`.importance`, at least ``min_weight``); a file read once
@@ -99,8 +100,9 @@ def restored_item(
             continue
         if refs is not None and path_weight(refs, path) < min_weight:
             continue
-        body = head_tail(content, *_whole_lines(content, file_tokens * CHARS_PER_TOKEN * 2 // 3,
-                                                file_tokens * CHARS_PER_TOKEN // 3))
+        in_hand = not sections and len(content) <= total_tokens * CHARS_PER_TOKEN  # the newest: the file in hand
+        body = content if in_hand and count_text(content) <= total_tokens else head_tail(
+            content, *_whole_lines(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3))
         cost = count_text(body)
         if spent + cost > total_tokens:
             continue
