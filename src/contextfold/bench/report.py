@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..replay.lint import SummaryLint
 from ..replay.probes import PROBES
 from ..replay.recall import SessionRecall, mean_recall
 from ..replay.strict import SessionStrict, mean_strict
@@ -48,6 +49,8 @@ class StrategyTotals:
     recoverable_recall: float | None = None
     """Of the needed tokens a request did not hold, the share one search_history call returned (mean over
     sessions; ``None`` for a strategy that offers no search)."""
+    lint: SummaryLint = field(default_factory=SummaryLint)
+    """The summary lint (:mod:`contextfold.replay.lint`) summed over the sessions: each count should be 0."""
 
 
 def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
@@ -87,6 +90,7 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         worst_request_recall=recall.worst_request_recall,
         strict=strict,
         recoverable_recall=recall.recoverable,
+        lint=sum((t.lint for t in totals), SummaryLint()),
     )
 
 
