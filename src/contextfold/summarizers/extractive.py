@@ -227,9 +227,8 @@ class _Layout:
         facts = self.facts
         parts: list[Part] = []
         if facts.user_messages:
-            first = facts.user_messages[0]  # when it is also the latest, it is what the agent is answering: whole
-            floor = max(_TASK_FLOOR, min(self.meter(first), _LATEST_USER_WHOLE)) if len(facts.user_messages) == 1 else _TASK_FLOOR
-            parts.append(self._elastic(first, _W_TASK, floor, "The user's first request in this part, verbatim:\n",
+            parts.append(self._elastic(facts.user_messages[0], _W_TASK, _TASK_FLOOR,
+                                       "The user's first request in this part, verbatim:\n",
                                        names=names_in))
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
