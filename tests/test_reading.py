@@ -124,3 +124,24 @@ def test_the_file_in_hand_is_restored_whole_when_it_fits_the_restore_budget() ->
     newest, older = restored.text.split("### /repo/old.py")
     assert "line_399 = compute(399)" in newest and "omitted" not in newest  # the file in hand, whole
     assert "omitted" in older  # an older file keeps its head and tail
+
+
+def test_a_custom_slash_commands_task_is_what_the_person_typed_not_its_prompt_file() -> None:
+    echo = "<command-message>gsd:plan-phase</command-message>\n<command-name>/gsd:plan-phase</command-name>\n" \
+           "<command-args>3</command-args>"
+    template = "<objective>\nCreate executable phase prompts.\n\n" + "Step detail that the template spells out.\n" * 300
+    items = [Item("user", (Text(echo),)), Item("user", (Text(template),)), Item("assistant", (Text("Planning."),))]
+    assert task_index(Conversation(items)) == 0
+    assert reading_of(items[1]).person  # the prompt is still what the person asked for, quoted by a summary
+    typed = [Item("user", (Text("/gsd:execute-plan .planning/phases/04/04-01-PLAN.md"),)), items[2]]
+    assert task_index(Conversation(typed)) == 0
+
+
+def test_a_requests_opening_is_its_first_three_lines_that_say_something() -> None:
+    from contextfold.reading import opening
+
+    text = "<objective>\nDisplay the complete GSD command reference.\n\nOutput ONLY the reference content below.\n" \
+           "- Project-specific analysis\n- Git status\nmore detail here"
+    head, rest = opening(text)
+    assert head.endswith("- Project-specific analysis") and rest == "- Git status\nmore detail here"
+    assert opening("fix it") == ("fix it", "")

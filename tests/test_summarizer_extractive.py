@@ -687,3 +687,19 @@ def test_an_issue_whose_output_was_cleared_is_still_the_task_by_the_lines_the_pl
     text, state = summarize(c.items)
     assert state["fetched_task"]["source"].endswith("(output cleared since; the lines it kept)")
     assert "fillCoverLetter()" in section(text, 1)
+
+
+def test_the_opening_lines_of_a_long_first_request_are_kept_whole() -> None:
+    c = Conversation()
+    c.append(user("<objective>\nDisplay the complete GSD command reference.\n\nOutput ONLY the reference content "
+                  "below. Do NOT add:\n- Project-specific analysis of the repository\n"
+                  + "A reference line that goes on about one command and its options at length.\n" * 800))
+    for n in range(12):
+        c.append(assistant(f"The reference fails because part{n}.md is missing its `--flag{n}` entry, so I must add it.",
+                           [ToolCall(f"c{n}", "bash", {"command": f"python check.py part{n}.md"})]))
+        c.append(tool(f"c{n}", f"Traceback (most recent call last):\n  File \"check.py\", line {n}\nKeyError: 'flag{n}'", True))
+    c.append(user("Also list the aliases of every command in the reference, one per line, please."))
+    text, _ = summarize(c.items, target=260)
+    opening_lines = ["Display the complete GSD command reference.", "Output ONLY the reference content below. Do NOT add:",
+                     "- Project-specific analysis of the repository"]
+    assert all(line in section(text, 1) for line in opening_lines)

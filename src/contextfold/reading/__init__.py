@@ -7,8 +7,20 @@ error, a usage limit); the pipeline's task, the summaries' quotes of the user an
 ``asked`` measure all ask it, so they agree.
 """
 
-from .harness import RULES, STAND_INS, WRAPPERS, Rule, Speaker, matching_rule, stand_in, without_wrappers
+from .harness import (
+    RULES,
+    STAND_INS,
+    WRAPPERS,
+    Rule,
+    Speaker,
+    matching_rule,
+    stand_in,
+    typed_command,
+    without_wrappers,
+)
+from .request import OPENING_LINES, opening, says_something
 from .speaker import UserReading, added_by_contextfold, is_person, is_stand_in_reply, read_text, reading_of
 
-__all__ = ["RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "is_person",
-           "is_stand_in_reply", "matching_rule", "read_text", "reading_of", "stand_in", "without_wrappers"]
+__all__ = ["OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "is_person",
+           "is_stand_in_reply", "matching_rule", "opening", "read_text", "reading_of", "says_something", "stand_in", "typed_command",
+           "without_wrappers"]

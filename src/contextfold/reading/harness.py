@@ -110,6 +110,16 @@ WRAPPERS = re.compile(
 words (Claude Code's reminders, its IDE extension's notes of the open file and the selection)."""
 
 
+SLASH_COMMAND = re.compile(r"<command-name>\s*(/[^<\s]+)\s*</command-name>")
+"""Claude Code's echo of a slash command the person typed (``<command-name>/gsd:plan</command-name>``)."""
+
+
+def typed_command(text: str) -> str | None:
+    """The slash command (``/name``) a Claude Code command echo says the person typed, if ``text`` is one."""
+    found = SLASH_COMMAND.search(text) if "<command-name>" in text else None
+    return found.group(1) if found else None
+
+
 def matching_rule(text: str) -> Rule | None:
     """The first rule whose opening ``text`` starts with, if any."""
     return next((rule for rule in RULES if rule.opening.match(text)), None)

@@ -21,7 +21,7 @@ before the reply (what only a compaction can lose):
 ``line``
     The lines the reply writes that occurred verbatim earlier (code it
     copies or edits, a command it runs again, an error it quotes): at least
-    :data:`MIN_LINE_CHARS` characters, a space, two words. Held when present.
+    :data:`~contextfold.reading.request.MIN_LINE_CHARS` characters, a space, two words. Held when present.
 ``outcome``
     The last error before the reply (the error line the survival probe finds
     in the latest output that had one, and up to :data:`ERROR_FRAME_LINES`
@@ -61,7 +61,7 @@ from typing import Any
 
 from ..conversation import Conversation, Item, Summary, Text, Thinking, ToolCall, ToolResult
 from ..pipeline.importance import specific_tokens
-from ..reading import is_person
+from ..reading import OPENING_LINES, is_person, says_something
 from .probes import last_error_line
 from .recall import FAR_MESSAGES
 from .render import recorded_messages
@@ -72,16 +72,13 @@ MIN_CONTEXT_CHARS = 12
 """Fewer characters of context than this on the line: the neighbouring line is part of the context."""
 MAX_OCCURRENCES = 40
 """Earlier messages holding a token that are tried, the latest first."""
-MIN_LINE_CHARS = 16
-"""A line the reply wrote counts from this length (with a space and two words): shorter ones say little."""
-ASKED_LINES = 3
+ASKED_LINES = OPENING_LINES
 """Scorable lines of a person's message that ``asked`` looks for: its opening states the request."""
 ERROR_FRAME_LINES = 2
 """Lines before the error line that belong to the outcome: the failing frame."""
 
 _ESCAPES = (("\\n", "\n"), ("\\t", " "), ('\\"', '"'), ("\\'", "'"), ("\\\\", "\\"))
 """JSON string escapes left in a text (an argument written twice escaped), undone in this order."""
-_WORDS = re.compile(r"\w{2,}")
 _TEST_RESULTS = (
     r"\b\d+ (?:passed|failed|errors?)\b",  # pytest: "3 passed, 1 failed"
     r"^Ran \d+ tests? in\b",  # unittest
@@ -161,9 +158,8 @@ def searchable(item: Item) -> str:
     return "\n".join(item_lines(item))
 
 
-def scorable_line(line: str) -> bool:
-    """Whether a line says enough to be looked for verbatim: long enough, a space, two words."""
-    return len(line) >= MIN_LINE_CHARS and " " in line and len(_WORDS.findall(line)) >= 2
+scorable_line = says_something
+"""Whether a line says enough to be looked for verbatim (:func:`contextfold.reading.says_something`)."""
 
 
 def contexts(token: str, lines: Sequence[str]) -> list[str]:

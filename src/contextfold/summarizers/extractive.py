@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
+from ..reading import opening
 from ._facts import ErrorFacts, Facts, names_in, todo_line
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._text import Meter, shorten
@@ -89,6 +90,7 @@ _FOCUS_BOOST = 2.0
 # Floors, in tokens: what a part keeps however small the budget. Kept small on
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
+_OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _USER_FLOORS_SHARE = 0.6
@@ -227,9 +229,11 @@ class _Layout:
         facts = self.facts
         parts: list[Part] = []
         if facts.user_messages:
-            parts.append(self._elastic(facts.user_messages[0], _W_TASK, _TASK_FLOOR,
-                                       "The user's first request in this part, verbatim:\n",
-                                       names=names_in))
+            head, rest = opening(facts.user_messages[0])  # its opening says what is asked: whole before the rest
+            parts.append(self._elastic(head, _W_TASK, max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR)),
+                                       "The user's first request in this part, verbatim:\n", names=names_in))
+            if rest:
+                parts.append(self._elastic(rest, _W_TASK, 0, names=names_in))
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
             parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
