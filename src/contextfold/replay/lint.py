@@ -34,6 +34,7 @@ _HEADING = re.compile(r"^#{1,4} ?\d*\.? ?(.+)$", re.MULTILINE)
 _LIST_MARK = re.compile(r"^\s*(?:\d+\.|[-*])\s+")
 _UNRESOLVED = re.compile(r"(?:Last error \(unresolved\), from |\[unresolved\] )`\$ ([^`]+)`")
 _ELISION = re.compile(r" ?\[… [\d,]+ characters omitted …\] ?|…(?=\n|$)")
+_OMITTED = re.compile(r"\[… ([\d,]+) characters omitted …\]")
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+")
 SNIPPET_CHARS = 16
 """Characters on each side of an elision looked up in the recording to find where it cut."""
@@ -84,14 +85,24 @@ class SummaryLinter:
         quoted = sum(_is_harness_line(line) for line in asked.splitlines())
         step = "\n".join(body for title, body in sections if "next step" in title)
         done = bool(step) and any(sentence in step for sentence, at in self._announced.items() if at < before)
-        open_errors = [m.group(1).split(" […")[0].rstrip("…").strip() for m in _UNRESOLVED.finditer(summary)]
-        closed = sum(self._closed(command, before) for command in open_errors if command)
+        closed = sum(self._closed(m.group(1), before) for m in _UNRESOLVED.finditer(summary))
         return SummaryLint(1, quoted, int(done), closed, self._mid_word_cuts(summary))
 
-    def _closed(self, command: str, before: int) -> bool:
-        """Whether ``command`` (as a summary names it: its first line, perhaps shortened) failed and then, run again
-        before item ``before``, succeeded."""
-        runs = [ok for index, ran, ok in self._runs if index < before and ran.startswith(command)]
+    def _closed(self, named: str, before: int) -> bool:
+        """Whether the command a summary names (on one line, perhaps shortened to its head and tail around an
+        elision) failed and then, run again before item ``before``, succeeded."""
+        head, cut, tail = (part.strip() for part in _ELISION.sub("\0", named.strip(), count=1).partition("\0"))
+        if not head:
+            return False
+        omitted = _OMITTED.search(named)
+        length = len(head) + len(tail) + int(omitted.group(1).replace(",", "")) if omitted else None
+
+        def same(ran: str) -> bool:  # the whole command, or one with the head, tail and length the shortened name kept
+            if not cut:
+                return ran == head
+            return ran.startswith(head) and ran.endswith(tail) and (length is None or abs(len(ran) - length) <= 4)
+
+        runs = [ok for index, ran, ok in self._runs if index < before and same(ran)]
         return len(runs) > 1 and runs[-1] and not all(runs)
 
     def _mid_word_cuts(self, summary: str) -> int:
