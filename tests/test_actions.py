@@ -222,3 +222,28 @@ def test_return_code() -> None:
     assert return_code("<returncode>127</returncode>\n<output>") == 127
     assert return_code("Exit code: 2\nboom") == 2
     assert return_code("no status here") is None
+
+
+def test_a_search_that_matched_nothing_is_no_failure() -> None:
+    from contextfold.actions import item_failure_line
+    from contextfold.conversation import Conversation, ToolCall, assistant, tool
+
+    def line(command: str, output: str) -> str | None:
+        c = Conversation([assistant("", [ToolCall("c1", "bash", {"command": command})]), tool("c1", output)])
+        return item_failure_line(c.items[1])
+
+    assert line("grep -rn 'parse_totals' src/", "<returncode>1</returncode>\n<output>\n</output>") is None
+    assert line("find . -name '*.py' | xargs grep -l parse_totals", "exit code 123") is None
+    assert line("cat src/a.py | grep parse_totals", "<returncode>1</returncode>\n<output>\n</output>") is None
+    assert line("grep -n x missing.py", "<returncode>2</returncode>\n<output>\ngrep: missing.py: No such file or "
+                                        "directory\n</output>") is not None
+    assert line("python check.py", "<returncode>1</returncode>\n<output>\n</output>") is not None
+
+
+def test_a_source_line_holding_the_word_failed_is_no_error_line() -> None:
+    from contextfold.actions import error_lines
+
+    source = '    if job.status == "FAILED":\n        retry(job)\nprint(\'FAILED\')\n'
+    assert error_lines(source) == []
+    assert error_lines("FAILED tests/test_a.py::test_x - AssertionError\nFAILED (failures=1)") == [
+        "FAILED tests/test_a.py::test_x - AssertionError", "FAILED (failures=1)"]

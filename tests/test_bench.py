@@ -144,7 +144,7 @@ TOTALS_MD = (("cost $", "cost_usd", MONEY, min), ("cost, summaries by LLM $", "c
              ("strict", "strict.strict", RECALL, max), ("recall", "recall", RECALL, max))
 STRICT_MD = tuple((title, f"strict.{name}", RECALL, max) for title, name in (
     ("strict", "strict"), ("in context", "kwic"), ("in context, far", "kwic_far"), ("lines", "line"),
-    ("lines, far", "line_far"), ("outcome", "outcome"), ("outcome, far", "outcome_far")))
+    ("lines, far", "line_far"), ("outcome", "outcome"), ("outcome, far", "outcome_far"), ("asked", "asked")))
 SURVIVAL_MD = (("task", "survival.task", SHARE, max), ("edited files", "survival.edited", SHARE, max),
                ("last error", "survival.last_error", SHARE, max),
                ("latest output", "survival.latest_output", SHARE, max),
@@ -359,3 +359,11 @@ def test_ctrl_c_stops_the_bench_with_one_line_and_exit_130(tmp_path: Path) -> No
     assert bench.returncode == 130, stderr
     assert stderr.strip() == "contextfold: bench interrupted; no results written", stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_results_json_carries_the_summary_lint_of_each_strategy(bench: tuple[Report, Path]) -> None:
+    _, out = bench
+    data = json.loads((out / "results.json").read_text())
+    for totals in data["totals"]:
+        assert set(totals["lint"]) == {"summaries", "harness_quoted", "next_step_done", "closed_error_open",
+                                       "mid_word_cuts"}

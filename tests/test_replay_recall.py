@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from conftest import SHARED
@@ -13,6 +14,7 @@ from test_replay_run import Edited
 
 from contextfold import importers
 from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, assistant, tool, user
+from contextfold.reading import read_text
 from contextfold.replay import StrategyConfig, recount, replay, strategies
 from contextfold.replay.recall import Recall, session_needs, session_recall, specific_tokens
 from contextfold.replay.render import render_item
@@ -128,7 +130,10 @@ def test_recall_and_strict_recall_agree_with_the_referee_on_every_shared_session
             assert mine == pytest.approx(reference, abs=0.005), (name, window)
     assert (ours.recall_needed, ours.recall_far_needed) == (theirs["needed"], theirs["needed_far"])
     strict = referee.strict.strict(trajectory, referee.cli.read_requests(str(dump)))
+    readers_agree = not speakers_read_apart(referee, trajectory)
     for measure in MEASURES:  # strict recall (contextfold.replay.strict): within 0.01 of the referee's strict.py
+        if measure.startswith("asked") and not readers_agree:
+            continue  # who is the person differs (see speakers_read_apart): so may what was asked
         mine, reference = getattr(ours.strict, measure), strict[measure]
         assert (mine is None) == (reference is None), measure
         if mine is not None:
@@ -170,6 +175,24 @@ class LosesOffloadedOutputs:
 
     def record_usage(self, usage: object) -> None:
         self.inner.record_usage(usage)  # type: ignore[arg-type]
+
+
+def speakers_read_apart(referee: ModuleType, trajectory: Any) -> list[str]:
+    """The user messages of ``trajectory`` that the referee and :mod:`contextfold.reading` read differently.
+
+    Only one way is allowed: a message the referee takes for the person that the reader takes for the harness,
+    by one of its rules (Claude Code's stop-hook feedback and background-task notices, a message that was only an
+    IDE note) or by what is left once the wrappers are cut out; never the person's words taken for the harness."""
+    apart = []
+    for message in trajectory.messages:
+        if message["role"] != "user":
+            continue
+        text = referee.tokens.content_text(message.get("content"))
+        theirs, mine = not referee.strict.harness("\n".join(referee.strict.norm_lines(text))), read_text(text).person
+        assert not (mine and not theirs), text[:200]  # the referee's harness is ours too
+        if theirs and not mine:
+            apart.append(text)
+    return apart
 
 
 def test_recoverable_recall_counts_what_one_search_brings_back_and_drops_when_outputs_are_lost(tmp_path: Path) -> None:

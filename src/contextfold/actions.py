@@ -299,7 +299,7 @@ def written_text(call: ToolCall) -> str | None:
 # --------------------------------------------------------------------------- errors in outputs
 
 _ERROR_LINE = re.compile(
-    r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|\bFAILED\b|"
+    r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|^[^\"'=(\n]*\bFAILED\b(?![\"'])|"
     r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
     r"^\s*(?:--- )?FAIL\b|\tfail\t)",
@@ -399,7 +399,34 @@ def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     if isinstance(recorded, str):
         return recorded
     result = item.tool_result
-    return None if result is None else failure_line(result.text, result.is_error, kind)
+    if result is None:
+        return None
+    line = failure_line(result.text, result.is_error, kind)
+    if line is not None and result.arguments and no_match(str(result.arguments.get("command") or ""), result.text):
+        return None
+    return line
+
+
+_MATCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
+"""Programs whose exit status 1 means "no line matched", by their documented convention (POSIX grep, ripgrep)."""
+_NO_MATCH_CODES = {1: "", 123: "xargs"}
+"""Exit statuses of a search that found nothing: the matcher's own 1, or 123 from ``xargs`` running it (xargs exits
+123 when any run of the command exited 1 to 125)."""
+
+
+def no_match(command: str, text: str) -> bool:
+    """Whether ``text``, the output of ``command``, is a search that matched nothing (``grep`` exit 1, ``… | xargs grep``
+    exit 123) rather than a failure: the last stage of the command is the matcher and no error line is reported."""
+    code = return_code(text)
+    if code not in _NO_MATCH_CODES or not command or reported_error_lines(text):
+        return False
+    last = re.split(r"\|\|?|&&|;", command.strip().splitlines()[-1] if command.strip() else "")[-1].split()
+    if _NO_MATCH_CODES[code]:  # run through xargs: its command follows its options
+        if not last or last[0] != _NO_MATCH_CODES[code]:
+            return False
+        last = [word for word in last[1:] if not word.startswith("-")]
+    words = [word for word in last if "=" not in word or word.startswith("-")]  # past VAR=value prefixes
+    return bool(words) and (words[0].rsplit("/", 1)[-1] in _MATCHERS or words[:2] == ["git", "grep"])
 
 
 _REMEMBERED_CHARS = 32_768

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..replay.lint import SummaryLint
 from ..replay.probes import PROBES
 from ..replay.recall import SessionRecall, mean_recall
 from ..replay.strict import SessionStrict, mean_strict
@@ -48,6 +49,8 @@ class StrategyTotals:
     recoverable_recall: float | None = None
     """Of the needed tokens a request did not hold, the share one search_history call returned (mean over
     sessions; ``None`` for a strategy that offers no search)."""
+    lint: SummaryLint = field(default_factory=SummaryLint)
+    """The summary lint (:mod:`contextfold.replay.lint`) summed over the sessions: each count should be 0."""
 
 
 def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
@@ -87,6 +90,7 @@ def strategy_totals(runs: Sequence[BenchRun], strategy: str) -> StrategyTotals:
         worst_request_recall=recall.worst_request_recall,
         strict=strict,
         recoverable_recall=recall.recoverable,
+        lint=sum((t.lint for t in totals), SummaryLint()),
     )
 
 
@@ -196,14 +200,16 @@ STRICT_COLUMNS = tuple(
     Column(title, _strict_figure(name), _recall, lower_is_better=False)
     for name, title in (("strict", "strict"), ("kwic", "in context"), ("kwic_far", "in context, far"),
                         ("line", "lines"), ("line_far", "lines, far"), ("outcome", "outcome"),
-                        ("outcome_far", "outcome, far"))
+                        ("outcome_far", "outcome, far"), ("asked", "asked"))
 )
 STRICT_INTRO = (
     "What each recorded reply went on to use, still in its request *with its context*, which a bare list of "
     "identifiers cannot satisfy: in context, the specific tokens the reply wrote that were held with 24 characters "
     "of their earlier line on each side; lines, the lines it wrote that occurred earlier, held verbatim; outcome, "
     "the share of the last error (its line and the failing frame) and the last test-result line held. Strict is "
-    "the mean of the three; far counts only what occurred before the last 6 messages. Each figure is the mean over "
+    "the mean of the three; asked (beside it) the share of the first lines of the person's first and latest "
+    "messages held, harness text not being the person; far counts only what occurred before the last 6 messages. "
+    "Each figure is the mean over "
     "sessions of a session's figure (pooled over its requests), with the definitions of the shared referee."
 )
 RECALL_COLUMNS = (

@@ -163,7 +163,8 @@ def totals_table(totals: Totals) -> Table:
         (f"strict: lines ({strict.line_needed:,} needed)", strict.line),
         (f"strict: lines, far ({strict.line_far_needed:,})", strict.line_far),
         ("strict: last error and test result", strict.outcome),
-        ("strict: the same, far", strict.outcome_far))]
+        ("strict: the same, far", strict.outcome_far),
+        ("asked: the person's first and latest words", strict.asked))]
     for row in rows:
         table.add_row(*row)
     return table

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..conversation import Header, Item
 from ..events import Event
+from ..reading import reading_of
 from ..redaction import describe, redact_item
 from ..summarizers._facts import read_ahead
 from .base import Policy
@@ -45,7 +46,8 @@ def admit(item: Item, policy: Policy, header: Header, results_dir: Path | None,
 
 def observe(items: Sequence[Item]) -> None:
     """Read the kept ``items`` once, into their memos: their references (and where an output's are, whose
-    lines clearing keeps) and the facts a summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
+    lines clearing keeps), who speaks in a user item (:func:`~contextfold.reading.reading_of`) and the facts a
+    summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
 
     Only a cache is filled: a failure is logged and leaves the reading to the compaction that needs it."""
     try:
@@ -53,6 +55,8 @@ def observe(items: Sequence[Item]) -> None:
             item_tokens(item)
             if item.tool_result is not None:
                 line_index(item)
+            elif item.role == "user":
+                reading_of(item)  # who speaks, and the person's words
         read_ahead(items)
     except Exception as error:  # noqa: BLE001 - a reading bug must not refuse an item: the compaction reads it again
         logger.warning("reading new items ahead failed, a compaction will read them: %s: %s", type(error).__name__, error)

@@ -3,7 +3,8 @@
 A summary says which files were read and edited; the agent usually needs
 their contents again at once. Claude Code re-reads the most recently used
 files after compacting; here the latest content each file had in the
-summarized span is restored (capped per file and in all), with the latest
+summarized span is restored (capped per file and in all; the newest, the
+file in hand, whole when it fits the cap in all), with the latest
 todo or plan state, unless the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
 keep naming (:mod:`.importance`, at least ``min_weight``); a file read once
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, result_action
 from ..conversation import Item, Text
+from ..reading import without_wrappers
 from ..summarizers._facts import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
 from .importance import References
@@ -42,8 +44,21 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
             if action.kind == EDIT and content is None:
                 seen[path] = (None, True)
             elif action.kind == READ and content is None and not is_placeholder(item):
-                seen[path] = (result.text, edited)
+                seen[path] = (without_wrappers(result.text), edited)  # a harness's reminder is no file content
     return [(path, *seen[path]) for path in order]
+
+
+def _whole_lines(text: str, head_chars: int, tail_chars: int) -> tuple[int, int]:
+    """``head_chars`` and ``tail_chars`` moved back to the nearest line ends, so a restored file is cut between its
+    lines, never inside one (a half line of code reads as a different line); unchanged when a line is longer than
+    half of either."""
+    if len(text) <= head_chars + tail_chars:
+        return head_chars, tail_chars
+    head_end = text.rfind("\n", 0, head_chars) + 1
+    tail_start = text.find("\n", len(text) - tail_chars) + 1 if tail_chars else len(text)
+    head = head_end if head_end > head_chars // 2 else head_chars
+    tail = len(text) - tail_start if 0 < tail_start and len(text) - tail_start > tail_chars // 2 else tail_chars
+    return head, tail
 
 
 def path_weight(refs: References, path: str) -> float:
@@ -85,7 +100,9 @@ def restored_item(
             continue
         if refs is not None and path_weight(refs, path) < min_weight:
             continue
-        body = head_tail(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3)
+        in_hand = not sections and len(content) <= total_tokens * CHARS_PER_TOKEN  # the newest: the file in hand
+        body = content if in_hand and count_text(content) <= total_tokens else head_tail(
+            content, *_whole_lines(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3))
         cost = count_text(body)
         if spent + cost > total_tokens:
             continue

@@ -16,6 +16,7 @@ from ..pipeline.base import Prices
 from .cost import cost_usd
 from .probes import PROBES, Survival
 from .recall import Recall, session_recall
+from .lint import SummaryLint
 from .strict import SessionStrict, Strict, session_strict
 
 AGENT, SUMMARIZER = "agent", "summarizer"
@@ -53,6 +54,7 @@ class RequestRecord:
     survival: Survival | None = None
     recall: Recall | None = None
     strict: Strict | None = None
+    lint: SummaryLint = field(default_factory=SummaryLint)
     violations: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +80,7 @@ def priced(
     recall: Recall | None = None,
     strict: Strict | None = None,
     violations: tuple[str, ...] = (),
+    lint: SummaryLint | None = None,
 ) -> RequestRecord:
     """A record with its costs: an agent request writes to the cache all it did not read from it; a summarizer
     request is read uncached (``cache_read_tokens`` is ignored). ``llm_summary_usd`` is what writing the
@@ -104,6 +107,7 @@ def priced(
         recall=recall,
         strict=strict,
         violations=violations,
+        lint=lint or SummaryLint(),
     )
 
 
@@ -124,7 +128,8 @@ class Totals:
     summary priced as if an LLM had written it, by the reference scorer's rule; ``cost_live_usd`` the
     same as the live path pays, its summarizer reading the agent's cache (:mod:`.summary_price`). ``recoverable_recall`` is the share of the
     ``recoverable_missing`` needed tokens the requests did not hold that one search of the history
-    returned (``None`` for a strategy without one).
+    returned (``None`` for a strategy without one). ``lint`` counts what the summaries the requests carried
+    misread (:mod:`.lint`; each should be 0).
     """
 
     session: str
@@ -158,6 +163,7 @@ class Totals:
     strict: SessionStrict = field(default_factory=SessionStrict)
     recoverable_recall: float | None = None
     recoverable_missing: int = 0
+    lint: SummaryLint = field(default_factory=SummaryLint)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -218,6 +224,7 @@ def summarize(
         strict=session_strict(r.strict for r in agent),
         recoverable_recall=recall.recoverable,
         recoverable_missing=recall.missing,
+        lint=sum((r.lint for r in agent), SummaryLint()),
     )
 
 

@@ -47,7 +47,8 @@ from .render import (
     tools_tokens,
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
-from .strict import StrictSession, searchable
+from .lint import SummaryLint, SummaryLinter
+from .strict import StrictSession, model_text, searchable
 from .summary_price import BothRules
 
 Progress = Callable[[int, int], None]
@@ -90,6 +91,7 @@ class _Replay:
         self.probes = SessionProbes(recording)
         self.needs = session_needs(recording)
         self.strict = StrictSession(recording)
+        self.linter = SummaryLinter(recording)
         self.invariants = RecordingInvariants(recording)
         self.haystack = Haystack()
         self.recall_haystack = Haystack()
@@ -123,6 +125,8 @@ class _Replay:
         self._write(step, AGENT, output, tools_json, messages, summaries)
         known = {m.json for m in previous.messages} if previous is not None and summaries else set()
         new_summaries = [tokens[n] for n in summaries if messages[n].json not in known]
+        lint = sum((self.linter.lint(model_text(messages[n].item), step.index)
+                    for n in summaries if messages[n].json not in known), SummaryLint())
         llm, live = 0.0, 0.0
         if new_summaries and not summaries_paid:  # the messages since the replaced request go into the live call
             since = [(m, self.estimator.item(m.item)) for m in map(render_item, step.new_items) if m is not None]
@@ -136,6 +140,7 @@ class _Replay:
                                    self.recall_haystack.searcher({m: m.wire_text for m in messages}), search),
             strict=self.strict.evaluate(step.index, self.strict_haystack.searcher({m: searchable(m.item) for m in messages})),
             violations=self.invariants.check(request, step.index),
+            lint=lint,
         )
         self.records.append(record)
         return record

@@ -21,14 +21,26 @@ before the reply (what only a compaction can lose):
 ``line``
     The lines the reply writes that occurred verbatim earlier (code it
     copies or edits, a command it runs again, an error it quotes): at least
-    :data:`MIN_LINE_CHARS` characters, a space, two words. Held when present.
+    :data:`~contextfold.reading.request.MIN_LINE_CHARS` characters, a space, two words. Held when present.
 ``outcome``
     The last error before the reply (the error line the survival probe finds
     in the latest output that had one, and up to :data:`ERROR_FRAME_LINES`
     lines before it: the failing frame) and the last test-result line: the
     share present, averaged over requests.
 
-``strict`` is the mean of the three. Every text is compared as lines with
+``strict`` is the mean of the three. Beside it, not part of it:
+
+``asked``
+    What the person asked, as the reply had it: the first lines
+    (:data:`ASKED_LINES` scorable ones) of the person's first message, the
+    task, and of the latest message of the person before the reply: the
+    share present verbatim, averaged over requests. Who is the person is
+    :mod:`contextfold.reading`'s answer: a caveat, a reminder, a command
+    echo, an interrupt notice, a format nag, an observation or a
+    demonstration in a user message is not (a summary that quotes one as the
+    user's request has lost what was asked).
+
+ Every text is compared as lines with
 whitespace collapsed and JSON string escapes undone (:func:`normalized_lines`).
 A session's kwic and line are pooled over its requests; a set of sessions
 takes the mean of its sessions' figures, as recall does. These are the
@@ -49,6 +61,7 @@ from typing import Any
 
 from ..conversation import Conversation, Item, Summary, Text, Thinking, ToolCall, ToolResult
 from ..pipeline.importance import specific_tokens
+from ..reading import OPENING_LINES, is_person, says_something
 from .probes import last_error_line
 from .recall import FAR_MESSAGES
 from .render import recorded_messages
@@ -59,14 +72,13 @@ MIN_CONTEXT_CHARS = 12
 """Fewer characters of context than this on the line: the neighbouring line is part of the context."""
 MAX_OCCURRENCES = 40
 """Earlier messages holding a token that are tried, the latest first."""
-MIN_LINE_CHARS = 16
-"""A line the reply wrote counts from this length (with a space and two words): shorter ones say little."""
+ASKED_LINES = OPENING_LINES
+"""Scorable lines of a person's message that ``asked`` looks for: its opening states the request."""
 ERROR_FRAME_LINES = 2
 """Lines before the error line that belong to the outcome: the failing frame."""
 
 _ESCAPES = (("\\n", "\n"), ("\\t", " "), ('\\"', '"'), ("\\'", "'"), ("\\\\", "\\"))
 """JSON string escapes left in a text (an argument written twice escaped), undone in this order."""
-_WORDS = re.compile(r"\w{2,}")
 _TEST_RESULTS = (
     r"\b\d+ (?:passed|failed|errors?)\b",  # pytest: "3 passed, 1 failed"
     r"^Ran \d+ tests? in\b",  # unittest
@@ -146,9 +158,8 @@ def searchable(item: Item) -> str:
     return "\n".join(item_lines(item))
 
 
-def scorable_line(line: str) -> bool:
-    """Whether a line says enough to be looked for verbatim: long enough, a space, two words."""
-    return len(line) >= MIN_LINE_CHARS and " " in line and len(_WORDS.findall(line)) >= 2
+scorable_line = says_something
+"""Whether a line says enough to be looked for verbatim (:func:`contextfold.reading.says_something`)."""
 
 
 def contexts(token: str, lines: Sequence[str]) -> list[str]:
@@ -177,13 +188,15 @@ def contexts(token: str, lines: Sequence[str]) -> list[str]:
 class StrictNeeds:
     """What the reply at message ``position`` needs, each with the positions of the earlier messages holding it.
 
-    ``outcome`` holds (position, line) of the last error's lines and the last test-result line.
+    ``outcome`` holds (position, line) of the last error's lines and the last test-result line; ``asked`` the
+    (position, line) of the lines of the task and of the person's latest message.
     """
 
     position: int
     tokens: Mapping[str, tuple[int, ...]]
     lines: Mapping[str, tuple[int, ...]]
     outcome: tuple[tuple[int, str], ...]
+    asked: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +213,8 @@ class Strict:
     line_far_needed: int
     outcome: float | None
     outcome_far: float | None
+    asked: float | None = None
+    asked_far: float | None = None
 
 
 class StrictSession:
@@ -221,8 +236,13 @@ class StrictSession:
         lines_at: dict[str, list[int]] = defaultdict(list)
         error: tuple[tuple[int, str], ...] = ()
         test: tuple[tuple[int, str], ...] = ()
+        first_ask: tuple[tuple[int, str], ...] = ()
+        last_ask: tuple[tuple[int, str], ...] = ()
         for position, (index, message) in enumerate(messages):
             role = message.data.get("role")
+            if role == "user" and is_person(message.item):
+                ask = tuple((position, line) for line in filter(scorable_line, self._lines[position]))[:ASKED_LINES]
+                first_ask, last_ask = first_ask or ask, ask or last_ask
             if role == "assistant" and index is not None:
                 wrote = normalized_lines(model_text(message.item, tool_names=False))
                 self.needs[index] = StrictNeeds(
@@ -232,6 +252,7 @@ class StrictSession:
                     {line: tuple(lines_at[line]) for line in set(wrote)
                      if scorable_line(line) and line in lines_at and line not in self._system_lines},
                     error + test,
+                    first_ask + (last_ask if last_ask != first_ask else ()),
                 )
             if role == "system":
                 continue
@@ -275,6 +296,8 @@ class StrictSession:
         line = [(contains(text), all(p < recent for p in where)) for text, where in need.lines.items()]
         outcome = [(contains(text), p < recent) for p, text in need.outcome]
         far_outcome = [held for held, far in outcome if far]
+        asked = [(contains(text), p < recent) for p, text in need.asked]
+        far_asked = [held for held, far in asked if far]
         return Strict(
             kwic=sum(held for held, _ in kwic), kwic_needed=len(kwic),
             kwic_far=sum(held for held, far in kwic if far), kwic_far_needed=sum(far for _, far in kwic),
@@ -282,6 +305,8 @@ class StrictSession:
             line_far=sum(held for held, far in line if far), line_far_needed=sum(far for _, far in line),
             outcome=sum(held for held, _ in outcome) / len(outcome) if outcome else None,
             outcome_far=sum(far_outcome) / len(far_outcome) if far_outcome else None,
+            asked=sum(held for held, _ in asked) / len(asked) if asked else None,
+            asked_far=sum(far_asked) / len(far_asked) if far_asked else None,
         )
 
     def _held(self, token: str, where: Sequence[int], contains: Callable[[str], bool]) -> bool:
@@ -303,6 +328,8 @@ class SessionStrict:
     line_far: float | None = None
     outcome: float | None = None
     outcome_far: float | None = None
+    asked: float | None = None
+    asked_far: float | None = None
     kwic_needed: int = 0
     kwic_far_needed: int = 0
     line_needed: int = 0
@@ -329,12 +356,13 @@ def session_strict(counts: Iterable[Strict | None]) -> SessionStrict:
     outcome = _mean(c.outcome for c in counted)
     return SessionStrict(
         strict=_mean((kwic, line, outcome)), kwic=kwic, kwic_far=kwic_far, line=line, line_far=line_far,
-        outcome=outcome, outcome_far=_mean(c.outcome_far for c in counted), kwic_needed=kwic_needed,
+        outcome=outcome, outcome_far=_mean(c.outcome_far for c in counted), asked=_mean(c.asked for c in counted),
+        asked_far=_mean(c.asked_far for c in counted), kwic_needed=kwic_needed,
         kwic_far_needed=kwic_far_needed, line_needed=line_needed, line_far_needed=line_far_needed,
     )
 
 
-MEASURES = ("strict", "kwic", "kwic_far", "line", "line_far", "outcome", "outcome_far")
+MEASURES = ("strict", "kwic", "kwic_far", "line", "line_far", "outcome", "outcome_far", "asked", "asked_far")
 """The figures of a :class:`SessionStrict`, in the order reports show them."""
 
 
@@ -350,6 +378,7 @@ def mean_strict(sessions: Sequence[SessionStrict]) -> SessionStrict:
     return SessionStrict(
         strict=mean("strict"), kwic=mean("kwic"), kwic_far=mean("kwic_far"), line=mean("line"),
         line_far=mean("line_far"), outcome=mean("outcome"), outcome_far=mean("outcome_far"),
+        asked=mean("asked"), asked_far=mean("asked_far"),
         kwic_needed=total("kwic_needed"), kwic_far_needed=total("kwic_far_needed"),
         line_needed=total("line_needed"), line_far_needed=total("line_far_needed"),
     )

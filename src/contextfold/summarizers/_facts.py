@@ -54,8 +54,8 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Document, Image, Item, Summary, Text, Thinking, ToolCall
-from ._harness import is_harness
+from ..conversation import Item, Summary, Text, Thinking, ToolCall
+from ..reading import is_stand_in_reply, reading_of
 from ._text import shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
@@ -110,6 +110,11 @@ _SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
 """Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
 _ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh api\b.*\b(?:issues|pulls)/\d+")
 """A command or URL that fetches an issue or pull request: its text is the task as it arrived."""
+_TEST_RUN = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|pnpm|yarn|bun) (?:run )?test|cargo test|go test|jest|"
+                       r"vitest|mocha|rspec|phpunit|ctest|make (?:test|check)|runtests\.py|manage\.py test)\b")
+"""A command that runs a test suite: once one passes, the failures of earlier test runs are behind the agent."""
+_ISSUE_ONLY = re.compile(r"\bgh issue view\b|/issues/\d+")
+"""A command or URL that fetches an issue, not a pull request."""
 _FILE_SUFFIXES = frozenset({
     "py", "pyi", "js", "ts", "tsx", "jsx", "rs", "go", "java", "c", "h", "cpp", "hpp", "md", "txt", "json", "yaml",
     "yml", "toml", "cfg", "ini", "sh", "html", "css", "rst", "lock", "v", "rb", "kt", "swift", "sql", "xml", "csv",
@@ -254,6 +259,8 @@ class Facts:
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
     # failing (a CI log read, a test run piped through tail), newer than the last failed call
     user_spoke_last: bool = False  # a user message came after the last assistant text
+    acted_since_said: bool = False  # the assistant made a tool call with or after its last text: what that text
+    # announced ("Let me check…") is done, not next
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -320,13 +327,14 @@ class Facts:
             counts[1] += failures
         self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
         self.last_test = earlier.last_test or self.last_test
-        self.fetched_task = self.fetched_task or earlier.fetched_task
+        self.fetched_task = _first_issue(earlier.fetched_task, self.fetched_task) if earlier.fetched_task else self.fetched_task
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
         self.shown_error = earlier.shown_error or self.shown_error
         if earlier.last_assistant is not None:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last
+            self.acted_since_said = earlier.acted_since_said
         elif earlier.user_messages:
             self.user_spoke_last = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
@@ -362,7 +370,7 @@ class Facts:
             self.items += 1
             if item.role == "user":
                 self._read_user(item)
-            elif item.role == "assistant":
+            elif item.role == "assistant" and not is_stand_in_reply(item):  # an API error is no word of the agent
                 spoken.append((item, self._read_assistant(item, calls), after))
             elif item.tool_result is not None:
                 whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
@@ -372,6 +380,8 @@ class Facts:
                     after = (call, action)
                 if not whole:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
+                    if details:
+                        self._read_cleared_fetch(call, action, item)
                 if failure is not None:
                     quiet.clear()
                 elif whole:
@@ -402,15 +412,13 @@ class Facts:
         self.items += block.covers
 
     def _read_user(self, item: Item) -> None:
-        text = item.text.replace("\r\n", "\n").strip()
-        if is_harness(text):
+        """The person's words (never a harness line, an observation or a demonstration: see
+        :mod:`contextfold.reading`), the first one being the task."""
+        reading = reading_of(item)
+        if not reading.person:
             self.harness_messages += 1
             return
-        media = sum(isinstance(b, (Image, Document)) for b in item.blocks)
-        if media:
-            text = f"{text}\n[{media} attachment{'s' if media > 1 else ''}: images or documents]".strip()
-        if not text:
-            return
+        text = reading.words
         self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
@@ -419,6 +427,8 @@ class Facts:
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
+            self.acted_since_said = False
+        self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
         thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
@@ -485,8 +495,21 @@ class Facts:
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
-        if ok and self.fetched_task is None and _fetches_issue(item, call, action) and text.strip():
-            self.fetched_task = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+        if ok and _fetches_issue(item, call, action) and text.strip():
+            fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+            self.fetched_task = _first_issue(self.fetched_task, fetched)
+
+    def _read_cleared_fetch(self, call: ToolCall, action: Action, item: Item) -> None:
+        """An issue the agent fetched whose output a stage has cleared since: the lines the placeholder still shows
+        (below its first line, the note) stand for it, so the task as it arrived is not lost to clearing."""
+        if not _fetches_issue(item, call, action):
+            return
+        kept = item.text.partition("\n")[2].strip()
+        if kept:
+            source = (_ran(item, action.command) if action.command else shorten(call_line(call), 200)) + \
+                " (output cleared since; the lines it kept)"
+            self.fetched_task = _first_issue(self.fetched_task, {"source": source,
+                                                                 "text": shorten(kept, TEXT_CHARS["fetched_task"])})
 
     def _read_manifest(self, action: Action, text: str) -> None:
         """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
@@ -576,6 +599,9 @@ class Facts:
                 continue
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
+                continue
+            if action.command and _TEST_RUN.search(action.command) and _TEST_RUN.search(error.source):
+                error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read of what failed to read, resolves by file
@@ -741,6 +767,15 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
         return bool(_ISSUE_FETCH.search(fetched))
 
     return _kept_for(item, "facts:fetches_issue", call, fetches)
+
+
+def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:
+    """Which fetched text is the task: the first one, unless it is a pull request's and ``fetched`` (later) is an
+    issue's. A solver opens its own pull request with a placeholder ("[WIP] … details will be added") and may
+    view it before the issue; the issue states the task, the placeholder does not."""
+    if kept is None or fetched is None:
+        return kept or fetched
+    return fetched if _ISSUE_ONLY.search(fetched["source"]) and not _ISSUE_ONLY.search(kept["source"]) else kept
 
 
 def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:

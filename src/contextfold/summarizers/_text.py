@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 _SNAP_CHARS = 40
 """How far a cut may move to land on whitespace instead of inside a word."""
+_LONG_WORD_CHARS = 120
+"""How far a cut may move, when no space is near, to land between two words (a path, a hash, a CJK run)."""
 _SAMPLE_CHARS = 2_000
 """Texts longer than twice this are measured on their two ends and scaled: a summary only needs sizes to a few %."""
 
@@ -21,13 +23,35 @@ def cut(text: str, max_chars: int, head_share: float = 0.65) -> tuple[int, int]:
         return len(text), len(text)
     room = max_chars - len(_marker(len(text) - max_chars))
     if room < 8:
-        return max(max_chars - 1, 0), len(text)
+        return _boundary(text, max(max_chars - 1, 0), -1), len(text)
     head_end = int(room * head_share)
     tail_start = len(text) - (room - head_end)
     snapped = text.rfind(" ", head_end - _SNAP_CHARS, head_end)
-    head_end = snapped if snapped > 0 else head_end
+    head_end = snapped if snapped > 0 else _boundary(text, head_end, -1)
     snapped = text.find(" ", tail_start, tail_start + _SNAP_CHARS)
-    return head_end, (snapped + 1 if snapped != -1 else tail_start)
+    return head_end, (snapped + 1 if snapped != -1 else _boundary(text, tail_start, 1))
+
+
+def mid_word(text: str, at: int) -> bool:
+    """Whether a cut at ``at`` falls inside a word: between two ASCII letters, digits or underscores (a cut between
+    two CJK characters, or next to punctuation, splits no word)."""
+    return 0 < at < len(text) and _word_char(text[at - 1]) and _word_char(text[at])
+
+
+def _word_char(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+def _boundary(text: str, at: int, step: int) -> int:
+    """The nearest place from ``at`` in direction ``step`` (within :data:`_LONG_WORD_CHARS`) where a cut splits no
+    word (text with no spaces: CJK, a path, a long identifier); ``at`` itself if none is that near."""
+    for moved in range(_LONG_WORD_CHARS):
+        here = at + moved * step
+        if not 0 < here < len(text):
+            break
+        if not mid_word(text, here):
+            return here
+    return at
 
 
 def shorten(text: str, max_chars: int, head_share: float = 0.65) -> str:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
+from ..reading import opening
 from ._facts import ErrorFacts, Facts, names_in, todo_line
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._text import Meter, shorten
@@ -89,9 +90,12 @@ _FOCUS_BOOST = 2.0
 # Floors, in tokens: what a part keeps however small the budget. Kept small on
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
+_OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _USER_FLOORS_SHARE = 0.6
+_LATEST_USER_WHOLE = 300
+"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering."""
 """The user messages' heads together keep at most this share of the target (the newest first): on a session of
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
@@ -225,8 +229,11 @@ class _Layout:
         facts = self.facts
         parts: list[Part] = []
         if facts.user_messages:
-            parts.append(self._elastic(facts.user_messages[0], _W_TASK, _TASK_FLOOR, "The user's first request, verbatim:\n",
-                                       names=names_in))
+            head, rest = opening(facts.user_messages[0])  # its opening says what is asked: whole before the rest
+            parts.append(self._elastic(head, _W_TASK, max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR)),
+                                       "The user's first request in this part, verbatim:\n", names=names_in))
+            if rest:
+                parts.append(self._elastic(rest, _W_TASK, 0, names=names_in))
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
             parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
@@ -358,8 +365,10 @@ class _Layout:
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
-            weight = _W_LATEST_USER if number == len(messages) else _W_USER
-            part = self._elastic(messages[number - 1], weight, _USER_FLOOR, f"{number}. ")
+            latest = number == len(messages)
+            weight = _W_LATEST_USER if latest else _W_USER
+            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else _USER_FLOOR
+            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ")
             floors -= part.floor
             if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
                 part = self._elastic(messages[number - 1], weight, 0, f"{number}. ")
@@ -447,7 +456,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
         todo = next((t for t in facts.todos or () if t["status"] == status), None)
         if todo is not None:
             return lead, todo["text"]
-    sentences = _SENTENCE_END.split(facts.last_assistant or "")
+    # what the assistant announced and then did is no next step: only a plan it has not acted on yet is
+    sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
         return _SAID_LAST, stated[-1]

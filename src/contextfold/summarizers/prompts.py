@@ -39,6 +39,7 @@ from ..conversation import (
     ToolCall,
     ToolResult,
 )
+from ..reading import Speaker, reading_of
 from ._text import shorten
 from .extractive import SECTION_TITLES
 
@@ -87,8 +88,9 @@ _GUIDANCE = {
         "ruled out and what is still being investigated"
     ),
     "All user messages": (
-        "every message the user wrote, not tool output and not the harness's (format reminders, step limits), "
-        "in order, quoted or very closely paraphrased"
+        "every message the user wrote, in order, the latest one whole, quoted or very closely paraphrased; not "
+        "tool output and not what the transcript labels [harness] (caveats, reminders, command echoes, interrupt "
+        "and limit notices, format nags, earlier summaries)"
     ),
     "Pending Tasks": "what was asked for and is not finished",
     "Current Work": (
@@ -96,8 +98,9 @@ _GUIDANCE = {
         "line their result ended on, naming files, functions and commands"
     ),
     "Optional Next Step": (
-        "the next step, only if it follows directly from the user's latest request and the work in progress; "
-        "quote the words it rests on. If nothing is clearly next, say so"
+        "the next step, only if it follows directly from the user's latest request and the work in progress, "
+        "and never an action the transcript shows already done; quote the words it rests on. If nothing is "
+        "clearly next, say so"
     ),
     "Task overview": "what the user wants done, why, and the constraints and preferences they stated",
     "Current state": "what is finished, what is half done, and the state of files, tests and commands",
@@ -203,7 +206,7 @@ def render_span(items: Sequence[Item]) -> RenderedSpan:
         chunk = rest[start:end]
         units.append("\n\n".join(_render_item(item) for item in chunk))
         sizes.append(len(chunk))
-        users.append(tuple(item.text for item in chunk if item.role == "user" and item.text.strip()))
+        users.append(tuple(reading.words for reading in map(reading_of, chunk) if reading.person))
     return RenderedSpan("\n\n".join(earlier) or None, tuple(units), tuple(sizes), tuple(users))
 
 
@@ -229,10 +232,19 @@ def _render_item(item: Item) -> str:
         status = " (error)" if result.is_error else ""
         name = f" {result.tool_name}" if result.tool_name else ""
         return f"[tool result{name} for {result.call_id}{status}]\n{shorten(_result_text(result).rstrip(), OUTPUT_CHARS)}"
-    lines = [f"[{item.role}]"]
+    lines = [f"[{_speaker(item)}]"]
     for block in item.blocks:
         lines.append(_render_block(block))
     return "\n".join(line for line in lines if line)
+
+
+def _speaker(item: Item) -> str:
+    """Who an item's label names: a user-role message the person did not write is ``harness`` (or an
+    observation, a demonstration), so the model never quotes it as the user's request."""
+    if item.role != "user":
+        return item.role
+    speaker = reading_of(item).speaker
+    return "user" if speaker is Speaker.PERSON else speaker.value
 
 
 def _render_block(block: Block) -> str:

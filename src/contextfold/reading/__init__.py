@@ -1,0 +1,26 @@
+"""The session reader: what the messages of a session are, read once, below everything that acts on them.
+
+Today it answers *who speaks* in a user-role message (the person, the
+harness, a tool's output, a demonstration), what the person's own words
+are, and which replies the harness wrote in the assistant's place (an API
+error, a usage limit); the pipeline's task, the summaries' quotes of the user and the replay's
+``asked`` measure all ask it, so they agree.
+"""
+
+from .harness import (
+    RULES,
+    STAND_INS,
+    WRAPPERS,
+    Rule,
+    Speaker,
+    matching_rule,
+    stand_in,
+    typed_command,
+    without_wrappers,
+)
+from .request import OPENING_LINES, opening, says_something
+from .speaker import UserReading, added_by_contextfold, is_person, is_stand_in_reply, read_text, reading_of
+
+__all__ = ["OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "is_person",
+           "is_stand_in_reply", "matching_rule", "opening", "read_text", "reading_of", "says_something", "stand_in", "typed_command",
+           "without_wrappers"]
