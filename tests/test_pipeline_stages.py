@@ -234,7 +234,7 @@ def test_selective_applies_rules_lowest_priority_first_and_stops_when_it_fits() 
         items += [Item("assistant", (c.Thinking("deep " * 400, "sig"), ToolCall(f"c{k}", "bash", {}))), c.tool(f"c{k}", "r " * 500)]
     conv = Conversation(items, HEADER)
     total = EST.conversation(conv)
-    out, events = selective(conv, make_budget(), target_tokens=total - 1_000)
+    out, events = selective(conv, make_budget(target_tokens=total - 1_000))
     assert [e.action for e in events] == ["drop:thinking"]
     assert out.validate() == [] and EST.conversation(out) <= total - 1_000
     assert any(isinstance(b, c.Thinking) for b in out[-2].blocks)  # the newest thinking is kept
@@ -249,7 +249,7 @@ def test_selective_removes_images_from_outputs_and_later_messages_but_never_from
         items += [bash(f"c{k}", f"screenshot {k}"), Item("tool", (shot,))]
     items += [Item("user", (Text("and like this"), picture)), bash("c9", "ls"), c.tool("c9", "a b")]
     conv = Conversation(items, HEADER)
-    out, events = selective(conv, make_budget(), target_tokens=1)
+    out, events = selective(conv, make_budget(target_tokens=1))
     (images,) = [e for e in events if e.action == "truncate:image"]
     assert set(images.items) == {conv[i].id for i in (2, 4, 6, 8, 9)}  # older outputs and the later message
     assert out[0] == task and any(isinstance(b, c.Image) for b in out[0].blocks)

@@ -115,7 +115,8 @@ def test_replace_and_remove_keep_the_order_and_name_what_is_missing() -> None:
     assert [s.__name__ for s in DEFAULT_PIPELINE.remove("truncate").cheap] == ["persist"]
     assert [s.__name__ for s in DEFAULT_PIPELINE.add(keep, tier="batch").batch][-1] == "keep"
     assert [s.__name__ for s in DEFAULT_PIPELINE.batch] == ["budget_outputs", "snip", "clear"]  # unchanged
-    with pytest.raises(InvalidPipeline, match="'dedupe'.*persist, truncate, budget_outputs, snip, clear"):
+    with pytest.raises(InvalidPipeline, match="'dedupe'.*cheap: persist, truncate; batch: budget_outputs, snip, clear; "
+                       "escalate: snip, clear, summarize, selective; after: survival"):
         DEFAULT_PIPELINE.remove("dedupe")
     with pytest.raises(InvalidPipeline, match="already in the pipeline"):
         DEFAULT_PIPELINE.add(persist)

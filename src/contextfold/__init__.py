@@ -58,8 +58,9 @@ from .limits import (
     model_provider,
     register_model,
 )
-from .pipeline.base import Budget, Policy, Prices, Rule, Stage
-from .pipeline.step import DEFAULT_PIPELINE, Pipeline
+from .pipeline.base import Budget, Policy, Prices, Rule, Stage, Tier
+from .pipeline.edits import apply_changes, with_result
+from .pipeline.tiers import DEFAULT_PIPELINE, Pipeline
 from .stores.transcript import Transcript
 from .tokens import Estimator, TokenCounter
 from .usage import Usage
@@ -110,6 +111,7 @@ __all__ = [
     "Summary",
     "Text",
     "Thinking",
+    "Tier",
     "TokenCounter",
     "TokenizerUnavailable",
     "ToolCall",
@@ -125,10 +127,12 @@ __all__ = [
     "UnknownSessionFormat",
     "Usage",
     "Violation",
+    "apply_changes",
     "compaction_threshold",
     "is_prompt_too_long",
     "model_limits",
     "model_prices",
     "model_provider",
     "register_model",
+    "with_result",
 ]

@@ -11,9 +11,17 @@ one :class:`~contextfold.context.Context` runs:
   combined result is kept only when it pays for rewriting the prefix
   (:mod:`~contextfold.pipeline.economics`), so the cache breaks at most once
   per batch and only for a real saving.
-* then :func:`compact` summarizes at a turn boundary when the request is over
-  the trigger (or on demand), escalating to a shorter tail, then to per-kind
-  rules, instead of looping.
+* its ``escalate`` stages run when a summary is due: :func:`compact`
+  summarizes at a turn boundary when the request is over the trigger (or on
+  demand), clearing old outputs first when that is enough, escalating to a
+  shorter tail, then to per-kind rules, instead of looping.
+* its ``after`` stages run on what a compaction made (survival puts back what
+  the agent still needs).
+
+A user's stage reports its edit with :func:`apply_changes` (the changed items
+swapped in and one event with the request's tokens before and after) and
+changes a tool output with :func:`with_result` (see docs/architecture.md,
+"How to add a stage").
 
 :class:`~contextfold.pipeline.step.Steward` makes those decisions for one
 session, on the one guarded path every entry point of the facade shares.
@@ -22,9 +30,11 @@ session, on the one guarded path every entry point of the facade shares.
 from __future__ import annotations
 
 from ..events import Event
-from .base import DEFAULT_RULES, Budget, Policy, Prices, Rule, Stage
-from .escalate import compact, run_stages
-from .step import DEFAULT_PIPELINE, Pipeline
+from .base import DEFAULT_RULES, TIERS, Budget, Policy, Prices, Rule, Stage, Tier
+from .edits import apply_changes, with_result
+from .escalate import compact
+from .running import run_stages
+from .tiers import DEFAULT_PIPELINE, Pipeline
 
 __all__ = [
     "DEFAULT_PIPELINE",
@@ -36,6 +46,10 @@ __all__ = [
     "Prices",
     "Rule",
     "Stage",
+    "TIERS",
+    "Tier",
+    "apply_changes",
     "compact",
     "run_stages",
+    "with_result",
 ]

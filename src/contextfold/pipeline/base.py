@@ -20,6 +20,7 @@ from ..events import Event
 from ..limits import PRICES_AS_OF, model_prices
 
 if TYPE_CHECKING:
+    from ..summarizers._facts import Facts
     from ..summarizers.base import Summarizer
 
 
@@ -276,7 +277,11 @@ class Budget:
     per-item stages only look at what is new. ``idle_s`` is the time since the
     previous request (``None`` when unknown: the cache is assumed warm).
     ``summarizer``, ``count_text`` and ``tail_tokens`` are for the summarize
-    stage.
+    stage. ``target_tokens`` is what the stages after the summary in the
+    ``escalate`` tier work down to; ``compacted_from`` (and
+    ``compacted_facts``) is what an ``after`` stage compares the compacted
+    request with; ``after`` is the pipeline's ``after`` tier, which a stage
+    that compacts (the summary) hands its result to.
     """
 
     policy: Policy
@@ -297,6 +302,10 @@ class Budget:
     growth_tokens_per_request: float | None = None  # how fast the request grows, when known
     compaction_due: bool = False  # over the trigger: the prefix is about to be rewritten whatever a stage does
     refused: bool = False  # the provider refused the request as too long: the window is at stake whatever the count
+    target_tokens: int | None = None  # the size an escalation's last resort works down to (None: the trigger)
+    compacted_from: Conversation | None = None  # for an ``after`` stage: the request the compaction started from
+    compacted_facts: Facts | None = None  # ...and its facts, when the compaction read them already (a summary's)
+    after: tuple[Stage, ...] | None = None  # the stages a compaction's result goes through (None: the default's)
 
     @property
     def cache_cold(self) -> bool:
@@ -365,6 +374,10 @@ class Budget:
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]
+"""Every stage of every tier: a function ``(Conversation, Budget) -> (Conversation, list[Event])``."""
+Tier = Literal["cheap", "batch", "escalate", "after"]
+"""Where in a step a stage runs (:class:`~contextfold.pipeline.tiers.Pipeline`)."""
+TIERS: tuple[Tier, ...] = ("cheap", "batch", "escalate", "after")
 
 
 def stage_name(stage: object) -> str:

@@ -26,7 +26,8 @@ def result_text(item: Item) -> str:
 def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True) -> Item:
     """``item`` (a tool item) with its text output replaced by ``content``, marked as compacted by ``stage``.
 
-    Images and documents in the output stay unless ``keep_media`` is false.
+    Images and documents in the output stay unless ``keep_media`` is false. Public
+    (``contextfold.with_result``): the ``compacted`` mark keeps later stages from processing it again.
     """
     result = item.tool_result
     assert result is not None, "only tool items have outputs to replace"
@@ -104,7 +105,7 @@ def latest_result_index(items: Sequence[Item]) -> int | None:
     return None
 
 
-def apply(
+def apply_changes(
     conversation: Conversation,
     budget: Budget,
     changes: dict[int, Item],
@@ -112,7 +113,13 @@ def apply(
     action: str,
     detail: str,
 ) -> tuple[Conversation, list[Event]]:
-    """Swap the changed items in, measure before and after, and describe it in one event."""
+    """Swap the changed items in, measure before and after, and describe it in one event.
+
+    What a stage returns to report an edit (public: ``contextfold.apply_changes``): ``changes`` maps an
+    index of ``conversation`` to the item that replaces it (same id: the same logical item, shown
+    differently); the event names ``stage`` and ``action``, the changed ids, and the request's tokens
+    before and after by ``budget.count``. No change, no event.
+    """
     if not changes:
         return conversation, []
     before = budget.count(conversation)

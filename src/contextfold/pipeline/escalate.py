@@ -1,4 +1,4 @@
-"""Running stages in order, and the summary that escalates instead of looping.
+"""The summary that escalates instead of looping.
 
 A summary can leave the request over its target (a long tail, a summarizer
 that overshoots). Summarizing again with the same tail would loop, as early
@@ -8,7 +8,8 @@ that is thrown away (in a fleet, the same span summarized twice). So
 summary at its target would leave, then applies the per-kind rules if the
 request is still over, and reports whether the target was met. Before any
 summary it tries clearing old outputs alone (:func:`clear_first`), which
-costs no summarizer call and keeps every turn of the agent.
+costs no summarizer call and keeps every turn of the agent. Which stages run
+at each rung is the pipeline's ``escalate`` tier (:func:`rungs`).
 """
 
 from __future__ import annotations
@@ -17,38 +18,26 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..conversation import Conversation
-from ..errors import InvalidPipeline
 from ..events import Event
 from .base import Budget, Stage, stage_name
-from .stages.clear import clear
-from .stages.selective import selective
-from .stages.snip import snip
-from .stages.summarize import plan, summarize
-from .stages.survival import survive
-from .task import task_index
+from .running import after_compaction, run_stages
+from .stages.summarize import plan
+from .tiers import DEFAULT_PIPELINE, SUMMARY_STAGE, Pipeline
+
+def rungs(pipeline: Pipeline) -> tuple[tuple[Stage, ...], Stage | None, tuple[Stage, ...]]:
+    """The ``escalate`` tier's three rungs: the stages before the summary, the summary (``None`` when the
+    pipeline has none), the stages after it (all of them the first rung when there is no summary)."""
+    stages = pipeline.escalate
+    at = next((i for i, stage in enumerate(stages) if stage_name(stage) == SUMMARY_STAGE), None)
+    if at is None:
+        return stages, None, ()
+    return stages[:at], stages[at], stages[at + 1:]
 
 
-def run_stages(conversation: Conversation, budget: Budget, stages: Sequence[Stage]) -> tuple[Conversation, list[Event]]:
-    """Each stage in turn on the previous one's output; all their events."""
-    events: list[Event] = []
-    for stage in stages:
-        result = stage(conversation, budget)
-        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Conversation)
-                and isinstance(result[1], list) and all(isinstance(e, Event) for e in result[1])):
-            raise InvalidPipeline(stage_name(stage), f"returned {_shape(result)}, not (Conversation, list[Event])")
-        conversation, produced = result
-        events.extend(produced)
-    return conversation, events
-
-
-def _shape(value: object) -> str:
-    if isinstance(value, tuple):
-        return "(" + ", ".join(type(v).__name__ for v in value) + ")"
-    return type(value).__name__
-
-
-def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event]] | None:
-    """Over the trigger, snipping and clearing old outputs alone, when that gets far enough below it.
+def clear_first(conversation: Conversation, budget: Budget, target_tokens: int,
+                stages: Sequence[Stage]) -> tuple[Conversation, list[Event]] | None:
+    """Over the trigger, the ``stages`` before the summary (snipping and clearing old outputs) alone, when
+    that gets far enough below it.
 
     It keeps every turn of the agent (and, in each placeholder, the lines it
     took from the output) and costs no summarizer call; the prefix is
@@ -56,17 +45,18 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int) 
     room for a while (``Policy.clear_first_max_fraction`` of the target),
     or when the count of messages is over its trigger (clearing removes none).
     """
-    if budget.over_message_trigger(conversation):
+    if not stages or budget.over_message_trigger(conversation):
         return None
     due = replace(budget, compaction_due=True)
-    cleared, events = run_stages(conversation, due, (snip, clear))
+    cleared, events = run_stages(conversation, due, stages)
     if not events or budget.count(cleared) > budget.policy.clear_first_max_fraction * target_tokens:
         return None
-    checked, more = survive(conversation, cleared, due, task_index=task_index(conversation))
+    checked, more = after_compaction(conversation, cleared, due)
     return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it
 
 
-def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> tuple[Conversation, list[Event], bool]:
+def compact(conversation: Conversation, budget: Budget, target_tokens: int,
+            pipeline: Pipeline = DEFAULT_PIPELINE) -> tuple[Conversation, list[Event], bool]:
     """One summary that brings the request to at most ``target_tokens`` if a summary at its target can,
     escalating instead of looping.
 
@@ -78,22 +68,28 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int) -> t
     per-kind rules go on from it instead. Returns the smallest result (never
     one larger than ``conversation`` unless the budget forces a summary, as a
     manual compact does), its events, and whether the target was met.
+
+    Every stage comes from ``pipeline`` (:func:`rungs` of its ``escalate``
+    tier; its ``after`` tier follows the first rung and the summary).
     """
+    first, summary, last = rungs(pipeline)
+    budget = replace(budget, after=pipeline.after)
     if not budget.force_summary:
-        cleared = clear_first(conversation, budget, target_tokens)
+        cleared = clear_first(conversation, budget, target_tokens, first)
         if cleared is not None:
             return *cleared, True
     start_tokens = budget.count(conversation)
     best, best_tokens, best_events = conversation, start_tokens, []
-    tail_tokens, events = tail_for_one_summary(conversation, budget, target_tokens, start_tokens)
-    if tail_tokens is not None:
-        result, produced = summarize(conversation, replace(budget, tail_tokens=tail_tokens))
+    tail_tokens, events = (None, []) if summary is None else tail_for_one_summary(conversation, budget,
+                                                                                  target_tokens, start_tokens)
+    if summary is not None and tail_tokens is not None:
+        result, produced = run_stages(conversation, replace(budget, tail_tokens=tail_tokens), (summary,))
         tokens = budget.count(result)
         if produced and (tokens < best_tokens or budget.force_summary):
             best, best_tokens, best_events = result, tokens, [*events, *produced]
         if produced and tokens <= target_tokens:
             return _never_larger(conversation, start_tokens, best, best_tokens, best_events, target_tokens)
-    result, produced = selective(best, budget, target_tokens=target_tokens)
+    result, produced = run_stages(best, replace(budget, target_tokens=target_tokens), last)
     tokens = budget.count(result)
     if tokens < best_tokens:
         best, best_tokens, best_events = result, tokens, [*best_events, *produced]

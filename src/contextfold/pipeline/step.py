@@ -21,23 +21,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from ..conversation import Conversation
-from ..errors import ContextOverflow, InvalidPipeline, SummaryInProgress
+from ..errors import ContextOverflow, SummaryInProgress
 from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
-from .base import Budget, Policy, Stage, stage_name
+from .base import Budget, Policy
 from .economics import choose
-from .escalate import compact, run_stages
-from .stages.budget import budget_outputs
-from .stages.clear import clear
+from .escalate import compact, rungs
+from .running import run_stages
 from .stages.fit import fit_window, window_limit
-from .stages.persist import persist
-from .stages.snip import snip
-from .stages.summarize import summarize
-from .stages.truncate import truncate
+from .tiers import DEFAULT_PIPELINE as DEFAULT_PIPELINE  # where it was first defined: still importable from here
+from .tiers import Pipeline as Pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -48,72 +44,6 @@ CACHE_BREAK_DROP = 0.05
 """A fall in cached prompt tokens larger than this share of the previous figure is a cache break."""
 
 
-@dataclass(frozen=True)
-class Pipeline:
-    """The stages a request meets, in order: ``cheap`` on new items, then ``batch`` on the middle if it pays.
-
-    A summary (:func:`~contextfold.pipeline.escalate.compact`) follows when
-    one is due; it is not a stage of this list because it runs only at a turn
-    boundary and escalates on its own.
-
-    A pipeline is built from :data:`DEFAULT_PIPELINE` with :meth:`add`,
-    :meth:`replace` and :meth:`remove`, each returning a new pipeline; a stage
-    is named by itself or by its function's name (``"truncate"``). A stage
-    added next to another joins that one's tier; a ``cheap`` stage must only
-    change items from ``budget.new_from`` on (what is already sent is the
-    cached prefix), a ``batch`` stage may change any item and is kept only
-    when the batch pays.
-    """
-
-    cheap: tuple[Stage, ...]
-    batch: tuple[Stage, ...]
-
-    def add(self, stage: Stage, *, after: Stage | str | None = None, before: Stage | str | None = None,
-            tier: Literal["cheap", "batch"] = "cheap") -> Pipeline:
-        """This pipeline with ``stage`` right after ``after``, right before ``before``, or last in ``tier``."""
-        name = stage_name(stage)
-        if not callable(stage):
-            raise InvalidPipeline(name, "a stage is a function (Conversation, Budget) -> (Conversation, list[Event])")
-        if any(stage_name(s) == name for s in (*self.cheap, *self.batch)):
-            raise InvalidPipeline(name, "already in the pipeline: replace it, or give the new stage another name")
-        if after is not None and before is not None:
-            raise InvalidPipeline(name, "give after= or before=, not both")
-        anchor = after if after is not None else before
-        if anchor is None:
-            return self._with(tier, (*getattr(self, tier), stage))
-        tier, stages, index = self._find(anchor)
-        index += 1 if after is not None else 0
-        return self._with(tier, (*stages[:index], stage, *stages[index:]))
-
-    def replace(self, old: Stage | str, new: Stage) -> Pipeline:
-        """This pipeline with ``new`` in ``old``'s place."""
-        tier, stages, index = self._find(old)
-        if not callable(new):
-            raise InvalidPipeline(stage_name(new), "a stage is a function (Conversation, Budget) -> "
-                                  "(Conversation, list[Event])")
-        return self._with(tier, (*stages[:index], new, *stages[index + 1:]))
-
-    def remove(self, stage: Stage | str) -> Pipeline:
-        """This pipeline without ``stage``."""
-        tier, stages, index = self._find(stage)
-        return self._with(tier, (*stages[:index], *stages[index + 1:]))
-
-    def _find(self, wanted: Stage | str) -> tuple[Literal["cheap", "batch"], tuple[Stage, ...], int]:
-        name = wanted if isinstance(wanted, str) else stage_name(wanted)
-        tiers: tuple[tuple[Literal["cheap", "batch"], tuple[Stage, ...]], ...] = (("cheap", self.cheap),
-                                                                                 ("batch", self.batch))
-        for tier, stages in tiers:
-            for index, stage in enumerate(stages):
-                if stage is wanted or stage_name(stage) == name:
-                    return tier, stages, index
-        held = ", ".join(stage_name(s) for s in (*self.cheap, *self.batch))
-        raise InvalidPipeline(name, f"not in this pipeline (it holds {held})")
-
-    def _with(self, tier: Literal["cheap", "batch"], stages: tuple[Stage, ...]) -> Pipeline:
-        return replace(self, **{tier: stages})
-
-
-DEFAULT_PIPELINE = Pipeline(cheap=(persist, truncate), batch=(budget_outputs, snip, clear))
 
 
 @dataclass(frozen=True)
@@ -241,7 +171,7 @@ class Steward:
         """
         if occasion.summary in (FORCED, REACTIVE):
             budget = replace(budget, force_summary=occasion.summary == FORCED, refused=occasion.summary == REACTIVE)
-        result, produced, met = compact(view, budget, target)
+        result, produced, met = compact(view, budget, target, self.pipeline)
         fits: bool | None = met
         if not fits and not any(e.stage == "summarize" for e in produced):
             fits = None  # too few messages to summarize yet (and the window not at stake): no failed compaction
@@ -300,8 +230,10 @@ class Steward:
         edited, produced = run_stages(view, budget, self.pipeline.batch)
         if produced:
             candidates.append((edited, produced))
-        if self._summary_may_pay(view, budget, tokens):
-            summarized, made = summarize(view, replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens))
+        summary = rungs(self.pipeline)[1]
+        if summary is not None and self._summary_may_pay(view, budget, tokens):
+            economic = replace(budget, tail_tokens=self.policy.economic_summary_tail_tokens, after=self.pipeline.after)
+            summarized, made = run_stages(view, economic, (summary,))
             if made:
                 candidates.append((summarized, made))
         chosen, events = choose(view, candidates, budget)

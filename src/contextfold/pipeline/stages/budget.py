@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...conversation import Conversation, Item
 from ...events import Event
 from ..base import Budget
-from ..edits import apply, head_tail, recent_round_start, result_text, spared_from, tool_items, with_result
+from ..edits import apply_changes, head_tail, recent_round_start, result_text, spared_from, tool_items, with_result
 
 STAGE = "budget"
 
@@ -36,4 +36,4 @@ def budget_outputs(conversation: Conversation, budget: Budget) -> tuple[Conversa
         text = result_text(item)
         if len(text) > allowed:
             changes[index] = with_result(item, head_tail(text, allowed * 2 // 3, allowed // 3), STAGE)
-    return apply(conversation, budget, changes, STAGE, "shrunk", f"older outputs cut to {allowed:,} characters")
+    return apply_changes(conversation, budget, changes, STAGE, "shrunk", f"older outputs cut to {allowed:,} characters")

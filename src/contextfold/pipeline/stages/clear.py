@@ -29,7 +29,7 @@ from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._facts import exception_line, failing_error, shown_error
 from ..base import Budget
-from ..edits import (MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
+from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
                      with_result)
 from ..importance import References, item_tokens, line_index, referenced_lines
 
@@ -106,7 +106,7 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
                                      p.clear_keep_referenced_chars, error)
     action = "masked" if masking else "cleared"
     why = "cache cold" if budget.cache_cold else "compaction due" if budget.compaction_due else f"saves {savings:,} tokens"
-    return apply(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")
+    return apply_changes(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")
 
 
 def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:

@@ -35,8 +35,8 @@ def fit_window(conversation: Conversation, budget: Budget) -> tuple[Conversation
     if before <= limit:
         return conversation, []
     rules = tuple(replace(rule, keep_recent=0) for rule in budget.policy.selective_rules)
-    current, events = selective(conversation, replace(budget, policy=replace(budget.policy, selective_rules=rules)),
-                                target_tokens=limit)
+    current, events = selective(conversation, replace(budget, policy=replace(budget.policy, selective_rules=rules),
+                                                      target_tokens=limit))
     current, cut = _cut_latest_output(current, budget, limit)
     events += cut
     after = budget.count(current)

@@ -39,7 +39,7 @@ from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
 from ...summarizers._facts import file_content
 from ..base import Budget, Policy
-from ..edits import MARK, apply, head_tail, is_compacted, result_text, tool_items, with_result
+from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "persist"
 MAX_KEPT_CHARS = 8 * 1024 * 1024
@@ -242,7 +242,7 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
         changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
         if failure is not None:
             failures.append(f"{item.id}: {failure}")
-    conversation, events = apply(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")
+    conversation, events = apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")
     if failures:
         events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))
     return conversation, events

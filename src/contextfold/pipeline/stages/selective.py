@@ -89,10 +89,9 @@ def _candidates(conversation: Conversation, rule: Rule, budget: Budget) -> Itera
         yield index, partial(change, items[index])
 
 
-def selective(
-    conversation: Conversation, budget: Budget, target_tokens: int | None = None
-) -> tuple[Conversation, list[Event]]:
-    target = target_tokens if target_tokens is not None else budget.trigger_tokens
+def selective(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    """The rules in priority order until the request is at ``budget.target_tokens`` (else the trigger)."""
+    target = budget.target_tokens if budget.target_tokens is not None else budget.trigger_tokens
     rules = budget.policy.selective_rules
     before = budget.count(conversation)
     if before <= target:

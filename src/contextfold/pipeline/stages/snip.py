@@ -14,7 +14,7 @@ from ...actions import EDIT, READ, SEARCH, Action, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ..base import Budget
-from ..edits import MARK, apply, is_placeholder, latest_result_index, with_result
+from ..edits import MARK, apply_changes, is_placeholder, latest_result_index, with_result
 
 STAGE = "snip"
 
@@ -73,4 +73,4 @@ def snip(conversation: Conversation, budget: Budget) -> tuple[Conversation, list
         if index == latest or is_placeholder(item):
             continue
         changes[index] = with_result(item, f"{MARK}: output snipped, superseded: {why}]", STAGE, keep_media=False)
-    return apply(conversation, budget, changes, STAGE, "snipped", f"{len(changes)} superseded outputs")
+    return apply_changes(conversation, budget, changes, STAGE, "snipped", f"{len(changes)} superseded outputs")

@@ -33,10 +33,10 @@ from ..base import Budget
 from ..compression import summary_share, summary_target
 from ..importance import References
 from ..restore import restored_item
+from ..running import after_compaction
 from ..task import added_by_contextfold, task_index
 from .fit import window_limit
 from .persist import names_history_tools
-from .survival import survive
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200
@@ -131,7 +131,6 @@ def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan,
     """The conversation with ``planned``'s span replaced by ``result``, written by the summarizer ``name`` for
     ``request`` (and the files the span used put back), its events (the ``summarized`` one last), and its size."""
     p = budget.policy
-    task = task_index(conversation)
     start, cut, span, span_tokens = planned.start, planned.cut, planned.span, planned.span_tokens
     items = list(conversation.items)
     before = budget.count(conversation)
@@ -150,8 +149,8 @@ def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan,
         count_text=request.count_text, refs=References.of(items), min_weight=p.restore_min_weight,
     )
     kept = items[:start] + [summary_item] + ([restored] if restored is not None else []) + tail
-    summarized, checked = survive(conversation, conversation.with_items(kept), budget, task_index=task,
-                                  facts=_facts_of(items, start, cut.index, result.state))
+    summarized, checked = after_compaction(conversation, conversation.with_items(kept), budget,
+                                           _facts_of(items, start, cut.index, result.state))
     after = budget.count(summarized)
     data = {
         "boundary": cut.index,

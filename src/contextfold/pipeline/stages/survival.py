@@ -34,6 +34,7 @@ from ...summarizers._text import shorten
 from ..base import Budget
 from ..edits import MARK
 from ..importance import HALF_LIFE_TURNS, References, item_tokens, specific_tokens, used_text
+from ..task import task_index as task_of
 from .clear import output_lines
 
 STAGE = "survival"
@@ -313,6 +314,15 @@ def _note_segments(text: str) -> list[tuple[str, list[str]]]:
         elif line.endswith(":"):
             pieces.append((line, []))
     return pieces
+
+
+def survival(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    """The ``after`` stage: :func:`survive` of ``conversation``, the result of a compaction of
+    ``budget.compacted_from`` (outside the ``after`` tier, where that is not set, nothing changes)."""
+    before = budget.compacted_from
+    if before is None:
+        return conversation, []
+    return survive(before, conversation, budget, task_index=task_of(before), facts=budget.compacted_facts)
 
 
 def survive(before: Conversation, after: Conversation, budget: Budget, *, task_index: int | None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...conversation import Conversation, Item
 from ...events import Event
 from ..base import Budget
-from ..edits import apply, head_tail, is_compacted, result_text, tool_items, with_result
+from ..edits import apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
 
 STAGE = "truncate"
 
@@ -21,4 +21,4 @@ def truncate(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
         text = result_text(item)
         if len(text) > cap and not is_compacted(item):
             changes[index] = with_result(item, head_tail(text, cap * 2 // 3, cap // 3), STAGE)
-    return apply(conversation, budget, changes, STAGE, "truncated", f"{len(changes)} outputs over {cap:,} characters")
+    return apply_changes(conversation, budget, changes, STAGE, "truncated", f"{len(changes)} outputs over {cap:,} characters")
