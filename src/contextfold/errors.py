@@ -1,12 +1,57 @@
 """One exception tree for everything contextfold raises on purpose.
 
 Callers catch at the level they care about: ``ContextfoldError`` for "anything
-from us", ``InvalidMessage`` for "the input I handed over is malformed", and so
-on. Every error about a message carries the message index and the field, so
+from us", ``InvalidMessage`` for "the input I handed over is malformed",
+``StorageError`` for "the session's record could not be kept or read" (its
+transcript, ``TranscriptError``, or its store, ``StoreError``), and so on. Every error about a message carries the message index and the field, so
 the fault can be found in a list of thousands of messages.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "BlobNotFound",
+    "ContextOverflow",
+    "ContextfoldError",
+    "EmptyContent",
+    "HistoryQueryError",
+    "HistoryRefNotFound",
+    "InvalidContent",
+    "InvalidConversation",
+    "InvalidEncoding",
+    "InvalidLimits",
+    "InvalidMessage",
+    "InvalidPattern",
+    "InvalidPipeline",
+    "InvalidPolicy",
+    "InvalidSessionId",
+    "InvalidToolArguments",
+    "MissingDependency",
+    "OutputNotStored",
+    "OversizedBlock",
+    "ProviderRequired",
+    "SessionExists",
+    "SessionFormatError",
+    "SessionNotFound",
+    "StorageError",
+    "StoreError",
+    "StoreUnavailable",
+    "SummarizerError",
+    "SummaryInProgress",
+    "TokenizerUnavailable",
+    "TranscriptCorrupt",
+    "TranscriptError",
+    "TranscriptForked",
+    "TranscriptLocked",
+    "TranscriptUnsafe",
+    "UnknownModel",
+    "UnknownPrice",
+    "UnknownPriceWarning",
+    "UnknownRole",
+    "UnknownSessionFormat",
+    "UnsafePath",
+    "ViewConflict",
+]
 
 
 class ContextfoldError(Exception):
@@ -78,7 +123,13 @@ class UnknownSessionFormat(SessionFormatError):
     """No importer recognised the file."""
 
 
-class TranscriptError(ContextfoldError):
+class StorageError(ContextfoldError):
+    """A session's record could not be kept or read: its transcript file (:class:`TranscriptError`) or the
+    store it lives in (:class:`StoreError`). What a caller that degrades on a failed record catches: opening
+    a session degrades the same way whichever failed. Messages never carry credentials."""
+
+
+class TranscriptError(StorageError):
     """The append-only transcript could not be written or read."""
 
 
@@ -205,12 +256,11 @@ class SummaryInProgress(ContextfoldError):
     """
 
 
-class StoreError(TranscriptError):
+class StoreError(StorageError):
     """A session store (JSONL folder, SQLite, PostgreSQL, Redis) could not be reached, written or read.
 
-    A subclass of :class:`TranscriptError`: a store is where a transcript
-    lives, and a caller that degrades on a failed transcript degrades the
-    same way on a failed database. Messages never carry credentials.
+    Beside :class:`TranscriptError` under :class:`StorageError`: a caller that degrades on either catches
+    that. Messages never carry credentials.
     """
 
 

@@ -32,9 +32,9 @@ from ..errors import (
     ContextfoldError,
     SessionExists,
     SessionNotFound,
+    StorageError,
     StoreUnavailable,
     TranscriptCorrupt,
-    TranscriptError,
     TranscriptLocked,
     TranscriptUnsafe,
 )
@@ -89,7 +89,7 @@ class Journal:
                 journal.session = StoredSession.create(transcript, session_id)
             elif store is not None:
                 journal.session = StoredSession.create(store, session_id)
-        except TranscriptError as error:
+        except StorageError as error:  # the transcript's or the store's
             if not _unavailable(error):
                 raise
             if on_store_failure == "raise":
@@ -198,7 +198,7 @@ class Journal:
         self.session = None
 
 
-def _unavailable(error: TranscriptError) -> bool:
+def _unavailable(error: StorageError) -> bool:
     """Whether opening failed for want of the store (out of reach, out of space), not for a wrong request
     (a session that is or is not there, held by another writer, unsafe or damaged)."""
     if isinstance(error, (SessionExists, SessionNotFound, TranscriptLocked, TranscriptUnsafe, TranscriptCorrupt)):

@@ -58,7 +58,7 @@ from typing import Any
 from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
 from ..conversation import Conversation, Header, Item
-from ..errors import ContextfoldError, HistoryQueryError, TranscriptError
+from ..errors import ContextfoldError, HistoryQueryError, StorageError
 from ..events import Event
 from ..lookback import history as lookback
 from ..lookback.offloaded import offloaded_output
@@ -210,7 +210,7 @@ class ContextfoldOffload(BasePlugin):
         if session_id not in self._sessions:
             try:
                 self._sessions[session_id] = StoredSession.open(self.store, session_id)
-            except (TranscriptError, OSError) as error:
+            except (StorageError, OSError) as error:
                 log.warning("session %s: the offload store cannot be opened; outputs stay whole: %s", session_id, error)
                 return None
         return self._sessions[session_id]
