@@ -1,18 +1,16 @@
-"""importance: how likely an item, or an identifier in it, is to be needed again.
+"""importance: how likely an identifier, and the lines and items holding it, is to be needed again.
 
 What an agent goes on to use is mostly what it has used already: the paths,
 identifiers, line numbers and values its own calls and words carried, the
 ones the user named, and whatever the last error pointed at. A *reference*
 is such a specific token (at least four characters, with a digit, ``_``,
 ``.``, ``/``, ``:`` or an inner capital, so plain words do not count); it
-weighs more the more turns used it and the more recently. An item matters
-as much as the references it holds, more when it is a user message, an error
-or an edit, and more when it is recent.
+weighs more the more turns used it and the more recently.
 
-The stages ask this module rather than guessing on their own: clear and
-snip keep the referenced lines of what they remove, selective spares the
-items that matter, the summary and the survival check keep the references,
-and the economics prices forgetting by it.
+The stages ask this module rather than guessing on their own: clear keeps
+the referenced lines of what it removes, the summary and the
+survival check keep the references, and the economics prices forgetting by
+it.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..actions import EDIT, call_actions, item_failure_line, result_action
 from ..conversation import Item, readable_text
 
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
@@ -176,28 +173,9 @@ class References:
         skip = set(exclude)
         return sorted((t for t in self.uses if t not in skip), key=lambda t: (-self.weight(t), t))
 
-    def item_weight(self, item: Item) -> float:
-        """How much of what was used lives in ``item``: the summed weight of its referenced tokens."""
-        return sum(self.weight(token) for token in item_tokens(item) if token in self.uses)
-
 
 _last_refs: tuple[list[Item], References] | None = None
 """The items :meth:`References.of` was last asked about, and its answer."""
-
-
-def item_importance(item: Item, refs: References, age_turns: int) -> float:
-    """How much keeping ``item`` matters: its references, its kind (user, error, edit), its recency."""
-    score = refs.item_weight(item)
-    if item.role == "user":
-        score += 10.0
-    result = item.tool_result
-    if result is not None:
-        action = result_action(item)
-        if item_failure_line(item, action.kind if action else None) is not None:
-            score += 5.0
-    elif item.tool_calls and any(action.kind == EDIT for action in call_actions(item)):
-        score += 5.0
-    return score * (1.0 + math.pow(0.5, age_turns / HALF_LIFE_TURNS))
 
 
 def referenced_lines(
