@@ -138,3 +138,7 @@ def test_the_docs_stage_as_written_cuts_new_long_outputs() -> None:
     assert view[2].text == "line 0\nline 1\nline 2\nline 3\nline 4\n[45 more lines cut]"
     event = next(e for e in context.events if e.stage == "first_lines")
     assert event.items == (view[2].id,) and event.tokens_before > event.tokens_after  # type: ignore[operator]
+
+
+def test_a_pipeline_made_with_its_first_two_tiers_still_escalates_and_checks_survival_as_before() -> None:
+    assert Pipeline(cheap=DEFAULT_PIPELINE.cheap, batch=DEFAULT_PIPELINE.batch) == DEFAULT_PIPELINE

@@ -13,7 +13,8 @@ A step has four places a stage can run, each a tier of :class:`Pipeline`:
   request well under the target (``Policy.clear_first_max_fraction``); then
   the summary, its tail chosen before it runs; then, if the request is still
   over, the stages after it, each working down to ``budget.target_tokens``.
-  A pipeline without ``summarize`` has no summary rung (and no economic summary).
+  A pipeline without ``summarize`` has no summary rung (and no economic
+  summary): its ``escalate`` stages are all the first rung.
 * ``after``: on the result of a compaction (the first rung's, a summary's),
   with ``budget.compacted_from`` the request it started from.
 
@@ -40,6 +41,8 @@ from .stages.snip import snip
 from .stages.summarize import summarize
 from .stages.truncate import truncate
 
+ESCALATE: tuple[Stage, ...] = (snip, clear, summarize, selective)
+"""The default ``escalate`` tier: clear old outputs first, else summarize, else the per-kind rules."""
 SUMMARY_STAGE = "summarize"
 """The ``escalate`` stage the summary rung is: the stages before it are tried first, those after it last."""
 
@@ -59,8 +62,8 @@ class Pipeline:
 
     cheap: tuple[Stage, ...]
     batch: tuple[Stage, ...]
-    escalate: tuple[Stage, ...] = ()
-    after: tuple[Stage, ...] = ()
+    escalate: tuple[Stage, ...] = ESCALATE  # a pipeline made with only the first two still summarizes, as before
+    after: tuple[Stage, ...] = AFTER_COMPACTION
 
     def add(self, stage: Stage, *, after: Stage | str | None = None, before: Stage | str | None = None,
             tier: Tier | None = None) -> Pipeline:
@@ -135,7 +138,7 @@ def _index(stages: tuple[Stage, ...], wanted: Stage | str) -> int | None:
 DEFAULT_PIPELINE = Pipeline(
     cheap=(persist, truncate),
     batch=(budget_outputs, snip, clear),
-    escalate=(snip, clear, summarize, selective),
+    escalate=ESCALATE,
     after=AFTER_COMPACTION,
 )
 """The stages :class:`~contextfold.context.Context` runs unless given ``pipeline=``."""
