@@ -62,6 +62,7 @@ from .errors import (
     UnknownRole,
     UnknownSessionFormat,
     UnsafePath,
+    UsageMismatch,
     ViewConflict,
 )
 from .events import Event
@@ -159,6 +160,7 @@ __all__ = [
     "UnknownSessionFormat",
     "UnsafePath",
     "Usage",
+    "UsageMismatch",
     "ViewConflict",
     "Violation",
     "apply_changes",

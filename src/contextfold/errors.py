@@ -50,6 +50,7 @@ __all__ = [
     "UnknownRole",
     "UnknownSessionFormat",
     "UnsafePath",
+    "UsageMismatch",
     "ViewConflict",
 ]
 
@@ -360,6 +361,23 @@ class UnknownPriceWarning(UserWarning):
     """No list price is known for the model a :class:`~contextfold.Context` runs: its cache decisions use the
     documented default prices (:data:`~contextfold.pipeline.base.DEFAULT_PRICES`) until ``Policy(prices=...)``
     gives its own."""
+
+
+class UsageMismatch(UserWarning):
+    """The prompt size a provider reported for the first request and contextfold's own count of it disagree by
+    more than a factor of :data:`~contextfold.tokens.anchored.MISMATCH_FACTOR`.
+
+    The reported figure anchors every later count (:meth:`~contextfold.adapters.Adapter.read_usage`), so a
+    provider (or a test double) reporting a wrong figure would make the context under- or over-count silently:
+    a fake usage of 234 tokens for 72,000 characters let the view grow far past the window. ``reported`` and
+    ``estimated`` are the two figures."""
+
+    def __init__(self, reported: int, estimated: int) -> None:
+        self.reported = reported
+        self.estimated = estimated
+        super().__init__(f"the provider reported {reported:,} prompt tokens for the first request, but it counts "
+                         f"{estimated:,}: the reported usage anchors every later count, so check the adapter's "
+                         "read_usage (or the server's usage figures)")
 
 
 class InvalidPipeline(ContextfoldError, ValueError):

@@ -228,7 +228,15 @@ class Adapter(ABC):
 
     @abstractmethod
     def read_usage(self, usage: Any) -> Usage:
-        """A ``usage`` object of this format (SDK object or dict) in the neutral shape."""
+        """A ``usage`` object of this format (SDK object or dict) in the neutral shape.
+
+        **This is the anchor of the token count.** ``prompt_tokens`` must be the whole prompt the provider
+        read (cached parts included): :class:`~contextfold.tokens.TokenCounter` takes it as the true size of the
+        request just sent and counts every later request as that figure plus an estimate of what was added, so
+        a figure read wrong (a cached part left out, another field's number, a test server's made-up usage)
+        skews every count after it. The first figure is checked against contextfold's own count: off by more
+        than 5x, a :class:`~contextfold.errors.UsageMismatch` warning and a log line say so.
+        """
 
     def prompt_too_long(self, error: BaseException | str) -> PromptTooLong | None:
         """What an error says about a request that did not fit, or ``None`` when it says something else.

@@ -7,13 +7,34 @@ few percent for every model.
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..conversation import Conversation, Header, Item
-from ..errors import ContextfoldError
+from ..errors import ContextfoldError, UsageMismatch
 from ..usage import Usage
 from .estimator import Estimator
+
+
+log = logging.getLogger(__name__)
+
+MISMATCH_FACTOR = 5.0
+"""How far the first reported prompt size may stray from the estimate before :class:`UsageMismatch` says so."""
+MISMATCH_FLOOR = 1024
+"""Tokens two figures must also differ by: a provider's hidden overhead (Anthropic's tool-use system prompt, a few
+hundred tokens) makes a tiny first request disagree by far more than 5x, rightly."""
+
+
+def check_first_usage(reported: int, estimated: int) -> None:
+    """Warn (a :class:`UsageMismatch` and one log line) when the first reported prompt size is off by more than
+    :data:`MISMATCH_FACTOR` either way: it anchors every later count, and a wrong one would skew them silently."""
+    low, high = sorted((reported, estimated))
+    if high - low > MISMATCH_FLOOR and high > MISMATCH_FACTOR * max(low, 1):
+        mismatch = UsageMismatch(reported, estimated)
+        log.warning("%s", mismatch)
+        warnings.warn(mismatch, stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -113,7 +134,8 @@ class TokenCounter:
 
         ``conversation`` is the request the usage belongs to; by default the
         one passed to the last :meth:`count`. A usage with no prompt figure
-        (``prompt_tokens`` 0: the provider sent none) leaves the anchor as it was.
+        (``prompt_tokens`` 0: the provider sent none) leaves the anchor as it was. The first figure is checked
+        against the estimate (:func:`check_first_usage`): off by more than 5x, a :class:`UsageMismatch` warns.
         """
         if usage.prompt_tokens <= 0:
             return
@@ -132,6 +154,8 @@ class TokenCounter:
             self._observe(usage.prompt_tokens - anchor.reported, estimated_growth)
         else:
             estimated = self.estimator.header(header) + self.estimator.items(items)
+            if anchor is None:
+                check_first_usage(usage.prompt_tokens, estimated)
         self._anchor = _Anchor(header, items, usage.prompt_tokens, estimated)
 
     def _observe(self, real_growth: int, estimated_growth: int) -> None:
