@@ -64,6 +64,7 @@ from .errors import (
     UnsafePath,
     UsageMismatch,
     ViewConflict,
+    WireOnlyProvider,
 )
 from .events import Event
 from .limits import (
@@ -163,6 +164,7 @@ __all__ = [
     "UsageMismatch",
     "ViewConflict",
     "Violation",
+    "WireOnlyProvider",
     "apply_changes",
     "compaction_threshold",
     "is_prompt_too_long",

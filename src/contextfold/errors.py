@@ -52,6 +52,7 @@ __all__ = [
     "UnsafePath",
     "UsageMismatch",
     "ViewConflict",
+    "WireOnlyProvider",
 ]
 
 
@@ -361,6 +362,22 @@ class UnknownPriceWarning(UserWarning):
     """No list price is known for the model a :class:`~contextfold.Context` runs: its cache decisions use the
     documented default prices (:data:`~contextfold.pipeline.base.DEFAULT_PRICES`) until ``Policy(prices=...)``
     gives its own."""
+
+
+class WireOnlyProvider(ContextfoldError):
+    """A provider registered as a wire format only (no SDK client) was asked to do what needs one: send a
+    request, build a client, name its SDK or default models, or compact on the provider's side.
+
+    ``provider`` names it; ``needed`` the SDK-facing member that was asked for. Its requests are still rendered
+    by :meth:`~contextfold.Context.prepare` and its replies read by :meth:`~contextfold.Context.add_response`:
+    the caller sends them."""
+
+    def __init__(self, provider: str, needed: str) -> None:
+        self.provider = provider
+        self.needed = needed
+        super().__init__(f"provider {provider!r} is a wire format with no SDK client, so it has no {needed}: "
+                         "send the request Context.prepare() renders yourself and pass the reply to "
+                         "Context.add_response()")
 
 
 class UsageMismatch(UserWarning):

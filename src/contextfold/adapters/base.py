@@ -5,14 +5,21 @@ Its wire shapes in both directions: request messages and tool definitions
 (:meth:`~Adapter.read`, :meth:`~Adapter.write`), the pieces an incremental
 renderer assembles a request from (:meth:`~Adapter.write_header`,
 :meth:`~Adapter.write_items`, :meth:`~Adapter.request`), prompt-cache marks,
-model replies (:meth:`~Adapter.read_response`), usage and stop reasons. Its
-SDK (:attr:`~Adapter.sdk`, :meth:`~Adapter.make_client`, its error classes
-and what an error means, :meth:`~Adapter.call_error`), its default models,
-how a request is sent (:meth:`~Adapter.create`, :meth:`~Adapter.send`, which a
-summary request uses too) and whether an error says the prompt was too long
-(:meth:`~Adapter.prompt_too_long`, the one overflow detector). Callers pick
-one by name with :func:`contextfold.adapters.adapter_for` and never look
-inside the dicts it returns.
+model replies (:meth:`~Adapter.read_response`), usage (:meth:`~Adapter.read_usage`,
+the anchor of the token count) and stop reasons, and whether an error says the
+prompt was too long (:meth:`~Adapter.prompt_too_long`, the one overflow
+detector). That wire part is all a format must define: five methods
+(``_read``, ``write``, ``write_header``, ``_answer``, ``_stop``) and
+``read_usage``.
+
+Optionally its SDK (:attr:`~Adapter.sdk`, :meth:`~Adapter.make_client`, its
+error classes and what an error means, :meth:`~Adapter.call_error`), its
+default models, how a request is sent (:meth:`~Adapter.create`,
+:meth:`~Adapter.send`, which a summary request uses too) and the provider's
+own compaction. A format that defines none of them is *wire-only*: asked for
+any, it raises :class:`~contextfold.errors.WireOnlyProvider` naming itself.
+Callers pick an adapter by name with :func:`contextfold.adapters.adapter_for`
+and never look inside the dicts it returns.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import Conversation, Header, Item, Text
-from ..errors import ContextfoldError, InvalidContent
+from ..errors import ContextfoldError, InvalidContent, WireOnlyProvider
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import EVERY_TOKEN, CacheRule, Usage
 from .calls import CallError
@@ -106,12 +113,6 @@ class Adapter(ABC):
     """The request field holding the message list (``"messages"``, ``"input"``, ``"contents"``)."""
     usage_field: str
     """The reply field holding the usage the provider reported (``"usage"``, ``"usage_metadata"``)."""
-    sdk: SDK
-    """The provider's official SDK: package, extra, key and model variables."""
-    default_model: str
-    """The model the reference agent talks to when none is named."""
-    summary_model: str
-    """The small model a summary is written by when none is named."""
     system_messages: bool = True
     """Whether a system message may stand among the messages, after the conversation started (Anthropic's
     ``role: "system"`` messages, OpenAI's system and developer messages; Gemini has none)."""
@@ -246,32 +247,54 @@ class Adapter(ABC):
         """
         return prompt_too_long(error)
 
-    # ------------------------------------------------------------------ the SDK
-    @abstractmethod
+    # ------------------------------------------------------------------ the SDK (optional: a wire-only format has none)
+    # A format with no SDK (a toy or in-house provider, a format read from logs) defines none of what follows:
+    # each raises :class:`~contextfold.errors.WireOnlyProvider` naming the provider, so ``Context.send``, the model
+    # summarizers and the reference agent refuse it in words, and ``prepare``/``add_response`` work as for any.
+    def _no_client(self, needed: str) -> WireOnlyProvider:
+        return WireOnlyProvider(self.name, needed)
+
+    @property
+    def sdk(self) -> SDK:
+        """The provider's official SDK: package, extra, key and model variables."""
+        raise self._no_client("SDK")
+
+    @property
+    def default_model(self) -> str:
+        """The model the reference agent talks to when none is named."""
+        raise self._no_client("default model")
+
+    @property
+    def summary_model(self) -> str:
+        """The small model a summary is written by when none is named."""
+        raise self._no_client("summary model")
+
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         """An SDK client (async when asked), built as ``options`` say."""
+        raise self._no_client("client")
 
-    @abstractmethod
     def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
         """The SDK's errors for a refused request (where "prompt is too long" arrives), and all its errors."""
+        raise self._no_client("SDK errors")
 
-    @abstractmethod
     def call_error(self, error: BaseException) -> CallError | None:
-        """What an SDK exception says (timeout, connection, status), or ``None`` when it is none of the SDK's."""
+        """What an SDK exception says (timeout, connection, status), or ``None`` when it is none of the SDK's
+        (a format with no SDK has none)."""
+        return None
 
-    @abstractmethod
     async def aclose(self, client: Any) -> None:
         """Close an async client of :meth:`make_client` and its sockets."""
+        raise self._no_client("client to close")
 
-    @abstractmethod
     def endpoint(self, client: Any) -> Callable[..., Any]:
         """The SDK method that sends a request (sync or async, as ``client`` is)."""
+        raise self._no_client("send method")
 
-    @abstractmethod
     def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, Any]:
         """The keyword arguments of :meth:`endpoint` for ``request`` (what ``Context.prepare`` built); ``timeout_s``
         caps this one call."""
+        raise self._no_client("send method")
 
     def create(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
                timeout_s: float | None = None) -> Any:
