@@ -40,7 +40,7 @@ from .base import Adapter, Reply, WireHeader
 from .openai_chat import OpenAIChat, from_openai, reply_from_chunks, to_openai, tools_to_openai
 from .openai_responses import OpenAIResponses, from_responses, to_responses, tools_to_responses
 from .overflow import PromptTooLong, prompt_too_long
-from .registry import PROVIDERS, adapter_for, is_prompt_too_long
+from .registry import PROVIDERS, adapter_for, is_prompt_too_long, register
 
 __all__ = [
     "MAX_BLOCK_BYTES",
@@ -62,6 +62,7 @@ __all__ = [
     "is_prompt_too_long",
     "parse_arguments",
     "prompt_too_long",
+    "register",
     "reply_from_chunks",
     "to_anthropic",
     "to_openai",

@@ -2,7 +2,8 @@
 
 Each provider is one object (an :class:`~.base.Adapter`, in its own folder)
 owning its wire format, SDK, models, overflow errors and summary calls; adding
-a provider is its folder plus one entry in :data:`_ADAPTERS`.
+a provider is its folder plus one entry in :data:`_ADAPTERS` (built in) or one
+call of :func:`register` (anyone's, from their own code).
 """
 
 from __future__ import annotations
@@ -26,11 +27,24 @@ PROVIDERS = tuple(_ADAPTERS)
 ``gemini``."""
 
 
+def register(adapter: Adapter) -> Adapter:
+    """Make ``adapter`` choosable by its name everywhere a provider is named (``Context(provider=...)``,
+    :func:`adapter_for`, :func:`is_prompt_too_long`); returns it. A wire-only format (no SDK) is complete as it is.
+
+    :class:`ContextfoldError` when another adapter already holds the name (registering the same one again is
+    harmless: a module imported twice).
+    """
+    held = _ADAPTERS.setdefault(adapter.name, adapter)
+    if held is not adapter:
+        raise ContextfoldError(f"provider {adapter.name!r} is already registered ({held.title})")
+    return adapter
+
+
 def adapter_for(provider: str) -> Adapter:
-    """The adapter of ``provider``; :class:`ContextfoldError` for a name that is none of :data:`PROVIDERS`."""
+    """The adapter of ``provider``; :class:`ContextfoldError` for a name no adapter is registered by."""
     adapter = _ADAPTERS.get(provider)
     if adapter is None:
-        raise ContextfoldError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+        raise ContextfoldError(f"unknown provider {provider!r}; expected one of {', '.join(_ADAPTERS)}")
     return adapter
 
 

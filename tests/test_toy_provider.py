@@ -1,0 +1,57 @@
+"""A provider with no SDK in one folder and one registry line (``tests/toy_provider``) passes the adapter conformance
+suite, runs a Context through prepare/add_response with its usage anchoring the count, and refuses a send by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from toy_provider import TOY
+
+from contextfold import Context, WireOnlyProvider
+from contextfold.adapters import adapter_for, is_prompt_too_long, register
+from contextfold.adapters.conformance import AdapterConformance
+from contextfold.conversation import Conversation
+from contextfold.errors import ContextfoldError
+from contextfold.summarizers.llm import LLMSummarizer
+
+REPLY = {"id": "t1", "say": "done", "end": "stop", "counted": {"prompt": 40, "output": 2}}
+
+
+class TestToyConformance(AdapterConformance):
+    adapter = TOY
+    reply = REPLY
+    reply_text, reply_prompt_tokens = "done", 40
+
+    def read_body(self, body: Mapping[str, Any]) -> Conversation:
+        return self.adapter.read(body["turns"], system=body.get("rules"), tools=body.get("tools"))
+
+
+def test_one_registry_line_makes_it_a_provider_like_any() -> None:
+    assert adapter_for("toy") is TOY
+    assert register(TOY) is TOY  # imported twice: harmless
+    assert not is_prompt_too_long("the toy has no overflow wording of its own")
+
+
+def test_a_second_adapter_cannot_take_a_registered_name() -> None:
+    with pytest.raises(ContextfoldError, match="'toy' is already registered"):
+        register(type(TOY)())
+
+
+def test_a_context_renders_its_requests_and_anchors_on_its_usage() -> None:
+    context = Context(window_tokens=8_000, provider="toy")
+    context.add([{"who": "user", "say": "list the files"}])
+    request = context.prepare()
+    assert request == {"turns": [{"who": "user", "say": "list the files"}]}
+    items = context.add_response({**REPLY, "calls": [{"id": "c1", "tool": "ls", "args": {}}]})
+    assert [item.role for item in items] == ["assistant"] and items[0].tool_calls[0].name == "ls"
+    assert context.counter.anchored and context.counter.count(context.view()) >= 40
+
+
+def test_a_send_or_a_model_summary_is_refused_naming_the_provider() -> None:
+    with pytest.raises(WireOnlyProvider, match="'toy'") as refused:
+        TOY.make_client()
+    assert refused.value.provider == "toy"
+    with pytest.raises(WireOnlyProvider, match="'toy'"):
+        LLMSummarizer(provider="toy")
