@@ -3,7 +3,10 @@ suite, runs a Context through prepare/add_response with its usage anchoring the 
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from toy_provider import TOY
 
 from contextfold import Context, WireOnlyProvider
 from contextfold.adapters import adapter_for, is_prompt_too_long, register
+from contextfold.adapters.base import Adapter
 from contextfold.adapters.conformance import AdapterConformance
 from contextfold.conversation import Conversation
 from contextfold.errors import ContextfoldError
@@ -55,3 +59,15 @@ def test_a_send_or_a_model_summary_is_refused_naming_the_provider() -> None:
     assert refused.value.provider == "toy"
     with pytest.raises(WireOnlyProvider, match="'toy'"):
         LLMSummarizer(provider="toy")
+
+
+def test_the_signature_docs_architecture_gives_is_every_method_an_adapter_must_define() -> None:
+    """The doc's toy block lists exactly the abstract methods of ``Adapter``, and the toy defines each."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = re.search(r"one registry line\n.*?```python\n(.*?)```", docs, re.S)
+    assert block, "docs/architecture.md has no toy provider block"
+    documented = {node.name for node in ast.walk(ast.parse(block.group(1))) if isinstance(node, ast.FunctionDef)}
+    assert documented == set(Adapter.__abstractmethods__)
+    assert documented <= set(vars(type(TOY))), "the toy leaves a documented method undefined"
+    assert "TOY = register(Toy())" in block.group(1) and "TOY = register(Toy())" in (
+        Path(__file__).parent / "toy_provider" / "__init__.py").read_text(encoding="utf-8")
