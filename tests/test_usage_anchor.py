@@ -30,16 +30,13 @@ def test_a_fake_usage_figure_for_a_long_first_request_warns_and_logs(caplog: pyt
     assert [r.getMessage() for r in caplog.records] == [str(mismatch)]
 
 
-def test_a_usage_far_above_the_count_warns_too() -> None:
-    context = sent_context()
-    with pytest.warns(UsageMismatch):
-        context.record_usage(Usage(prompt_tokens=1_000_000))
-
-
-def test_a_plausible_figure_and_a_tiny_request_with_hidden_overhead_do_not_warn() -> None:
+def test_a_figure_above_the_count_is_hidden_overhead_not_a_misread() -> None:
+    """A recorded harness's system prompt and tools are not in the request contextfold counts (19,800 reported for
+    57 counted in the corpus), nor a tiny request's tool-use system prompt."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", UsageMismatch)
         sent_context().record_usage(Usage(prompt_tokens=17_000))
+        sent_context().record_usage(Usage(prompt_tokens=1_000_000))
         tiny = Context(window_tokens=200_000, provider="anthropic")
         tiny.add([{"role": "user", "content": "hi"}])
         tiny.prepare()

@@ -381,8 +381,8 @@ class WireOnlyProvider(ContextfoldError):
 
 
 class UsageMismatch(UserWarning):
-    """The prompt size a provider reported for the first request and contextfold's own count of it disagree by
-    more than a factor of :data:`~contextfold.tokens.anchored.MISMATCH_FACTOR`.
+    """The prompt size a provider reported for the first request is under a fifth of contextfold's own count of it
+    (:data:`~contextfold.tokens.anchored.MISMATCH_FACTOR`): fewer tokens than the request visibly holds.
 
     The reported figure anchors every later count (:meth:`~contextfold.adapters.Adapter.read_usage`), so a
     provider (or a test double) reporting a wrong figure would make the context under- or over-count silently:

@@ -235,8 +235,10 @@ class Adapter(ABC):
         read (cached parts included): :class:`~contextfold.tokens.TokenCounter` takes it as the true size of the
         request just sent and counts every later request as that figure plus an estimate of what was added, so
         a figure read wrong (a cached part left out, another field's number, a test server's made-up usage)
-        skews every count after it. The first figure is checked against contextfold's own count: off by more
-        than 5x, a :class:`~contextfold.errors.UsageMismatch` warning and a log line say so.
+        skews every count after it. The first figure is checked against contextfold's own count: under a fifth
+        of it (fewer tokens than the request visibly holds), a :class:`~contextfold.errors.UsageMismatch` warning
+        and a log line say so. A figure far above the count is not warned of: it is what the request hides
+        (a harness's system prompt and tools contextfold was not given).
         """
 
     def prompt_too_long(self, error: BaseException | str) -> PromptTooLong | None:
