@@ -1,10 +1,15 @@
-"""Every built-in provider passes the reusable conformance suite a new provider runs (``contextfold.adapters.conformance``)."""
+"""Every built-in provider passes the reusable conformance suite a new provider runs
+(``contextfold.adapters.conformance``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
+from contextfold import Usage
+from contextfold.adapters import AnthropicMessages
 from contextfold.adapters.conformance import AdapterConformance
 from contextfold.adapters.registry import adapter_for
 from contextfold.conversation import Conversation
@@ -13,7 +18,8 @@ from contextfold.conversation import Conversation
 class TestAnthropic(AdapterConformance):
     adapter = adapter_for("anthropic")
     reply = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "done"}],
-             "stop_reason": "end_turn", "usage": {"input_tokens": 30, "cache_read_input_tokens": 10, "output_tokens": 2}}
+             "stop_reason": "end_turn",
+             "usage": {"input_tokens": 30, "cache_read_input_tokens": 10, "output_tokens": 2}}
     reply_text, reply_prompt_tokens = "done", 40
 
 
@@ -42,3 +48,27 @@ class TestGemini(AdapterConformance):
 
     def read_body(self, body: Mapping[str, Any]) -> Conversation:
         return self.adapter.read(body["contents"], system=body.get("system_instruction"), tools=body.get("tools"))
+
+
+class MisreadsUsage(AnthropicMessages):
+    """Anthropic's format reading only the uncached input: the misread that leaves the count short."""
+
+    def read_usage(self, usage: Any) -> Usage:
+        return Usage(prompt_tokens=usage["input_tokens"])
+
+
+class RoundTripBreaks(AnthropicMessages):
+    """Anthropic's format dropping the last message it writes."""
+
+    def write(self, conversation: Conversation) -> dict[str, Any]:
+        body = super().write(conversation)
+        return {**body, "messages": body["messages"][:-1]}
+
+
+def test_the_suite_fails_an_adapter_that_misreads_its_usage_or_its_round_trip() -> None:
+    misreads = type("MisreadsCheck", (TestAnthropic,), {"adapter": MisreadsUsage()})()
+    with pytest.raises(AssertionError, match="whole prompt"):
+        misreads.test_its_reply_is_read_with_the_usage_that_anchors_the_count()
+    breaks = type("BreaksCheck", (TestAnthropic,), {"adapter": RoundTripBreaks()})()
+    with pytest.raises(AssertionError, match="round trip"):
+        breaks.test_what_it_writes_it_reads_back_unchanged()

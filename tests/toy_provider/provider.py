@@ -95,6 +95,7 @@ def _turn(index: int, item: Item) -> dict[str, Any]:
         return {"who": "tool", "say": item.text, "answers": result.call_id}
     for position, block in enumerate(item.blocks):
         if not isinstance(block, (Text, ToolCall)):
-            raise InvalidContent(index, f"blocks[{position}]", f"the toy format carries text and calls, not {block.kind}")
+            raise InvalidContent(index, f"blocks[{position}]",
+                                 f"the toy format carries text and calls, not {block.kind}")
     calls = [{"id": c.id, "tool": c.name, "args": dict(c.arguments)} for c in item.tool_calls]
     return {"who": who, "say": item.text, **({"calls": calls} if calls else {})}

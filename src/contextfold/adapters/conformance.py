@@ -33,7 +33,8 @@ def sample_conversations() -> list[Conversation]:
                                                                  "properties": {"path": {"type": "string"}}}),))
     return [
         Conversation([user("hello"), assistant("hi, how can I help?"), user("list the files")]),
-        Conversation([user("show me a.txt"), assistant("reading it", [ToolCall("call_1", "read_file", {"path": "a.txt"})]),
+        Conversation([user("show me a.txt"),
+                      assistant("reading it", [ToolCall("call_1", "read_file", {"path": "a.txt"})]),
                       tool("call_1", "the file's text"), assistant("a.txt says: the file's text")], header),
     ]
 
