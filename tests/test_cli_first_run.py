@@ -18,7 +18,7 @@ from contextfold.cli import cli
 from contextfold.cli.chat import new_context
 from contextfold.codec import conversation_to_dict
 from contextfold.limits import registered_models
-from contextfold.pipeline.base import Policy
+from contextfold.pipeline.base import Policy, Prices
 from contextfold.synthetic import generate_session
 from contextfold.testing.scripted import ScriptedModel
 from contextfold.testing.server import reading_script
@@ -114,7 +114,9 @@ def test_every_command_that_runs_the_pipeline_takes_a_preset_and_names_them_when
 def test_chat_runs_its_context_at_the_preset_it_is_given(tmp_path: Path) -> None:
     context = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path, Policy.preset("lean"))
     try:
-        assert context.policy == Policy.preset("lean") != Policy()
+        # the preset's knobs, priced at the model's list prices as every chat is (priced_for)
+        assert context.policy == Policy.preset("lean", prices=Prices.of("claude-sonnet-4-5")) != Policy().for_model(
+            "claude-sonnet-4-5")
     finally:
         context.close()
 

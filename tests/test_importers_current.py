@@ -204,6 +204,15 @@ def test_claude_code_new_chain_with_responses_of_its_own_is_kept(tmp_path: Path)
     assert [item.text for item in conversation if item.role == "user"] == ["List the files.", "List them again."]
     assert len(conversation) == 6 and "skipped" not in conversation.header.meta
 
+def test_claude_code_record_type_that_is_not_a_string_is_a_typed_error(tmp_path: Path) -> None:
+    """The look for a reopened session's copy reads every record's type before the records are checked: an object
+    there is the file's error, named at its line, not a TypeError."""
+    odd = {**CHAT[1], "type": {"type": "user"}}
+    with pytest.raises(SessionFormatError) as error:
+        load(write(tmp_path, "s.jsonl", [*CHAT[:3], odd]))
+    assert error.value.location == "line 4.type"
+
+
 def test_claude_code_record_type_not_known_yet_is_skipped_and_counted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

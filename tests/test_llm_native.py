@@ -67,7 +67,7 @@ def test_one_clearing_authority_at_a_time() -> None:
     items = [user("task")]
     for k in range(12):
         items += [assistant("", [ToolCall(f"c{k}", "bash", {"command": "ls"})]), tool(f"c{k}", "x " * 4_000)]
-    conversation = Conversation(items)
+    conversation = Conversation([*items, user("Now the next file.")])  # an earlier turn's outputs: not spared
     estimator = Estimator()
 
     def budget(policy: Policy) -> Budget:

@@ -16,6 +16,7 @@ from contextfold.replay import Sent, Step, Strategy, StrategyConfig, recount, re
 from contextfold.replay.render import render_item
 from contextfold.replay.strict import (
     Strict,
+    StrictSession,
     argument_values,
     contexts,
     model_text,
@@ -106,6 +107,21 @@ def test_a_bare_list_of_the_lost_tokens_buys_recall_but_not_strict_recall(tmp_pa
     recounted = recount(dump, 10_000, ESTIMATE, session=conversation)
     assert {name: getattr(recounted.strict, name) for name in gamed if name != "recall"} == {
         name: value for name, value in gamed.items() if name != "recall"}
+
+
+def test_the_outcome_is_the_output_as_the_tool_wrote_it_not_the_error_mark_of_its_chat_message() -> None:
+    """A result flagged an error renders with a mark before its text (OpenAI formats have no flag); the error and
+    test-result lines a reply needs are the tool's own, as the referee reads them, found in a request either way."""
+    items = [user("Run the suite", id="task"),
+             assistant("", [ToolCall("c0", "bash", {"command": "git checkout main"})], id="a0"),
+             tool("c0", "error: Your local changes would be overwritten by checkout", is_error=True, id="r0"),
+             assistant("", [ToolCall("c1", "bash", {"command": "python -m unittest"})], id="a1"),
+             tool("c1", "FAILED (failures=1)", is_error=True, id="r1"),
+             assistant("Stashing first", id="a2")]
+    assert str(render_item(items[2]).data["content"]).startswith("[tool error] ")  # type: ignore[union-attr]
+    needs = StrictSession(Conversation(items)).needs
+    assert [line for _, line in needs[3].outcome] == ["error: Your local changes would be overwritten by checkout"]
+    assert [line for _, line in needs[5].outcome] == ["FAILED (failures=1)"] * 2  # the last error, the test result
 
 
 def test_a_session_pools_kwic_and_lines_and_averages_outcomes() -> None:

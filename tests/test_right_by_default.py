@@ -212,7 +212,8 @@ def test_a_models_reply_limit_that_a_smaller_window_cannot_hold_is_scaled_to_hal
     assert Context("gpt-4.1", window_tokens=100).limits == Context(window_tokens=100).limits
     assert Context("gpt-4.1", window_tokens=100).limits.max_output_tokens == 50
     scaled = Context("gpt-4.1", window_tokens=32_000)
-    assert scaled.limits.max_output_tokens == 16_000 and scaled.trigger_tokens == 20_800  # the threshold is unchanged
+    # the trigger is unchanged by the scaling: 90% of the window short of the reply's room, a quarter of it either way
+    assert scaled.limits.max_output_tokens == 16_000 and scaled.trigger_tokens == 32_000 - 8_000
     assert Context("gpt-4.1", window_tokens=200_000).limits.max_output_tokens == 32_768  # it fits: the model's own
 
 

@@ -184,7 +184,9 @@ def resumed_copies(records: Sequence[tuple[int, Mapping[str, Any]]]) -> frozense
 
 
 def _chat(record: Mapping[str, Any]) -> bool:
-    return record.get("type") in RECORD_TYPES and not record.get("isSidechain")
+    """A user or assistant record of the main chain (a ``type`` that is no string is none: :func:`load` reports it)."""
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in RECORD_TYPES and not record.get("isSidechain")
 
 
 def _starts_a_chain(record: Mapping[str, Any]) -> bool:

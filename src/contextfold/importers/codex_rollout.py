@@ -58,6 +58,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..adapters.openai_responses.wire import ITEM_TYPES
 from ..conversation import Conversation, Item, Text, ToolCall
 from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, read_wire, unix_time
 from .codex_exec import codex_usage
@@ -71,9 +72,9 @@ CALLS_WITH_OUTPUT = {"local_shell_call": "local_shell", "tool_search_call": "too
 OUTPUTS = frozenset({"tool_search_output"})
 """Output items the Responses adapter does not pair (it reads them as Opaque user items)."""
 NOT_SENT = frozenset({"ghost_snapshot"})
-LEGACY_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output", "local_shell_call"})
-"""Response items a rollout written before the envelope opens with (detection looks for one, or a state marker)."""
 """Response items Codex records but never sends to the model."""
+LEGACY_ITEMS = ITEM_TYPES | {"local_shell_call"}
+"""Response items a rollout written before the envelope opens with (detection looks for one, or a state marker)."""
 SESSION_FIELDS = ("cwd", "cli_version", "originator", "model_provider", "forked_from_id")
 META_FIELDS = ("agent_nickname", "agent_role")
 

@@ -109,6 +109,7 @@ class Policy:
     clear_keep_recent_rounds: int = 3
     clear_min_savings_tokens: int = 20_000
     clear_keep_referenced_chars: int = 600  # a cleared output keeps its lines the agent's references point at
+    spare_current_turn: bool = True  # under the trigger, clear and budget leave the current turn's outputs whole
     cache_ttl_s: float = 300.0
     exclude_tools: tuple[str, ...] = ()
     mask_window_rounds: int | None = None  # set to enable observation masking (10 in the literature)

@@ -91,8 +91,11 @@ def current_turn_start(items: Sequence[Item]) -> int:
 
 def spared_from(conversation: Conversation, budget: Budget) -> int:
     """Index from which no output is cleared or cut: the current turn's (:func:`current_turn_start`) while the
-    request is under the trigger; once a compaction is due the window is at stake, and nothing is spared."""
-    if budget.compaction_due or budget.count(conversation) > budget.trigger_tokens:
+    request is under the trigger; once a compaction is due the window is at stake, and nothing is spared (nor
+    ever with ``Policy.spare_current_turn`` off, as Claude Code's clearing spares nothing)."""
+    if not budget.policy.spare_current_turn or budget.compaction_due:
+        return len(conversation)
+    if budget.count(conversation) > budget.trigger_tokens:
         return len(conversation)
     return current_turn_start(conversation.items)
 

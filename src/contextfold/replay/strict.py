@@ -25,8 +25,9 @@ before the reply (what only a compaction can lose):
 ``outcome``
     The last error before the reply (the error line the survival probe finds
     in the latest output that had one, and up to :data:`ERROR_FRAME_LINES`
-    lines before it: the failing frame) and the last test-result line: the
-    share present, averaged over requests.
+    lines before it: the failing frame) and the last test-result line, both
+    as the tool wrote them (not the mark a chat message puts before a result
+    flagged an error): the share present, averaged over requests.
 
 ``strict`` is the mean of the three. Beside it, not part of it:
 
@@ -261,20 +262,24 @@ class StrictSession:
                 tokens_at[token].append(position)
             for line in set(filter(scorable_line, lines)):
                 lines_at[line].append(position)
-            result = message.item.tool_result
+            # the output as the tool wrote it: the recorded result, not its chat rendering, whose text starts
+            # with a mark where the result was flagged an error (adapters' ERROR_MARK), a line no tool wrote
+            result = recording.items[index].tool_result if index is not None else None
             if result is not None:
-                found = self._error(position, result.text)
+                output = normalized_lines(result.text)
+                found = self._error(position, result.text, output)
                 error = error if found is None else found
-                tests = [line for line in lines if TEST_RESULT.search(line)]
+                tests = [line for line in output if TEST_RESULT.search(line)]
                 test = ((position, tests[-1]),) if tests else test
 
-    def _error(self, position: int, output: str) -> tuple[tuple[int, str], ...] | None:
-        """The error of a tool output at ``position`` as its normalized lines (the failing frame first), if any."""
+    @staticmethod
+    def _error(position: int, output: str, lines: Sequence[str]) -> tuple[tuple[int, str], ...] | None:
+        """The error of the tool ``output`` at ``position``, whose normalized ``lines`` it picks from, as those
+        lines (the failing frame first), if any."""
         found = last_error_line(output)
         if found is None:
             return None
         wanted = " ".join(unescaped(found).split())
-        lines = self._lines[position]
         at = max((n for n, line in enumerate(lines) if wanted and wanted in line), default=None)
         block = [wanted] if at is None else lines[max(0, at - ERROR_FRAME_LINES) : at + 1]
         return tuple((position, line) for line in block if len(line) >= 4)

@@ -83,6 +83,8 @@ _MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Call item types and the key holding their argument string."""
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+ITEM_TYPES = frozenset({"message", "reasoning", *_CALLS, *_OUTPUTS})
+"""The item types a conversation is made of on this wire (what a recording of Responses items holds)."""
 _CONTENT = (Text, Summary, Image, Document, Opaque)
 """Blocks that live inside a message's content."""
 ENCRYPTED_SUMMARY = ("[The conversation before this point was compacted by OpenAI; its summary is encrypted and "

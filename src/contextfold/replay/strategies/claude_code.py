@@ -6,14 +6,16 @@ The rules (from Claude Code's public behaviour, as the design seeds describe it)
   output is capped (the pipeline's persist and truncate stages, on new items);
 * clearing: every tool output but those of the 3 most recent rounds becomes
   a placeholder, whenever that saves at least 20,000 tokens, whatever it
-  does to the prompt cache (no economics gate, no cold-cache trigger);
+  does to the prompt cache (no economics gate, no cold-cache trigger) and
+  whichever turn it belongs to (the current one is not spared);
 * auto-compact: once the request is over ``window - min(max_output, 20k) - 13k``
   tokens, everything but the newest round is summarized (a full summary, no
   kept tail), and up to 5 recently read files are restored after it.
 
 What differs from contextfold's ``default`` is exactly what the pipeline adds
 on top: the economics gate, the escalation when one summary is not enough,
-the verbatim tail and the dynamic floor on the trigger. Where the stages are
+the verbatim tail, the dynamic floor on the trigger and the current turn's
+outputs kept whole under it. Where the stages are
 kinder than Claude Code it is said here: the summary is our extractive
 summarizer's, as for every strategy here; the task stays verbatim before it,
 as the summarize stage keeps it; clearing keeps whole rounds (so a round of
@@ -32,7 +34,8 @@ from ...pipeline.stages.summarize import summarize
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 
-POLICY = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=20_000, restore_max_files=5)
+POLICY = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=20_000, restore_max_files=5,
+                spare_current_turn=False)
 """``history_tools`` stays ``"auto"``: Claude Code has no ``search_history``, so its summaries do not name it."""
 
 
