@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from contextfold.cli import cli
-from contextfold.conversation import Conversation, Text, Thinking, ToolCall
+from contextfold.conversation import Conversation, Text, Thinking, ToolCall, ToolResult
 from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import detect, load
 
@@ -470,6 +470,30 @@ def test_claude_code_session_with_no_chat_is_still_a_claude_code_file(tmp_path: 
     assert len(conversation) == 0 and conversation.header.meta["skipped"] == {"teleported-from": 1}
     with pytest.raises(UnknownSessionFormat):
         detect(write(tmp_path, "other.jsonl", [{"type": "teleported-from"}, {"type": "a-format-of-its-own"}]))
+
+
+def test_claude_code_subagent_file_opening_with_a_record_type_not_known_yet_is_read(tmp_path: Path) -> None:
+    """A 2.1.204 sub-agent file opens with ``fork-context-ref`` (no session link): passed over, counted, and the
+    fork's calls read and paired."""
+    opening = {"type": "fork-context-ref", "agentId": "a1", "parentSessionId": "s", "parentLastUuid": "p",
+               "contextLength": 573}
+    call = cc("assistant", uuid="x1", parentUuid=None, isSidechain=True, agentId="a1",
+              message={"id": "m1", "role": "assistant", "model": "claude-sonnet-5",
+                       "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                    "input": {"command": "wc -l a.tsx"}, "caller": {"type": "direct"}}],
+                       "usage": {"input_tokens": 2, "output_tokens": 3}})
+    result = cc("user", uuid="x2", parentUuid="x1", isSidechain=True, agentId="a1", sourceToolAssistantUUID="x1",
+                message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                      "content": "12 a.tsx"}]})
+    path = write(tmp_path, "agent-a1.jsonl", [opening, call, result])
+    assert detect(path) == "claude-code"
+    conversations = load(path)
+    calls = [b for c in conversations for item in c for b in item.blocks if isinstance(b, ToolCall)]
+    results = [b for c in conversations for item in c for b in item.blocks if isinstance(b, ToolResult)]
+    assert [b.id for b in calls] == ["toolu_1"] and [b.call_id for b in results] == ["toolu_1"]
+    assert sum(c.header.meta.get("unknown_records", {}).get("fork-context-ref", 0) for c in conversations) == 1
+    with pytest.raises(UnknownSessionFormat):  # with no linked record after it, still no Claude Code file
+        detect(write(tmp_path, "other.jsonl", [opening, {"type": "a-format-of-its-own"}]))
 
 
 def test_claude_code_message_sent_mid_turn_is_read_after_the_rounds_results(tmp_path: Path) -> None:

@@ -101,18 +101,20 @@ RESULT_COPIES = frozenset({"stdout", "stderr", "content", "originalFile", "oldSt
 
 
 def matches(source: Source) -> bool:
-    """Records with a string ``type`` (no stream-json ``session_id``, no rollout ``payload``), the first one
-    that is not a known bookkeeping record without links carrying a session link (``sessionId``...); or
-    only bookkeeping records (a session with no chat in it, such as one teleported elsewhere)."""
+    """Records with a string ``type`` (no stream-json ``session_id``, no rollout ``payload``), one of the leading
+    ones carrying a session link (``sessionId``...) before any that is neither linked nor a known bookkeeping
+    record would decide otherwise; or only known bookkeeping records (a session with no chat in it, such as one
+    teleported elsewhere). A leading record of a type not known yet (a sub-agent's ``fork-context-ref`` of
+    2.1.2xx) is passed over when a linked record follows it: a new record type never refuses the file."""
     leading = source.leading_records(LEADING_RECORDS)
+    unknown = False
     for record in leading:
         if record is None or not isinstance(record.get("type"), str) or {"session_id", "payload"} & record.keys():
             return False
         if any(key in record for key in LINK_KEYS):
             return True
-        if record["type"] not in BOOKKEEPING:
-            return False
-    return bool(leading)
+        unknown = unknown or record["type"] not in BOOKKEEPING
+    return bool(leading) and not unknown
 
 
 def load(source: Source) -> list[Conversation]:
