@@ -362,3 +362,22 @@ def test_a_stage_with_nothing_to_do_returns_its_input(stage) -> None:
     conv = session(("echo hi", "hi"))
     out, events = stage(conv, make_budget())
     assert out is conv and events == []
+
+
+def test_a_cut_output_and_a_kept_line_end_between_words() -> None:
+    """A stage's head-and-tail cut, and a line a placeholder keeps for the name it holds, never end inside a word
+    ("type a messa"): the cut moves back to the space before it."""
+    from contextfold.pipeline.edits import head_tail
+    from contextfold.pipeline.importance import References, referenced_lines
+    from contextfold.summarizers._text import mid_word
+
+    text = "Click the box and type a message to the support team, then press send. " * 40
+    cut = head_tail(text, 200, 100)
+    head, _, rest = cut.partition("\n[contextfold")
+    tail = rest.partition("]\n")[2]
+    assert not mid_word(text, len(head)) and text.startswith(head)
+    assert text.endswith(tail) and not mid_word(text, len(text) - len(tail))
+    refs = References(uses={"support_form.tsx": 1.0}, last={"support_form.tsx": 0})
+    long_line = "In support_form.tsx the user can " + "type a message to the support team " * 12
+    (kept,) = referenced_lines(long_line, refs, 1_000)
+    assert kept.endswith("…") and not mid_word(long_line, len(kept) - 1) and long_line.startswith(kept[:-1])

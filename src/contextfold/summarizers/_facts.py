@@ -56,7 +56,7 @@ from ..actions import (
 )
 from ..conversation import Item, Summary, Text, Thinking, ToolCall
 from ..reading import is_stand_in_reply, reading_of
-from ._text import shorten
+from ._text import clip, shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -390,7 +390,7 @@ class Facts:
             settled.append(self._settle(call, action, None, origin=origin))
         for item, text, source in spoken if details else ():
             lines = _kept(item, "facts:findings", partial(finding_lines, text))
-            where = f" (after `{_clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
+            where = f" (after `{clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
             found = [line + where for line in lines]
             self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
         for call, action, item in reversed(quiet if details else ()):
@@ -908,11 +908,6 @@ def _same_file(path: str, other: str) -> bool:
 def _headline(command: str, max_chars: int) -> str:
     """A command on one line, here-document bodies left out."""
     return shorten("; ".join(line.strip() for line in command_outline(command).splitlines() if line.strip()), max_chars)
-
-
-def _clip(text: str, max_chars: int) -> str:
-    """``text`` cut to its first ``max_chars`` characters (a command is known by its start)."""
-    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 
 
 def _what(call: ToolCall, action: Action, max_chars: int) -> str:
