@@ -393,6 +393,12 @@ a summary would quote the note as "what failed". See :func:`item_failure_line`.
 """
 
 
+ERROR_FRAME_META = "error_frame"
+"""Item meta: the failing frame (the lines above the failure line) an output showed before a stage replaced it by
+a placeholder. The placeholder keeps the line only; what failed where is read from here (see
+:data:`FAILURE_LINE_META`), so an error cleared while still open is put back with its frame, not as a bare line."""
+
+
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
     recorded = item.meta.get(FAILURE_LINE_META)

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from ..actions import (
     EDIT,
+    ERROR_FRAME_META,
     EXIT_FAILURE_ENDED,
     OTHER,
     READ,
@@ -569,6 +570,8 @@ class Facts:
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
         read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
+        cleared = item.meta.get(ERROR_FRAME_META) if item is not None else None  # its output was replaced since
+        frame = [str(line) for line in cleared] if isinstance(cleared, list) else list(read.frame)
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.errors.append(ErrorFacts(
             line=read.line,
@@ -578,7 +581,7 @@ class Facts:
             signature=list(action.signature),
             paths=list(dict.fromkeys([*action.paths, *read.named])),
             detail=read.detail,
-            frame=list(read.frame),
+            frame=frame,
             scripts=scripts,
             reported=read.reported,
         ))

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...actions import FAILURE_LINE_META, failure_line, result_action
+from ...actions import ERROR_FRAME_META, FAILURE_LINE_META, failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
-from ...summarizers._facts import exception_line, failing_error, shown_error
+from ...summarizers._facts import error_frame, exception_line, failing_error, shown_error
 from ..base import Budget
 from ..edits import (MARK, apply, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
                      with_result)
@@ -63,7 +63,9 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     if kept:
         note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n"
     cleared = with_result(item, note + "]", stage, keep_media=False)
-    return cleared if line is None else replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line})
+    if line is None:
+        return cleared
+    return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line, ERROR_FRAME_META: error_frame(text, line)})
 
 
 def output_lines(text: str) -> list[str]:
