@@ -726,3 +726,19 @@ def test_an_error_cleared_while_open_keeps_its_failing_frame() -> None:
     assert state["errors"][0]["frame"] == ["    from erfa import ErfaError, ErfaWarning  # noqa",
                                            "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"]
     assert "from erfa import ErfaError, ErfaWarning" in section(text, 4)
+
+
+def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -> None:
+    """Claude Code's Read of a guessed path fails ("File does not exist."), Glob finds the file elsewhere and the
+    agent reads it there: the error is closed, not shown open for the rest of the session."""
+    c = Conversation()
+    c.append(user("Fix the header layout"))
+    c.append(assistant("", [ToolCall("c1", "Read", {"file_path": "/repo/src/Header.tsx"})]))
+    c.append(tool("c1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("c2", "Glob", {"pattern": "**/Header.tsx"})]))
+    c.append(tool("c2", "/repo/src/components/Header.tsx"))
+    c.append(assistant("", [ToolCall("c3", "Read", {"file_path": "/repo/src/components/Header.tsx"})]))
+    c.append(tool("c3", "     1→export function Header() {}"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == "the file was found and read at /repo/src/components/Header.tsx"
+    assert "unresolved" not in section(text, 4)

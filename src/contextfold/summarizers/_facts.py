@@ -589,7 +589,9 @@ class Facts:
 
     def _resolve(self, action: Action, tool: str) -> None:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
-        involved, or a later call of the same tool (one that is not about files or commands) that worked."""
+        involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
+        Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
+        not about files or commands) that worked."""
         signature = action.signature
         words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
@@ -612,6 +614,9 @@ class Facts:
             if touched:
                 verb = "edited" if action.kind == EDIT else "read successfully"
                 error.resolved = f"{touched[0]} was {verb} afterwards"
+            elif action.kind == READ and error.kind == READ:  # a read of a path that was not there: found elsewhere
+                found = next(p for p in action.paths if _last_component(p) in error.names)
+                error.resolved = f"the file was found and read at {found}"
 
     def _record_call(self, call: ToolCall, result: str, *, ok: bool) -> None:
         """A call of a tool that is not about files or commands: the call itself, the pages, what it returned."""
