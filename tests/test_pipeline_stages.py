@@ -381,3 +381,24 @@ def test_a_cut_output_and_a_kept_line_end_between_words() -> None:
     long_line = "In support_form.tsx the user can " + "type a message to the support team " * 12
     (kept,) = referenced_lines(long_line, refs, 1_000)
     assert kept.endswith("…") and not mid_word(long_line, len(kept) - 1) and long_line.startswith(kept[:-1])
+
+
+def test_a_cleared_test_run_keeps_the_tally_it_ended_on() -> None:
+    """How the last run went outlives clearing: the placeholder keeps the tally line verbatim, on a line of its own,
+    and a summary written after the clearing still reports it as the last test run."""
+    from contextfold.pipeline.stages.clear import output_lines, placeholder
+    from contextfold.summarizers._facts import Facts
+
+    conv = Conversation()
+    conv.append(c.user("Make the linter pass"))
+    conv.append(c.assistant("", [ToolCall("t", "bash", {"command": "npm run lint"})]))
+    conv.append(c.tool("t", "> pkg@0.2.2 lint\n> eslint .\n\n/repo/scripts/version.mjs\n  15:1  error  Replace tab\n\n"
+                            "✖ 52 problems (52 errors, 0 warnings)\n"
+                            "  52 errors and 0 warnings potentially fixable with the `--fix` option.\n"))
+    items = list(conv.items)
+    cleared = placeholder(items[2], 300, "clear")
+    assert "52 errors and 0 warnings potentially fixable with the `--fix` option." in output_lines(cleared.text)
+    facts = Facts()
+    facts.read([*items[:2], cleared])
+    assert facts.last_test == {"command": "$ npm run lint",
+                               "line": "52 errors and 0 warnings potentially fixable with the `--fix` option."}

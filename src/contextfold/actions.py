@@ -399,6 +399,11 @@ a placeholder. The placeholder keeps the line only; what failed where is read fr
 :data:`FAILURE_LINE_META`), so an error cleared while still open is put back with its frame, not as a bare line."""
 
 
+TALLY_META = "tally"
+"""Item meta: the tally a test or lint run ended on ("3 failed, 12 passed in 2.1s"), kept when a stage replaced its
+output by a placeholder: the last test run is still read from it (see :data:`FAILURE_LINE_META`)."""
+
+
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
     recorded = item.meta.get(FAILURE_LINE_META)

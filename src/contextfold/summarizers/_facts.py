@@ -46,6 +46,7 @@ from ..actions import (
     OTHER,
     READ,
     SEARCH,
+    TALLY_META,
     TODO,
     Action,
     call_actions,
@@ -383,6 +384,7 @@ class Facts:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
                     if details:
                         self._read_cleared_fetch(call, action, item)
+                        self._read_cleared_tally(call, action, item)
                 if failure is not None:
                     quiet.clear()
                 elif whole:
@@ -492,7 +494,7 @@ class Facts:
     def _read_output(self, call: ToolCall, action: Action, item: Item, *, ok: bool) -> None:
         """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
         text = item.text
-        tally = _kept(item, "facts:tally", lambda: _tally(text))
+        tally = _kept(item, "facts:tally", lambda: tally_line(text))
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
@@ -511,6 +513,13 @@ class Facts:
                 " (output cleared since; the lines it kept)"
             self.fetched_task = _first_issue(self.fetched_task, {"source": source,
                                                                  "text": shorten(kept, TEXT_CHARS["fetched_task"])})
+
+    def _read_cleared_tally(self, call: ToolCall, action: Action, item: Item) -> None:
+        """A test run whose output a stage has cleared since: the tally its placeholder kept is still its result."""
+        tally = item.meta.get(TALLY_META)
+        if isinstance(tally, str):
+            source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
+            self.last_test = {"command": source, "line": tally}
 
     def _read_manifest(self, action: Action, text: str) -> None:
         """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
@@ -741,7 +750,7 @@ def _change(call: ToolCall, action: Action) -> str | None:
     return shorten(change, TEXT_CHARS["change"]) if change is not None else None
 
 
-def _tally(text: str) -> str | None:
+def tally_line(text: str) -> str | None:
     """The line a test run's output states how it ended on (among its last lines), if it is a test run."""
     tail = text[-TALLY_CHARS:]
     if not _TALLY_HINT.search(tail):
