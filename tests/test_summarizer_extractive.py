@@ -742,22 +742,3 @@ def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -
     text, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "the file was found and read at /repo/src/components/Header.tsx"
     assert "unresolved" not in section(text, 4)
-
-
-def test_findings_stated_after_one_call_are_listed_under_it_once() -> None:
-    """A reasoning that runs over several sentences after one output keeps them in a small summary: the call is
-    named once above them, not after each (where it took the room of the second and third)."""
-    c = Conversation()
-    c.append(user("Fix separability_matrix for nested compound models"))
-    c.append(assistant("", [ToolCall("r", "bash", {"command": "cd /testbed && sed -n '2820,2830p' astropy/modeling/core.py"})]))
-    c.append(tool("r", "<returncode>0</returncode>\n<output>\n    _separable = True\n</output>"))
-    c.append(assistant("So `_separable(cm)` returns `[[1,0],[0,1]]`, which is correct.\n"
-                       "Wait, there is the bug: when `right` is an ndarray, `_cstack` sets the block to all 1s.\n"
-                       "The fix is to copy `right` into `cright[-right.shape[0]:, -right.shape[1]:]` in `_cstack`.",
-                       [ToolCall("e", "bash", {"command": "cd /testbed && git diff --stat"})]))
-    c.append(tool("e", "<returncode>0</returncode>\n<output>\n</output>"))
-    text, _ = summarize(c.items, 200)
-    findings = section(text, 2)
-    assert "- After `$ cd /testbed && sed -n '2820,2830p' astropy/modeling/core.py`:\n  - The fix is to copy" in findings
-    assert "  - Wait, there is the bug: when `right` is an ndarray" in findings
-    assert findings.count("(after `") == 0

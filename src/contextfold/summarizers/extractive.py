@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from itertools import groupby
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -243,24 +242,21 @@ class _Layout:
 
     def _findings(self) -> list[Part]:
         """The newest findings, shortened, in a place reserved before anything else shares the budget (what the
-        agent learned is what a reader cannot work out again from the files); older ones as the budget allows.
-        Findings stated after the same call are listed under it once (:func:`_finding_entries`): a reasoning that
-        ran over several sentences after one output keeps its sentences, not the call repeated with each."""
-        findings = [_finding_source(line) for line in reversed(self.facts.findings)]
-        if not findings:
+        agent learned is what a reader cannot work out again from the files); older ones as the budget allows."""
+        lines = [f"- {line}" for line in reversed(self.facts.findings)]
+        if not lines:
             return []
         reserved: list[str] = []
-        kept = 0
-        for count in range(1, min(_RESERVED_FINDINGS, len(findings)) + 1):
-            entries = _finding_entries([(shorten(said, _RESERVED_FINDING_CHARS), source)  # the call stays whole
-                                        for said, source in findings[:count]])
-            if reserved and sum(self.meter(e) + 1 for e in entries) > _RESERVED_FINDINGS_TOKENS:
+        for line in lines[:_RESERVED_FINDINGS]:
+            said, after, source = line.rpartition(" (after `") if line.endswith("`)") else (line, "", "")
+            short = shorten(said, _RESERVED_FINDING_CHARS) + after + source  # the call it followed stays whole
+            if reserved and sum(self.meter(r) + 1 for r in [*reserved, short]) > _RESERVED_FINDINGS_TOKENS:
                 break
-            reserved, kept = entries, count
+            reserved.append(short)
         header = "What the assistant found and decided, in its words, newest first:"
         parts: list[Part] = [Listing(self.meter, reserved, weight=_W_FINDINGS, keep=len(reserved), header=header)]
-        if len(findings) > kept:
-            parts.append(self._listing(_finding_entries(findings[kept:]), _W_FINDINGS))
+        if len(lines) > len(reserved):
+            parts.append(self._listing(lines[len(reserved):], _W_FINDINGS))
         return parts
 
     def _files(self) -> list[Part]:
@@ -416,25 +412,6 @@ class _Layout:
             return []
         lead, text = step
         return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead)]
-
-
-def _finding_source(line: str) -> tuple[str, str]:
-    """A finding as the facts keep it, ``said (after `call`)``, split into what was said and the call (``""``)."""
-    said, after, source = line.rpartition(" (after `") if line.endswith("`)") else (line, "", "")
-    return (said, "`" + source[:-1]) if after else (line, "")
-
-
-def _finding_entries(findings: Sequence[tuple[str, str]]) -> list[str]:
-    """Findings as listed: one stated alone after its call is ``- said (after `call`)``; two or more in a row
-    after the same call go under one ``- After `call`:`` line, each indented."""
-    entries: list[str] = []
-    for source, run in groupby(findings, key=lambda finding: finding[1]):
-        said = [s for s, _ in run]
-        if source and len(said) > 1:
-            entries += [f"- After {source}:", *(f"  - {s}" for s in said)]
-        else:
-            entries += [f"- {s}" + (f" (after {source})" if source else "") for s in said]
-    return entries
 
 
 def _call_entry(call: dict[str, Any]) -> str:
