@@ -402,3 +402,26 @@ def test_a_cleared_test_run_keeps_the_tally_it_ended_on() -> None:
     facts.read([*items[:2], cleared])
     assert facts.last_test == {"command": "$ npm run lint",
                                "line": "52 errors and 0 warnings potentially fixable with the `--fix` option."}
+
+
+def test_a_cleared_output_that_did_not_fail_is_no_error_for_quoting_one() -> None:
+    """A test run piped through ``tail`` exits 0 and shows an error; its placeholder quotes that error. Read again,
+    the placeholder is not a failed call whose "error" is contextfold's own note."""
+    from contextfold.actions import item_failure_line
+    from contextfold.pipeline.stages.clear import placeholder
+    from contextfold.summarizers._facts import Facts
+
+    conv = Conversation()
+    conv.append(c.user("Make the migration test pass"))
+    conv.append(c.assistant("", [ToolCall("t", "bash", {"command": "python -m django test migrations 2>&1 | tail -5"})]))
+    conv.append(c.tool("t", "<returncode>0</returncode>\n<output>\n  File \"/testbed/django/apps/registry.py\", line 135\n"
+                            "    raise AppRegistryNotReady(\"Apps aren't loaded yet.\")\n"
+                            "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet.\n</output>"))
+    items = list(conv.items)
+    shown = ["    raise AppRegistryNotReady(\"Apps aren't loaded yet.\")",
+             "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet."]
+    cleared = placeholder(items[2], 300, "clear", error=shown)
+    assert "It showed this error" in cleared.text and item_failure_line(cleared) is None
+    facts = Facts()
+    facts.read([*items[:2], cleared])
+    assert facts.errors == []

@@ -389,7 +389,8 @@ FAILURE_LINE_META = "failure_line"
 
 The placeholder quotes that line inside its own note (``[contextfold: output
 cleared …; It reported: …]``), and the note read as an output is no error line:
-a summary would quote the note as "what failed". See :func:`item_failure_line`.
+a summary would quote the note as "what failed". ``""`` records that the output did not fail (its placeholder may
+still quote an error the output showed, a test run piped through ``tail``). See :func:`item_failure_line`.
 """
 
 
@@ -408,7 +409,7 @@ def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
     recorded = item.meta.get(FAILURE_LINE_META)
     if isinstance(recorded, str):
-        return recorded
+        return recorded or None  # "": the output did not fail
     result = item.tool_result
     if result is None:
         return None

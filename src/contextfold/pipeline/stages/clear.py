@@ -73,8 +73,8 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     cleared = with_result(item, note + "]", stage, keep_media=False)
     if tally is not None:
         cleared = replace(cleared, meta={**cleared.meta, TALLY_META: tally})
-    if line is None:
-        return cleared
+    if line is None:  # recorded as none: the note, read as an output, quotes an error it did not fail with
+        return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: ""})
     return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line, ERROR_FRAME_META: error_frame(text, line)})
 
 
