@@ -362,3 +362,66 @@ def test_a_stage_with_nothing_to_do_returns_its_input(stage) -> None:
     conv = session(("echo hi", "hi"))
     out, events = stage(conv, make_budget())
     assert out is conv and events == []
+
+
+def test_a_cut_output_and_a_kept_line_end_between_words() -> None:
+    """A stage's head-and-tail cut, and a line a placeholder keeps for the name it holds, never end inside a word
+    ("type a messa"): the cut moves back to the space before it."""
+    from contextfold.pipeline.edits import head_tail
+    from contextfold.pipeline.importance import References, referenced_lines
+    from contextfold.summarizers._text import mid_word
+
+    text = "Click the box and type a message to the support team, then press send. " * 40
+    cut = head_tail(text, 200, 100)
+    head, _, rest = cut.partition("\n[contextfold")
+    tail = rest.partition("]\n")[2]
+    assert not mid_word(text, len(head)) and text.startswith(head)
+    assert text.endswith(tail) and not mid_word(text, len(text) - len(tail))
+    refs = References(uses={"support_form.tsx": 1.0}, last={"support_form.tsx": 0})
+    long_line = "In support_form.tsx the user can " + "type a message to the support team " * 12
+    (kept,) = referenced_lines(long_line, refs, 1_000)
+    assert kept.endswith("…") and not mid_word(long_line, len(kept) - 1) and long_line.startswith(kept[:-1])
+
+
+def test_a_cleared_test_run_keeps_the_tally_it_ended_on() -> None:
+    """How the last run went outlives clearing: the placeholder keeps the tally line verbatim, on a line of its own,
+    and a summary written after the clearing still reports it as the last test run."""
+    from contextfold.pipeline.stages.clear import output_lines, placeholder
+    from contextfold.summarizers._facts import Facts
+
+    conv = Conversation()
+    conv.append(c.user("Make the linter pass"))
+    conv.append(c.assistant("", [ToolCall("t", "bash", {"command": "npm run lint"})]))
+    conv.append(c.tool("t", "> pkg@0.2.2 lint\n> eslint .\n\n/repo/scripts/version.mjs\n  15:1  error  Replace tab\n\n"
+                            "✖ 52 problems (52 errors, 0 warnings)\n"
+                            "  52 errors and 0 warnings potentially fixable with the `--fix` option.\n"))
+    items = list(conv.items)
+    cleared = placeholder(items[2], 300, "clear")
+    assert "52 errors and 0 warnings potentially fixable with the `--fix` option." in output_lines(cleared.text)
+    facts = Facts()
+    facts.read([*items[:2], cleared])
+    assert facts.last_test == {"command": "$ npm run lint",
+                               "line": "52 errors and 0 warnings potentially fixable with the `--fix` option."}
+
+
+def test_a_cleared_output_that_did_not_fail_is_no_error_for_quoting_one() -> None:
+    """A test run piped through ``tail`` exits 0 and shows an error; its placeholder quotes that error. Read again,
+    the placeholder is not a failed call whose "error" is contextfold's own note."""
+    from contextfold.actions import item_failure_line
+    from contextfold.pipeline.stages.clear import placeholder
+    from contextfold.summarizers._facts import Facts
+
+    conv = Conversation()
+    conv.append(c.user("Make the migration test pass"))
+    conv.append(c.assistant("", [ToolCall("t", "bash", {"command": "python -m django test migrations 2>&1 | tail -5"})]))
+    conv.append(c.tool("t", "<returncode>0</returncode>\n<output>\n  File \"/testbed/django/apps/registry.py\", line 135\n"
+                            "    raise AppRegistryNotReady(\"Apps aren't loaded yet.\")\n"
+                            "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet.\n</output>"))
+    items = list(conv.items)
+    shown = ["    raise AppRegistryNotReady(\"Apps aren't loaded yet.\")",
+             "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet."]
+    cleared = placeholder(items[2], 300, "clear", error=shown)
+    assert "It showed this error" in cleared.text and item_failure_line(cleared) is None
+    facts = Facts()
+    facts.read([*items[:2], cleared])
+    assert facts.errors == []

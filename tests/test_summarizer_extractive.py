@@ -703,3 +703,42 @@ def test_the_opening_lines_of_a_long_first_request_are_kept_whole() -> None:
     opening_lines = ["Display the complete GSD command reference.", "Output ONLY the reference content below. Do NOT add:",
                      "- Project-specific analysis of the repository"]
     assert all(line in section(text, 1) for line in opening_lines)
+
+
+def test_an_error_cleared_while_open_keeps_its_failing_frame() -> None:
+    """A placeholder quotes only the failure line; the summary of a later span still shows what failed where (the
+    two lines above the exception), as the output showed it before it was cleared."""
+    c = Conversation()
+    c.append(user("Fix the import of the separability module"))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "cd /testbed && python -c 'import pkg.separable'"})]))
+    c.append(tool("c1", "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+                        '  File "/testbed/pkg/utils/exceptions.py", line 11, in <module>\n'
+                        "    from erfa import ErfaError, ErfaWarning  # noqa\n"
+                        "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+                        "ModuleNotFoundError: No module named 'erfa'\n</output>", True))
+    c.append(assistant("Line 2826 is in the class that sets `_separable = True`.",
+                       [ToolCall("c2", "bash", {"command": "grep -n _separable pkg/core.py"})]))
+    c.append(tool("c2", "2826:    _separable = True"))
+    items = list(c.items)
+    items[2] = placeholder(items[2], 200, "clear")
+    assert "from erfa import" not in items[2].text  # the placeholder itself keeps the line only
+    text, state = summarize(items)
+    assert state["errors"][0]["frame"] == ["    from erfa import ErfaError, ErfaWarning  # noqa",
+                                           "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"]
+    assert "from erfa import ErfaError, ErfaWarning" in section(text, 4)
+
+
+def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -> None:
+    """Claude Code's Read of a guessed path fails ("File does not exist."), Glob finds the file elsewhere and the
+    agent reads it there: the error is closed, not shown open for the rest of the session."""
+    c = Conversation()
+    c.append(user("Fix the header layout"))
+    c.append(assistant("", [ToolCall("c1", "Read", {"file_path": "/repo/src/Header.tsx"})]))
+    c.append(tool("c1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("c2", "Glob", {"pattern": "**/Header.tsx"})]))
+    c.append(tool("c2", "/repo/src/components/Header.tsx"))
+    c.append(assistant("", [ToolCall("c3", "Read", {"file_path": "/repo/src/components/Header.tsx"})]))
+    c.append(tool("c3", "     1→export function Header() {}"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == "the file was found and read at /repo/src/components/Header.tsx"
+    assert "unresolved" not in section(text, 4)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from ..conversation import Block, Conversation, Item, Text
 from ..events import Event
+from ..summarizers._text import head_end_at, tail_start_at
 from .base import Budget
 
 MARK = "[contextfold"
@@ -42,13 +43,18 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
 def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "",
               middle: Callable[[str], str] | None = None) -> str:
     """``text`` cut to its head and tail with a marker saying what was left out (unchanged if it fits);
-    ``middle`` gives what to show of the omitted part after the marker (its error lines, say)."""
+    ``middle`` gives what to show of the omitted part after the marker (its error lines, say). Both cuts fall
+    between two words (:func:`~contextfold.summarizers._text.head_end_at`): a head ending "type a messa" says less
+    than one ending a word earlier."""
     if len(text) <= head_chars + tail_chars:
         return text
-    omitted = text[head_chars : len(text) - tail_chars]
+    head_end = head_end_at(text, head_chars)
+    tail_start = tail_start_at(text, len(text) - tail_chars) if tail_chars else len(text)
+    tail_start = max(tail_start, head_end)
+    omitted = text[head_end:tail_start]
     marker = f"\n{MARK}: {len(omitted):,} characters, {omitted.count(chr(10)):,} lines omitted{note}]\n"
     shown = middle(omitted) if middle is not None else ""
-    return text[:head_chars] + marker + shown + (text[-tail_chars:] if tail_chars else "")
+    return text[:head_end] + marker + shown + text[tail_start:]
 
 
 PLACEHOLDER_STAGES = frozenset({"snip", "clear", "mask"})

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..conversation import Item, readable_text
+from ..summarizers._text import clip
 
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
 """A candidate token: a run of identifier, path and value characters."""
@@ -202,7 +203,7 @@ def referenced_lines(
     if not weights:
         return []
     lines = text.splitlines()  # the lines themselves are not kept (see line_index): read again only when needed
-    scored = [(weight, number, lines[number].strip()[:300]) for number, weight in weights.items() if weight > 0]
+    scored = [(weight, number, clip(lines[number].strip(), 300)) for number, weight in weights.items() if weight > 0]
     kept: list[tuple[int, str]] = []
     spent = 0
     for weight, number, line in sorted(scored, key=lambda s: (-s[0], s[1])):

@@ -41,10 +41,12 @@ from typing import Any, TypeVar
 
 from ..actions import (
     EDIT,
+    ERROR_FRAME_META,
     EXIT_FAILURE_ENDED,
     OTHER,
     READ,
     SEARCH,
+    TALLY_META,
     TODO,
     Action,
     call_actions,
@@ -56,7 +58,7 @@ from ..actions import (
 )
 from ..conversation import Item, Summary, Text, Thinking, ToolCall
 from ..reading import is_stand_in_reply, reading_of
-from ._text import shorten
+from ._text import clip, shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -382,6 +384,7 @@ class Facts:
                     settled[-1] = (*settled[-1][:4], "(its output was cleared since)")
                     if details:
                         self._read_cleared_fetch(call, action, item)
+                        self._read_cleared_tally(call, action, item)
                 if failure is not None:
                     quiet.clear()
                 elif whole:
@@ -390,7 +393,7 @@ class Facts:
             settled.append(self._settle(call, action, None, origin=origin))
         for item, text, source in spoken if details else ():
             lines = _kept(item, "facts:findings", partial(finding_lines, text))
-            where = f" (after `{_clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
+            where = f" (after `{clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
             found = [line + where for line in lines]
             self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
         for call, action, item in reversed(quiet if details else ()):
@@ -491,7 +494,7 @@ class Facts:
     def _read_output(self, call: ToolCall, action: Action, item: Item, *, ok: bool) -> None:
         """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
         text = item.text
-        tally = _kept(item, "facts:tally", lambda: _tally(text))
+        tally = _kept(item, "facts:tally", lambda: tally_line(text))
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
@@ -510,6 +513,13 @@ class Facts:
                 " (output cleared since; the lines it kept)"
             self.fetched_task = _first_issue(self.fetched_task, {"source": source,
                                                                  "text": shorten(kept, TEXT_CHARS["fetched_task"])})
+
+    def _read_cleared_tally(self, call: ToolCall, action: Action, item: Item) -> None:
+        """A test run whose output a stage has cleared since: the tally its placeholder kept is still its result."""
+        tally = item.meta.get(TALLY_META)
+        if isinstance(tally, str):
+            source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
+            self.last_test = {"command": source, "line": tally}
 
     def _read_manifest(self, action: Action, text: str) -> None:
         """Keep the head of a project manifest the agent read, through the scripts it defines (how the project is
@@ -569,6 +579,8 @@ class Facts:
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
         read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
+        cleared = item.meta.get(ERROR_FRAME_META) if item is not None else None  # its output was replaced since
+        frame = [str(line) for line in cleared] if isinstance(cleared, list) else list(read.frame)
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.errors.append(ErrorFacts(
             line=read.line,
@@ -578,7 +590,7 @@ class Facts:
             signature=list(action.signature),
             paths=list(dict.fromkeys([*action.paths, *read.named])),
             detail=read.detail,
-            frame=list(read.frame),
+            frame=frame,
             scripts=scripts,
             reported=read.reported,
         ))
@@ -586,7 +598,9 @@ class Facts:
 
     def _resolve(self, action: Action, tool: str) -> None:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
-        involved, or a later call of the same tool (one that is not about files or commands) that worked."""
+        involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
+        Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
+        not about files or commands) that worked."""
         signature = action.signature
         words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
@@ -609,6 +623,9 @@ class Facts:
             if touched:
                 verb = "edited" if action.kind == EDIT else "read successfully"
                 error.resolved = f"{touched[0]} was {verb} afterwards"
+            elif action.kind == READ and error.kind == READ:  # a read of a path that was not there: found elsewhere
+                found = next(p for p in action.paths if _last_component(p) in error.names)
+                error.resolved = f"the file was found and read at {found}"
 
     def _record_call(self, call: ToolCall, result: str, *, ok: bool) -> None:
         """A call of a tool that is not about files or commands: the call itself, the pages, what it returned."""
@@ -733,7 +750,7 @@ def _change(call: ToolCall, action: Action) -> str | None:
     return shorten(change, TEXT_CHARS["change"]) if change is not None else None
 
 
-def _tally(text: str) -> str | None:
+def tally_line(text: str) -> str | None:
     """The line a test run's output states how it ended on (among its last lines), if it is a test run."""
     tail = text[-TALLY_CHARS:]
     if not _TALLY_HINT.search(tail):
@@ -908,11 +925,6 @@ def _same_file(path: str, other: str) -> bool:
 def _headline(command: str, max_chars: int) -> str:
     """A command on one line, here-document bodies left out."""
     return shorten("; ".join(line.strip() for line in command_outline(command).splitlines() if line.strip()), max_chars)
-
-
-def _clip(text: str, max_chars: int) -> str:
-    """``text`` cut to its first ``max_chars`` characters (a command is known by its start)."""
-    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 
 
 def _what(call: ToolCall, action: Action, max_chars: int) -> str:

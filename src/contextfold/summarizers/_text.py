@@ -25,11 +25,29 @@ def cut(text: str, max_chars: int, head_share: float = 0.65) -> tuple[int, int]:
     if room < 8:
         return _boundary(text, max(max_chars - 1, 0), -1), len(text)
     head_end = int(room * head_share)
-    tail_start = len(text) - (room - head_end)
-    snapped = text.rfind(" ", head_end - _SNAP_CHARS, head_end)
-    head_end = snapped if snapped > 0 else _boundary(text, head_end, -1)
-    snapped = text.find(" ", tail_start, tail_start + _SNAP_CHARS)
-    return head_end, (snapped + 1 if snapped != -1 else _boundary(text, tail_start, 1))
+    return head_end_at(text, head_end), tail_start_at(text, len(text) - (room - head_end))
+
+
+def head_end_at(text: str, at: int) -> int:
+    """Where a head cut near ``at`` ends without splitting a word: on the whitespace before ``at`` (within
+    :data:`_SNAP_CHARS`), else the nearest word boundary before it."""
+    snapped = text.rfind(" ", max(at - _SNAP_CHARS, 0), at)
+    return snapped if snapped > 0 else _boundary(text, at, -1)
+
+
+def tail_start_at(text: str, at: int) -> int:
+    """Where a tail cut near ``at`` starts without splitting a word: after the whitespace from ``at`` on (within
+    :data:`_SNAP_CHARS`), else the nearest word boundary after it."""
+    snapped = text.find(" ", at, at + _SNAP_CHARS)
+    return snapped + 1 if snapped != -1 else _boundary(text, at, 1)
+
+
+def clip(text: str, max_chars: int) -> str:
+    """``text``'s head in at most ``max_chars`` characters, ending between two words, "…" where it was cut (a
+    line kept for the name it holds, a command known by its start)."""
+    if len(text) <= max_chars:
+        return text
+    return text[:head_end_at(text, max(max_chars - 1, 0))].rstrip() + "…"
 
 
 def mid_word(text: str, at: int) -> bool:

@@ -16,7 +16,9 @@ A placeholder keeps the last error line an output reported: what failed is
 the fact an agent most needs later, and it costs one line. The newest output
 that shows an error (a failed call, or a CI log the agent read whose call did
 not fail) keeps that error with its failing frame, the lines above it: what
-failed last, where, is what the agent continues from.
+failed last, where, is what the agent continues from. A test or lint run keeps
+the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
+how the last run went is read from it again (the summary's last test run).
 """
 
 from __future__ import annotations
@@ -24,16 +26,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...actions import FAILURE_LINE_META, failure_line, result_action
+from ...actions import ERROR_FRAME_META, FAILURE_LINE_META, TALLY_META, failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
-from ...summarizers._facts import exception_line, failing_error, shown_error
+from ...summarizers._facts import error_frame, exception_line, failing_error, file_content, shown_error, tally_line
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
                      with_result)
 from ..importance import References, item_tokens, line_index, referenced_lines
 
 STAGE = "clear"
+RESULT_LINE_INTRO = ". The run ended on:"
+"""Introduces, on a line of its own, the tally a cleared test or lint run ended on ("3 failed, 12 passed in 2.1s"):
+how the last run went is what the agent continues from, and it costs one line."""
 KEPT_LINES_INTRO = ". Lines of it still in use:"
 """Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
@@ -58,18 +63,26 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
     elif line is not None:
         note += f". It reported: {line}"
+    tally = None if file_content(action) else tally_line(text)
+    if tally is not None and tally != line and tally not in error:
+        note += f"{RESULT_LINE_INTRO}\n{tally}\n"
     kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
             if refs is not None and keep_chars > 0 else [])
     if kept:
         note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n"
     cleared = with_result(item, note + "]", stage, keep_media=False)
-    return cleared if line is None else replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line})
+    if tally is not None:
+        cleared = replace(cleared, meta={**cleared.meta, TALLY_META: tally})
+    if line is None:  # recorded as none: the note, read as an output, quotes an error it did not fail with
+        return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: ""})
+    return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line, ERROR_FRAME_META: error_frame(text, line)})
 
 
 def output_lines(text: str) -> list[str]:
     """The lines of an output's text that are the output's own: a placeholder's note, the line introducing the
     lines it kept and its closing bracket are contextfold's (quoted as what a command printed, they are noise)."""
-    return [line for line in text.splitlines() if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, "]"))]
+    return [line for line in text.splitlines()
+            if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, RESULT_LINE_INTRO, "]"))]
 
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:

@@ -38,6 +38,7 @@ from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
 from ...summarizers._facts import file_content
+from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
 
@@ -229,7 +230,7 @@ def _omitted_errors(omitted: str) -> str:
     lines = error_lines(omitted)[-PREVIEW_ERROR_LINES:]
     if not lines:
         return ""
-    shown = "\n".join(line[:PREVIEW_ERROR_CHARS] for line in lines)
+    shown = "\n".join(clip(line, PREVIEW_ERROR_CHARS) for line in lines)
     return f"{MARK}: the omitted part's last error lines, verbatim:]\n{shown}\n{MARK}: end of the omitted part]\n"
 
 

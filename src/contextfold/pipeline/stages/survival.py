@@ -30,7 +30,7 @@ from ...actions import EDIT, READ, call_actions, result_action
 from ...conversation import Conversation, Item, Text, Thinking, readable_text, strings_in
 from ...events import Event
 from ...summarizers._facts import Facts
-from ...summarizers._text import shorten
+from ...summarizers._text import clip, shorten
 from ..base import Budget
 from ..edits import MARK
 from ..importance import HALF_LIFE_TURNS, References, item_tokens, specific_tokens, used_text
@@ -92,9 +92,9 @@ def needs(conversation: Conversation, task_index: int | None = None, facts: Fact
         facts.read(conversation.items, details=False)
     errors: dict[str, OpenError] = {}  # by its lines: a failure shown again (a check re-run) is put back once
     for e in reversed([e for e in facts.errors if e.resolved is None and not e.retired]):
-        lines = "\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), e.line[:ERROR_CHARS]]))
+        lines = "\n".join(dict.fromkeys([*e.frame, *([e.detail] if e.detail else []), clip(e.line, ERROR_CHARS)]))
         errors.setdefault(lines, OpenError(shorten(e.source, SOURCE_CHARS), lines))
-    plan = [t["text"][:PLAN_CHARS] for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
+    plan = [clip(t["text"], PLAN_CHARS) for t in facts.todos or () if t["status"] != "completed"][:MAX_PLAN_ITEMS]
     files = [path for path, _ in facts.edited_files()]
     return Needs(list(errors.values())[:MAX_ERRORS], plan, files, likely_next(conversation.items))
 
