@@ -138,7 +138,7 @@ def frontier_chart(frontier: Frontier) -> Figure:
     """Strict recall across, cost relative to the full history up (summaries priced as LLM calls): every grid
     point, the frontier joined by a line, the presets as stars (``balanced`` is the default), the peers as
     crosses, and each preset's cross-validated choice as a hollow diamond (its held-out figures)."""
-    figure = _figure((8, 5.5))
+    figure = _figure((10, 6))
     ax = figure.subplots()
     by_name = {p.name: p for p in frontier.points}
     line = [(p.strict, p.cost) for p in (by_name[name] for name in frontier.frontier) if p.strict is not None]
@@ -165,7 +165,7 @@ def frontier_chart(frontier: Frontier) -> Figure:
                     markerfacecolor="none", color="tab:blue", label="held out: chosen at ≤ a preset's cost")
             ax.annotate(f"held out ≤ {anchor}", (chosen.strict, chosen.cost), textcoords="offset points",
                         xytext=(6, 5), fontsize="x-small", color="tab:blue")
-    ax.set_xlabel("strict recall (share of what was used later that the request held with its context)")
+    ax.set_xlabel("strict recall (what was used later, held with its context)")
     ax.set_ylabel("cost relative to the full history\n(summaries priced as LLM calls)")
     ax.set_title(f"Frontier, window {frontier.window:,} tokens ({max((p.sessions for p in frontier.points), default=0)} "
                  f"sessions, {len(frontier.folds)} folds)", fontsize="medium")

@@ -138,6 +138,8 @@ class Policy:
     # a little and costs what the agent goes on to use: see README, "Presets")
     economic_summary_min_tokens: int = 20_000  # ...but never a request smaller than this
     economic_summary_tail_tokens: int = 4_000  # the tail such a summary keeps (nothing forces a long one)
+    economic_summary_rereads: float = 0.0  # ...and pay for reading again this many times what it drops (off: at 200k
+    # 1 cost lean 10-15 % more for no strict recall, 3 made it balanced; at 16k and 32k it changed nothing; README)
     price_summaries: bool = True  # price every summary as the model call that would write it, whoever writes it
     horizon_factor: float = 0.5  # requests still to come, as a multiple of those so far (Budget.horizon_requests)
     min_horizon_requests: int = 8
@@ -208,7 +210,7 @@ _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_mess
 _SHARES = ("trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
            "clear_first_max_fraction", "hard_fill_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
-_NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor")
+_NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads")
 
 
 def check_policy(policy: Policy) -> None:
