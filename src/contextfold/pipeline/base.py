@@ -89,7 +89,7 @@ class Policy:
     """
 
     # persist: oversized outputs go to disk, a preview stays
-    persist_max_chars: int = 30_000
+    persist_max_chars: int = 30_000  # raised to one character per token of the window when it is larger (below)
     persist_max_tokens: int = 25_000
     preview_head_chars: int = 2_000
     preview_tail_chars: int = 1_000
@@ -99,6 +99,8 @@ class Policy:
     history_tools: bool | Literal["auto"] = "auto"
     # truncate: a hard cap on any one tool output
     truncate_max_chars: int = 50_000
+    # both character limits grow with the window (Context applies it, see for_window); False keeps them as set
+    output_limits_scale_with_window: bool = True
     # budget: older outputs get a smaller budget as the window fills
     budget_steps: tuple[tuple[float, int], ...] = ((0.5, 30_000), (0.7, 15_000))
     budget_keep_recent_rounds: int = 3
@@ -159,6 +161,19 @@ class Policy:
     def prices_in_effect(self) -> Prices:
         """What every cache-economics decision is priced at: :attr:`prices`, else :data:`DEFAULT_PRICES`."""
         return self.prices or DEFAULT_PRICES
+
+    def for_window(self, window_tokens: int) -> Policy:
+        """This policy for a window of ``window_tokens``: with :attr:`output_limits_scale_with_window`, the persist
+        and truncate limits are at least one character per token of it. An output of 30,000 characters is a
+        seventh of a 32k window but a fortieth of a 200k one; on a long Claude Code transcript at 200k the
+        limits at 200,000 characters kept strict recall 0.937 and kwic far 0.944 where 30,000 kept 0.909 and
+        0.909, for 4 % more (README, "Presets")."""
+        if not self.output_limits_scale_with_window:
+            return self
+        persist, truncate = max(self.persist_max_chars, window_tokens), max(self.truncate_max_chars, window_tokens)
+        if (persist, truncate) == (self.persist_max_chars, self.truncate_max_chars):
+            return self
+        return replace(self, persist_max_chars=persist, truncate_max_chars=truncate)
 
     def for_model(self, model: str | None) -> Policy:
         """This policy priced for ``model``: unchanged when it has :attr:`prices` (or no model is named), else
