@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contextfold.bench import BenchRun
+from contextfold.bench import BenchRun, Settings, find_sessions, run_bench
+from contextfold.bench.run import ReplayFailed
 from contextfold.bench.frontier import GRID, Point, assign_folds, choose, frontier, grid_policies, pareto, point
 from contextfold.cli import cli
+from contextfold.errors import InvalidMessage
 from contextfold.pipeline.base import PRESETS, Policy
+from contextfold.replay import strategies
 from contextfold.replay.result import Totals
 from contextfold.replay.strict import SessionStrict
 
@@ -106,3 +109,28 @@ def test_bench_frontier_writes_the_frontier_and_its_chart(tmp_path: Path) -> Non
     assert set(data["held_out"]) == set(PRESETS)
     assert (out / "frontier.png").stat().st_size > 0 and (out / "results.json").exists()
     assert "cross-validated over 2 folds" in result.output
+
+
+class Broken:
+    """A strategy whose every step raises an error that cannot be rebuilt from its message alone."""
+
+    name = "broken"
+
+    def start(self, header: object) -> None:
+        pass
+
+    def step(self, step: object) -> object:
+        raise InvalidMessage(3, "content", "no such block")
+
+    def record_usage(self, usage: object) -> None:
+        pass
+
+
+def test_a_replay_that_raises_in_a_worker_stops_the_bench_naming_the_session_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(strategies._registered, "broken", lambda config: Broken())  # gone after the test
+    write_tau_bench(tmp_path / "chats.json", 1, 2)
+    sessions, _ = find_sessions([tmp_path / "chats.json"])
+    with pytest.raises(ReplayFailed, match=r"chats.json#\d could not be replayed with broken: InvalidMessage"):
+        run_bench(sessions, ["none", "broken"], Settings(3_000, 500, "estimate"), jobs=2)

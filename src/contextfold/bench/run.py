@@ -307,8 +307,16 @@ def estimator_for(tokenizer: str) -> Estimator:
     return _estimators[tokenizer]
 
 
+class ReplayFailed(ContextfoldError):
+    """A session's replay raised: which session, which strategy, and the error, in one message.
+
+    A worker's exception reaches the parent pickled, and one whose ``__init__`` takes other arguments than its
+    message (:class:`~contextfold.errors.InvalidMessage`) cannot be rebuilt there: the pool then waits forever
+    for a result that never comes. This one always can."""
+
+
 def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[BenchRun]:
-    """One session replayed with each strategy (the work of one job)."""
+    """One session replayed with each strategy (the work of one job); :class:`ReplayFailed` if a replay raises."""
     session, names, settings = job
     estimator = estimator_for(settings.tokenizer)
     runs = []
@@ -316,8 +324,12 @@ def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[Bench
         config = settings.strategy_config(name)
         dump = None if settings.requests_dir is None else str(Path(settings.requests_dir) / f"{session.slug}.{name}.jsonl")
         strategy = EmptyRequests(create_strategy(name, settings), name)
-        result = replay(session.conversation, strategy, config, tokenizer=estimator, prices=settings.prices,
-                        cache_ttl_s=settings.cache_ttl_s, requests_path=dump, session=session.label)
+        try:
+            result = replay(session.conversation, strategy, config, tokenizer=estimator, prices=settings.prices,
+                            cache_ttl_s=settings.cache_ttl_s, requests_path=dump, session=session.label)
+        except Exception as error:
+            raise ReplayFailed(f"{session.label} could not be replayed with {name}: "
+                               f"{type(error).__name__}: {error}") from error
         runs.append(_bench_run(session, name, result, strategy.count, dump))
     return runs
 
