@@ -114,9 +114,9 @@ def test_every_command_that_runs_the_pipeline_takes_a_preset_and_names_them_when
 def test_chat_runs_its_context_at_the_preset_it_is_given(tmp_path: Path) -> None:
     context = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path, Policy.preset("lean"))
     try:
-        # the preset's knobs, priced at the model's list prices as every chat is (priced_for)
-        assert context.policy == Policy.preset("lean", prices=Prices.of("claude-sonnet-4-5")) != Policy().for_model(
-            "claude-sonnet-4-5")
+        # priced for its model and its output limits scaled to its window, as any Context's policy
+        lean = Policy.preset("lean").for_model("claude-sonnet-4-5").for_window(context.window_tokens)
+        assert context.policy == lean != Policy().for_model("claude-sonnet-4-5").for_window(context.window_tokens)
     finally:
         context.close()
 

@@ -13,7 +13,7 @@ from contextfold import Context, private_files
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.stages.persist import save_output, saved_output
 
-BIG = "B" * 40_000
+BIG = "B" * 250_000  # over the persist limit of a 200k window
 
 
 def call_and_result(result_id: str, call_id: str = "c1") -> list[Item]:

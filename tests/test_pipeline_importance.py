@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_pipeline_stages import EST, HEADER, bash, make_budget, session
@@ -12,7 +14,7 @@ from contextfold import conversation as c
 from contextfold.conversation import Conversation, Header, Item, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
-from contextfold.pipeline.economics import re_read_usd, summary_call_usd, verdict
+from contextfold.pipeline.economics import forgetting_usd, re_read_usd, summary_call_usd, verdict
 from contextfold.pipeline.edits import with_result
 from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
 from contextfold.pipeline.restore import restored_item
@@ -239,6 +241,22 @@ def test_economics_prices_the_summarizer_call_and_the_re_reads_of_what_is_still_
     assert re_read_usd(conv, cleared_all, budget) > re_read_usd(conv, cleared_noise, budget) >= 0
     decision = verdict(conv, out, budget)
     assert decision.cost_usd >= decision.summary_call_usd + decision.re_read_usd > 0
+
+
+def test_a_summary_is_charged_for_the_far_context_it_drops_and_clearing_is_not() -> None:
+    conv = session(*[(f"cat notes_{k}.txt", f"line {k}: " + "fact " * 300) for k in range(8)])
+    budget = make_budget(tail_tokens=300, policy=Policy(economic_summary_rereads=1.0))
+    out, _ = summarize(conv, budget)
+    dropped = sum(budget.count_item(item) for item in conv.items if item not in out.items)
+    charged = forgetting_usd(conv, out, budget)
+    assert dropped > 0 and charged == pytest.approx(dropped * budget.policy.prices_in_effect.cache_write_per_mtok / 1e6)
+    assert forgetting_usd(conv, out, make_budget(tail_tokens=300, policy=Policy(economic_summary_rereads=3.0))) == (
+        pytest.approx(3 * charged))
+    free = make_budget(tail_tokens=300)  # the default: off
+    assert forgetting_usd(conv, out, free) == 0
+    assert verdict(conv, out, budget).cost_usd == pytest.approx(verdict(conv, out, free).cost_usd + charged)
+    cleared = conv.with_items([conv[0], conv[-2], conv[-1]])  # no summary: the outputs can be read again
+    assert forgetting_usd(conv, cleared, budget) == 0
 
 
 def test_restore_brings_back_only_files_in_use() -> None:

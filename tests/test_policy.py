@@ -81,3 +81,12 @@ def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
     assert caught.value.field == "trigger_fractoin"
     with pytest.raises(InvalidPolicy, match="outside 0 to 1"):
         Policy.preset("thorough", trigger_min_fraction=2.0)
+
+
+def test_the_output_limits_grow_with_the_window_unless_told_not_to() -> None:
+    assert Policy().for_window(32_000) == replace(Policy(), persist_max_chars=32_000)
+    wide = Context(window_tokens=200_000).policy
+    assert (wide.persist_max_chars, wide.truncate_max_chars) == (200_000, 200_000)
+    assert Context(window_tokens=16_000).policy.persist_max_chars == 30_000  # never below what was set
+    fixed = Context(window_tokens=200_000, policy=Policy(output_limits_scale_with_window=False)).policy
+    assert (fixed.persist_max_chars, fixed.truncate_max_chars) == (30_000, 50_000)

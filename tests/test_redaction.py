@@ -19,7 +19,7 @@ SECRETS = {
 }
 ENV_DUMP = (f"ANTHROPIC_API_KEY={SECRETS['anthropic key']}\nOPENAI_API_KEY={SECRETS['openai key']}\n"
             f"AWS_ACCESS_KEY_ID={SECRETS['aws access key id']}\naws_secret_access_key = {SECRETS['aws secret key']}\n"
-            f"GH={SECRETS['github token']}\nPATH=/usr/bin\n" + "filler line\n" * 4_000)
+            f"GH={SECRETS['github token']}\nPATH=/usr/bin\n" + "filler line\n" * 20_000)
 
 
 def session() -> list[Item]:

@@ -147,8 +147,8 @@ def offloading_session() -> Conversation:
     """Six large outputs, each with one value in its middle (out of its preview), all used by the last reply."""
     items = [user("Collect the checksums of the six logs", id="task")]
     for k in range(6):
-        lines = [f"filler line {n} of log {k}" for n in range(1_500)]
-        lines[750] = f"checksum of log {k}: value_{k}_{4000 + k}"
+        lines = [f"filler line {n} of log {k}" for n in range(3_000)]  # over the persist limit of a 40k window
+        lines[1_500] = f"checksum of log {k}: value_{k}_{4000 + k}"
         items += [assistant("", [ToolCall(f"c{k}", "bash", {"command": f"cat log{k}.txt"})], id=f"a{k}"),
                   tool(f"c{k}", "\n".join(lines), id=f"r{k}")]
     items.append(assistant("The checksums are " + ", ".join(f"value_{k}_{4000 + k}" for k in range(6)), id="end"))

@@ -77,9 +77,9 @@ def test_a_stage_runs_where_it_was_added() -> None:
     pipeline = DEFAULT_PIPELINE.add(probe("before_persist"), before=persist).add(probe("after_persist"), after="persist")
     assert [s.__name__ for s in pipeline.cheap] == ["before_persist", "persist", "after_persist", "truncate"]
     context = started(pipeline=pipeline)
-    context.add([call(1, "cat big.log"), result(1, "x" * 40_000)])
+    context.add([call(1, "cat big.log"), result(1, "x" * 60_000)])
     context.prepare_view()
-    assert seen["before_persist"] == 40_000 and seen["after_persist"] < 4_000
+    assert seen["before_persist"] == 60_000 and seen["after_persist"] < 4_000
     stages = [e.stage for e in context.events if e.stage in ("before_persist", "persist", "after_persist")]
     assert stages == ["before_persist", "persist", "after_persist"]
 

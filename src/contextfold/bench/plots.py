@@ -12,7 +12,10 @@
   joined to it with summaries priced as LLM calls). Earlier benches'
   ``results.json`` (other windows) can be drawn in the same chart;
 * ``cost-recall.png``: the same against forward-reference recall, which a
-  bare list of identifiers can raise (compare the two).
+  bare list of identifiers can raise (compare the two);
+* ``frontier.png`` (``bench --frontier``): the grid of policies, its frontier
+  line, the presets and the peers, and the cross-validated choices
+  (:mod:`.frontier`).
 
 matplotlib (the ``bench`` extra) is imported only here, and only when a
 chart is drawn; the figures are drawn with its object API on the Agg canvas,
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependency
+from ..pipeline.base import PRESETS
+from .frontier import Frontier
 from .report import Report
 
 if TYPE_CHECKING:
@@ -127,6 +132,54 @@ def trade_off_chart(points: Sequence[TradeOff], measure: str = "strict") -> Figu
     ax.grid(alpha=0.3)
     _legend(figure)
     return figure
+
+
+def frontier_chart(frontier: Frontier) -> Figure:
+    """Strict recall across, cost relative to the full history up (summaries priced as LLM calls): every grid
+    point, the frontier joined by a line, the presets as stars (``balanced`` is the default), the peers as
+    crosses, and each preset's cross-validated choice as a hollow diamond (its held-out figures)."""
+    figure = _figure((10, 6))
+    ax = figure.subplots()
+    by_name = {p.name: p for p in frontier.points}
+    line = [(p.strict, p.cost) for p in (by_name[name] for name in frontier.frontier) if p.strict is not None]
+    ax.plot([strict for strict, _ in line], [cost for _, cost in line], color="black", linewidth=1.5, zorder=2,
+            label="frontier (no grid point beats these on both)")
+    peers = list(frontier.peers)
+    for p in frontier.points:
+        if p.strict is None:
+            continue
+        if p.name in peers:
+            style: dict[str, Any] = {"marker": "X", "markersize": 8, "color": _line(p.name, peers)["color"],
+                                     "label": f"{p.name} (peer stand-in)"}
+        elif p.name in PRESETS:
+            style = {"marker": "*", "markersize": 14, "color": _PRESET_COLORS.get(p.name, "tab:olive"),
+                     "label": f"{p.name} (preset{', the default' if p.name == 'balanced' else ''})"}
+        else:
+            style = {"marker": "o", "markersize": 6, "color": "tab:gray", "label": "grid point"}
+        ax.plot([p.strict], [p.cost], linestyle="none", zorder=3, **style)
+        ax.annotate(p.name, (p.strict, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
+    for anchor, result in frontier.held_out.items():
+        chosen = result.chosen
+        if chosen.strict is not None:
+            ax.plot([chosen.strict], [chosen.cost], marker="D", markersize=8, linestyle="none", zorder=3,
+                    markerfacecolor="none", color="tab:blue", label="held out: chosen at ≤ a preset's cost")
+            ax.annotate(f"held out ≤ {anchor}", (chosen.strict, chosen.cost), textcoords="offset points",
+                        xytext=(6, 5), fontsize="x-small", color="tab:blue")
+    ax.set_xlabel("strict recall (what was used later, held with its context)")
+    ax.set_ylabel("cost relative to the full history\n(summaries priced as LLM calls)")
+    ax.set_title(f"Frontier, window {frontier.window:,} tokens ({max((p.sessions for p in frontier.points), default=0)} "
+                 f"sessions, {len(frontier.folds)} folds)", fontsize="medium")
+    ax.grid(alpha=0.3)
+    _legend(figure)
+    return figure
+
+
+_PRESET_COLORS = {"lean": "gold", "balanced": "red", "thorough": "darkviolet"}
+
+
+def write_frontier_chart(frontier: Frontier, path: Path, *, dpi: int = DPI) -> Path:
+    """:func:`frontier_chart` saved as a PNG at ``path``."""
+    return _save(frontier_chart(frontier), path, dpi)
 
 
 def session_chart(report: Report, label: str) -> Figure:

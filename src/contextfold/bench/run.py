@@ -13,7 +13,7 @@ import os
 import re
 import signal
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -103,9 +103,9 @@ class BenchRun:
 class EmptyRequests:
     """Passes a strategy through, counting the requests it emptied (see :attr:`BenchRun.empty_requests`)."""
 
-    def __init__(self, inner: Strategy) -> None:
+    def __init__(self, inner: Strategy, name: str | None = None) -> None:
         self.inner = inner
-        self.name = inner.name
+        self.name = name or inner.name
         self.count = 0
 
     def start(self, header: Header) -> None:
@@ -206,6 +206,18 @@ class Settings:
     requests_dir: str | None = None
     results_dir: str | None = None
     policy: Policy | None = None  # contextfold's knobs (a preset's), default Policy()
+    variants: Mapping[str, Policy] = field(default_factory=dict)
+    """More names a run may name, each contextfold's pipeline at its own policy (the frontier's grid points)."""
+
+    def strategy_config(self, name: str) -> StrategyConfig:
+        """What strategy ``name`` is told: a variant's own policy, else :attr:`policy`."""
+        return StrategyConfig(self.window_tokens, self.max_output_tokens, self.results_dir,
+                              policy=self.variants.get(name, self.policy))
+
+
+def create_strategy(name: str, settings: Settings) -> Strategy:
+    """Strategy ``name``: a registered one, or contextfold's pipeline at the policy of variant ``name``."""
+    return strategies.create("default" if name in settings.variants else name, settings.strategy_config(name))
 
 
 def available_strategies(settings: Settings, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
@@ -214,12 +226,11 @@ def available_strategies(settings: Settings, names: Sequence[str] | None = None)
     An unknown name raises :class:`ValueError`; a known one that cannot be
     created (a missing optional dependency) is returned with its reason.
     """
-    config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir, policy=settings.policy)
     usable: list[str] = []
     missing: dict[str, str] = {}
     for name in names if names is not None else strategies.names():
         try:
-            strategies.create(name, config)
+            create_strategy(name, settings)
         except ContextfoldError as error:
             missing[name] = str(error)
             continue
@@ -296,17 +307,29 @@ def estimator_for(tokenizer: str) -> Estimator:
     return _estimators[tokenizer]
 
 
+class ReplayFailed(ContextfoldError):
+    """A session's replay raised: which session, which strategy, and the error, in one message.
+
+    A worker's exception reaches the parent pickled, and one whose ``__init__`` takes other arguments than its
+    message (:class:`~contextfold.errors.InvalidMessage`) cannot be rebuilt there: the pool then waits forever
+    for a result that never comes. This one always can."""
+
+
 def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[BenchRun]:
-    """One session replayed with each strategy (the work of one job)."""
+    """One session replayed with each strategy (the work of one job); :class:`ReplayFailed` if a replay raises."""
     session, names, settings = job
     estimator = estimator_for(settings.tokenizer)
     runs = []
     for name in names:
-        config = StrategyConfig(settings.window_tokens, settings.max_output_tokens, settings.results_dir, policy=settings.policy)
+        config = settings.strategy_config(name)
         dump = None if settings.requests_dir is None else str(Path(settings.requests_dir) / f"{session.slug}.{name}.jsonl")
-        strategy = EmptyRequests(strategies.create(name, config))
-        result = replay(session.conversation, strategy, config, tokenizer=estimator, prices=settings.prices,
-                        cache_ttl_s=settings.cache_ttl_s, requests_path=dump, session=session.label)
+        strategy = EmptyRequests(create_strategy(name, settings), name)
+        try:
+            result = replay(session.conversation, strategy, config, tokenizer=estimator, prices=settings.prices,
+                            cache_ttl_s=settings.cache_ttl_s, requests_path=dump, session=session.label)
+        except Exception as error:
+            raise ReplayFailed(f"{session.label} could not be replayed with {name}: "
+                               f"{type(error).__name__}: {error}") from error
         runs.append(_bench_run(session, name, result, strategy.count, dump))
     return runs
 

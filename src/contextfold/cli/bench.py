@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -15,7 +16,8 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from ..bench.plots import require_matplotlib, write_plots
+from ..bench.frontier import GRID, PEERS, Frontier, frontier, grid_policies
+from ..bench.plots import require_matplotlib, write_frontier_chart, write_plots
 from ..bench.report import Report, StrategyTotals, write_results
 from ..pipeline.base import Policy
 from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
@@ -58,6 +60,12 @@ def _names(context: click.Context, parameter: click.Parameter, value: str | None
 @click.option("--chart-with", "chart_with", multiple=True, metavar="FOLDER",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="An earlier bench's --out folder (another window) whose points join the cost-versus-strict-recall and cost-versus-recall charts.")
+@click.option("--frontier", "sweep", is_flag=True,
+              help=f"Sweep contextfold's grid of policies ({', '.join(GRID)}; --preset is then one of them) beside "
+              f"the --strategies given as peers [default: {', '.join(PEERS)}]: frontier.json and frontier.png, the "
+              "policies no other beats on both cost and strict recall, with a choice cross-validated by session.")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="With --frontier: folds of sessions for the cross-validation (at most one per session).")
 @preset_option
 @reports_errors
 def bench_command(
@@ -72,6 +80,8 @@ def bench_command(
     max_output: int,
     charts: bool,
     chart_with: tuple[Path, ...],
+    sweep: bool,
+    folds: int,
     policy: Policy,
 ) -> None:
     """Replay every recorded session under PATHS with every strategy; write results.json, results.md and PNG charts."""
@@ -84,8 +94,12 @@ def bench_command(
     estimator_for(tokenizer)  # fail here, once, if the tokenizer cannot be loaded
     sessions, skipped = find_sessions(paths, tau_bench_limit)
     settings = Settings(window, max_output, tokenizer, requests_dir=None if requests_dir is None else str(requests_dir),
-                        policy=policy)
+                        policy=policy, variants=grid_policies() if sweep else {})
+    if sweep:  # the peers, the full history first (every cost is relative to it), then the grid
+        names = list(dict.fromkeys(["none", *(names or PEERS)]))
     usable, unavailable = available_strategies(settings, names)
+    if sweep:
+        usable += list(GRID)
     if names is not None and unavailable:
         raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
     if not sessions:
@@ -103,10 +117,18 @@ def bench_command(
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
     written = write_results(report, out)
-    if charts:
-        written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
     console = Console()
-    console.print(totals_table(report.totals(), window, console.width))
+    if sweep:
+        found = frontier(runs, list(GRID), [name for name in usable if name not in GRID], window, folds)
+        (out / "frontier.json").write_text(json.dumps(found.to_json(), indent=1) + "\n", encoding="utf-8")
+        written.append(out / "frontier.json")
+        if charts:
+            written.append(write_frontier_chart(found, out / "frontier.png"))
+        console.print(frontier_table(found))
+    else:
+        if charts:
+            written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
+        console.print(totals_table(report.totals(), window, console.width))
     for name, why in unavailable.items():
         console.print(f"[yellow]{escape(f'{name} left out: {why}')}[/]")  # why may hold [extra] brackets
     if skipped:
@@ -173,3 +195,27 @@ def totals_table(totals: list[StrategyTotals], window: int, width: int | None = 
     for row in rows:
         table.add_row(*(row[header] for header in shown))
     return table
+
+
+def frontier_table(found: Frontier) -> Table:
+    """Every point of a frontier sweep, and each preset against its cross-validated choice."""
+    table = Table(title=f"window {found.window:,} tokens: cost relative to the full history (LLM: summaries priced as "
+                  "LLM calls; ride: riding the agent's cache), strict recall", title_justify="left",
+                  caption=_held_out_caption(found), caption_justify="left")
+    for header in ("policy or peer", "cost LLM", "cost ride", "strict", "frontier"):
+        table.add_column(header, justify="left" if header == "policy or peer" else "right", no_wrap=True)
+    for p in found.points:
+        table.add_row(p.name, f"{p.cost:.3f}", f"{p.cost_ride:.3f}", _share(p.strict, ".3f"),
+                      "peer" if p.name in found.peers else "yes" if p.name in found.frontier else "")
+    return table
+
+
+def _held_out_caption(found: Frontier) -> str:
+    if not found.held_out:
+        return "no cross-validation: fewer than two sessions"
+    lines = [f"cross-validated over {len(found.folds)} folds (each session scored by the choice made without it):"]
+    for anchor, result in found.held_out.items():
+        lines.append(f"  at <= {anchor}'s cost: chose {', '.join(result.chosen_names)}; held out strict "
+                     f"{_share(result.chosen.strict, '.3f')} cost {result.chosen.cost:.3f} against {anchor}'s "
+                     f"{_share(result.anchor.strict, '.3f')} at {result.anchor.cost:.3f}")
+    return "\n".join(lines)

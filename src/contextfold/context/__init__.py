@@ -122,7 +122,8 @@ class Context:
     :class:`~contextfold.errors.ProviderRequired` for a model whose API its
     name does not tell. A policy without ``prices`` gets the model's list
     prices (:meth:`~contextfold.pipeline.base.Policy.for_model`), so every
-    cache decision is made on them. ``transcript`` is a folder (a transcript
+    cache decision is made on them, and its output limits scaled with the window
+    (:meth:`~contextfold.pipeline.base.Policy.for_window`). ``transcript`` is a folder (a transcript
     named after ``session_id`` is created or resumed there), a
     :class:`~contextfold.stores.transcript.Transcript`, or ``None`` to keep nothing
     on disk. ``store`` is a session store or its URL (``sqlite:///sessions.db``,
@@ -174,7 +175,7 @@ class Context:
                                      default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
         self.model = model
         self.provider = adapter_for(require_provider(model, provider, PROVIDERS)).name
-        self.policy = (policy or Policy()).for_model(model)
+        self.policy = (policy or Policy()).for_model(model).for_window(self.limits.context_window)
         self.summarizer = summarizer or _default_summarizer()
         self.session_id = validate_session_id(session_id) if session_id else new_id("session")  # names files
         self.clock = clock

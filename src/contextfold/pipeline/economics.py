@@ -19,7 +19,12 @@ the same whichever writes them. And forgetting is priced: an item removed
 while the agent is still using what it holds (:mod:`.importance`: references
 in it that the compacted request no longer carries) is likely to be read
 again, a tool call and its output, which costs its tokens at the write
-price. Where the history fits and is still in use, that keeps it.
+price. Where the history fits and is still in use, that keeps it. A summary
+made below the trigger is charged besides for the far context it drops, used
+now or not (``Policy.economic_summary_rereads``): the agent goes on to use
+context no reference points at yet (the corpus's strict recall counts it), a
+summary keeps only a fraction of it, and over the trigger the window forces
+the loss anyway, so only below it is the loss a choice.
 """
 
 from __future__ import annotations
@@ -50,10 +55,12 @@ class Verdict:
     cost_usd: float
     summary_call_usd: float = 0.0
     re_read_usd: float = 0.0
+    forgetting_usd: float = 0.0
 
     def describe(self) -> str:
         extra = f", a summarizer call (${self.summary_call_usd:.4f})" if self.summary_call_usd else ""
         extra += f", expected re-reads (${self.re_read_usd:.4f})" if self.re_read_usd else ""
+        extra += f", the far context it drops (${self.forgetting_usd:.4f})" if self.forgetting_usd else ""
         return (
             f"saves {self.saved_tokens:,} tokens/request over ~{self.horizon_requests} requests "
             f"(${self.benefit_usd:.4f}) against rewriting {self.rewritten_tokens:,} tokens{extra} (${self.cost_usd:.4f} in all)"
@@ -82,8 +89,9 @@ def verdict(before: Conversation, after: Conversation, budget: Budget) -> Verdic
     cost = 0.0 if budget.cache_cold else rewritten * (prices.cache_write_per_mtok - prices.cache_read_per_mtok) / 1e6
     call = summary_call_usd(before, after, budget)
     re_read = re_read_usd(before, after, budget)
-    cost += call + re_read
-    return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost, call, re_read)
+    forgetting = forgetting_usd(before, after, budget)
+    cost += call + re_read + forgetting
+    return Verdict(saved > 0 and benefit > cost, saved, rewritten, horizon, benefit, cost, call, re_read, forgetting)
 
 
 def _new_items(before: Conversation, after: Conversation) -> list[Item]:
@@ -100,6 +108,18 @@ def summary_call_usd(before: Conversation, after: Conversation, budget: Budget) 
         return 0.0
     prices = budget.policy.prices_in_effect
     return (budget.count(before) * prices.cache_write_per_mtok + written * prices.output_per_mtok) / 1e6
+
+
+def forgetting_usd(before: Conversation, after: Conversation, budget: Budget) -> float:
+    """What a summary ``after`` adds loses: every token of the items it replaces, read again
+    ``Policy.economic_summary_rereads`` times (written to the cache each time). 0 for an edit that adds no summary
+    (clearing keeps a preview and the call, and the agent can read the output again from the path it names)."""
+    rereads = budget.policy.economic_summary_rereads
+    if not rereads or not any(item.meta.get("summary") for item in _new_items(before, after)):
+        return 0.0
+    remaining = {id(item) for item in after.items}
+    dropped = sum(budget.count_item(item) for item in before.items if id(item) not in remaining)
+    return rereads * dropped * budget.policy.prices_in_effect.cache_write_per_mtok / 1e6
 
 
 def re_read_usd(before: Conversation, after: Conversation, budget: Budget) -> float:

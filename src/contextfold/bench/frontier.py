@@ -1,0 +1,189 @@
+"""The frontier of cost against usable context: a grid of policies, the points no other beats, cross-validated.
+
+``contextfold bench --frontier`` replays every session with each policy of
+:data:`GRID` (the presets among them) and with the peers, then scores each
+policy over the sessions by its strict recall (:mod:`contextfold.replay.strict`,
+the mean of the sessions') and its cost relative to the full history (the sum
+of its ``cost_llm_usd``, summaries priced as LLM calls, over the sum of
+``none``'s; ``cost_ride`` the same with summaries riding the agent's cache).
+The frontier is the set of policies no other policy beats on both.
+
+A frontier drawn on the sessions it is measured on flatters whatever it picks,
+so the choice is cross-validated by session: the sessions are split into
+``k`` folds (:func:`assign_folds`), and for each fold a choice made on the
+others (:func:`choose`: the best strict recall at no more than an anchor
+preset's cost) is scored on the held-out fold. Pooled over the folds every
+session is scored once, by a policy chosen without it: that is the figure to
+hold against the anchor's own. :func:`frontier` does it all from the runs;
+``contextfold tune`` can call it on its own grid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..pipeline.base import PRESETS, Policy
+from .run import BenchRun
+
+BASELINE = "none"
+"""The full history, unchanged: every cost is relative to its."""
+
+PEERS = ("none", "openhands", "claude-code", "window", "mask")
+"""The stand-ins for other agents drawn beside the grid by default."""
+
+GRID: dict[str, tuple[str, dict[str, Any]]] = {
+    "lean": ("lean", {}),
+    "lean-no-gate": ("lean", {"economic_summaries": False}),
+    "trigger-0.6": ("balanced", {"trigger_min_fraction": 0.6}),
+    "trigger-0.75": ("balanced", {"trigger_min_fraction": 0.75}),
+    "balanced": ("balanced", {}),
+    "balanced-gate": ("balanced", {"economic_summaries": True}),
+    "tail-0.2": ("balanced", {"tail_max_trigger_fraction": 0.2}),
+    "clear-early": ("balanced", {"clear_min_savings_tokens": 10_000, "clear_keep_recent_rounds": 2}),
+    "summary-2.5k": ("balanced", {"summary_target_tokens": 2_500}),
+    "restore-small": ("balanced", {"restore_max_files": 2, "restore_total_tokens": 15_000}),
+    "thorough": ("thorough", {}),
+}
+"""The policies swept, each a preset and the knobs it changes: the trigger (how full the window gets), the verbatim
+tail, the clearing thresholds, the economic gate (summaries below the trigger), the summary's size and the files
+restored after one. Eleven replays of every session besides the peers': minutes over a folder on two cores."""
+
+ANCHORS = tuple(PRESETS)
+"""The presets a cross-validated choice is held against, each at its own cost."""
+
+
+def grid_policies(grid: Mapping[str, tuple[str, Mapping[str, Any]]] = GRID) -> dict[str, Policy]:
+    """Each grid point's policy."""
+    return {name: Policy.preset(preset, **knobs) for name, (preset, knobs) in grid.items()}
+
+
+@dataclass(frozen=True)
+class Point:
+    """A strategy over a set of sessions: its mean strict recall (``None`` when no session needed anything) and
+    its costs relative to the full history's over the same sessions."""
+
+    name: str
+    strict: float | None
+    cost: float
+    cost_ride: float
+    sessions: int
+
+
+def point(runs: Sequence[BenchRun], name: str, sessions: Collection[str]) -> Point:
+    """Strategy ``name`` over ``sessions`` (labels), priced against :data:`BASELINE`'s runs of the same sessions."""
+    mine = [run.totals for run in runs if run.strategy == name and run.session in sessions]
+    base = sum(run.totals.cost_llm_usd for run in runs if run.strategy == BASELINE and run.session in sessions)
+    stricts = [t.strict.strict for t in mine if t.strict.strict is not None]
+    return Point(name, sum(stricts) / len(stricts) if stricts else None,
+                 sum(t.cost_llm_usd for t in mine) / base if base else float("nan"),
+                 sum(t.cost_live_usd for t in mine) / base if base else float("nan"), len(mine))
+
+
+def beats(a: Point, b: Point) -> bool:
+    """``a`` is no dearer and holds no less than ``b``, and is cheaper or holds more."""
+    if a.strict is None or b.strict is None:
+        return False
+    return a.cost <= b.cost and a.strict >= b.strict and (a.cost < b.cost or a.strict > b.strict)
+
+
+def pareto(points: Sequence[Point]) -> list[Point]:
+    """The points no other beats (:func:`beats`), cheapest first; a point without strict recall is never on it."""
+    return sorted((p for p in points if p.strict is not None and not any(beats(q, p) for q in points)),
+                  key=lambda p: (p.cost, p.name))
+
+
+def assign_folds(labels: Sequence[str], k: int) -> dict[str, int]:
+    """Each session's fold, 0 to ``k - 1``: sizes differ by at most one, and a label's fold depends only on the set
+    of labels (ordered by a hash of each, dealt in turn), not on the order they are given in or on the run."""
+    if k < 1:
+        raise ValueError(f"{k} folds: at least one is needed")
+    ordered = sorted(set(labels), key=lambda label: (hashlib.sha256(label.encode()).hexdigest(), label))
+    return {label: position % k for position, label in enumerate(ordered)}
+
+
+def choose(points: Sequence[Point], anchor: str) -> Point:
+    """The point of highest strict recall at no more than ``anchor``'s cost (the cheaper of equals): never worse than
+    the anchor on the sessions it is chosen on, since the anchor itself is a candidate."""
+    reference = next(p for p in points if p.name == anchor)
+    affordable = [p for p in points if p.strict is not None and p.cost <= reference.cost]
+    if reference.strict is None or not affordable:
+        return reference
+    return max(affordable, key=lambda p: (p.strict, -p.cost, p.name == anchor))
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fold: the sessions held out, the frontier drawn on the others, and each anchor's choice there."""
+
+    number: int
+    held_out: tuple[str, ...]
+    tuning_frontier: tuple[str, ...]
+    chosen: dict[str, str]
+    """Anchor -> the grid point chosen for it on the tuning folds."""
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """An anchor against the points chosen for it, every session scored by the choice of the fold it was held out
+    of (``chosen_names``: each fold's choice, in fold order)."""
+
+    anchor: Point
+    chosen: Point
+    chosen_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """A window's frontier over every session, its peers, and the cross-validated choices."""
+
+    window: int
+    points: tuple[Point, ...]
+    """Every grid point and peer over every session."""
+    grid: tuple[str, ...]
+    peers: tuple[str, ...]
+    frontier: tuple[str, ...]
+    """The grid points no other grid point beats, cheapest first (peers are drawn beside it, not on it)."""
+    folds: tuple[Fold, ...]
+    held_out: dict[str, HeldOut]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def frontier(runs: Sequence[BenchRun], grid: Sequence[str], peers: Sequence[str], window: int, k: int,
+             anchors: Sequence[str] = ANCHORS) -> Frontier:
+    """The frontier of ``grid`` over the sessions of ``runs`` (which must hold :data:`BASELINE`'s), with ``peers``'
+    points, and each anchor of ``grid`` against the choice made for it on ``k`` folds (no folds under two sessions:
+    nothing would be left to tune on)."""
+    labels = list(dict.fromkeys(run.session for run in runs))
+    everything = set(labels)
+    points = tuple(point(runs, name, everything) for name in (*grid, *peers))
+    on_grid = [p for p in points if p.name in grid]
+    anchors = [name for name in anchors if name in grid]
+    k = min(k, len(labels))
+    folds: list[Fold] = []
+    if k >= 2:
+        fold_of = assign_folds(labels, k)
+        for number in range(k):
+            tuning = {label for label in labels if fold_of[label] != number}
+            tuned = [point(runs, name, tuning) for name in grid]
+            folds.append(Fold(number, tuple(label for label in labels if fold_of[label] == number),
+                              tuple(p.name for p in pareto(tuned)),
+                              {anchor: choose(tuned, anchor).name for anchor in anchors}))
+    held_out = {anchor: _held_out(runs, anchor, folds) for anchor in anchors} if folds else {}
+    return Frontier(window, points, tuple(grid), tuple(peers), tuple(p.name for p in pareto(on_grid)),
+                    tuple(folds), held_out)
+
+
+def _held_out(runs: Sequence[BenchRun], anchor: str, folds: Sequence[Fold]) -> HeldOut:
+    """The anchor over every session, and the runs of each fold's choice on its held-out sessions, pooled."""
+    pooled = [run for fold in folds for run in runs if run.session in fold.held_out
+              and run.strategy in (fold.chosen[anchor], BASELINE)]
+    chosen = [run if run.strategy == BASELINE else replace(run, strategy="chosen") for run in pooled]
+    everything = {run.session for run in runs}
+    return HeldOut(point(runs, anchor, everything), point(chosen, "chosen", everything),
+                   tuple(fold.chosen[anchor] for fold in folds))
+
