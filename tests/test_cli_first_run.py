@@ -18,7 +18,7 @@ from contextfold.cli import cli
 from contextfold.cli.chat import new_context
 from contextfold.codec import conversation_to_dict
 from contextfold.limits import registered_models
-from contextfold.pipeline.base import Policy, Prices
+from contextfold.pipeline.base import Policy
 from contextfold.synthetic import generate_session
 from contextfold.testing.scripted import ScriptedModel
 from contextfold.testing.server import reading_script

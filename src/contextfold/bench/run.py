@@ -9,11 +9,13 @@ Jobs go out largest first so that the last one to finish is a short one.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import os
 import re
 import signal
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -272,7 +274,7 @@ def run_bench(
                 if progress is not None:
                     progress(len(done), total)
         else:
-            with multiprocessing.get_context().Pool(jobs, initializer=_ignore_interrupts) as pool:
+            with _pool_deaf_to_interrupts(jobs) as pool:
                 for runs in pool.imap_unordered(replay_session, work):
                     done.extend(runs)
                     if progress is not None:
@@ -281,10 +283,32 @@ def run_bench(
     return sorted(done, key=lambda run: (order[run.session], names.index(run.strategy)))
 
 
+@contextmanager
+def _pool_deaf_to_interrupts(jobs: int) -> Iterator[multiprocessing.pool.Pool]:
+    """A pool whose workers never see Ctrl-C: SIGINT is held back (blocked, not ignored, so none is lost) while
+    they start, they inherit that, and each ignores it before letting it through; the parent's own held-back
+    SIGINT is raised once the pool is in hand, so the ``with`` ends it (terminate) and the command stops."""
+    hold = getattr(signal, "pthread_sigmask", None)  # POSIX; elsewhere the initializer alone
+    held = hold(signal.SIG_BLOCK, {signal.SIGINT}) if hold is not None else None
+    try:
+        pool = multiprocessing.get_context().Pool(jobs, initializer=_ignore_interrupts)
+    except BaseException:
+        if hold is not None and held is not None:
+            hold(signal.SIG_SETMASK, held)
+        raise
+    with pool:
+        if hold is not None and held is not None:
+            hold(signal.SIG_SETMASK, held)
+        yield pool
+
+
 def _ignore_interrupts() -> None:
     """A worker leaves Ctrl-C to the parent, which stops the pool: the terminal's SIGINT reaches every process of
-    its group, and each worker would otherwise print its own traceback."""
+    its group, and each worker would otherwise print its own traceback. A worker starts with SIGINT held back
+    (see :func:`_pool_deaf_to_interrupts`): one sent meanwhile is dropped by ``SIG_IGN`` before it is let through."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def available_cores() -> int:
