@@ -286,6 +286,23 @@ def test_restore_brings_back_what_the_last_turn_read_before_any_turn_could_name_
     assert "cold_path" not in item.text
 
 
+def test_restore_brings_back_the_plan_put_to_the_user_unless_the_tail_shows_it() -> None:
+    """Claude Code's ExitPlanMode: the agent's plan (an excerpt written for this test), approved, then the agent
+    works from its files and values; a compaction right after approval kept none of them."""
+    plan = "# API plan\n1. Create `.env.production` with VITE_API_BASE_URL=http://10.0.0.5:8000\n2. Add src/lib/api/client.ts"
+    proposal = c.assistant("", [c.ToolCall("p1", "ExitPlanMode", {"plan": plan})])
+    approved = c.tool("p1", "User has approved your plan. You can now start coding.")
+    conv = Conversation([c.user("adapt the frontend to API.md"), proposal, approved, bash("b1", "npm install axios"),
+                         c.tool("b1", "added 1 package")], HEADER)
+    item = restored_item(conv.items[1:4], conv.items[4:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item) and plan in item.text
+    earlier = Conversation([c.user("adapt the frontend to API.md"), c.assistant("Reading API.md first."), proposal,
+                            approved], HEADER)
+    assert restored_item(earlier.items[:2], earlier.items[2:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text) is None  # the call itself is still in the request
+
+
 def test_restore_shows_the_todo_list_as_lines() -> None:
     todo = c.assistant("", [c.ToolCall("t1", "TodoWrite", {"todos": [
         {"content": "Port the parser", "status": "completed", "activeForm": "Porting the parser"},

@@ -31,6 +31,8 @@ _SEARCH_TOOLS = {
 }
 _SHELL_TOOLS = {"bash", "shell", "exec", "run", "execute_bash", "terminal", "exec_command", "command", "run_command"}
 _TODO_TOOLS = {"todowrite", "todo_write", "todo", "update_plan", "plan", "todoread"}
+_PLAN_PROPOSAL_TOOLS = {"exitplanmode", "exit_plan_mode"}
+"""Tools an agent puts a plan to the user with (Claude Code's ExitPlanMode), in their ``plan`` argument."""
 _EDITOR_TOOLS = {"str_replace_editor", "text_editor", "str_replace_based_edit_tool", "editor"}
 _PATH_KEYS = ("path", "file_path", "filePath", "file", "filename", "target_file", "notebook_path", "file_pattern")
 
@@ -207,6 +209,15 @@ def result_action(item: Item) -> Action | None:
     if action is None:
         action = item.memo["action"] = classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
     return action
+
+
+def proposed_plan(call: ToolCall) -> str | None:
+    """The plan ``call`` puts to the user for approval, or ``None`` when it puts none.
+
+    Once approved it is the agent's own list of steps, files and values, which it then works from turn after turn
+    without repeating it."""
+    plan = (call.arguments or {}).get("plan") if call.name.lower() in _PLAN_PROPOSAL_TOOLS else None
+    return plan.strip() if isinstance(plan, str) and plan.strip() else None
 
 
 def classify(call: ToolCall) -> Action:

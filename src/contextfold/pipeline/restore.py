@@ -4,8 +4,10 @@ A summary says which files were read and edited; the agent usually needs
 their contents again at once. Claude Code re-reads the most recently used
 files after compacting; here the latest content each file had in the
 summarized span is restored (capped per file and in all; the newest, the
-file in hand, whole when it fits the cap in all), with the latest
-todo or plan state, unless the kept tail already shows them. Only files the
+file in hand, whole when it fits the cap in all), with the plan the agent
+last put to the user (Claude Code's ExitPlanMode: once approved, the steps,
+files and values it works from) and the latest todo or plan state, unless
+the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
 keep naming (:mod:`.importance`, at least ``min_weight``), and those the
 span's last turn read (the agent asked for them just before the cut and has
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from ..actions import EDIT, READ, TODO, call_actions, result_action
+from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
 from ..conversation import Item, Text
 from ..reading import without_wrappers
 from ..summarizers._facts import todo_line, todo_list
@@ -93,6 +95,16 @@ def _latest_todo(span: Sequence[Item]) -> str | None:
     return None
 
 
+def _latest_plan(items: Sequence[Item]) -> str | None:
+    """The plan the agent last put to the user for approval (:func:`~contextfold.actions.proposed_plan`)."""
+    for item in reversed(items):
+        for call in reversed(item.tool_calls):
+            plan = proposed_plan(call)
+            if plan is not None:
+                return plan
+    return None
+
+
 def restored_item(
     span: Sequence[Item],
     tail: Sequence[Item],
@@ -124,6 +136,13 @@ def restored_item(
         spent += cost
         stale = " (edited after this read: check the current version before relying on it)" if edited else ""
         sections.append(f"### {path}{stale}\n{body}")
+    plan = _latest_plan(span) if _latest_plan(tail) is None else None  # a plan in the kept tail is shown there
+    if plan is not None:
+        body = plan if count_text(plan) <= file_tokens else head_tail(
+            plan, *_whole_lines(plan, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3))
+        if spent + count_text(body) <= total_tokens:
+            spent += count_text(body)
+            sections.append(f"### The plan put to the user\n{body}")
     if not any(action.kind == TODO for action in tail_actions):
         todo = _latest_todo(span)
         if todo is not None and spent + count_text(todo) <= total_tokens:
