@@ -271,21 +271,6 @@ def test_restore_brings_back_only_files_in_use() -> None:
     assert isinstance(item, Item) and "src/hot_path.py" in item.text and "cold_path" not in item.text
 
 
-def test_restore_brings_back_what_the_last_turn_read_before_any_turn_could_name_it() -> None:
-    """A cut right after a batch of reads (as in a recorded Claude Code session: Read Dashboard.tsx, index.css,
-    index.html, then the compaction, then an Edit of index.html): those files are in hand, though no later turn
-    has named them yet, while a file read once long before stays out."""
-    old = [bash("c0", "cat src/cold_path.py"), c.tool("c0", "COLD = 1")]
-    batch = c.assistant("", [c.ToolCall("r1", "Read", {"file_path": "/app/index.html"}),
-                             c.ToolCall("r2", "Read", {"file_path": "/app/src/index.css"})])
-    conv = Conversation([c.user("task"), *old, batch, c.tool("r1", "<title>Shop</title>"),
-                         c.tool("r2", ":root { --radius: 0.5rem; }")], HEADER)
-    item = restored_item(conv.items[1:], [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
-                         refs=References.of(conv.items), min_weight=3.0)
-    assert isinstance(item, Item) and "<title>Shop</title>" in item.text and "--radius: 0.5rem" in item.text
-    assert "cold_path" not in item.text
-
-
 def test_restore_brings_back_the_plan_put_to_the_user_unless_the_tail_shows_it() -> None:
     """Claude Code's ExitPlanMode: the agent's plan (an excerpt written for this test), approved, then the agent
     works from its files and values; a compaction right after approval kept none of them."""

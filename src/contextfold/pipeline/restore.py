@@ -9,10 +9,8 @@ last put to the user (Claude Code's ExitPlanMode: once approved, the steps,
 files and values it works from) and the latest todo or plan state, unless
 the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
-keep naming (:mod:`.importance`, at least ``min_weight``), and those the
-span's last turn read (the agent asked for them just before the cut and has
-not used them yet, so no reference can weigh them); a file read once long ago
-costs more to carry than to read again.
+keep naming (:mod:`.importance`, at least ``min_weight``); a file read once
+long ago costs more to carry than to read again.
 """
 
 from __future__ import annotations
@@ -50,18 +48,6 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
             elif action.kind == READ and content is None and not is_placeholder(item):
                 seen[path] = (without_wrappers(result.text), edited)  # a harness's reminder is no file content
     return [(path, *seen[path]) for path in order]
-
-
-def _just_read(span: Sequence[Item]) -> set[str]:
-    """The paths the span's last turn read: its tool outputs after the last item that made calls."""
-    paths: set[str] = set()
-    for item in reversed(span):
-        if item.tool_calls:
-            break
-        action = result_action(item)
-        if action is not None and action.kind == READ:
-            paths.update(action.paths)
-    return paths
 
 
 def _whole_lines(text: str, head_chars: int, tail_chars: int) -> tuple[int, int]:
@@ -119,13 +105,12 @@ def restored_item(
     """One user item with the recent files and the todo state, or ``None`` when nothing needs restoring."""
     tail_actions = [action for item in tail for action in call_actions(item)]
     visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
-    just_read = _just_read(span)
     sections: list[str] = []
     spent = 0
     for path, content, edited in _files(span):
         if len(sections) >= max_files or content is None or path in visible:
             continue
-        if refs is not None and path not in just_read and path_weight(refs, path) < min_weight:
+        if refs is not None and path_weight(refs, path) < min_weight:
             continue
         in_hand = not sections and len(content) <= total_tokens * CHARS_PER_TOKEN  # the newest: the file in hand
         body = content if in_hand and count_text(content) <= total_tokens else head_tail(
