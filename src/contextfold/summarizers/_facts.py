@@ -235,6 +235,11 @@ class ErrorFacts:
         """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
         return frozenset(_last_component(p) for p in self.paths)
 
+    @cached_property
+    def test_run(self) -> bool:
+        """Whether the failed command ran a test suite (a later test run that passes resolves it)."""
+        return _TEST_RUN.search(self.source) is not None
+
     def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""
         return {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
@@ -605,6 +610,7 @@ class Facts:
         words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
         names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
+        test_run: bool | None = None  # whether the action runs a test suite: its command searched once, if at all
         for error in self.errors:
             if error.resolved is not None:
                 continue
@@ -614,7 +620,9 @@ class Facts:
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
-            if action.command and _TEST_RUN.search(action.command) and _TEST_RUN.search(error.source):
+            if action.command and error.test_run and (
+                test_run if test_run is not None else (test_run := _TEST_RUN.search(action.command) is not None)
+            ):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
