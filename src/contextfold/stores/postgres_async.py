@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from ..errors import StoreError, StoreUnavailable
-from .base import Durability, Record, SessionInfo, Store
+from .base import Durability, Record, Store
 from .asynchronous import LoopBridge
-from .plans import adrive
+from .plans import AsyncPlannedStore, adrive
 from .postgres import PostgresPlans, libpq_timeouts, postgres_link
 from .sql import Answer, SqlPlan, Statement, answer_of, returns_rows
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
@@ -37,7 +37,7 @@ DEFAULT_CONNECTIONS = 8
 """How many connections one async store opens at most (PostgreSQL's default allows 100 in all)."""
 
 
-class AsyncPostgresStore(PostgresPlans):
+class AsyncPostgresStore(PostgresPlans, AsyncPlannedStore):
     """Sessions in the tables of :class:`~.postgres.PostgresStore`, reached without blocking the loop."""
 
     def __init__(self, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
@@ -134,10 +134,6 @@ class AsyncPostgresStore(PostgresPlans):
             await cursor.execute(self._sql(statement.sql), statement.params)
         return answer_of(cursor, await cursor.fetchall() if returns_rows(cursor) else [])
 
-    # -- the operations of an AsyncStore
-    async def create(self, session_id: str, header: Record) -> None:
-        await self._run(self._create(session_id, header))
-
     async def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
         try:
             return await self._run(self._append_at_once(session_id, records), block=False)
@@ -145,33 +141,6 @@ class AsyncPostgresStore(PostgresPlans):
             if not self._stored_before(err):
                 raise
             return await self._run(self._append(session_id, records))
-
-    async def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        return await self._run(self._commit_view(session_id, base, record))
-
-    async def put_blob(self, session_id: str, data: bytes) -> str:
-        return await self._run(self._put_blob(session_id, data))
-
-    async def get_blob(self, session_id: str, digest: str) -> bytes:
-        return await self._run(self._get_blob(session_id, digest), block=False)
-
-    async def lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        return await self._run(self._lease(session_id, holder, seconds))
-
-    async def release(self, session_id: str, holder: str) -> None:
-        await self._run(self._release(session_id, holder))
-
-    async def read(self, session_id: str, after: int = -1) -> list[Record]:
-        return await self._run(self._read(session_id, after), block=False)
-
-    async def sessions(self) -> list[SessionInfo]:
-        return await self._run(self._sessions(), block=False)
-
-    async def delete(self, session_id: str) -> None:
-        await self._run(self._delete(session_id))
-
-    async def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
-        await self._run(self._rewrite(session_id, records))
 
     def bridged(self) -> Store:
         """This store for a worker thread: each call awaited on the loop it was opened on."""

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict, install_hint
 from .base import Record, SessionInfo, blob_digest, checked_digest, verified
-from .plans import Plan, drive
+from .plans import Plan, PlannedStore, StorePlans, drive
 from .records import decode, encode, record_key
 from .server import ServerLink
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
@@ -126,12 +126,12 @@ def redis_link(url: str, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> ServerLi
                       needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
 
 
-class RedisPlans:
+class RedisPlans(StorePlans):
     """What every Redis operation does, as a plan (:mod:`.plans`): the sync :class:`RedisStore` and the
-    async store run the same plans, each with its own client (the two clients share their method names)."""
+    async store run the same plans, each with its own client (the two clients share their method names).
+    A plan's commands need no transaction block to be run in (``block`` of ``_run`` changes nothing here): an
+    operation that must be atomic is one Lua script or one ``MULTI`` pipeline."""
 
-    exclusive = False
-    url: str
     _client: Any
     _scripts: dict[str, Callable[..., Any]]
 
@@ -254,7 +254,7 @@ class RedisPlans:
         yield rewriting
 
 
-class RedisStore(RedisPlans):
+class RedisStore(RedisPlans, PlannedStore):
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
     def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
@@ -269,42 +269,9 @@ class RedisStore(RedisPlans):
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
 
-    def _run(self, plan: RedisPlan[T]) -> T:
+    def _run(self, plan: RedisPlan[T], *, block: bool = True) -> T:
         with self._link.errors():
             return drive(plan, lambda op: op(self))
-
-    def create(self, session_id: str, header: Record) -> None:
-        self._run(self._create(session_id, header))
-
-    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        return self._run(self._append(session_id, records))
-
-    def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        return self._run(self._commit_view(session_id, base, record))
-
-    def put_blob(self, session_id: str, data: bytes) -> str:
-        return self._run(self._put_blob(session_id, data))
-
-    def get_blob(self, session_id: str, digest: str) -> bytes:
-        return self._run(self._get_blob(session_id, digest))
-
-    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        return self._run(self._lease(session_id, holder, seconds))
-
-    def release(self, session_id: str, holder: str) -> None:
-        self._run(self._release(session_id, holder))
-
-    def read(self, session_id: str, after: int = -1) -> list[Record]:
-        return self._run(self._read(session_id, after))
-
-    def sessions(self) -> list[SessionInfo]:
-        return self._run(self._sessions())
-
-    def delete(self, session_id: str) -> None:
-        self._run(self._delete(session_id))
-
-    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
-        self._run(self._rewrite(session_id, records))
 
     def close(self) -> None:
         client = getattr(self, "_client", None)

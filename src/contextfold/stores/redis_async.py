@@ -14,20 +14,19 @@ Open it with ``await AsyncRedisStore.open(url)``; ``await store.close()`` when d
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import StoreError
 from .asynchronous import LoopBridge
-from .base import Record, SessionInfo, Store
-from .plans import adrive
+from .base import Store
+from .plans import AsyncPlannedStore, adrive
 from .redis import RedisPlan, RedisPlans, client_timeouts, redis_link
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 T = TypeVar("T")
 
 
-class AsyncRedisStore(RedisPlans):
+class AsyncRedisStore(RedisPlans, AsyncPlannedStore):
     """Sessions under the keys of :class:`~.redis.RedisStore`, reached without blocking the loop."""
 
     def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
@@ -61,7 +60,7 @@ class AsyncRedisStore(RedisPlans):
     def __repr__(self) -> str:
         return f"AsyncRedisStore({self.url!r})"
 
-    async def _run(self, plan: RedisPlan[T]) -> T:
+    async def _run(self, plan: RedisPlan[T], *, block: bool = True) -> T:
         with self._link.errors():
             if self._client is None:
                 raise StoreError(f"{self.url}: the store is closed")
@@ -69,39 +68,6 @@ class AsyncRedisStore(RedisPlans):
 
     async def _await(self, op: Any) -> Any:
         return await op(self)
-
-    async def create(self, session_id: str, header: Record) -> None:
-        await self._run(self._create(session_id, header))
-
-    async def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        return await self._run(self._append(session_id, records))
-
-    async def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        return await self._run(self._commit_view(session_id, base, record))
-
-    async def put_blob(self, session_id: str, data: bytes) -> str:
-        return await self._run(self._put_blob(session_id, data))
-
-    async def get_blob(self, session_id: str, digest: str) -> bytes:
-        return await self._run(self._get_blob(session_id, digest))
-
-    async def lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        return await self._run(self._lease(session_id, holder, seconds))
-
-    async def release(self, session_id: str, holder: str) -> None:
-        await self._run(self._release(session_id, holder))
-
-    async def read(self, session_id: str, after: int = -1) -> list[Record]:
-        return await self._run(self._read(session_id, after))
-
-    async def sessions(self) -> list[SessionInfo]:
-        return await self._run(self._sessions())
-
-    async def delete(self, session_id: str) -> None:
-        await self._run(self._delete(session_id))
-
-    async def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
-        await self._run(self._rewrite(session_id, records))
 
     def bridged(self) -> Store:
         """This store for a worker thread: each call awaited on the loop it was opened on."""

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import BlobNotFound, SessionExists, SessionNotFound, ViewConflict
 from .base import Record, SessionInfo, blob_digest, checked_digest, verified
-from .plans import Plan, drive
+from .plans import Plan, PlannedStore, StorePlans, drive
 from .records import decode, encode, record_key
 
 T = TypeVar("T")
@@ -86,12 +86,10 @@ class Answer(NamedTuple):
 SqlPlan = Plan[Statement, T]
 
 
-class SqlPlans:
+class SqlPlans(StorePlans):
     """What every SQL operation does, as a plan (:mod:`.plans`); the sync :class:`SqlStore` and the async
     PostgreSQL store run the same plans, each on its own client."""
 
-    exclusive = False
-    url: str
     placeholder = "?"
     blob_type = "BLOB"
 
@@ -231,7 +229,7 @@ def returns_rows(cursor: Any) -> bool:
     return cursor.description is not None
 
 
-class SqlStore(SqlPlans):
+class SqlStore(SqlPlans, PlannedStore):
     """The SQL stores' blocking side: each plan in one ``_transaction()``; a subclass supplies the connection,
     the transaction and the placeholder."""
 
@@ -254,36 +252,3 @@ class SqlStore(SqlPlans):
         else:
             cursor.execute(self._sql(statement.sql), statement.params)
         return answer_of(cursor, cursor.fetchall() if returns_rows(cursor) else [])
-
-    def create(self, session_id: str, header: Record) -> None:
-        self._run(self._create(session_id, header))
-
-    def append(self, session_id: str, records: Sequence[Record]) -> list[int]:
-        return self._run(self._append(session_id, records))
-
-    def commit_view(self, session_id: str, base: int, record: Record) -> int:
-        return self._run(self._commit_view(session_id, base, record))
-
-    def put_blob(self, session_id: str, data: bytes) -> str:
-        return self._run(self._put_blob(session_id, data))
-
-    def get_blob(self, session_id: str, digest: str) -> bytes:
-        return self._run(self._get_blob(session_id, digest), block=False)
-
-    def lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        return self._run(self._lease(session_id, holder, seconds))
-
-    def release(self, session_id: str, holder: str) -> None:
-        self._run(self._release(session_id, holder))
-
-    def read(self, session_id: str, after: int = -1) -> list[Record]:
-        return self._run(self._read(session_id, after), block=False)
-
-    def sessions(self) -> list[SessionInfo]:
-        return self._run(self._sessions(), block=False)
-
-    def delete(self, session_id: str) -> None:
-        self._run(self._delete(session_id))
-
-    def rewrite(self, session_id: str, records: Mapping[int, Record]) -> None:
-        self._run(self._rewrite(session_id, records))
