@@ -36,7 +36,17 @@ DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 
 
 def density(item: Item) -> float:
-    """How much of ``item`` a summary should keep, from 0 (listings, searches) to 1 (user words, edits, errors)."""
+    """How much of ``item`` a summary should keep, from 0 (listings, searches) to 1 (user words, edits, errors).
+
+    Kept in ``item.memo``: every plan of a summary weighs its whole span (several times when the tail is
+    chosen), and telling a failed output needs a search of its text."""
+    known: float | None = item.memo.get("density")
+    if known is None:
+        known = item.memo["density"] = _density(item)
+    return known
+
+
+def _density(item: Item) -> float:
     if item.role == "user":
         return DENSE
     if item.role == "assistant":
