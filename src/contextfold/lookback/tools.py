@@ -15,7 +15,7 @@ from typing import Any
 from ..adapters import adapter_for
 from ..conversation import Conversation, Header, Item, ToolCall, ToolResult, ToolSpec
 from ..errors import HistoryQueryError
-from ..pipeline.stages.persist import Blobs
+from ..pipeline.offload_store import Blobs
 from . import history
 from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES, quoted
 from .offloaded import offloaded_output
