@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..adapters import PROVIDERS, adapter_for, is_prompt_too_long
-from ..conversation import STATIC_SYSTEM, Conversation, Header, Item, Text, ToolCall, ToolSpec, new_id
+from ..conversation import Conversation, Header, Item, ToolCall, ToolSpec, new_id
 from ..errors import InvalidPipeline
 from ..events import Event
 from ..limits import require_provider, resolve_limits
@@ -45,7 +44,7 @@ from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
-from . import diagnostics, native
+from . import native
 from .background import Background
 from .incoming import Incoming
 from .journal import OnStoreFailure
@@ -94,7 +93,8 @@ class Context:
     """
 
     def __init__(self, model: str | None = None, *, window_tokens: int | None = None,
-                 max_output_tokens: int | None = None, policy: Policy | None = None, summarizer: Summarizer | None = None,
+                 max_output_tokens: int | None = None, policy: Policy | None = None,
+                 summarizer: Summarizer | None = None,
                  transcript: Transcript | StoredSession | str | Path | None = None,
                  store: Store | AsyncStore | str | Path | None = None, session_id: str | None = None,
                  results_dir: str | Path | None = None, provider: str | None = None, estimator: Estimator | None = None,
@@ -103,6 +103,7 @@ class Context:
         self.limits = resolve_limits(model, window_tokens, max_output_tokens,
                                      default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
         self.model, self.clock, self.window_tokens = model, clock, self.limits.context_window
+        self.cache_diagnostics = cache_diagnostics
         self.provider = adapter_for(require_provider(model, provider, PROVIDERS)).name
         self.policy = (policy or Policy()).for_model(model).for_window(self.limits.context_window)
         self.estimator = estimator or Estimator()
@@ -124,15 +125,11 @@ class Context:
                             Flight(lambda: self._journal.session), clock, self._emit, self.results_dir)
         self._incoming = Incoming(self._parts, lambda: self.storage.blobs(self._journal))
         self._background = Background(self._parts)
-        self._sending = Sending(self.provider, self.estimator.text, cache_diagnostics)
+        self._sending = Sending(self.provider, self.estimator.text, lambda: self.cache_diagnostics)
         self._step = Step(self._parts, self._background, self._sending)
         self._native = native.NativeCompaction(self._parts, self._step.commit)
         self.lookback = HistoryTools(lambda: self.history, self.view, self.estimator.text,
                                      lambda: self._journal.session, self.provider)
-
-    @property
-    def cache_diagnostics(self) -> bool:
-        return self._sending.cache_diagnostics
 
     @property
     def trigger_tokens(self) -> int:
@@ -179,8 +176,7 @@ class Context:
         if reply.usage is not None:
             self.record_usage(reply.usage)
         if reply.cache_miss is not None and self.cache_diagnostics and self._step.last_sent is not None:
-            self.record_events([diagnostics.miss_event(reply.cache_miss, self._step.sent_before,
-                                                       self._step.last_sent, self.counter.count)])
+            self.record_events([self._step.cache_miss(reply.cache_miss)])
         self._sending.last_response_id = reply.response_id or self._sending.last_response_id
         self._native.in_reply(items, self._step.last_sent)
         return items
@@ -204,15 +200,11 @@ class Context:
     def set_system(self, static: str, dynamic: str | None = None) -> None:
         """Give the system prompt in two parts: ``static``, the same in every session (cached on a breakpoint of
         its own, so every session reads it from the cache), then ``dynamic`` (tool lists, the working directory)."""
-        parts = [Item("system", (Text(static),), meta={STATIC_SYSTEM: True})]
-        if dynamic:
-            parts.append(Item("system", (Text(dynamic),)))
-        self.set_header(replace(self.history.header, system=tuple(parts)))
+        self._incoming.set_system(static, dynamic)
 
     def pin(self, text: str) -> None:
         """Keep ``text`` in every request, right after the system prompt, never compacted."""
-        header = self.history.header
-        self.set_header(replace(header, pinned=(*header.pinned, Item("user", (Text(text),)))))
+        self._incoming.pin(text)
 
     # ------------------------------------------------------------------ 2. prepare (.step) and 3. send (.sending)
     def view(self) -> Conversation:

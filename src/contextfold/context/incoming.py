@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..adapters import Adapter
-from ..conversation import Conversation, Header, Item
+from ..conversation import STATIC_SYSTEM, Conversation, Header, Item, Text
 from ..errors import UnknownRole
 from ..pipeline.admit import admit, observe
 from ..stores import StoredSession
@@ -52,6 +52,18 @@ class Incoming:
         observe(added)  # read once as they arrive, not at the next compaction
         parts.journal.acknowledge()  # StoreUnavailable if they could not be made durable (they wait in memory)
         return added
+
+    def set_system(self, static: str, dynamic: str | None) -> None:
+        """The system prompt in two parts: ``static`` first, on a cache breakpoint of its own, then ``dynamic``."""
+        parts = [Item("system", (Text(static),), meta={STATIC_SYSTEM: True})]
+        if dynamic:
+            parts.append(Item("system", (Text(dynamic),)))
+        self.set_header(replace(self._parts.timeline.history.header, system=tuple(parts)))
+
+    def pin(self, text: str) -> None:
+        """``text`` kept in every request, right after the system prompt."""
+        header = self._parts.timeline.history.header
+        self.set_header(replace(header, pinned=(*header.pinned, Item("user", (Text(text),)))))
 
     def set_header(self, header: Header) -> None:
         """Replace the system prompt, tools and pinned items (recorded in the transcript)."""

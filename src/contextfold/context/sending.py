@@ -19,12 +19,13 @@ from ..rendering import Renderer
 
 
 class Sending:
-    """How one Context's requests are written: its default ``provider``, and whether to ask for cache diagnostics."""
+    """How one Context's requests are written: its default ``provider``, and whether to ask for cache diagnostics
+    (``cache_diagnostics()``, the Context's setting now)."""
 
-    def __init__(self, provider: str, count_text: Callable[[str], int], cache_diagnostics: bool) -> None:
+    def __init__(self, provider: str, count_text: Callable[[str], int], cache_diagnostics: Callable[[], bool]) -> None:
         self._provider = provider
         self._count_text = count_text
-        self.cache_diagnostics = cache_diagnostics
+        self._cache_diagnostics = cache_diagnostics
         self.last_response_id: str | None = None  # the reply a diagnosis of the next request's cache refers to
         self._renderers: dict[str, Renderer] = {}
 
@@ -37,7 +38,7 @@ class Sending:
         """``view`` rendered with ``reminders``, asking for the provider's cache diagnostics against the last reply
         when enabled."""
         request = self.render(view, provider, reminders)
-        if not self.cache_diagnostics:
+        if not self._cache_diagnostics():
             return request
         return adapter_for(provider or self._provider).with_cache_diagnostics(request, self.last_response_id)
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..adapters.base import CacheMiss
 from ..conversation import Conversation, Summary
 from ..errors import SummaryInProgress, ViewConflict
 from ..events import Event
@@ -154,6 +155,12 @@ class Step:
                 "cache_misses": dict(diagnostics.totals(events)), "consecutive_failures": parts.steward.failures,
                 "breaker_open": parts.steward.breaker_open,
                 "last_stage": next((e.stage for e in reversed(events) if e.items), None)}
+
+    def cache_miss(self, miss: CacheMiss) -> Event:
+        """The provider's report of a cache miss on the last request, beside the miss predicted from what changed
+        since the request before it (:mod:`.diagnostics`)."""
+        assert self.last_sent is not None
+        return diagnostics.miss_event(miss, self.sent_before, self.last_sent, self._parts.counter.count)
 
     def resumed(self) -> None:
         """Note the calls of the resumed history without a result: the process that ran them is gone (a crash

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..adapters import Reply, adapter_for, parse_arguments
 from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
-from ..errors import InvalidMessage, SessionFormatError
+from ..errors import InvalidMessage
 from ..usage import Usage
 from ._source import Source as Source
 
