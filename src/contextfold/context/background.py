@@ -2,10 +2,10 @@
 
 A model writes a summary in seconds, and a loop that waits for it stalls. When
 a summary becomes due below the hard fill level (``Policy.hard_fill_fraction``
-of the window), :class:`~contextfold.context.Context` starts it here on a
-snapshot of the view, in a thread of :data:`POOL` (with the async API, its model
-call is the summarizer's coroutine, a task of the running loop, and a step
-awaits the job instead of blocking) and goes on sending the full view, which
+of the window), the step (:class:`Background`, :meth:`Background.defer`) starts
+it here on a snapshot of the view, in a thread of :data:`POOL` (with the async
+API, its model call is the summarizer's coroutine, a task of the running loop;
+a step that must wait for it waits in its worker thread) and goes on sending the full view, which
 the cheap stages keep within the window. The first step that finds it finished puts it in with :func:`splice`:
 the items the summary replaced are replaced, exactly, in the view as it is
 then, if they are all still there, unchanged and in a row (wherever they now
