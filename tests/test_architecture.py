@@ -22,8 +22,8 @@ SOURCE = ROOT / "src"
 PACKAGE = "contextfold"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("model", frozenset({"errors", "usage", "limits", "conversation", "codec", "events", "actions", "boundary",
-                         "inspection", "synthetic", "redaction", "private_files", "reading"})),
+    ("model", frozenset({"errors", "usage", "limits", "blocks", "pairing", "conversation", "codec", "events", "actions",
+                         "boundary", "inspection", "synthetic", "redaction", "private_files", "reading"})),
     ("wire", frozenset({"adapters", "importers", "sdk"})),
     ("accounting", frozenset({"tokens", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering", "lookback"})),

@@ -108,7 +108,7 @@ def test_a_changed_system_prompt_is_reported_and_predicted_whole(fake_llm: FakeL
     step("anthropic", context, client, False)
     (miss,) = [e for e in context.events if e.stage == "cache"]
     assert miss.data["reason"] == "system_changed"
-    assert miss.data["predicted_missed_tokens"] == context.counter.count(context._sent_before)  # all of it
+    assert miss.data["predicted_missed_tokens"] == context.counter.count(context._step.sent_before)  # all of it
     assert miss.data["reported_missed_tokens"] > 0
 
 

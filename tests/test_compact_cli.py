@@ -25,7 +25,7 @@ from contextfold.conversation import Conversation
 from contextfold.errors import SessionFormatError
 from contextfold.summarizers import SECTION_TITLES, summary_preamble
 from contextfold.synthetic import generate_session
-from contextfold.testing.fake_llm import check_chat, check_messages, check_responses
+from contextfold.testing.wire_checks import check_chat, check_messages, check_responses
 from contextfold.testing.gemini_wire import check_gemini
 
 CANNED = ("<analysis>CANNED-ANALYSIS: going through the session.</analysis>\n"

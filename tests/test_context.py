@@ -12,7 +12,7 @@ from contextfold.context import Context, is_prompt_too_long
 from contextfold.errors import ContextfoldError
 from contextfold.events import Event
 from contextfold.pipeline.base import Policy
-from contextfold.pipeline.stages.persist import saved_output
+from contextfold.pipeline.offload_store import saved_output
 from contextfold.stores.transcript import Transcript
 from contextfold.summarizers.base import SummaryResult
 

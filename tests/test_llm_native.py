@@ -24,7 +24,8 @@ from contextfold.providers.anthropic_native import (
 )
 from contextfold.summarizers import SummaryRequest
 from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
-from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply, check_responses, compaction_signature
+from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply
+from contextfold.testing.wire_checks import check_responses, compaction_signature
 from contextfold.tokens import Estimator, heuristic_tokens
 
 NATIVE = Policy(native_clearing=True)

@@ -15,7 +15,7 @@ from contextfold.conversation import Conversation, Header, Opaque, ToolSpec, ass
 from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern
 from contextfold.lookback import history as lookback
 from contextfold.lookback.pattern import MAX_PATTERN_CHARS, compile_query
-from contextfold.pipeline.stages.persist import names_history_tools
+from contextfold.lookback.names import names_history_tools
 
 
 def _session(context: Context, outputs: int = 30, lines: int = 40, *, offer: bool = False) -> list[str]:

@@ -28,7 +28,8 @@ from contextfold.errors import ContextfoldError
 from contextfold.providers.anthropic_native import ServerCompaction, with_context_management
 from contextfold.summarizers.llm import ModelSummarizer
 from contextfold.summarizers.responses_compaction import OpenAIResponsesCompactionSummarizer
-from contextfold.testing.fake_llm import ON_DEMAND_COMPACTION_BETA, FakeLLMServer, Reply, compaction_signature
+from contextfold.testing.fake_llm import FakeLLMServer, Reply
+from contextfold.testing.wire_checks import ON_DEMAND_COMPACTION_BETA, compaction_signature
 
 MODEL = {"anthropic": "claude-sonnet-4-6", "responses": "gpt-5.1"}
 TOOLS = {"anthropic": [{"name": "bash", "description": "run", "input_schema": {"type": "object", "properties": {}}}],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contextfold import Context
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
-from contextfold.pipeline.stages.persist import saved_output
+from contextfold.pipeline.offload_store import saved_output
 from contextfold.stores.transcript import Transcript, transcript_path
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from contextfold import Context
 from contextfold.cli.main import cli
 from contextfold.errors import BlobNotFound
-from contextfold.pipeline.stages.persist import saved_output
+from contextfold.pipeline.offload_store import saved_output
 from contextfold.stores import open_store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -39,7 +39,7 @@ print(json.dumps({"blob": kept.meta.get("blob"), "chars": len(kept.tool_result.t
 SECOND = """
 import json, sys
 from contextfold import Context
-from contextfold.pipeline.stages.persist import saved_output
+from contextfold.pipeline.offload_store import saved_output
 context = Context.resume(sys.argv[1], "s1", window_tokens=32_000)
 (item,) = [item for item in context.history.items if item.meta.get("blob")]
 print(json.dumps({"whole": saved_output(item, context.transcript), "read": context.read_history(item.id, "6001-6001"),

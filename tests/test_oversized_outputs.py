@@ -12,7 +12,7 @@ import pytest
 
 from contextfold import Context, OversizedBlock
 from contextfold.adapters import MAX_BLOCK_BYTES, adapter_for
-from contextfold.pipeline.stages.persist import saved_output
+from contextfold.pipeline.offload_store import saved_output
 
 HUGE = "y" * (MAX_BLOCK_BYTES + 1024)
 """An output no single block may otherwise hold (and more than a transcript record holds)."""

@@ -11,7 +11,7 @@ import pytest
 
 from contextfold import Context, private_files
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
-from contextfold.pipeline.stages.persist import save_output, saved_output
+from contextfold.pipeline.offload_store import save_output, saved_output
 
 BIG = "B" * 250_000  # over the persist limit of a 200k window
 

@@ -175,7 +175,7 @@ def test_every_cache_decision_uses_the_models_prices() -> None:
     after = Conversation([Item("user", (Text("[cleared]"),)), *before.items[1:]])
     for model, prices in (("gpt-4.1", Prices.of("gpt-4.1")), ("gemini-2.5-flash", Prices.of("gemini-2.5-flash")),
                           (None, DEFAULT_PRICES)):
-        budget = Context(model, window_tokens=100_000)._budget()
+        budget = Context(model, window_tokens=100_000)._step.budget()
         decided = verdict(before, after, budget)
         saved = decided.saved_tokens * prices.cache_read_per_mtok * decided.horizon_requests / 1e6
         assert decided.saved_tokens > 0 and decided.benefit_usd == pytest.approx(saved)

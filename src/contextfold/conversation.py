@@ -30,9 +30,27 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any
 
+from .blocks import BLOCK_TYPES as BLOCK_TYPES
+from .blocks import Block as Block
+from .blocks import Document as Document
+from .blocks import Image as Image
+from .blocks import Opaque as Opaque
+from .blocks import RedactedThinking as RedactedThinking
+from .blocks import Summary as Summary
+from .blocks import Text as Text
+from .blocks import Thinking as Thinking
+from .blocks import ToolCall as ToolCall
+from .blocks import ToolResult as ToolResult
+from .blocks import ToolSpec as ToolSpec
+from .blocks import _empty
 from .errors import InvalidContent, UnknownRole
+from .pairing import UNANSWERED_TEXT as UNANSWERED_TEXT
+from .pairing import Repair as Repair
+from .pairing import Round as Round
+from .pairing import Validator as Validator
+from .pairing import Violation as Violation
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 """Roles an item may have. ``developer`` is OpenAI's newer name for system."""
@@ -62,191 +80,6 @@ def reproducible_ids(seed: str) -> Iterator[None]:
         yield
     finally:
         _ID_STREAM.reset(token)
-
-
-def _empty() -> Mapping[str, Any]:
-    return {}
-
-
-# --------------------------------------------------------------------------- blocks
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    """Plain text."""
-
-    kind: ClassVar[Literal["text"]] = "text"
-    text: str
-    """The text, as the model reads it."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for (``cache_control``, ...), kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class Image:
-    """An image, by URL (``data:`` URLs included) or as base64 ``data``."""
-
-    kind: ClassVar[Literal["image"]] = "image"
-    url: str | None = None
-    """Where the provider fetches it, or a ``data:`` URL."""
-    data: str | None = None
-    """The image itself, base64-encoded."""
-    media_type: str | None = None
-    """``image/png``, ``image/jpeg``, ... when known."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """A document (PDF, plain text, file reference)."""
-
-    kind: ClassVar[Literal["document"]] = "document"
-    source: Mapping[str, Any]
-    """The provider's own description of the document (its bytes, URL or file id)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class Thinking:
-    """Model reasoning."""
-
-    kind: ClassVar[Literal["thinking"]] = "thinking"
-    thinking: str
-    """The reasoning text."""
-    signature: str | None = None
-    """Sent back verbatim where the provider gave one (it checks the reasoning was not altered)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class RedactedThinking:
-    """Encrypted reasoning the provider returned; opaque to us, sent back as is."""
-
-    kind: ClassVar[Literal["redacted_thinking"]] = "redacted_thinking"
-    data: str
-    """The encrypted reasoning, exactly as received."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A call the assistant made."""
-
-    kind: ClassVar[Literal["tool_call"]] = "tool_call"
-    id: str
-    """The call's id, which its :class:`ToolResult` answers."""
-    name: str
-    """The tool called."""
-    arguments: Mapping[str, Any] = field(default_factory=_empty)
-    """The parsed JSON object of arguments."""
-    raw_arguments: str | None = None
-    """The exact string the provider sent when its format carries arguments as a string (OpenAI), kept so the
-    request can be reproduced byte for byte; whoever changes ``arguments`` must set this to ``None``, or the
-    stale string is what gets sent."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The answer to one :class:`ToolCall`."""
-
-    kind: ClassVar[Literal["tool_result"]] = "tool_result"
-    call_id: str
-    """The id of the call answered."""
-    content: str | tuple[Block, ...] = ""
-    """A string, or a tuple of content blocks (text, image, document)."""
-    is_error: bool | None = None
-    """Whether the tool failed; ``None`` when the source did not say."""
-    tool_name: str | None = None
-    """The tool of the call that produced this result; the conversation fills it in, so stages can reason
-    about a result (which file did this read?) without searching for its call."""
-    arguments: Mapping[str, Any] | None = None
-    """The arguments of that call, filled in the same way."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-    @property
-    def text(self) -> str:
-        """The textual part of the content."""
-        if isinstance(self.content, str):
-            return self.content
-        return "\n".join(b.text for b in self.content if isinstance(b, Text))
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """A summary in place of a span of items: written by contextfold, or a provider's own compaction.
-
-    It is sent to providers as :attr:`text`, except to the provider named by
-    :attr:`native_provider`, which gets :attr:`native` back exactly as it
-    returned it (Anthropic's ``compaction`` block, OpenAI's ``compaction``
-    item): that provider reads its own summary, every other reader the text.
-    """
-
-    kind: ClassVar[Literal["summary"]] = "summary"
-    text: str
-    """The whole text sent, preamble included."""
-    covers: int = 0
-    """How many items it replaced."""
-    preamble: int = 0
-    """The first ``preamble`` characters of ``text`` introduce it to the model (the pipeline writes them);
-    :attr:`body` is what the summarizer wrote."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-    native: Mapping[str, Any] | None = None
-    """The provider's own compaction block or item this summary stands for, as returned (``None``: contextfold's)."""
-    native_provider: str | None = None
-    """The format :attr:`native` came from and goes back to (``"anthropic"``, ``"responses"``)."""
-
-    def native_for(self, provider: str) -> Mapping[str, Any] | None:
-        """What to send ``provider`` in this summary's place: its own compaction, or ``None`` (send the text)."""
-        return self.native if self.native is not None and self.native_provider == provider else None
-
-    @property
-    def body(self) -> str:
-        """The summary without its preamble: what a later summary quotes as the earlier one."""
-        return self.text[self.preamble :].lstrip()
-
-
-@dataclass(frozen=True, slots=True)
-class Opaque:
-    """A block of a kind we do not model, carried through untouched."""
-
-    kind: ClassVar[Literal["opaque"]] = "opaque"
-    data: Mapping[str, Any]
-    """The block exactly as received."""
-    provider: str | None = None
-    """The format it came from (``"anthropic"``, ``"openai"``, ``"responses"``)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
-    """The provider's fields the model has no slot for, kept for lossless round trips."""
-
-
-Block = Text | Image | Document | Thinking | RedactedThinking | ToolCall | ToolResult | Summary | Opaque
-BLOCK_TYPES: tuple[type, ...] = (
-    Text,
-    Image,
-    Document,
-    Thinking,
-    RedactedThinking,
-    ToolCall,
-    ToolResult,
-    Summary,
-    Opaque,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool definition: name, description and JSON-schema parameters."""
-
-    name: str
-    description: str | None = None
-    parameters: Mapping[str, Any] = field(default_factory=_empty)
-    extra: Mapping[str, Any] = field(default_factory=_empty)
 
 
 # --------------------------------------------------------------------------- items
@@ -433,99 +266,6 @@ class Header:
 # --------------------------------------------------------------------------- structure
 
 
-@dataclass(frozen=True, slots=True)
-class Round:
-    """An assistant item with tool calls and the items answering them.
-
-    ``start`` is the assistant item's index; ``end`` is one past the last
-    item of the round. Items in between that are not its results (an invalid
-    conversation) are inside the span too, so cutting outside it is safe.
-    """
-
-    start: int
-    end: int
-    call_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A rule the conversation breaks, with where."""
-
-    kind: str  # unanswered_call | orphan_result | result_before_call | duplicate_id | duplicate_result | misplaced_result
-    index: int
-    detail: str
-    call_id: str | None = None
-
-    def __str__(self) -> str:
-        return f"item {self.index}: {self.kind}: {self.detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class Repair:
-    """One change :meth:`Conversation.repair` made, with where (index before the change)."""
-
-    action: str  # answered_call | dropped_result | moved_result | dropped_call | renamed_item
-    index: int
-    detail: str
-    call_id: str | None = None
-
-
-UNANSWERED_TEXT = "[contextfold: this tool call has no recorded result]"
-
-
-class Validator:
-    """Checks items one at a time, so a growing conversation is validated in O(new items).
-
-    ``violations`` holds what was found so far; :meth:`open_violations` the
-    calls of the last round still waiting for a result (not a fault while
-    the agent is executing them, a fault in a request).
-    """
-
-    __slots__ = ("_answered", "_call_at", "_count", "_open", "_seen_items", "violations")
-
-    def __init__(self) -> None:
-        self.violations: list[Violation] = []
-        self._seen_items: set[str] = set()
-        self._call_at: dict[str, int] = {}
-        self._answered: set[str] = set()
-        self._open: dict[str, int] = {}  # calls of the current round awaiting results
-        self._count = 0
-
-    def feed(self, item: Item) -> None:
-        index = self._count
-        self._count += 1
-        found = self.violations
-        if item.id in self._seen_items:
-            found.append(Violation("duplicate_id", index, f"item id {item.id!r} is used twice"))
-        self._seen_items.add(item.id)
-        result = item.tool_result
-        if result is not None:
-            cid = result.call_id
-            if cid in self._answered:
-                found.append(Violation("duplicate_result", index, f"second result for call {cid!r}", cid))
-            elif cid in self._open:
-                self._answered.add(cid)
-                del self._open[cid]
-            elif cid in self._call_at:
-                self._answered.add(cid)
-                found.append(Violation("misplaced_result", index, f"result for call {cid!r} is not next to its call", cid))
-            else:
-                found.append(Violation("orphan_result", index, f"no call with id {cid!r}", cid))
-            return
-        # Any non-tool item closes the open round: what is still open is unanswered.
-        found.extend(self.open_violations())
-        self._open = {}
-        for call in item.tool_calls:
-            if call.id in self._call_at:
-                found.append(Violation("duplicate_id", index, f"tool call id {call.id!r} is used twice", call.id))
-                continue
-            self._call_at[call.id] = index
-            self._open[call.id] = index
-
-    def open_violations(self) -> list[Violation]:
-        return [Violation("unanswered_call", at, f"call {cid!r} has no result", cid) for cid, at in self._open.items()]
-
-
 class Conversation:
     """A header plus an ordered, append-only-by-convention list of items.
 
@@ -694,8 +434,17 @@ class Conversation:
         for index, item in enumerate(self._items):
             for call in item.tool_calls:
                 call_pos.setdefault(call.id, index)
-        # Pass 1: which result answers which call.
-        results: dict[int, list[tuple[int, Item]]] = {}  # assistant index -> its results, in original order
+        results = self._results_by_call(call_pos, repairs)
+        taken = {result.tool_result.call_id for answers in results.values() for _, result in answers
+                 if result.tool_result is not None}
+        items = self._laid_out(call_pos, results, taken, repairs)
+        repairs.sort(key=lambda r: r.index)
+        return self.with_items(items), repairs
+
+    def _results_by_call(self, call_pos: Mapping[str, int], repairs: list[Repair]) -> dict[int, list[tuple[int, Item]]]:
+        """:meth:`repair`'s first pass: which result answers which call (by the index of the item holding the
+        call, the results in their original order); the results that answer none are dropped."""
+        results: dict[int, list[tuple[int, Item]]] = {}
         taken: set[str] = set()
         for index, item in enumerate(self._items):
             result = item.tool_result
@@ -711,7 +460,11 @@ class Conversation:
             results.setdefault(at, []).append((index, item))
             if any(self._items[k].role != "tool" for k in range(at + 1, index)):
                 repairs.append(Repair("moved_result", index, f"moved next to call {cid!r}", cid))
-        # Pass 2: lay the items out, each round followed by its results.
+        return results
+
+    def _laid_out(self, call_pos: Mapping[str, int], results: Mapping[int, list[tuple[int, Item]]],
+                  taken: AbstractSet[str], repairs: list[Repair]) -> list[Item]:
+        """:meth:`repair`'s second pass: the items laid out, each round followed by its results."""
         items: list[Item] = []
         seen_ids: set[str] = set()
 
@@ -725,20 +478,10 @@ class Conversation:
         for index, item in enumerate(self._items):
             if item.role == "tool":
                 continue
-            kept, repeated, ids_here = [], [], set()
-            for block in item.blocks:  # a call id seen in an earlier item, or earlier in this one, is a repeat
-                if isinstance(block, ToolCall):
-                    if call_pos[block.id] != index or block.id in ids_here:
-                        repeated.append(block)
-                        continue
-                    ids_here.add(block.id)
-                kept.append(block)
-            if repeated:
-                item = item.with_blocks(kept)
-                for call in repeated:
-                    repairs.append(Repair("dropped_call", index, f"repeated tool call id {call.id!r}", call.id))
-                if not item.blocks:
-                    continue
+            kept = _without_repeated_calls(item, index, call_pos, repairs)
+            if kept is None:
+                continue
+            item = kept
             place(item, index)
             for result_index, result_item in results.get(index, ()):
                 place(result_item, result_index)
@@ -752,5 +495,23 @@ class Conversation:
                 )
                 items.append(synthetic)
                 repairs.append(Repair("answered_call", index, f"added an error result for call {call.id!r}", call.id))
-        repairs.sort(key=lambda r: r.index)
-        return self.with_items(items), repairs
+        return items
+
+
+def _without_repeated_calls(item: Item, index: int, call_pos: Mapping[str, int],
+                            repairs: list[Repair]) -> Item | None:
+    """``item`` without the tool calls whose id an earlier item, or an earlier block of it, already used
+    (``None`` when nothing else is left)."""
+    kept, repeated, ids_here = [], [], set()
+    for block in item.blocks:
+        if isinstance(block, ToolCall):
+            if call_pos[block.id] != index or block.id in ids_here:
+                repeated.append(block)
+                continue
+            ids_here.add(block.id)
+        kept.append(block)
+    if not repeated:
+        return item
+    for call in repeated:
+        repairs.append(Repair("dropped_call", index, f"repeated tool call id {call.id!r}", call.id))
+    return item.with_blocks(kept) if kept else None

@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -20,7 +20,8 @@ from ..bench.frontier import GRID, PEERS, Frontier, frontier, grid_policies
 from ..bench.plots import require_matplotlib, write_frontier_chart, write_plots
 from ..bench.report import Report, StrategyTotals, write_results
 from ..pipeline.base import Policy
-from ..bench.run import TAU_BENCH_LIMIT, Settings, available_strategies, estimator_for, find_sessions, run_bench
+from ..bench.run import (TAU_BENCH_LIMIT, Session, Settings, Skipped, available_strategies, estimator_for, find_sessions,
+                         run_bench)
 from ..replay import strategies
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
@@ -100,14 +101,7 @@ def bench_command(
     usable, unavailable = available_strategies(settings, names)
     if sweep:
         usable += list(GRID)
-    if names is not None and unavailable:
-        raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
-    if not sessions:
-        why = "".join(f"\n  {entry.where}: {entry.reason}" for entry in skipped) or " (no file there)"
-        raise click.UsageError(f"no recorded session to replay under {', '.join(map(str, paths))}{why}")
-    missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
-    if missing_results:
-        raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
+    _check_inputs(paths, names, unavailable, sessions, skipped, chart_with)
     try:
         with progress_bar(f"{len(sessions)} sessions × {len(usable)} strategies") as update:
             runs = run_bench(sessions, usable, settings, jobs=jobs, progress=update)
@@ -116,6 +110,26 @@ def bench_command(
         raise click.exceptions.Exit(130) from None
     report = Report(settings, usable, sessions, runs, skipped, unavailable, time.perf_counter() - started,
                     shlex.join(["contextfold", *sys.argv[1:]]))
+    _write_and_show(report, out, sweep=sweep, folds=folds, charts=charts, chart_with=chart_with)
+
+
+def _check_inputs(paths: tuple[Path, ...], names: list[str] | None, unavailable: dict[str, str],
+                  sessions: Sequence[Session], skipped: Sequence[Skipped], chart_with: tuple[Path, ...]) -> None:
+    """A usage error for a strategy asked for that cannot run, no session to replay, or a folder with no results."""
+    if names is not None and unavailable:
+        raise click.UsageError("; ".join(f"{name}: {why}" for name, why in unavailable.items()))
+    if not sessions:
+        why = "".join(f"\n  {entry.where}: {entry.reason}" for entry in skipped) or " (no file there)"
+        raise click.UsageError(f"no recorded session to replay under {', '.join(map(str, paths))}{why}")
+    missing_results = [str(folder) for folder in chart_with if not (folder / "results.json").is_file()]
+    if missing_results:
+        raise click.UsageError(f"--chart-with: no results.json in {', '.join(missing_results)}")
+
+
+def _write_and_show(report: Report, out: Path, *, sweep: bool, folds: int, charts: bool,
+                    chart_with: tuple[Path, ...]) -> None:
+    """Write the results (and the frontier of a sweep) to ``out``, and show their table and what was left out."""
+    runs, usable, window = list(report.runs), list(report.strategies), report.settings.window_tokens
     written = write_results(report, out)
     console = Console()
     if sweep:
@@ -129,10 +143,10 @@ def bench_command(
         if charts:
             written += write_plots(report, out, other_results=[folder / "results.json" for folder in chart_with])
         console.print(totals_table(report.totals(), window, console.width))
-    for name, why in unavailable.items():
+    for name, why in (report.unavailable or {}).items():
         console.print(f"[yellow]{escape(f'{name} left out: {why}')}[/]")  # why may hold [extra] brackets
-    if skipped:
-        console.print(f"{len(skipped)} file(s) or conversation(s) skipped: see results.md")
+    if report.skipped:
+        console.print(f"{len(report.skipped)} file(s) or conversation(s) skipped: see results.md")
     console.print(f"{len(written)} files written to {out}; the replays took {report.seconds:.0f} s")
 
 

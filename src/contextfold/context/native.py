@@ -20,6 +20,7 @@ the summary Claude wrote, readable as it is.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,9 +28,15 @@ from typing import Any
 from ..adapters import adapter_for
 from ..adapters.base import CompactionCall
 from ..conversation import Conversation, Item, Summary
+from ..errors import SummaryInProgress, ViewConflict
+from ..events import Event
 from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from ..summarizers.extractive import ExtractiveSummarizer
+from ..usage import Usage
 from .background import splice
+from .parts import Parts
+
+logger = logging.getLogger("contextfold.context")
 
 STAGE = "native"
 """The stage name of the events a provider's compaction makes."""
@@ -106,3 +113,69 @@ def folded(view: Conversation, replaced: Sequence[Item], replacement: Sequence[I
     if placement.start != 0:
         return "the items it summarized no longer lead the view"
     return placement.apply(view)
+
+
+class NativeCompaction:
+    """A provider's compaction, asked for or arrived in a reply, put into one Context's view (or discarded).
+
+    ``commit`` is the step's (:meth:`.step.Step.commit`): a compaction is a view
+    change like any other, checkpointed against the view it replaces.
+    """
+
+    def __init__(self, parts: Parts, commit: Callable[[Conversation], None]) -> None:
+        self._parts = parts
+        self._commit = commit
+
+    def in_reply(self, items: Sequence[Item], sent: Conversation | None) -> None:
+        """A reply holding the provider's compaction summarized everything its request sent (``sent``)."""
+        if sent is not None and any(native_summary(item) is not None for item in items):
+            replacement = readable(items, sent, self._parts.policy.summary_target_tokens, self._parts.estimator.text)
+            self._fold([*sent.items, *items], replacement, sent,
+                       "the provider compacted the conversation in this reply")
+
+    def apply(self, pending: PendingCompaction, response: Any) -> list[Event]:
+        """See :meth:`Context.apply_compaction <contextfold.context.Context.apply_compaction>`."""
+        reply = adapter_for(pending.provider).read_response(response)
+        returned = list(reply.conversation.items)
+        if not any(native_summary(item) is not None for item in returned):
+            event = Event(STAGE, "discarded", detail=f"the provider returned no compaction (stop reason "
+                                                     f"{reply.stop!r}); the view is unchanged")
+            self._parts.record([event])
+            return [event]
+        replacement = readable(returned, pending.snapshot, self._parts.policy.summary_target_tokens,
+                               self._parts.estimator.text)
+        return self._fold(pending.snapshot.items, replacement, pending.snapshot,
+                          "the provider compacted the conversation on request", reply.usage)
+
+    def _fold(self, replaced: Sequence[Item], replacement: Sequence[Item], covered: Conversation, detail: str,
+              usage: Usage | None = None) -> list[Event]:
+        """Commit the view with ``replaced`` swapped for ``replacement`` (see :func:`folded`), or discard."""
+        parts = self._parts
+        try:
+            parts.journal.follow(parts.timeline)
+            view = parts.timeline.view
+            new = folded(view, replaced, replacement)
+            if isinstance(new, str):
+                event = self._not_applied(new)
+            else:
+                try:
+                    parts.flight.take()
+                    self._commit(new)
+                except (ViewConflict, SummaryInProgress) as refused:
+                    event = self._not_applied(str(refused))
+                else:
+                    summaries = [s for s in map(native_summary, replacement) if s is not None]
+                    data = {"provider": summaries[0].native_provider if summaries else None,
+                            "replaced_items": len(covered), "summary_chars": sum(len(s.text) for s in summaries)}
+                    event = Event(STAGE, "compacted", tuple(item.id for item in covered.items),
+                                  parts.counter.count(view), parts.counter.count(new), detail, data,
+                                  ((covered, usage),) if usage else ())
+            parts.record([event])
+            return [event]
+        finally:
+            parts.flight.end_step()
+
+    def _not_applied(self, why: str) -> Event:
+        """The event (and log line) of a provider compaction that could not be put in the view."""
+        logger.warning("session %s: a provider compaction was not applied: %s", self._parts.session_id, why)
+        return Event(STAGE, "discarded", detail=f"compaction not applied: {why}")

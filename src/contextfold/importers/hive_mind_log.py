@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import Conversation, Text
-from ._common import ConversationBuilder, JsonFault, Source, fitting, parse_json, unix_time
+from ._common import ConversationBuilder, Source, unix_time
+from ._source import JsonFault, fitting, parse_json
 
 PREFIX = re.compile(r"^\[(\d{4}-\d\d-\d\dT[0-9:.]+Z?)\] \[([A-Z]+)\] ?(.*)$")
 PROMPT_MARKERS = {"---BEGIN USER PROMPT---": "user_prompt", "---BEGIN SYSTEM PROMPT---": "system_prompt"}

@@ -68,5 +68,5 @@ def offering(options: Mapping[str, Any], offered: bool) -> dict[str, Any]:
 def offered_header(context: Context, names: Iterable[str]) -> Header:
     """``context``'s header with the tools a framework gives its agent, by name: for a framework that sends
     its tools itself, what the Context needs of them is whether the history tools are among them (see
-    :func:`~contextfold.pipeline.stages.persist.names_history_tools`). Its system items stay."""
+    :func:`~contextfold.lookback.names.names_history_tools`). Its system items stay."""
     return replace(context.history.header, tools=tuple(ToolSpec(name) for name in names))

@@ -60,8 +60,43 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class _Manager(Mirrored):
+    """What the Strands manager does with its Mirror, apart from the ``ConversationManager`` interface (which
+    calls its Strands base class, only known once Strands is imported: :func:`_manager_class`)."""
+
+    offers_history_tools: bool
+    removed_message_count: int  # the Strands base class's: stored session messages the history stands for
+    _covered: int
+
+    def history_tools(self) -> list[Any]:
+        """``search_history`` and ``read_history`` as Strands tools answered from this manager's Context."""
+        from strands import tool
+
+        return [tool(function) for function in history_functions(lambda: self.mirror.context)]
+
+    def _offered(self, agent: Any) -> Header:
+        """The Context's header with the agent's tools, by name: summaries and previews name the history
+        tools only when the agent has them (registered by ``history_tools=True`` or given in ``tools``)."""
+        return offered_header(self.mirror.context, agent.tool_names)
+
+    def _before_model_call(self, event: Any) -> None:
+        self._adopt(event.agent, self.mirror.prepare(event.agent.messages, self._offered(event.agent)))
+
+    def _after_model_call(self, event: Any) -> None:
+        response = getattr(event, "stop_response", None)
+        usage = usage_from_strands(response.message) if response is not None else None
+        if usage is not None:
+            self.mirror.record_usage(usage)
+
+    def _adopt(self, agent: Any, messages: list[Any]) -> None:
+        """Make ``messages`` the agent's history; the session's stored messages so far are now stood for."""
+        self._covered = self.mirror.last_read + (0 if self.mirror.fresh else self._covered)
+        self.removed_message_count = self._covered
+        agent.messages[:] = messages
+
+
 def _manager_class() -> type:
-    class ContextfoldConversationManager(Mirrored, _base()):  # type: ignore[misc]
+    class ContextfoldConversationManager(_Manager, _base()):  # type: ignore[misc]
         """A Strands ``ConversationManager`` backed by a contextfold Context (see the module docstring).
 
         ``model`` and ``options`` are those of :class:`~contextfold.Context`
@@ -86,26 +121,6 @@ def _manager_class() -> type:
             if self.offers_history_tools:
                 registry.add_callback(AgentInitializedEvent,
                                       lambda event: event.agent.tool_registry.process_tools(self.history_tools()))
-
-        def history_tools(self) -> list[Any]:
-            """``search_history`` and ``read_history`` as Strands tools answered from this manager's Context."""
-            from strands import tool
-
-            return [tool(function) for function in history_functions(lambda: self.mirror.context)]
-
-        def _offered(self, agent: Any) -> Header:
-            """The Context's header with the agent's tools, by name: summaries and previews name the history
-            tools only when the agent has them (registered by ``history_tools=True`` or given in ``tools``)."""
-            return offered_header(self.mirror.context, agent.tool_names)
-
-        def _before_model_call(self, event: Any) -> None:
-            self._adopt(event.agent, self.mirror.prepare(event.agent.messages, self._offered(event.agent)))
-
-        def _after_model_call(self, event: Any) -> None:
-            response = getattr(event, "stop_response", None)
-            usage = usage_from_strands(response.message) if response is not None else None
-            if usage is not None:
-                self.mirror.record_usage(usage)
 
         # -------------------------------------------------------------- the ConversationManager interface
         def apply_management(self, agent: Any, **kwargs: Any) -> None:
@@ -138,12 +153,6 @@ def _manager_class() -> type:
             self.mirror.adopt(messages)
             self._covered = self.removed_message_count
             return messages
-
-        def _adopt(self, agent: Any, messages: list[Any]) -> None:
-            """Make ``messages`` the agent's history; the session's stored messages so far are now stood for."""
-            self._covered = self.mirror.last_read + (0 if self.mirror.fresh else self._covered)
-            self.removed_message_count = self._covered
-            agent.messages[:] = messages
 
     return ContextfoldConversationManager
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..conversation import Conversation, Item, readable_text
 from ..errors import HistoryQueryError, HistoryRefNotFound
-from ..pipeline.stages.persist import HISTORY_TOOLS
+from .names import HISTORY_TOOLS
 from .offloaded import is_offloaded, offloaded_output
 from .pattern import Matcher, compile_query
 

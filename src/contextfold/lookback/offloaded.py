@@ -13,7 +13,7 @@ import logging
 
 from ..conversation import Item
 from ..errors import StoreError, UnsafePath
-from ..pipeline.stages.persist import Blobs, saved_output
+from ..pipeline.offload_store import Blobs, saved_output
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..adapters import adapter_for
+from ..conversation import Conversation, Header, Item, ToolCall, ToolResult, ToolSpec
 from ..errors import HistoryQueryError
+from ..pipeline.offload_store import Blobs
+from . import history
 from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES, quoted
+from .offloaded import offloaded_output
 
 SEARCH, READ = "search_history", "read_history"
 NAMES = TOOL_NAMES
@@ -81,3 +85,70 @@ def answer(name: str, arguments: object, search: Search, read: Read) -> str:
         raise HistoryQueryError("ref", "the ref of the item to read is required")
     lines = arguments.get("lines")
     return read(arguments["ref"], lines)
+
+
+class HistoryTools:
+    """The agent's two history tools over one session (what ``Context.search_history`` and its siblings run).
+
+    ``history`` and ``view`` give the session's history and the view sent now
+    (searched: what the view no longer holds whole); ``blobs`` the stored
+    session offloaded outputs are read back from (any worker's); ``provider``
+    the format :meth:`definitions` are written in by default.
+    """
+
+    specs = SPECS
+    """The two tools as neutral :class:`~contextfold.ToolSpec` s (name, description, JSON schema)."""
+
+    def __init__(self, history: Callable[[], Conversation], view: Callable[[], Conversation],
+                 count_text: Callable[[str], int], blobs: Callable[[], Blobs | None], provider: str) -> None:
+        self._history = history
+        self._view = view
+        self._count_text = count_text
+        self._blobs = blobs
+        self._provider = provider
+
+    def search(self, query: str, limit: int = DEFAULT_LIMIT, *, regex: bool = False, ignore_case: bool = False) -> str:
+        """The ``search_history`` tool: lines of the history the view no longer holds whole that match ``query``
+        (a literal, or with ``regex`` a linear-time regular expression), newest first, each with its ref, turn
+        and the call that produced it (:mod:`contextfold.lookback.history`).
+
+        :class:`~contextfold.errors.HistoryQueryError` names a bad argument.
+        """
+        whole = self._history()
+        by_id = {item.id: item for item in whole.items}
+        in_view = frozenset(item.id for item in self._view().items if by_id.get(item.id) is item)
+        return history.search_history(whole, query, limit=limit, regex=regex, ignore_case=ignore_case,
+                                      in_view=in_view, count_text=self._count_text,
+                                      read_offloaded=self._read_offloaded).text
+
+    def read(self, ref: str, lines: str | None = None) -> str:
+        """The ``read_history`` tool: lines ``lines`` (``"120-160"``) of the item ``ref`` names, verbatim."""
+        return history.read_history(self._history(), ref, lines, read_offloaded=self._read_offloaded)
+
+    def _read_offloaded(self, item: Item) -> str | None:
+        return offloaded_output(item, self._blobs())
+
+    def definitions(self, provider: str | None = None) -> list[dict[str, Any]]:
+        """The two tools' definitions in ``provider``'s tool format (add them to the request's tools)."""
+        header = Header(tools=SPECS)
+        return list(adapter_for(provider or self._provider).write_header(header).fields.get("tools", []))
+
+    def call(self, name: str, arguments: object) -> str:
+        """The text answering a call of a history tool; :class:`~contextfold.errors.HistoryQueryError` names a
+        bad argument (an unknown tool name included)."""
+        return answer(name, arguments, self.search, self.read)
+
+    def answer(self, call: ToolCall) -> Item | None:
+        """The result item answering ``call`` when it calls a history tool (``None`` for any other tool).
+
+        A bad argument becomes an error result that says why, so the model can call again; add the item
+        like any other result (it is compacted like any other).
+        """
+        if call.name not in NAMES:
+            return None
+        try:
+            text, failed = self.call(call.name, call.arguments), False
+        except HistoryQueryError as error:
+            text, failed = f"{call.name} failed: {error}", True
+        return Item("tool", (ToolResult(call.id, text, is_error=failed, tool_name=call.name,
+                                        arguments=call.arguments),))

@@ -25,7 +25,8 @@ from ..redaction import describe, redact_item
 from ..summarizers._facts import read_ahead
 from .base import Policy
 from .importance import item_tokens, line_index
-from .stages.persist import Blobs, offload
+from .offload_store import Blobs
+from .stages.persist import offload
 
 logger = logging.getLogger(__name__)
 

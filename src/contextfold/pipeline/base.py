@@ -94,7 +94,7 @@ class Policy:
     persist_max_tokens: int = 25_000
     preview_head_chars: int = 2_000
     preview_tail_chars: int = 1_000
-    # whether previews and summaries name search_history/read_history (see persist.names_history_tools):
+    # whether previews and summaries name search_history/read_history (see lookback.names.names_history_tools):
     # "auto" when the request offers the agent both; True for a loop that answers them without offering them
     # to contextfold; False never
     history_tools: bool | Literal["auto"] = "auto"

@@ -53,10 +53,7 @@ def recount(
     """
     counter = _Counter(tokenizer)
     rules = _DumpedRules(session)
-    probes = SessionProbes(session) if session is not None else None
-    needs = session_needs(session) if session is not None else {}
-    strict_session = StrictSession(session) if session is not None else None
-    haystack, recall_haystack, strict_haystack = Haystack(), Haystack(), Haystack()
+    scorer = _Scorer(session) if session is not None else None
     records: list[RequestRecord] = []
     cache: PromptCache[str] = PromptCache(ttl)
     summaries: BothRules[str] = BothRules(prices, lambda: PromptCache(ttl), counter.keyed)
@@ -83,14 +80,8 @@ def recount(
                     counter.keyed(m.data) for m in map(render_item, session.items[last_index:request.index])
                     if m is not None]
                 llm_summary_usd, live_summary_usd = summaries.price(previous, new_summaries, request.time_s, since)
-            if probes is not None:
-                contains = haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, request.messages)})
-                survival = evaluate(probes.at(request.index), contains)
-                wire = {key: counter.text(key, m, decode_arguments=False) for key, m in zip(keys, request.messages)}
-                recall = evaluate_recall(needs.get(request.index), recall_haystack.searcher(wire))
-            if strict_session is not None:
-                lines = {key: searchable(counter.read(key, m).item) for key, m in zip(keys, request.messages)}
-                strict = strict_session.evaluate(request.index, strict_haystack.searcher(lines))
+            if scorer is not None:
+                survival, recall, strict = scorer.score(request, keys, counter)
             violations = rules.check(request)
             last_index = request.index
         records.append(
@@ -101,6 +92,28 @@ def recount(
         )
     return summarize(records, session=str(dump_path), strategy="", tokenizer=tokenizer.text.name, window=window,
                      max_output_tokens=max_output_tokens)
+
+
+class _Scorer:
+    """What the recording that was replayed lets be measured of each agent request: its probes' survival, the
+    recall of what the agent needed next, and the strict measure, each searched in the request's messages."""
+
+    def __init__(self, session: Conversation) -> None:
+        self._probes = SessionProbes(session)
+        self._needs = session_needs(session)
+        self._strict = StrictSession(session)
+        self._haystack, self._recall_haystack, self._strict_haystack = Haystack(), Haystack(), Haystack()
+
+    def score(self, request: DumpedRequest, keys: list[str],
+              counter: _Counter) -> tuple[Survival, Recall | None, Strict | None]:
+        messages = request.messages
+        contains = self._haystack.searcher({key: counter.text(key, m) for key, m in zip(keys, messages)})
+        survival = evaluate(self._probes.at(request.index), contains)
+        wire = {key: counter.text(key, m, decode_arguments=False) for key, m in zip(keys, messages)}
+        recall = evaluate_recall(self._needs.get(request.index), self._recall_haystack.searcher(wire))
+        lines = {key: searchable(counter.read(key, m).item) for key, m in zip(keys, messages)}
+        strict = self._strict.evaluate(request.index, self._strict_haystack.searcher(lines))
+        return survival, recall, strict
 
 
 class _Counter:

@@ -30,7 +30,8 @@ from ..errors import (
 from ..private_files import open_dir, open_file, write_new
 from .base import VIEW_EVENT, Record, SessionInfo, blob_digest, checked_digest, verified
 from .records import encode, to_line
-from .transcript import Restored, Transcript, _open_read_only, _parse_line, transcript_path
+from .transcript import Transcript, transcript_path
+from .transcript_reading import Restored, open_read_only, parse_line
 
 try:
     import fcntl
@@ -162,7 +163,7 @@ class JsonlStore:
         is left out, and so, with ``up_to_damage``, is a damaged line with everything after it."""
         path = transcript_path(self.directory, session_id)
         try:
-            file = os.fdopen(_open_read_only(path), "rb")
+            file = os.fdopen(open_read_only(path), "rb")
         except FileNotFoundError:
             raise SessionNotFound(self.url, session_id) from None
         except OSError as err:
@@ -177,7 +178,7 @@ class JsonlStore:
                     return
                 if pending is not None:
                     raise TranscriptCorrupt(str(path), pending[0], f"{pending[1]}, and records follow it")
-                record, reason = _parse_line(line)
+                record, reason = parse_line(line)
                 if reason is not None:
                     pending = (number, reason)
                 elif not (isinstance(record, dict) and type(record.get("seq")) is int and isinstance(record.get("type"), str)):
@@ -200,7 +201,7 @@ class JsonlStore:
             with open(path, "rb") as file:
                 first = file.readline()
                 records = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: file.read(1 << 20), b""))
-            record, reason = _parse_line(first)
+            record, reason = parse_line(first)
             if reason is not None or not isinstance(record, dict) or record.get("type") != "header":
                 continue  # not a transcript: nothing of ours
             value = record.get("created", 0)  # a damaged header's time (not a number, or none a date can show) is unknown

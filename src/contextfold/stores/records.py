@@ -17,7 +17,8 @@ from ..codec import header_to_dict, item_to_dict
 from ..conversation import Header, Item
 from ..errors import StoreError, TranscriptCorrupt, TranscriptError
 from .base import VIEW_EVENT, Record
-from .transcript import DEFAULT_MAX_RECORD_BYTES, FORMAT, FORMAT_VERSION, Restored, _encode, _Reader, checksummed
+from .transcript import DEFAULT_MAX_RECORD_BYTES, _encode, checksummed
+from .transcript_reading import FORMAT, FORMAT_VERSION, RecordReader, Restored
 
 
 def header_record(session_id: str, header: Header, created: float | None = None) -> Record:
@@ -77,7 +78,7 @@ def decode(where: str, seq: int, body: str | bytes) -> Record:
 
 def restore(where: str, records: Iterable[Record]) -> Restored:
     """The conversation and events the records hold, checked the way a transcript file is (``line`` = seq + 1)."""
-    reader = _Reader(where)  # type: ignore[arg-type]
+    reader = RecordReader(where)  # type: ignore[arg-type]
     for record in records:
         reader.read(record.get("seq", -1) + 1, record)
     if reader.header is None:

@@ -15,8 +15,8 @@ response code runs with no network and no API key:
 * :mod:`contextfold.testing.prompt_cache` — each provider's prompt cache
   (Anthropic's breakpoints, OpenAI's automatic prefix caching by
   ``prompt_cache_key``), which both servers report their usage from;
-* :mod:`contextfold.testing.server` — ``contextfold serve-fake`` (or
-  ``python3 -m contextfold.testing.server``): a scripted model as a process,
+* :mod:`contextfold.testing.server` — what ``contextfold serve-fake`` (or
+  ``python3 -m contextfold serve-fake``) serves: a scripted model as a process,
   the one ``examples/`` run against without a key.
 
 Nothing here imports the rest of contextfold: it is standard library only.

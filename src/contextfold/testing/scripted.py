@@ -42,14 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from .fake_llm import (
-    Fault,
-    check_chat,
-    check_messages,
-    check_responses,
-    error_response,
-    write_events,
-)
+from .fake_llm import Fault, error_response, write_events
 from .gemini_wire import (
     calls_in_gemini,
     check_gemini,
@@ -59,6 +52,7 @@ from .gemini_wire import (
     seen_gemini,
 )
 from .prompt_cache import USAGE, CacheUse, PromptCache
+from .wire_checks import check_chat, check_messages, check_responses
 
 ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses"}
 CHECKS = {"anthropic": check_messages, "openai": check_chat, "responses": check_responses, "gemini": check_gemini}

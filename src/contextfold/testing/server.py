@@ -1,4 +1,8 @@
-"""``contextfold serve-fake``: a scripted model as a process, so that the examples and a new agent loop run offline.
+"""What ``contextfold serve-fake`` serves: a scripted model as a process, so examples and agent loops run offline.
+
+The command itself is the CLI's (:mod:`contextfold.cli.serve_fake`, also
+``python3 -m contextfold serve-fake``): this module is standard library only,
+and calls :func:`serve` with what the command line asked for.
 
 It serves Anthropic Messages (``/v1/messages``), OpenAI Chat Completions and
 Responses (``/v1/chat/completions``, ``/v1/responses``) and Gemini
@@ -16,7 +20,6 @@ every tool call went out and its result came back through contextfold.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -134,17 +137,3 @@ def serve(providers: Sequence[str], port: int, *, out: Any = None) -> None:
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python3 -m contextfold.testing.server [--provider NAME] [--port N]``."""
-    parser = argparse.ArgumentParser(prog="python3 -m contextfold.testing.server", description=__doc__.splitlines()[0])
-    parser.add_argument("--provider", choices=PROVIDERS, action="append",
-                        help="whose base URL to print (repeatable; default: all). Every provider is served anyway.")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    arguments = parser.parse_args(argv)
-    serve(arguments.provider or PROVIDERS, arguments.port)
-
-
-if __name__ == "__main__":
-    main()

@@ -16,7 +16,8 @@ in a stored session, as a blob of its store named by the SHA-256 of its
 bytes (``meta["blob"]``; the JSONL folder keeps it as a file, its path in
 ``meta["saved_to"]``), so any worker that resumes the session reads it back
 and retention removes it with the session; with an explicit results folder,
-as a file there. :func:`saved_output` reads either back. An output too large even for a
+as a file there (:mod:`contextfold.pipeline.offload_store` keeps it, and its
+:func:`~contextfold.pipeline.offload_store.saved_output` reads either back). An output too large even for a
 transcript record that cannot be saved either becomes an error result that
 still answers its call (:class:`~contextfold.errors.OutputNotStored`).
 """
@@ -30,17 +31,17 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
 
 from ...actions import error_lines, result_action
-from ...conversation import Conversation, Header, Item, Opaque, ToolSpec
+from ...conversation import Conversation, Header, Item
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
-from ...private_files import open_dir, open_file, safe_name, write_new
+from ...lookback.names import HISTORY_TOOLS, names_history_tools
 from ...summarizers._facts import file_content
 from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
+from ..offload_store import Blobs, save_output
 
 STAGE = "persist"
 MAX_KEPT_CHARS = 8 * 1024 * 1024
@@ -62,88 +63,6 @@ def _binary_descriptor(text: str) -> str | None:
     payload = match.group(0)
     kind = "PNG image" if payload.lstrip().startswith("iVBOR") else "JPEG image" if payload.lstrip().startswith("/9j/") else "binary data"
     return f"{MARK}: base64 payload of about {len(payload) * 3 // 4:,} bytes ({kind}) replaced by this note]"
-
-
-def save_output(results_dir: str | os.PathLike[str], item_id: str, text: str) -> Path:
-    """Write ``text`` as the saved output of ``item_id`` in ``results_dir``; returns its path.
-
-    Raises :class:`OSError` (a full disk) or :class:`~contextfold.errors.UnsafePath`
-    (the folder is a link, or others may write to it); nothing is left behind either way.
-    """
-    folder = Path(results_dir)
-    dir_fd = open_dir(folder)
-    try:
-        return write_new(dir_fd, safe_name(item_id, ".txt"), text.encode("utf-8", "surrogatepass"), where=folder)
-    finally:
-        os.close(dir_fd)
-
-
-class Blobs(Protocol):
-    """Where a session keeps offloaded outputs by content (a stored session: its store's blobs, see
-    :class:`~contextfold.stores.base.BlobStore`), so any worker that resumes the session can read them."""
-
-    def put_blob(self, data: bytes) -> str: ...
-
-    def get_blob(self, digest: str) -> bytes: ...
-
-    def blob_path(self, digest: str) -> Path | None: ...
-
-
-def saved_output(item: Item, blobs: Blobs | None = None) -> str | None:
-    """The whole output of an item :func:`offload` saved, read back: from the session's ``blobs`` when it was
-    kept there (``meta["blob"]``), else from its file (``meta["saved_to"]``); ``None`` if it was not saved.
-    A blob that is gone (its session pruned) is :class:`~contextfold.errors.BlobNotFound`."""
-    digest = item.meta.get("blob")
-    if isinstance(digest, str) and blobs is not None:
-        return blobs.get_blob(digest).decode("utf-8", "surrogatepass")
-    saved_to = item.meta.get("saved_to")
-    if not isinstance(saved_to, str):
-        return None
-    path = Path(saved_to)
-    folder = open_dir(path.parent, create=False)
-    try:
-        fd = open_file(folder, path.name, os.O_RDONLY, where=path.parent)
-    finally:
-        os.close(folder)
-    with os.fdopen(fd, "rb") as file:
-        return file.read().decode("utf-8", "surrogatepass")
-
-
-HISTORY_TOOLS = frozenset({"search_history", "read_history"})
-"""The history tools (:mod:`contextfold.lookback`). Their results are bounded already and never offloaded: a
-read of an offloaded output that came back as another preview would send the agent round in a circle."""
-
-
-def names_history_tools(policy: Policy, header: Header) -> bool:
-    """Whether previews and summaries tell the agent to call ``search_history``/``read_history``.
-
-    Naming a tool the agent was not given makes the model call it, and the framework then answers with an
-    error or stops the run on an unknown tool; so by default (``"auto"``) they are named only when the
-    request offers both. ``True`` is for a loop that answers them without giving them to contextfold."""
-    if policy.history_tools == "auto":
-        return HISTORY_TOOLS <= offered_tool_names(header)
-    return bool(policy.history_tools)
-
-
-def offered_tool_names(header: Header) -> frozenset[str]:
-    """The names of the function tools ``header`` offers: a :class:`ToolSpec`'s name, and the names an
-    :class:`Opaque` tool carries as its format wrote it (a top-level ``name``, chat's ``function``/``custom``
-    object, Gemini's ``function_declarations``)."""
-    names: set[str] = set()
-    for tool in header.tools:
-        if isinstance(tool, ToolSpec):
-            names.add(tool.name)
-        elif isinstance(tool, Opaque):
-            names.update(_opaque_names(tool.data))
-    return frozenset(names)
-
-
-def _opaque_names(data: Any) -> list[str]:
-    if not isinstance(data, dict):
-        return []
-    nested = [data.get("function"), data.get("custom"), *(data.get("function_declarations") or ())]
-    return [name for name in (data.get("name"), *(part.get("name") for part in nested if isinstance(part, dict)))
-            if isinstance(name, str)]
 
 
 def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) -> bool:

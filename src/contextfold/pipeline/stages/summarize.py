@@ -26,6 +26,7 @@ from typing import Any
 from ...boundary import Cut, choose_cut
 from ...conversation import Conversation, Item, Summary
 from ...events import Event
+from ...lookback.names import names_history_tools
 from ...summarizers._facts import Facts, read_on
 from ...summarizers.base import SUMMARY_PREAMBLE, Summarizer, SummaryRequest, SummaryResult
 from ...summarizers.extractive import ExtractiveSummarizer
@@ -36,7 +37,6 @@ from ..restore import restored_item
 from ..running import after_compaction
 from ..task import added_by_contextfold, task_index
 from .fit import window_limit
-from .persist import names_history_tools
 
 STAGE = "summarize"
 MIN_SUMMARY_TOKENS = 200
