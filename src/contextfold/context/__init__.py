@@ -55,6 +55,7 @@ from ..limits import require_provider, resolve_limits
 from ..lookback import history as lookback
 from ..lookback import tools as history_tools
 from ..lookback.offloaded import offloaded_output
+from ..pipeline import asked as asked_compaction
 from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
@@ -202,6 +203,7 @@ class Context:
         self._emit(self._journal.opening)
         self._flight = Flight(lambda: self._journal.session)
         self._job: Job | None = None  # the summary running in the background, if any (see .background)
+        self._asked = asked_compaction.Asked()  # a compaction the agent asked for (compact_context), until the next request
         self._wait_for: Job | None = None  # the job this step must wait for: the view is above the hard level
         self._waited = False  # this step has waited for its job once
         self._in_loop = False  # this step was called through the async API: a job's model call runs on its loop
@@ -531,6 +533,7 @@ class Context:
         hard level, the step waits for the background summary once (bounded by
         the summarizer's deadline), then decides afresh.
         """
+        occasion, first, budget = self._asked.taken(occasion, first, budget)
         try:
             while True:
                 decided = self._decide_and_commit(occasion, first, budget)
@@ -893,6 +896,8 @@ class Context:
         A bad argument becomes an error result that says why, so the model can call again; add the item
         like any other result (it is compacted like any other).
         """
+        if call.name == asked_compaction.COMPACT:
+            return asked_compaction.answered(call, self.compact_context)
         if call.name not in history_tools.NAMES:
             return None
         try:
@@ -905,6 +910,16 @@ class Context:
     async def aanswer_tool_call(self, call: ToolCall) -> Item | None:
         """:meth:`answer_tool_call` for an asyncio loop, off the loop like :meth:`asearch_history`."""
         return await off_loop(lambda: self.answer_tool_call(call))
+
+    def compact_context(self, focus: str) -> str:
+        """The agent's ``compact_context`` tool: from ``Policy.compact_tool_min_trigger_fraction`` of the trigger the
+        next request is compacted first, ``focus`` quoted for the summarizer; below it the answer gives the figures."""
+        return self._asked.ask(focus, self.counter.count(self.view()), self.trigger_tokens, self.policy)
+
+    def compact_tool(self, provider: str | None = None) -> dict[str, Any]:
+        """The definition of ``compact_context`` in ``provider``'s tool format (:meth:`answer_tool_call` answers it)."""
+        return dict(adapter_for(provider or self.provider).write_header(Header(tools=(asked_compaction.COMPACT_SPEC,)))
+                    .fields["tools"][0])
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
