@@ -80,6 +80,7 @@ from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from . import diagnostics, native
 from .background import POOL, Job, Outcome, on_event_loop, on_loop, splice, wait_bound_s
+from .idle import IDLE, IdleWatch
 from .journal import Journal, OnStoreFailure
 from .off_loop import off_loop
 from .single_flight import Flight
@@ -204,6 +205,7 @@ class Context:
         self._flight = Flight(lambda: self._journal.session)
         self._job: Job | None = None  # the summary running in the background, if any (see .background)
         self._asked = asked_compaction.Asked()  # a compaction the agent asked for (compact_context), until the next request
+        self._idle = IdleWatch()  # when an idle session compacts before its cache expires (Policy.idle_compaction)
         self._wait_for: Job | None = None  # the job this step must wait for: the view is above the hard level
         self._waited = False  # this step has waited for its job once
         self._in_loop = False  # this step was called through the async API: a job's model call runs on its loop
@@ -503,6 +505,26 @@ class Context:
     async def acompact(self, instructions: str | None = None) -> list[Event]:
         """:meth:`compact` for an asyncio loop (see :meth:`aprepare`)."""
         return (await self._astep(MANUAL, instructions=instructions))[1]
+
+    def idle_compaction_at(self) -> float | None:
+        """When (on ``clock``) to call :meth:`compact_if_idle`: just before the prompt cache of the last request
+        expires (``None``: ``Policy.idle_compaction`` is off, no request was sent, or this idle period is decided)."""
+        return self._idle.due_at(self.policy, self._last_request_s)
+
+    def compact_if_idle(self) -> list[Event]:
+        """Compact now if the session has been idle until :meth:`idle_compaction_at` and a summary from the warm
+        cache costs less than the cold prompt it spares (:mod:`.idle`); the decision is an ``idle`` event."""
+        decision = self._idle.decide(self.view(), self._budget(), self.steward, self._last_request_s, self.clock())
+        if decision is None:
+            return []
+        if decision.action != "compacting":
+            self.record_events([decision])
+            return [decision]
+        return self._step(IDLE, first=decision)[1]
+
+    async def acompact_if_idle(self) -> list[Event]:
+        """:meth:`compact_if_idle` for an asyncio loop, off the loop like :meth:`asearch_history`."""
+        return await off_loop(self.compact_if_idle)
 
     def retry_request(self, error: BaseException | str, provider: str | None = None, *,
                       reminders: Sequence[str] = ()) -> dict[str, Any] | None:
