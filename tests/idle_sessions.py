@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from contextfold import ToolCall
+from contextfold import Context, Policy, ToolCall
 from contextfold.conversation import Conversation, Item, assistant, reproducible_ids, tool, user
 
 START_S = 1_800_000_000.0
@@ -39,3 +39,29 @@ def _session(turns: int, gap_s: float, pasted_lines: int, rounds: int) -> Conver
         at(assistant(f"Part {turn} audited: " + " ".join(f"budget {turn}.{k} noted;" for k in range(40))), 5.0)
         now += gap_s
     return Conversation(items)
+
+
+class Clock:
+    """The time a Context reads: set by the test."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def busy_context(clock: Clock, **policy: object) -> Context:
+    """A context with a long turn: a pasted specification and reads, then the agent's answer."""
+    context = Context(window_tokens=32_000, max_output_tokens=2_000, clock=clock,
+                      policy=Policy(idle_compaction=True, **policy))  # type: ignore[arg-type]
+    spec = "\n".join(f"spec {k}: the retry budget of service {k} is {k * 7} ms, owner team {k % 5}" for k in range(600))
+    context.add([user("Audit every module against the specification I paste next.")])
+    context.add([assistant("Paste it.")])
+    context.add([user(f"The specification:\n{spec}")])
+    for n in range(24):
+        context.add([assistant("", [ToolCall(f"c{n}", "read_file", {"path": f"src/mod{n}.py"})])])
+        context.add([tool(f"c{n}", "\n".join(f"retry_budget_{n}_{k} = {k * 7}" for k in range(30)))])
+        context.prepare_view()
+    context.add([assistant("All modules audited: the budgets match the specification.")])
+    return context

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from idle_sessions import gapped_session
+from idle_sessions import Clock, busy_context, gapped_session
 
 from contextfold import Context, Policy, ToolCall, importers
 from contextfold.conversation import Conversation, assistant, tool, user
@@ -23,32 +23,6 @@ from contextfold.tokens import Estimator
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "claude-code-transcript"
 TTL_S, MARGIN_S = 300.0, 30.0
-
-
-class Clock:
-    """The time a Context reads: set by the test."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _busy_context(clock: Clock, **policy: object) -> Context:
-    """A context with a long turn: a pasted specification and reads, then the agent's answer."""
-    context = Context(window_tokens=32_000, max_output_tokens=2_000, clock=clock,
-                      policy=Policy(idle_compaction=True, **policy))  # type: ignore[arg-type]
-    spec = "\n".join(f"spec {k}: the retry budget of service {k} is {k * 7} ms, owner team {k % 5}" for k in range(600))
-    context.add([user("Audit every module against the specification I paste next.")])
-    context.add([assistant("Paste it.")])
-    context.add([user(f"The specification:\n{spec}")])
-    for n in range(24):
-        context.add([assistant("", [ToolCall(f"c{n}", "read_file", {"path": f"src/mod{n}.py"})])])
-        context.add([tool(f"c{n}", "\n".join(f"retry_budget_{n}_{k} = {k * 7}" for k in range(30)))])
-        context.prepare_view()
-    context.add([assistant("All modules audited: the budgets match the specification.")])
-    return context
 
 
 def test_off_by_default_and_its_knobs_are_checked() -> None:
@@ -67,7 +41,7 @@ def test_off_by_default_and_its_knobs_are_checked() -> None:
 
 def test_just_before_expiry_an_idle_session_compacts_once() -> None:
     clock = Clock(1_000.0)
-    context = _busy_context(clock)
+    context = busy_context(clock)
     sent_at = clock.now
     due = context.idle_compaction_at()
     assert due == sent_at + TTL_S - MARGIN_S
@@ -87,11 +61,11 @@ def test_just_before_expiry_an_idle_session_compacts_once() -> None:
 
 def test_no_idle_compaction_once_the_cache_has_expired_or_mid_turn() -> None:
     clock = Clock(1_000.0)
-    context = _busy_context(clock)
+    context = busy_context(clock)
     clock.now += TTL_S + 1  # the loop came back too late: a summary now would read a cold cache
     assert [(e.action, "expired" in e.detail) for e in context.compact_if_idle()] == [("deferred", True)]
     clock = Clock(1_000.0)
-    context = _busy_context(clock)
+    context = busy_context(clock)
     context.add([assistant("", [ToolCall("late", "run_tests", {})])])  # a call still running
     clock.now += TTL_S - MARGIN_S
     assert [(e.action, "turn is not over" in e.detail) for e in context.compact_if_idle()] == [("deferred", True)]
