@@ -514,7 +514,8 @@ class Context:
     def compact_if_idle(self) -> list[Event]:
         """Compact now if the session has been idle until :meth:`idle_compaction_at` and a summary from the warm
         cache costs less than the cold prompt it spares (:mod:`.idle`); the decision is an ``idle`` event."""
-        decision = self._idle.decide(self.view(), self._budget(), self.steward, self._last_request_s, self.clock())
+        trial = replace(self._budget(), summarizer=self.summarizer)  # a trial summary takes no lease: it is not kept
+        decision = self._idle.decide(self.view(), trial, self.steward, self._last_request_s, self.clock())
         if decision is None:
             return []
         if decision.action != "compacting":
@@ -913,7 +914,8 @@ class Context:
         return history_tools.answer(name, arguments, self.search_history, self.read_history)
 
     def answer_tool_call(self, call: ToolCall) -> Item | None:
-        """The result item answering ``call`` when it calls a history tool (``None`` for any other tool).
+        """The result item answering ``call`` when it calls a history tool or ``compact_context`` (``None`` for any
+        other tool).
 
         A bad argument becomes an error result that says why, so the model can call again; add the item
         like any other result (it is compacted like any other).
