@@ -7,6 +7,7 @@ when ``../shared`` is absent.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,12 @@ def test_recorded_sessions_with_real_gaps_cost_no_more_with_it() -> None:
         on, _ = _replayed(importers.load(path)[0], idle=True)
         assert on.requests == off.requests and on.overflows <= off.overflows, path.name
         assert on.cost_live_usd <= off.cost_live_usd, (path.name, on.cost_live_usd, off.cost_live_usd)
+
+
+def test_the_async_twin_decides_the_same_off_the_loop() -> None:
+    clock = Clock(1_000.0)
+    context = busy_context(clock)
+    clock.now = context.idle_compaction_at() or 0.0
+    events = asyncio.run(context.acompact_if_idle())
+    assert [e.action for e in events if e.stage == "idle"] == ["compacting"]
+    assert any(e.stage == "summarize" and e.action == "summarized" for e in events)

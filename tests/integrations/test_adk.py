@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_threads import LoopWatchedSqlite
 from compact_server import FINAL as COMPACT_FINAL
 from compact_server import CompactServer
 from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import ROUNDS, LookbackServer, lookback_chunk
+from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import naming_history_tools, pairing_disabled, require
 
@@ -43,8 +43,13 @@ from google.genai import errors, types
 
 from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
-from contextfold.integrations.adk import (ContextfoldOffload, ContextfoldSummarizer, compact_tool, compaction_config,
-                                          history_tools)
+from contextfold.integrations.adk import (
+    ContextfoldOffload,
+    ContextfoldSummarizer,
+    compact_tool,
+    compaction_config,
+    history_tools,
+)
 from contextfold.stores import StoredSession
 
 SYSTEM = "You are a careful log auditor."

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_threads import LoopWatchedSqlite
 from compact_server import FINAL as COMPACT_FINAL
 from compact_server import CompactServer
 from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
+from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import naming_history_tools, pairing_disabled, require
 
