@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from test_agent_e2e import KEYS, MODELS, WINDOW
 
 from contextfold.cli import cli
+from contextfold.summarizers.base import SUMMARY_PREAMBLE
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
 
@@ -70,3 +71,39 @@ def test_the_agent_searches_and_reads_what_compaction_took_out(tmp_path: Path, p
     tools = server.exchanges[0].body["tools"]
     names = {tool.get("name") or tool["function"]["name"] for tool in tools}
     assert {"search_history", "read_history"} <= names
+
+
+class AsksToCompact:
+    """The script: three reads, then ``compact_context``; the next request must be the compacted one."""
+
+    FOCUS = "keep what pkg/alpha.py defines"
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.plan = [Call("read_file", {"path": f"pkg/{m}.py"}) for m in MODULES[:3]]
+
+    def __call__(self, seen: Seen) -> Turn:
+        if seen.step < len(self.plan):
+            return Turn(calls=(self.plan[seen.step],))
+        if seen.step == len(self.plan):
+            return Turn(calls=(Call("compact_context", {"focus": self.FOCUS}),))
+        body = json.dumps(seen.body)
+        if not seen.results or not seen.results[0].startswith("Compaction accepted"):
+            self.failures.append(f"compact_context was not accepted: {seen.results!r:.300}")
+        if SUMMARY_PREAMBLE[:40] not in body or "alpha_helper_17(" in body:
+            self.failures.append("the request after compact_context is not the compacted one")
+        return Turn(text="DONE")
+
+
+def test_the_agent_asks_for_a_compaction_and_gets_it_on_its_next_request(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    make_repository(root)
+    script = AsksToCompact()
+    with ScriptedModel(script) as server:
+        result = CliRunner().invoke(cli, [
+            "chat", "--provider", "anthropic", "--model", MODELS["anthropic"], "--base-url",
+            server.base_url("anthropic"), "--window", str(WINDOW), "--yes", "--cwd", str(root), "-p", "Survey pkg/.",
+        ], env=KEYS)
+    assert result.exit_code == 0, result.output
+    assert server.problems == [] and script.failures == [] and result.stdout.strip() == "DONE"

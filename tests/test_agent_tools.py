@@ -221,7 +221,7 @@ def test_the_subagent_has_no_task_tool_and_its_failure_is_a_result(root: Path) -
     text, error = run(agent, "task", prompt="look around")
     assert error and "the subagent gave no answer" in text
     no_task = "task failed: there is no tool 'task'; the tools are read_file, write_file, edit_file, list_files, grep, bash, todo, "
-    no_task += "search_history, read_history"
+    no_task += "search_history, read_history, compact_context"
     assert agent.display.results == [("task-1", no_task)]
     assert len(agent.context.history) == 0  # what the subagent did stays in its own context
 

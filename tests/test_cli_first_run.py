@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from contextfold.agent.idle import chat_policy
 from contextfold.cli import cli
 from contextfold.cli.chat import new_context
 from contextfold.codec import conversation_to_dict
@@ -114,8 +115,10 @@ def test_every_command_that_runs_the_pipeline_takes_a_preset_and_names_them_when
 def test_chat_runs_its_context_at_the_preset_it_is_given(tmp_path: Path) -> None:
     context = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path, Policy.preset("lean"))
     try:
-        # priced for its model and its output limits scaled to its window, as any Context's policy
-        lean = Policy.preset("lean").for_model("claude-sonnet-4-5").for_window(context.window_tokens)
+        # priced for its model and its output limits scaled to its window, as any Context's policy; idle compaction
+        # on, as chat runs it
+        lean = chat_policy("claude-sonnet-4-5", Policy.preset("lean")).for_model("claude-sonnet-4-5") \
+            .for_window(context.window_tokens)
         assert context.policy == lean != Policy().for_model("claude-sonnet-4-5").for_window(context.window_tokens)
     finally:
         context.close()

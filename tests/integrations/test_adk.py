@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_threads import LoopWatchedSqlite
+from compact_server import FINAL as COMPACT_FINAL
+from compact_server import CompactServer
+from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import ROUNDS, LookbackServer, lookback_chunk
+from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import naming_history_tools, pairing_disabled, require
 
@@ -40,7 +43,13 @@ from google.genai import errors, types
 
 from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
-from contextfold.integrations.adk import ContextfoldOffload, ContextfoldSummarizer, compaction_config, history_tools
+from contextfold.integrations.adk import (
+    ContextfoldOffload,
+    ContextfoldSummarizer,
+    compact_tool,
+    compaction_config,
+    history_tools,
+)
 from contextfold.stores import StoredSession
 
 SYSTEM = "You are a careful log auditor."
@@ -236,3 +245,24 @@ def test_an_agent_without_the_history_tools_gets_a_preview_that_does_not_name_th
     assert [e.action for e in events] == ["persisted"]  # the last chunk reached the model as a preview
     assert not any("offloaded row 2000 " in str(exchange.body) for exchange in server.exchanges)
     assert naming_history_tools(server) == []
+
+
+def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_its_focus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    with CompactServer() as server:
+        summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                           summarizer=compact_summarizer(server))
+        model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
+        agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk, compact_tool(summarizer)])
+        app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
+        service = InMemorySessionService()
+        runner = Runner(app=app, session_service=service)
+
+        async def go() -> str:
+            session = await service.create_session(app_name="audit", user_id="auditor")
+            return await _ask(runner, session.id, TASK)
+
+        answer = asyncio.run(go())
+    assert server.problems == [] and server.missed == [] and answer == COMPACT_FINAL
+    assert len(server.summary_requests) == 1 and summarizer.compactions == 1  # when asked, never by the trigger

@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from compact_server import FINAL as COMPACT_FINAL
+from compact_server import CompactServer
+from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
@@ -165,3 +168,12 @@ def test_after_compaction_the_agent_searches_and_reads_its_history(persist: bool
     assert summaries(events) >= 1
     stored = [m.content for m in state["messages"] if str(m.content).startswith(SUMMARY_PREAMBLE)]
     assert all("search_history(" in text for text in stored) and (len(stored) >= 1) is persist
+
+
+def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_its_focus() -> None:
+    with CompactServer() as server:
+        agent, events, config = run(server, compact_tool=True, summarizer=compact_summarizer(server))
+    assert server.problems == [] and server.missed == []
+    assert agent.get_state(config).values["messages"][-1].content == COMPACT_FINAL
+    assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
+    assert sum(1 for e in events if e.stage == "compact_context" and e.action == "asked") == 1

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_threads import LoopWatchedSqlite
+from compact_server import FINAL as COMPACT_FINAL
+from compact_server import CompactServer
+from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
+from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import naming_history_tools, pairing_disabled, require
 
@@ -166,3 +169,18 @@ def test_the_session_names_the_history_tools_in_what_it_stores_only_when_told_th
     stored = json.dumps(asyncio.run(session.get_items()))
     assert "summary" in stored.lower() and len(stored) < len(json.dumps(items))
     assert ("search_history(" in stored) is offered and ("read_history(" in stored) is offered
+
+
+def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_its_focus() -> None:
+    with CompactServer() as server:
+        compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                           summarizer=compact_summarizer(server))
+        client = openai.AsyncOpenAI(base_url=server.base_url("openai"), api_key="test", max_retries=0)
+        agent = agents.Agent(name="auditor", instructions="You are a careful log auditor.",
+                             tools=[read_chunk, compactor.compact_tool()],
+                             model=agents.OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        result = asyncio.run(agents.Runner.run(agent, TASK, max_turns=20, hooks=compactor.hooks,
+                                               run_config=agents.RunConfig(call_model_input_filter=compactor)))
+    assert server.problems == [] and server.missed == [] and result.final_output == COMPACT_FINAL
+    assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
+    assert compactor.mirror("auditor").context.stats()["events"].get("compact_context:asked") == 1

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_threads import LoopWatchedSqlite
+from compact_server import FINAL as COMPACT_FINAL
+from compact_server import CompactServer
+from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
+from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import naming_history_tools, pairing_disabled, require
 
@@ -128,3 +131,13 @@ def test_after_compaction_the_agent_searches_and_reads_its_history(offered: str)
     assert server.problems == [] and server.missed == []
     assert result.output == LOOKBACK_FINAL
     assert history.context.stats()["events"].get("summarize:summarized", 0) >= 1
+
+
+def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_its_focus() -> None:
+    with CompactServer() as server:
+        history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, compact_tool=True,
+                                     summarizer=compact_summarizer(server))
+        result = _agent(server, history).run_sync(TASK, usage_limits=pydantic_ai.UsageLimits(request_limit=20))
+    assert server.problems == [] and server.missed == [] and result.output == COMPACT_FINAL
+    assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
+    assert history.context.stats()["events"].get("compact_context:asked") == 1

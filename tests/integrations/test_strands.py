@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compact_server import FINAL as COMPACT_FINAL
+from compact_server import CompactServer
+from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
@@ -134,3 +137,17 @@ def test_after_compaction_the_agent_searches_and_reads_its_history(offered: str)
     assert server.problems == [] and server.missed == []
     assert str(result).strip() == LOOKBACK_FINAL
     assert manager.context.stats()["events"].get("summarize:summarized", 0) >= 1
+
+
+def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_its_focus() -> None:
+    with CompactServer() as server:
+        model = OpenAIModel(client_args={"base_url": server.base_url("openai"), "api_key": "test", "max_retries": 0},
+                            model_id="gpt-4.1", params={"max_tokens": 1024})
+        manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, compact_tool=True,
+                                                 summarizer=compact_summarizer(server))
+        agent = strands.Agent(model=model, tools=[read_chunk], system_prompt="You are a careful log auditor.",
+                              conversation_manager=manager, callback_handler=None)
+        result = agent(TASK)
+    assert server.problems == [] and server.missed == [] and str(result).strip() == COMPACT_FINAL
+    assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
+    assert manager.context.stats()["events"].get("compact_context:asked") == 1

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from contextfold import Context, ContextfoldError, Event, Header, Item, Text, ToolCall, ToolResult, Usage
 from contextfold.adapters import adapter_for
+from contextfold.pipeline.asked import COMPACT, COMPACT_SPEC
 from contextfold.redaction import redact_credentials
 
 from .models import ModelClient
@@ -54,9 +55,10 @@ def header(prompt: str, tools: Mapping[str, Tool]) -> Header:
 
 
 def with_history_tools(context: Context, tools: Mapping[str, Tool]) -> dict[str, Tool]:
-    """``tools`` and the two tools that search and read ``context``'s own history (what compaction took out)."""
+    """``tools``, the two tools that search and read ``context``'s own history (what compaction took out), and
+    ``compact_context``, with which the model asks for a compaction of ``context`` when it finished a subtask."""
     own = {spec.name: Tool(spec, partial(_history_call, context, spec.name)) for spec in context.history_tool_specs()}
-    return {**tools, **own}
+    return {**tools, **own, COMPACT: Tool(COMPACT_SPEC, context.compact_context)}
 
 
 def _history_call(context: Context, name: str, **arguments: Any) -> str:

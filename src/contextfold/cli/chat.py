@@ -6,12 +6,15 @@ for the agent; after each turn a status line shows the context against the
 window and the stage that fired last. With ``-p`` the agent works on the
 task until the model stops calling tools and the final answer is printed on
 stdout (progress goes to stderr). The transcript and persisted outputs live
-in the working folder's ``.contextfold/``.
+in the working folder's ``.contextfold/``. While the REPL waits for the person,
+an idle session compacts just before its prompt cache expires when that pays
+(``Policy.idle_compaction``, on here: :mod:`contextfold.agent.idle`).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +25,7 @@ from rich.markup import escape
 
 from ..agent.commands import Session, run_command
 from ..agent.display import RichDisplay
+from ..agent.idle import IdleCompactor, chat_policy
 from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
@@ -58,7 +62,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path, polic
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
-        policy=priced_for(model, policy or Policy()),
+        policy=priced_for(model, chat_policy(model, policy or Policy())),  # idle compaction on, at its cache's life
         transcript=root / TRANSCRIPT_DIR,
     )
 
@@ -182,21 +186,31 @@ def _repl(session: Session, model: str) -> None:
         f"[bold]contextfold chat[/] · {escape(model)} · window {agent.context.window_tokens:,} tokens · "
         f"working in {agent.workspace.root} · /help for commands"
     )
+    lock = threading.Lock()  # an idle compaction on its timer thread never overlaps the person's next turn
+    idle = IdleCompactor(lambda: agent.context, lock, lambda events: session.display.status(agent.context))
     while session.running:
         try:
-            line = console.input("[bold cyan]>[/] ").strip()
+            with idle.waiting():
+                line = console.input("[bold cyan]>[/] ").strip()
         except (EOFError, KeyboardInterrupt):
             break
-        if line.startswith("/"):
-            run_command(session, line)
-            continue
-        if not line:
-            continue
-        reported: tuple[type[BaseException], ...] = (TurnLimit, *agent.model.api_errors)
-        try:
-            agent.ask(line)
-        except KeyboardInterrupt:
-            console.print("[red]interrupted[/]")
-        except reported as error:
-            console.print(f"[red]{escape(agent.error_text(error))}[/]")
-        session.display.status(agent.context)
+        with lock:
+            _turn(session, line)
+
+
+def _turn(session: Session, line: str) -> None:
+    """What the person typed: a command, or a turn of the agent."""
+    console, agent = session.console, session.agent
+    if line.startswith("/"):
+        run_command(session, line)
+        return
+    if not line:
+        return
+    reported: tuple[type[BaseException], ...] = (TurnLimit, *agent.model.api_errors)
+    try:
+        agent.ask(line)
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/]")
+    except reported as error:
+        console.print(f"[red]{escape(agent.error_text(error))}[/]")
+    session.display.status(agent.context)

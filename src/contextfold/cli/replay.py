@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -60,6 +61,9 @@ def _prices(context: click.Context, parameter: click.Parameter, value: str | Non
               "[default: input=3,cache_write=3.75,cache_read=0.3,output=15].")
 @click.option("--ttl", type=click.FloatRange(min=0), default=DEFAULT_CACHE_TTL_S, show_default=True,
               help="Seconds the prompt cache keeps a prefix.")
+@click.option("--idle-compaction", is_flag=True,
+              help="Compact an idle session just before its cache expires (--ttl) when that pays "
+              "(Policy.idle_compaction), on the recording's real gaps.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where a strategy may write files (persisted outputs).")
 @format_option
@@ -77,6 +81,7 @@ def replay_command(
     max_output: int,
     prices: Prices,
     ttl: float,
+    idle_compaction: bool,
     results_dir: Path | None,
     input_format: str | None,
     policy: Policy,
@@ -89,6 +94,8 @@ def replay_command(
     estimator = named_estimator(resolved_tokenizer(tokenizer))
     sessions = _sessions(file, input_format, index, requests_path)
     summarizer = make_summarizer(summarizer_kind, model, base_url)
+    if idle_compaction:  # the pipeline's cache lifetime is the replay's
+        policy = replace(policy, idle_compaction=True, cache_ttl_s=ttl)
     config = StrategyConfig(window, max_output, None if results_dir is None else str(results_dir), summarizer, policy)
     for name, conversation in sessions:
         recorder = Recorder(strategies.create(strategy, config))

@@ -37,6 +37,7 @@ from ..events import Event
 from ..limits import require_provider, resolve_limits
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import HistoryTools
+from ..pipeline import asked as asked_compaction
 from ..pipeline.base import Policy
 from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, SETTLE, TURN_BOUNDARY, Pipeline, Steward
 from ..stores import AsyncStore, Store, StoredSession
@@ -290,7 +291,30 @@ class Context:
         return self.lookback.call(name, arguments)
 
     def answer_tool_call(self, call: ToolCall) -> Item | None:
+        """The result answering a call of a history tool or ``compact_context`` (``None`` for any other tool)."""
+        if call.name == asked_compaction.COMPACT:
+            return asked_compaction.answered(call, self.compact_context)
         return self.lookback.answer(call)
+
+    # ------------------------------------------------------------------ compaction on demand (.step, .idle)
+    def compact_context(self, focus: str) -> str:
+        """The agent's ``compact_context`` tool: from ``Policy.compact_tool_min_trigger_fraction`` of the trigger the
+        next request is compacted first, ``focus`` quoted for the summarizer; below it the answer gives the figures."""
+        return self._step.asked.ask(focus, self.counter.count(self.view()), self.trigger_tokens, self.policy)
+
+    def compact_tool(self, provider: str | None = None) -> dict[str, Any]:
+        """The definition of ``compact_context`` in ``provider``'s tool format (:meth:`answer_tool_call` answers it)."""
+        return dict(adapter_for(provider or self.provider).write_header(Header(tools=(asked_compaction.COMPACT_SPEC,)))
+                    .fields["tools"][0])
+
+    def idle_compaction_at(self) -> float | None:
+        """When (on ``clock``) to call :meth:`compact_if_idle`: just before the prompt cache of the last request
+        expires (``None``: ``Policy.idle_compaction`` is off, no request was sent, or this idle period is decided)."""
+        return self._step.idle_compaction_at()
+
+    def compact_if_idle(self) -> list[Event]:
+        """Compact now if idle until :meth:`idle_compaction_at` and a warm summary pays (an ``idle`` event says)."""
+        return self._step.compact_if_idle()
 
     # ------------------------------------------------------------------ sessions
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
@@ -365,4 +389,4 @@ class Context:
     aprepare, aprepare_view, aat_turn_boundary = _twin(prepare), _twin(prepare_view), _twin(at_turn_boundary)
     acompact, asettle, aclose = _twin(compact), _twin(settle), _twin(close)
     asearch_history, aread_history = _twin(search_history), _twin(read_history)
-    aanswer_tool_call = _twin(answer_tool_call)
+    aanswer_tool_call, acompact_if_idle = _twin(answer_tool_call), _twin(compact_if_idle)

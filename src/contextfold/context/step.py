@@ -24,12 +24,14 @@ from ..adapters.base import CacheMiss
 from ..conversation import Conversation, Summary
 from ..errors import SummaryInProgress, ViewConflict
 from ..events import Event
+from ..pipeline import asked as asked_compaction
 from ..pipeline.base import Budget
 from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import DUE, RETRY, Occasion
 from ..usage import Usage
 from . import diagnostics
 from .background import Background, Job
+from .idle import IDLE, IdleWatch
 from .parts import Parts
 from .sending import Sending
 
@@ -53,6 +55,8 @@ class Step:
         self.sent_before: Conversation | None = None  # the request before the last: what a diagnosis compares with
         self.last_request_s: float | None = None
         self.reserved_tokens = 0  # the estimated size of what is attached to the last request (its reminders)
+        self.asked = asked_compaction.Asked()  # a compaction the agent asked for (compact_context), until the next request
+        self.idle = IdleWatch()  # when an idle session compacts before its cache expires (Policy.idle_compaction)
 
     def request(self, occasion: Occasion, provider: str | None, reminders: Sequence[str],
                 first: Event | None = None) -> dict[str, Any]:
@@ -72,6 +76,7 @@ class Step:
         hard level, the step waits for the background summary once (bounded by
         the summarizer's deadline), then decides afresh.
         """
+        occasion, first, budget = self.asked.taken(occasion, first, budget)
         try:
             while True:
                 decided = self._decide_and_commit(occasion, first, budget)
@@ -176,6 +181,23 @@ class Step:
             parts.emit([Event("transcript", "interrupted",
                               detail=f"tool call(s) without a result when the session was resumed: {named}")])
         self.interrupted = open_calls
+
+    def idle_compaction_at(self) -> float | None:
+        """When to call :meth:`compact_if_idle` (see :meth:`Context.idle_compaction_at <contextfold.Context.idle_compaction_at>`)."""
+        return self.idle.due_at(self._parts.policy, self.last_request_s)
+
+    def compact_if_idle(self) -> list[Event]:
+        """Compact now if the session has been idle until :meth:`idle_compaction_at` and a summary from the warm
+        cache costs less than the cold prompt it spares (:mod:`.idle`); the decision is an ``idle`` event."""
+        parts = self._parts
+        trial = replace(self.budget(), summarizer=parts.summarizer())  # a trial summary takes no lease: it is not kept
+        decision = self.idle.decide(parts.timeline.view, trial, parts.steward, self.last_request_s, parts.clock())
+        if decision is None:
+            return []
+        if decision.action != "compacting":
+            parts.record([decision])
+            return [decision]
+        return self.run(IDLE, first=decision)[1]
 
     def _waiting(self, job: Job) -> Job:
         parts = self._parts

@@ -36,6 +36,10 @@ stable across calls. Summaries name them only with
 ``ContextfoldSummarizer(history_tools=True)`` (a summarizer sees no tools);
 the offload plugin's previews, only when the request offers them.
 
+:func:`compact_tool` gives the agent ``compact_context(focus)``: the tool
+appends a compaction event made with the agent's focus (over the events
+before its call), so the next request sends the summary in their place.
+
 :class:`ContextfoldOffload` (``App(plugins=[...])``) offloads a tool output
 too large to send whole, as a :class:`~contextfold.Context` does when an item
 is added (:func:`~contextfold.pipeline.stages.persist.offload`, the same
@@ -58,11 +62,12 @@ from typing import Any
 from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
 from ..conversation import Conversation, Header, Item
-from ..errors import ContextfoldError, HistoryQueryError, StorageError
+from ..errors import ContextfoldError, HistoryQueryError, InvalidToolArguments, StorageError
 from ..events import Event
 from ..lookback import history as lookback
 from ..lookback.offloaded import offloaded_output
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC, answer
+from ..pipeline.asked import COMPACT, COMPACT_SPEC, Asked
 from ..pipeline.base import Policy
 from ..pipeline.stages.persist import offload
 from ..stores import StoredSession
@@ -92,7 +97,7 @@ ADK_EXPERIMENTAL = r"\[EXPERIMENTAL\] EventsCompactionConfig:"
 """ADK's warning on every ``EventsCompactionConfig`` made (compaction is experimental in ADK): contextfold makes
 the config for the user, who asked for compaction by using this module, so :func:`compaction_config` silences it."""
 
-__all__ = ["ContextfoldOffload", "ContextfoldSummarizer", "compaction_config", "history_tools"]
+__all__ = ["ContextfoldOffload", "ContextfoldSummarizer", "compact_tool", "compaction_config", "history_tools"]
 
 SUMMARY_ROLE = "user"
 """The role of the summary's content. Not ``model`` (what ADK's own summarizer writes): the kept tail usually
@@ -129,8 +134,12 @@ class ContextfoldSummarizer(BaseEventsSummarizer):
         return self.settings.context().trigger_tokens
 
     async def maybe_summarize_events(self, *, events: list[AdkEvent]) -> AdkEvent | None:
+        return await self._summarized(events, self.instructions)
+
+    async def _summarized(self, events: list[AdkEvent], instructions: str | None) -> AdkEvent | None:
+        """The compaction event of ``events`` summarized with ``instructions`` (``None``: nothing to summarize)."""
         conversation = self._conversation(events)
-        folded = await off_loop(lambda: fold(conversation, self.settings, self.instructions))  # ADK's loop goes on
+        folded = await off_loop(lambda: fold(conversation, self.settings, instructions))  # ADK's loop goes on
         if folded is None:
             return None
         span = _event_range(events, folded, conversation)
@@ -178,6 +187,61 @@ def compaction_config(summarizer: ContextfoldSummarizer, **options: Any) -> Even
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=ADK_EXPERIMENTAL, category=UserWarning)
         return EventsCompactionConfig(summarizer=summarizer, **fields)
+
+
+def compact_tool(summarizer: ContextfoldSummarizer) -> FunctionTool:
+    """``compact_context`` as an ADK function tool (``LlmAgent(tools=[..., compact_tool(summarizer)])``, with the
+    summarizer the App's :func:`compaction_config` holds): from the policy's share of the trigger (the last prompt
+    ADK recorded) it appends a compaction event made with the agent's focus, covering the session's events before
+    the call, so the next request sends the summary in their place (:mod:`contextfold.pipeline.asked`)."""
+
+    async def compact_context(focus: str, tool_context: ToolContext) -> str:
+        session = tool_context.session
+        probe = summarizer.settings.context()
+        asked = Asked()
+        try:
+            answer = asked.ask(focus, _last_prompt_tokens(session.events), probe.trigger_tokens, probe.policy)
+        except InvalidToolArguments as error:
+            return f"{COMPACT} failed: {error}"
+        if asked.pending is None:
+            return answer
+        event = await summarizer._summarized(_uncompacted(session.events, tool_context.function_call_id),
+                                             asked.pending.instructions)
+        service = getattr(getattr(tool_context, "_invocation_context", None), "session_service", None)
+        if event is None or service is None:
+            return f"{COMPACT}: there is nothing to summarize before this call yet"
+        await service.append_event(session=session, event=event)
+        return answer
+
+    compact_context.__doc__ = tool_doc(COMPACT_SPEC)
+    return FunctionTool(compact_context)
+
+
+def _last_prompt_tokens(events: Sequence[AdkEvent]) -> int:
+    """The prompt size ADK recorded last (0 before any model call, or right after a compaction)."""
+    for event in reversed(events):
+        if event.actions and event.actions.compaction:
+            return 0
+        usage = event.usage_metadata
+        if usage is not None and usage.prompt_token_count is not None:
+            return usage.prompt_token_count
+    return 0
+
+
+def _uncompacted(events: Sequence[AdkEvent], call_id: str | None) -> list[AdkEvent]:
+    """What a compaction made now covers, as ADK offers it to a summarizer: the last compaction's summary (its
+    seed), then the raw events after it, up to the event holding the call ``call_id`` (the call and its answer stay)."""
+    last = next((e.actions.compaction for e in reversed(events) if e.actions and e.actions.compaction), None)
+    end = last.end_timestamp if last is not None and last.end_timestamp is not None else float("-inf")
+    raw = []
+    for event in events:
+        if call_id and any(call.id == call_id for call in event.get_function_calls()):
+            break
+        if not (event.actions and event.actions.compaction) and event.timestamp > end:
+            raw.append(event)
+    if last is None or last.compacted_content is None or last.start_timestamp is None:
+        return raw
+    return [AdkEvent(timestamp=last.start_timestamp, author="user", content=last.compacted_content), *raw]
 
 
 OFFLOADED_KEY = "contextfold.offloaded."

@@ -25,7 +25,9 @@ and ``read_history`` (its ``tools``), answered from the Context of the
 conversation that calls them, so the model can look back at what compaction
 took out of its requests. Summaries and previews name those tools only when
 the agent has them (``Policy.history_tools``): with ``history_tools=True``, or
-when the model call's tools include them.
+when the model call's tools include them. ``compact_tool=True`` registers
+``compact_context(focus)``: the conversation's next model call is compacted
+first, with the agent's focus (:mod:`contextfold.pipeline.asked`).
 
 :class:`ContextfoldSummary` is a plain callable ``(messages) -> str`` for
 ``SummarizationMiddleware(summarizer=...)``, for who keeps LangChain's
@@ -51,11 +53,12 @@ from ..conversation import Conversation, Header
 from ..events import Event
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
+from ..pipeline.asked import COMPACT, COMPACT_SPEC
 from ..summarizers.base import Summarizer, SummaryRequest
 from ..tokens import Estimator
 from ._fold import Settings, SummaryStates, fold
 from ._framework import missing_framework
-from .lookback import answer, offering
+from .lookback import answer, compact_function, offering
 from .mirror import Mirror
 
 try:
@@ -79,7 +82,7 @@ class ContextfoldMiddleware(AgentMiddleware):
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
     (``window_tokens``, ``policy``, ``summarizer``...); ``on_event`` receives
     every contextfold event; ``persist=True`` also writes summaries into the state; ``history_tools=True``
-    gives the agent ``search_history`` and ``read_history``.
+    gives the agent ``search_history`` and ``read_history``, ``compact_tool=True`` ``compact_context``.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class ContextfoldMiddleware(AgentMiddleware):
         on_event: Callable[[Event], None] | None = None,
         persist: bool = False,
         history_tools: bool = False,
+        compact_tool: bool = False,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -97,7 +101,8 @@ class ContextfoldMiddleware(AgentMiddleware):
         self.persist = persist
         self.states = SummaryStates()
         self._threads: OrderedDict[str | None, Mirror[AnyMessage]] = OrderedDict()
-        self.tools: Sequence[BaseTool] = self.history_tools() if history_tools else []
+        self.tools: Sequence[BaseTool] = [*(self.history_tools() if history_tools else []),
+                                          *([self.compact_tool()] if compact_tool else [])]
 
     def history_tools(self) -> list[BaseTool]:
         """``search_history`` and ``read_history`` as LangChain tools, answered from the Context of the
@@ -117,6 +122,17 @@ class ContextfoldMiddleware(AgentMiddleware):
             return answer(lambda: context_of(runtime), READ, {"ref": ref, "lines": lines or None})
 
         return [search_history, read_history]
+
+    def compact_tool(self) -> BaseTool:
+        """``compact_context`` as a LangChain tool: the next model call of the conversation that calls it is
+        compacted first, with its focus (transient, like every call's compaction; ``persist`` summarizes the state
+        by the trigger only)."""
+
+        @tool(COMPACT, description=COMPACT_SPEC.description)
+        def compact_context(focus: str, runtime: ToolRuntime) -> str:
+            return compact_function(lambda: self._mirror(runtime.state["messages"]).context)(focus)
+
+        return compact_context
 
     # ------------------------------------------------------------------ transient, per call
     def wrap_model_call(

@@ -1,4 +1,5 @@
-"""The history tools (``search_history``, ``read_history``) as the plain functions a framework makes tools of.
+"""The history tools (``search_history``, ``read_history``) and ``compact_context`` as the plain functions a
+framework makes tools of.
 
 Every framework builds a tool from a typed Python function and its docstring
 (pydantic-ai, Strands, LangChain, Google ADK) or from a JSON schema (the
@@ -6,7 +7,8 @@ Agents SDK). :func:`history_functions` gives the two functions, bound to
 the Context an integration holds *now* (``get_context``: a mirror may start
 a fresh Context when the framework rewrites its history), and answering a
 bad argument with a text that says why (the model calls again) rather than
-an exception each framework would report its own way.
+an exception each framework would report its own way. :func:`compact_function`
+is ``compact_context`` the same way (:mod:`contextfold.pipeline.asked`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 
 from ..context import Context
 from ..conversation import Header, ToolSpec
-from ..errors import HistoryQueryError
+from ..errors import HistoryQueryError, InvalidToolArguments
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
+from ..pipeline.asked import COMPACT, COMPACT_SPEC
 from ..pipeline.base import Policy
 
 GetContext = Callable[[], Context]
@@ -50,6 +53,20 @@ def history_functions(get_context: GetContext) -> list[Callable[..., str]]:
 
     search_history.__doc__, read_history.__doc__ = tool_doc(SEARCH_SPEC), tool_doc(READ_SPEC)
     return [search_history, read_history]
+
+
+def compact_function(get_context: GetContext) -> Callable[[str], str]:
+    """``compact_context`` as a typed function with a docstring: the next request ``get_context()`` prepares is
+    compacted first with the focus (from the policy's share of the trigger; below it the answer says so)."""
+
+    def compact_context(focus: str) -> str:
+        try:
+            return get_context().compact_context(focus)
+        except InvalidToolArguments as error:
+            return f"{COMPACT} failed: {error}"
+
+    compact_context.__doc__ = tool_doc(COMPACT_SPEC)
+    return compact_context
 
 
 def offering(options: Mapping[str, Any], offered: bool) -> dict[str, Any]:

@@ -26,7 +26,8 @@ The agent can look back at what compaction took out of its requests:
 and ``read_history`` as function tools answered from the calling agent's Context.
 Summaries and previews name them only when the agent has them: the filter
 sees the agent's tools; a :class:`ContextfoldSession` is told with
-``history_tools=True``.
+``history_tools=True``. ``Agent(tools=[..., compactor.compact_tool()])`` lets the agent ask for a
+compaction itself (``compact_context(focus)``): the agent's next model call is compacted first.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ from ..adapters import adapter_for
 from ..context import Context
 from ..context.off_loop import off_loop
 from ..conversation import Conversation
+from ..errors import InvalidToolArguments
 from ..events import Event
+from ..pipeline.asked import COMPACT, COMPACT_SPEC, focus_of
 from ..usage import Usage
 from ._framework import require_framework
 from .lookback import answer, offered_header, offering
@@ -118,8 +121,7 @@ class ContextfoldInputFilter:
 
         def invoke(name: str) -> Callable[[Any, str], Any]:
             async def on_invoke_tool(tool_context: Any, arguments: str) -> str:
-                agent = getattr(tool_context, "agent", None)
-                mirror = self.mirror(agent.name) if agent is not None else next(iter(self.mirrors.values()), None)
+                mirror = self._calling(tool_context)
                 if mirror is None:
                     return f"{name} failed: no model call has been made yet, so there is no history"
                 try:
@@ -135,6 +137,29 @@ class ContextfoldInputFilter:
         return [FunctionTool(name=spec.name, description=spec.description or "", params_json_schema=dict(spec.parameters),
                              on_invoke_tool=invoke(spec.name), strict_json_schema=False)
                 for spec in Context.history_tool_specs()]
+
+    def compact_tool(self) -> Any:
+        """``compact_context`` as the SDK's ``FunctionTool`` (add it to the agent's tools): the next model call of the
+        agent that calls it is compacted first, with the focus it gave (:mod:`contextfold.pipeline.asked`)."""
+        from agents import FunctionTool
+
+        async def on_invoke_tool(tool_context: Any, arguments: str) -> str:
+            mirror = self._calling(tool_context)
+            if mirror is None:
+                return f"{COMPACT} failed: no model call has been made yet, so there is nothing to compact"
+            try:
+                return mirror.context.compact_context(focus_of(json.loads(arguments or "{}")))
+            except (ValueError, InvalidToolArguments) as error:  # not JSON, or not what compact_context takes
+                return f"{COMPACT} failed: {error}"
+
+        return FunctionTool(name=COMPACT, description=COMPACT_SPEC.description or "",
+                            params_json_schema=dict(COMPACT_SPEC.parameters), on_invoke_tool=on_invoke_tool,
+                            strict_json_schema=False)
+
+    def _calling(self, tool_context: Any) -> Mirror[Any] | None:
+        """The mirror of the agent a tool call came from (the only one, for a context that does not say)."""
+        agent = getattr(tool_context, "agent", None)
+        return self.mirror(agent.name) if agent is not None else next(iter(self.mirrors.values()), None)
 
     @property
     def events(self) -> list[Event]:

@@ -21,7 +21,9 @@ Context), so it can look back at what compaction took out; ``toolset()`` is
 the same toolset for ``Agent(toolsets=[...])``. Summaries and previews name
 the history tools only when the agent has them: the capability reads the
 run's tools; the bare processor sees messages only, so there
-``history_tools=True`` says the agent has them.
+``history_tools=True`` says the agent has them. With ``compact_tool=True`` the
+agent also gets ``compact_context(focus)``: the run's next model request is
+compacted first, with its focus (:mod:`contextfold.pipeline.asked`).
 
 Messages are read and written by :mod:`contextfold.adapters.pydantic_ai`;
 pydantic-ai is imported only when the capability is asked for.
@@ -36,7 +38,7 @@ from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_
 from ..context import Context
 from ..context.off_loop import off_loop
 from ._framework import require_framework
-from .lookback import history_functions, offered_header, offering
+from .lookback import compact_function, history_functions, offered_header, offering
 from .mirror import Mirror, Mirrored
 
 require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
@@ -47,11 +49,14 @@ class ContextfoldHistory(Mirrored):
 
     ``model`` and ``options`` are those of :class:`~contextfold.Context`
     (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...);
-    ``history_tools`` adds the history tools to :meth:`capability` and has summaries and previews name them.
+    ``history_tools`` adds the history tools to :meth:`capability` and has summaries and previews name them;
+    ``compact_tool`` adds ``compact_context``.
     """
 
-    def __init__(self, model: str | None = None, *, history_tools: bool = False, **options: Any) -> None:
+    def __init__(self, model: str | None = None, *, history_tools: bool = False, compact_tool: bool = False,
+                 **options: Any) -> None:
         self.history_tools = history_tools
+        self.compact_tool = compact_tool
         self.mirror: Mirror[Any] = Mirror(
             lambda: Context(model, **offering(options, history_tools)),  # a processor sees messages, not tools
             lambda messages, known: from_pydantic_ai(messages, known_call_ids=known),
@@ -90,10 +95,16 @@ class ContextfoldHistory(Mirrored):
         # the annotation is given as the object, since this module's annotations are strings it cannot resolve
         process.__annotations__ = {"ctx": RunContext[Any], "messages": list[Any], "return": list[Any]}
         processor = ProcessHistory(process)
-        return CombinedCapability([processor, Toolset(self.toolset())]) if self.history_tools else processor
+        offered = self.history_tools or self.compact_tool
+        return CombinedCapability([processor, Toolset(self.toolset())]) if offered else processor
 
     def toolset(self) -> Any:
-        """``search_history`` and ``read_history`` as a pydantic-ai ``FunctionToolset`` answered from this Context."""
+        """The tools asked for as a pydantic-ai ``FunctionToolset`` answered from this Context: ``search_history``
+        and ``read_history`` (``history_tools``; both when neither was asked for), ``compact_context`` (``compact_tool``)."""
         from pydantic_ai.toolsets import FunctionToolset
 
-        return FunctionToolset(history_functions(lambda: self.mirror.context))
+        def context() -> Context:
+            return self.mirror.context
+
+        history = history_functions(context) if self.history_tools or not self.compact_tool else []
+        return FunctionToolset([*history, *([compact_function(context)] if self.compact_tool else [])])

@@ -25,6 +25,9 @@ initialized), so the model can look back at what compaction took out;
 ``history_tools()`` gives the same tools for ``Agent(tools=[...])``. Summaries
 and previews name the history tools only when the agent has them, either way
 (the agent's tool names are the Context's header: ``Policy.history_tools``).
+``compact_tool=True`` registers ``compact_context(focus)`` the same way (or
+``compact_tool()`` for ``Agent(tools=[...])``): the next model call is
+compacted first, with the agent's focus (:mod:`contextfold.pipeline.asked`).
 
 Messages are read and written by :mod:`contextfold.adapters.strands`. Strands
 is imported lazily: importing this module needs only contextfold.
@@ -39,7 +42,7 @@ from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
 from ..conversation import Header
 from ._framework import require_framework
-from .lookback import history_functions, offered_header
+from .lookback import compact_function, history_functions, offered_header
 from .mirror import Mirror, Mirrored
 
 require_framework("strands", "strands")  # the framework is imported when used; its absence is told now
@@ -65,6 +68,7 @@ class _Manager(Mirrored):
     calls its Strands base class, only known once Strands is imported: :func:`_manager_class`)."""
 
     offers_history_tools: bool
+    offers_compact_tool: bool
     removed_message_count: int  # the Strands base class's: stored session messages the history stands for
     _covered: int
 
@@ -73,6 +77,17 @@ class _Manager(Mirrored):
         from strands import tool
 
         return [tool(function) for function in history_functions(lambda: self.mirror.context)]
+
+    def offered_tools(self) -> list[Any]:
+        """The tools this manager registers with its agent: the history tools, ``compact_context``, as asked."""
+        return [*(self.history_tools() if self.offers_history_tools else []),
+                *([self.compact_tool()] if self.offers_compact_tool else [])]
+
+    def compact_tool(self) -> Any:
+        """``compact_context`` as a Strands tool: the agent's next model call is compacted first, with its focus."""
+        from strands import tool
+
+        return tool(compact_function(lambda: self.mirror.context))
 
     def _offered(self, agent: Any) -> Header:
         """The Context's header with the agent's tools, by name: summaries and previews name the history
@@ -99,14 +114,14 @@ def _manager_class() -> type:
     class ContextfoldConversationManager(_Manager, _base()):  # type: ignore[misc]
         """A Strands ``ConversationManager`` backed by a contextfold Context (see the module docstring).
 
-        ``model`` and ``options`` are those of :class:`~contextfold.Context`
-        (``window_tokens``, ``policy``, ``summarizer``, ``transcript``...);
-        ``history_tools`` registers the history tools with the agent.
+        ``model`` and ``options`` are those of :class:`~contextfold.Context` (``window_tokens``, ``policy``...);
+        ``history_tools`` registers the history tools with the agent, ``compact_tool`` ``compact_context``.
         """
 
-        def __init__(self, model: str | None = None, *, history_tools: bool = False, **options: Any) -> None:
+        def __init__(self, model: str | None = None, *, history_tools: bool = False, compact_tool: bool = False,
+                     **options: Any) -> None:
             super().__init__()
-            self.offers_history_tools = history_tools
+            self.offers_history_tools, self.offers_compact_tool = history_tools, compact_tool
             self._make_context = lambda: Context(model, **options)
             self.mirror: Mirror[Any] = Mirror(self._make_context, _read, to_strands)
             self._covered = 0  # stored session messages the mirror's last view stands for
@@ -118,9 +133,9 @@ def _manager_class() -> type:
             super().register_hooks(registry, **kwargs)
             registry.add_callback(BeforeModelCallEvent, self._before_model_call)
             registry.add_callback(AfterModelCallEvent, self._after_model_call)
-            if self.offers_history_tools:
+            if offered := self.offered_tools():
                 registry.add_callback(AgentInitializedEvent,
-                                      lambda event: event.agent.tool_registry.process_tools(self.history_tools()))
+                                      lambda event: event.agent.tool_registry.process_tools(offered))
 
         # -------------------------------------------------------------- the ConversationManager interface
         def apply_management(self, agent: Any, **kwargs: Any) -> None:

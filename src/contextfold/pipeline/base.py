@@ -124,6 +124,8 @@ class Policy:
     trigger_min_fraction: float = 0.9  # the default trigger is at least this share of the window (the reply's room kept)
     trigger_messages: int | None = 500  # ...or over this many messages, however small (None: no count trigger)
     min_summary_messages: int = 10  # a summary covers at least this many (a manual compact may cover less, and says so)
+    compact_tool_min_trigger_fraction: float = 0.5  # the agent's compact_context is honoured from this share of the
+    # trigger (below it there is too little to gain for a summary's cost: LangChain deepagents allows it from about half)
     tail_fraction: float = 0.25  # recent rounds kept verbatim: as many as fit in this share of the window
     tail_max_trigger_fraction: float = 0.1  # ...and in this share of the trigger (see Budget.tail_budget_tokens)
     summary_target_tokens: int = 4_000
@@ -151,6 +153,10 @@ class Policy:
     # background: a summary due below the hard level is made off the agent loop (context/background.py)
     background_summaries: Literal["auto", "always", "never"] = "auto"  # "auto": when the summarizer has a deadline_s (a model's); "always"; "never"
     hard_fill_fraction: float = 0.9  # above this share of the window a step waits for the running summary
+    # idle: a session idle until just before its prompt cache expires (cache_ttl_s) compacts then, when a summary
+    # written from the warm cache now costs less than the cold prompt the next request would send (context/idle.py)
+    idle_compaction: bool = False  # off in library use (an app that never calls compact_if_idle() loses nothing); on in chat
+    idle_compaction_margin_s: float = 30.0  # ...this long before the cache expires
     # guards
     max_consecutive_failures: int = 3
     # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
@@ -225,9 +231,10 @@ _COUNTS_FROM_0 = ("preview_head_chars", "preview_tail_chars", "budget_keep_recen
                   "economic_summary_min_tokens", "economic_summary_tail_tokens", "min_horizon_requests")
 _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_messages")
 _SHARES = ("trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
-           "clear_first_max_fraction", "hard_fill_fraction")
+           "clear_first_max_fraction", "hard_fill_fraction", "compact_tool_min_trigger_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
-_NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads")
+_NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads",
+                 "idle_compaction_margin_s")
 
 
 def check_policy(policy: Policy) -> None:
@@ -256,6 +263,8 @@ def check_policy(policy: Policy) -> None:
     if policy.background_summaries not in BACKGROUND_MODES:
         raise InvalidPolicy("background_summaries", f"one of {', '.join(BACKGROUND_MODES)} is needed, "
                             f"not {policy.background_summaries!r}")
+    if not isinstance(policy.idle_compaction, bool):
+        raise InvalidPolicy("idle_compaction", f"True or False is needed, not {policy.idle_compaction!r}")
     if policy.hard_fill_fraction == 0:
         raise InvalidPolicy("hard_fill_fraction", "0 would wait for every background summary; use a share above 0")
     if policy.prices is not None and not isinstance(policy.prices, Prices):

@@ -99,9 +99,14 @@ def _new_items(before: Conversation, after: Conversation) -> list[Item]:
     return [item for item in after.items if id(item) not in kept]
 
 
+def summaries_priced(budget: Budget) -> bool:
+    """Whether a summary is priced as the model call that would write it (a model writes it, or the policy says so)."""
+    return budget.policy.price_summaries or not getattr(budget.summarizer, "offline", False)
+
+
 def summary_call_usd(before: Conversation, after: Conversation, budget: Budget) -> float:
     """What a model would charge to write the summaries ``after`` adds: the request read, the summary written."""
-    if not (budget.policy.price_summaries or not getattr(budget.summarizer, "offline", False)):
+    if not summaries_priced(budget):
         return 0.0
     written = sum(budget.count_item(item) for item in _new_items(before, after) if item.meta.get("summary"))
     if not written:
@@ -120,6 +125,32 @@ def forgetting_usd(before: Conversation, after: Conversation, budget: Budget) ->
     remaining = {id(item) for item in after.items}
     dropped = sum(budget.count_item(item) for item in before.items if id(item) not in remaining)
     return rereads * dropped * budget.policy.prices_in_effect.cache_write_per_mtok / 1e6
+
+
+def idle_verdict(tokens: int, cold_tokens: int, after_tokens: int, summary_tokens: int, re_read: float,
+                 budget: Budget, active_requests: int | None = None, instruction_tokens: int = 0) -> Verdict:
+    """Whether a summary written now, from a warm cache, pays against the request sent after the cache expired.
+
+    The session is idle and its cache about to expire: the next request, whenever it comes, writes its whole
+    prompt cold either way; without a summary that is ``cold_tokens`` (the request of ``tokens`` with the edits a
+    cold cache makes pay). A summary now reads the ``tokens`` from the cache, writes the summarizer's
+    ``instruction_tokens`` after them and answers ``summary_tokens`` (as a model riding the cache would); the
+    next request then writes ``after_tokens``, and the requests after it read that many fewer, over the horizon
+    (up to the next summary, as in :func:`verdict`, and at most ``active_requests``: the requests the session
+    sends between idle periods, after which the cache is cold again and the edits a cold cache makes pay catch
+    up). What it drops while still in use is ``re_read`` (:func:`re_read_usd`).
+    """
+    prices = budget.policy.prices_in_effect
+    saved = cold_tokens - after_tokens
+    horizon = budget.horizon_requests if active_requests is None else min(budget.horizon_requests, active_requests)
+    until_summary = budget.requests_until_trigger(after_tokens)
+    if until_summary is not None:
+        horizon = max(1, min(horizon, round(until_summary)))
+    benefit = saved * (prices.cache_write_per_mtok + prices.cache_read_per_mtok * (horizon - 1)) / 1e6
+    call = ((tokens * prices.cache_read_per_mtok + instruction_tokens * prices.cache_write_per_mtok
+             + summary_tokens * prices.output_per_mtok) / 1e6 if summaries_priced(budget) else 0.0)
+    return Verdict(saved > 0 and benefit > call + re_read, saved, after_tokens, horizon, benefit, call + re_read,
+                   call, re_read)
 
 
 def re_read_usd(before: Conversation, after: Conversation, budget: Budget) -> float:

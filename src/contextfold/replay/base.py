@@ -42,6 +42,9 @@ class Sent:
     search: Callable[[str], str] | None = None
     """The agent's ``search_history`` as it stands at this request (query in, what it reads out), for a
     strategy that offers one: what recoverable recall asks (:mod:`.recall`)."""
+    summarized_at_s: float | None = None
+    """When the request's new summaries were made, if earlier than the request (an idle compaction before the
+    cache expired): they are priced as written then, from the cache as it was."""
 
 
 @dataclass(frozen=True)

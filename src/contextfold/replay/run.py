@@ -112,9 +112,10 @@ class _Replay:
         )
 
     def agent_request(self, step: Step, request: Conversation, summaries_paid: bool,
-                      search: Search | None = None) -> RequestRecord:
+                      search: Search | None = None, summarized_at_s: float | None = None) -> RequestRecord:
         """Measure the agent's request; ``summaries_paid``: summarizer requests of this step wrote its summaries;
-        ``search``: the strategy's search of its history, for recoverable recall."""
+        ``search``: the strategy's search of its history, for recoverable recall; ``summarized_at_s``: when its new
+        summaries were made, if before the request."""
         tools_json, tools_tokens_ = self._tools_of(request.header)
         messages, tokens = render_request(request, self.estimator)
         output = item_tokens(self.recording.items[step.index], self.estimator)
@@ -130,7 +131,8 @@ class _Replay:
         llm, live = 0.0, 0.0
         if new_summaries and not summaries_paid:  # the messages since the replaced request go into the live call
             since = [(m, self.estimator.item(m.item)) for m in map(render_item, step.new_items) if m is not None]
-            llm, live = self.summaries.price(previous, new_summaries, step.time_s, since)
+            written_s = step.time_s if summarized_at_s is None else summarized_at_s
+            llm, live = self.summaries.price(previous, new_summaries, written_s, since)
         record = priced(
             self.prices, step=step.number, index=step.index, kind=AGENT, time_s=step.time_s,
             input_tokens=prompt.input_tokens, cache_read_tokens=read, output_tokens=output,
@@ -203,7 +205,8 @@ def replay(
             sent: Sent = strategy.step(step)
             for request, usage in sent.summarizer_calls:
                 state.summarizer_call(step, request, usage)
-            record = state.agent_request(step, sent.request, bool(sent.summarizer_calls), sent.search)
+            record = state.agent_request(step, sent.request, bool(sent.summarizer_calls), sent.search,
+                                         sent.summarized_at_s)
             strategy.record_usage(_usage(record))
             if progress is not None:
                 progress(number + 1, len(points))
