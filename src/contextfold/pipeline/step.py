@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..conversation import Conversation
-from ..errors import ContextOverflow, SummaryInProgress
+from ..errors import ContextOverflow, RequestOverWindow, SummaryInProgress
 from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
@@ -125,6 +125,9 @@ class Steward:
         ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`).
         """
         view, events = run_stages(view, budget, self.pipeline.cheap)
+        held = self._held(view, budget, occasion)
+        if held is not None:
+            return view, [*events, *held]
         try:
             decided, produced, fits = self._decide(view, budget, occasion, defer)
         except ContextOverflow:
@@ -139,6 +142,24 @@ class Steward:
             events.extend(self._account(produced, fits, automatic=occasion.automatic))
         self._note_fired(produced)
         return decided, events
+
+    def _held(self, view: Conversation, budget: Budget, occasion: Occasion) -> list[Event] | None:
+        """``None`` when the policy's mode lets ``occasion`` decide; else what it says instead (nothing is decided).
+
+        ``auto`` lets every occasion decide; ``manual`` only a compaction asked for (:data:`MANUAL`); ``off``
+        none, a compaction asked for included (an event says so). A request that would go out over the window,
+        or that the provider refused as too long, is not sent uncompacted: :class:`RequestOverWindow`.
+        """
+        mode = self.policy.mode
+        if mode == "auto" or occasion.summary == NO_SUMMARY or (mode == "manual" and occasion.summary == FORCED):
+            return None
+        if occasion.summary == FORCED:
+            logger.info("compact() asked for with Policy(mode='off'): nothing is compacted")
+            return [Event("compact", "off", detail="Policy(mode='off') never compacts: the view is unchanged")]
+        tokens = budget.count(view)
+        if occasion.summary == REACTIVE or (occasion.sends and tokens > window_limit(budget)):
+            raise RequestOverWindow(tokens, budget.window_tokens, mode)
+        return []
 
     def _decide(
         self, view: Conversation, budget: Budget, occasion: Occasion, defer: Defer | None = None
