@@ -57,6 +57,8 @@ from ..lookback import tools as history_tools
 from ..lookback.offloaded import offloaded_output
 from ..pipeline.admit import admit, observe
 from ..pipeline.base import Budget, Policy
+from ..pipeline.consent import CompactionNotice, OnCompaction, announced, consent_of
+from ..pipeline.receipts import Receipt, receipts_in
 from ..pipeline.invariants import InvariantCheck
 from ..pipeline.stages.fit import COUNT_MARGIN
 from ..pipeline.step import (
@@ -170,6 +172,7 @@ class Context:
         pipeline: Pipeline | None = None,
         on_store_failure: OnStoreFailure = "raise",
         cache_diagnostics: bool = False,
+        on_compaction: OnCompaction | Callable[[CompactionNotice], object] | None = None,
     ) -> None:
         self.limits = resolve_limits(model, window_tokens, max_output_tokens,
                                      default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
@@ -195,6 +198,7 @@ class Context:
         self._sent_before: Conversation | None = None  # the request before the last: what a diagnosis compares with
         self._last_response_id: str | None = None
         self.cache_diagnostics = cache_diagnostics
+        self.on_compaction, self._consent = on_compaction, consent_of(on_compaction)  # asked before a compaction
         self._last_request_s: float | None = None
         self._requests = 0
         self._reminder_tokens = 0  # the estimated size of the reminders attached to the last request
@@ -365,7 +369,9 @@ class Context:
                     event = Event(native.STAGE, "compacted", tuple(item.id for item in covered.items),
                                   self.counter.count(view), self.counter.count(new), detail, data,
                                   ((covered, usage),) if usage else ())
-            self.record_events([event])
+            told = [] if isinstance(new, str) else announced(view, new, [event], self.counter.count,
+                                                             self.estimator.item, "provider", self._consent)
+            self.record_events([event, *told])
             return [event]
         finally:
             self._flight.end_step()
@@ -574,7 +580,8 @@ class Context:
             # While a summary runs in the background no batch edit is priced: the summary rewrites the prefix
             # anyway, and an edit of its span would only get it discarded.
             deciding = replace(occasion, edits=False) if self.summary_running else occasion
-            view, events = self.steward.run(base, self._budget(new_from=new_from, **budget), deciding, defer)
+            view, events = self.steward.run(base, self._budget(new_from=new_from, **budget), deciding, defer,
+                                            self._consent)
             if self._wait_for is not None:  # nothing decided here is kept: the step decides afresh after waiting
                 bound = self._wait_bound()
                 logger.info("session %s: the view is above the hard level (%d tokens): waiting for the background "
@@ -703,7 +710,8 @@ class Context:
         applied = Event("summarize", "applied", tokens_before=before, tokens_after=after,
                         detail=f"the background summary replaced {placed.end - placed.start} item(s) of the view",
                         data={"start": placed.start, "replaced": placed.end - placed.start, "made": len(placed.items)})
-        return view, [*events, applied], processed + len(placed.items) - (placed.end - placed.start)
+        told = announced(current, view, outcome.events, self.counter.count, self.estimator.item, "none", self._consent)
+        return view, [*events, applied, *told], processed + len(placed.items) - (placed.end - placed.start)
 
     def _drop_job(self, why: str | None, events: list[Event], calls: tuple[Any, ...] = ()) -> list[Event]:
         """Let the background summary go (its result, if it comes, is never used); ``events`` and a
@@ -822,6 +830,11 @@ class Context:
         """:meth:`record_usage` for an asyncio loop: a cache break it reports is written off the loop."""
         await off_loop(lambda: self.record_usage(usage, provider))
 
+    @property
+    def last_receipt(self) -> Receipt | None:
+        """What the last compaction did, and how to read back each item it took out (:mod:`~contextfold.pipeline.receipts`)."""
+        return next(iter(receipts_in(e for e in reversed(self.events) if e.stage == "receipt")), None)
+
     def subscribe(self, callback: Callable[[Event], None]) -> None:
         """Call ``callback`` with every event from now on."""
         self._subscribers.append(callback)
@@ -928,6 +941,7 @@ class Context:
             pipeline=self.steward.pipeline,
             on_store_failure=self._journal.on_store_failure,
             cache_diagnostics=self.cache_diagnostics,
+            on_compaction=self.on_compaction,
         )
         child.set_header(self.history.header)
         if keep_history:

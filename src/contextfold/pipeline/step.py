@@ -28,8 +28,10 @@ from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
 from .base import Budget, Policy
+from .consent import Consent
 from .economics import choose
 from .escalate import compact, rungs
+from .receipts import receipt_of
 from .running import run_stages
 from .stages.fit import fit_window, window_limit
 from .tiers import DEFAULT_PIPELINE as DEFAULT_PIPELINE  # where it was first defined: still importable from here
@@ -119,10 +121,12 @@ class Steward:
 
     # ------------------------------------------------------------------ the step
     def run(self, view: Conversation, budget: Budget, occasion: Occasion,
-            defer: Defer | None = None) -> tuple[Conversation, list[Event]]:
-        """The view after this occasion's stages and decisions, and every event they produced.
+            defer: Defer | None = None, consent: Consent | None = None) -> tuple[Conversation, list[Event]]:
+        """The view after this occasion's stages and decisions, and every event they produced, a compaction's
+        receipt last (:mod:`.receipts`).
 
-        ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`).
+        ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`);
+        ``consent`` is asked before an automatic compaction is kept (:mod:`.consent`).
         """
         view, events = run_stages(view, budget, self.pipeline.cheap)
         held = self._held(view, budget, occasion)
@@ -137,11 +141,17 @@ class Steward:
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
             decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
+        receipt = receipt_of(view, decided, produced, budget.count, budget.count_item, occasion.summary)
+        if receipt is not None and consent is not None and occasion.summary != FORCED:
+            verdict = consent(receipt, occasion.summary == DUE and budget.count(view) <= window_limit(budget))
+            events.extend(verdict.events)
+            if not verdict.proceed:
+                return view, events
         events.extend(produced)
         if fits is not None:
             events.extend(self._account(produced, fits, automatic=occasion.automatic))
         self._note_fired(produced)
-        return decided, events
+        return decided, [*events, receipt.event()] if receipt is not None else events
 
     def _held(self, view: Conversation, budget: Budget, occasion: Occasion) -> list[Event] | None:
         """``None`` when the policy's mode lets ``occasion`` decide; else what it says instead (nothing is decided).
