@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,21 @@ def test_a_bad_hook_is_a_typed_error() -> None:
 
     with pytest.raises(InvalidPolicy, match="on_compaction"):
         Context(window_tokens=16_000, on_compaction=OnCompaction(print, "sometimes"))  # type: ignore[arg-type]
+
+
+def test_sessions_show_lists_the_receipts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextfold.cli import cli
+
+    context = Context(window_tokens=16_000, store=tmp_path, session_id="s1")
+    _session(context)
+    receipts = receipts_in(context.events)
+    context.close()
+    shown = CliRunner().invoke(cli, ["sessions", "show", "--store", str(tmp_path), "s1", "--receipts"])
+    assert shown.exit_code == 0, shown.output
+    assert f"{len(receipts)} compaction receipt(s)" in shown.output
+    first = receipts[0].taken[0]
+    assert first.read_history is not None and first.read_history in shown.output
+    as_json = CliRunner().invoke(cli, ["sessions", "show", "--store", str(tmp_path), "s1", "--receipts", "--json"])
+    assert [Receipt.from_dict(r) for r in json.loads(as_json.stdout)["receipts"]] == receipts
