@@ -67,10 +67,11 @@ async def _ask(runner: Runner, session_id: str, text: str) -> str:
     return answer
 
 
-def run(server: ToolLoopServer) -> tuple[ContextfoldSummarizer, list[Event], list[Any], str]:
+def run(server: ToolLoopServer, **options: Any) -> tuple[ContextfoldSummarizer, list[Event], list[Any], str]:
     """One invocation on the task, then one more question on the stored session."""
     events: list[Event] = []
-    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append)
+    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append,
+                                       **options)
     model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
     agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk])
     app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
@@ -236,3 +237,16 @@ def test_an_agent_without_the_history_tools_gets_a_preview_that_does_not_name_th
     assert [e.action for e in events] == ["persisted"]  # the last chunk reached the model as a preview
     assert not any("offloaded row 2000 " in str(exchange.body) for exchange in server.exchanges)
     assert naming_history_tools(server) == []
+
+
+def test_the_hook_is_told_of_each_compaction_with_the_span_adk_stores(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    summarizer, events, stored, follow_up = run(server, on_compaction=told.append)
+    assert server.failures() == [] and follow_up == FINAL, server.figures()
+    compactions = [e.actions.compaction for e in stored if e.actions and e.actions.compaction]
+    assert len(told) == len(compactions) == summarizer.compactions >= 2
+    assert sum(1 for e in events if e.stage == "receipt" and e.action == "compaction") == len(told)  # on_event too
+    for notice, compaction in zip(told, compactions):
+        receipt = notice.receipt
+        assert receipt.of_kind("summarized") and receipt.tokens_after < receipt.tokens_before
+        assert (receipt.first_time, receipt.last_time) == (compaction.start_timestamp, compaction.end_timestamp)

@@ -17,9 +17,10 @@ import pytest
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold import Event
+from contextfold.pipeline.receipts import receipts_in
 from contextfold.summarizers.base import SUMMARY_PREAMBLE
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
@@ -165,3 +166,27 @@ def test_after_compaction_the_agent_searches_and_reads_its_history(persist: bool
     assert summaries(events) >= 1
     stored = [m.content for m in state["messages"] if str(m.content).startswith(SUMMARY_PREAMBLE)]
     assert all("search_history(" in text for text in stored) and (len(stored) >= 1) is persist
+
+
+@pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer,
+                                                                          persist: bool) -> None:
+    told: list[Any] = []
+    heard: list[Event] = []
+    model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
+    middleware = ContextfoldMiddleware(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, persist=persist,
+                                       on_event=heard.append, on_compaction=told.append)
+    agent = create_agent(model, tools=[read_chunk], system_prompt=SYSTEM, middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "audit"}, "recursion_limit": 1_000}
+    agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config)
+    assert server.failures() == [], server.figures()
+    assert any(e.stage == "receipt" for e in heard), "on_event hears the receipts too"
+    context = middleware.context(agent.get_state(config).values["messages"])
+    assert context is not None
+    if not persist:
+        assert_told_with_receipts(context, told, receipts_in(context.events))
+    else:  # the state itself was compacted, a fold each time, announced like an automatic compaction (warn mode)
+        folds = [notice for notice in told if notice.receipt.occasion == "manual"]
+        assert folds and all(notice.can_decline is False and notice.receipt.of_kind("summarized") for notice in folds)
+        assert all(notice.receipt.checks[0].present for notice in folds), "the task is still there"

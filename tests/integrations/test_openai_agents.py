@@ -19,7 +19,7 @@ from loop_threads import LoopWatchedSqlite
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters import from_responses, to_responses
 
@@ -166,3 +166,12 @@ def test_the_session_names_the_history_tools_in_what_it_stores_only_when_told_th
     stored = json.dumps(asyncio.run(session.get_items()))
     assert "summary" in stored.lower() and len(stored) < len(json.dumps(items))
     assert ("search_history(" in stored) is offered and ("read_history(" in stored) is offered
+
+
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_compaction=told.append)
+    result = asyncio.run(agents.Runner.run(_agent(server), TASK, max_turns=100, hooks=compactor.hooks,
+                                           run_config=agents.RunConfig(call_model_input_filter=compactor)))
+    assert result.final_output == FINAL and server.failures() == [], server.figures()
+    assert_told_with_receipts(compactor.mirror("auditor").context, told, compactor.receipts)

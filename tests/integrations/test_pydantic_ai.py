@@ -18,7 +18,7 @@ from loop_threads import LoopWatchedSqlite
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
@@ -128,3 +128,11 @@ def test_after_compaction_the_agent_searches_and_reads_its_history(offered: str)
     assert server.problems == [] and server.missed == []
     assert result.output == LOOKBACK_FINAL
     assert history.context.stats()["events"].get("summarize:summarized", 0) >= 1
+
+
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_compaction=told.append)
+    result = _agent(server, history).run_sync(TASK, usage_limits=pydantic_ai.UsageLimits(request_limit=100))
+    assert result.output == FINAL and server.failures() == [], server.figures()
+    assert_told_with_receipts(history.context, told, history.receipts)

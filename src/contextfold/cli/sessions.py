@@ -27,7 +27,8 @@ from ..private_files import replace_file
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
 from ..pipeline.receipts import stored_receipts
-from ..stores.records import Restored, restore, to_line
+from ..stores.records import restore, to_line
+from ..stores.transcript import Restored
 from .options import existing, reports_errors
 
 store_option = click.option(
