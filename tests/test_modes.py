@@ -3,6 +3,8 @@ over the window: RequestOverWindow says why."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from contextfold import Context, ContextOverflow, InvalidPolicy, Policy, RequestOverWindow, ToolCall
@@ -74,3 +76,16 @@ def test_off_never_compacts_not_even_when_asked() -> None:
 def test_an_unknown_mode_names_the_knob() -> None:
     with pytest.raises(InvalidPolicy, match="mode"):
         Policy(mode="sometimes")  # type: ignore[arg-type]
+
+
+def test_replay_takes_the_mode(corpus_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextfold.cli import cli
+
+    session = str(corpus_dir / "mini-swe-agent/astropy__astropy-12907.traj.json")
+    auto = CliRunner().invoke(cli, ["replay", session, "--window", "16000", "--tokenizer", "estimate", "--json"])
+    assert auto.exit_code == 0, auto.output
+    manual = CliRunner().invoke(cli, ["replay", session, "--window", "16000", "--tokenizer", "estimate", "--mode",
+                                      "manual"])
+    assert manual.exit_code != 0 and "Policy(mode='manual') does not compact it on its own" in manual.output

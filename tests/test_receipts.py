@@ -173,3 +173,17 @@ def test_sessions_show_lists_the_receipts(tmp_path: Path) -> None:
     assert first.read_history is not None and first.read_history in shown.output
     as_json = CliRunner().invoke(cli, ["sessions", "show", "--store", str(tmp_path), "s1", "--receipts", "--json"])
     assert [Receipt.from_dict(r) for r in json.loads(as_json.stdout)["receipts"]] == receipts
+
+
+def test_a_fault_in_the_receipt_keeps_the_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextfold.pipeline import receipts
+
+    def broken(*args: object) -> None:
+        raise KeyError("a receipt bug")
+
+    monkeypatch.setattr(receipts, "receipt_of", broken)
+    context = Context(window_tokens=16_000)
+    _session(context)
+    assert any(e.stage == "clear" and e.items for e in context.events), "the compactions were made"
+    assert any(e.stage == "receipt" and e.action == "failed" and "a receipt bug" in e.detail for e in context.events)
+    assert context.last_receipt is None

@@ -38,7 +38,7 @@ from typing import Literal
 from ..errors import InvalidPolicy
 from ..conversation import Conversation, Item
 from ..events import Event
-from .receipts import STAGE, Receipt, receipt_of
+from .receipts import STAGE, Receipt, made
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +114,8 @@ def announced(before: Conversation, after: Conversation, events: Sequence[Event]
               count_item: Callable[[Item], int], occasion: str, consent: Consent | None) -> list[Event]:
     """The receipt event of a compaction already made (a background summary put in, the provider's own), told to
     the callback, which cannot decline it; nothing when it changed no item."""
-    receipt = receipt_of(before, after, events, count, count_item, occasion)
+    receipt, faults = made(before, after, events, count, count_item, occasion)
     if receipt is None:
-        return []
+        return faults
     told = consent(receipt, False).events if consent is not None else ()
     return [*told, receipt.event()]

@@ -28,6 +28,7 @@ event, and :func:`receipts_in` reads receipts back from any list of events.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -40,6 +41,8 @@ from ..reading import added_by_contextfold, is_person, opening, reading_of, says
 from ..stores.transcript import TranscriptEvent
 from ..summarizers._facts import Facts
 from .task import task_index
+
+logger = logging.getLogger(__name__)
 
 STAGE, ACTION = "receipt", "compaction"
 SUMMARY_ACTIONS = frozenset({"summarized", "compacted"})
@@ -162,6 +165,17 @@ def stored_receipts(events: Iterable[TranscriptEvent]) -> list[Receipt]:
     """The receipts among a stored session's events (:attr:`~contextfold.stores.records.Restored.events`), in order."""
     return [Receipt.from_dict(event.data["data"]) for event in events
             if event.kind == STAGE and event.data.get("action") == ACTION and isinstance(event.data.get("data"), Mapping)]
+
+
+def made(before: Conversation, after: Conversation, events: Sequence[Event], count: Callable[[Conversation], int],
+         count_item: Callable[[Item], int], occasion: str) -> tuple[Receipt | None, list[Event]]:
+    """:func:`receipt_of`, a fault in it kept from the agent loop: no receipt then, a ``receipt``/``failed`` event
+    and a log line instead (the compaction itself stands)."""
+    try:
+        return receipt_of(before, after, events, count, count_item, occasion), []
+    except Exception as error:  # noqa: BLE001 - a receipt is a report: its bug must not undo the compaction
+        logger.warning("the receipt of a compaction could not be made: %s: %s", type(error).__name__, error)
+        return None, [Event(STAGE, "failed", detail=f"{type(error).__name__}: {error}")]
 
 
 def receipt_of(before: Conversation, after: Conversation, events: Sequence[Event], count: Callable[[Conversation], int],

@@ -31,7 +31,7 @@ from .base import Budget, Policy
 from .consent import Consent
 from .economics import choose
 from .escalate import compact, rungs
-from .receipts import receipt_of
+from .receipts import made
 from .running import run_stages
 from .stages.fit import fit_window, window_limit
 from .tiers import DEFAULT_PIPELINE as DEFAULT_PIPELINE  # where it was first defined: still importable from here
@@ -141,7 +141,8 @@ class Steward:
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
             decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
-        receipt = receipt_of(view, decided, produced, budget.count, budget.count_item, occasion.summary)
+        receipt, faults = made(view, decided, produced, budget.count, budget.count_item, occasion.summary)
+        events.extend(faults)
         if receipt is not None and consent is not None and occasion.summary != FORCED:
             verdict = consent(receipt, occasion.summary == DUE and budget.count(view) <= window_limit(budget))
             events.extend(verdict.events)
