@@ -190,3 +190,22 @@ def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(serv
         folds = [notice for notice in told if notice.receipt.occasion == "manual"]
         assert folds and all(notice.can_decline is False and notice.receipt.of_kind("summarized") for notice in folds)
         assert all(notice.receipt.checks[0].present for notice in folds), "the task is still there"
+
+
+def test_a_fold_the_app_declines_is_not_stored_until_the_window_is_at_stake(server: ToolLoopServer) -> None:
+    from contextfold.pipeline.consent import OnCompaction
+
+    asked: list[Any] = []
+
+    def decline(notice: Any) -> str:
+        asked.append(notice)
+        return "decline"
+
+    agent, events, config = run(server, persist=True, on_compaction=OnCompaction(decline, "ask"))
+    assert server.failures() == [], server.figures()  # never sent over the window
+    folds = [n for n in asked if n.receipt.occasion == "manual"]
+    declined = [n for n in folds if n.can_decline]
+    assert declined and any(e.stage == "receipt" and e.action == "declined" for e in events)
+    sizes = [len(state.values.get("messages", ())) for state in reversed(list(agent.get_state_history(config)))]
+    shrunk = sum(1 for before, after in zip(sizes, sizes[1:]) if after < before)  # a fold stored in the state
+    assert shrunk == len(folds) - len(declined) > 0, (shrunk, len(folds), len(declined))
