@@ -152,6 +152,8 @@ class Context:
     ``"memory"`` goes on in memory with an event; either way the records wait
     in memory, are written first once the store accepts, and :meth:`close`
     raises while some still wait (see :mod:`.journal`).
+    ``on_compaction`` is told before each automatic compaction, with its receipt, and in ``"ask"`` mode may
+    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did.
     """
 
     def __init__(
