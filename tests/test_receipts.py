@@ -189,3 +189,16 @@ def test_a_fault_in_the_receipt_keeps_the_compaction(monkeypatch: pytest.MonkeyP
     assert any(e.stage == "clear" and e.items for e in context.events), "the compactions were made"
     assert any(e.stage == "receipt" and e.action == "failed" and "a receipt bug" in e.detail for e in context.events)
     assert context.last_receipt is None
+
+
+def test_a_background_summary_put_in_has_a_receipt_and_is_told() -> None:
+    told: list[CompactionNotice] = []
+    policy = Policy(background_summaries="always", clear_first_max_fraction=0.0)
+    context = Context(window_tokens=16_000, policy=policy, on_compaction=OnCompaction(told.append, "ask"))
+    _session(context)
+    context.settle()
+    landed = [r for r in receipts_in(context.events) if r.occasion == "background"]
+    assert landed and landed[0].of_kind("summarized")
+    assert [n.can_decline for n in told if n.receipt in landed] == [False] * len(landed), "made already: told only"
+    for receipt in landed:
+        assert assert_refs_read_back(context, receipt) > 0
