@@ -202,3 +202,19 @@ def test_a_background_summary_put_in_has_a_receipt_and_is_told() -> None:
     assert [n.can_decline for n in told if n.receipt in landed] == [False] * len(landed), "made already: told only"
     for receipt in landed:
         assert assert_refs_read_back(context, receipt) > 0
+
+
+def test_a_damaged_stored_receipt_is_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from contextfold.stores.transcript import TranscriptEvent
+
+    context = Context(window_tokens=16_000)
+    _session(context, rounds=12)
+    context.compact()
+    good = context.last_receipt
+    assert good is not None
+    data = {**good.to_dict(), "added_in_a_later_version": 1}
+    damaged = {key: value for key, value in good.to_dict().items() if key != "taken"}
+    events = [TranscriptEvent(n, "receipt", {"action": "compaction", "data": d}, 0.0, 0)
+              for n, d in enumerate([data, damaged, "nonsense"])]
+    assert stored_receipts(events) == [good]
+    assert "record 1 is left out" in caplog.text and "record 2 is left out" in caplog.text

@@ -121,13 +121,18 @@ class Receipt:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Receipt:
-        """The receipt :meth:`to_dict` wrote (read back from an event, the transcript or a store)."""
-        values = dict(data)
-        values["taken"] = tuple(Taken(**entry) for entry in data.get("taken", ()))
-        values["checks"] = tuple(Check(c["name"], c["present"], tuple(c.get("missing", ()))) for c in data.get("checks", ()))
-        for key in ("stages", "kept", "added"):
-            values[key] = tuple(data.get(key, ()))
-        return cls(**values)
+        """The receipt :meth:`to_dict` wrote (read back from an event, the transcript or a store); fields a later
+        version added are left out. ``ValueError`` for data that is no receipt."""
+        try:
+            values = {key: data[key] for key in cls.__dataclass_fields__}
+            values["taken"] = tuple(Taken(**{key: entry[key] for key in Taken.__dataclass_fields__ if key in entry})
+                                    for entry in data["taken"])
+            values["checks"] = tuple(Check(c["name"], c["present"], tuple(c.get("missing", ()))) for c in data["checks"])
+            for key in ("stages", "kept", "added"):
+                values[key] = tuple(data[key])
+            return cls(**values)
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"not a receipt: {type(error).__name__}: {error}") from None
 
     def headline(self) -> str:
         """One line: why, what, and the tokens before and after."""
@@ -162,9 +167,20 @@ def receipts_in(events: Iterable[Event]) -> list[Receipt]:
 
 
 def stored_receipts(events: Iterable[TranscriptEvent]) -> list[Receipt]:
-    """The receipts among a stored session's events (:attr:`~contextfold.stores.records.Restored.events`), in order."""
-    return [Receipt.from_dict(event.data["data"]) for event in events
-            if event.kind == STAGE and event.data.get("action") == ACTION and isinstance(event.data.get("data"), Mapping)]
+    """The receipts among a stored session's events (:attr:`~contextfold.stores.records.Restored.events`), in order;
+    one that cannot be read (a damaged record) is left out with a warning naming its record."""
+    receipts = []
+    for event in events:
+        if event.kind != STAGE or event.data.get("action") != ACTION:
+            continue
+        try:
+            data = event.data.get("data")
+            if not isinstance(data, Mapping):
+                raise ValueError("its data is not a mapping")
+            receipts.append(Receipt.from_dict(data))
+        except ValueError as error:
+            logger.warning("the receipt of record %d is left out: %s", event.seq, error)
+    return receipts
 
 
 def made(before: Conversation, after: Conversation, events: Sequence[Event], count: Callable[[Conversation], int],
