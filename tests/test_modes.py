@@ -89,3 +89,16 @@ def test_replay_takes_the_mode(corpus_dir: Path) -> None:
     manual = CliRunner().invoke(cli, ["replay", session, "--window", "16000", "--tokenizer", "estimate", "--mode",
                                       "manual"])
     assert manual.exit_code != 0 and "Policy(mode='manual') does not compact it on its own" in manual.output
+
+
+@pytest.mark.parametrize("mode, folds", [("auto", True), ("manual", False), ("off", False)])
+def test_a_frameworks_own_trigger_folds_only_in_auto(mode: str, folds: bool) -> None:
+    from contextfold.integrations._fold import Settings, fold
+
+    context = Context(window_tokens=16_000, policy=Policy(mode="off"))
+    _grow(context, 10)
+    settings = Settings(options={"window_tokens": 16_000, "policy": Policy(mode=mode)})  # type: ignore[arg-type]
+    folded = fold(context.history, settings)
+    assert (folded is not None) is folds
+    if folded is not None:
+        assert folded.receipt is not None and folded.receipt.of_kind("summarized")

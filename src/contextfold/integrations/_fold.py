@@ -109,9 +109,12 @@ def fold(conversation: Conversation, settings: Settings, instructions: str | Non
     """Summarize ``conversation`` the way the pipeline would now; ``None`` when there is nothing to summarize.
 
     The task (the first user message) and a recent tail within the policy's
-    budget stay out of the span; the span never splits a call from its result.
+    budget stay out of the span; the span never splits a call from its result. The framework calls this when
+    its history is due: with ``Policy(mode="manual")`` or ``"off"`` nothing is folded.
     """
     context = settings.context()
+    if context.policy.mode != "auto":  # the framework's trigger is no one asking: manual and off wait to be asked
+        return None
     context.add(conversation)
     events = context.compact(instructions)
     done = [e for e in events if e.stage == "summarize" and e.action == "summarized"]
