@@ -40,7 +40,8 @@ from google.genai import errors, types
 
 from contextfold.adapters.gemini import from_adk_events
 from contextfold.integrations import adk
-from contextfold.integrations.adk import ContextfoldOffload, ContextfoldSummarizer, compaction_config, history_tools
+from contextfold.integrations.adk import (ContextfoldOffload, ContextfoldSummarizer, compaction_config, history_tools,
+                                          session_history)
 from contextfold.stores import StoredSession
 
 SYSTEM = "You are a careful log auditor."
@@ -246,7 +247,11 @@ def test_the_hook_is_told_of_each_compaction_with_the_span_adk_stores(server: To
     compactions = [e.actions.compaction for e in stored if e.actions and e.actions.compaction]
     assert len(told) == len(compactions) == summarizer.compactions >= 2
     assert sum(1 for e in events if e.stage == "receipt" and e.action == "compaction") == len(told)  # on_event too
+    history, _ = session_history(stored)  # what the history tools read: every ref of every receipt names an item
+    ids = {item.id for item in history.items}
     for notice, compaction in zip(told, compactions):
         receipt = notice.receipt
         assert receipt.of_kind("summarized") and receipt.tokens_after < receipt.tokens_before
         assert (receipt.first_time, receipt.last_time) == (compaction.start_timestamp, compaction.end_timestamp)
+        refs = [taken.ref for taken in receipt.taken if taken.read_history is not None]
+        assert refs and set(refs) <= ids, set(refs) - ids
