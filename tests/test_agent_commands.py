@@ -112,3 +112,16 @@ def test_a_declined_shell_command_reaches_the_model_as_an_error(root: Path) -> N
     assert server.exchanges[-1].results == (
         f"bash failed: the user declined to run this command: {survey_plan()[-1].calls[0].arguments['command']}",
     )
+
+
+def test_context_shows_the_last_compactions_receipt(root: Path) -> None:
+    script = PlannedSession(main=survey_plan(), final=SURVEY_ANSWER)
+    lines = ["Survey the modules and run the tests.", "y", "/context", "/compact", "/context", "/exit"]
+    with ScriptedModel(script) as server:
+        output = chat(root, server, lines)
+    sections = re.split(r"^> (?=\S)", output, flags=re.MULTILINE)
+    before, after = sections[2], sections[4]
+    assert "last compaction" not in before, "nothing was compacted yet"
+    assert "last compaction" in after and re.search(r"manual compaction \([^)]*summarize", after)
+    assert re.search(r"summarized\s+\w+\s+[\d,]+ tok\s+read_history\(\"it_[0-9a-f]+\"\)", after)
+    assert "checks: task ok" in after

@@ -214,7 +214,8 @@ def test_a_compaction_trigger_in_band_is_taken_from_the_reply(fake_llm: FakeLLMS
     (item,) = context.view().items
     (summary,) = item.blocks
     assert isinstance(summary, Summary) and summary.native["encrypted_content"] == "ENCRYPTED-INBAND"
-    assert "Rename helper to assist" in summary.text and context.events[-1].items[: len(sent)] == tuple(sent)
+    assert "Rename helper to assist" in summary.text and next(e for e in reversed(context.events) if e.stage == "native").items[: len(sent)] == tuple(sent)
+    assert context.last_receipt is not None and context.last_receipt.occasion == "provider"  # its receipt, too
     context.add([{"role": "user", "content": "Go on."}])
     send("responses", client, context.prepare(), False)
     assert fake_llm.problems == []

@@ -42,6 +42,7 @@ from .errors import (
     OutputNotStored,
     OversizedBlock,
     ProviderRequired,
+    RequestOverWindow,
     SessionExists,
     SessionFormatError,
     SessionNotFound,
@@ -78,7 +79,9 @@ from .limits import (
     register_model,
 )
 from .pipeline.base import Budget, Policy, Prices, Rule, Stage, Tier
+from .pipeline.consent import CompactionNotice, OnCompaction
 from .pipeline.edits import apply_changes, with_result
+from .pipeline.receipts import Receipt
 from .pipeline.tiers import DEFAULT_PIPELINE, Pipeline
 from .stores.transcript import Transcript
 from .tokens import Estimator, TokenCounter
@@ -92,6 +95,7 @@ __all__ = [
     "BlobNotFound",
     "Block",
     "Budget",
+    "CompactionNotice",
     "Context",
     "ContextOverflow",
     "ContextfoldError",
@@ -119,6 +123,7 @@ __all__ = [
     "MissingDependency",
     "ModelLimits",
     "ModelPrices",
+    "OnCompaction",
     "Opaque",
     "OutputNotStored",
     "OversizedBlock",
@@ -126,6 +131,8 @@ __all__ = [
     "Policy",
     "Prices",
     "ProviderRequired",
+    "Receipt",
+    "RequestOverWindow",
     "RedactedThinking",
     "Repair",
     "Round",

@@ -30,6 +30,7 @@ __all__ = [
     "OutputNotStored",
     "OversizedBlock",
     "ProviderRequired",
+    "RequestOverWindow",
     "SessionExists",
     "SessionFormatError",
     "SessionNotFound",
@@ -245,6 +246,27 @@ class ContextOverflow(ContextfoldError):
             f"the smallest request contextfold can make is {smallest_tokens:,} tokens, over the {window_tokens:,}-token "
             f"window: {what}; use a model with a larger window, or shorten the system prompt, tools or task"
         )
+
+
+class RequestOverWindow(ContextOverflow):
+    """The request is over the window and the policy's mode lets nothing compact it now.
+
+    ``Policy(mode="manual")`` compacts only when asked (``Context.compact()``,
+    ``/compact``, the agent's tool), ``mode="off"`` never: rather than send a
+    request the provider would refuse, the step raises this, with the request's
+    size (``smallest_tokens``), the ``window_tokens`` and the ``mode``. A
+    :class:`ContextOverflow`, so a caller that handles that handles this too.
+    """
+
+    def __init__(self, tokens: int, window_tokens: int, mode: str) -> None:
+        self.mode = mode
+        remedy = ("call compact() (or /compact) first, or" if mode == "manual" else
+                  "set Policy(mode=\"auto\") or \"manual\" and compact, or")
+        ContextfoldError.__init__(
+            self, f"the request is {tokens:,} tokens, over the {window_tokens:,}-token window, and Policy(mode="
+                  f"{mode!r}) does not compact it on its own: {remedy} start a fresh context")
+        self.smallest_tokens = tokens
+        self.window_tokens = window_tokens
 
 
 class SummarizerError(ContextfoldError):

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,17 @@ def naming_history_tools(model: ScriptedModel) -> list[int]:
     told to call a tool it lacks calls it, and its framework answers with an error or stops the run)."""
     return [n for n, exchange in enumerate(model.exchanges)
             if any(name in json.dumps(exchange.body) for name in ("search_history", "read_history"))]
+
+
+def assert_told_with_receipts(context: Any, told: list[Any], receipts: list[Any]) -> None:
+    """The integration's ``on_compaction`` hook was told of each automatic compaction with its receipt, the receipts
+    it exposes are the Context's, and every read_history reference of each returns the item it names."""
+    from test_receipts import assert_refs_read_back
+
+    from contextfold.pipeline.receipts import receipts_in
+
+    assert told, "the loop compacted, and the hook was told"
+    assert receipts == receipts_in(context.events)
+    assert [notice.receipt for notice in told] == [r for r in receipts if r.occasion != "manual"]
+    assert sum(assert_refs_read_back(context, receipt) for receipt in receipts) > 0
+

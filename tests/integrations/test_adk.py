@@ -49,6 +49,7 @@ from contextfold.integrations.adk import (
     compact_tool,
     compaction_config,
     history_tools,
+    session_history,
 )
 from contextfold.stores import StoredSession
 
@@ -76,10 +77,11 @@ async def _ask(runner: Runner, session_id: str, text: str) -> str:
     return answer
 
 
-def run(server: ToolLoopServer) -> tuple[ContextfoldSummarizer, list[Event], list[Any], str]:
+def run(server: ToolLoopServer, **options: Any) -> tuple[ContextfoldSummarizer, list[Event], list[Any], str]:
     """One invocation on the task, then one more question on the stored session."""
     events: list[Event] = []
-    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append)
+    summarizer = ContextfoldSummarizer(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_event=events.append,
+                                       **options)
     model = Gemini(model="gemini-2.5-flash", base_url=server.base_url("gemini"))
     agent = LlmAgent(name="auditor", model=model, instruction=SYSTEM, tools=[read_chunk])
     app = App(name="audit", root_agent=agent, events_compaction_config=compaction_config(summarizer))
@@ -266,3 +268,18 @@ def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_
         answer = asyncio.run(go())
     assert server.problems == [] and server.missed == [] and answer == COMPACT_FINAL
     assert len(server.summary_requests) == 1 and summarizer.compactions == 1  # when asked, never by the trigger
+def test_the_hook_is_told_of_each_compaction_with_the_span_adk_stores(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    summarizer, events, stored, follow_up = run(server, on_compaction=told.append)
+    assert server.failures() == [] and follow_up == FINAL, server.figures()
+    compactions = [e.actions.compaction for e in stored if e.actions and e.actions.compaction]
+    assert len(told) == len(compactions) == summarizer.compactions >= 2
+    assert sum(1 for e in events if e.stage == "receipt" and e.action == "compaction") == len(told)  # on_event too
+    history, _ = session_history(stored)  # what the history tools read: every ref of every receipt names an item
+    ids = {item.id for item in history.items}
+    for notice, compaction in zip(told, compactions):
+        receipt = notice.receipt
+        assert receipt.of_kind("summarized") and receipt.tokens_after < receipt.tokens_before
+        assert (receipt.first_time, receipt.last_time) == (compaction.start_timestamp, compaction.end_timestamp)
+        refs = [taken.ref for taken in receipt.taken if taken.read_history is not None]
+        assert refs and set(refs) <= ids, set(refs) - ids

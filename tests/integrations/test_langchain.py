@@ -20,9 +20,10 @@ from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold import Event
+from contextfold.pipeline.receipts import receipts_in
 from contextfold.summarizers.base import SUMMARY_PREAMBLE
 from contextfold.testing.scripted import Call, ScriptedModel, Seen, Turn
 
@@ -177,3 +178,44 @@ def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_
     assert agent.get_state(config).values["messages"][-1].content == COMPACT_FINAL
     assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
     assert sum(1 for e in events if e.stage == "compact_context" and e.action == "asked") == 1
+@pytest.mark.parametrize("persist", [False, True], ids=["transient", "persisted"])
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer,
+                                                                          persist: bool) -> None:
+    told: list[Any] = []
+    heard: list[Event] = []
+    model = ChatOpenAI(model="gpt-4.1", base_url=server.base_url("openai"), api_key="test", max_retries=0)
+    middleware = ContextfoldMiddleware(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, persist=persist,
+                                       on_event=heard.append, on_compaction=told.append)
+    agent = create_agent(model, tools=[read_chunk], system_prompt=SYSTEM, middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "audit"}, "recursion_limit": 1_000}
+    agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config)
+    assert server.failures() == [], server.figures()
+    assert any(e.stage == "receipt" for e in heard), "on_event hears the receipts too"
+    context = middleware.context(agent.get_state(config).values["messages"])
+    assert context is not None
+    if not persist:
+        assert_told_with_receipts(context, told, receipts_in(context.events))
+    else:  # the state itself was compacted, a fold each time, announced like an automatic compaction (warn mode)
+        folds = [notice for notice in told if notice.receipt.occasion == "manual"]
+        assert folds and all(notice.can_decline is False and notice.receipt.of_kind("summarized") for notice in folds)
+        assert all(notice.receipt.checks[0].present for notice in folds), "the task is still there"
+
+
+def test_a_fold_the_app_declines_is_not_stored_until_the_window_is_at_stake(server: ToolLoopServer) -> None:
+    from contextfold.pipeline.consent import OnCompaction
+
+    asked: list[Any] = []
+
+    def decline(notice: Any) -> str:
+        asked.append(notice)
+        return "decline"
+
+    agent, events, config = run(server, persist=True, on_compaction=OnCompaction(decline, "ask"))
+    assert server.failures() == [], server.figures()  # never sent over the window
+    folds = [n for n in asked if n.receipt.occasion == "manual"]
+    declined = [n for n in folds if n.can_decline]
+    assert declined and any(e.stage == "receipt" and e.action == "declined" for e in events)
+    sizes = [len(state.values.get("messages", ())) for state in reversed(list(agent.get_state_history(config)))]
+    shrunk = sum(1 for before, after in zip(sizes, sizes[1:]) if after < before)  # a fold stored in the state
+    assert shrunk == len(folds) - len(declined) > 0, (shrunk, len(folds), len(declined))

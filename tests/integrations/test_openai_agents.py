@@ -22,7 +22,7 @@ from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters import from_responses, to_responses
 
@@ -184,3 +184,10 @@ def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_
     assert server.problems == [] and server.missed == [] and result.final_output == COMPACT_FINAL
     assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
     assert compactor.mirror("auditor").context.stats()["events"].get("compact_context:asked") == 1
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_compaction=told.append)
+    result = asyncio.run(agents.Runner.run(_agent(server), TASK, max_turns=100, hooks=compactor.hooks,
+                                           run_config=agents.RunConfig(call_model_input_filter=compactor)))
+    assert result.final_output == FINAL and server.failures() == [], server.figures()
+    assert_told_with_receipts(compactor.mirror("auditor").context, told, compactor.receipts)

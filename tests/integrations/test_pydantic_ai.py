@@ -21,7 +21,7 @@ from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
@@ -141,3 +141,9 @@ def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_
     assert server.problems == [] and server.missed == [] and result.output == COMPACT_FINAL
     assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
     assert history.context.stats()["events"].get("compact_context:asked") == 1
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, on_compaction=told.append)
+    result = _agent(server, history).run_sync(TASK, usage_limits=pydantic_ai.UsageLimits(request_limit=100))
+    assert result.output == FINAL and server.failures() == [], server.figures()
+    assert_told_with_receipts(history.context, told, history.receipts)

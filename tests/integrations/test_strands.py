@@ -20,7 +20,7 @@ from compact_server import summarizer as compact_summarizer
 from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
-from support import naming_history_tools, pairing_disabled, require
+from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
 from contextfold.adapters.strands import from_strands, to_strands
 
@@ -48,12 +48,12 @@ def server() -> Iterator[ToolLoopServer]:
         yield model
 
 
-def _agent(server: ToolLoopServer, sessions: Path | None = None) -> Any:
+def _agent(server: ToolLoopServer, sessions: Path | None = None, **options: Any) -> Any:
     model = OpenAIModel(
         client_args={"base_url": server.base_url("openai"), "api_key": "test", "max_retries": 0},
         model_id="gpt-4.1", params={"max_tokens": 1024},
     )
-    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024)
+    manager = ContextfoldConversationManager(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, **options)
     session = FileSessionManager(session_id="audit", storage_dir=str(sessions)) if sessions else None
     return strands.Agent(
         model=model, tools=[read_chunk], system_prompt="You are a careful log auditor.", conversation_manager=manager,
@@ -151,3 +151,9 @@ def test_the_agent_asks_for_a_compaction_and_the_next_request_is_compacted_with_
     assert server.problems == [] and server.missed == [] and str(result).strip() == COMPACT_FINAL
     assert len(server.summary_requests) == 1  # compacted when asked, once, never by the trigger
     assert manager.context.stats()["events"].get("compact_context:asked") == 1
+def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(server: ToolLoopServer) -> None:
+    told: list[Any] = []
+    agent = _agent(server, on_compaction=told.append)
+    assert str(agent(TASK)).strip() == FINAL and server.failures() == [], server.figures()
+    manager = agent.conversation_manager
+    assert_told_with_receipts(manager.context, told, manager.receipts)

@@ -3,7 +3,7 @@
 Each is a function of the :class:`Session` and the text after the command
 name, printing what it promises: ``/compact`` the compaction it made (what
 was summarized, tokens before and after, the instructions), ``/context`` what
-fills the window now by kind with a bar, ``/cost`` the tokens every model call
+fills the window now by kind with a bar, and the last compaction's receipt, ``/cost`` the tokens every model call
 reported and their price with prompt-cache rates.
 """
 
@@ -25,6 +25,8 @@ from .loop import Agent
 
 BAR_CELLS = 40
 """Width of the window bar, in characters."""
+RECEIPT_LINES = 8
+"""Items of the last compaction's receipt ``/context`` lists (with how many more)."""
 
 
 @dataclass
@@ -82,6 +84,11 @@ def context_breakdown(session: Session, _: str) -> None:
     console.print(
         f"[dim]by kind: the estimate ({composition.total_tokens:,} tokens); total: anchored on reported usage[/]"
     )
+    receipt = context.last_receipt
+    if receipt is not None:  # what the last compaction took out, and how the agent reads each back
+        console.print("[bold]last compaction[/]")
+        for line in receipt.lines(limit=RECEIPT_LINES):
+            console.print(f"  {line}", markup=False, highlight=False)
 
 
 def cost(session: Session, _: str) -> None:

@@ -30,7 +30,7 @@ from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
 from ..context import Context
-from ..errors import ContextfoldError, ProviderRequired, UnknownModel, UnknownPriceWarning
+from ..errors import ContextfoldError, ProviderRequired, RequestOverWindow, UnknownModel, UnknownPriceWarning
 from ..limits import model_limits, require_provider
 from ..pipeline.base import DEFAULT_PRICES, Policy
 from .options import check_window, command_line_message, fail, preset_option
@@ -168,7 +168,7 @@ def chat(
         if task is None:
             _repl(Session(agent, display, lambda: new_context(name, window, provider, root, policy)), f"{provider} {name}")
             return
-        reported: tuple[type[BaseException], ...] = (TurnLimit, *client.api_errors)
+        reported: tuple[type[BaseException], ...] = (TurnLimit, RequestOverWindow, *client.api_errors)
         try:
             answer = agent.ask(task)
         except reported as error:
@@ -206,7 +206,7 @@ def _turn(session: Session, line: str) -> None:
         return
     if not line:
         return
-    reported: tuple[type[BaseException], ...] = (TurnLimit, *agent.model.api_errors)
+    reported: tuple[type[BaseException], ...] = (TurnLimit, RequestOverWindow, *agent.model.api_errors)
     try:
         agent.ask(line)
     except KeyboardInterrupt:

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -27,7 +27,7 @@ from ..conversation import Conversation
 from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
 from ..limits import resolve_limits
 from ..importers import FORMATS
-from ..pipeline.base import PRESETS, Policy
+from ..pipeline.base import MODES, PRESETS, Mode, Policy
 from ..replay.run import Progress as ProgressCallback
 from ..redaction import redact_credentials, redact_url
 from ..stores import open_store, split_session_ref
@@ -228,11 +228,20 @@ def format_option(function: F) -> F:
 
 def preset_option(function: F) -> F:
     """``--preset``: the point on the cost / usable-context frontier the pipeline runs at (``Policy.preset``),
-    passed to the command as a :class:`~contextfold.pipeline.base.Policy`."""
+    and ``--mode``: when it may compact (``Policy.mode``); passed to the command as one
+    :class:`~contextfold.pipeline.base.Policy`."""
+
+    @functools.wraps(function)
+    def with_mode(*args: Any, mode: Mode, policy: Policy, **kwargs: Any) -> Any:
+        return function(*args, policy=replace(policy, mode=mode), **kwargs)
+
+    moded = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
+                         help="When the pipeline compacts: auto (on its own), manual (only when asked: /compact; a "
+                         "request over the window is refused), off (never).")(with_mode)
     return click.option("--preset", "policy", type=click.Choice(tuple(PRESETS)), default="balanced", show_default=True,
                         callback=lambda context, parameter, name: Policy.preset(name),
                         help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
-                        "default), thorough (keeps the most); see the README's Presets.")(function)
+                        "default), thorough (keeps the most); see the README's Presets.")(moded)  # type: ignore[return-value]
 
 
 def summarizer_options(function: F) -> F:

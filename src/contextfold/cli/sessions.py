@@ -26,7 +26,9 @@ from ..context.timeline import Timeline
 from ..private_files import replace_file
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
+from ..pipeline.receipts import stored_receipts
 from ..stores.records import restore, to_line
+from ..stores.transcript import Restored
 from .options import existing, reports_errors
 
 store_option = click.option(
@@ -66,24 +68,39 @@ def list_sessions(location: str, as_json: bool) -> None:
 @store_option
 @click.argument("session_id")
 @json_option
+@click.option("--receipts", "with_receipts", is_flag=True,
+              help="Also each compaction's receipt: what it took out, and the read_history call that reads each back.")
 @reports_errors
-def show(location: str, session_id: str, as_json: bool) -> None:
+def show(location: str, session_id: str, as_json: bool, with_receipts: bool) -> None:
     """What one session holds: items by role, events by kind, its view checkpoints and current view."""
-    figures = describe(location, session_id)
+    restored = _restored(location, session_id)
+    figures = describe(restored, session_id)
+    receipts = stored_receipts(restored.events) if with_receipts else []
     if as_json:
-        click.echo(json.dumps(figures, ensure_ascii=False))
+        click.echo(json.dumps({**figures, "receipts": [r.to_dict() for r in receipts]} if with_receipts else figures,
+                              ensure_ascii=False))
         return
     table = Table("figure", "value", title=f"session {session_id}", title_justify="left")
     for key, value in figures.items():
         shown = ", ".join(f"{k} {v:,}" for k, v in value.items()) if isinstance(value, dict) else str(value)
         table.add_row(key.replace("_", " "), shown)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if with_receipts:
+        console.print(f"{len(receipts)} compaction receipt(s)", highlight=False)
+    for number, receipt in enumerate(receipts, 1):
+        console.print(f"\n[bold]receipt {number}[/]", highlight=False)
+        for line in receipt.lines(limit=1_000):
+            console.print(line, markup=False, highlight=False)
 
 
-def describe(location: str, session_id: str) -> dict[str, Any]:
-    """The figures ``show`` prints."""
+def _restored(location: str, session_id: str) -> Restored:
     with closing(open_store(existing(location), read_only=True)) as store:  # a live session's writer keeps its lock
-        restored = restore(f"{store.url}#{session_id}", store.read(session_id))
+        return restore(f"{store.url}#{session_id}", store.read(session_id))
+
+
+def describe(restored: Restored, session_id: str) -> dict[str, Any]:
+    """The figures ``show`` prints."""
     history = restored.conversation
     checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]
     timeline = Timeline()  # the view a resume takes: from the last usable checkpoint (a damaged one is passed over)

@@ -39,6 +39,8 @@ from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import HistoryTools
 from ..pipeline import asked as asked_compaction
 from ..pipeline.base import Policy
+from ..pipeline.consent import CompactionNotice, OnCompaction, consent_of
+from ..pipeline.receipts import Receipt, receipts_in
 from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, SETTLE, TURN_BOUNDARY, Pipeline, Steward
 from ..stores import AsyncStore, Store, StoredSession
 from ..stores.transcript import Transcript
@@ -91,6 +93,8 @@ class Context:
     (:class:`~.storage.Storage`, held as :attr:`storage`). ``clock`` gives the time in seconds (``None``: the
     prompt cache is taken to be warm); ``pipeline`` the stages to run (:data:`~contextfold.pipeline.DEFAULT_PIPELINE`
     with stages added, replaced or removed); ``cache_diagnostics`` asks the provider why it missed a cached prefix.
+    ``on_compaction`` is told before each automatic compaction, with its receipt, and in ``"ask"`` mode may
+    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did.
     """
 
     def __init__(self, model: str | None = None, *, window_tokens: int | None = None,
@@ -100,19 +104,17 @@ class Context:
                  store: Store | AsyncStore | str | Path | None = None, session_id: str | None = None,
                  results_dir: str | Path | None = None, provider: str | None = None, estimator: Estimator | None = None,
                  clock: Callable[[], float | None] = time.time, pipeline: Pipeline | None = None,
-                 on_store_failure: OnStoreFailure = "raise", cache_diagnostics: bool = False) -> None:
+                 on_store_failure: OnStoreFailure = "raise", cache_diagnostics: bool = False,
+                 on_compaction: OnCompaction | Callable[[CompactionNotice], object] | None = None) -> None:
         self.limits = resolve_limits(model, window_tokens, max_output_tokens,
                                      default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
         self.model, self.clock, self.window_tokens = model, clock, self.limits.context_window
-        self.cache_diagnostics = cache_diagnostics
+        self.cache_diagnostics, self.on_compaction = cache_diagnostics, on_compaction
         self.provider = adapter_for(require_provider(model, provider, PROVIDERS)).name
         self.policy = (policy or Policy()).for_model(model).for_window(self.limits.context_window)
         self.estimator = estimator or Estimator()
         self.counter = TokenCounter(self.estimator)
-        if pipeline is not None and not isinstance(pipeline, Pipeline):
-            raise InvalidPipeline("pipeline", f"Context(pipeline=...) takes a Pipeline (DEFAULT_PIPELINE.add(...)), "
-                                  f"not {type(pipeline).__name__}")
-        self.steward = Steward(self.policy, pipeline or DEFAULT_PIPELINE)
+        self.steward = Steward(self.policy, _checked(pipeline))
         self.summarizer = summarizer or _default_summarizer()
         self.events: list[Event] = []
         self._subscribers: list[Callable[[Event], None]] = []
@@ -123,7 +125,8 @@ class Context:
         self.results_dir = self.storage.results_folder(self._journal, self.session_id)
         self._parts = Parts(self.session_id, self.limits, self.policy, lambda: self.summarizer, self.estimator,
                             self.counter, self.steward, self._timeline, self._journal,
-                            Flight(lambda: self._journal.session), clock, self._emit, self.results_dir)
+                            Flight(lambda: self._journal.session), clock, self._emit, self.results_dir,
+                            consent_of(on_compaction))
         self._incoming = Incoming(self._parts, lambda: self.storage.blobs(self._journal))
         self._background = Background(self._parts)
         self._sending = Sending(self.provider, self.estimator.text, lambda: self.cache_diagnostics)
@@ -151,6 +154,11 @@ class Context:
     def summary_running(self) -> bool:
         """A summary is being made in the background (the next step after it ends puts it in)."""
         return self._background.running
+
+    @property
+    def last_receipt(self) -> Receipt | None:
+        """What the last compaction did, and how to read back each item it took out (:mod:`contextfold.pipeline.receipts`)."""
+        return next(iter(receipts_in(e for e in reversed(self.events) if e.stage == "receipt")), None)
 
     @property
     def history(self) -> Conversation:
@@ -304,8 +312,7 @@ class Context:
 
     def compact_tool(self, provider: str | None = None) -> dict[str, Any]:
         """The definition of ``compact_context`` in ``provider``'s tool format (:meth:`answer_tool_call` answers it)."""
-        return dict(adapter_for(provider or self.provider).write_header(Header(tools=(asked_compaction.COMPACT_SPEC,)))
-                    .fields["tools"][0])
+        return asked_compaction.definition(adapter_for(provider or self.provider))
 
     def idle_compaction_at(self) -> float | None:
         """When (on ``clock``) to call :meth:`compact_if_idle`: just before the prompt cache of the last request
@@ -320,17 +327,7 @@ class Context:
     def fork(self, *, session_id: str | None = None, keep_history: bool = False) -> Context:
         """A context for a subagent: same model, policy and header, its own budget, counter and transcript; empty
         (``keep_history=True`` copies the view). The parent sees only what the caller adds back."""
-        storage = self.storage.forked(self.transcript, session_id or f"{self.session_id}.sub-{new_id('f')[2:]}")
-        child = Context(self.model, window_tokens=self.window_tokens, max_output_tokens=self.limits.max_output_tokens,
-                        policy=self.policy, summarizer=self.summarizer, transcript=storage.transcript,
-                        session_id=storage.session_id, provider=self.provider,
-                        estimator=Estimator(self.estimator.text, self.estimator.costs), clock=self.clock,
-                        pipeline=self.steward.pipeline, on_store_failure=storage.on_store_failure,
-                        cache_diagnostics=self.cache_diagnostics)
-        child.set_header(self.history.header)
-        if keep_history:
-            child.add(list(self.view().items))
-        return child
+        return _forked(self, session_id, keep_history)
 
     def stats(self) -> dict[str, Any]:
         """Figures for a status line or a report."""
@@ -341,26 +338,13 @@ class Context:
                **options: Any) -> Context:
         """The context of a session recorded in ``store`` as it was: its history, and the view it was sending
         (:class:`~contextfold.errors.SessionNotFound` if it is not there). ``options`` are those of Context."""
-        return cls._restored(StoredSession.resume(store, session_id), model, **options)
+        return _restored(cls, StoredSession.resume(store, session_id), model, **options)
 
     @classmethod
     def open(cls, store: Store | str | Path, session_id: str, model: str | None = None, **options: Any) -> Context:
         """The session ``session_id`` of ``store``, resumed as :meth:`resume` does if it is there, else started:
         what a service handling "the next message of session X" calls (two workers opening it at once share it)."""
-        return cls._restored(StoredSession.open(store, session_id), model, **options)
-
-    @classmethod
-    def _restored(cls, session: StoredSession, model: str | None, **options: Any) -> Context:
-        """The context over ``session``, with its history and view restored (empty for a new session)."""
-        try:
-            context = cls(model, transcript=session, session_id=session.session_id, **options)
-            context._emit(context._timeline.restore(session.restored, session.session_id))
-            context._step.resumed()
-            context.steward.resumed(context.counter.count(context.view()))  # the session priced what it sent as it went
-        except BaseException:  # a failed resume releases the session (its lock) on every path
-            session.close()
-            raise
-        return context
+        return _restored(cls, StoredSession.open(store, session_id), model, **options)
 
     @classmethod
     async def acreate(cls, model: str | None = None, **options: Any) -> Context:
@@ -390,3 +374,39 @@ class Context:
     acompact, asettle, aclose = _twin(compact), _twin(settle), _twin(close)
     asearch_history, aread_history = _twin(search_history), _twin(read_history)
     aanswer_tool_call, acompact_if_idle = _twin(answer_tool_call), _twin(compact_if_idle)
+
+
+def _checked(pipeline: Pipeline | None) -> Pipeline:
+    """``Context(pipeline=...)``, or the default; anything but a :class:`Pipeline` is :class:`InvalidPipeline`."""
+    if pipeline is not None and not isinstance(pipeline, Pipeline):
+        raise InvalidPipeline("pipeline", f"Context(pipeline=...) takes a Pipeline (DEFAULT_PIPELINE.add(...)), "
+                              f"not {type(pipeline).__name__}")
+    return pipeline or DEFAULT_PIPELINE
+
+
+def _forked(parent: Context, session_id: str | None, keep_history: bool) -> Context:
+    """:meth:`Context.fork`: the subagent's context, kept beside the parent's session under its own id."""
+    storage = parent.storage.forked(parent.transcript, session_id or f"{parent.session_id}.sub-{new_id('f')[2:]}")
+    child = Context(parent.model, window_tokens=parent.window_tokens,
+                    max_output_tokens=parent.limits.max_output_tokens, policy=parent.policy,
+                    summarizer=parent.summarizer, transcript=storage.transcript, session_id=storage.session_id,
+                    provider=parent.provider, estimator=Estimator(parent.estimator.text, parent.estimator.costs),
+                    clock=parent.clock, pipeline=parent.steward.pipeline, on_store_failure=storage.on_store_failure,
+                    cache_diagnostics=parent.cache_diagnostics, on_compaction=parent.on_compaction)
+    child.set_header(parent.history.header)
+    if keep_history:
+        child.add(list(parent.view().items))
+    return child
+
+
+def _restored(cls: type[Context], session: StoredSession, model: str | None, **options: Any) -> Context:
+    """The context over ``session``, with its history and view restored (empty for a new session)."""
+    try:
+        context = cls(model, transcript=session, session_id=session.session_id, **options)
+        context._emit(context._timeline.restore(session.restored, session.session_id))
+        context._step.resumed()
+        context.steward.resumed(context.counter.count(context.view()))  # the session priced what it sent as it went
+    except BaseException:  # a failed resume releases the session (its lock) on every path
+        session.close()
+        raise
+    return context

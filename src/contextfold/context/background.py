@@ -32,6 +32,7 @@ from ..events import Event
 from ..pipeline.base import Budget
 from ..pipeline.step import DUE, MANUAL, SETTLE, Occasion
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult
+from ..pipeline.consent import announced
 from .off_loop import off_loop
 from .parts import Parts
 
@@ -205,7 +206,8 @@ class Background:
         applied = Event("summarize", "applied", tokens_before=before, tokens_after=after,
                         detail=f"the background summary replaced {placed.end - placed.start} item(s) of the view",
                         data={"start": placed.start, "replaced": placed.end - placed.start, "made": len(placed.items)})
-        return view, [*events, applied], processed + len(placed.items) - (placed.end - placed.start)
+        told = announced(current, view, outcome.events, parts.counter.count, parts.estimator.item, "none", parts.consent)
+        return view, [*events, applied, *told], processed + len(placed.items) - (placed.end - placed.start)
 
     def drop(self, why: str | None, events: list[Event], calls: tuple[Any, ...] = ()) -> list[Event]:
         """Let the background summary go (its result, if it comes, is never used); ``events`` and a

@@ -33,6 +33,7 @@ from ..events import Event
 from ..summarizers.base import SUMMARY_PREAMBLE, SummaryRequest
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..usage import Usage
+from ..pipeline.consent import announced
 from .background import splice
 from .parts import Parts
 
@@ -170,7 +171,9 @@ class NativeCompaction:
                     event = Event(STAGE, "compacted", tuple(item.id for item in covered.items),
                                   parts.counter.count(view), parts.counter.count(new), detail, data,
                                   ((covered, usage),) if usage else ())
-            parts.record([event])
+            told = [] if isinstance(new, str) else announced(view, new, [event], parts.counter.count,
+                                                             parts.estimator.item, "provider", parts.consent)
+            parts.record([event, *told])
             return [event]
         finally:
             parts.flight.end_step()

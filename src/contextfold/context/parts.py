@@ -15,6 +15,7 @@ from pathlib import Path
 from ..events import Event
 from ..limits import ModelLimits
 from ..pipeline.base import Policy
+from ..pipeline.consent import Consent
 from ..pipeline.stages.fit import COUNT_MARGIN
 from ..pipeline.step import Steward
 from ..summarizers.base import Summarizer
@@ -43,6 +44,8 @@ class Parts:
     emit: Emit
     """Every event goes out through it: kept, written to the session, given to the subscribers."""
     results_dir: Path | None
+    consent: Consent | None
+    """What is asked before a compaction is kept, and told of one made (``Context(on_compaction=...)``)."""
 
     @property
     def window_tokens(self) -> int:

@@ -104,7 +104,8 @@ class Step:
             # While a summary runs in the background no batch edit is priced: the summary rewrites the prefix
             # anyway, and an edit of its span would only get it discarded.
             deciding = replace(occasion, edits=False) if background.running else occasion
-            view, events = parts.steward.run(base, self.budget(new_from=new_from, **budget), deciding, defer)
+            view, events = parts.steward.run(base, self.budget(new_from=new_from, **budget), deciding, defer,
+                                             parts.consent)
             if background.wait_for is not None:  # nothing decided here is kept: the step decides afresh after waiting
                 return self._waiting(background.wait_for)
             if view is not parts.timeline.view:

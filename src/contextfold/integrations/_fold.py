@@ -26,6 +26,8 @@ from typing import Any
 from ..context import Context
 from ..conversation import Conversation, Item, Summary
 from ..events import Event
+from ..pipeline.consent import consent_of
+from ..pipeline.receipts import Receipt
 from ..summarizers.base import SUMMARY_PREAMBLE
 
 log = logging.getLogger("contextfold.integrations")
@@ -33,12 +35,14 @@ log = logging.getLogger("contextfold.integrations")
 
 @dataclass(frozen=True)
 class Folded:
-    """A compaction: ``span`` (the history items it replaces, in order), ``summary`` and ``restored`` (or ``None``)."""
+    """A compaction: ``span`` (the history items it replaces, in order), ``summary`` and ``restored`` (or ``None``),
+    and its ``receipt`` (the refs it lists are the ids of the items of the history it was given)."""
 
     span: tuple[Item, ...]
     summary: Item
     restored: Item | None
     events: tuple[Event, ...]
+    receipt: Receipt | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -105,17 +109,33 @@ def fold(conversation: Conversation, settings: Settings, instructions: str | Non
     """Summarize ``conversation`` the way the pipeline would now; ``None`` when there is nothing to summarize.
 
     The task (the first user message) and a recent tail within the policy's
-    budget stay out of the span; the span never splits a call from its result.
+    budget stay out of the span; the span never splits a call from its result. The framework calls this when
+    its history is due: with ``Policy(mode="manual")`` or ``"off"`` nothing is folded.
     """
     context = settings.context()
+    if context.policy.mode != "auto":  # the framework's trigger is no one asking: manual and off wait to be asked
+        return None
     context.add(conversation)
     events = context.compact(instructions)
     done = [e for e in events if e.stage == "summarize" and e.action == "summarized"]
-    if not done:
+    if not done or not _consented(context, settings):
         return None
     view = context.view()
     summary = next(item for item in view if item.meta.get("summary"))
     restored = next((item for item in view if item.meta.get("restored")), None)
     covered = set(done[-1].items)
     span = tuple(item for item in conversation if item.id in covered)
-    return Folded(span, summary, restored, tuple(events))
+    return Folded(span, summary, restored, tuple(events), context.last_receipt)
+
+
+def _consented(context: Context, settings: Settings) -> bool:
+    """Whether the app's ``on_compaction`` (among the options) lets the framework store this compaction: the
+    framework decided it is due, so it is announced like an automatic one, and may be declined while the history
+    still fits the window (nothing is stored then; the framework asks again next time)."""
+    consent = consent_of(settings.options.get("on_compaction"))
+    receipt = context.last_receipt
+    if consent is None or receipt is None:
+        return True
+    verdict = consent(receipt, receipt.tokens_before <= context.hard_tokens)
+    context.record_events(verdict.events)
+    return verdict.proceed

@@ -56,7 +56,7 @@ that opens the same ADK session and store.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
@@ -155,7 +155,9 @@ class ContextfoldSummarizer(BaseEventsSummarizer):
         """The offered events as a conversation; the summary ADK puts first (its seed) is a summary again."""
         answered = {r.id for event in events for r in event.get_function_responses() if r.id}
         conversation = from_adk_events(events, known_call_ids=answered)  # a range may open with a call's response
-        return conversation.with_items(self.states.revive(item) for item in conversation)
+        # the ids the history tools give these items (session_history), so the receipt's refs and the summary's are theirs
+        items = _with_event_refs(conversation, _offloaded(events))
+        return conversation.with_items(self.states.revive(item) for item in items)
 
 
 def _event_range(events: Sequence[AdkEvent], folded: Folded, conversation: Conversation) -> tuple[float, float] | None:
@@ -333,7 +335,17 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
     same on every call; an offloaded output's is the ref its preview names), and the ids of the items no
     compaction hides (the requests still hold them)."""
     read = from_adk_events([event for event in events if not (event.actions and event.actions.compaction)])
-    offloaded = _offloaded(events)
+    items = _with_event_refs(read, _offloaded(events))
+    ranges = [(e.actions.compaction.start_timestamp, e.actions.compaction.end_timestamp) for e in events
+              if e.actions and e.actions.compaction]
+    hidden = {item.id for item in items if item.timestamp is not None
+              and any(start <= item.timestamp <= end for start, end in ranges if start is not None and end is not None)}
+    return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
+
+
+def _with_event_refs(read: Conversation, offloaded: Mapping[str, tuple[str, dict[str, str]]]) -> list[Item]:
+    """``read``'s items with ids from their events' ids (``it_<event id>_<n>``, the same on every reading; an
+    offloaded output's is the ref its preview names): the history tools and a compaction's receipt name them alike."""
     counts: dict[str, int] = {}
     items = []
     for item in read:
@@ -343,11 +355,7 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
         record = offloaded.get(result.call_id) if result is not None else None
         ref, where = record if record is not None else (f"it_{event}_{counts[event]}", {})
         items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta={**item.meta, **where}))
-    ranges = [(e.actions.compaction.start_timestamp, e.actions.compaction.end_timestamp) for e in events
-              if e.actions and e.actions.compaction]
-    hidden = {item.id for item in items if item.timestamp is not None
-              and any(start <= item.timestamp <= end for start, end in ranges if start is not None and end is not None)}
-    return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
+    return items
 
 
 def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, dict[str, str]]]:

@@ -30,6 +30,7 @@ from ..context import Context
 from ..context.off_loop import off_loop
 from ..conversation import Conversation, Header
 from ..events import Event
+from ..pipeline.receipts import Receipt, receipts_in
 
 M = TypeVar("M")
 
@@ -173,3 +174,8 @@ class Mirrored:
     @property
     def events(self) -> list[Event]:
         return self.mirror.events
+
+    @property
+    def receipts(self) -> list[Receipt]:
+        """What each compaction took out, and how to read it back (:mod:`contextfold.pipeline.receipts`)."""
+        return receipts_in(self.mirror.events)

@@ -44,6 +44,7 @@ from ..conversation import Conversation
 from ..errors import InvalidToolArguments
 from ..events import Event
 from ..pipeline.asked import COMPACT, COMPACT_SPEC, focus_of
+from ..pipeline.receipts import Receipt, receipts_in
 from ..usage import Usage
 from ._framework import require_framework
 from .lookback import answer, offered_header, offering
@@ -165,6 +166,11 @@ class ContextfoldInputFilter:
     def events(self) -> list[Event]:
         """Every event of every agent's Context, in order per agent."""
         return [event for mirror in self.mirrors.values() for event in mirror.events]
+
+    @property
+    def receipts(self) -> list[Receipt]:
+        """Every agent's compactions' receipts (:mod:`contextfold.pipeline.receipts`), in order per agent."""
+        return receipts_in(self.events)
 
     @property
     def hooks(self) -> Any:

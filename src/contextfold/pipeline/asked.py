@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import Item, ToolCall, ToolResult, ToolSpec
+from ..adapters.base import Adapter
+from ..conversation import Header, Item, ToolCall, ToolResult, ToolSpec
 from ..errors import InvalidToolArguments
 from ..events import Event
 from ..redaction import redact_credentials
@@ -95,6 +96,8 @@ class Asked:
         request for the next step."""
         if not isinstance(focus, str):
             raise InvalidToolArguments(None, "focus", f"a string is expected, not {type(focus).__name__}")
+        if policy.mode == "off":
+            return "Compaction is off for this session (Policy(mode='off')): nothing is compacted. Carry on."
         floor = int(policy.compact_tool_min_trigger_fraction * trigger_tokens)
         if tokens < floor:
             return (f"Nothing worth compacting yet: the context holds about {tokens:,} tokens, and compaction is "
@@ -127,3 +130,8 @@ def answered(call: ToolCall, ask: Callable[[str], str]) -> Item:
     except InvalidToolArguments as error:
         text, failed = f"{COMPACT} failed: {error}", True
     return Item("tool", (ToolResult(call.id, text, is_error=failed, tool_name=call.name, arguments=call.arguments),))
+
+
+def definition(adapter: Adapter) -> dict[str, Any]:
+    """``compact_context``'s definition in ``adapter``'s tool format."""
+    return dict(adapter.write_header(Header(tools=(COMPACT_SPEC,))).fields["tools"][0])

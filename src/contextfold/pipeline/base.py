@@ -55,6 +55,9 @@ with a window and no model, or a model the price table does not list (which warn
 DROP, TRUNCATE, NONE = "drop", "truncate", "none"
 BACKGROUND_MODES = ("auto", "always", "never")
 """``Policy.background_summaries``: off the loop when the summarizer calls a model (``auto``), always, or never."""
+MODES = ("auto", "manual", "off")
+"""``Policy.mode``: when the view may be compacted (see :attr:`Policy.mode`)."""
+Mode = Literal["auto", "manual", "off"]
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,10 @@ class Policy:
     max_consecutive_failures: int = 3
     # privacy: API keys and bearer tokens in new items are replaced before anything is written (see redaction.py)
     redact_secrets: bool = False
+    # when compaction may fire: "auto" (the pipeline decides), "manual" (only when asked: Context.compact(), /compact,
+    # the agent's tool), "off" (never); in "manual" and "off" a request over the window is refused with
+    # RequestOverWindow instead of compacted. The cheap stages (persist, truncate) still admit every new output
+    mode: Mode = "auto"
 
     def __post_init__(self) -> None:
         check_policy(self)
@@ -265,6 +272,8 @@ def check_policy(policy: Policy) -> None:
                             f"not {policy.background_summaries!r}")
     if not isinstance(policy.idle_compaction, bool):
         raise InvalidPolicy("idle_compaction", f"True or False is needed, not {policy.idle_compaction!r}")
+    if policy.mode not in MODES:
+        raise InvalidPolicy("mode", f"one of {', '.join(MODES)} is needed, not {policy.mode!r}")
     if policy.hard_fill_fraction == 0:
         raise InvalidPolicy("hard_fill_fraction", "0 would wait for every background summary; use a share above 0")
     if policy.prices is not None and not isinstance(policy.prices, Prices):

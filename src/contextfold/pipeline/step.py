@@ -23,13 +23,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..conversation import Conversation
-from ..errors import ContextOverflow, SummaryInProgress
+from ..errors import ContextOverflow, RequestOverWindow, SummaryInProgress
 from ..events import Event
 from ..limits import ModelLimits, compaction_threshold
 from ..usage import Usage
 from .base import Budget, Policy
+from .consent import Consent
 from .economics import choose
 from .escalate import compact, rungs
+from .receipts import made
 from .running import run_stages
 from .stages.fit import fit_window, window_limit
 from .tiers import DEFAULT_PIPELINE as DEFAULT_PIPELINE  # where it was first defined: still importable from here
@@ -119,12 +121,17 @@ class Steward:
 
     # ------------------------------------------------------------------ the step
     def run(self, view: Conversation, budget: Budget, occasion: Occasion,
-            defer: Defer | None = None) -> tuple[Conversation, list[Event]]:
-        """The view after this occasion's stages and decisions, and every event they produced.
+            defer: Defer | None = None, consent: Consent | None = None) -> tuple[Conversation, list[Event]]:
+        """The view after this occasion's stages and decisions, and every event they produced, a compaction's
+        receipt last (:mod:`.receipts`).
 
-        ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`).
+        ``defer`` may take a due summary off this step (see :mod:`contextfold.context.background`);
+        ``consent`` is asked before an automatic compaction is kept (:mod:`.consent`).
         """
         view, events = run_stages(view, budget, self.pipeline.cheap)
+        held = self._held(view, budget, occasion)
+        if held is not None:
+            return view, [*events, *held]
         try:
             decided, produced, fits = self._decide(view, budget, occasion, defer)
         except ContextOverflow:
@@ -134,11 +141,39 @@ class Steward:
         except Exception as error:  # noqa: BLE001 - a summarizer bug must not take the agent down: keep the view, count it
             logger.warning("compaction failed, the request goes out uncompacted: %s: %s", type(error).__name__, error)
             decided, produced, fits = view, [Event("summarize", "failed", detail=f"{type(error).__name__}: {error}")], False
+        receipt, faults = made(view, decided, produced, budget.count, budget.count_item, occasion.summary)
+        events.extend(faults)
+        if receipt is not None and consent is not None and occasion.summary != FORCED:
+            verdict = consent(receipt, occasion.summary == DUE and budget.count(view) <= window_limit(budget))
+            events.extend(verdict.events)
+            if not verdict.proceed:
+                return view, events
         events.extend(produced)
         if fits is not None:
             events.extend(self._account(produced, fits, automatic=occasion.automatic))
         self._note_fired(produced)
-        return decided, events
+        return decided, [*events, receipt.event()] if receipt is not None else events
+
+    def _held(self, view: Conversation, budget: Budget, occasion: Occasion) -> list[Event] | None:
+        """``None`` when the policy's mode lets ``occasion`` decide; else what it says instead (nothing is decided).
+
+        ``auto`` lets every occasion decide; ``manual`` only a compaction asked for (:data:`MANUAL`, the agent's
+        ``compact_context``), not an automatic one (an idle session's); ``off`` none, a compaction asked for
+        included (an event says so). A request that would go out over the window,
+        or that the provider refused as too long, is not sent uncompacted: :class:`RequestOverWindow`.
+        """
+        mode = self.policy.mode
+        asked = occasion.summary == FORCED and not occasion.automatic
+        if mode == "auto" or occasion.summary == NO_SUMMARY or (mode == "manual" and asked):
+            return None
+        if occasion.summary == FORCED:
+            logger.info("a compaction with Policy(mode=%r): nothing is compacted", mode)
+            why = "never compacts" if mode == "off" else "compacts only when asked"
+            return [Event("compact", mode, detail=f"Policy(mode={mode!r}) {why}: the view is unchanged")]
+        tokens = budget.count(view)
+        if occasion.summary == REACTIVE or (occasion.sends and tokens > window_limit(budget)):
+            raise RequestOverWindow(tokens, budget.window_tokens, mode)
+        return []
 
     def _decide(
         self, view: Conversation, budget: Budget, occasion: Occasion, defer: Defer | None = None
