@@ -205,7 +205,7 @@ def test_a_background_summary_put_in_has_a_receipt_and_is_told() -> None:
 
 
 def test_a_damaged_stored_receipt_is_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    from contextfold.stores.transcript import TranscriptEvent
+    from contextfold.stores.transcript_reading import TranscriptEvent
 
     context = Context(window_tokens=16_000)
     _session(context, rounds=12)

@@ -38,7 +38,7 @@ from ..conversation import Conversation, Item, readable_text
 from ..events import Event
 from ..lookback.offloaded import is_offloaded
 from ..reading import added_by_contextfold, is_person, opening, reading_of, says_something
-from ..stores.transcript import TranscriptEvent
+from ..stores.transcript_reading import TranscriptEvent
 from ..summarizers._facts import Facts
 from .task import task_index
 
