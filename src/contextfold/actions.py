@@ -395,31 +395,12 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     return _remembered_failure_line(text, is_error, kind)
 
 
-FAILURE_LINE_META = "failure_line"
-"""Item meta: the failure line an output reported before a stage replaced it by a placeholder.
-
-The placeholder quotes that line inside its own note (``[contextfold: output
-cleared …; It reported: …]``), and the note read as an output is no error line:
-a summary would quote the note as "what failed". ``""`` records that the output did not fail (its placeholder may
-still quote an error the output showed, a test run piped through ``tail``). See :func:`item_failure_line`.
-"""
-
-
-ERROR_FRAME_META = "error_frame"
-"""Item meta: the failing frame (the lines above the failure line) an output showed before a stage replaced it by
-a placeholder. The placeholder keeps the line only; what failed where is read from here (see
-:data:`FAILURE_LINE_META`), so an error cleared while still open is put back with its frame, not as a bare line."""
-
-
-TALLY_META = "tally"
-"""Item meta: the tally a test or lint run ended on ("3 failed, 12 passed in 2.1s"), kept when a stage replaced its
-output by a placeholder: the last test run is still read from it (see :data:`FAILURE_LINE_META`)."""
-
-
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
-    """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
-    recorded = item.meta.get(FAILURE_LINE_META)
-    if isinstance(recorded, str):
+    """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before
+    (:attr:`~contextfold.conversation.Provenance.failure_line`: the placeholder quotes that line inside its own
+    note, and the note read as an output is no error line)."""
+    recorded = item.provenance.failure_line
+    if recorded is not None:
         return recorded or None  # "": the output did not fail
     result = item.tool_result
     if result is None:

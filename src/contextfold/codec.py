@@ -7,6 +7,7 @@ excepted, which is a cache) and stable: a field added later gets a default.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 import typing
@@ -16,13 +17,16 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from .conversation import (
+    NO_PROVENANCE,
     Block,
     Conversation,
     Document,
     Header,
     Image,
     Item,
+    Offloaded,
     Opaque,
+    Provenance,
     RedactedThinking,
     Summary,
     Text,
@@ -106,6 +110,10 @@ def _fits(value: Any, hint: Any) -> bool:
         return value is None
     if hint is Any:
         return True
+    if origin is typing.Literal:
+        return isinstance(value, tuple({type(arg) for arg in typing.get_args(hint)}))  # the value is checked by the class
+    if dataclasses.is_dataclass(hint):
+        return isinstance(value, Mapping)  # read by its own reader
     if origin is tuple:
         return isinstance(value, list)
     if origin is not None:
@@ -116,20 +124,81 @@ def _fits(value: Any, hint: Any) -> bool:
 
 
 def item_to_dict(item: Item) -> dict[str, Any]:
-    return {
+    """``item``'s JSON form; its provenance only when it has one (an item as its author wrote it has none)."""
+    out: dict[str, Any] = {
         "id": item.id,
         "role": item.role,
         "timestamp": item.timestamp,
         "meta": dict(item.meta),
         "blocks": [block_to_dict(b) for b in item.blocks],
     }
+    if item.provenance != NO_PROVENANCE:
+        out["provenance"] = provenance_to_dict(item.provenance)
+    return out
 
 
 def item_from_dict(data: Any, where: str = "item") -> Item:
-    """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's."""
-    fields = _checked_fields(Item, {k: v for k, v in _object(data, where).items()}, where)
+    """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's.
+
+    A record written before :class:`~contextfold.conversation.Provenance` existed kept its flags in ``meta``
+    (``{"summary": true}``, ``{"blob": ...}``): they are moved to the provenance, so an old transcript resumes
+    with its summaries still summaries."""
+    record = dict(_object(data, where))
+    provenance = record.pop("provenance", None)
+    fields = _checked_fields(Item, record, where)
     blocks = tuple(block_from_dict(b, f"{where}.blocks[{i}]") for i, b in enumerate(fields.pop("blocks")))
-    return Item(blocks=blocks, **{**fields, "meta": fields.get("meta") or {}})
+    meta = fields.pop("meta", None) or {}
+    if not isinstance(meta, Mapping):
+        raise InvalidContent(None, f"{where}.meta", f"expected an object, got {type(meta).__name__}")
+    legacy = {key: meta[key] for key in LEGACY_META_KEYS if key in meta}
+    if legacy:
+        meta = {key: value for key, value in meta.items() if key not in legacy}
+        provenance = {**_legacy_provenance(legacy), **(_object(provenance, f"{where}.provenance") if provenance else {})}
+    return Item(blocks=blocks, meta=meta,
+                provenance=provenance_from_dict(provenance, f"{where}.provenance") if provenance else NO_PROVENANCE,
+                **fields)
+
+
+LEGACY_META_KEYS = ("summary", "summarizer", "restored", "survival", "synthetic", "static", "compacted", "blob",
+                    "saved_to", "failure_line", "error_frame", "tally")
+"""The ``meta`` keys that held an item's provenance before it was typed (read from old records only)."""
+
+
+def _legacy_provenance(legacy: Mapping[str, Any]) -> dict[str, Any]:
+    fields = {key: value for key, value in legacy.items() if key not in ("blob", "saved_to")}
+    where = {key: legacy[key] for key in ("blob", "saved_to") if key in legacy}
+    return {**fields, "offloaded": where} if where else fields
+
+
+def provenance_to_dict(provenance: Provenance) -> dict[str, Any]:
+    """The fields of ``provenance`` that differ from the default (a record stays as short as what it says)."""
+    out: dict[str, Any] = {}
+    for spec in dataclass_fields(provenance):
+        value = getattr(provenance, spec.name)
+        if value == spec.default:
+            continue
+        if isinstance(value, Offloaded):
+            value = {key: getattr(value, key) for key in ("blob", "saved_to") if getattr(value, key) is not None}
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[spec.name] = value
+    return out
+
+
+def provenance_from_dict(data: Any, where: str = "provenance") -> Provenance:
+    fields = _checked_fields(Provenance, dict(_object(data, where)), where)
+    if fields.get("offloaded") is not None:
+        fields["offloaded"] = Offloaded(**_checked_fields(Offloaded, dict(fields["offloaded"]), f"{where}.offloaded"))
+    if fields.get("error_frame") is not None:
+        fields["error_frame"] = tuple(_strings(fields["error_frame"], f"{where}.error_frame"))
+    return Provenance(**fields)
+
+
+def _strings(values: list[Any], where: str) -> list[str]:
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise InvalidContent(None, f"{where}[{index}]", f"expected a string, got {type(value).__name__}")
+    return values
 
 
 def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, Any]:

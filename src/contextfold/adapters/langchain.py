@@ -44,6 +44,7 @@ from ..conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ..errors import InvalidContent, UnknownRole
 from ..usage import Usage
@@ -109,7 +110,7 @@ def _read_message(message: Any, index: int, calls: CallIds) -> Item:
         return Item("tool", (ToolResult(call_id, body, fields["status"] == "error"),), meta=meta)
     for position, call in enumerate(as_list(fields.get("tool_calls") or (), index, "tool_calls")):
         blocks.append(_read_call(call, index, f"tool_calls[{position}]", calls))
-    return Item(role, tuple(blocks), meta=meta)
+    return Item(as_role(role), tuple(blocks), meta=meta)
 
 
 def _read_part(part: Any, index: int, field: str) -> Block:

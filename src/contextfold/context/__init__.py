@@ -38,10 +38,10 @@ from ..adapters import PROVIDERS, Adapter, adapter_for, is_prompt_too_long
 from ..adapters.reminders import checked as checked_reminders
 from ..adapters.reminders import wrapped as wrapped_reminder
 from ..conversation import (
-    STATIC_SYSTEM,
     Conversation,
     Header,
     Item,
+    Provenance,
     Summary,
     Text,
     ToolCall,
@@ -387,7 +387,7 @@ class Context:
         user's language, the working directory) follows it. Tools and pinned
         items are kept; recorded in the transcript like any header.
         """
-        parts = [Item("system", (Text(static),), meta={STATIC_SYSTEM: True})]
+        parts = [Item("system", (Text(static),), provenance=Provenance(static=True))]
         if dynamic:
             parts.append(Item("system", (Text(dynamic),)))
         self.set_header(replace(self.history.header, system=tuple(parts)))

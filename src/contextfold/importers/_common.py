@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import MAX_NESTING, Reply, adapter_for, check_json, parse_arguments
-from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
+from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec, as_role
 from ..errors import InvalidMessage, SessionFormatError
 from ..usage import Usage
 
@@ -416,7 +416,7 @@ class ConversationBuilder:
             self._drafts.append(_Draft(role, list(blocks), timestamp, dict(meta)))
         else:
             key = f"system{len(self.system)}"
-            self.system.append(Item(role, tuple(blocks), id=self._id(key), timestamp=timestamp, meta=dict(meta)))
+            self.system.append(Item(as_role(role), tuple(blocks), id=self._id(key), timestamp=timestamp, meta=dict(meta)))
 
     def add_item(
         self,
@@ -588,7 +588,7 @@ class ConversationBuilder:
             if invalid:
                 meta["invalid_arguments"] = invalid
             items.append(
-                Item(draft.role, tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
+                Item(as_role(draft.role), tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
             )
         meta = dict(self.meta)
         if self.skipped:

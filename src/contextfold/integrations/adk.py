@@ -52,12 +52,13 @@ that opens the same ADK session and store.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
+from ..adapters.gemini import adk_event_id, from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, Offloaded
 from ..errors import ContextfoldError, HistoryQueryError, StorageError
 from ..events import Event
 from ..lookback import history as lookback
@@ -240,7 +241,7 @@ class ContextfoldOffload(BasePlugin):
         output = kept.tool_result
         if kept is item or output is None:
             return None  # not oversized, or kept whole: the store refused the blob (logged)
-        where = {key: kept.meta[key] for key in ("blob", "saved_to") if key in kept.meta}
+        where = _offloaded_record(kept.provenance.offloaded)
         if where:
             tool_context.state[OFFLOADED_KEY + call_id] = {"ref": kept.id, **where}
         return {"error" if output.is_error else "result": output.text}
@@ -273,12 +274,13 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
     counts: dict[str, int] = {}
     items = []
     for item in read:
-        event = str(item.meta.get("event", ""))
+        event = adk_event_id(item)
         counts[event] = counts.get(event, 0) + 1
         result = item.tool_result
         record = offloaded.get(result.call_id) if result is not None else None
-        ref, where = record if record is not None else (f"it_{event}_{counts[event]}", {})
-        items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta={**item.meta, **where}))
+        ref, where = record if record is not None else (f"it_{event}_{counts[event]}", None)
+        provenance = item.provenance if where is None else replace(item.provenance, offloaded=where)
+        items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta=item.meta, provenance=provenance))
     ranges = [(e.actions.compaction.start_timestamp, e.actions.compaction.end_timestamp) for e in events
               if e.actions and e.actions.compaction]
     hidden = {item.id for item in items if item.timestamp is not None
@@ -286,15 +288,23 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
     return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
 
 
-def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, dict[str, str]]]:
+def _offloaded_record(where: Offloaded | None) -> dict[str, str]:
+    """Where an output is kept, as the session state records it (``blob``, ``saved_to``)."""
+    if where is None:
+        return {}
+    return {key: value for key, value in (("blob", where.blob), ("saved_to", where.saved_to)) if value is not None}
+
+
+def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, Offloaded | None]]:
     """What :class:`ContextfoldOffload` recorded, by function call id: the ref, and where the output is kept."""
-    found: dict[str, tuple[str, dict[str, str]]] = {}
+    found: dict[str, tuple[str, Offloaded | None]] = {}
     for event in events:
         for key, value in (event.actions.state_delta.items() if event.actions else ()):
             if not key.startswith(OFFLOADED_KEY) or not isinstance(value, dict) or not isinstance(value.get("ref"), str):
                 continue
-            where = {name: value[name] for name in ("blob", "saved_to") if isinstance(value.get(name), str)}
-            found[key[len(OFFLOADED_KEY):]] = (value["ref"], where)
+            blob, saved_to = (value.get(name) for name in ("blob", "saved_to"))
+            where = Offloaded(blob if isinstance(blob, str) else None, saved_to if isinstance(saved_to, str) else None)
+            found[key[len(OFFLOADED_KEY):]] = (value["ref"], None if where == Offloaded() else where)
     return found
 
 

@@ -47,6 +47,7 @@ from ...conversation import (
     ToolResult,
     ToolSpec,
     new_id,
+    as_role,
 )
 from ...errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
 from .._media import anthropic_source, is_anthropic_source, split_data_url
@@ -134,12 +135,12 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
         raise EmptyContent(index, "content", "Anthropic rejects empty content on any message but the last")
     if isinstance(content, str):
         check_block(content, index, "content")
-        return [Item(role, (Text(content),), meta={**meta, "shape": "str"})]
+        return [Item(as_role(role), (Text(content),), meta={**meta, "shape": "str"})]
     objects = [as_object(b, index, f"content[{j}]") for j, b in enumerate(content)]
     blocks = [_read_block(o, index, f"content[{j}]", role, calls) for j, o in enumerate(objects)]
     results = [j for j, b in enumerate(blocks) if isinstance(b, ToolResult)]
     if not results:
-        return [Item(role, tuple(blocks), meta={**meta, "shape": "list"})]
+        return [Item(as_role(role), tuple(blocks), meta={**meta, "shape": "list"})]
     group = new_id("grp")
     items = []
     for j in results:
@@ -147,7 +148,7 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
         items.append(Item("tool", (blocks[j],), meta={**meta, "group": group, "position": j, **absent}))
     others = [j for j in range(len(blocks)) if not isinstance(blocks[j], ToolResult)]
     if others:
-        items.append(Item(role, tuple(blocks[j] for j in others), meta={**meta, "group": group, "positions": others}))
+        items.append(Item(as_role(role), tuple(blocks[j] for j in others), meta={**meta, "group": group, "positions": others}))
     return items
 
 

@@ -56,6 +56,7 @@ from ...conversation import (
     ToolResult,
     ToolSpec,
     new_id,
+    as_role,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._reading import CallIds, WireObject, as_list, read_object, shown, word
@@ -159,6 +160,11 @@ def from_adk_events(events: Sequence[Any], *, known_call_ids: Iterable[str] = ()
     return Conversation(items, Header(meta={"origin": ORIGIN}))
 
 
+def adk_event_id(item: Item) -> str:
+    """The id of the ADK event an item of :func:`from_adk_events` came from (``""`` for any other item)."""
+    return str(item.meta.get("event", ""))
+
+
 class _Reader:
     """Reads contents in order, remembering which calls are still open (to pair responses without ids)."""
 
@@ -224,7 +230,7 @@ class _Reader:
                 kept.append(_block(wire))
                 positions.append(position)
         if kept or not items:
-            items.append(Item(_ROLES.get(role or "user", "user"), tuple(kept), meta={**meta, "parts": positions}))
+            items.append(Item(as_role(_ROLES.get(role or "user", "user")), tuple(kept), meta={**meta, "parts": positions}))
         else:  # a content of responses only: its own fields ride on the first
             items[0] = Item("tool", items[0].blocks, meta={**meta, "parts": items[0].meta["parts"]})
         return items

@@ -43,6 +43,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._media import image_url, openai_file
@@ -122,7 +123,7 @@ def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
         blocks, meta["shape"] = _read_content(wire, required=True)
     if wire.rest:
         meta["extra"] = wire.rest
-    return Item(role, tuple(blocks), meta=meta)
+    return Item(as_role(role), tuple(blocks), meta=meta)
 
 
 def _read_content(wire: WireObject, required: bool, output: bool = False) -> tuple[list[Block], str]:

@@ -46,6 +46,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._media import OPENAI_FILE_KEYS, image_url, openai_file
@@ -188,7 +189,7 @@ class _Reader:
         if role == "assistant":
             self._add_to_turn(blocks, {"kind": "message", "blocks": len(blocks), "shape": shape, "extra": wire.rest})
         else:
-            self._add_item(Item(role, tuple(blocks), meta=_meta(wire, shape=shape)))
+            self._add_item(Item(as_role(role), tuple(blocks), meta=_meta(wire, shape=shape)))
 
     def _read_call(self, wire: WireObject, kind: str) -> ToolCall:
         wire.take_if("type", "function_call")
@@ -221,7 +222,7 @@ class _Reader:
         if role is None:
             self._add_to_turn([Opaque(data, ORIGIN)], {"kind": "item"})
         else:
-            self._add_item(Item(role, (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
+            self._add_item(Item(as_role(role), (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
 
 
 def _meta(wire: WireObject, **fields: Any) -> dict[str, Any]:
