@@ -14,9 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from .conversation import Item, ToolCall
+from .conversation import Item, JSONObject, ToolCall
 
 READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", "todo", "other"
 
@@ -83,7 +82,7 @@ class Action:
     written: tuple[str, ...] = ()
 
 
-def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+def _argument_paths(arguments: JSONObject) -> tuple[str, ...]:
     found = []
     for key in _PATH_KEYS:
         value = arguments.get(key)
@@ -98,7 +97,7 @@ def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in found if p and isinstance(p, str)))  # a change's "path" may be anything
 
 
-def _command_text(arguments: Mapping[str, Any]) -> str | None:
+def _command_text(arguments: JSONObject) -> str | None:
     for key in ("command", "cmd", "script", "code", "input"):
         value = arguments.get(key)
         if isinstance(value, str):
@@ -251,7 +250,7 @@ _PATCH_KEYS = ("unified_diff", "patch", "diff", "input")
 _PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(?P<path>\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
 
-def _patched_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+def _patched_paths(arguments: JSONObject) -> tuple[str, ...]:
     """The files a patch text (apply_patch's ``input``, a unified diff) names."""
     for key in _PATCH_KEYS:
         value = arguments.get(key)
@@ -266,7 +265,7 @@ def _added_lines(patch: str) -> str:
     return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
 
 
-def _written(arguments: Mapping[str, Any]) -> str | None:
+def _written(arguments: JSONObject) -> str | None:
     for key in _NEW_TEXT_KEYS:
         value = arguments.get(key)
         if isinstance(value, str):

@@ -24,6 +24,8 @@ from .conversation import (
     Header,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Offloaded,
     Opaque,
     Provenance,
@@ -43,7 +45,7 @@ _BLOCK_BY_KIND: dict[str, type[Block]] = {
 
 
 def block_to_dict(block: Block) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": block.kind}
+    out: dict[str, JSONValue] = {"kind": block.kind}
     for spec in dataclass_fields(block):
         name = spec.name
         value = getattr(block, name)
@@ -55,7 +57,7 @@ def block_to_dict(block: Block) -> dict[str, Any]:
     return out
 
 
-def block_from_dict(data: Any, where: str = "block") -> Block:
+def block_from_dict(data: object, where: str = "block") -> Block:
     """A block from its JSON form; each field checked against the block's type (see :func:`_checked_fields`)."""
     data = _object(data, where)
     kind = data.get("kind")
@@ -69,7 +71,7 @@ def block_from_dict(data: Any, where: str = "block") -> Block:
     return cls(**fields)
 
 
-def _object(data: Any, where: str) -> Mapping[str, Any]:
+def _object(data: object, where: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise InvalidContent(None, where, f"expected an object, got {type(data).__name__}")
     return data
@@ -125,7 +127,7 @@ def _fits(value: Any, hint: Any) -> bool:
 
 def item_to_dict(item: Item) -> dict[str, Any]:
     """``item``'s JSON form; its provenance only when it has one (an item as its author wrote it has none)."""
-    out: dict[str, Any] = {
+    out: dict[str, JSONValue] = {
         "id": item.id,
         "role": item.role,
         "timestamp": item.timestamp,
@@ -137,7 +139,7 @@ def item_to_dict(item: Item) -> dict[str, Any]:
     return out
 
 
-def item_from_dict(data: Any, where: str = "item") -> Item:
+def item_from_dict(data: object, where: str = "item") -> Item:
     """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's.
 
     A record written before :class:`~contextfold.conversation.Provenance` existed kept its flags in ``meta``
@@ -164,7 +166,7 @@ LEGACY_META_KEYS = ("summary", "summarizer", "restored", "survival", "synthetic"
 """The ``meta`` keys that held an item's provenance before it was typed (read from old records only)."""
 
 
-def _legacy_provenance(legacy: Mapping[str, Any]) -> dict[str, Any]:
+def _legacy_provenance(legacy: JSONObject) -> dict[str, Any]:
     fields = {key: value for key, value in legacy.items() if key not in ("blob", "saved_to")}
     where = {key: legacy[key] for key in ("blob", "saved_to") if key in legacy}
     return {**fields, "offloaded": where} if where else fields
@@ -172,7 +174,7 @@ def _legacy_provenance(legacy: Mapping[str, Any]) -> dict[str, Any]:
 
 def provenance_to_dict(provenance: Provenance) -> dict[str, Any]:
     """The fields of ``provenance`` that differ from the default (a record stays as short as what it says)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for spec in dataclass_fields(provenance):
         value = getattr(provenance, spec.name)
         if value == spec.default:
@@ -185,7 +187,7 @@ def provenance_to_dict(provenance: Provenance) -> dict[str, Any]:
     return out
 
 
-def provenance_from_dict(data: Any, where: str = "provenance") -> Provenance:
+def provenance_from_dict(data: object, where: str = "provenance") -> Provenance:
     fields = _checked_fields(Provenance, dict(_object(data, where)), where)
     if fields.get("offloaded") is not None:
         fields["offloaded"] = Offloaded(**_checked_fields(Offloaded, dict(fields["offloaded"]), f"{where}.offloaded"))
@@ -227,7 +229,7 @@ def header_to_dict(header: Header) -> dict[str, Any]:
     }
 
 
-def header_from_dict(data: Any, where: str = "header") -> Header:
+def header_from_dict(data: object, where: str = "header") -> Header:
     data = _object(data, where)
     meta = data.get("meta") or {}
     if not isinstance(meta, Mapping):
@@ -240,7 +242,7 @@ def header_from_dict(data: Any, where: str = "header") -> Header:
     )
 
 
-def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def _list(data: JSONObject, key: str, where: str) -> list[Any]:
     value = data.get(key, [])
     if not isinstance(value, list):
         raise InvalidContent(None, f"{where}.{key}", f"expected a list, got {type(value).__name__}")

@@ -33,7 +33,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias, Union
 
 from .errors import InvalidContent, UnknownRole
 
@@ -68,6 +68,15 @@ def reproducible_ids(seed: str) -> Iterator[None]:
         yield
     finally:
         _ID_STREAM.reset(token)
+
+
+JSONValue: TypeAlias = Union[None, bool, int, float, str, Sequence["JSONValue"], Mapping[str, "JSONValue"]]  # noqa: UP007
+"""A value as JSON holds it, read-only: what a wire message, a recorded session or a provider's reply is made of.
+The containers are the read-only protocols, so a ``dict[str, str]`` is one too; code reading a value narrows it
+(``isinstance(value, Mapping)``) before it indexes it, and mypy checks that it did."""
+
+JSONObject: TypeAlias = Mapping[str, JSONValue]
+"""A JSON object, read-only (a wire message, a block's provider fields, a tool call's arguments)."""
 
 
 def as_role(value: object) -> Role:

@@ -98,7 +98,7 @@ def compose(conversation: Conversation, count_item: Callable[[Item], int], count
     )
 
 
-def _counts(value: Any) -> dict[str, int]:
+def _counts(value: object) -> dict[str, int]:
     """A ``{type: count}`` table from header meta (empty when the importer recorded none)."""
     if not isinstance(value, dict):
         return {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Conversation, Opaque, ToolSpec
+from ..conversation import Conversation, JSONValue, Opaque, ToolSpec
 from ._reading import WireObject, as_list, read_object
 from ._writing import foreign_block, without_nones
 
@@ -47,7 +47,7 @@ def write_tools(
 ) -> list[dict[str, Any]]:
     """Tool definitions for ``provider``; ``write(spec, same_format)`` renders one function tool."""
     same = conversation.header.meta.get("origin") == provider
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     for position, spec in enumerate(conversation.header.tools):
         if isinstance(spec, Opaque):
             if spec.provider != provider:

@@ -34,7 +34,18 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult, new_id
+from ..conversation import (
+    Block,
+    Conversation,
+    Item,
+    Opaque,
+    Summary,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    new_id,
+)
 from ..errors import InvalidMessage
 from ..usage import Usage
 from ._reading import CallIds, as_list, as_object, read_message, require_call
@@ -207,7 +218,7 @@ def _write_response_block(block: Block, mine: bool, index: int, field: str) -> d
 # --------------------------------------------------------------------------- usage
 
 
-def usage_from_pydantic_ai(message: Any) -> Usage | None:
+def usage_from_pydantic_ai(message: object) -> Usage | None:
     """The usage of a ``ModelResponse`` (``None`` for a request, or a response without usage).
 
     pydantic-ai's ``input_tokens`` is the whole prompt, cache reads and writes included.

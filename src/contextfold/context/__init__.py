@@ -41,6 +41,7 @@ from ..conversation import (
     Conversation,
     Header,
     Item,
+    JSONObject,
     Provenance,
     Summary,
     Text,
@@ -244,7 +245,7 @@ class Context:
         provider: str | None = None,
         *,
         system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[JSONObject] | None = None,
     ) -> list[Item]:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
 
@@ -279,13 +280,13 @@ class Context:
         provider: str | None = None,
         *,
         system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[JSONObject] | None = None,
     ) -> list[Item]:
         """:meth:`add` for an asyncio loop: the same call, made off the loop (the items are in the store,
         fsynced or committed, when it returns; the loop never waited for that)."""
         return await off_loop(lambda: self.add(messages, provider, system=system, tools=tools))
 
-    def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
+    def add_response(self, response: object, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports.
 
         A reply holding the provider's own compaction (Anthropic's
@@ -307,7 +308,7 @@ class Context:
             self._fold([*sent.items, *items], replacement, sent, "the provider compacted the conversation in this reply")
         return items
 
-    async def aadd_response(self, response: Any, provider: str | None = None) -> list[Item]:
+    async def aadd_response(self, response: object, provider: str | None = None) -> list[Item]:
         """:meth:`add_response` for an asyncio loop, made off the loop like :meth:`aadd`."""
         return await off_loop(lambda: self.add_response(response, provider))
 
@@ -326,7 +327,7 @@ class Context:
         request = self.render(view, name)
         return native.PendingCompaction(name, request, view.snapshot(), instructions, shape)
 
-    def apply_compaction(self, pending: native.PendingCompaction, response: Any) -> list[Event]:
+    def apply_compaction(self, pending: native.PendingCompaction, response: object) -> list[Event]:
         """Swap a provider's compaction in: exactly the items it was asked on go, what it returned takes their place.
 
         Nothing changes (an event says why) when the answer holds no

@@ -35,7 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import MAX_NESTING, Reply, adapter_for, check_json, parse_arguments
-from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec, as_role
+from ..conversation import (
+    Block,
+    Conversation,
+    Header,
+    Item,
+    JSONObject,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    as_role,
+)
 from ..errors import InvalidMessage, SessionFormatError
 from ..usage import Usage
 
@@ -74,7 +86,7 @@ def parse_json(text: str, check: bool = True) -> Any:
     return value
 
 
-def fitting(value: Any, path: str) -> None:
+def fitting(value: object, path: str) -> None:
     """Raise :class:`JsonFault` at the JSON path of anything in ``value`` the model cannot hold."""
     try:
         check_json(value, None, path)
@@ -215,7 +227,7 @@ _LAST_UNIX_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp
 """The latest time a ``datetime`` can show: a number past it (either way) is no time at all."""
 
 
-def unix_time(value: Any) -> float | None:
+def unix_time(value: object) -> float | None:
     """Unix seconds from an ISO-8601 string (naive means UTC) or a number; ``None`` if absent or
     not a time (a number no date can show: ``10**400``, infinity, NaN).
 
@@ -239,7 +251,7 @@ def unix_time(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def field_of(source: Source, record: JSONObject, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``record[key]``, which must exist and be of ``kind``; else a SessionFormatError at ``where.key``."""
     value = record.get(key)
     if not isinstance(value, kind):
@@ -249,13 +261,13 @@ def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | t
     return value
 
 
-def object_at(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def object_at(record: JSONObject, key: str) -> Mapping[str, Any]:
     """``record[key]`` when it is an object, else an empty one: an optional part a recording may leave out."""
     value = record.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> str | None:
+def kind_of(source: Source, record: JSONObject, key: str, where: str) -> str | None:
     """``record[key]`` that says what a record is (its ``type``, ``kind``, ``role``): a string, or ``None``
     when absent; anything else is a SessionFormatError at ``where.key``."""
     value = record.get(key)
@@ -264,7 +276,7 @@ def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> 
     raise source.error(f"{where}.{key}", f"expected a string, found a {type(value).__name__}")
 
 
-def call_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+def call_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as recorded (an object, a JSON string, anything else) as ``(arguments, raw string)``.
 
     A model may emit arguments that are not a JSON object; that is a recorded
@@ -292,7 +304,7 @@ def read_wire(
     return [*read.header.system, *read.items]
 
 
-def read_reply(builder: ConversationBuilder, adapter: str, response: Any, where: str) -> Reply:
+def read_reply(builder: ConversationBuilder, adapter: str, response: object, where: str) -> Reply:
     """A model response as a recording kept it, read by that provider's adapter."""
     with _wire_errors(builder, where):
         return adapter_for(adapter).read_response(response)
@@ -307,7 +319,7 @@ def _wire_errors(builder: ConversationBuilder, where: str) -> Iterator[None]:
         raise builder.source.error(f"{where}.{error.field}" if error.field else where, error.reason) from error
 
 
-def small_scalars(data: Any, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
+def small_scalars(data: object, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The short scalar fields of a mapping: what is worth keeping in ``ToolResult.extra``."""
     if not isinstance(data, Mapping):
         return {}
@@ -326,7 +338,7 @@ def text_blocks(text: str | None) -> list[Block]:
     return [Text(text)] if text else []
 
 
-def tool_specs(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+def tool_specs(tools: object) -> tuple[ToolSpec | Opaque, ...]:
     """Tool definitions in OpenAI ``{"function": {...}}``, flat ``{name, ...}`` or bare-name form.
 
     What fits none of them (a definition without a name or with a schema that is not an object, a
@@ -370,7 +382,7 @@ class ConversationBuilder:
     are left out.
     """
 
-    def __init__(self, source: Source, key: str, meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, source: Source, key: str, meta: JSONObject | None = None) -> None:
         self.source = source
         self.key = key
         self.meta: dict[str, Any] = {k: v for k, v in (meta or {}).items() if v is not None}
@@ -411,7 +423,7 @@ class ConversationBuilder:
         """A system prompt: into the header while no item exists, else an item in place."""
         self._add_system("system", text_blocks(text) if self._drafts else [Text(text)], timestamp, {})
 
-    def _add_system(self, role: str, blocks: Sequence[Block], timestamp: float | None, meta: Mapping[str, Any]) -> None:
+    def _add_system(self, role: str, blocks: Sequence[Block], timestamp: float | None, meta: JSONObject) -> None:
         if self._drafts:
             self._drafts.append(_Draft(role, list(blocks), timestamp, dict(meta)))
         else:
@@ -448,7 +460,7 @@ class ConversationBuilder:
             self._drafts.append(_Draft(item.role, list(item.blocks), timestamp, meta))
 
     def add_user(
-        self, blocks: Sequence[Block], timestamp: float | None = None, meta: Mapping[str, Any] | None = None
+        self, blocks: Sequence[Block], timestamp: float | None = None, meta: JSONObject | None = None
     ) -> None:
         self._drafts.append(_Draft("user", list(blocks), timestamp, dict(meta or {})))
 
@@ -457,7 +469,7 @@ class ConversationBuilder:
         blocks: Sequence[Block],
         where: str,
         timestamp: float | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: JSONObject | None = None,
         response_id: str | None = None,
         merge: bool = False,
     ) -> None:
@@ -519,9 +531,9 @@ class ConversationBuilder:
         where: str,
         is_error: bool | None = None,
         timestamp: float | None = None,
-        facts: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        extra: Mapping[str, Any] | None = None,
+        facts: JSONObject | None = None,
+        meta: JSONObject | None = None,
+        extra: JSONObject | None = None,
     ) -> None:
         """The result of a call already added; anything else means a broken file.
 
@@ -560,7 +572,7 @@ class ConversationBuilder:
                 return True
         return False
 
-    def mark_user(self, text: str, marks: Mapping[str, Any]) -> bool:
+    def mark_user(self, text: str, marks: JSONObject) -> bool:
         """Add ``marks`` to the meta of the latest user item when its text is ``text`` (a recording that says
         elsewhere which message the person typed); ``False`` when the latest item is not that message."""
         for draft in reversed(self._drafts):

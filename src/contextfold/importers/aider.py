@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..conversation import Block, Conversation, Text, Thinking, ToolCall
+from ..conversation import Block, Conversation, JSONValue, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, unix_time
 
 FORMAT = "aider"
@@ -57,7 +57,7 @@ def load(source: Source) -> list[Conversation]:
     conversations: list[Conversation] = []
     for start, lines in _sessions(source.lines):
         header = SESSION.match(lines[0])
-        meta: dict[str, Any] = {"format": FORMAT}
+        meta: dict[str, JSONValue] = {"format": FORMAT}
         if header:
             meta.update(started_at=unix_time(header.group(1)), started_at_local=header.group(1))
             lines = lines[1:]

@@ -52,13 +52,13 @@ that opens the same ADK session and store.
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..adapters.gemini import adk_event_id, from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
-from ..conversation import Conversation, Header, Item, Offloaded
+from ..conversation import Conversation, Header, Item, JSONObject, Offloaded
 from ..errors import ContextfoldError, HistoryQueryError, StorageError
 from ..events import Event
 from ..lookback import history as lookback
@@ -223,8 +223,8 @@ class ContextfoldOffload(BasePlugin):
         self._offered[callback_context.session.id] = Header(tools=tools_from_genai(llm_request.config.tools))
         return None
 
-    async def after_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext,
-                                  result: dict[str, Any]) -> dict[str, Any] | None:
+    async def after_tool_callback(self, *, tool: BaseTool, tool_args: JSONObject, tool_context: ToolContext,
+                                  result: JSONObject) -> dict[str, Any] | None:
         """The preview in place of an oversized ``result`` (``None``: ADK keeps the result as it is)."""
         call_id = tool_context.function_call_id or ""
         item = _output_item(call_id, tool.name, result)
@@ -312,7 +312,7 @@ def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionToo
     """``search_history`` and ``read_history`` as ADK function tools over the calling session's events; with the
     ``offload`` plugin the App runs, they read offloaded outputs whole from its store."""
 
-    def call(tool_context: ToolContext, name: str, arguments: dict[str, Any]) -> str:
+    def call(tool_context: ToolContext, name: str, arguments: JSONObject) -> str:
         history, in_view = session_history(tool_context.session.events)
         blobs = offload.blobs(tool_context.session.id) if offload is not None else None
 
@@ -330,7 +330,7 @@ def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionToo
     # coroutines, so ADK awaits them on its loop: an offloaded output is read back from the store off that loop
     async def search_history(query: str, tool_context: ToolContext, limit: int = lookback.DEFAULT_LIMIT,
                              regex: bool = False, ignore_case: bool = False) -> str:
-        arguments = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
+        arguments: JSONObject = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
         return await off_loop(lambda: call(tool_context, SEARCH, arguments))
 
     async def read_history(ref: str, tool_context: ToolContext, lines: str = "") -> str:

@@ -101,7 +101,7 @@ def _manager_class() -> type:
         def _before_model_call(self, event: Any) -> None:
             self._adopt(event.agent, self.mirror.prepare(event.agent.messages, self._offered(event.agent)))
 
-        def _after_model_call(self, event: Any) -> None:
+        def _after_model_call(self, event: object) -> None:
             response = getattr(event, "stop_response", None)
             usage = usage_from_strands(response.message) if response is not None else None
             if usage is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..conversation import JSONObject, ToolSpec
 from ..errors import HistoryQueryError
 from .history import DEFAULT_LIMIT, MAX_LIMIT, READ_MAX_LINES, TOOL_NAMES, quoted
 
@@ -48,7 +48,7 @@ Search = Callable[..., str]
 Read = Callable[[Any, Any], str]
 
 
-def _argument(arguments: Mapping[str, Any], name: str, kind: type, default: Any) -> Any:
+def _argument(arguments: JSONObject, name: str, kind: type, default: object) -> Any:
     value = arguments.get(name, default)
     if value is None:
         return default

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from ..codec import header_from_dict, header_to_dict, item_from_dict, item_to_dict
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, JSONObject
 from ..errors import (
     InvalidConversation,
     InvalidSessionId,
@@ -212,7 +212,7 @@ class _Reader:
     def corrupt(self, line: int, reason: str) -> TranscriptCorrupt:
         return TranscriptCorrupt(str(self.path), line, reason)
 
-    def read(self, line: int, record: Any) -> None:
+    def read(self, line: int, record: object) -> None:
         if not isinstance(record, dict):
             raise self.corrupt(line, f"a record is a JSON object, found {type(record).__name__}")
         seq, kind = record.get("seq"), record.get("type")
@@ -264,10 +264,10 @@ class _Reader:
         self.header = header_from_dict(record["header"])
         self.checksums = record.get("checksum") == CHECKSUM
 
-    def _header_update(self, record: dict[str, Any]) -> None:
+    def _header_update(self, record: JSONObject) -> None:
         self.header = header_from_dict(record["header"])
 
-    def _item(self, record: dict[str, Any]) -> None:
+    def _item(self, record: JSONObject) -> None:
         self.items.append(item_from_dict(record["item"]))
 
     def _event(self, record: dict[str, Any]) -> None:
@@ -363,7 +363,7 @@ def _open_read_only(path: Path) -> int:
 # --------------------------------------------------------------------------- writing
 
 
-def _encode(record: dict[str, Any], what: str, max_record_bytes: int) -> bytes:
+def _encode(record: JSONObject, what: str, max_record_bytes: int) -> bytes:
     """One record as a JSON line (UTF-8; ASCII escapes only when the text holds lone surrogates)."""
     try:
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -580,7 +580,7 @@ class Transcript:
         return self._append_record("item", {"item": item_to_dict(item)}, f"item {item.id!r} ({item.role})",
                                    is_item=True)
 
-    def append_event(self, kind: str, data: Mapping[str, Any]) -> int:
+    def append_event(self, kind: str, data: JSONObject) -> int:
         """Record an event (``data`` must be JSON-serializable); returns its sequence number."""
         if not isinstance(kind, str) or not kind:
             raise TranscriptError(f"an event kind is a non-empty string, not {kind!r}")
@@ -682,7 +682,7 @@ class Transcript:
         return seqs
 
     # -- the write path
-    def _append_record(self, kind: str, fields: dict[str, Any], what: str, *, is_item: bool = False) -> int:
+    def _append_record(self, kind: str, fields: JSONObject, what: str, *, is_item: bool = False) -> int:
         self._check_usable()
         seq = self._next_seq
         data = checksummed(_encode({"seq": seq, "type": kind, **fields}, what, self.max_record_bytes))

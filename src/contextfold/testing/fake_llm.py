@@ -57,6 +57,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
+from ..conversation import JSONObject
 from .cache_diagnostics import Diagnoser
 from .gemini_wire import check_gemini, is_gemini_path
 from .prompt_cache import CacheUse, PromptCache, anthropic_usage, chat_usage, responses_usage
@@ -155,7 +156,7 @@ class Received:
 # --------------------------------------------------------------------------- checks of each format
 
 
-def check_messages(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_messages(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Messages API request breaks: headers, model, max_tokens, roles, blocks, tool_use/tool_result pairing."""
     problems = []
     if not (headers.get("x-api-key") or headers.get("authorization")):
@@ -269,7 +270,7 @@ def _check_context_management(headers: Mapping[str, str], body: Mapping[str, Any
     return problems
 
 
-def _openai_basics(headers: Mapping[str, str], body: Any) -> list[str]:
+def _openai_basics(headers: Mapping[str, str], body: object) -> list[str]:
     """The key and the model, which every OpenAI request needs."""
     problems = [] if headers.get("authorization", "").startswith("Bearer ") else ["no Authorization: Bearer header"]
     if not isinstance(body, dict):
@@ -279,7 +280,7 @@ def _openai_basics(headers: Mapping[str, str], body: Any) -> list[str]:
     return problems
 
 
-def check_chat(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_chat(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Chat Completions request breaks: the key, model, message shapes, every tool call answered in order."""
     problems = _openai_basics(headers, body)
     if not isinstance(body, dict):
@@ -323,7 +324,7 @@ def check_chat(headers: Mapping[str, str], body: Any) -> list[str]:
     return problems
 
 
-def check_responses(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_responses(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Responses (or compact) request breaks: the key, model, input items, every function call answered."""
     problems = _openai_basics(headers, body)
     if not isinstance(body, dict):
@@ -377,7 +378,7 @@ def _anthropic_usage(reply: Reply) -> dict[str, Any]:
     return anthropic_usage(reply.usage, reply.output_tokens)
 
 
-def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def anthropic_message(reply: Reply, body: JSONObject) -> dict[str, Any]:
     # A compaction block opens the reply (what came before it is replaced), the text follows, then other blocks.
     opening = [dict(b) for b in reply.blocks if b.get("type") == "compaction"]
     closing = [dict(b) for b in reply.blocks if b.get("type") != "compaction"]
@@ -390,7 +391,7 @@ def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
             "stop_reason": stop, "stop_sequence": None, "usage": _anthropic_usage(reply), **reply.extra}
 
 
-def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def anthropic_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict[str, Any]]]:
     message = anthropic_message(reply, body)
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
@@ -416,7 +417,7 @@ def _openai_usage(reply: Reply) -> dict[str, Any]:
     return chat_usage(reply.usage, reply.output_tokens)
 
 
-def chat_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def chat_completion(reply: Reply, body: JSONObject) -> dict[str, Any]:
     message = {"role": "assistant", "content": reply.text, "refusal": None}
     return {"id": _id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": OPENAI_FINISH[reply.stop], "logprobs": None}],
@@ -426,7 +427,7 @@ def chat_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
 def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
     head = {"id": _id("chatcmpl"), "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model")}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, Any]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})
@@ -447,7 +448,7 @@ def _output_message(reply: Reply, item_id: str) -> dict[str, Any]:
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
 
 
-def _triggered(body: Mapping[str, Any]) -> bool:
+def _triggered(body: JSONObject) -> bool:
     """Whether a Responses request ends with a ``compaction_trigger`` item (its answer is one compaction item)."""
     items = body.get("input")
     return isinstance(items, list) and bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
@@ -457,7 +458,7 @@ def _compaction_item(reply: Reply) -> dict[str, Any]:
     return {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
 
 
-def responses_body(reply: Reply, body: Mapping[str, Any], *, status: str | None = None) -> dict[str, Any]:
+def responses_body(reply: Reply, body: JSONObject, *, status: str | None = None) -> dict[str, Any]:
     if _triggered(body) and not status:
         return {**responses_body(replace(reply, stop="end"), body, status="completed"), "output": [_compaction_item(reply)],
                 "usage": _responses_usage(reply)}
@@ -469,7 +470,7 @@ def responses_body(reply: Reply, body: Mapping[str, Any], *, status: str | None 
             "tool_choice": "auto", "tools": [], "usage": None if status else _responses_usage(reply), "error": None}
 
 
-def responses_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def responses_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict[str, Any]]]:
     numbers = count()
     final = responses_body(reply, body)
     item = final["output"][0]
@@ -489,7 +490,7 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[st
         yield event["type"], {**event, "sequence_number": next(numbers)}
 
 
-def compact_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def compact_body(reply: Reply, body: JSONObject) -> dict[str, Any]:
     """The compact endpoint's answer: the input's user messages, then one compaction item (``reply.text`` as its blob)."""
     given = body.get("input")
     items = given if isinstance(given, list) else [{"role": "user", "content": given}]
@@ -588,7 +589,7 @@ class Stall:
 GEMINI_FINISH = {"end": "STOP", "max_tokens": "MAX_TOKENS", "refusal": "SAFETY", "tool_use": "STOP"}
 
 
-def gemini_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def gemini_body(reply: Reply, body: JSONObject) -> dict[str, Any]:
     """A ``GenerateContentResponse``: the text as one part, the finish reason, usage as Gemini counts it."""
     prompt = reply.usage.prompt
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": reply.output_tokens,
@@ -744,7 +745,7 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
 
-        def _json(self, status: int, headers: Mapping[str, str], body: Any) -> None:
+        def _json(self, status: int, headers: Mapping[str, str], body: object) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
+from ..conversation import JSONObject, JSONValue
 from .fake_llm import (
     Fault,
     check_chat,
@@ -288,7 +289,7 @@ class ScriptedModel:
             exchange.cache = use
             return 200, REPLIES[provider](body, turn, ids, use, len(turn.text) // CHARS_PER_TOKEN + 20)
 
-    def _session_checks(self, provider: str, body: Mapping[str, Any]) -> list[str]:
+    def _session_checks(self, provider: str, body: JSONObject) -> list[str]:
         problems = []
         if provider == "anthropic":
             marks = json.dumps(body).count('"cache_control"')
@@ -302,7 +303,7 @@ class ScriptedModel:
 
 
 def _anthropic_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     content = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
         {"type": "tool_use", "id": i, "name": c.name, "input": dict(c.arguments)} for i, c in zip(ids, turn.calls)
@@ -320,9 +321,9 @@ def _anthropic_reply(
 
 
 def _openai_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
+    message: dict[str, JSONValue] = {"role": "assistant", "content": turn.text or None, "refusal": None}
     if ids:
         message["tool_calls"] = [
             {"id": i, "type": "function", "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
@@ -341,7 +342,7 @@ def _openai_reply(
 
 
 def _responses_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     text = [{"type": "output_text", "text": turn.text, "annotations": []}]
     message = {"type": "message", "id": f"msg_{len(ids)}", "status": "completed", "role": "assistant", "content": text}
@@ -366,7 +367,7 @@ def _responses_reply(
     }
 
 
-def _gemini_reply(body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, Any]:
+def _gemini_reply(body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, Any]:
     return gemini_reply(body, turn, ids, use.prompt, use.read, output)
 
 
@@ -400,7 +401,7 @@ def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iter
     head = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
     choice = completion["choices"][0]
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, Any]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...conversation import Block, Header, Item, Opaque, ToolResult, ToolSpec
+from ...conversation import Block, Header, Item, JSONValue, Opaque, ToolResult, ToolSpec
 
 MARK = "cache_control"
 EPHEMERAL = {"type": "ephemeral"}
@@ -63,7 +63,7 @@ def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int], static
     """
     tools = request.get("tools")
     system = request.get("system")
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, JSONValue]] = []
     if system:
         blocks = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
     split = 0 < static_blocks < len(blocks)

@@ -38,6 +38,8 @@ from ...conversation import (
     Header,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -46,8 +48,8 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
-    new_id,
     as_role,
+    new_id,
 )
 from ...errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
 from .._media import anthropic_source, is_anthropic_source, split_data_url
@@ -79,9 +81,9 @@ _ONLY_IN = {"tool_use": "assistant", "thinking": "assistant", "redacted_thinking
 
 
 def from_anthropic(
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[JSONObject],
     system: str | Sequence[Mapping[str, Any]] | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -99,8 +101,8 @@ def from_anthropic(
     return Conversation(items, _read_header(system, tools))
 
 
-def _read_header(system: Any, tools: Sequence[Any] | None) -> Header:
-    meta: dict[str, Any] = {"origin": ORIGIN}
+def _read_header(system: object, tools: Sequence[Any] | None) -> Header:
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     items: tuple[Item, ...] = ()
     if isinstance(system, str):
         check_block(system, None, "system")
@@ -120,7 +122,7 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "input_schema")
 
 
-def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Item]:
+def _read_message(raw: object, index: int, final: bool, calls: CallIds) -> list[Item]:
     wire = WireObject(read_message(raw, index), index, "")
     role = word(wire.rest.get("role"))
     if role not in _ROLES:
@@ -128,7 +130,7 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
                                          "Anthropic messages are user, assistant or system")
     wire.take("role", str)
     content = wire.take("content", (str, *SEQUENCE))
-    meta: dict[str, Any] = {"origin": ORIGIN}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     if wire.rest:
         meta["extra"] = wire.rest
     if not content and not final:
@@ -152,7 +154,7 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
     return items
 
 
-def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: str, calls: CallIds) -> Block:
+def _read_block(data: JSONObject, index: int | None, field: str, role: str, calls: CallIds) -> Block:
     """One content block; ``role`` is the message's (``"tool"`` inside a tool result).
 
     A tool result has no size limit (its output goes to disk on arrival), but what it holds besides
@@ -294,7 +296,7 @@ def with_lead(
     return [*messages[:at], head, *lead, *tail, *messages[at + 1 :]], ends
 
 
-def _compaction_at(message: Mapping[str, Any]) -> int | None:
+def _compaction_at(message: JSONObject) -> int | None:
     """The position of a ``compaction`` block holding a summary in ``message`` (one without is a no-op)."""
     content = message.get("content")
     if not isinstance(content, list):
@@ -363,7 +365,7 @@ def _group(item: Item) -> str | None:
 
 def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) -> list[dict[str, Any]]:
     """The messages of ``entries`` (see :func:`numbered`); ``last`` is the index of the conversation's last item."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     pending = _ResultMessage()
     for index, prefix, item in entries:
         if item.role == "tool":

@@ -48,6 +48,7 @@ from ...conversation import (
     Conversation,
     Header,
     Item,
+    JSONValue,
     Opaque,
     Summary,
     Text,
@@ -55,8 +56,8 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
-    new_id,
     as_role,
+    new_id,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._reading import CallIds, WireObject, as_list, read_object, shown, word
@@ -70,7 +71,7 @@ _RESULT = "result"
 """The key ADK wraps a tool's non-object return value in."""
 
 
-def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
+def _dump(value: object, index: int | None, field: str) -> Mapping[str, Any]:
     dump = getattr(value, "model_dump", None)
     dumped = dump(mode="json", exclude_none=True) if callable(dump) and not isinstance(value, Mapping) else None
     if isinstance(dumped, Mapping):
@@ -102,7 +103,7 @@ _DECLARATIONS = "function_declarations"
 _JSON_SCHEMA = "parameters_json_schema"
 
 
-def tools_from_genai(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+def tools_from_genai(tools: object) -> tuple[ToolSpec | Opaque, ...]:
     """A request's ``tools``: every function declaration a ToolSpec, any other tool (search, code execution)
     kept as it is."""
     if tools is None:
@@ -173,7 +174,7 @@ class _Reader:
         self.open: list[ToolCall] = []  # calls of the last model turn not answered yet
         self.started = False  # a user or model content was read: a system content can no longer open the list
 
-    def system(self, raw: Any, index: int | None = None) -> Item:
+    def system(self, raw: object, index: int | None = None) -> Item:
         """A system instruction (a string or a content); or a content with role ``system`` that opens the list,
         as those used to OpenAI's formats write one (:class:`~contextfold.Context` moves it to the header)."""
         if isinstance(raw, str):
@@ -188,7 +189,7 @@ class _Reader:
                 raise InvalidContent(index, "parts", "a system content holds text, not function calls or responses")
         return Item("system", item.blocks, id=item.id, meta=item.meta)
 
-    def content(self, raw: Any, index: int | None) -> list[Item]:
+    def content(self, raw: object, index: int | None) -> list[Item]:
         data = _dump(raw, index, "")
         rest = dict(data)
         role = rest.pop("role") if rest.get("role") is not None else None  # a null role rides in the extra
@@ -201,7 +202,7 @@ class _Reader:
             raise UnknownRole(index, "role", f"unknown role {shown(role)}; expected 'user' or 'model'")
         self.started = True
         group = new_id("content")  # unique, so contents read in separate batches never merge
-        meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
+        meta: dict[str, JSONValue] = {"origin": ORIGIN, "content": group}
         if "parts" not in rest:  # a content the SDK dumps without parts (a reply cut off before any)
             meta["no_parts"] = True
         parts = as_list(rest.pop("parts", []), index, "parts")
@@ -333,7 +334,8 @@ def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset
         placed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type, return-value]
     first = members[0][1]
     own = next((item.meta for _, item in members if item.meta.get("origin") == ORIGIN and "content" in item.meta), {})
-    content: dict[str, Any] = {} if own.get("no_parts") and not placed else {"parts": [part for _, part in placed]}
+    parts: list[JSONValue] = [part for _, part in placed]
+    content: dict[str, JSONValue] = {} if own.get("no_parts") and not placed else {"parts": parts}
     if not ("role" in own and own["role"] is None):
         content["role"] = "model" if first.role == "assistant" else "user"
     return merged(content, own.get("extra", {}))

@@ -35,6 +35,8 @@ from ...conversation import (
     Document,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -74,8 +76,8 @@ _ABSENT: Any = object()
 
 
 def from_openai(
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    messages: Sequence[JSONObject],
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -94,14 +96,14 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "parameters", base="function") if wire.rest.get("type") == "function" else None
 
 
-def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
+def _read_message(raw: object, index: int, calls: CallIds) -> Item:
     wire = WireObject(read_message(raw, index), index, "")
     role = word(wire.rest.get("role"))
     if role not in _ROLES:
         found = shown(wire.rest.get("role"))
         raise UnknownRole(index, "role", f"unknown role {found}; expected one of {sorted(_ROLES)}")
     wire.take("role", str)
-    meta: dict[str, Any] = {"origin": ORIGIN}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     if role == "tool":
         call_id = wire.take("tool_call_id", str)
         require_call(call_id, calls, index, "tool_call_id")
@@ -143,7 +145,7 @@ def _read_content(wire: WireObject, required: bool, output: bool = False) -> tup
     return [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)], "list"
 
 
-def _read_part(raw: Any, index: int | None, field: str, output: bool) -> Block:
+def _read_part(raw: object, index: int | None, field: str, output: bool) -> Block:
     wire = read_object(raw, index, field, output)
     kind = wire.rest.get("type")
     if kind == "text":
@@ -166,7 +168,7 @@ def _read_calls(wire: WireObject, calls: CallIds, invalid: list[str]) -> list[Bl
     return [_read_call(raw, wire.index, f"tool_calls[{j}]", calls, invalid) for j, raw in enumerate(raw_calls)]  # type: ignore[arg-type]
 
 
-def _read_call(raw: Any, index: int, field: str, calls: CallIds, invalid: list[str]) -> Block:
+def _read_call(raw: object, index: int, field: str, calls: CallIds, invalid: list[str]) -> Block:
     wire = read_object(raw, index, field)
     call_id = wire.take("id", str)
     custom = wire.rest.get("type") == "custom"
@@ -205,7 +207,7 @@ def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
 
 def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any] | None:
     same = origin(item) == ORIGIN
-    message: dict[str, Any] = {"role": item.role}
+    message: dict[str, JSONValue] = {"role": item.role}
     if item.role == "tool":
         message.update(_write_result(item, index, prefix, same))
     else:
@@ -217,9 +219,9 @@ def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any]
 
 
 def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     reasoning: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[dict[str, JSONValue]] = []
     kept: list[tuple[Block, dict[str, Any]]] = []
     for j, block in enumerate(item.blocks):
         field = f"{prefix}blocks[{j}]"

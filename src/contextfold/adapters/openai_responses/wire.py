@@ -38,6 +38,8 @@ from ...conversation import (
     Document,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -98,8 +100,8 @@ what it replaced (:mod:`contextfold.context.native`)."""
 
 
 def from_responses(
-    items: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    items: Sequence[JSONObject],
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -132,7 +134,7 @@ class _Reader:
         self._segments: list[dict[str, Any]] = []
         self._invalid: list[str] = []
 
-    def read(self, data: Mapping[str, Any], index: int) -> None:
+    def read(self, data: JSONObject, index: int) -> None:
         kind = type_of(data, index, "") or ("message" if "role" in data else None)
         if kind is None:
             raise InvalidContent(index, "type", "an input item needs a type (or a role, for a message)")
@@ -156,7 +158,7 @@ class _Reader:
     def end_turn(self) -> None:
         if not self._segments:
             return
-        meta: dict[str, Any] = {"origin": ORIGIN, "segments": self._segments}
+        meta: dict[str, JSONValue] = {"origin": ORIGIN, "segments": self._segments}
         if self._invalid:
             meta["invalid_arguments"] = self._invalid
         self.items.append(Item("assistant", tuple(self._blocks), meta=meta))
@@ -170,7 +172,7 @@ class _Reader:
         self.end_turn()
         self.items.append(item)
 
-    def _read_message(self, data: Mapping[str, Any], index: int) -> None:
+    def _read_message(self, data: JSONObject, index: int) -> None:
         role = word(data.get("role"))
         if role not in _MESSAGE_ROLES:
             raise UnknownRole(
@@ -202,7 +204,7 @@ class _Reader:
         self.calls.add(call_id)
         return ToolCall(call_id, name, arguments or {}, raw_arguments, wire.rest)
 
-    def _read_output(self, data: Mapping[str, Any], index: int) -> Item:
+    def _read_output(self, data: JSONObject, index: int) -> Item:
         wire = WireObject(data, index, "")
         wire.take_if("type", "function_call_output")
         call_id = wire.take("call_id", str)
@@ -214,7 +216,7 @@ class _Reader:
             content = tuple(_read_part(part, index, f"output[{k}]", "tool") for k, part in enumerate(output))
         return Item("tool", (ToolResult(call_id, content),), meta=_meta(wire))
 
-    def _read_unknown(self, data: Mapping[str, Any], index: int, kind: str) -> None:
+    def _read_unknown(self, data: JSONObject, index: int, kind: str) -> None:
         check_block(data, index, "")
         role = word(data.get("role"))
         if role not in ("user", "system", "developer"):
@@ -236,7 +238,7 @@ def _text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
-def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
+def _read_part(raw: object, index: int, field: str, role: str) -> Block:
     wire = read_object(raw, index, field, output=role == "tool")
     kind = wire.rest.get("type")
     if kind in ("input_text", "output_text"):
@@ -252,7 +254,7 @@ def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
     return Opaque(wire.data, ORIGIN)  # refusal, and parts we do not know
 
 
-def _summary_text(summary: Any) -> str:
+def _summary_text(summary: object) -> str:
     parts = summary if isinstance(summary, SEQUENCE) else ()
     return "\n\n".join(p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str))
 
@@ -279,7 +281,7 @@ def to_responses(conversation: Conversation) -> list[dict[str, Any]]:
     Raises :class:`InvalidContent` for blocks Responses cannot express; errors
     name the item's index in ``conversation.items`` and the neutral field.
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     for index, prefix, item in numbered(conversation, system=True):
         out.extend(_write_item(item, index, prefix))
     return out
@@ -322,7 +324,7 @@ def _write_message(
     role: str,
     blocks: list[tuple[int, Block]],
     shape: str | None,
-    extra: Mapping[str, Any] | None,
+    extra: JSONObject | None,
     index: int | None,
     prefix: str,
 ) -> dict[str, Any]:
@@ -338,7 +340,7 @@ def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[
     segments = item.meta.get("segments") if same else None
     if not _segments_fit(segments, item.blocks):
         segments = _derive_segments(item.blocks, one_per_message=not same)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     start = 0
     for segment in segments:  # type: ignore[union-attr]
         if segment["kind"] == "message":
@@ -355,7 +357,7 @@ def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[
     return out
 
 
-def _segments_fit(segments: Any, blocks: Sequence[Block]) -> bool:
+def _segments_fit(segments: object, blocks: Sequence[Block]) -> bool:
     """Whether recorded segments still describe these blocks (a stage may have changed them)."""
     if not isinstance(segments, list):
         return False
@@ -427,7 +429,7 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
     extra = block.extra if same and not isinstance(block, Summary) else {}
     if isinstance(block, (Text, Summary)):
         kind = _text_type(role)
-        foreign: dict[str, Any] = {"annotations": []} if kind == "output_text" and not same else {}
+        foreign: dict[str, JSONValue] = {"annotations": []} if kind == "output_text" and not same else {}
         return merged({"type": kind, "text": block.text, **foreign}, extra)
     if isinstance(block, Image):
         url = block.url if same else image_url(block)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ...actions import error_lines, result_action
 from ...conversation import Conversation, Header, Item, Offloaded, Opaque, ToolSpec
@@ -139,7 +139,7 @@ def offered_tool_names(header: Header) -> frozenset[str]:
     return frozenset(names)
 
 
-def _opaque_names(data: Any) -> list[str]:
+def _opaque_names(data: object) -> list[str]:
     if not isinstance(data, dict):
         return []
     nested = [data.get("function"), data.get("custom"), *(data.get("function_declarations") or ())]

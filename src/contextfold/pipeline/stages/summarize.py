@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ...boundary import Cut, choose_cut
-from ...conversation import Conversation, Item, Provenance, Summary
+from ...conversation import Conversation, Item, JSONObject, Provenance, Summary
 from ...events import Event
 from ...summarizers._facts import Facts, read_on
 from ...summarizers.base import SUMMARY_PREAMBLE, Summarizer, SummaryRequest, SummaryResult
@@ -177,7 +175,7 @@ def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan,
     return summarized, [*checked, event], after  # the compaction's own event last: stats and cache-break causes name it
 
 
-def _facts_of(items: list[Item], start: int, cut: int, state: Mapping[str, Any]) -> Facts | None:
+def _facts_of(items: list[Item], start: int, cut: int, state: JSONObject) -> Facts | None:
     """The facts of the whole request read on from the summary's (see :func:`~contextfold.summarizers._facts.read_on`),
     when they are those a reading of it finds: what precedes the span is the task (user messages, which bear on
     no error, plan or file) and what the span left out is what contextfold added (restored files, notes)."""
