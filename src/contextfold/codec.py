@@ -44,7 +44,7 @@ _BLOCK_BY_KIND: dict[str, type[Block]] = {
 }
 
 
-def block_to_dict(block: Block) -> dict[str, Any]:
+def block_to_dict(block: Block) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {"kind": block.kind}
     for spec in dataclass_fields(block):
         name = spec.name
@@ -125,7 +125,7 @@ def _fits(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
-def item_to_dict(item: Item) -> dict[str, Any]:
+def item_to_dict(item: Item) -> dict[str, JSONValue]:
     """``item``'s JSON form; its provenance only when it has one (an item as its author wrote it has none)."""
     out: dict[str, JSONValue] = {
         "id": item.id,
@@ -172,7 +172,7 @@ def _legacy_provenance(legacy: JSONObject) -> dict[str, Any]:
     return {**fields, "offloaded": where} if where else fields
 
 
-def provenance_to_dict(provenance: Provenance) -> dict[str, Any]:
+def provenance_to_dict(provenance: Provenance) -> dict[str, JSONValue]:
     """The fields of ``provenance`` that differ from the default (a record stays as short as what it says)."""
     out: dict[str, JSONValue] = {}
     for spec in dataclass_fields(provenance):
@@ -203,7 +203,7 @@ def _strings(values: list[Any], where: str) -> list[str]:
     return values
 
 
-def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, Any]:
+def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, JSONValue]:
     if isinstance(spec, Opaque):
         return block_to_dict(spec)
     return {"kind": "tool_spec", "name": spec.name, "description": spec.description,
@@ -220,7 +220,7 @@ def _tool_from_dict(data: Any, where: str) -> ToolSpec | Opaque:
     return block
 
 
-def header_to_dict(header: Header) -> dict[str, Any]:
+def header_to_dict(header: Header) -> dict[str, JSONValue]:
     return {
         "system": [item_to_dict(i) for i in header.system],
         "tools": [_tool_to_dict(t) for t in header.tools],
@@ -249,7 +249,7 @@ def _list(data: JSONObject, key: str, where: str) -> list[Any]:
     return value
 
 
-def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:
+def conversation_to_dict(conversation: Conversation) -> dict[str, JSONValue]:
     return {
         "format": "contextfold-session-1",
         "header": header_to_dict(conversation.header),

@@ -419,14 +419,15 @@ def readable_text(item: Item, *, decode_arguments: bool = False, tool_names: boo
     return "\n".join(parts)
 
 
-def _decoded(arguments: str) -> Any:
+def _decoded(arguments: str) -> JSONValue:
     try:
-        return json.loads(arguments)
+        decoded: JSONValue = json.loads(arguments)
+        return decoded
     except ValueError:
         return arguments
 
 
-def strings_in(value: Any) -> list[str]:
+def strings_in(value: object) -> list[str]:
     """The strings inside a JSON value (a tool call's decoded arguments), in order; keys are not among them."""
     found: list[str] = []
     stack = [value]

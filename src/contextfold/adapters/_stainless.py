@@ -53,7 +53,7 @@ class StainlessClient:
 
 
 
-def call_timeout(timeout_s: float | None) -> dict[str, Any]:
+def call_timeout(timeout_s: float | None) -> dict[str, JSONValue]:
     """The keyword that caps one call's timeout (both SDKs take ``timeout=`` on every method)."""
     return {} if timeout_s is None else {"timeout": timeout_s}
 

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Item, JSONObject, Opaque, Summary, Text, ToolCall, ToolResult
+from ..conversation import Block, Conversation, Item, JSONObject, JSONValue, Opaque, Summary, Text, ToolCall, ToolResult
 from ..errors import InvalidContent, InvalidToolArguments
 from ._reading import where
 
@@ -42,7 +42,7 @@ def origin(item: Item) -> str | None:
     return item.meta.get("origin")
 
 
-def without_nones(**fields: Any) -> dict[str, Any]:
+def without_nones(**fields: Any) -> dict[str, JSONValue]:
     """The given fields without the ``None`` ones (absent on the wire)."""
     return {k: v for k, v in fields.items() if v is not None}
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import Conversation, Header, Item, JSONObject, Text
+from ..conversation import Conversation, Header, Item, JSONObject, JSONValue, Text
 from ..errors import ContextfoldError, InvalidContent, WireOnlyProvider
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import EVERY_TOKEN, CacheRule, Usage
@@ -153,7 +153,7 @@ class Adapter(ABC):
 
     def request(
         self, header: WireHeader, messages: Sequence[JSONObject], cache_at: Sequence[int] = ()
-    ) -> dict[str, Any]:
+    ) -> dict[str, JSONValue]:
         """A request body from a rendered header and the conversation's messages.
 
         ``cache_at`` asks for prompt-cache breakpoints after these messages
@@ -167,7 +167,7 @@ class Adapter(ABC):
         """Whether the caller put a prompt-cache mark of this format in ``item`` (none by default)."""
         return False
 
-    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, Any]:
+    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, JSONValue]:
         """``request`` with ``reminders`` (checked, :mod:`.reminders`) after its last message, for this request only.
 
         By default they are one user message of their own at the end, so every
@@ -178,7 +178,7 @@ class Adapter(ABC):
         added = self.write_items([reminder_item(reminders)])
         return {**request, self.messages_key: [*request[self.messages_key], *added]}
 
-    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` (the agent's, rendered) made a summary request: tool use off, in a way that keeps the
         provider's cached prefix, and the agent's prompt-cache key. By default unchanged: the instruction at its
         end forbids tool calls, and a format whose cache keys on the tool choice loses nothing."""
@@ -200,7 +200,7 @@ class Adapter(ABC):
         """The cache miss a reply's diagnostics report (none by default: the format has no diagnostics)."""
         return None
 
-    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, JSONValue]:
         """``request`` asking the provider why it misses the cache of the reply ``previous_id`` (unchanged where the
         format has no such diagnostics)."""
         return dict(request)
@@ -209,7 +209,7 @@ class Adapter(ABC):
         """The usage a reply (an SDK response object or its dict) reports, ``None`` when it reports none."""
         return self._usage_in(self.data(response))
 
-    def data(self, response: object) -> dict[str, Any]:
+    def data(self, response: object) -> dict[str, JSONValue]:
         """A reply (an SDK response object or its dict) as a plain dict."""
         return as_data(response)
 
@@ -293,7 +293,7 @@ class Adapter(ABC):
         raise self._no_client("send method")
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         """The keyword arguments of :meth:`endpoint` for ``request`` (what ``Context.prepare`` built); ``timeout_s``
         caps this one call."""
         raise self._no_client("send method")

@@ -167,7 +167,7 @@ def _role(item: Item) -> str:
     return "system" if item.role == "developer" else item.role
 
 
-def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dict[str, Any]:
+def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dict[str, JSONValue]:
     result = item.tool_result
     if result is not None:
         content = result.content if isinstance(result.content, str) else [

@@ -30,6 +30,7 @@ How the types map onto the neutral model:
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from ..conversation import (
     Block,
     Conversation,
     Item,
+    JSONValue,
     Opaque,
     Summary,
     Text,
@@ -57,9 +59,9 @@ _TOOL_PARTS = ("tool-return", "retry-prompt")
 
 
 def _adapter() -> Any:
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    return ModelMessagesTypeAdapter
+    """pydantic-ai's serializer of message lists, imported by name at first use: pydantic-ai is an extra, and this
+    module is type-checked (and imported) without it."""
+    return importlib.import_module("pydantic_ai.messages").ModelMessagesTypeAdapter
 
 
 # --------------------------------------------------------------------------- reading
@@ -164,7 +166,7 @@ def to_pydantic_ai(conversation: Conversation) -> list[Any]:
     return messages
 
 
-def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, Any]:
+def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, JSONValue]:
     field = f"items[{index}].blocks"
     result = item.tool_result
     if result is not None:
@@ -198,7 +200,7 @@ def _text(block: Block, index: int, field: str) -> str:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _write_response_block(block: Block, mine: bool, index: int, field: str) -> dict[str, Any]:
+def _write_response_block(block: Block, mine: bool, index: int, field: str) -> dict[str, JSONValue]:
     extra = dict(block.extra) if mine else {}
     if isinstance(block, (Text, Summary)):
         return {"part_kind": "text", **extra, "content": block.text}

@@ -123,7 +123,7 @@ def _read_block(block: object, index: int, field: str, calls: CallIds) -> Block:
 # --------------------------------------------------------------------------- writing
 
 
-def to_strands(conversation: Conversation) -> list[dict[str, Any]]:
+def to_strands(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The conversation as Strands messages (the header is not written: Strands keeps its system prompt apart)."""
     out: list[dict[str, JSONValue]] = []
     results: list[tuple[int | None, dict[str, Any]]] = []

@@ -16,13 +16,13 @@ from collections import Counter
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from ..context.timeline import Timeline
+from ..conversation import JSONValue
 from ..private_files import replace_file
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
@@ -80,7 +80,7 @@ def show(location: str, session_id: str, as_json: bool) -> None:
     Console().print(table)
 
 
-def describe(location: str, session_id: str) -> dict[str, Any]:
+def describe(location: str, session_id: str) -> dict[str, JSONValue]:
     """The figures ``show`` prints."""
     with closing(open_store(existing(location), read_only=True)) as store:  # a live session's writer keeps its lock
         restored = restore(f"{store.url}#{session_id}", store.read(session_id))

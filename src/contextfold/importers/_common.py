@@ -41,6 +41,7 @@ from ..conversation import (
     Header,
     Item,
     JSONObject,
+    JSONValue,
     Opaque,
     Text,
     ToolCall,
@@ -319,7 +320,7 @@ def _wire_errors(builder: ConversationBuilder, where: str) -> Iterator[None]:
         raise builder.source.error(f"{where}.{error.field}" if error.field else where, error.reason) from error
 
 
-def small_scalars(data: object, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
+def small_scalars(data: object, exclude: frozenset[str] = frozenset()) -> dict[str, JSONValue]:
     """The short scalar fields of a mapping: what is worth keeping in ``ToolResult.extra``."""
     if not isinstance(data, Mapping):
         return {}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ..conversation import Block, Conversation, JSONValue, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, unix_time
@@ -119,7 +118,7 @@ class _Session:
                     self.builder.add_assistant(blocks, where, meta=self._model_meta())
             line += len(run)
 
-    def _model_meta(self) -> dict[str, Any]:
+    def _model_meta(self) -> dict[str, JSONValue]:
         model = self.builder.meta.get("model")
         return {"model": model} if model else {}
 

@@ -279,7 +279,7 @@ def _bookkeeping_name(kind: str, record: JSONObject) -> str:
     return f"{kind}/{value}" if isinstance(value, str) else kind
 
 
-def _user_marks(record: JSONObject) -> dict[str, Any]:
+def _user_marks(record: JSONObject) -> dict[str, JSONValue]:
     """What the record's own fields say about a user turn: harness-written (``isMeta``), a compaction's summary,
     and the kind of prompt it is."""
     marks: dict[str, JSONValue] = {}
@@ -332,7 +332,7 @@ def add_user_message(
         builder.add_item(item, where, timestamp, meta, facts if item.role == "tool" else None)
 
 
-def tool_result_extra(raw: object) -> dict[str, Any]:
+def tool_result_extra(raw: object) -> dict[str, JSONValue]:
     """The short structured facts of ``toolUseResult`` (Read's nested ``file`` included)."""
     extra = small_scalars(raw, RESULT_COPIES)
     if isinstance(raw, Mapping) and isinstance(raw.get("file"), Mapping):

@@ -194,7 +194,7 @@ def _call(source: Source, msg: JSONObject, where: str) -> ToolCall:
     return ToolCall(call_id, "shell", {"command": msg.get("command"), "cwd": msg.get("cwd")})
 
 
-def _result_extra(msg: Mapping[str, Any]) -> dict[str, Any]:
+def _result_extra(msg: Mapping[str, Any]) -> dict[str, JSONValue]:
     extra: dict[str, JSONValue] = {}
     if msg.get("exit_code") is not None:
         extra["exit_code"] = msg["exit_code"]

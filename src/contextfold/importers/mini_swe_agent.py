@@ -21,7 +21,6 @@ ordinary user item with ``meta["interrupt_type"]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..adapters import adapter_for
 from ..conversation import Conversation, JSONObject, JSONValue
@@ -80,7 +79,7 @@ def load(source: Source) -> list[Conversation]:
     return [builder.build()]
 
 
-def _response_meta(response: object) -> dict[str, Any]:
+def _response_meta(response: object) -> dict[str, JSONValue]:
     """``usage`` and ``model`` of the raw litellm response kept in ``extra.response``."""
     if not isinstance(response, Mapping):
         return {}

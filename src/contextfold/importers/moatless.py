@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from ..adapters import adapter_for
 from ..conversation import Conversation, JSONObject, JSONValue, Text, ToolCall
@@ -91,7 +90,7 @@ def _add_action(
     )
 
 
-def _completion_meta(transition: JSONObject, action: JSONObject) -> dict[str, Any]:
+def _completion_meta(transition: JSONObject, action: JSONObject) -> dict[str, JSONValue]:
     completion = object_at(action, "completion")
     properties = object_at(transition, "properties")
     meta: dict[str, JSONValue] = {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, JSONObject, ToolCall
+from ..conversation import Conversation, JSONObject, JSONValue, ToolCall
 from . import _openai_messages
 from ._common import ConversationBuilder, Source, field_of, object_at, text_blocks
 
@@ -91,7 +91,7 @@ def _add_observation(
         builder.add_result(call_id, text, where, facts=facts)
 
 
-def _step_facts(steps: list[Any], step: int) -> dict[str, Any]:
+def _step_facts(steps: list[Any], step: int) -> dict[str, JSONValue]:
     entry = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], Mapping) else {}
     seconds = entry.get("execution_time")
     return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}

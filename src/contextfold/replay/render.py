@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
-from ..conversation import Block, Conversation, Header, Item, JSONObject, Opaque, ToolResult, readable_text
+from ..conversation import Block, Conversation, Header, Item, JSONObject, JSONValue, Opaque, ToolResult, readable_text
 from ..errors import InvalidMessage
 from ..tokens import Estimator
 
@@ -148,7 +148,7 @@ def message_tokens(data: JSONObject, estimator: Estimator) -> int:
     return estimator.item(read_message(data))
 
 
-def render_tools(header: Header) -> list[dict[str, Any]]:
+def render_tools(header: Header) -> list[dict[str, JSONValue]]:
     """The header's tool definitions in Chat Completions form; another provider's own tools are kept as they are."""
     try:
         return tools_to_openai(Conversation((), header))

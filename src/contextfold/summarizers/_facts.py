@@ -54,7 +54,7 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Item, JSONObject, Summary, Text, Thinking, ToolCall
+from ..conversation import Item, JSONObject, JSONValue, Summary, Text, Thinking, ToolCall
 from ..reading import is_stand_in_reply, reading_of
 from ._text import clip, shorten
 
@@ -233,7 +233,7 @@ class ErrorFacts:
         """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
         return frozenset(_last_component(p) for p in self.paths)
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, JSONValue]:
         """The error as JSON data (fresh lists)."""
         return {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
 
@@ -275,7 +275,7 @@ class Facts:
     _edited: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ state round trip
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, JSONValue]:
         """The facts as JSON data (fresh containers: the state outlives this object unchanged)."""
         state: dict[str, Any] = {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}

@@ -643,7 +643,7 @@ class ModelSummarizer(LLMSummarizer):
             return fitted
         return RidingFitter(request, self.style, self.adapter, self.cache_key, fitted)
 
-    def _request(self, payload: Payload) -> dict[str, Any]:
+    def _request(self, payload: Payload) -> dict[str, JSONValue]:
         return dict(payload.body) if payload.rendered else self.adapter.write(payload.conversation)
 
     def _send(self, client: object, payload: Payload, timeout_s: float) -> Answer:

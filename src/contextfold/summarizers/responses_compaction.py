@@ -67,7 +67,7 @@ class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
     def _fitter(self, request: SummaryRequest) -> Fitter:
         return ItemsFitter(request)
 
-    def _arguments(self, payload: Payload) -> dict[str, Any]:
+    def _arguments(self, payload: Payload) -> dict[str, JSONValue]:
         arguments: dict[str, JSONValue] = {"model": self.model, "input": payload.body["input"]}
         system = payload.conversation.header.system_text
         if system:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..conversation import JSONObject
+from ..conversation import JSONObject, JSONValue
 from .prompt_cache import MARK, SEGMENTS, approximate_tokens
 
 ROUTE_PROVIDER = {"messages": "anthropic", "responses": "responses"}
@@ -44,7 +44,7 @@ class Diagnoser:
         self._sent: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def answer(self, route: str, body: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, route: str, body: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, JSONValue]:
         """``reply`` (to ``body`` on ``route``) with the diagnostics the request asked for; the request remembered."""
         provider = ROUTE_PROVIDER.get(route)
         if provider is None:
@@ -78,7 +78,7 @@ class Diagnoser:
             return None
         return {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": missed}}
 
-    def _responses(self, body: JSONObject, comparison_id: str) -> dict[str, Any]:
+    def _responses(self, body: JSONObject, comparison_id: str) -> dict[str, JSONValue]:
         before = self._sent.get(comparison_id)
         if before is None:
             return {"type": "comparison_response_not_found"}

@@ -57,7 +57,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from ..conversation import JSONObject
+from ..conversation import JSONObject, JSONValue
 from .cache_diagnostics import Diagnoser
 from .gemini_wire import check_gemini, is_gemini_path
 from .prompt_cache import CacheUse, PromptCache, anthropic_usage, chat_usage, responses_usage
@@ -374,7 +374,7 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{next(_ids):06d}"
 
 
-def _anthropic_usage(reply: Reply) -> dict[str, Any]:
+def _anthropic_usage(reply: Reply) -> dict[str, JSONValue]:
     return anthropic_usage(reply.usage, reply.output_tokens)
 
 
@@ -413,11 +413,11 @@ def anthropic_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict
     yield "message_stop", {"type": "message_stop"}
 
 
-def _openai_usage(reply: Reply) -> dict[str, Any]:
+def _openai_usage(reply: Reply) -> dict[str, JSONValue]:
     return chat_usage(reply.usage, reply.output_tokens)
 
 
-def chat_completion(reply: Reply, body: JSONObject) -> dict[str, Any]:
+def chat_completion(reply: Reply, body: JSONObject) -> dict[str, JSONValue]:
     message = {"role": "assistant", "content": reply.text, "refusal": None}
     return {"id": _id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": OPENAI_FINISH[reply.stop], "logprobs": None}],
@@ -427,7 +427,7 @@ def chat_completion(reply: Reply, body: JSONObject) -> dict[str, Any]:
 def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
     head = {"id": _id("chatcmpl"), "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model")}
 
-    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, JSONValue]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})
@@ -439,11 +439,11 @@ def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | N
     yield None, "[DONE]"
 
 
-def _responses_usage(reply: Reply) -> dict[str, Any]:
+def _responses_usage(reply: Reply) -> dict[str, JSONValue]:
     return responses_usage(reply.usage, reply.output_tokens)
 
 
-def _output_message(reply: Reply, item_id: str) -> dict[str, Any]:
+def _output_message(reply: Reply, item_id: str) -> dict[str, JSONValue]:
     return {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
 
@@ -454,7 +454,7 @@ def _triggered(body: JSONObject) -> bool:
     return isinstance(items, list) and bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
 
 
-def _compaction_item(reply: Reply) -> dict[str, Any]:
+def _compaction_item(reply: Reply) -> dict[str, JSONValue]:
     return {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
 
 
@@ -490,7 +490,7 @@ def responses_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict
         yield event["type"], {**event, "sequence_number": next(numbers)}
 
 
-def compact_body(reply: Reply, body: JSONObject) -> dict[str, Any]:
+def compact_body(reply: Reply, body: JSONObject) -> dict[str, JSONValue]:
     """The compact endpoint's answer: the input's user messages, then one compaction item (``reply.text`` as its blob)."""
     given = body.get("input")
     items = given if isinstance(given, list) else [{"role": "user", "content": given}]

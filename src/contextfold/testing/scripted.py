@@ -322,7 +322,7 @@ def _anthropic_reply(
 
 def _openai_reply(
     body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     message: dict[str, JSONValue] = {"role": "assistant", "content": turn.text or None, "refusal": None}
     if ids:
         message["tool_calls"] = [
@@ -367,7 +367,7 @@ def _responses_reply(
     }
 
 
-def _gemini_reply(body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, Any]:
+def _gemini_reply(body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, JSONValue]:
     return gemini_reply(body, turn, ids, use.prompt, use.read, output)
 
 
@@ -401,7 +401,7 @@ def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iter
     head = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
     choice = completion["choices"][0]
 
-    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, JSONValue]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})

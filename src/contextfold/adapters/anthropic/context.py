@@ -69,7 +69,7 @@ class ClearToolUses:
         if self.trigger_tokens is not None and self.trigger_tool_uses is not None:
             raise ValueError("ClearToolUses triggers on input tokens or on tool uses, not both")
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> dict[str, JSONValue]:
         edit: dict[str, JSONValue] = {"type": "clear_tool_uses_20250919"}
         if self.trigger_tokens is not None:
             edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}
@@ -98,7 +98,7 @@ class ClearThinking:
     beta = CONTEXT_MANAGEMENT_BETA
     clears_tool_outputs = False
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> dict[str, JSONValue]:
         edit: dict[str, JSONValue] = {"type": "clear_thinking_20251015"}
         if self.keep_turns == "all":
             edit["keep"] = "all"
@@ -124,7 +124,7 @@ class ServerCompaction:
     beta = COMPACTION_BETA
     clears_tool_outputs = False
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> dict[str, JSONValue]:
         edit: dict[str, JSONValue] = {"type": "compact_20260112"}
         if self.trigger_tokens is not None:
             edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ...conversation import Conversation, Header, Item, JSONObject
+from ...conversation import Conversation, Header, Item, JSONObject, JSONValue
 from ...sdk import SDK
 from ...usage import Usage
 from .._stainless import StainlessClient, call_timeout
@@ -55,7 +55,7 @@ class AnthropicMessages(StainlessClient, Adapter):
 
     def request(
         self, header: WireHeader, messages: Sequence[JSONObject], cache_at: Sequence[int] = ()
-    ) -> dict[str, Any]:
+    ) -> dict[str, JSONValue]:
         """The pinned items (``header.lead``) go before ``messages``, or after a compaction block in them
         (:func:`.wire.with_lead`); the breakpoints ``cache_at`` (indices into ``[*lead, *messages]``) follow them."""
         placed, ends = with_lead(header.lead, messages)
@@ -65,7 +65,7 @@ class AnthropicMessages(StainlessClient, Adapter):
     def cache_marked(self, item: Item) -> bool:
         return item_marked(item, ORIGIN)
 
-    def with_reminders(self, request: JSONObject, reminders: Sequence[str]) -> dict[str, Any]:
+    def with_reminders(self, request: JSONObject, reminders: Sequence[str]) -> dict[str, JSONValue]:
         """Reminders as text blocks at the end of the last user message, after its cache breakpoint.
 
         A user message of their own would do as well for the cache (Anthropic
@@ -74,7 +74,7 @@ class AnthropicMessages(StainlessClient, Adapter):
         """
         return with_reminder_blocks(request, self.write_items([reminder_item(reminders)])) if reminders else dict(request)
 
-    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` unchanged: a change of ``tool_choice`` invalidates every cached message block (only the tools
         and the system prompt stay cached), so tool use is turned off by the instruction alone; Anthropic has no
         cache key."""
@@ -93,7 +93,7 @@ class AnthropicMessages(StainlessClient, Adapter):
         missed = reason.get("cache_missed_input_tokens")
         return CacheMiss(reason["type"], missed if isinstance(missed, int) else None)
 
-    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, JSONValue]:
         """``diagnostics={"previous_message_id": ...}`` (``None`` on a first turn opts in with nothing to compare)."""
         return {**request, "diagnostics": {"previous_message_id": previous_id}}
 
@@ -105,7 +105,7 @@ class AnthropicMessages(StainlessClient, Adapter):
         return client.messages.create  # type: ignore[no-any-return]
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
         return {"model": model, "max_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 

@@ -305,11 +305,11 @@ def _compaction_at(message: JSONObject) -> int | None:
                  and b.get("content")), None)
 
 
-def tools_to_anthropic(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_anthropic(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     fields = spec_fields(spec, "input_schema", same)
     return merged(fields, spec.extra) if same else fields
 
@@ -351,7 +351,7 @@ class _ResultMessage:
         self.group = self.group or _group(item)
         self.parts.extend(parts)
 
-    def message(self) -> dict[str, Any]:
+    def message(self) -> dict[str, JSONValue]:
         positions = [p for p, _ in self.parts]
         ordered = self.parts
         if None not in positions and len(set(positions)) == len(positions):  # the original order is known
@@ -460,7 +460,7 @@ def _write_block(block: Block, item: Item, index: int | None, field: str) -> dic
     raise foreign_block(block, index, field, TARGET)
 
 
-def _image_source(image: Image, same: bool, index: int | None, field: str) -> dict[str, Any]:
+def _image_source(image: Image, same: bool, index: int | None, field: str) -> dict[str, JSONValue]:
     if image.data is not None:
         return without_nones(type="base64", media_type=image.media_type, data=image.data)
     if image.url is not None:

@@ -76,7 +76,7 @@ class Gemini(Adapter):
     def write_items(self, items: Any) -> list[dict[str, Any]]:
         return to_genai(Conversation(list(items)))
 
-    def data(self, response: object) -> dict[str, Any]:
+    def data(self, response: object) -> dict[str, JSONValue]:
         """A reply as the JSON google-genai's types dump to (enums as their names, bytes in base64); a dump that
         is not an object is the :class:`InvalidContent` of any other reply that is not one."""
         dump = getattr(response, "model_dump", None)
@@ -145,7 +145,7 @@ class Gemini(Adapter):
         return client.models.generate_content  # type: ignore[no-any-return]
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         config: dict[str, JSONValue] = {"max_output_tokens": max_tokens}
         config.update((key, request[key]) for key in ("system_instruction", "tools") if request.get(key))
         if timeout_s is not None:

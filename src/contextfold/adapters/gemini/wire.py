@@ -128,7 +128,7 @@ def _declaration(wire: WireObject) -> ToolSpec:
     return ToolSpec(spec.name, spec.description, spec.parameters, {**spec.extra, "schema_field": "parameters"})
 
 
-def tools_to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The header's tools: its function declarations in one tool, then the other tools as they came."""
     written = write_tools(conversation, ORIGIN, TARGET, _write_declaration)
     declarations = [tool for tool in written if _DECLARATIONS not in tool and "name" in tool]
@@ -136,7 +136,7 @@ def tools_to_genai(conversation: Conversation) -> list[dict[str, Any]]:
     return [{_DECLARATIONS: declarations}, *others] if declarations else others
 
 
-def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     extra = dict(spec.extra) if same else {}
     schema_field = extra.pop("schema_field", _JSON_SCHEMA)
     return {**spec_fields(spec, schema_field, same), **extra}
@@ -290,7 +290,7 @@ def _block(wire: Any) -> Block:
 # --------------------------------------------------------------------------- writing
 
 
-def to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The contents for ``conversation`` (header excluded: see :func:`system_instruction_to_genai`)."""
     groups: list[tuple[Any, list[tuple[int, Item]]]] = []
     for index, item in enumerate(conversation.items):
@@ -321,7 +321,7 @@ def _group_key(item: Item, index: int) -> Any:
     return None if item.role == "tool" else ("item", index)
 
 
-def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, Any]:
+def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, JSONValue]:
     """One content; ``unsent`` are the ids of calls written without one (so their responses go without too)."""
     placed: list[tuple[int | None, dict[str, Any]]] = []
     for index, item in members:
@@ -363,7 +363,7 @@ def _write_part(block: Block, same: bool, index: int | None, field: str, unsent:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, Any]:
+def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, JSONValue]:
     """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
     no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
     name = None if own.pop("no_name", False) else own.pop("name", result.tool_name)

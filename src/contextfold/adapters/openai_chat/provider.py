@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ...conversation import Conversation, JSONObject
+from ...conversation import Conversation, JSONObject, JSONValue
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ...usage import CacheRule
@@ -31,7 +31,7 @@ class OpenAIClient(StainlessClient):
     default_model = "gpt-4.1"
     summary_model = "gpt-4.1-mini"
 
-    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` with ``tool_choice`` ``none`` (the tools stay, so the cached prefix does) and the agent's
         ``prompt_cache_key``: OpenAI routes a request to the cache of its key."""
         summary = {**request, "tool_choice": "none"} if request.get("tools") else dict(request)
@@ -69,7 +69,7 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
         return client.chat.completions.create  # type: ignore[no-any-return]
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
         limit = "max_completion_tokens" if "api.openai.com" in str(getattr(client, "base_url", "")) else "max_tokens"
         return {"model": model, limit: max_tokens, **body, **call_timeout(timeout_s)}
@@ -89,7 +89,7 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
         return reply_from_chunks([chunk async for chunk in chunks])
 
     def _streamed(self, client: object, request: JSONObject, model: str, max_tokens: int,
-                  timeout_s: float | None) -> dict[str, Any]:
+                  timeout_s: float | None) -> dict[str, JSONValue]:
         arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         return {**arguments, "stream": True, "stream_options": {"include_usage": True}}
 

@@ -184,7 +184,7 @@ def _read_call(raw: object, index: int, field: str, calls: CallIds, invalid: lis
 # --------------------------------------------------------------------------- writing
 
 
-def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
+def to_openai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The message list, header system items first.
 
     Raises :class:`InvalidContent` for blocks Chat Completions cannot express
@@ -196,11 +196,11 @@ def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
     return [message for message in written if message is not None]
 
 
-def tools_to_openai(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_openai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     function = spec_fields(spec, "parameters", same)
     return merged({"function": function}, spec.extra) if same else {"type": "function", "function": function}
 
@@ -218,7 +218,7 @@ def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any]
     return merged(message, item.meta.get("extra", {})) if same else message
 
 
-def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, Any]:
+def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {}
     reasoning: list[str] = []
     calls: list[dict[str, JSONValue]] = []
@@ -254,7 +254,7 @@ def _content(kept: list[tuple[Block, dict[str, Any]]], shape: str | None, role: 
     return content
 
 
-def _write_call(call: ToolCall, same: bool) -> dict[str, Any]:
+def _write_call(call: ToolCall, same: bool) -> dict[str, JSONValue]:
     if not same:
         return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments_json(call)}}
     if call.extra.get("type") == "custom":

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...conversation import Conversation, JSONObject
+from ...conversation import Conversation, JSONObject, JSONValue
 from ...usage import Usage
 from .._stainless import call_timeout
 from ..base import CacheMiss, CompactionCall, MessageListAdapter, as_data
@@ -66,7 +66,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
             return CacheMiss(kind, None)
         return None  # a hit, or none asked
 
-    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, JSONValue]:
         """``prompt_cache_options.comparison_response_id`` (nothing to compare on a first turn)."""
         if previous_id is None:
             return dict(request)
@@ -83,7 +83,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
         return client.responses.create  # type: ignore[no-any-return]
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
         return {"model": model, "max_output_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 

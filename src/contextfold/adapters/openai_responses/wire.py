@@ -227,7 +227,7 @@ class _Reader:
             self._add_item(Item(as_role(role), (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
 
 
-def _meta(wire: WireObject, **fields: Any) -> dict[str, Any]:
+def _meta(wire: WireObject, **fields: Any) -> dict[str, JSONValue]:
     meta = {"origin": ORIGIN, **fields}
     if wire.rest:
         meta["extra"] = wire.rest
@@ -259,7 +259,7 @@ def _summary_text(summary: object) -> str:
     return "\n\n".join(p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str))
 
 
-def _default_summary(text: str) -> list[dict[str, Any]]:
+def _default_summary(text: str) -> list[dict[str, JSONValue]]:
     return [{"type": "summary_text", "text": text}] if text else []
 
 
@@ -275,7 +275,7 @@ def _read_reasoning(wire: WireObject) -> Thinking:
 # --------------------------------------------------------------------------- writing
 
 
-def to_responses(conversation: Conversation) -> list[dict[str, Any]]:
+def to_responses(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The ``input`` item list, header system items first.
 
     Raises :class:`InvalidContent` for blocks Responses cannot express; errors
@@ -287,17 +287,17 @@ def to_responses(conversation: Conversation) -> list[dict[str, Any]]:
     return out
 
 
-def tools_to_responses(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_responses(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     fields = {"type": "function", **spec_fields(spec, "parameters", same)}
     # Responses enforces strict schemas unless told not to; another format's schema was never written for that.
     return merged(fields, spec.extra) if same else {**fields, "strict": False}
 
 
-def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, Any]]:
+def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, JSONValue]]:
     native = _native_compaction(item)
     if native is not None:
         return [dict(native)]
@@ -327,7 +327,7 @@ def _write_message(
     extra: JSONObject | None,
     index: int | None,
     prefix: str,
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """A message item; ``extra`` is ``None`` for another format's item (then the canonical shape is used)."""
     same = extra is not None
     parts = [_write_part(b, role, same, index, f"{prefix}blocks[{j}]") for j, b in blocks]
@@ -336,7 +336,7 @@ def _write_message(
     return merged(message, extra) if extra is not None else {"type": "message", **message}
 
 
-def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[dict[str, Any]]:
+def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[dict[str, JSONValue]]:
     segments = item.meta.get("segments") if same else None
     if not _segments_fit(segments, item.blocks):
         segments = _derive_segments(item.blocks, one_per_message=not same)
@@ -375,7 +375,7 @@ def _segments_fit(segments: object, blocks: Sequence[Block]) -> bool:
     return start == len(blocks)
 
 
-def _derive_segments(blocks: Sequence[Block], one_per_message: bool) -> list[dict[str, Any]]:
+def _derive_segments(blocks: Sequence[Block], one_per_message: bool) -> list[dict[str, JSONValue]]:
     """Consecutive content blocks form one message; every other block is an item of its own.
 
     Another format's assistant text goes one block per message: an assistant
@@ -410,7 +410,7 @@ def _write_turn_block(block: Block, item: Item, same: bool, index: int | None, f
     raise foreign_block(block, index, field, TARGET)
 
 
-def _write_reasoning(block: Thinking) -> dict[str, Any]:
+def _write_reasoning(block: Thinking) -> dict[str, JSONValue]:
     kept = block.extra.get("summary")
     summary = kept if _summary_text(kept) == block.thinking and kept is not None else _default_summary(block.thinking)
     tree = without_nones(type="reasoning", summary=summary, encrypted_content=block.signature)
