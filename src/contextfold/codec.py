@@ -103,7 +103,7 @@ def _declared(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
     return typing.get_type_hints(cls), fields
 
 
-def _fits(value: Any, hint: Any) -> bool:
+def _fits(value: object, hint: Any) -> bool:
     """Whether a JSON value can stand for a field annotated ``hint`` (a tuple of blocks is a JSON list)."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):

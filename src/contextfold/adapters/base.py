@@ -125,7 +125,7 @@ class Adapter(ABC):
         self,
         messages: Sequence[JSONObject],
         *,
-        system: Any = None,
+        system: object = None,
         tools: Sequence[JSONObject] | None = None,
         known_call_ids: Iterable[str] = (),
     ) -> Conversation:

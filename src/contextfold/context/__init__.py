@@ -244,7 +244,7 @@ class Context:
         messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation,
         provider: str | None = None,
         *,
-        system: Any = None,
+        system: object = None,
         tools: Sequence[JSONObject] | None = None,
     ) -> list[Item]:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
@@ -279,7 +279,7 @@ class Context:
         messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation,
         provider: str | None = None,
         *,
-        system: Any = None,
+        system: object = None,
         tools: Sequence[JSONObject] | None = None,
     ) -> list[Item]:
         """:meth:`add` for an asyncio loop: the same call, made off the loop (the items are in the store,

@@ -320,7 +320,7 @@ def add_user_message(
     message: JSONObject,
     where: str,
     timestamp: float | None,
-    tool_use_result: Any = None,
+    tool_use_result: object = None,
     meta: JSONObject | None = None,
 ) -> None:
     """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""

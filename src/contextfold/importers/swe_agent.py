@@ -81,7 +81,7 @@ def _add_action(builder: ConversationBuilder, message: JSONObject, step: int, wh
 
 
 def _add_observation(
-    builder: ConversationBuilder, message: JSONObject, call_ids: list[Any], facts: dict[str, Any], where: str
+    builder: ConversationBuilder, message: JSONObject, call_ids: list[Any], facts: JSONObject, where: str
 ) -> None:
     content = message.get("content")
     text = content if isinstance(content, str) else ""

@@ -150,7 +150,7 @@ class ContextfoldInputFilter:
             owner = self
 
             class UsageHooks(RunHooks[Any]):
-                async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                async def on_llm_end(self, context: object, agent: Any, response: Any) -> None:
                     await owner.mirror(agent.name).arecord_usage(_usage(response.usage))
 
             self._hooks = UsageHooks()

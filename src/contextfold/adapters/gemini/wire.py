@@ -83,7 +83,7 @@ def _dump(value: object, index: int | None, field: str) -> Mapping[str, Any]:
 
 
 def from_genai(
-    contents: Sequence[Any], *, system_instruction: Any = None, tools: Any = None, known_call_ids: Iterable[str] = ()
+    contents: Sequence[Any], *, system_instruction: object = None, tools: Any = None, known_call_ids: Iterable[str] = ()
 ) -> Conversation:
     """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt,
     ``tools`` its tools.
