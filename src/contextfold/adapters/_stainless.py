@@ -28,7 +28,7 @@ class StainlessClient:
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         module = self.sdk.module()
         arguments: dict[str, JSONValue] = {"api_key": options.api_key, "base_url": options.base_url,
-                                     "max_retries": options.max_retries}
+                                           "max_retries": options.max_retries}
         if options.timeout_s is not None:
             arguments["timeout"] = options.timeout_s
         return getattr(module, self.async_client_class if asynchronous else self.client_class)(**arguments)

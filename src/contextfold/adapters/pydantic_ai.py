@@ -39,6 +39,7 @@ from ..conversation import (
     Block,
     Conversation,
     Item,
+    JSONObject,
     JSONValue,
     Opaque,
     Summary,
@@ -94,7 +95,7 @@ def from_pydantic_ai(messages: Sequence[Any], *, known_call_ids: Iterable[str] =
     return Conversation(items)
 
 
-def _read_request_part(part: Mapping[str, Any], index: int, field: str, calls: CallIds, meta: dict[str, Any]) -> Item:
+def _read_request_part(part: Mapping[str, Any], index: int, field: str, calls: CallIds, meta: JSONObject) -> Item:
     kind = part.get("part_kind")
     rest = {k: v for k, v in part.items() if k != "content"}
     meta = {"origin": ORIGIN, **meta, "part": rest}

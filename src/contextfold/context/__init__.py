@@ -41,7 +41,6 @@ from ..conversation import (
     Conversation,
     Header,
     Item,
-    JSONObject,
     Provenance,
     Summary,
     Text,
@@ -244,8 +243,8 @@ class Context:
         messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation,
         provider: str | None = None,
         *,
-        system: object = None,
-        tools: Sequence[JSONObject] | None = None,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Item]:
         """Add messages (in ``provider``'s format, or items) and return the items stored.
 
@@ -279,14 +278,14 @@ class Context:
         messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation,
         provider: str | None = None,
         *,
-        system: object = None,
-        tools: Sequence[JSONObject] | None = None,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Item]:
         """:meth:`add` for an asyncio loop: the same call, made off the loop (the items are in the store,
         fsynced or committed, when it returns; the loop never waited for that)."""
         return await off_loop(lambda: self.add(messages, provider, system=system, tools=tools))
 
-    def add_response(self, response: object, provider: str | None = None) -> list[Item]:
+    def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports.
 
         A reply holding the provider's own compaction (Anthropic's
@@ -308,7 +307,7 @@ class Context:
             self._fold([*sent.items, *items], replacement, sent, "the provider compacted the conversation in this reply")
         return items
 
-    async def aadd_response(self, response: object, provider: str | None = None) -> list[Item]:
+    async def aadd_response(self, response: Any, provider: str | None = None) -> list[Item]:
         """:meth:`add_response` for an asyncio loop, made off the loop like :meth:`aadd`."""
         return await off_loop(lambda: self.add_response(response, provider))
 
@@ -327,7 +326,7 @@ class Context:
         request = self.render(view, name)
         return native.PendingCompaction(name, request, view.snapshot(), instructions, shape)
 
-    def apply_compaction(self, pending: native.PendingCompaction, response: object) -> list[Event]:
+    def apply_compaction(self, pending: native.PendingCompaction, response: Any) -> list[Event]:
         """Swap a provider's compaction in: exactly the items it was asked on go, what it returned takes their place.
 
         Nothing changes (an event says why) when the answer holds no

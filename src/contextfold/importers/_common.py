@@ -437,7 +437,7 @@ class ConversationBuilder:
         where: str,
         timestamp: float | None = None,
         meta: Mapping[str, Any] | None = None,
-        facts: Mapping[str, Any] | None = None,
+        facts: JSONObject | None = None,
         response_id: str | None = None,
     ) -> None:
         """An item an adapter read (:func:`read_wire`), placed as its role says.

@@ -164,7 +164,7 @@ class ContextfoldMiddleware(AgentMiddleware):
         return Conversation([self.states.revive(item) for item in (*read.header.system, *read)])
 
     # ------------------------------------------------------------------ persisted, in the state
-    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    def before_model(self, state: Any, runtime: object) -> dict[str, Any] | None:
         return self._persist(state["messages"]) if self.persist else None
 
     async def abefore_model(self, state: object, runtime: object) -> dict[str, Any] | None:

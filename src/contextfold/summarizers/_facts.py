@@ -54,7 +54,7 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Item, JSONObject, JSONValue, Summary, Text, Thinking, ToolCall
+from ..conversation import Item, Summary, Text, Thinking, ToolCall
 from ..reading import is_stand_in_reply, reading_of
 from ._text import clip, shorten
 
@@ -233,7 +233,7 @@ class ErrorFacts:
         """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
         return frozenset(_last_component(p) for p in self.paths)
 
-    def to_state(self) -> dict[str, JSONValue]:
+    def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""
         return {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
 
@@ -275,7 +275,7 @@ class Facts:
     _edited: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ state round trip
-    def to_state(self) -> dict[str, JSONValue]:
+    def to_state(self) -> dict[str, Any]:
         """The facts as JSON data (fresh containers: the state outlives this object unchanged)."""
         state: dict[str, Any] = {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}
@@ -660,7 +660,7 @@ class Facts:
             self.records.remove(record)
         self.records = [*self.records, shorten(record, 200)][-KEEP["records"]:]
 
-    def _read_todos(self, arguments: JSONObject) -> None:
+    def _read_todos(self, arguments: Mapping[str, Any]) -> None:
         todos = todo_list(arguments)
         if todos is not None:
             self.todos = todos
@@ -691,7 +691,7 @@ class Facts:
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
 
 
-def _fresh(value: object) -> Any:
+def _fresh(value: Any) -> Any:
     """``value`` with its containers copied two levels deep: what a state holds (lists of records, records of lists)."""
     if isinstance(value, list):
         return [_shallow(v) for v in value]
@@ -700,11 +700,11 @@ def _fresh(value: object) -> Any:
     return value
 
 
-def _shallow(value: object) -> Any:
+def _shallow(value: Any) -> Any:
     return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
 
 
-def read_on(state: JSONObject, items: Sequence[Item]) -> Facts | None:
+def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
     when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
     without reading the span a second time: the span's reading ended with nothing pending (a summary's span ends
@@ -723,7 +723,7 @@ def read_ahead(items: Sequence[Item]) -> None:
     Facts().read(items)
 
 
-def _known(cls: type, values: JSONObject) -> dict[str, Any]:
+def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
     known = cls.__dataclass_fields__  # type: ignore[attr-defined]
     return {k: v for k, v in values.items() if k in known and known[k].init}
 
@@ -860,7 +860,7 @@ def manifest_head(text: str) -> list[str]:
     return head
 
 
-def todo_list(arguments: JSONObject) -> list[dict[str, str]] | None:
+def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
     """The todo list a todo tool's call sets (``{"text", "status"}`` each), or ``None`` when it sets none."""
     for key in _TODO_LIST_KEYS:
         entries = arguments.get(key)
@@ -1065,7 +1065,7 @@ def gives_input(call: ToolCall) -> bool:
                for v in call.arguments.values())
 
 
-def _argument(value: object) -> str:
+def _argument(value: Any) -> str:
     text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), default=str)
     return shorten(" ".join(text.split()), TEXT_CHARS["argument"])

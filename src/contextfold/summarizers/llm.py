@@ -60,7 +60,7 @@ from itertools import accumulate
 from typing import Any, Protocol
 
 from ..adapters import PROVIDERS, Adapter, Reply, adapter_for
-from ..conversation import Conversation, Header, Item, JSONValue, Text
+from ..conversation import Conversation, Header, Item, Text
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import check_tokens, model_limits, reply_within, require_provider
 from ..redaction import redact_credentials
@@ -294,7 +294,7 @@ class LLMSummarizer:
             return _within(seconds, send)
 
         async def attempt() -> Answer | BaseException:
-            own: list[JSONValue] = []  # the attempt's client, closed with its sockets whatever happened
+            own: list[Any] = []  # the attempt's client, closed with its sockets whatever happened
 
             def fresh() -> Any:
                 own.append(self._make_client(asynchronous=True))
@@ -445,10 +445,10 @@ class LLMSummarizer:
     def _fitter(self, request: SummaryRequest) -> Fitter:
         raise NotImplementedError
 
-    def _send(self, client: object, payload: Payload, timeout_s: float) -> Answer:
+    def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         raise NotImplementedError
 
-    async def _asend(self, client: object, payload: Payload, timeout_s: float) -> Answer:
+    async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         raise NotImplementedError
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:
@@ -643,15 +643,15 @@ class ModelSummarizer(LLMSummarizer):
             return fitted
         return RidingFitter(request, self.style, self.adapter, self.cache_key, fitted)
 
-    def _request(self, payload: Payload) -> dict[str, JSONValue]:
+    def _request(self, payload: Payload) -> dict[str, Any]:
         return dict(payload.body) if payload.rendered else self.adapter.write(payload.conversation)
 
-    def _send(self, client: object, payload: Payload, timeout_s: float) -> Answer:
+    def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         reply = self.adapter.send(client, self._request(payload), model=self.model, max_tokens=self.reply_tokens,
                                   timeout_s=timeout_s, stream=self.stream)
         return _from_reply(reply)
 
-    async def _asend(self, client: object, payload: Payload, timeout_s: float) -> Answer:
+    async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
         reply = await self.adapter.asend(client, self._request(payload), model=self.model,
                                          max_tokens=self.reply_tokens, timeout_s=timeout_s, stream=self.stream)
         return _from_reply(reply)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..adapters import to_responses
 from ..adapters.registry import RESPONSES
-from ..conversation import Conversation, Header, JSONValue
+from ..conversation import Conversation, Header
 from .base import SummaryRequest, SummaryResult
 from .llm import Answer, Fitter, LLMSummarizer, Payload
 
@@ -67,8 +67,8 @@ class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
     def _fitter(self, request: SummaryRequest) -> Fitter:
         return ItemsFitter(request)
 
-    def _arguments(self, payload: Payload) -> dict[str, JSONValue]:
-        arguments: dict[str, JSONValue] = {"model": self.model, "input": payload.body["input"]}
+    def _arguments(self, payload: Payload) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"model": self.model, "input": payload.body["input"]}
         system = payload.conversation.header.system_text
         if system:
             arguments["instructions"] = system
@@ -89,7 +89,7 @@ class OpenAIResponsesCompactionSummarizer(LLMSummarizer):
         return SummaryResult(readable.text, state=state, native=dict(item), native_provider=RESPONSES.name)
 
 
-def _answer(response: object) -> Answer:
+def _answer(response: Any) -> Answer:
     """The endpoint's answer read by the Responses adapter: its compaction item (the only output kept) and usage."""
     compacted = RESPONSES.read_compaction(response)
     return Answer("", None, compacted.usage, (compacted.item,) if compacted.item is not None else ())

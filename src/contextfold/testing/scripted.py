@@ -378,7 +378,7 @@ REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": 
 # Each function turns a finished reply into the server-sent events (name or None, data) the provider streams.
 
 
-def _anthropic_events(message: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+def _anthropic_events(message: Mapping[str, Any], body: JSONObject) -> Iterator[tuple[str | None, Any]]:
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
@@ -418,7 +418,7 @@ def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iter
     yield None, "[DONE]"
 
 
-def _responses_events(response: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+def _responses_events(response: Mapping[str, Any], body: JSONObject) -> Iterator[tuple[str | None, Any]]:
     numbers = count()
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None}}

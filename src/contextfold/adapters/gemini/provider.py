@@ -60,7 +60,7 @@ class Gemini(Adapter):
     summary_model = "gemini-2.5-flash"
 
     # ------------------------------------------------------------------ the wire
-    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+    def _read(self, messages: Any, system: object, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
         return from_genai(messages, system_instruction=system, tools=tools, known_call_ids=known_call_ids)
 
     def write(self, conversation: Conversation) -> dict[str, Any]:
