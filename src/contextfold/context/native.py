@@ -53,7 +53,7 @@ class PendingCompaction:
     shape: str | None = None
     """How to ask (the adapter's :attr:`~contextfold.adapters.base.Adapter.compaction_shapes`); ``None``: its default."""
 
-    def call(self, client: object, *, model: str, max_tokens: int, timeout_s: float | None = None) -> CompactionCall:
+    def call(self, client: Any, *, model: str, max_tokens: int, timeout_s: float | None = None) -> CompactionCall:
         """The SDK call that asks for it, written by the provider's adapter (``client`` sync or async)."""
         return adapter_for(self.provider).compaction_call(
             client, self.request, model=model, max_tokens=max_tokens, instructions=self.instructions,
