@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold.codec import item_from_dict, item_to_dict
+from contextfold.codec import LEGACY_META_KEYS, item_from_dict, item_to_dict
 from contextfold.conversation import Item, Offloaded, Provenance, Text, ToolResult, as_role
 from contextfold.errors import InvalidContent, UnknownRole
 
@@ -25,7 +25,9 @@ KEY_READERS = frozenset({"get", "setdefault", "pop", "keys", "items", "values"})
 
 
 def meta_key_reads(path: Path) -> list[str]:
-    """Where ``path`` reads a key of an item's ``meta`` (``x.meta[k]``, ``x.meta.get(k)``, ``k in x.meta``).
+    """Where ``path`` reads a key of an item's ``meta`` (``x.meta[k]``, ``x.meta.get(k)``, ``k in x.meta``), or writes
+    a provenance flag there (``meta={"summary": True}``: no stage reads it any more, so the item would silently
+    stop being a summary).
 
     A header's ``meta`` (``header.meta``, the format facts an importer counts) is not an item's, and handing the
     whole mapping on (``dict(item.meta)`` in the codec, ``meta=item.meta`` in a copy) reads no key."""
@@ -36,7 +38,10 @@ def meta_key_reads(path: Path) -> list[str]:
                 and not ast.unparse(node.value).endswith("header") and not ast.unparse(node.value) == "ctx")
 
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Subscript) and is_item_meta(node.value):
+        if (isinstance(node, ast.keyword) and node.arg == "meta" and isinstance(node.value, ast.Dict)
+                and any(isinstance(key, ast.Constant) and key.value in LEGACY_META_KEYS for key in node.value.keys)):
+            found.append(f"{path.name}:{node.value.lineno} meta={ast.unparse(node.value)}")  # a flag no stage reads
+        elif isinstance(node, ast.Subscript) and is_item_meta(node.value):
             found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in KEY_READERS
               and is_item_meta(node.func.value)):
@@ -57,8 +62,9 @@ def test_no_module_outside_the_wire_reads_an_items_meta() -> None:
 def test_the_meta_check_can_fail(tmp_path: Path) -> None:
     module = tmp_path / "stage.py"
     module.write_text('a = item.meta.get("summary")\nb = item.meta["blob"]\nc = "x" not in item.meta\n'
-                      'd = conversation.header.meta.get("skipped")\ne = Item("user", (), meta=item.meta)\n')
-    assert len(meta_key_reads(module)) == 3
+                      'd = conversation.header.meta.get("skipped")\ne = Item("user", (), meta=item.meta)\n'
+                      'f = Item("user", (), meta={"summary": True})\ng = Item("user", (), meta={"origin": "openai"})\n')
+    assert len(meta_key_reads(module)) == 4
 
 
 def test_an_old_record_with_its_flags_in_meta_reads_as_provenance() -> None:
