@@ -101,7 +101,7 @@ def summaries_committed(url: str) -> int:
     store = open_store(url)
     try:
         return len({e["item"]["id"] for r in store.read("s1") if r["type"] == "event" and r.get("kind") == "view"
-                    for e in r["data"]["items"] if "item" in e and e["item"].get("meta", {}).get("summary")})
+                    for e in r["data"]["items"] if "item" in e and e["item"].get("provenance", {}).get("summary")})
     finally:
         store.close()
 

@@ -111,7 +111,7 @@ def test_a_context_on_an_async_store_appends_compacts_and_resumes_exactly(store_
     try:
         assert list(resumed.history.items) == history
         assert [item.id for item in resumed.view().items] == view_ids
-        assert any(item.meta.get("summary") for item in resumed.view().items)
+        assert any(item.provenance.summary for item in resumed.view().items)
     finally:
         resumed.close()
 
@@ -189,7 +189,7 @@ def test_the_history_tools_read_an_offloaded_output_back_from_an_async_store(sha
                                                    "input": {"command": "cat log"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": rows}]}])
             result = added[-1]
-            assert result.meta.get("blob"), result.meta  # offloaded: the item holds a preview
+            assert result.provenance.offloaded.blob, result.provenance  # offloaded: the item holds a preview
             read = await context.aread_history(result.id, "5990-5991")
             found = await context.asearch_history("needle-4242")
             await context.aclose()

@@ -42,7 +42,7 @@ def test_the_summary_request_reads_at_least_90_percent_from_the_agents_cache(
     assert usage is not None and (usage.prompt_tokens, usage.cache_read_tokens) == (use.prompt, use.read)
     # and it is the agent's request: its system prompt and task first, the summary in the context after it
     assert SYSTEM.strip() in str(exchange.body) and TASK in str(exchange.body)
-    assert any(item.meta.get("summary") for item in context.view())
+    assert any(item.provenance.summary for item in context.view())
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -89,7 +89,7 @@ def compacted(result: Result, out: Path, original: Conversation) -> tuple[Conver
     """The written session, and where its verbatim tail starts in the original."""
     assert result.exit_code == 0, result.output
     (conversation,) = importers.load(out)
-    added = 3 + sum(1 for item in conversation.items[3:4] if item.meta.get("survival"))  # the survival check's note
+    added = 3 + sum(1 for item in conversation.items[3:4] if item.provenance.survival)  # the survival check's note
     tail = conversation.items[added:]
     start = len(original) - len(tail)
     assert list(tail) == list(original.items[start:])  # the recent tail, verbatim
@@ -127,9 +127,9 @@ def test_compact_with_a_model_writes_its_summary_after_the_boundary(
 
     task, summary, restored = conversation.items[:3]
     assert task == original.items[0]
-    assert summary.meta["summary"] and summary.text.startswith(summary_preamble())
+    assert summary.provenance.summary and summary.text.startswith(summary_preamble())
     assert "CANNED-SUMMARY: round half-even in src/shop." in summary.text and "CANNED-ANALYSIS" not in summary.text
-    assert restored.meta["restored"] and "files and state restored" in restored.text
+    assert restored.provenance.restored and "files and state restored" in restored.text
     assert "->" in result.output and "warning" not in result.output
 
 
@@ -140,7 +140,7 @@ def test_compact_extractive_is_offline_and_writes_request_bodies(
     out = tmp_path / "out.json"
     conversation, _, _ = compacted(invoke(str(path), "--window", WINDOW, "-o", str(out),
                                              "--instructions", "keep the rounding details"), out, original)
-    assert conversation.items[1].meta["summarizer"] == "extractive"
+    assert conversation.items[1].provenance.summarizer == "extractive"
     assert "Focus requested by the user: keep the rounding details" in conversation.items[1].text
 
     anthropic = json.loads(invoke(str(path), "--window", WINDOW, "--output-format", "anthropic").output.splitlines()[0])

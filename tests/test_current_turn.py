@@ -10,7 +10,7 @@ import json
 
 from contextfold import conversation as c
 from contextfold.context import Context
-from contextfold.conversation import Conversation, Header, Item, Text, ToolCall, ToolSpec
+from contextfold.conversation import Conversation, Header, Item, Provenance, Text, ToolCall, ToolSpec
 from contextfold.pipeline.base import Budget, Policy
 from contextfold.pipeline.edits import current_turn_start
 from contextfold.pipeline.stages.budget import budget_outputs
@@ -100,6 +100,6 @@ def test_the_current_turn_starts_after_the_person_or_the_agent_handing_the_turn_
              call("b", "get_order", order_id="2"), c.tool("b", "y")]
     assert current_turn_start(items) == 4
     assert current_turn_start([*items, c.user("and p9?")]) == 7
-    summary = Item("user", (Text("summary of earlier work"),), meta={"summary": True})
+    summary = Item("user", (Text("summary of earlier work"),), provenance=Provenance(summary=True))
     assert current_turn_start([items[0], summary, *items[1:3]]) == 1  # a summary is not the person speaking
     assert current_turn_start([]) == 0

@@ -160,5 +160,5 @@ def test_a_failing_gemini_summarizer_falls_back_to_the_extractive_summary_with_a
     (fallback,) = [e for e in events if e.action == "fallback"]
     assert "gemini summarizer (gemini-2.5-flash): HTTP 500" in fallback.detail and "extractive used instead" in fallback.detail
     (summarized,) = [e for e in events if e.action == "summarized"]
-    assert summarized.data["fallback"] and any(item.meta.get("summary") for item in context.view())
+    assert summarized.data["fallback"] and any(item.provenance.summary for item in context.view())
     assert any("extractive" in record.getMessage() for record in caplog.records)

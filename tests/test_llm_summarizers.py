@@ -307,7 +307,7 @@ def test_a_model_summary_enters_the_context_and_its_cost_is_in_the_event(fake_ll
     (summarized,) = [e for e in events if e.action == "summarized"]
     assert summarized.data["summarizer"] == "anthropic" and summarized.data["fallback"] is None
     assert [usage.prompt_tokens for _, usage in summarized.calls] == [1_234]
-    (summary,) = [item for item in context.view() if item.meta.get("summary")]
+    (summary,) = [item for item in context.view() if item.provenance.summary]
     assert SUMMARY in summary.text and "SCRATCH-NOTES" not in summary.text
     assert not any(e.action == "fallback" for e in events)
     # the request is the agent's own (its system prompt and tools), the instruction its last user message

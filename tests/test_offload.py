@@ -29,7 +29,7 @@ def test_outputs_saved_on_arrival_leave_only_previews_in_memory_and_transcript(t
     context.close()
     assert transcript_path(tmp_path, "s1").stat().st_size < 1_000_000
     resumed = Transcript.load(transcript_path(tmp_path, "s1")).conversation
-    assert resumed[-1].meta["saved_to"] and saved_output(resumed[-1]).startswith("39 ")
+    assert resumed[-1].provenance.offloaded.saved_to and saved_output(resumed[-1]).startswith("39 ")
 
 
 def test_an_output_over_the_request_limit_goes_to_disk_and_the_call_is_answered(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ context.add([{"role": "user", "content": "run the tests"},
              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]}])
 kept = context.history.items[-1]
 context.close()
-print(json.dumps({"blob": kept.meta.get("blob"), "chars": len(kept.tool_result.text)}))
+print(json.dumps({"blob": kept.provenance.offloaded and kept.provenance.offloaded.blob, "chars": len(kept.tool_result.text)}))
 """
 
 SECOND = """
@@ -41,7 +41,7 @@ import json, sys
 from contextfold import Context
 from contextfold.pipeline.offload_store import saved_output
 context = Context.resume(sys.argv[1], "s1", window_tokens=32_000)
-(item,) = [item for item in context.history.items if item.meta.get("blob")]
+(item,) = [item for item in context.history.items if item.provenance.offloaded and item.provenance.offloaded.blob]
 print(json.dumps({"whole": saved_output(item, context.transcript), "read": context.read_history(item.id, "6001-6001"),
                   "found": context.search_history("the one FAILED")}))
 context.close()
@@ -99,7 +99,7 @@ def test_a_preview_in_a_shared_store_names_the_ref_and_read_history_reads_the_bl
     try:
         add_one_run(context)
         item = context.history.items[-1]
-        assert "saved_to" not in item.meta and f'read_history("{item.id}"' in item.tool_result.text
+        assert item.provenance.offloaded.saved_to is None and f'read_history("{item.id}"' in item.tool_result.text
         assert saved_output(item, context.transcript) == OUTPUT
         assert "the one FAILED line" in context.read_history(item.id, "6001-6001")
     finally:
@@ -120,6 +120,6 @@ def test_an_output_the_store_refuses_is_kept_whole_and_never_named(shared_store_
     try:
         add_one_run(context)
         item = context.history.items[-1]
-        assert "blob" not in item.meta and item.tool_result.text == OUTPUT
+        assert item.provenance.offloaded is None and item.tool_result.text == OUTPUT
     finally:
         context.close()

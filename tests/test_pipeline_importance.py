@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_pipeline_stages import EST, HEADER, bash, make_budget, session
 
 from contextfold import conversation as c
-from contextfold.conversation import Conversation, Header, Item, readable_text
+from contextfold.conversation import Conversation, Header, Item, Provenance, readable_text
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import forgetting_usd, re_read_usd, summary_call_usd, verdict
@@ -92,7 +92,7 @@ def test_survival_puts_back_what_a_summary_dropped_within_its_budget() -> None:
     assert "RATE_TABLE_2024" in text and "src/shop/tax_rules.py" in text
     assert out.validate() == [] and out[-1] is conv[-1]
     assert not missing(before, text).references[:5]
-    note = [item for item in out.items if item.meta.get("survival")]
+    note = [item for item in out.items if item.provenance.survival]
     if note:  # what the summary already carried needs no note
         assert any(e.stage == "survival" and e.action == "restored" for e in events)
         assert EST.item(note[0]) <= make_budget().policy.survival_max_tokens + 10
@@ -122,7 +122,7 @@ def test_survival_puts_back_lines_with_where_they_came_from_never_a_list_of_name
     assert "tests/test_ledger.py::test_cents_v3" in before.references  # seen in an output, not used yet
     dropped = conv.with_items([conv[0], *conv.items[-4:]])
     out, events = survive(conv, dropped, make_budget(), task_index=0)
-    note = next(item.text for item in out.items if item.meta.get("survival"))
+    note = next(item.text for item in out.items if item.provenance.survival)
     assert "`$ grep -rn round_half_even src/pay` printed:\n    src/pay/ledger.py:41:    total_cents = round_half_even(amount_v2)" in note
     assert "`$ pytest tests/test_ledger.py -q` printed:\n    tests/test_ledger.py::test_cents_v3 PASSED" in note
     for line in note.splitlines()[1:]:
@@ -143,7 +143,7 @@ def test_an_open_error_comes_back_once_under_the_call_that_showed_it() -> None:
     before = needs(conv, 0)
     assert [e.source for e in before.errors] == ["$ sleep 30 && gh pr checks 4"]
     out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
-    note = next(item.text for item in out.items if item.meta.get("survival"))
+    note = next(item.text for item in out.items if item.provenance.survival)
     assert note.count(failing) == 1
     block = note.split("`$ sleep 30 && gh pr checks 4` showed:\n", 1)[1].split("\n")
     assert f"    {failing}" in block[:3]  # the failing row, after the lines above it
@@ -176,7 +176,7 @@ def test_a_name_the_system_prompt_teaches_is_not_put_back() -> None:
     for header, kept in ((HEADER, True), (taught, False)):
         conv = Conversation(conv.items, header)
         out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
-        note = next(item.text for item in out.items if item.meta.get("survival"))
+        note = next(item.text for item in out.items if item.provenance.survival)
         assert ("end_of_edit" in note) is kept, note
         assert "compute_total_v3" in note
 
@@ -187,7 +187,7 @@ def test_an_earlier_notes_excerpts_keep_their_source_and_its_error_block_is_no_s
     earlier = (f"[contextfold: checked after compaction]\nUnresolved errors, newest first:\n"
                f"    ValueError: bad rate_eu_west_3\n{EXCERPTS_TITLE}\n"
                f"`$ grep -n tax_table_v2 src/tax.py` printed:\n    12: tax_table_v2 = load_rates()")
-    note_item = Item("user", (c.Text(earlier),), meta={"survival": True})
+    note_item = Item("user", (c.Text(earlier),), provenance=Provenance(survival=True))
     lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
     lost.references = ["tax_table_v2", "rate_eu_west_3"]
     text = note_text(lost, 400, EST.text, [note_item])

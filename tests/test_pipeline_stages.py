@@ -282,7 +282,7 @@ def test_summarize_keeps_task_first_injects_a_user_summary_and_restores_files() 
     summary = out[1]
     assert summary.role == "user" and isinstance(summary.blocks[0], Summary)
     assert "src/app.py" in summary.text and "AssertionError: 2 != 3" in summary.text
-    assert out[2].meta.get("restored") and "def total()" in out[2].text
+    assert out[2].provenance.restored and "def total()" in out[2].text
     assert out.validate() == [] and out[-1] is conv[-1]
     event = next(e for e in events if e.stage == "summarize")
     assert event.stage == "summarize" and event.data["span_items"] > 0 and event.saved_tokens > 0

@@ -89,7 +89,7 @@ def test_removing_clear_means_nothing_clears_even_when_a_summary_is_due() -> Non
     context = long_logs(counted(DEFAULT_PIPELINE.remove("clear"), calls))
     assert calls["clear"] == 0 and calls["summarize"] == 1
     assert not any(e.stage == "clear" for e in context.events)
-    assert not any(item.meta.get("compacted") == "clear" for item in context.prepare_view().items)
+    assert not any(item.provenance.compacted == "clear" for item in context.prepare_view().items)
 
 
 def where(tier: Tier, stage: Stage) -> Pipeline:

@@ -18,7 +18,7 @@ import pytest
 
 from contextfold import Context
 from contextfold.adapters import adapter_for
-from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolSpec, assistant, tool
+from contextfold.conversation import Conversation, Header, Item, Provenance, Summary, Text, ToolSpec, assistant, tool
 from contextfold.pipeline.task import task_index
 from contextfold.sdk import ClientOptions
 from contextfold.testing.prompt_cache import OPENAI_INCREMENT, PromptCache
@@ -108,7 +108,7 @@ def test_a_view_that_starts_with_a_summary_has_no_task() -> None:
     """A view that starts with a summary had no task when it was compacted: the first user message after
     the summary is not taken for one (else the next compaction would keep the earlier summary and that
     message in front of the new summary instead of summarizing them)."""
-    summary = Item("user", (Summary("Earlier: m1.py was read.", covers=4),), meta={"summary": True})
+    summary = Item("user", (Summary("Earlier: m1.py was read.", covers=4),), provenance=Provenance(summary=True))
     conversation = Conversation([summary, Item("user", (Text("Go on with m2.py."),)), assistant("Reading m2.py.")])
     assert task_index(conversation) is None
     assert task_index(Conversation([Item("user", (Text(TASK),)), summary])) == 0

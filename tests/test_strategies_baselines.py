@@ -94,7 +94,7 @@ def test_mask_replaces_every_output_older_than_the_last_ten_rounds_on_every_requ
             if item.role != "tool":
                 continue
             original = next(i for i in conversation.items if i.id == item.id)
-            masked = item.meta.get("compacted") == "mask"
+            masked = item.provenance.compacted == "mask"
             if index < recent:  # masked, unless the output is shorter than the placeholder would be
                 assert masked or ESTIMATE.item(original) < 40, index
             assert masked or item is original
@@ -157,16 +157,16 @@ def test_claude_code_clears_all_but_the_last_three_rounds_once_that_saves_20k_to
     conversation = notes_session(14, 2_500)
     config = StrategyConfig(window_tokens=1_000_000)
     recorder, result = run(conversation, strategies.create("claude-code", config), config)
-    first = next(k for k, request in enumerate(recorder.requests) if any(i.meta.get("compacted") for i in request))
+    first = next(k for k, request in enumerate(recorder.requests) if any(i.provenance.compacted for i in request))
     before = recorder.requests[first - 1]
-    assert not any(i.meta.get("compacted") for i in before)
+    assert not any(i.provenance.compacted for i in before)
     old_outputs = [i for i in before[: Conversation(before).rounds()[-3].start] if i.role == "tool"]
     assert sum(ESTIMATE.item(i) for i in old_outputs) < 20_000  # one request earlier the saving was too small
     request = Conversation(recorder.requests[first])
     recent = request.rounds()[-3].start
     for index, item in enumerate(request.items):
         if item.role == "tool":
-            assert (item.meta.get("compacted") == "clear") == (index < recent)
+            assert (item.provenance.compacted == "clear") == (index < recent)
     assert result.totals.violations == 0
 
 
@@ -179,7 +179,7 @@ def test_claude_code_summarizes_everything_but_the_newest_round_and_restores_fil
     request = recorder.requests[summarized[0]]
     history = list(conversation.items[: result.requests[summarized[0]].index])
     assert request[0] is history[0] and request[1].kind == "summary"
-    restored = [i for i in request if i.meta.get("restored")]
+    restored = [i for i in request if i.provenance.restored]
     assert len(restored) <= 1
     tail = request[2 + len(restored) :]
     assert tail == history[-2:]  # the newest round only: a full summary keeps no verbatim tail

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contextfold.actions import EDIT, classify, failure_line
-from contextfold.conversation import Conversation, Header, Item, Summary, ToolCall, assistant, tool, user
+from contextfold.conversation import Conversation, Header, Item, Provenance, Summary, ToolCall, assistant, tool, user
 from contextfold.importers import load
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
@@ -541,7 +541,7 @@ def test_a_cleared_output_is_not_quoted_as_the_issue() -> None:
     c.append(user("Solve issue 52."))
     c.append(assistant("", [ToolCall("g1", "Bash", {"command": "gh issue view 52"})]))
     cleared = tool("g1", "[contextfold: output cleared to save context (5,716 tokens); the call is kept]")
-    c.append(Item(cleared.role, cleared.blocks, meta={"compacted": "clear"}))
+    c.append(Item(cleared.role, cleared.blocks, provenance=Provenance(compacted="clear")))
     text, _ = summarize(c.items)
     assert "output cleared" not in text and "The issue as the agent fetched it" not in text
 

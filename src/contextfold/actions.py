@@ -14,9 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from .conversation import Item, ToolCall
+from .conversation import Item, JSONObject, ToolCall
 
 READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", "todo", "other"
 
@@ -83,7 +82,7 @@ class Action:
     written: tuple[str, ...] = ()
 
 
-def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+def _argument_paths(arguments: JSONObject) -> tuple[str, ...]:
     found = []
     for key in _PATH_KEYS:
         value = arguments.get(key)
@@ -98,7 +97,7 @@ def _argument_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in found if p and isinstance(p, str)))  # a change's "path" may be anything
 
 
-def _command_text(arguments: Mapping[str, Any]) -> str | None:
+def _command_text(arguments: JSONObject) -> str | None:
     for key in ("command", "cmd", "script", "code", "input"):
         value = arguments.get(key)
         if isinstance(value, str):
@@ -251,7 +250,7 @@ _PATCH_KEYS = ("unified_diff", "patch", "diff", "input")
 _PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(?P<path>\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
 
-def _patched_paths(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+def _patched_paths(arguments: JSONObject) -> tuple[str, ...]:
     """The files a patch text (apply_patch's ``input``, a unified diff) names."""
     for key in _PATCH_KEYS:
         value = arguments.get(key)
@@ -266,7 +265,7 @@ def _added_lines(patch: str) -> str:
     return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
 
 
-def _written(arguments: Mapping[str, Any]) -> str | None:
+def _written(arguments: JSONObject) -> str | None:
     for key in _NEW_TEXT_KEYS:
         value = arguments.get(key)
         if isinstance(value, str):
@@ -395,31 +394,12 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     return _remembered_failure_line(text, is_error, kind)
 
 
-FAILURE_LINE_META = "failure_line"
-"""Item meta: the failure line an output reported before a stage replaced it by a placeholder.
-
-The placeholder quotes that line inside its own note (``[contextfold: output
-cleared …; It reported: …]``), and the note read as an output is no error line:
-a summary would quote the note as "what failed". ``""`` records that the output did not fail (its placeholder may
-still quote an error the output showed, a test run piped through ``tail``). See :func:`item_failure_line`.
-"""
-
-
-ERROR_FRAME_META = "error_frame"
-"""Item meta: the failing frame (the lines above the failure line) an output showed before a stage replaced it by
-a placeholder. The placeholder keeps the line only; what failed where is read from here (see
-:data:`FAILURE_LINE_META`), so an error cleared while still open is put back with its frame, not as a bare line."""
-
-
-TALLY_META = "tally"
-"""Item meta: the tally a test or lint run ended on ("3 failed, 12 passed in 2.1s"), kept when a stage replaced its
-output by a placeholder: the last test run is still read from it (see :data:`FAILURE_LINE_META`)."""
-
-
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
-    """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before."""
-    recorded = item.meta.get(FAILURE_LINE_META)
-    if isinstance(recorded, str):
+    """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before
+    (:attr:`~contextfold.conversation.Provenance.failure_line`: the placeholder quotes that line inside its own
+    note, and the note read as an output is no error line)."""
+    recorded = item.provenance.failure_line
+    if recorded is not None:
         return recorded or None  # "": the output did not fail
     result = item.tool_result
     if result is None:

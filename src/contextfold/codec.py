@@ -7,6 +7,7 @@ excepted, which is a cache) and stable: a field added later gets a default.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 import typing
@@ -16,13 +17,18 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from .conversation import (
+    NO_PROVENANCE,
     Block,
     Conversation,
     Document,
     Header,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
+    Offloaded,
     Opaque,
+    Provenance,
     RedactedThinking,
     Summary,
     Text,
@@ -38,8 +44,8 @@ _BLOCK_BY_KIND: dict[str, type[Block]] = {
 }
 
 
-def block_to_dict(block: Block) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": block.kind}
+def block_to_dict(block: Block) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {"kind": block.kind}
     for spec in dataclass_fields(block):
         name = spec.name
         value = getattr(block, name)
@@ -51,7 +57,7 @@ def block_to_dict(block: Block) -> dict[str, Any]:
     return out
 
 
-def block_from_dict(data: Any, where: str = "block") -> Block:
+def block_from_dict(data: object, where: str = "block") -> Block:
     """A block from its JSON form; each field checked against the block's type (see :func:`_checked_fields`)."""
     data = _object(data, where)
     kind = data.get("kind")
@@ -65,7 +71,7 @@ def block_from_dict(data: Any, where: str = "block") -> Block:
     return cls(**fields)
 
 
-def _object(data: Any, where: str) -> Mapping[str, Any]:
+def _object(data: object, where: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise InvalidContent(None, where, f"expected an object, got {type(data).__name__}")
     return data
@@ -97,7 +103,7 @@ def _declared(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
     return typing.get_type_hints(cls), fields
 
 
-def _fits(value: Any, hint: Any) -> bool:
+def _fits(value: object, hint: Any) -> bool:
     """Whether a JSON value can stand for a field annotated ``hint`` (a tuple of blocks is a JSON list)."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
@@ -106,6 +112,10 @@ def _fits(value: Any, hint: Any) -> bool:
         return value is None
     if hint is Any:
         return True
+    if origin is typing.Literal:
+        return isinstance(value, tuple({type(arg) for arg in typing.get_args(hint)}))  # the value is checked by the class
+    if dataclasses.is_dataclass(hint):
+        return isinstance(value, Mapping)  # read by its own reader
     if origin is tuple:
         return isinstance(value, list)
     if origin is not None:
@@ -115,24 +125,85 @@ def _fits(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
-def item_to_dict(item: Item) -> dict[str, Any]:
-    return {
+def item_to_dict(item: Item) -> dict[str, JSONValue]:
+    """``item``'s JSON form; its provenance only when it has one (an item as its author wrote it has none)."""
+    out: dict[str, JSONValue] = {
         "id": item.id,
         "role": item.role,
         "timestamp": item.timestamp,
         "meta": dict(item.meta),
         "blocks": [block_to_dict(b) for b in item.blocks],
     }
+    if item.provenance != NO_PROVENANCE:
+        out["provenance"] = provenance_to_dict(item.provenance)
+    return out
 
 
-def item_from_dict(data: Any, where: str = "item") -> Item:
-    """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's."""
-    fields = _checked_fields(Item, {k: v for k, v in _object(data, where).items()}, where)
+def item_from_dict(data: object, where: str = "item") -> Item:
+    """An item from its JSON form, its fields checked as :func:`block_from_dict` checks a block's.
+
+    A record written before :class:`~contextfold.conversation.Provenance` existed kept its flags in ``meta``
+    (``{"summary": true}``, ``{"blob": ...}``): they are moved to the provenance, so an old transcript resumes
+    with its summaries still summaries."""
+    record = dict(_object(data, where))
+    provenance = record.pop("provenance", None)
+    fields = _checked_fields(Item, record, where)
     blocks = tuple(block_from_dict(b, f"{where}.blocks[{i}]") for i, b in enumerate(fields.pop("blocks")))
-    return Item(blocks=blocks, **{**fields, "meta": fields.get("meta") or {}})
+    meta = fields.pop("meta", None) or {}
+    if not isinstance(meta, Mapping):
+        raise InvalidContent(None, f"{where}.meta", f"expected an object, got {type(meta).__name__}")
+    legacy = {key: meta[key] for key in LEGACY_META_KEYS if key in meta}
+    if legacy:
+        meta = {key: value for key, value in meta.items() if key not in legacy}
+        provenance = {**_legacy_provenance(legacy), **(_object(provenance, f"{where}.provenance") if provenance else {})}
+    return Item(blocks=blocks, meta=meta,
+                provenance=provenance_from_dict(provenance, f"{where}.provenance") if provenance else NO_PROVENANCE,
+                **fields)
 
 
-def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, Any]:
+LEGACY_META_KEYS = ("summary", "summarizer", "restored", "survival", "synthetic", "static", "compacted", "blob",
+                    "saved_to", "failure_line", "error_frame", "tally")
+"""The ``meta`` keys that held an item's provenance before it was typed (read from old records only)."""
+
+
+def _legacy_provenance(legacy: JSONObject) -> dict[str, Any]:
+    fields = {key: value for key, value in legacy.items() if key not in ("blob", "saved_to")}
+    where = {key: legacy[key] for key in ("blob", "saved_to") if key in legacy}
+    return {**fields, "offloaded": where} if where else fields
+
+
+def provenance_to_dict(provenance: Provenance) -> dict[str, JSONValue]:
+    """The fields of ``provenance`` that differ from the default (a record stays as short as what it says)."""
+    out: dict[str, JSONValue] = {}
+    for spec in dataclass_fields(provenance):
+        value = getattr(provenance, spec.name)
+        if value == spec.default:
+            continue
+        if isinstance(value, Offloaded):
+            value = {key: getattr(value, key) for key in ("blob", "saved_to") if getattr(value, key) is not None}
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[spec.name] = value
+    return out
+
+
+def provenance_from_dict(data: object, where: str = "provenance") -> Provenance:
+    fields = _checked_fields(Provenance, dict(_object(data, where)), where)
+    if fields.get("offloaded") is not None:
+        fields["offloaded"] = Offloaded(**_checked_fields(Offloaded, dict(fields["offloaded"]), f"{where}.offloaded"))
+    if fields.get("error_frame") is not None:
+        fields["error_frame"] = tuple(_strings(fields["error_frame"], f"{where}.error_frame"))
+    return Provenance(**fields)
+
+
+def _strings(values: list[Any], where: str) -> list[str]:
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise InvalidContent(None, f"{where}[{index}]", f"expected a string, got {type(value).__name__}")
+    return values
+
+
+def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, JSONValue]:
     if isinstance(spec, Opaque):
         return block_to_dict(spec)
     return {"kind": "tool_spec", "name": spec.name, "description": spec.description,
@@ -149,7 +220,7 @@ def _tool_from_dict(data: Any, where: str) -> ToolSpec | Opaque:
     return block
 
 
-def header_to_dict(header: Header) -> dict[str, Any]:
+def header_to_dict(header: Header) -> dict[str, JSONValue]:
     return {
         "system": [item_to_dict(i) for i in header.system],
         "tools": [_tool_to_dict(t) for t in header.tools],
@@ -158,7 +229,7 @@ def header_to_dict(header: Header) -> dict[str, Any]:
     }
 
 
-def header_from_dict(data: Any, where: str = "header") -> Header:
+def header_from_dict(data: object, where: str = "header") -> Header:
     data = _object(data, where)
     meta = data.get("meta") or {}
     if not isinstance(meta, Mapping):
@@ -171,14 +242,14 @@ def header_from_dict(data: Any, where: str = "header") -> Header:
     )
 
 
-def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def _list(data: JSONObject, key: str, where: str) -> list[Any]:
     value = data.get(key, [])
     if not isinstance(value, list):
         raise InvalidContent(None, f"{where}.{key}", f"expected a list, got {type(value).__name__}")
     return value
 
 
-def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:
+def conversation_to_dict(conversation: Conversation) -> dict[str, JSONValue]:
     return {
         "format": "contextfold-session-1",
         "header": header_to_dict(conversation.header),

@@ -16,7 +16,9 @@ writing wire formats is :mod:`contextfold.adapters`' job
 (``adapter_for("anthropic").read(messages)``). Provider-specific fields that
 the model has no slot for ride along in ``Block.extra`` and ``Item.meta`` so
 that the adapters can reproduce the exact wire message (round trips are
-lossless).
+lossless). What contextfold itself knows of an item (it wrote a summary, a
+stage replaced its output, the output was kept elsewhere) is typed, in
+:class:`Provenance`: only adapters read ``meta``.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ import hashlib
 import itertools
 import json
 import secrets
+import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, TypeAlias, Union
 
 from .blocks import BLOCK_TYPES as BLOCK_TYPES
 from .blocks import Block as Block
@@ -52,8 +55,11 @@ from .pairing import Round as Round
 from .pairing import Validator as Validator
 from .pairing import Violation as Violation
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-"""Roles an item may have. ``developer`` is OpenAI's newer name for system."""
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+"""The role of an item. ``developer`` is OpenAI's newer name for system."""
+
+ROLES: frozenset[Role] = frozenset(typing.get_args(Role))
+"""Roles an item may have (:data:`Role`'s values, for checks at run time)."""
 
 
 _ID_STREAM: ContextVar[Iterator[str] | None] = ContextVar("contextfold_id_stream", default=None)
@@ -82,7 +88,77 @@ def reproducible_ids(seed: str) -> Iterator[None]:
         _ID_STREAM.reset(token)
 
 
+JSONValue: TypeAlias = Union[None, bool, int, float, str, Sequence["JSONValue"], Mapping[str, "JSONValue"]]  # noqa: UP007
+"""A value as JSON holds it, read-only: what a wire message, a recorded session or a provider's reply is made of.
+The containers are the read-only protocols, so a ``dict[str, str]`` is one too; code reading a value narrows it
+(``isinstance(value, Mapping)``) before it indexes it, and mypy checks that it did."""
+
+JSONObject: TypeAlias = Mapping[str, JSONValue]
+"""A JSON object, read-only (a wire message, a block's provider fields, a tool call's arguments)."""
+
+
+def as_role(value: object) -> Role:
+    """``value`` as a :data:`Role` (a role read from a wire message is a ``str``), or :class:`UnknownRole`."""
+    for role in ROLES:
+        if value == role and isinstance(value, str):
+            return role
+    raise UnknownRole(None, "role", f"unknown role {value!r}; expected one of {sorted(ROLES)}")
+
+
 # --------------------------------------------------------------------------- items
+
+
+@dataclass(frozen=True, slots=True)
+class Offloaded:
+    """Where the whole of an output too large to send was kept (its item holds a preview): a blob of the
+    session's store, a file, or both (a store that keeps blobs as files)."""
+
+    blob: str | None = None
+    """The blob's digest in the session's store."""
+    saved_to: str | None = None
+    """The file's path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What contextfold knows of an item that no wire format carries: whether it wrote the item, and what a stage
+    did to it. The pipeline acts on these (a summary is never the task, a placeholder is not shrunk again);
+    keeping them typed and apart from :attr:`Item.meta` (the wire data only adapters read) means a stage can
+    neither misspell a flag nor mistake a format's field for one. The default: an item as its author wrote it.
+    """
+
+    summary: bool = False
+    """A summary contextfold (or an integration) put in place of a span."""
+    summarizer: str | None = None
+    """The summarizer that wrote it."""
+    restored: bool = False
+    """Files and state contextfold put back after a compaction."""
+    survival: bool = False
+    """The survival check's note of what a compaction would have lost."""
+    synthetic: bool = False
+    """An error result :meth:`Conversation.repair` added for a call that had none."""
+    static: bool = False
+    """A system item of the static part of a split system prompt (see :attr:`Header.static_system`)."""
+    compacted: str | None = None
+    """The stage that replaced the item's content (a placeholder, a preview, a shortened output)."""
+    offloaded: Offloaded | None = None
+    """Where the whole output went, when only its preview is sent."""
+    failure_line: str | None = None
+    """The failure line the output reported before a stage replaced it (``""``: it reported none)."""
+    error_frame: tuple[str, ...] | None = None
+    """The failing frame (the lines above that line) the output showed: what failed where, put back with the
+    line when the error is still open."""
+    tally: str | None = None
+    """The tally a test or lint run ended on ("3 failed, 12 passed"), kept when its output was replaced."""
+
+    @property
+    def by_contextfold(self) -> bool:
+        """Whether contextfold wrote the item (a summary, restored files, a survival note), not the user."""
+        return self.summary or self.restored or self.survival
+
+
+NO_PROVENANCE = Provenance()
+"""An item as its author wrote it: nothing contextfold added or changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,21 +166,23 @@ class Item:
     """One message of the conversation.
 
     ``meta`` carries what an adapter needs to reproduce the wire message
-    exactly (``origin``: the format it came from, plus format-specific keys).
+    exactly (``origin``: the format it came from, plus format-specific keys);
+    only adapters (and the importers writing it) read it. ``provenance`` is
+    what contextfold knows of the item, typed, for the pipeline.
     ``memo`` is a private per-object cache (token counts); it takes no part
     in equality and starts empty on every copy.
     """
 
-    role: str
+    role: Role
     blocks: tuple[Block, ...]
     id: str = field(default_factory=new_id)
     timestamp: float | None = None
     meta: Mapping[str, Any] = field(default_factory=_empty)
+    provenance: Provenance = NO_PROVENANCE
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.role, str) or self.role not in ROLES:
-            raise UnknownRole(None, "role", f"unknown role {self.role!r}; expected one of {sorted(ROLES)}")
+        as_role(self.role)
         if not isinstance(self.blocks, tuple):
             object.__setattr__(self, "blocks", tuple(self.blocks))
         results = sum(isinstance(b, ToolResult) for b in self.blocks)
@@ -148,7 +226,7 @@ class Item:
         return self.role
 
     def with_blocks(self, blocks: Iterable[Block]) -> Item:
-        """A copy with other blocks, same id, role, timestamp and meta."""
+        """A copy with other blocks, same id, role, timestamp, meta and provenance."""
         return replace(self, blocks=tuple(blocks))
 
 
@@ -174,14 +252,15 @@ def readable_text(item: Item, *, decode_arguments: bool = False, tool_names: boo
     return "\n".join(parts)
 
 
-def _decoded(arguments: str) -> Any:
+def _decoded(arguments: str) -> JSONValue:
     try:
-        return json.loads(arguments)
+        decoded: JSONValue = json.loads(arguments)
+        return decoded
     except ValueError:
         return arguments
 
 
-def strings_in(value: Any) -> list[str]:
+def strings_in(value: object) -> list[str]:
     """The strings inside a JSON value (a tool call's decoded arguments), in order; keys are not among them."""
     found: list[str] = []
     stack = [value]
@@ -213,10 +292,6 @@ def tool(call_id: str, content: str | tuple[Block, ...], is_error: bool | None =
     return Item("tool", (ToolResult(call_id, content, is_error),), **kw)
 
 
-STATIC_SYSTEM = "static"
-"""The ``Item.meta`` key marking a system item as part of the static system prompt (see :attr:`Header.static_system`)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Header:
     """What every request starts with and no stage may touch.
@@ -242,10 +317,10 @@ class Header:
         The static part is the same in every session (the agent's rules), so it
         is cached on its own breakpoint and shared across sessions; the rest
         (tool lists from MCP servers, the user's language) follows it. An item
-        is static when its ``meta`` says ``{STATIC_SYSTEM: True}``.
+        is static when its :attr:`Provenance.static` says so.
         """
         count = 0
-        while count < len(self.system) and self.system[count].meta.get(STATIC_SYSTEM):
+        while count < len(self.system) and self.system[count].provenance.static:
             count += 1
         return count
 
@@ -491,7 +566,7 @@ class Conversation:
                 synthetic = Item(
                     "tool",
                     (ToolResult(call.id, UNANSWERED_TEXT, True, call.name, call.arguments),),
-                    meta={"synthetic": True},
+                    provenance=Provenance(synthetic=True),
                 )
                 items.append(synthetic)
                 repairs.append(Repair("answered_call", index, f"added an error result for call {call.id!r}", call.id))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .conversation import JSONValue
 from .redaction import redact_credentials
 
 
@@ -44,7 +45,7 @@ class Event:
     def saved_tokens(self) -> int:
         return self.tokens_before - self.tokens_after
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         return {
             "stage": self.stage,
             "action": self.action,

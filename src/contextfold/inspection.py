@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conversation import Conversation, Item
+from .conversation import Conversation, Item, JSONValue
 
 LARGEST = 5
 """How many of the largest items the report lists."""
@@ -43,13 +43,13 @@ class Composition:
     def total_tokens(self) -> int:
         return self.header_tokens + sum(self.tokens_by_kind.values())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         out = dict(self.__dict__)
         out["total_tokens"] = self.total_tokens
         return out
 
 
-def _describe(index: int, item: Item, tokens: int) -> dict[str, Any]:
+def _describe(index: int, item: Item, tokens: int) -> dict[str, JSONValue]:
     result = item.tool_result
     label = result.tool_name if result is not None else None
     preview = item.text.replace("\n", " ")[:80]
@@ -98,7 +98,7 @@ def compose(conversation: Conversation, count_item: Callable[[Item], int], count
     )
 
 
-def _counts(value: Any) -> dict[str, int]:
+def _counts(value: object) -> dict[str, int]:
     """A ``{type: count}`` table from header meta (empty when the importer recorded none)."""
     if not isinstance(value, dict):
         return {}

@@ -209,7 +209,7 @@ def redact_item(item: Item) -> tuple[Item, Counter[str]]:
     return (replace(item, blocks=blocks) if found else item), found
 
 
-def _block(block: Any, found: Counter[str]) -> Any:
+def _block(block: object, found: Counter[str]) -> Any:
     if isinstance(block, Text):
         return replace(block, text=redact_text(block.text, found))
     if isinstance(block, ToolCall):
@@ -224,7 +224,7 @@ def _block(block: Any, found: Counter[str]) -> Any:
     return block
 
 
-def _value(value: Any, found: Counter[str]) -> Any:
+def _value(value: object, found: Counter[str]) -> Any:
     """A JSON value with the secrets in its strings redacted."""
     if isinstance(value, str):
         return redact_text(value, found)

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .adapters import Adapter, WireHeader
-from .conversation import Conversation, Header, Item
+from .conversation import Conversation, Header, Item, JSONValue
 from .pipeline.task import task_index
 
 
@@ -55,12 +55,12 @@ class Renderer:
         self._summary_at: int | None = None  # index in _frozen of the latest summary message
         self._stable: tuple[int, int] | None = None  # the task's index and its message's (see _stable_end)
 
-    def render(self, view: Conversation, reminders: Sequence[str] = ()) -> dict[str, Any]:
+    def render(self, view: Conversation, reminders: Sequence[str] = ()) -> dict[str, JSONValue]:
         """The request for ``view``, with ``reminders`` (checked strings) attached after its cache breakpoints."""
         request = self._request(view)
         return self.adapter.with_reminders(request, reminders) if reminders else request
 
-    def _request(self, view: Conversation) -> dict[str, Any]:
+    def _request(self, view: Conversation) -> dict[str, JSONValue]:
         if view is not self._view or view.header is not self._header or len(view) < self._upto:
             self._reset(view)
         items = view.items

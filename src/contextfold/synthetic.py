@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conversation import Block, Conversation, Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
+from .conversation import Block, Conversation, Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec, as_role
 
 SYSTEM_PROMPT = (
     "You are a careful software engineer working in a repository through tools. "
@@ -123,7 +123,7 @@ class _Session:
         return round(self.clock, 3)
 
     def say(self, role: str, text: str) -> None:
-        self.conversation.append(Item(role, (Text(text),), id=f"it_{len(self.conversation):05d}", timestamp=self._tick(2, 20)))
+        self.conversation.append(Item(as_role(role), (Text(text),), id=f"it_{len(self.conversation):05d}", timestamp=self._tick(2, 20)))
 
     def round(self, thought: str, calls: list[tuple[str, dict[str, Any], str, bool]]) -> None:
         """One assistant turn with its (parallel) calls: (tool, arguments, output, is_error)."""

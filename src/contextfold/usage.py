@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .conversation import JSONObject
 from .errors import InvalidContent
 
 
@@ -52,7 +53,7 @@ class Usage:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+    def from_dict(cls, data: JSONObject) -> Usage:
         if not isinstance(data, Mapping):
             raise InvalidContent(None, "usage", f"expected an object, got {type(data).__name__}")
         names = ("prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

@@ -185,7 +185,7 @@ def test_an_offloaded_output_is_read_back_by_the_ref_its_preview_names(
     assert "offloaded row 2000 " not in preview.text and f'read_history("{server.big_ref}"' in preview.text
     kept = StoredSession.resume(store, stored.id)  # the blob is the contextfold session's, in the store
     try:
-        assert kept.get_blob(preview.meta["blob"]).decode() == lookback_chunk(ROUNDS - 1)
+        assert kept.get_blob(preview.provenance.offloaded.blob).decode() == lookback_chunk(ROUNDS - 1)
     finally:
         kept.close()
 
@@ -200,7 +200,7 @@ def test_the_offload_plugin_and_the_history_tools_keep_their_store_off_the_runne
         with LookbackServer() as server:
             answer, _, stored = _look_back(server, ContextfoldOffload(store))
         assert answer == LOOKBACK_FINAL and server.problems == [] and server.missed == []
-        assert any(item.meta.get("blob") for item in adk.session_history(stored.events)[0])  # the blob was written
+        assert any(item.provenance.offloaded and item.provenance.offloaded.blob for item in adk.session_history(stored.events)[0])  # the blob was written
         assert store.calls > 0 and store.on_loop == 0
     finally:
         store.close()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
-from ..conversation import Document, Image
+from ..conversation import Document, Image, JSONValue
 from ..errors import InvalidContent
 from ._reading import where
 
@@ -41,7 +40,7 @@ def is_anthropic_source(document: Document) -> bool:
     return "type" in document.source
 
 
-def openai_file(document: Document, index: int | None, field: str, target: str, accepts_url: bool) -> dict[str, Any]:
+def openai_file(document: Document, index: int | None, field: str, target: str, accepts_url: bool) -> dict[str, JSONValue]:
     """An OpenAI file reference for a document read from another format (``accepts_url``: Responses only)."""
     source = document.source
     if not is_anthropic_source(document):
@@ -60,7 +59,7 @@ def openai_file(document: Document, index: int | None, field: str, target: str, 
     raise InvalidContent(index, field, f"an Anthropic {kind!r} document source cannot be expressed in {target}")
 
 
-def anthropic_source(document: Document, index: int | None, field: str) -> dict[str, Any]:
+def anthropic_source(document: Document, index: int | None, field: str) -> dict[str, JSONValue]:
     """An Anthropic document source for an OpenAI file reference."""
     source = document.source
     inline = split_data_url(source["file_data"]) if isinstance(source.get("file_data"), str) else None

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from ..conversation import Conversation, Header, Item, Opaque, ToolSpec
+from ..conversation import Conversation, Header, Item, JSONObject, Opaque, ToolSpec
 from ..errors import InvalidContent, InvalidEncoding, InvalidMessage, OversizedBlock
 
 SEQUENCE = (list, tuple)
@@ -28,7 +28,7 @@ def where(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def as_object(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
+def as_object(value: object, index: int | None, field: str) -> Mapping[str, Any]:
     """A wire object as a mapping. SDK response models (pydantic) are dumped as sent by the server."""
     if isinstance(value, Mapping):
         return value
@@ -39,7 +39,7 @@ def as_object(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
     raise InvalidContent(index, field or "message", f"expected an object, got {type(value).__name__}")
 
 
-def as_list(value: Any, index: int | None, field: str) -> Sequence[Any]:
+def as_list(value: object, index: int | None, field: str) -> Sequence[Any]:
     if isinstance(value, SEQUENCE):
         return value
     raise InvalidContent(index, field, f"expected a list, got {type(value).__name__}")
@@ -60,7 +60,7 @@ class WireObject:
 
     __slots__ = ("data", "field", "index", "rest")
 
-    def __init__(self, data: Mapping[str, Any], index: int | None, field: str) -> None:
+    def __init__(self, data: JSONObject, index: int | None, field: str) -> None:
         self.data = data
         self.rest: dict[str, Any] = dict(data)
         self.index = index
@@ -89,7 +89,7 @@ class WireObject:
             raise error(self.index, where(self.field, path), f"expected {_type_names(types)}, got {got}")
         return None
 
-    def take_if(self, key: str, expected: Any) -> bool:
+    def take_if(self, key: str, expected: object) -> bool:
         """Remove a top-level key when it holds ``expected`` (a default the writer puts back)."""
         if key in self.rest and self.rest[key] == expected:
             del self.rest[key]
@@ -124,7 +124,7 @@ OUTPUT_TEXT = frozenset({"text", "input_text", "output_text"})
 """Part types of a tool output's text, in the three formats: never too large (see :data:`MAX_BLOCK_BYTES`)."""
 
 
-def read_object(raw: Any, index: int | None, field: str, output: bool = False) -> WireObject:
+def read_object(raw: object, index: int | None, field: str, output: bool = False) -> WireObject:
     """One wire block or part, checked for encoding and size, ready to be taken apart.
 
     A text part of a tool ``output`` has no size limit; the message it is in was checked already
@@ -207,12 +207,12 @@ _MAX_INT_BITS = 14_000
 """Longest integer accepted (about 4,200 digits): Python writes no more than 4,300 digits as text."""
 
 
-def word(value: Any) -> str | None:
+def word(value: object) -> str | None:
     """``value`` if it is a string (a role, a type), else ``None``: a list or object there names nothing."""
     return value if isinstance(value, str) else None
 
 
-def type_of(data: Mapping[str, Any], index: int | None, field: str, key: str = "type") -> str | None:
+def type_of(data: JSONObject, index: int | None, field: str, key: str = "type") -> str | None:
     """A block's or item's ``type``: ``None`` when it has none, a typed error when it is not a string."""
     kind = data.get(key)
     if kind is None or isinstance(kind, str):
@@ -220,12 +220,12 @@ def type_of(data: Mapping[str, Any], index: int | None, field: str, key: str = "
     raise InvalidContent(index, where(field, key), f"expected a string, got {shown(kind)}")
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A short, safe rendering of a value for an error message (any type, any size)."""
     return repr(value[:60]) if isinstance(value, str) else f"a {type(value).__name__}"
 
 
-def read_message(raw: Any, index: int) -> Mapping[str, Any]:
+def read_message(raw: object, index: int) -> Mapping[str, Any]:
     """One message (or Responses item) of a list: an object holding nothing JSON cannot carry.
 
     The one check every reader starts with, so that no field (taken into the model or left over for the
@@ -236,7 +236,7 @@ def read_message(raw: Any, index: int) -> Mapping[str, Any]:
     return data
 
 
-def check_json(value: Any, index: int | None, field: str) -> int:
+def check_json(value: object, index: int | None, field: str) -> int:
     """Reject what no JSON request can carry, naming the field; returns the UTF-8 bytes of its strings.
 
     Refused: text that is not valid UTF-8 (lone surrogates, bytes), numbers JSON cannot write (NaN,
@@ -253,7 +253,7 @@ def check_json(value: Any, index: int | None, field: str) -> int:
         raise bad.error(index, path or "message", bad.reason) from None
 
 
-def check_block(value: Any, index: int | None, field: str) -> None:
+def check_block(value: object, index: int | None, field: str) -> None:
     """:func:`check_json`, and blocks over :data:`MAX_BLOCK_BYTES` refused."""
     size = check_json(value, index, field)
     if size > MAX_BLOCK_BYTES:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..conversation import JSONValue
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from .calls import CallError, retry_after_s
 
@@ -26,8 +27,8 @@ class StainlessClient:
 
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         module = self.sdk.module()
-        arguments: dict[str, Any] = {"api_key": options.api_key, "base_url": options.base_url,
-                                     "max_retries": options.max_retries}
+        arguments: dict[str, JSONValue] = {"api_key": options.api_key, "base_url": options.base_url,
+                                           "max_retries": options.max_retries}
         if options.timeout_s is not None:
             arguments["timeout"] = options.timeout_s
         return getattr(module, self.async_client_class if asynchronous else self.client_class)(**arguments)
@@ -52,7 +53,7 @@ class StainlessClient:
 
 
 
-def call_timeout(timeout_s: float | None) -> dict[str, Any]:
+def call_timeout(timeout_s: float | None) -> dict[str, JSONValue]:
     """The keyword that caps one call's timeout (both SDKs take ``timeout=`` on every method)."""
     return {} if timeout_s is None else {"timeout": timeout_s}
 

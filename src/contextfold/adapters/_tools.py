@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Conversation, Opaque, ToolSpec
+from ..conversation import Conversation, JSONValue, Opaque, ToolSpec
 from ._reading import WireObject, as_list, read_object
 from ._writing import foreign_block, without_nones
 
@@ -36,7 +36,7 @@ def read_spec(wire: WireObject, schema_key: str, base: str = "") -> ToolSpec:
     return ToolSpec(name, description, parameters or {}, wire.rest)
 
 
-def spec_fields(spec: ToolSpec, schema_key: str, same: bool) -> dict[str, Any]:
+def spec_fields(spec: ToolSpec, schema_key: str, same: bool) -> dict[str, JSONValue]:
     """Name, description and schema of a tool; another format's tool without a schema gets an empty one."""
     schema = spec.parameters or (None if same else EMPTY_SCHEMA)
     return without_nones(name=spec.name, description=spec.description, **{schema_key: schema})
@@ -44,10 +44,10 @@ def spec_fields(spec: ToolSpec, schema_key: str, same: bool) -> dict[str, Any]:
 
 def write_tools(
     conversation: Conversation, provider: str, target: str, write: Callable[[ToolSpec, bool], dict[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, JSONValue]]:
     """Tool definitions for ``provider``; ``write(spec, same_format)`` renders one function tool."""
     same = conversation.header.meta.get("origin") == provider
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     for position, spec in enumerate(conversation.header.tools):
         if isinstance(spec, Opaque):
             if spec.provider != provider:

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, ToolCall, ToolResult
+from ..conversation import Block, Conversation, Item, JSONObject, JSONValue, Opaque, Summary, Text, ToolCall, ToolResult
 from ..errors import InvalidContent, InvalidToolArguments
 from ._reading import where
 
@@ -42,12 +42,12 @@ def origin(item: Item) -> str | None:
     return item.meta.get("origin")
 
 
-def without_nones(**fields: Any) -> dict[str, Any]:
+def without_nones(**fields: Any) -> dict[str, JSONValue]:
     """The given fields without the ``None`` ones (absent on the wire)."""
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def merged(tree: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def merged(tree: JSONObject, extra: JSONObject) -> dict[str, Any]:
     """The modelled fields with the leftover deep-merged over them (the leftover wins)."""
     out = dict(tree)
     for key, value in extra.items():
@@ -120,7 +120,7 @@ def shaped(
     return "" if shape == "str" else None
 
 
-def _bare(block: Block, part: dict[str, Any], same: bool) -> bool:
+def _bare(block: Block, part: JSONObject, same: bool) -> bool:
     """Whether ``block`` (written as ``part``) can be a bare string: a summary sent as text (not as the
     provider's own compaction block), or a text with no provider fields to write."""
     if isinstance(block, Summary):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import Conversation, Header, Item, Text
+from ..conversation import Conversation, Header, Item, JSONObject, JSONValue, Text
 from ..errors import ContextfoldError, InvalidContent, WireOnlyProvider
 from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..usage import EVERY_TOKEN, CacheRule, Usage
@@ -123,10 +123,10 @@ class Adapter(ABC):
     # ------------------------------------------------------------------ requests
     def read(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[JSONObject],
         *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
+        system: object = None,
+        tools: Sequence[JSONObject] | None = None,
         known_call_ids: Iterable[str] = (),
     ) -> Conversation:
         """A request's messages (and ``system``/``tools``) as a conversation; errors name index and field.
@@ -137,7 +137,7 @@ class Adapter(ABC):
         return self._read(messages, system, tools, known_call_ids)
 
     @abstractmethod
-    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation: ...
+    def _read(self, messages: object, system: object, tools: object, known_call_ids: Iterable[str]) -> Conversation: ...
 
     @abstractmethod
     def write(self, conversation: Conversation) -> dict[str, Any]:
@@ -152,8 +152,8 @@ class Adapter(ABC):
         return list(self.write(Conversation(items))[self.messages_key])
 
     def request(
-        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
-    ) -> dict[str, Any]:
+        self, header: WireHeader, messages: Sequence[JSONObject], cache_at: Sequence[int] = ()
+    ) -> dict[str, JSONValue]:
         """A request body from a rendered header and the conversation's messages.
 
         ``cache_at`` asks for prompt-cache breakpoints after these messages
@@ -167,7 +167,7 @@ class Adapter(ABC):
         """Whether the caller put a prompt-cache mark of this format in ``item`` (none by default)."""
         return False
 
-    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, Any]:
+    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, JSONValue]:
         """``request`` with ``reminders`` (checked, :mod:`.reminders`) after its last message, for this request only.
 
         By default they are one user message of their own at the end, so every
@@ -178,14 +178,14 @@ class Adapter(ABC):
         added = self.write_items([reminder_item(reminders)])
         return {**request, self.messages_key: [*request[self.messages_key], *added]}
 
-    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` (the agent's, rendered) made a summary request: tool use off, in a way that keeps the
         provider's cached prefix, and the agent's prompt-cache key. By default unchanged: the instruction at its
         end forbids tool calls, and a format whose cache keys on the tool choice loses nothing."""
         return dict(request)
 
     # ------------------------------------------------------------------ answers
-    def read_response(self, response: Any) -> Reply:
+    def read_response(self, response: object) -> Reply:
         """A reply (an SDK response object or its dict) as items, usage and how it ended."""
         data = self.data(response)
         usage = self._usage_in(data)
@@ -196,39 +196,39 @@ class Adapter(ABC):
         return Reply(self._answer(data), usage, stop, self.incomplete_stops.get(stop) if stop else None,
                      reply_id if isinstance(reply_id, str) else None, self._cache_miss(data))
 
-    def _cache_miss(self, data: Mapping[str, Any]) -> CacheMiss | None:
+    def _cache_miss(self, data: JSONObject) -> CacheMiss | None:
         """The cache miss a reply's diagnostics report (none by default: the format has no diagnostics)."""
         return None
 
-    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, JSONValue]:
         """``request`` asking the provider why it misses the cache of the reply ``previous_id`` (unchanged where the
         format has no such diagnostics)."""
         return dict(request)
 
-    def reported_usage(self, response: Any) -> Usage | None:
+    def reported_usage(self, response: object) -> Usage | None:
         """The usage a reply (an SDK response object or its dict) reports, ``None`` when it reports none."""
         return self._usage_in(self.data(response))
 
-    def data(self, response: Any) -> dict[str, Any]:
+    def data(self, response: object) -> dict[str, JSONValue]:
         """A reply (an SDK response object or its dict) as a plain dict."""
         return as_data(response)
 
-    def _usage_in(self, data: Mapping[str, Any]) -> Usage | None:
+    def _usage_in(self, data: JSONObject) -> Usage | None:
         return self.read_usage(data[self.usage_field]) if data.get(self.usage_field) else None
 
     incomplete_stops: Mapping[str, str] = {}
     """The stop reasons meaning an answer is not whole, and what to call them."""
 
     @abstractmethod
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+    def _answer(self, data: JSONObject) -> Conversation:
         """The items of a reply's dict."""
 
     @abstractmethod
-    def _stop(self, data: Mapping[str, Any]) -> str | None:
+    def _stop(self, data: JSONObject) -> str | None:
         """Why the model stopped, in the provider's word."""
 
     @abstractmethod
-    def read_usage(self, usage: Any) -> Usage:
+    def read_usage(self, usage: object) -> Usage:
         """A ``usage`` object of this format (SDK object or dict) in the neutral shape.
 
         **This is the anchor of the token count.** ``prompt_tokens`` must be the whole prompt the provider
@@ -284,38 +284,38 @@ class Adapter(ABC):
         (a format with no SDK has none)."""
         return None
 
-    async def aclose(self, client: Any) -> None:
+    async def aclose(self, client: object) -> None:
         """Close an async client of :meth:`make_client` and its sockets."""
         raise self._no_client("client to close")
 
-    def endpoint(self, client: Any) -> Callable[..., Any]:
+    def endpoint(self, client: object) -> Callable[..., Any]:
         """The SDK method that sends a request (sync or async, as ``client`` is)."""
         raise self._no_client("send method")
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         """The keyword arguments of :meth:`endpoint` for ``request`` (what ``Context.prepare`` built); ``timeout_s``
         caps this one call."""
         raise self._no_client("send method")
 
-    def create(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def create(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                timeout_s: float | None = None) -> Any:
         """Send ``request`` with a sync client; the SDK's response object (for ``Context.add_response``)."""
         return self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
                                                       timeout_s=timeout_s))
 
-    async def acreate(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    async def acreate(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                       timeout_s: float | None = None) -> Any:
         """:meth:`create` with an async client."""
         return await self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
                                                             timeout_s=timeout_s))
 
-    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def send(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         """Send ``request`` and read the answer; ``stream`` asks for it as events where the format streams."""
         return self.read_response(self.create(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
 
-    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    async def asend(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         """:meth:`send` with an async client."""
         response = await self.acreate(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
@@ -325,7 +325,7 @@ class Adapter(ABC):
     compaction_shapes: tuple[str, ...] = ()
     """The ways this format asks the provider to compact (the first is the default); none: it has no compaction."""
 
-    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def compaction_call(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                         instructions: str | None = None, shape: str | None = None,
                         timeout_s: float | None = None) -> CompactionCall:
         """The call asking the provider to compact what ``request`` (what ``Context`` rendered) holds, by ``shape``.
@@ -359,7 +359,7 @@ class CompactionCall:
         return await self.method(**self.arguments)
 
 
-def as_data(response: Any) -> dict[str, Any]:
+def as_data(response: object) -> dict[str, Any]:
     """An SDK response object or a dict as a plain dict without ``None`` fields (absent on the wire)."""
     if hasattr(response, "model_dump"):  # without warnings: the SDK's types do not expect every item a server echoes
         response = response.model_dump(exclude_none=True, warnings=False)
@@ -387,7 +387,7 @@ class MessageListAdapter(Adapter):
         self.write_list = write_list
         self.write_tools = write_tools
 
-    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+    def _read(self, messages: object, system: object, tools: object, known_call_ids: Iterable[str]) -> Conversation:
         if system is not None:
             raise InvalidContent(None, "system", f"{self.title} takes the system prompt as a leading system message")
         return self.read_list(messages, tools, known_call_ids=known_call_ids)
@@ -399,5 +399,5 @@ class MessageListAdapter(Adapter):
         conversation = Conversation(header=header)
         return WireHeader(present_fields(tools=self.write_tools(conversation)), self.write_list(conversation))
 
-    def read_usage(self, usage: Any) -> Usage:
+    def read_usage(self, usage: object) -> Usage:
         return openai_usage(usage)

@@ -37,6 +37,7 @@ from ..conversation import (
     Block,
     Conversation,
     Item,
+    JSONValue,
     Opaque,
     Summary,
     Text,
@@ -44,6 +45,7 @@ from ..conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ..errors import InvalidContent, UnknownRole
 from ..usage import Usage
@@ -69,15 +71,15 @@ def from_langchain(messages: Sequence[Any], *, known_call_ids: Iterable[str] = (
     return with_leading_system(items, (), ORIGIN)
 
 
-def _fields(message: Any, index: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _fields(message: object, index: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """The message's type, its modelled fields, and the others that differ from their defaults."""
     fields = getattr(type(message), "model_fields", None)
     given = getattr(message, "type", None)
     kind = word(given)
     if fields is None or kind is None or kind not in _ROLES:
         raise UnknownRole(index, "type", f"unsupported message {type(message).__name__} (type {shown(given)})")
-    modelled: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    modelled: dict[str, JSONValue] = {}
+    extra: dict[str, JSONValue] = {}
     for name, info in fields.items():
         value = getattr(message, name, None)  # an object built without validation may lack one
         if name in _MODELLED:
@@ -87,10 +89,10 @@ def _fields(message: Any, index: int) -> tuple[str, dict[str, Any], dict[str, An
     return kind, modelled, extra
 
 
-def _read_message(message: Any, index: int, calls: CallIds) -> Item:
+def _read_message(message: object, index: int, calls: CallIds) -> Item:
     kind, fields, extra = _fields(message, index)
     role = _ROLES[kind]
-    meta: dict[str, Any] = {"origin": ORIGIN}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     if type(message).__name__ != _CLASSES[role]:
         meta["class"] = type(message).__name__
     if extra:
@@ -109,10 +111,10 @@ def _read_message(message: Any, index: int, calls: CallIds) -> Item:
         return Item("tool", (ToolResult(call_id, body, fields["status"] == "error"),), meta=meta)
     for position, call in enumerate(as_list(fields.get("tool_calls") or (), index, "tool_calls")):
         blocks.append(_read_call(call, index, f"tool_calls[{position}]", calls))
-    return Item(role, tuple(blocks), meta=meta)
+    return Item(as_role(role), tuple(blocks), meta=meta)
 
 
-def _read_part(part: Any, index: int, field: str) -> Block:
+def _read_part(part: object, index: int, field: str) -> Block:
     if isinstance(part, str):
         return Text(part, extra={STRING: True})
     wire = read_object(part, index, field)
@@ -129,7 +131,7 @@ def _read_part(part: Any, index: int, field: str) -> Block:
     return Opaque(wire.data, ORIGIN)
 
 
-def _read_call(call: Any, index: int, field: str, calls: CallIds) -> ToolCall:
+def _read_call(call: object, index: int, field: str, calls: CallIds) -> ToolCall:
     wire = read_object(call, index, field)
     name = wire.take("name", str)
     args = wire.take("args", Mapping)
@@ -165,7 +167,7 @@ def _role(item: Item) -> str:
     return "system" if item.role == "developer" else item.role
 
 
-def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dict[str, Any]:
+def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dict[str, JSONValue]:
     result = item.tool_result
     if result is not None:
         content = result.content if isinstance(result.content, str) else [
@@ -175,7 +177,7 @@ def _write_fields(item: Item, same: bool, index: int | None, prefix: str) -> dic
     calls = item.tool_calls
     blocks = [b for b in item.blocks if not isinstance(b, ToolCall)]
     shape = item.meta.get("shape") if same else None
-    fields: dict[str, Any] = {"content": _content(blocks, shape, same, index, prefix)}
+    fields: dict[str, JSONValue] = {"content": _content(blocks, shape, same, index, prefix)}
     if calls:
         fields["tool_calls"] = [
             {"name": c.name, "args": dict(c.arguments), "id": c.id, **(c.extra if same else {"type": "tool_call"})}

@@ -30,11 +30,25 @@ How the types map onto the neutral model:
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, Thinking, ToolCall, ToolResult, new_id
+from ..conversation import (
+    Block,
+    Conversation,
+    Item,
+    JSONObject,
+    JSONValue,
+    Opaque,
+    Summary,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    new_id,
+)
 from ..errors import InvalidMessage
 from ..usage import Usage
 from ._reading import CallIds, as_list, as_object, read_message, require_call
@@ -46,9 +60,9 @@ _TOOL_PARTS = ("tool-return", "retry-prompt")
 
 
 def _adapter() -> Any:
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    return ModelMessagesTypeAdapter
+    """pydantic-ai's serializer of message lists, imported by name at first use: pydantic-ai is an extra, and this
+    module is type-checked (and imported) without it."""
+    return importlib.import_module("pydantic_ai.messages").ModelMessagesTypeAdapter
 
 
 # --------------------------------------------------------------------------- reading
@@ -81,7 +95,7 @@ def from_pydantic_ai(messages: Sequence[Any], *, known_call_ids: Iterable[str] =
     return Conversation(items)
 
 
-def _read_request_part(part: Mapping[str, Any], index: int, field: str, calls: CallIds, meta: dict[str, Any]) -> Item:
+def _read_request_part(part: Mapping[str, Any], index: int, field: str, calls: CallIds, meta: JSONObject) -> Item:
     kind = part.get("part_kind")
     rest = {k: v for k, v in part.items() if k != "content"}
     meta = {"origin": ORIGIN, **meta, "part": rest}
@@ -153,7 +167,7 @@ def to_pydantic_ai(conversation: Conversation) -> list[Any]:
     return messages
 
 
-def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, Any]:
+def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, JSONValue]:
     field = f"items[{index}].blocks"
     result = item.tool_result
     if result is not None:
@@ -187,7 +201,7 @@ def _text(block: Block, index: int, field: str) -> str:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _write_response_block(block: Block, mine: bool, index: int, field: str) -> dict[str, Any]:
+def _write_response_block(block: Block, mine: bool, index: int, field: str) -> dict[str, JSONValue]:
     extra = dict(block.extra) if mine else {}
     if isinstance(block, (Text, Summary)):
         return {"part_kind": "text", **extra, "content": block.text}
@@ -207,7 +221,7 @@ def _write_response_block(block: Block, mine: bool, index: int, field: str) -> d
 # --------------------------------------------------------------------------- usage
 
 
-def usage_from_pydantic_ai(message: Any) -> Usage | None:
+def usage_from_pydantic_ai(message: object) -> Usage | None:
     """The usage of a ``ModelResponse`` (``None`` for a request, or a response without usage).
 
     pydantic-ai's ``input_tokens`` is the whole prompt, cache reads and writes included.

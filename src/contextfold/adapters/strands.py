@@ -32,7 +32,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Item, Opaque, Summary, Text, ToolCall, ToolResult, new_id
+from ..conversation import (
+    Block,
+    Conversation,
+    Item,
+    JSONObject,
+    JSONValue,
+    Opaque,
+    Summary,
+    Text,
+    ToolCall,
+    ToolResult,
+    new_id,
+)
 from ..errors import InvalidContent, InvalidMessage, UnknownRole
 from ..usage import Usage
 from ._reading import CallIds, as_list, require_call, shown
@@ -46,7 +58,7 @@ _STATUS = {"error": True, "success": False}
 # --------------------------------------------------------------------------- reading
 
 
-def from_strands(messages: Sequence[Mapping[str, Any]], *, known_call_ids: Iterable[str] = ()) -> Conversation:
+def from_strands(messages: Sequence[JSONObject], *, known_call_ids: Iterable[str] = ()) -> Conversation:
     """Read Strands messages; ``known_call_ids`` names calls made in messages read before this list.
 
     Errors name the message index and field: :class:`UnknownRole`,
@@ -59,14 +71,14 @@ def from_strands(messages: Sequence[Mapping[str, Any]], *, known_call_ids: Itera
     return Conversation(items)
 
 
-def _read_message(message: Any, index: int, calls: CallIds) -> list[Item]:
+def _read_message(message: object, index: int, calls: CallIds) -> list[Item]:
     if not isinstance(message, Mapping) or not isinstance(message.get("content"), list):
         raise InvalidMessage(index, "content", "a Strands message is an object with a list of content blocks")
     role = message.get("role")
     if role not in ("user", "assistant"):
         raise UnknownRole(index, "role", f"unknown role {shown(role)}; Strands messages are user or assistant")
     rest = {k: v for k, v in message.items() if k not in ("role", "content")}
-    meta: dict[str, Any] = {"origin": ORIGIN, **({"extra": rest} if rest else {})}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN, **({"extra": rest} if rest else {})}
     blocks = [_read_block(block, index, f"content[{j}]", calls) for j, block in enumerate(message["content"])]
     results = [j for j, block in enumerate(blocks) if isinstance(block, ToolResult)]
     if not results:
@@ -79,7 +91,7 @@ def _read_message(message: Any, index: int, calls: CallIds) -> list[Item]:
     return items
 
 
-def _read_block(block: Any, index: int, field: str, calls: CallIds) -> Block:
+def _read_block(block: object, index: int, field: str, calls: CallIds) -> Block:
     if not isinstance(block, Mapping) or len(block) != 1:
         return Opaque(block if isinstance(block, Mapping) else {"value": block}, ORIGIN)
     (kind, body), = block.items()
@@ -111,9 +123,9 @@ def _read_block(block: Any, index: int, field: str, calls: CallIds) -> Block:
 # --------------------------------------------------------------------------- writing
 
 
-def to_strands(conversation: Conversation) -> list[dict[str, Any]]:
+def to_strands(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The conversation as Strands messages (the header is not written: Strands keeps its system prompt apart)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     results: list[tuple[int | None, dict[str, Any]]] = []
     group: str | None = None
     extra: Mapping[str, Any] = {}
@@ -158,7 +170,7 @@ def _write_result(item: Item, index: int) -> dict[str, Any]:
     assert result is not None
     rest = dict(result.extra) if origin(item) == ORIGIN else {}
     absent = rest.pop("_content", None) == "absent"
-    body: dict[str, Any] = {"toolUseId": result.call_id}
+    body: dict[str, JSONValue] = {"toolUseId": result.call_id}
     if result.is_error is not None:
         body["status"] = "error" if result.is_error else "success"
     content = result.content

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..conversation import JSONObject
 from ..errors import InvalidContent
 from ..usage import Usage, token_count
 
 
-def usage_data(usage: Any) -> Mapping[str, Any]:
+def usage_data(usage: object) -> Mapping[str, Any]:
     """A usage object (SDK model or mapping) as a mapping."""
     data = usage.model_dump() if hasattr(usage, "model_dump") else usage
     if not isinstance(data, Mapping):
@@ -22,7 +23,7 @@ def usage_data(usage: Any) -> Mapping[str, Any]:
     return data
 
 
-def usage_count(data: Mapping[str, Any], *keys: str) -> int:
+def usage_count(data: JSONObject, *keys: str) -> int:
     """The first of ``keys`` the usage reports, as a token count (0 when none is)."""
     for key in keys:
         if data.get(key) is not None:
@@ -30,7 +31,7 @@ def usage_count(data: Mapping[str, Any], *keys: str) -> int:
     return 0
 
 
-def anthropic_usage(usage: Any) -> Usage:
+def anthropic_usage(usage: object) -> Usage:
     """From a Messages API ``usage`` object (input excludes cache reads and writes)."""
     data = usage_data(usage)
     read = usage_count(data, "cache_read_input_tokens")
@@ -43,7 +44,7 @@ def anthropic_usage(usage: Any) -> Usage:
     )
 
 
-def openai_usage(usage: Any) -> Usage:
+def openai_usage(usage: object) -> Usage:
     """From a Chat Completions or Responses ``usage`` object (prompt includes cached; DeepSeek's hit count too)."""
     data = usage_data(usage)
     details = data.get("prompt_tokens_details") or data.get("input_tokens_details") or {}

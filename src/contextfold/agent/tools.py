@@ -33,12 +33,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from contextfold import ToolSpec
 
-from .confined import Refused, open_inside
+from ..conversation import JSONObject
 from . import search
+from .confined import Refused, open_inside
 from .search import SKIPPED_DIRS, walk
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,9 @@ READ_LIMIT_LINES = 2_000
 LIST_LIMIT_ENTRIES = 500
 """Paths ``list_files`` and matches ``grep`` return at most."""
 TODO_STATES = ("pending", "in_progress", "completed")
-TODO_SCHEMA = {"type": "array", "items": {"type": "object", "required": ["content", "status"], "properties": {
-    "content": {"type": "string"}, "status": {"type": "string", "enum": list(TODO_STATES)}}}}
+TODO_SCHEMA: JSONObject = {"type": "array", "items": {"type": "object", "required": ["content", "status"],
+                                                      "properties": {"content": {"type": "string"},
+                                                                     "status": {"type": "string", "enum": list(TODO_STATES)}}}}
 
 
 class ToolError(Exception):
@@ -84,7 +86,7 @@ class Tool:
     spec: ToolSpec
     function: Callable[..., str]
 
-    def __call__(self, arguments: Mapping[str, Any]) -> str:
+    def __call__(self, arguments: JSONObject) -> str:
         """Run with ``arguments`` once they match the schema (names, required ones, JSON types)."""
         properties = self.spec.parameters["properties"]
         problems = [f"unknown argument {name!r}" for name in arguments if name not in properties]
@@ -109,14 +111,14 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _is_json_type(value: Any, json_type: str) -> bool:
+def _is_json_type(value: object, json_type: str) -> bool:
     if isinstance(value, bool) and json_type != "boolean":
         return False
     return isinstance(value, _JSON_TYPES[json_type])
 
 
-def _tool(function: Callable[..., str], description: str, required: Mapping[str, Any],
-          optional: Mapping[str, Any] | None = None) -> Tool:
+def _tool(function: Callable[..., str], description: str, required: JSONObject,
+          optional: JSONObject | None = None) -> Tool:
     """A tool named after ``function``; each argument is given as its JSON schema."""
     properties = {**required, **(optional or {})}
     parameters = {"type": "object", "properties": properties, "required": list(required)}

@@ -25,6 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..conversation import JSONValue
 from ..pipeline.base import PRESETS, Policy
 from .run import BenchRun
 
@@ -149,7 +150,7 @@ class Frontier:
     folds: tuple[Fold, ...]
     held_out: dict[str, HeldOut]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JSONValue]:
         return asdict(self)
 
 

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..conversation import JSONValue
 from ..replay.lint import SummaryLint
 from ..replay.probes import PROBES
 from ..replay.recall import SessionRecall, mean_recall
@@ -114,7 +115,7 @@ class Report:
 # --------------------------------------------------------------------------- results.json
 
 
-def results_json(report: Report) -> dict[str, Any]:
+def results_json(report: Report) -> dict[str, JSONValue]:
     """The whole bench as one JSON document (``runs``: one object per session and strategy)."""
     s = report.settings
     return {
@@ -135,7 +136,7 @@ def results_json(report: Report) -> dict[str, Any]:
     }
 
 
-def _run_json(run: BenchRun) -> dict[str, Any]:
+def _run_json(run: BenchRun) -> dict[str, JSONValue]:
     return {
         **run.totals.to_dict(),
         "invariant_violations": run.totals.violations,

@@ -25,11 +25,12 @@ from .. import importers
 from ..adapters import PROVIDERS, adapter_for
 from ..conversation import Conversation
 from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
-from ..limits import resolve_limits
 from ..importers import FORMATS
+from ..limits import resolve_limits
 from ..pipeline.base import MODES, PRESETS, Mode, Policy
 from ..replay.run import Progress as ProgressCallback
 from ..redaction import redact_credentials, redact_url
+from ..replay.run import Progress as ProgressCallback
 from ..stores import open_store, split_session_ref
 from ..stores.opening import local_path
 from ..stores.records import restore
@@ -205,11 +206,11 @@ def renamed_option(old: str, new: str, **new_attrs: Any) -> Callable[[F], F]:
     key = f"contextfold.renamed.{new}"
     default = new_attrs.pop("default", None)
 
-    def remember(ctx: click.Context, parameter: click.Parameter, value: Any) -> None:
+    def remember(ctx: click.Context, parameter: click.Parameter, value: object) -> None:
         if value is not None:
             ctx.meta[key] = value
 
-    def resolve(ctx: click.Context, parameter: click.Parameter, value: Any) -> Any:
+    def resolve(ctx: click.Context, parameter: click.Parameter, value: object) -> Any:
         return value if value is not None else ctx.meta.get(key, default)
 
     def decorate(function: F) -> F:

@@ -16,13 +16,13 @@ from collections import Counter
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from ..context.timeline import Timeline
+from ..conversation import JSONValue
 from ..private_files import replace_file
 from ..stores import open_store, prune
 from ..stores.base import VIEW_EVENT
@@ -99,7 +99,7 @@ def _restored(location: str, session_id: str) -> Restored:
         return restore(f"{store.url}#{session_id}", store.read(session_id))
 
 
-def describe(restored: Restored, session_id: str) -> dict[str, Any]:
+def describe(restored: Restored, session_id: str) -> dict[str, JSONValue]:
     """The figures ``show`` prints."""
     history = restored.conversation
     checkpoints = [e for e in restored.events if e.kind == VIEW_EVENT]

@@ -105,7 +105,7 @@ def _summarized(view: Conversation, budget: Budget, steward: Steward) -> tuple[i
         if not any(event.stage == "summarize" and event.action == "summarized" for event in events):
             return None
         kept = {id(item) for item in view.items}
-        written = sum(budget.count_item(item) for item in after.items if id(item) not in kept and item.meta.get("summary"))
+        written = sum(budget.count_item(item) for item in after.items if id(item) not in kept and item.provenance.summary)
         return budget.count(after), written, re_read_usd(view, after, budget)
     planned = plan(view, budget)
     if planned is None:

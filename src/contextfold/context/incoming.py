@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..adapters import Adapter
-from ..conversation import STATIC_SYSTEM, Conversation, Header, Item, Text
+from ..conversation import Conversation, Header, Item, Provenance, Text
 from ..errors import UnknownRole
 from ..pipeline.admit import admit, observe
 from ..stores import StoredSession
@@ -55,7 +55,7 @@ class Incoming:
 
     def set_system(self, static: str, dynamic: str | None) -> None:
         """The system prompt in two parts: ``static`` first, on a cache breakpoint of its own, then ``dynamic``."""
-        parts = [Item("system", (Text(static),), meta={STATIC_SYSTEM: True})]
+        parts = [Item("system", (Text(static),), provenance=Provenance(static=True))]
         if dynamic:
             parts.append(Item("system", (Text(dynamic),)))
         self.set_header(replace(self._parts.timeline.history.header, system=tuple(parts)))

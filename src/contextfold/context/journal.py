@@ -24,10 +24,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..codec import header_from_dict, item_from_dict
-from ..conversation import Item
+from ..conversation import Item, JSONObject
 from ..errors import (
     ContextfoldError,
     SessionExists,
@@ -176,7 +176,7 @@ class Journal:
             return self.follow(timeline, dict(zip(seqs, items)))
         return [timeline.take(item) for item in items]
 
-    def commit_view(self, entries: list[dict[str, Any]]) -> None:
+    def commit_view(self, entries: Sequence[JSONObject]) -> None:
         """Checkpoint a changed view against the one it replaces (:class:`ViewConflict` if that is no longer current)."""
         self.write(lambda session: session.commit_view({"items": entries, "base": session.revision}))
 

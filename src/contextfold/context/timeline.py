@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..codec import item_from_dict, item_to_dict
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, JSONObject, JSONValue
 from ..errors import ContextfoldError
 from ..events import Event
 from ..stores.base import VIEW_EVENT
@@ -47,13 +47,13 @@ class Timeline:
         self.view = view
         self.processed = len(view)
 
-    def entries(self, view: Conversation) -> list[dict[str, Any]]:
+    def entries(self, view: Conversation) -> list[dict[str, JSONValue]]:
         """``view`` as a checkpoint records it: history items by id, anything else in full."""
         return [
             {"ref": item.id} if self._by_id.get(item.id) is item else {"item": item_to_dict(item)} for item in view.items
         ]
 
-    def adopt(self, data: Mapping[str, Any], item_count: int) -> None:
+    def adopt(self, data: JSONObject, item_count: int) -> None:
         """Take the view a checkpoint recorded when the history held ``item_count`` items (another writer's)."""
         self.view = self._checkpointed(data, item_count)
         self.processed = len(self.view) - (len(self.history) - item_count)

@@ -30,8 +30,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..conversation import Conversation
+from ..conversation import Conversation, Item
 from ..errors import UnknownSessionFormat
+from ..usage import Usage
 from . import (
     aider,
     claude_code,
@@ -81,7 +82,7 @@ FORMATS: tuple[str, ...] = tuple(module.FORMAT for module in _IMPORTERS)
 
 _BY_NAME = {module.FORMAT: module for module in _IMPORTERS}
 
-__all__ = ["FORMATS", "detect", "load"]
+__all__ = ["FORMATS", "detect", "load", "recorded_usage"]
 
 
 def detect(path: str | Path) -> str:
@@ -131,3 +132,11 @@ def _shape(source: Source) -> str:
     if not source.text.strip():
         return "the file is empty"
     return f"text that matches no known session format (formats: {', '.join(FORMATS)})"
+
+
+def recorded_usage(item: Item) -> Usage | None:
+    """The usage the provider reported for the response an imported assistant ``item`` is (``None``: not recorded).
+
+    Every importer keeps it in the item's wire data (``meta["usage"]``); this is how anything else reads it."""
+    usage = item.meta.get("usage") if item.role == "assistant" else None
+    return Usage.from_dict(usage) if usage else None

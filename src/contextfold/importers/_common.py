@@ -33,7 +33,20 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..adapters import Reply, adapter_for, parse_arguments
-from ..conversation import Block, Conversation, Header, Item, Opaque, Text, ToolCall, ToolResult, ToolSpec
+from ..conversation import (
+    Block,
+    Conversation,
+    Header,
+    Item,
+    JSONObject,
+    JSONValue,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    as_role,
+)
 from ..errors import InvalidMessage
 from ..usage import Usage
 from ._source import Source as Source
@@ -54,7 +67,7 @@ _LAST_UNIX_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp
 """The latest time a ``datetime`` can show: a number past it (either way) is no time at all."""
 
 
-def unix_time(value: Any) -> float | None:
+def unix_time(value: object) -> float | None:
     """Unix seconds from an ISO-8601 string (naive means UTC) or a number; ``None`` if absent or
     not a time (a number no date can show: ``10**400``, infinity, NaN).
 
@@ -78,7 +91,7 @@ def unix_time(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def field_of(source: Source, record: JSONObject, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``record[key]``, which must exist and be of ``kind``; else a SessionFormatError at ``where.key``."""
     value = record.get(key)
     if not isinstance(value, kind):
@@ -88,13 +101,13 @@ def field_of(source: Source, record: Mapping[str, Any], key: str, kind: type | t
     return value
 
 
-def object_at(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def object_at(record: JSONObject, key: str) -> Mapping[str, Any]:
     """``record[key]`` when it is an object, else an empty one: an optional part a recording may leave out."""
     value = record.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> str | None:
+def kind_of(source: Source, record: JSONObject, key: str, where: str) -> str | None:
     """``record[key]`` that says what a record is (its ``type``, ``kind``, ``role``): a string, or ``None``
     when absent; anything else is a SessionFormatError at ``where.key``."""
     value = record.get(key)
@@ -103,7 +116,7 @@ def kind_of(source: Source, record: Mapping[str, Any], key: str, where: str) -> 
     raise source.error(f"{where}.{key}", f"expected a string, found a {type(value).__name__}")
 
 
-def call_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+def call_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as recorded (an object, a JSON string, anything else) as ``(arguments, raw string)``.
 
     A model may emit arguments that are not a JSON object; that is a recorded
@@ -131,7 +144,7 @@ def read_wire(
     return [*read.header.system, *read.items]
 
 
-def read_reply(builder: ConversationBuilder, adapter: str, response: Any, where: str) -> Reply:
+def read_reply(builder: ConversationBuilder, adapter: str, response: object, where: str) -> Reply:
     """A model response as a recording kept it, read by that provider's adapter."""
     with _wire_errors(builder, where):
         return adapter_for(adapter).read_response(response)
@@ -146,7 +159,7 @@ def _wire_errors(builder: ConversationBuilder, where: str) -> Iterator[None]:
         raise builder.source.error(f"{where}.{error.field}" if error.field else where, error.reason) from error
 
 
-def small_scalars(data: Any, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
+def small_scalars(data: object, exclude: frozenset[str] = frozenset()) -> dict[str, JSONValue]:
     """The short scalar fields of a mapping: what is worth keeping in ``ToolResult.extra``."""
     if not isinstance(data, Mapping):
         return {}
@@ -165,7 +178,7 @@ def text_blocks(text: str | None) -> list[Block]:
     return [Text(text)] if text else []
 
 
-def tool_specs(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+def tool_specs(tools: object) -> tuple[ToolSpec | Opaque, ...]:
     """Tool definitions in OpenAI ``{"function": {...}}``, flat ``{name, ...}`` or bare-name form.
 
     What fits none of them (a definition without a name or with a schema that is not an object, a
@@ -209,7 +222,7 @@ class ConversationBuilder:
     are left out.
     """
 
-    def __init__(self, source: Source, key: str, meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, source: Source, key: str, meta: JSONObject | None = None) -> None:
         self.source = source
         self.key = key
         self.meta: dict[str, Any] = {k: v for k, v in (meta or {}).items() if v is not None}
@@ -250,12 +263,12 @@ class ConversationBuilder:
         """A system prompt: into the header while no item exists, else an item in place."""
         self._add_system("system", text_blocks(text) if self._drafts else [Text(text)], timestamp, {})
 
-    def _add_system(self, role: str, blocks: Sequence[Block], timestamp: float | None, meta: Mapping[str, Any]) -> None:
+    def _add_system(self, role: str, blocks: Sequence[Block], timestamp: float | None, meta: JSONObject) -> None:
         if self._drafts:
             self._drafts.append(_Draft(role, list(blocks), timestamp, dict(meta)))
         else:
             key = f"system{len(self.system)}"
-            self.system.append(Item(role, tuple(blocks), id=self._id(key), timestamp=timestamp, meta=dict(meta)))
+            self.system.append(Item(as_role(role), tuple(blocks), id=self._id(key), timestamp=timestamp, meta=dict(meta)))
 
     def add_item(
         self,
@@ -263,7 +276,7 @@ class ConversationBuilder:
         where: str,
         timestamp: float | None = None,
         meta: Mapping[str, Any] | None = None,
-        facts: Mapping[str, Any] | None = None,
+        facts: JSONObject | None = None,
         response_id: str | None = None,
     ) -> None:
         """An item an adapter read (:func:`read_wire`), placed as its role says.
@@ -287,7 +300,7 @@ class ConversationBuilder:
             self._drafts.append(_Draft(item.role, list(item.blocks), timestamp, meta))
 
     def add_user(
-        self, blocks: Sequence[Block], timestamp: float | None = None, meta: Mapping[str, Any] | None = None
+        self, blocks: Sequence[Block], timestamp: float | None = None, meta: JSONObject | None = None
     ) -> None:
         self._drafts.append(_Draft("user", list(blocks), timestamp, dict(meta or {})))
 
@@ -296,7 +309,7 @@ class ConversationBuilder:
         blocks: Sequence[Block],
         where: str,
         timestamp: float | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: JSONObject | None = None,
         response_id: str | None = None,
         merge: bool = False,
     ) -> None:
@@ -358,9 +371,9 @@ class ConversationBuilder:
         where: str,
         is_error: bool | None = None,
         timestamp: float | None = None,
-        facts: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        extra: Mapping[str, Any] | None = None,
+        facts: JSONObject | None = None,
+        meta: JSONObject | None = None,
+        extra: JSONObject | None = None,
     ) -> None:
         """The result of a call already added; anything else means a broken file.
 
@@ -399,7 +412,7 @@ class ConversationBuilder:
                 return True
         return False
 
-    def mark_user(self, text: str, marks: Mapping[str, Any]) -> bool:
+    def mark_user(self, text: str, marks: JSONObject) -> bool:
         """Add ``marks`` to the meta of the latest user item when its text is ``text`` (a recording that says
         elsewhere which message the person typed); ``False`` when the latest item is not that message."""
         for draft in reversed(self._drafts):
@@ -427,7 +440,7 @@ class ConversationBuilder:
             if invalid:
                 meta["invalid_arguments"] = invalid
             items.append(
-                Item(draft.role, tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
+                Item(as_role(draft.role), tuple(draft.blocks), id=self._id(str(index)), timestamp=draft.timestamp, meta=meta)
             )
         meta = dict(self.meta)
         if self.skipped:

@@ -11,19 +11,18 @@ are its recording's own, and those are left out of the message.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from ..conversation import Item
+from ..conversation import Item, JSONObject
 from ._common import ConversationBuilder, read_wire
 
 
 def add_message(
     builder: ConversationBuilder,
-    message: Any,
+    message: object,
     where: str,
     timestamp: float | None = None,
-    meta: Mapping[str, Any] | None = None,
-    facts: Mapping[str, Any] | None = None,
+    meta: JSONObject | None = None,
+    facts: JSONObject | None = None,
     own_keys: Sequence[str] = (),
 ) -> None:
     """Add one chat message; ``facts`` go with the result of a ``tool`` message, ``own_keys`` are not the chat's."""
@@ -31,7 +30,7 @@ def add_message(
         builder.add_item(item, where, timestamp, meta, facts)
 
 
-def read_message(builder: ConversationBuilder, message: Any, where: str, own_keys: Sequence[str] = ()) -> list[Item]:
+def read_message(builder: ConversationBuilder, message: object, where: str, own_keys: Sequence[str] = ()) -> list[Item]:
     """The items the OpenAI Chat adapter makes of one recorded message, without the recording's own keys."""
     if not isinstance(message, Mapping):
         raise builder.source.error(where, "a message must be an object")

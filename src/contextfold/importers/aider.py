@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
-from ..conversation import Block, Conversation, Text, Thinking, ToolCall
+from ..conversation import Block, Conversation, JSONValue, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, unix_time
 
 FORMAT = "aider"
@@ -57,7 +56,7 @@ def load(source: Source) -> list[Conversation]:
     conversations: list[Conversation] = []
     for start, lines in _sessions(source.lines):
         header = SESSION.match(lines[0])
-        meta: dict[str, Any] = {"format": FORMAT}
+        meta: dict[str, JSONValue] = {"format": FORMAT}
         if header:
             meta.update(started_at=unix_time(header.group(1)), started_at_local=header.group(1))
             lines = lines[1:]
@@ -119,7 +118,7 @@ class _Session:
                     self.builder.add_assistant(blocks, where, meta=self._model_meta())
             line += len(run)
 
-    def _model_meta(self) -> dict[str, Any]:
+    def _model_meta(self) -> dict[str, JSONValue]:
         model = self.builder.meta.get("model")
         return {"model": model} if model else {}
 

@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..conversation import Conversation, Item
+from ..conversation import Conversation, Item, JSONObject, JSONValue
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
 
 FORMAT = "claude-code"
@@ -185,20 +185,20 @@ def resumed_copies(records: Sequence[tuple[int, Mapping[str, Any]]]) -> frozense
     return frozenset(copied)
 
 
-def _chat(record: Mapping[str, Any]) -> bool:
+def _chat(record: JSONObject) -> bool:
     """A user or assistant record of the main chain (a ``type`` that is no string is none: :func:`load` reports it)."""
     kind = record.get("type")
     return isinstance(kind, str) and kind in RECORD_TYPES and not record.get("isSidechain")
 
 
-def _starts_a_chain(record: Mapping[str, Any]) -> bool:
+def _starts_a_chain(record: JSONObject) -> bool:
     """A user record with no parent that no compaction explains (a compaction's records name the one before)."""
     return (record.get("type") == "user" and "parentUuid" in record and record["parentUuid"] is None
             and not record.get("logicalParentUuid") and not record.get("isCompactSummary"))
 
 
 def _stamped_with(
-    records: Sequence[tuple[int, Mapping[str, Any]]], start: int, stamp: Any
+    records: Sequence[tuple[int, Mapping[str, Any]]], start: int, stamp: object
 ) -> list[tuple[int, Mapping[str, Any]]]:
     """The records from ``start`` on written in the same instant (records with no timestamp go along)."""
     region = []
@@ -209,13 +209,13 @@ def _stamped_with(
     return region
 
 
-def _response_id(record: Mapping[str, Any]) -> str:
+def _response_id(record: JSONObject) -> str:
     message = record.get("message")
     value = message.get("id") if isinstance(message, Mapping) else None
     return value if isinstance(value, str) else ""
 
 
-def _queued_command(record: Mapping[str, Any]) -> bool:
+def _queued_command(record: JSONObject) -> bool:
     attachment = record.get("attachment")
     return record.get("type") == "attachment" and isinstance(attachment, Mapping) and (
         attachment.get("type") == "queued_command"
@@ -236,7 +236,7 @@ def _queued(builder: ConversationBuilder, record: Mapping[str, Any], where: str)
     return [replace(item, meta={**item.meta, **marks}) for item in items]
 
 
-def _only_results(message: Mapping[str, Any]) -> bool:
+def _only_results(message: JSONObject) -> bool:
     """Whether a user message holds tool results only (more of the round in progress)."""
     content = message.get("content")
     return isinstance(content, list) and bool(content) and all(
@@ -251,7 +251,7 @@ def _release(builder: ConversationBuilder, queued: list[tuple[Item, str, float |
     queued.clear()
 
 
-def _chain_root(record: Mapping[str, Any], where: str, chain_of: dict[str, str]) -> str | None:
+def _chain_root(record: JSONObject, where: str, chain_of: dict[str, str]) -> str | None:
     """The sidechain an ``isSidechain`` record belongs to (``None`` for the main chain).
 
     Recent versions name the subagent (``agentId``: one subagent, one
@@ -268,7 +268,7 @@ def _chain_root(record: Mapping[str, Any], where: str, chain_of: dict[str, str])
     return root
 
 
-def _bookkeeping_name(kind: str, record: Mapping[str, Any]) -> str:
+def _bookkeeping_name(kind: str, record: JSONObject) -> str:
     """``kind``, or ``kind/subtype`` for the types counted by subtype (:data:`BY_SUBTYPE`)."""
     path = BY_SUBTYPE.get(kind)
     if path is None:
@@ -279,10 +279,10 @@ def _bookkeeping_name(kind: str, record: Mapping[str, Any]) -> str:
     return f"{kind}/{value}" if isinstance(value, str) else kind
 
 
-def _user_marks(record: Mapping[str, Any]) -> dict[str, Any]:
+def _user_marks(record: JSONObject) -> dict[str, JSONValue]:
     """What the record's own fields say about a user turn: harness-written (``isMeta``), a compaction's summary,
     and the kind of prompt it is."""
-    marks: dict[str, Any] = {}
+    marks: dict[str, JSONValue] = {}
     if record.get("isMeta"):
         marks["is_meta"] = True
     if record.get("isCompactSummary"):
@@ -305,7 +305,7 @@ def add_assistant_message(
     """
     field_of(builder.source, message, "content", list, f"{where}.message")
     reply = read_reply(builder, "anthropic", message, f"{where}.message")
-    meta: dict[str, Any] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
+    meta: dict[str, JSONValue] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
     if reply.usage is not None and message.get("model") != SYNTHETIC_MODEL:
         meta["usage"] = reply.usage.to_dict()
     if reply.stop is not None:
@@ -317,11 +317,11 @@ def add_assistant_message(
 
 def add_user_message(
     builder: ConversationBuilder,
-    message: Mapping[str, Any],
+    message: JSONObject,
     where: str,
     timestamp: float | None,
-    tool_use_result: Any = None,
-    meta: Mapping[str, Any] | None = None,
+    tool_use_result: object = None,
+    meta: JSONObject | None = None,
 ) -> None:
     """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""
     wire = {"role": "user", "content": message.get("content")}
@@ -332,7 +332,7 @@ def add_user_message(
         builder.add_item(item, where, timestamp, meta, facts if item.role == "tool" else None)
 
 
-def tool_result_extra(raw: Any) -> dict[str, Any]:
+def tool_result_extra(raw: object) -> dict[str, JSONValue]:
     """The short structured facts of ``toolUseResult`` (Read's nested ``file`` included)."""
     extra = small_scalars(raw, RESULT_COPIES)
     if isinstance(raw, Mapping) and isinstance(raw.get("file"), Mapping):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, Text
+from ..conversation import Conversation, JSONObject, Text
 from . import hive_mind_log
 from ._common import ConversationBuilder, Source, field_of, tool_specs
 from .claude_code import add_assistant_message, add_user_message
@@ -89,7 +89,7 @@ class _Sessions(hive_mind_log.AgentLog):
         """The session in progress; events before any ``init`` open one without it."""
         return self.now if self.now is not None else self._open(None)
 
-    def _builder_for(self, event: Mapping[str, Any]) -> ConversationBuilder:
+    def _builder_for(self, event: JSONObject) -> ConversationBuilder:
         session = self.current()
         parent = event.get("parent_tool_use_id")
         if not isinstance(parent, str):

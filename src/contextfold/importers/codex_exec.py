@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, Text, Thinking, ToolCall
+from ..conversation import Conversation, JSONObject, Text, Thinking, ToolCall
 from ..usage import Usage, token_count
 from . import hive_mind_log
 from ._common import ConversationBuilder, Source, field_of, kind_of
@@ -50,7 +50,7 @@ class _Threads(hive_mind_log.AgentLog):
         self.plans: dict[str, str] = {}
 
     @staticmethod
-    def is_event(value: Any) -> bool:
+    def is_event(value: object) -> bool:
         kind = value.get("type") if isinstance(value, dict) else None
         return isinstance(kind, str) and (kind.startswith(("thread.", "turn.", "item.")) or kind == "error")
 
@@ -73,7 +73,7 @@ class _Threads(hive_mind_log.AgentLog):
         self._close()
         return self.done
 
-    def _open(self, meta: Mapping[str, Any]) -> ConversationBuilder:
+    def _open(self, meta: JSONObject) -> ConversationBuilder:
         self.builder = ConversationBuilder(
             self.source, f"{self.source.name}:{len(self.done)}", {"format": FORMAT, **meta}
         )
@@ -92,7 +92,7 @@ class _Threads(hive_mind_log.AgentLog):
         self.done.append(self.builder.build())
         self.builder = None
 
-    def _item(self, phase: str, item: Mapping[str, Any], timestamp: float | None, where: str) -> None:
+    def _item(self, phase: str, item: JSONObject, timestamp: float | None, where: str) -> None:
         builder = self.current()
         item_id = field_of(self.source, item, "id", str, f"{where}.item")
         kind = kind_of(self.source, item, "type", f"{where}.item")
@@ -152,7 +152,7 @@ def _output(item: Mapping[str, Any]) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False) if result is not None else ""
 
 
-def codex_usage(usage: Mapping[str, Any]) -> Usage:
+def codex_usage(usage: JSONObject) -> Usage:
     """Codex reports ``cached_input_tokens`` beside ``input_tokens``, which includes them."""
     return Usage(
         prompt_tokens=token_count(usage.get("input_tokens"), "usage.input_tokens"),

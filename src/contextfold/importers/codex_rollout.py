@@ -59,7 +59,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..adapters.openai_responses.wire import ITEM_TYPES
-from ..conversation import Conversation, Item, Text, ToolCall
+from ..conversation import Conversation, Item, JSONObject, Text, ToolCall
 from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, read_wire, unix_time
 from .codex_exec import codex_usage
 
@@ -91,11 +91,11 @@ def matches(source: Source) -> bool:
     )
 
 
-def _is_one_of(kind: Any, kinds: frozenset[str]) -> bool:
+def _is_one_of(kind: object, kinds: frozenset[str]) -> bool:
     return isinstance(kind, str) and kind in kinds
 
 
-def _legacy_header(record: Mapping[str, Any]) -> bool:
+def _legacy_header(record: JSONObject) -> bool:
     """The first line of a rollout written before the envelope: the session, bare."""
     return isinstance(record.get("id"), str) and not {"type", "payload", "role"} & record.keys()
 
@@ -145,7 +145,7 @@ class _Rollout:
         return self.builder.build()
 
     # -- records
-    def _legacy(self, record: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+    def _legacy(self, record: JSONObject, where: str, timestamp: float | None) -> None:
         """A line of a rollout written before the envelope: the bare header, a state marker or a response item."""
         if "record_type" in record:
             self.builder.skip(f"record_type/{record['record_type']}")
@@ -154,7 +154,7 @@ class _Rollout:
         else:
             self._response_item({k: v for k, v in record.items() if k != "timestamp"}, where, timestamp)
 
-    def _session(self, meta: Mapping[str, Any]) -> None:
+    def _session(self, meta: JSONObject) -> None:
         if self.meta_seen:  # a fork's or subagent's copy of its parent's
             self.builder.skip("session_meta/parent")
             return
@@ -170,14 +170,14 @@ class _Rollout:
         if isinstance(instructions, str) and instructions:
             self.builder.add_system(instructions)
 
-    def _turn_context(self, context: Mapping[str, Any]) -> None:
+    def _turn_context(self, context: JSONObject) -> None:
         model = context.get("model")
         if isinstance(model, str):
             self.model = model
             self.builder.meta.setdefault("model", model)
         self.builder.skip("turn_context")
 
-    def _compacted(self, compacted: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+    def _compacted(self, compacted: JSONObject, where: str, timestamp: float | None) -> None:
         summary = field_of(self.source, compacted, "message", str, where)
         self._flush()
         self._end_response()
@@ -199,7 +199,7 @@ class _Rollout:
                 self.builder.mark_user(event["message"], {"prompt_origin": "human"})
             self.builder.skip(f"event_msg/{kind}")
 
-    def _response_item(self, payload: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+    def _response_item(self, payload: JSONObject, where: str, timestamp: float | None) -> None:
         kind = kind_of(self.source, payload, "type", where)
         if kind in NOT_SENT:
             self.builder.skip(f"response_item/{kind}")

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, Text, Thinking, ToolCall
+from ..conversation import Conversation, JSONObject, JSONValue, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, field_of, kind_of, unix_time
 from .codex_exec import codex_usage
 
@@ -144,7 +144,7 @@ class _Recording:
         else:
             self.pending_prompts.append((text, timestamp))
 
-    def _open(self, event: Mapping[str, Any]) -> None:
+    def _open(self, event: JSONObject) -> None:
         meta = {"format": FORMAT, **self.defaults}
         meta.update({k: event[k] for k in ("session_id", "model", "reasoning_effort") if k in event})
         builder = ConversationBuilder(self.source, f"{self.source.name}:{len(self.opened)}", meta)
@@ -155,7 +155,7 @@ class _Recording:
             builder.add_user([Text(text)], timestamp)
         self.pending_prompts = []
 
-    def _event(self, msg: Mapping[str, Any], timestamp: float | None, where: str) -> None:
+    def _event(self, msg: JSONObject, timestamp: float | None, where: str) -> None:
         kind = kind_of(self.source, msg, "type", f"{where}.payload.msg")
         if kind == "session_configured":
             self._open(msg)
@@ -187,15 +187,15 @@ class _Recording:
             raise self.source.error(f"{where}.payload.msg.type", f"unknown codex event type {kind!r}")
 
 
-def _call(source: Source, msg: Mapping[str, Any], where: str) -> ToolCall:
+def _call(source: Source, msg: JSONObject, where: str) -> ToolCall:
     call_id = field_of(source, msg, "call_id", str, where)
     if msg["type"] == "patch_apply_begin":
         return ToolCall(call_id, "apply_patch", {"changes": msg.get("changes") or {}})
     return ToolCall(call_id, "shell", {"command": msg.get("command"), "cwd": msg.get("cwd")})
 
 
-def _result_extra(msg: Mapping[str, Any]) -> dict[str, Any]:
-    extra: dict[str, Any] = {}
+def _result_extra(msg: Mapping[str, Any]) -> dict[str, JSONValue]:
+    extra: dict[str, JSONValue] = {}
     if msg.get("exit_code") is not None:
         extra["exit_code"] = msg["exit_code"]
     duration = msg.get("duration")

@@ -37,7 +37,7 @@ def load(source: Source) -> list[Conversation]:
     return [conversation]
 
 
-def _read(source: Source, where: str, make: Callable[[Any], T], record: Any) -> T:
+def _read(source: Source, where: str, make: Callable[[Any], T], record: object) -> T:
     """``make(record)``, a malformed record a SessionFormatError naming ``where`` and the field."""
     try:
         return make(record)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import Conversation, Text
+from ..conversation import Conversation, JSONValue, Text
 from ._common import ConversationBuilder, Source, unix_time
 from ._source import JsonFault, fitting, parse_json
 
@@ -109,7 +109,7 @@ class AgentLog:
         self.prompts: dict[str, Entry] = {}
 
     @staticmethod
-    def is_event(value: Any) -> bool:
+    def is_event(value: object) -> bool:
         raise NotImplementedError
 
     @classmethod
@@ -201,7 +201,7 @@ def _decode(text: str) -> tuple[list[Any], str]:
     Text after the last value is log output that was not prefixed; if it
     starts like an event, the caller reports it as unparsed.
     """
-    values: list[Any] = []
+    values: list[JSONValue] = []
     position, end = 0, len(text.rstrip())
     while position < end:
         while text[position].isspace():

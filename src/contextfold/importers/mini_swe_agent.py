@@ -21,10 +21,9 @@ ordinary user item with ``meta["interrupt_type"]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..adapters import adapter_for
-from ..conversation import Conversation
+from ..conversation import Conversation, JSONObject, JSONValue
 from . import _openai_messages
 from ._common import ConversationBuilder, Source, field_of, object_at, unix_time
 
@@ -70,7 +69,7 @@ def load(source: Source) -> list[Conversation]:
         if message.get("role") == "exit":
             _add_exit(builder, message, extra, where, timestamp)
             continue
-        meta: dict[str, Any] = {}
+        meta: dict[str, JSONValue] = {}
         if message.get("role") == "assistant":
             meta = _response_meta(extra.get("response"))
         elif extra.get("interrupt_type"):
@@ -80,11 +79,11 @@ def load(source: Source) -> list[Conversation]:
     return [builder.build()]
 
 
-def _response_meta(response: Any) -> dict[str, Any]:
+def _response_meta(response: object) -> dict[str, JSONValue]:
     """``usage`` and ``model`` of the raw litellm response kept in ``extra.response``."""
     if not isinstance(response, Mapping):
         return {}
-    meta: dict[str, Any] = {}
+    meta: dict[str, JSONValue] = {}
     if isinstance(response.get("usage"), Mapping):
         meta["usage"] = adapter_for("openai").read_usage(response["usage"]).to_dict()
     if isinstance(response.get("model"), str):
@@ -96,8 +95,8 @@ def _response_meta(response: Any) -> dict[str, Any]:
 
 def _add_exit(
     builder: ConversationBuilder,
-    message: Mapping[str, Any],
-    extra: Mapping[str, Any],
+    message: JSONObject,
+    extra: JSONObject,
     where: str,
     timestamp: float | None,
 ) -> None:

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from ..adapters import adapter_for
-from ..conversation import Conversation, Text, ToolCall
+from ..conversation import Conversation, JSONObject, JSONValue, Text, ToolCall
 from ._common import ConversationBuilder, Source, field_of, object_at, unix_time
 
 FORMAT = "moatless"
@@ -63,7 +62,7 @@ def load(source: Source) -> list[Conversation]:
 
 
 def _add_action(
-    builder: ConversationBuilder, transition: Mapping[str, Any], name: str, action: Any, call_id: str, where: str
+    builder: ConversationBuilder, transition: JSONObject, name: str, action: object, call_id: str, where: str
 ) -> None:
     source = builder.source
     if not isinstance(action, Mapping):
@@ -91,10 +90,10 @@ def _add_action(
     )
 
 
-def _completion_meta(transition: Mapping[str, Any], action: Mapping[str, Any]) -> dict[str, Any]:
+def _completion_meta(transition: JSONObject, action: JSONObject) -> dict[str, JSONValue]:
     completion = object_at(action, "completion")
     properties = object_at(transition, "properties")
-    meta: dict[str, Any] = {}
+    meta: dict[str, JSONValue] = {}
     model = completion.get("model") or properties.get("model")
     if isinstance(model, str):
         meta["model"] = model

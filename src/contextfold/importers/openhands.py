@@ -22,9 +22,8 @@ Timestamps are ISO without zone, read as UTC.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from ..conversation import Block, Conversation, Image, Opaque, Text, Thinking, ToolCall
+from ..conversation import Block, Conversation, Image, JSONObject, Opaque, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, text_blocks, tool_specs, unix_time
 
 FORMAT = "openhands"
@@ -74,7 +73,7 @@ def load(source: Source) -> list[Conversation]:
     return [builder.build()]
 
 
-def _add_message(builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+def _add_message(builder: ConversationBuilder, event: JSONObject, where: str, timestamp: float | None) -> None:
     message = field_of(builder.source, event, "llm_message", Mapping, where)
     blocks = _content(builder, message.get("content"), f"{where}.llm_message.content")
     blocks += _content(builder, event.get("extended_content") or [], f"{where}.extended_content")
@@ -84,7 +83,7 @@ def _add_message(builder: ConversationBuilder, event: Mapping[str, Any], where: 
         builder.add_user(blocks, timestamp)
 
 
-def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None) -> None:
+def _add_action(builder: ConversationBuilder, event: JSONObject, where: str, timestamp: float | None) -> None:
     call = field_of(builder.source, event, "tool_call", Mapping, where)
     call_id = field_of(builder.source, call, "id", str, f"{where}.tool_call")
     name = field_of(builder.source, call, "name", str, f"{where}.tool_call")
@@ -103,7 +102,7 @@ def _add_action(builder: ConversationBuilder, event: Mapping[str, Any], where: s
 
 
 def _add_observation(
-    builder: ConversationBuilder, event: Mapping[str, Any], where: str, timestamp: float | None
+    builder: ConversationBuilder, event: JSONObject, where: str, timestamp: float | None
 ) -> None:
     call_id = field_of(builder.source, event, "tool_call_id", str, where)
     observation = field_of(builder.source, event, "observation", Mapping, where)
@@ -130,7 +129,7 @@ def _add_observation(
     )
 
 
-def _content(builder: ConversationBuilder, content: Any, where: str) -> list[Block]:
+def _content(builder: ConversationBuilder, content: object, where: str) -> list[Block]:
     """OpenHands content: a string, or its own parts (``TextContent``, ``ImageContent`` with ``image_urls``)."""
     if content is None or isinstance(content, str):
         return text_blocks(content)

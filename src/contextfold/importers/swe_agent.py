@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..conversation import Conversation, ToolCall
+from ..conversation import Conversation, JSONObject, JSONValue, ToolCall
 from . import _openai_messages
 from ._common import ConversationBuilder, Source, field_of, object_at, text_blocks
 
@@ -73,7 +73,7 @@ def load(source: Source) -> list[Conversation]:
     return [builder.build()]
 
 
-def _add_action(builder: ConversationBuilder, message: Mapping[str, Any], step: int, where: str) -> None:
+def _add_action(builder: ConversationBuilder, message: JSONObject, step: int, where: str) -> None:
     content = message.get("content")
     blocks = text_blocks(content) if isinstance(content, str) else []
     call = ToolCall(f"swe-step-{step}", SHELL_TOOL, {"command": message["action"]})
@@ -81,7 +81,7 @@ def _add_action(builder: ConversationBuilder, message: Mapping[str, Any], step: 
 
 
 def _add_observation(
-    builder: ConversationBuilder, message: Mapping[str, Any], call_ids: list[Any], facts: dict[str, Any], where: str
+    builder: ConversationBuilder, message: JSONObject, call_ids: list[Any], facts: JSONObject, where: str
 ) -> None:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
@@ -91,7 +91,7 @@ def _add_observation(
         builder.add_result(call_id, text, where, facts=facts)
 
 
-def _step_facts(steps: list[Any], step: int) -> dict[str, Any]:
+def _step_facts(steps: list[Any], step: int) -> dict[str, JSONValue]:
     entry = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], Mapping) else {}
     seconds = entry.get("execution_time")
     return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}

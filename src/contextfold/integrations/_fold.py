@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..context import Context
@@ -102,7 +102,7 @@ class SummaryStates:
             return item
         block = Summary(text, preamble=len(SUMMARY_PREAMBLE), extra={"state": dict(self._states.get(text, {}))})
         return Item("user", (block, *item.blocks[1:]), id=item.id, timestamp=item.timestamp,
-                    meta={**item.meta, "summary": True})
+                    meta=item.meta, provenance=replace(item.provenance, summary=True))
 
 
 def fold(conversation: Conversation, settings: Settings, instructions: str | None = None) -> Folded | None:
@@ -121,8 +121,8 @@ def fold(conversation: Conversation, settings: Settings, instructions: str | Non
     if not done or not _consented(context, settings):
         return None
     view = context.view()
-    summary = next(item for item in view if item.meta.get("summary"))
-    restored = next((item for item in view if item.meta.get("restored")), None)
+    summary = next(item for item in view if item.provenance.summary)
+    restored = next((item for item in view if item.provenance.restored), None)
     covered = set(done[-1].items)
     span = tuple(item for item in conversation if item.id in covered)
     return Folded(span, summary, restored, tuple(events), context.last_receipt)

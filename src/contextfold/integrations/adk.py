@@ -57,11 +57,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ..adapters.gemini import from_adk_events, from_genai, tools_from_genai
+from ..adapters.gemini import adk_event_id, from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, JSONObject, Offloaded
 from ..errors import ContextfoldError, HistoryQueryError, InvalidToolArguments, StorageError
 from ..events import Event
 from ..lookback import history as lookback
@@ -288,8 +289,8 @@ class ContextfoldOffload(BasePlugin):
         self._offered[callback_context.session.id] = Header(tools=tools_from_genai(llm_request.config.tools))
         return None
 
-    async def after_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext,
-                                  result: dict[str, Any]) -> dict[str, Any] | None:
+    async def after_tool_callback(self, *, tool: BaseTool, tool_args: JSONObject, tool_context: ToolContext,
+                                  result: JSONObject) -> dict[str, Any] | None:
         """The preview in place of an oversized ``result`` (``None``: ADK keeps the result as it is)."""
         call_id = tool_context.function_call_id or ""
         item = _output_item(call_id, tool.name, result)
@@ -306,7 +307,7 @@ class ContextfoldOffload(BasePlugin):
         output = kept.tool_result
         if kept is item or output is None:
             return None  # not oversized, or kept whole: the store refused the blob (logged)
-        where = {key: kept.meta[key] for key in ("blob", "saved_to") if key in kept.meta}
+        where = _offloaded_record(kept.provenance.offloaded)
         if where:
             tool_context.state[OFFLOADED_KEY + call_id] = {"ref": kept.id, **where}
         return {"error" if output.is_error else "result": output.text}
@@ -343,30 +344,40 @@ def session_history(events: Sequence[AdkEvent]) -> tuple[Conversation, frozenset
     return Conversation(items, read.header), frozenset(item.id for item in items if item.id not in hidden)
 
 
-def _with_event_refs(read: Conversation, offloaded: Mapping[str, tuple[str, dict[str, str]]]) -> list[Item]:
+def _with_event_refs(read: Conversation, offloaded: Mapping[str, tuple[str, Offloaded | None]]) -> list[Item]:
     """``read``'s items with ids from their events' ids (``it_<event id>_<n>``, the same on every reading; an
     offloaded output's is the ref its preview names): the history tools and a compaction's receipt name them alike."""
     counts: dict[str, int] = {}
     items = []
     for item in read:
-        event = str(item.meta.get("event", ""))
+        event = adk_event_id(item)
         counts[event] = counts.get(event, 0) + 1
         result = item.tool_result
         record = offloaded.get(result.call_id) if result is not None else None
-        ref, where = record if record is not None else (f"it_{event}_{counts[event]}", {})
-        items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta={**item.meta, **where}))
+        ref, where = record if record is not None else (f"it_{event}_{counts[event]}", None)
+        provenance = item.provenance if where is None else replace(item.provenance, offloaded=where)
+        items.append(Item(item.role, item.blocks, id=ref, timestamp=item.timestamp, meta=item.meta,
+                          provenance=provenance))
     return items
 
 
-def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, dict[str, str]]]:
+def _offloaded_record(where: Offloaded | None) -> dict[str, str]:
+    """Where an output is kept, as the session state records it (``blob``, ``saved_to``)."""
+    if where is None:
+        return {}
+    return {key: value for key, value in (("blob", where.blob), ("saved_to", where.saved_to)) if value is not None}
+
+
+def _offloaded(events: Sequence[AdkEvent]) -> dict[str, tuple[str, Offloaded | None]]:
     """What :class:`ContextfoldOffload` recorded, by function call id: the ref, and where the output is kept."""
-    found: dict[str, tuple[str, dict[str, str]]] = {}
+    found: dict[str, tuple[str, Offloaded | None]] = {}
     for event in events:
         for key, value in (event.actions.state_delta.items() if event.actions else ()):
             if not key.startswith(OFFLOADED_KEY) or not isinstance(value, dict) or not isinstance(value.get("ref"), str):
                 continue
-            where = {name: value[name] for name in ("blob", "saved_to") if isinstance(value.get(name), str)}
-            found[key[len(OFFLOADED_KEY):]] = (value["ref"], where)
+            blob, saved_to = (value.get(name) for name in ("blob", "saved_to"))
+            where = Offloaded(blob if isinstance(blob, str) else None, saved_to if isinstance(saved_to, str) else None)
+            found[key[len(OFFLOADED_KEY):]] = (value["ref"], None if where == Offloaded() else where)
     return found
 
 
@@ -374,7 +385,7 @@ def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionToo
     """``search_history`` and ``read_history`` as ADK function tools over the calling session's events; with the
     ``offload`` plugin the App runs, they read offloaded outputs whole from its store."""
 
-    def call(tool_context: ToolContext, name: str, arguments: dict[str, Any]) -> str:
+    def call(tool_context: ToolContext, name: str, arguments: JSONObject) -> str:
         history, in_view = session_history(tool_context.session.events)
         blobs = offload.blobs(tool_context.session.id) if offload is not None else None
 
@@ -392,7 +403,7 @@ def history_tools(offload: ContextfoldOffload | None = None) -> list[FunctionToo
     # coroutines, so ADK awaits them on its loop: an offloaded output is read back from the store off that loop
     async def search_history(query: str, tool_context: ToolContext, limit: int = lookback.DEFAULT_LIMIT,
                              regex: bool = False, ignore_case: bool = False) -> str:
-        arguments = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
+        arguments: JSONObject = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
         return await off_loop(lambda: call(tool_context, SEARCH, arguments))
 
     async def read_history(ref: str, tool_context: ToolContext, lines: str = "") -> str:

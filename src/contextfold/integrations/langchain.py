@@ -49,7 +49,7 @@ from typing import Any
 
 from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
 from ..context import Context
-from ..conversation import Conversation, Header
+from ..conversation import Conversation, Header, JSONObject
 from ..events import Event
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
@@ -114,7 +114,7 @@ class ContextfoldMiddleware(AgentMiddleware):
         @tool(SEARCH, description=SEARCH_SPEC.description)
         def search_history(query: str, runtime: ToolRuntime, limit: int = DEFAULT_LIMIT, regex: bool = False,
                            ignore_case: bool = False) -> str:
-            arguments = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
+            arguments: JSONObject = {"query": query, "limit": limit, "regex": regex, "ignore_case": ignore_case}
             return answer(lambda: context_of(runtime), SEARCH, arguments)
 
         @tool(READ, description=READ_SPEC.description)
@@ -180,10 +180,10 @@ class ContextfoldMiddleware(AgentMiddleware):
         return Conversation([self.states.revive(item) for item in (*read.header.system, *read)])
 
     # ------------------------------------------------------------------ persisted, in the state
-    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    def before_model(self, state: Any, runtime: object) -> dict[str, Any] | None:
         return self._persist(state["messages"]) if self.persist else None
 
-    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    async def abefore_model(self, state: object, runtime: object) -> dict[str, Any] | None:
         return self.before_model(state, runtime)
 
     def _persist(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..context import Context
-from ..conversation import Header, ToolSpec
+from ..conversation import Header, JSONObject, ToolSpec
 from ..errors import HistoryQueryError, InvalidToolArguments
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
@@ -28,7 +28,7 @@ from ..pipeline.base import Policy
 GetContext = Callable[[], Context]
 
 
-def answer(get_context: GetContext, name: str, arguments: Mapping[str, Any]) -> str:
+def answer(get_context: GetContext, name: str, arguments: JSONObject) -> str:
     """The text answering a call of history tool ``name``; a bad argument is answered with why."""
     try:
         return get_context().call_history_tool(name, {k: v for k, v in arguments.items() if v is not None})

@@ -135,11 +135,11 @@ class Mirror(Generic[M]):
         """:meth:`compacted` for an asyncio loop, off the loop like :meth:`aprepare`."""
         return await off_loop(lambda: self.compacted(messages, force=force, instructions=instructions, header=header))
 
-    def record_usage(self, usage: Any) -> None:
+    def record_usage(self, usage: object) -> None:
         """What the provider reported for the last request (keeps the token count anchored)."""
         self.context.record_usage(usage)
 
-    async def arecord_usage(self, usage: Any) -> None:
+    async def arecord_usage(self, usage: object) -> None:
         """:meth:`record_usage` for an asyncio loop (a cache break it reports is written off the loop)."""
         await self.context.arecord_usage(usage)
 

@@ -40,7 +40,7 @@ from typing import Any
 from ..adapters import adapter_for
 from ..context import Context
 from ..context.off_loop import off_loop
-from ..conversation import Conversation
+from ..conversation import Conversation, JSONObject, JSONValue
 from ..errors import InvalidToolArguments
 from ..events import Event
 from ..pipeline.asked import COMPACT, COMPACT_SPEC, focus_of
@@ -63,7 +63,7 @@ def _read(items: Sequence[Any], known: Iterable[str]) -> Conversation:
 
 
 def _write(conversation: Conversation) -> list[Any]:
-    items: list[Any] = _RESPONSES.write(conversation)[_RESPONSES.messages_key]  # the Responses input list
+    items: list[JSONValue] = _RESPONSES.write(conversation)[_RESPONSES.messages_key]  # the Responses input list
     return items
 
 
@@ -121,7 +121,7 @@ class ContextfoldInputFilter:
         from agents import FunctionTool
 
         def invoke(name: str) -> Callable[[Any, str], Any]:
-            async def on_invoke_tool(tool_context: Any, arguments: str) -> str:
+            async def on_invoke_tool(tool_context: object, arguments: str) -> str:
                 mirror = self._calling(tool_context)
                 if mirror is None:
                     return f"{name} failed: no model call has been made yet, so there is no history"
@@ -181,7 +181,7 @@ class ContextfoldInputFilter:
             owner = self
 
             class UsageHooks(RunHooks[Any]):
-                async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                async def on_llm_end(self, context: object, agent: Any, response: Any) -> None:
                     await owner.mirror(agent.name).arecord_usage(_usage(response.usage))
 
             self._hooks = UsageHooks()
@@ -208,7 +208,7 @@ class ContextfoldSession(Mirrored):
         self.mirror = _mirror(_context_factory(model, offering(options, history_tools)))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        items: list[Any] = await self.session.get_items(limit)
+        items: list[JSONValue] = await self.session.get_items(limit)
         return items
 
     async def add_items(self, items: list[Any]) -> None:
@@ -220,7 +220,7 @@ class ContextfoldSession(Mirrored):
     async def clear_session(self) -> None:
         await self.session.clear_session()
 
-    async def run_compaction(self, args: dict[str, Any] | None = None) -> None:
+    async def run_compaction(self, args: JSONObject | None = None) -> None:
         """Compact the stored history (the runner calls this after a turn; ``force`` compacts whatever the size)."""
         stored = await self.session.get_items()
         if not stored:

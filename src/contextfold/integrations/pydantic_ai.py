@@ -85,7 +85,7 @@ class ContextfoldHistory(Mirrored):
         from pydantic_ai import RunContext
         from pydantic_ai.capabilities import CombinedCapability, ProcessHistory, Toolset
 
-        async def process(ctx: Any, messages: list[Any]) -> list[Any]:
+        async def process(ctx: object, messages: list[Any]) -> list[Any]:
             tools = getattr(getattr(ctx, "tool_manager", None), "tools", None)
             names = list(tools) if isinstance(tools, Mapping) else None
             # a coroutine, so pydantic-ai awaits it on its loop: the Context's work runs off that loop

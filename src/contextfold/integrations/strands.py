@@ -40,7 +40,7 @@ from typing import Any
 
 from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
-from ..conversation import Header
+from ..conversation import Header, JSONValue
 from ._framework import require_framework
 from .lookback import compact_function, history_functions, offered_header
 from .mirror import Mirror, Mirrored
@@ -153,7 +153,7 @@ def _manager_class() -> type:
                 raise e
             self._adopt(agent, after)
 
-        def get_state(self) -> dict[str, Any]:
+        def get_state(self) -> dict[str, JSONValue]:
             return {
                 **super().get_state(),
                 "removed_message_count": self._covered,

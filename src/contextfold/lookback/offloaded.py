@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def is_offloaded(item: Item) -> bool:
     """Whether the history holds only a preview of ``item``'s output (kept as a blob of the session's store,
     or as a file)."""
-    return isinstance(item.meta.get("blob"), str) or isinstance(item.meta.get("saved_to"), str)
+    return item.provenance.offloaded is not None
 
 
 def offloaded_output(item: Item, blobs: Blobs | None = None) -> str | None:

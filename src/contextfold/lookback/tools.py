@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..adapters import adapter_for
-from ..conversation import Conversation, Header, Item, ToolCall, ToolResult, ToolSpec
+from ..conversation import Conversation, Header, Item, JSONObject, ToolCall, ToolResult, ToolSpec
 from ..errors import HistoryQueryError
 from ..pipeline.offload_store import Blobs
 from . import history
@@ -52,7 +52,7 @@ Search = Callable[..., str]
 Read = Callable[[Any, Any], str]
 
 
-def _argument(arguments: Mapping[str, Any], name: str, kind: type, default: Any) -> Any:
+def _argument(arguments: JSONObject, name: str, kind: type, default: object) -> Any:
     value = arguments.get(name, default)
     if value is None:
         return default

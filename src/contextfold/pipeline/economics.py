@@ -108,7 +108,7 @@ def summary_call_usd(before: Conversation, after: Conversation, budget: Budget) 
     """What a model would charge to write the summaries ``after`` adds: the request read, the summary written."""
     if not summaries_priced(budget):
         return 0.0
-    written = sum(budget.count_item(item) for item in _new_items(before, after) if item.meta.get("summary"))
+    written = sum(budget.count_item(item) for item in _new_items(before, after) if item.provenance.summary)
     if not written:
         return 0.0
     prices = budget.policy.prices_in_effect
@@ -120,7 +120,7 @@ def forgetting_usd(before: Conversation, after: Conversation, budget: Budget) ->
     ``Policy.economic_summary_rereads`` times (written to the cache each time). 0 for an edit that adds no summary
     (clearing keeps a preview and the call, and the agent can read the output again from the path it names)."""
     rereads = budget.policy.economic_summary_rereads
-    if not rereads or not any(item.meta.get("summary") for item in _new_items(before, after)):
+    if not rereads or not any(item.provenance.summary for item in _new_items(before, after)):
         return 0.0
     remaining = {id(item) for item in after.items}
     dropped = sum(budget.count_item(item) for item in before.items if id(item) not in remaining)

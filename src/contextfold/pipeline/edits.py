@@ -1,7 +1,7 @@
 """Small, shared ways of changing a tool result that every stage uses.
 
 A changed result keeps its item id (it is the same logical output, shown
-differently) and records in ``meta["compacted"]`` which stage changed it, so
+differently) and records in ``provenance.compacted`` which stage changed it, so
 a later stage never re-processes it and the transcript can explain the view.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from ..conversation import Block, Conversation, Item, Text
+from ..conversation import Block, Conversation, Item, Provenance, Text
 from ..events import Event
 from ..summarizers._text import head_end_at, tail_start_at
 from .base import Budget
@@ -36,8 +36,7 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
     if keep_media and not isinstance(result.content, str):
         kept = tuple(b for b in result.content if not isinstance(b, Text))
     new_content: str | tuple[Block, ...] = (Text(content), *kept) if kept else content
-    meta = {**item.meta, "compacted": stage}
-    return replace(item, blocks=(replace(result, content=new_content),), meta=meta)
+    return replace(item, blocks=(replace(result, content=new_content),), provenance=compacted_by(item, stage))
 
 
 def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "",
@@ -61,12 +60,17 @@ PLACEHOLDER_STAGES = frozenset({"snip", "clear", "mask"})
 """Stages that replace an output by a one-line placeholder: nothing is left to shrink."""
 
 
+def compacted_by(item: Item, stage: str) -> Provenance:
+    """``item``'s provenance marked as changed by ``stage``."""
+    return replace(item.provenance, compacted=stage)
+
+
 def is_compacted(item: Item) -> bool:
-    return "compacted" in item.meta
+    return item.provenance.compacted is not None
 
 
 def is_placeholder(item: Item) -> bool:
-    return item.meta.get("compacted") in PLACEHOLDER_STAGES
+    return item.provenance.compacted in PLACEHOLDER_STAGES
 
 
 def recent_round_start(conversation: Conversation, keep_rounds: int) -> int:
@@ -88,7 +92,7 @@ def current_turn_start(items: Sequence[Item]) -> int:
     """
     for index in range(len(items) - 1, -1, -1):
         item = items[index]
-        if item.role == "user" and not item.meta.get("summary"):
+        if item.role == "user" and not item.provenance.summary:
             return index + 1
         if item.role == "assistant" and not item.tool_calls and item.text.strip():
             return index + 1

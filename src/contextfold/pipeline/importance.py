@@ -114,9 +114,9 @@ def source_weight(item: Item) -> float:
     """
     if item.role == "assistant":
         return 1.0
-    if item.role != "user" or item.meta.get("restored"):
+    if item.role != "user" or item.provenance.restored:
         return 0.0
-    return 1.0 if item.meta.get("summary") or item.meta.get("survival") else USER_WEIGHT
+    return 1.0 if item.provenance.summary or item.provenance.survival else USER_WEIGHT
 
 
 @dataclass

@@ -45,15 +45,17 @@ class Blobs(Protocol):
 
 def saved_output(item: Item, blobs: Blobs | None = None) -> str | None:
     """The whole output of an item :func:`offload` saved, read back: from the session's ``blobs`` when it was
-    kept there (``meta["blob"]``), else from its file (``meta["saved_to"]``); ``None`` if it was not saved.
-    A blob that is gone (its session pruned) is :class:`~contextfold.errors.BlobNotFound`."""
-    digest = item.meta.get("blob")
-    if isinstance(digest, str) and blobs is not None:
-        return blobs.get_blob(digest).decode("utf-8", "surrogatepass")
-    saved_to = item.meta.get("saved_to")
-    if not isinstance(saved_to, str):
+    kept there (:attr:`~contextfold.conversation.Offloaded.blob`), else from its file
+    (:attr:`~contextfold.conversation.Offloaded.saved_to`); ``None`` if it was not saved. A blob that is gone (its
+    session pruned) is :class:`~contextfold.errors.BlobNotFound`."""
+    where = item.provenance.offloaded
+    if where is None:
         return None
-    path = Path(saved_to)
+    if where.blob is not None and blobs is not None:
+        return blobs.get_blob(where.blob).decode("utf-8", "surrogatepass")
+    if where.saved_to is None:
+        return None
+    path = Path(where.saved_to)
     folder = open_dir(path.parent, create=False)
     try:
         fd = open_file(folder, path.name, os.O_RDONLY, where=path.parent)

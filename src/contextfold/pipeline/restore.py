@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
-from ..conversation import Item, Text
+from ..conversation import Item, Provenance, Text
 from ..reading import without_wrappers
 from ..summarizers._facts import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
@@ -135,4 +135,4 @@ def restored_item(
     if not sections:
         return None
     text = f"{MARK}: files and state restored after compaction, as last seen]\n\n" + "\n\n".join(sections)
-    return Item("user", (Text(text),), meta={"restored": True})
+    return Item("user", (Text(text),), provenance=Provenance(restored=True))

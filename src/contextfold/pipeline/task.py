@@ -31,7 +31,7 @@ def task_index(conversation: Conversation) -> int | None:
     """
     command: int | None = None  # the echo of a slash command the person typed, just before
     for index, item in enumerate(conversation.items):
-        if item.role == "assistant" or item.meta.get("summary"):
+        if item.role == "assistant" or item.provenance.summary:
             return None
         if item.role == "user" and is_person(item):
             return command if command is not None else index

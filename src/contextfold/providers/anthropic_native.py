@@ -30,7 +30,6 @@ who clears and turns the report into events.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..adapters.anthropic.context import (
@@ -42,6 +41,7 @@ from ..adapters.anthropic.context import (
     ServerCompaction,
 )
 from ..adapters.registry import ANTHROPIC
+from ..conversation import JSONObject
 from ..errors import ContextfoldError
 from ..events import Event
 from ..pipeline.base import Policy
@@ -62,7 +62,7 @@ STAGE = "native"
 
 
 def with_context_management(
-    request: Mapping[str, Any], *edits: Edit, policy: Policy
+    request: JSONObject, *edits: Edit, policy: Policy
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """``request`` with ``context_management`` edits, and the ``anthropic-beta`` header they need.
 
@@ -81,7 +81,7 @@ def with_context_management(
     return ANTHROPIC.with_context_edits(request, edits)
 
 
-def native_events(response: Any) -> list[Event]:
+def native_events(response: object) -> list[Event]:
     """Events for what the server did to the context: each applied edit, each compaction block.
 
     ``response`` is an SDK message object or its dict.

@@ -67,7 +67,7 @@ def reading_of(item: Item) -> UserReading:
 
 def added_by_contextfold(item: Item) -> bool:
     """Whether contextfold wrote ``item`` (a summary, restored files, a survival note), not the user."""
-    return bool(item.meta.get("summary") or item.meta.get("restored") or item.meta.get("survival"))
+    return item.provenance.by_contextfold
 
 
 def is_person(item: Item) -> bool:

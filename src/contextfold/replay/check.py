@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..adapters.openai_chat import from_openai
-from ..conversation import Conversation, Header
+from ..conversation import Conversation, Header, JSONObject
 from ..errors import InvalidMessage
 from ..pipeline.base import Prices
 from ..tokens import Estimator
@@ -125,7 +125,7 @@ class _Counter:
         self._tools: dict[str, int] = {}
 
     @staticmethod
-    def key(value: Any) -> str:
+    def key(value: object) -> str:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
     def read(self, key: str, data: dict[str, Any]) -> Message:
@@ -136,12 +136,12 @@ class _Counter:
     def message(self, key: str, data: dict[str, Any]) -> int:
         return self.estimator.item(self.read(key, data).item)
 
-    def keyed(self, data: Mapping[str, Any]) -> tuple[str, int]:
+    def keyed(self, data: JSONObject) -> tuple[str, int]:
         """The message's key and tokens."""
         key = self.key(data)
         return key, self.message(key, dict(data))
 
-    def tools(self, key: str, tools: Sequence[Mapping[str, Any]]) -> int:
+    def tools(self, key: str, tools: Sequence[JSONObject]) -> int:
         if key not in self._tools:
             self._tools[key] = tools_tokens(tools, self.estimator)
         return self._tools[key]

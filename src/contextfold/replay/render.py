@@ -15,14 +15,14 @@ tokenization however many requests repeat an item.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
-from ..conversation import Block, Conversation, Header, Item, Opaque, ToolResult, readable_text
+from ..conversation import Block, Conversation, Header, Item, JSONObject, JSONValue, Opaque, ToolResult, readable_text
 from ..errors import InvalidMessage
 from ..tokens import Estimator
 
@@ -61,7 +61,7 @@ class _AnyCall(AbstractSet[str]):
         return 0
 
 
-def read_message(data: Mapping[str, Any]) -> Item:
+def read_message(data: JSONObject) -> Item:
     """One Chat Completions message read back by the adapter into a neutral item, out of its request."""
     conversation = from_openai([data], known_call_ids=_AnyCall())
     return (*conversation.header.system, *conversation.items)[0]
@@ -143,12 +143,12 @@ def item_tokens(item: Item, estimator: Estimator) -> int:
     return 0 if rendered is None else estimator.item(rendered.item)
 
 
-def message_tokens(data: Mapping[str, Any], estimator: Estimator) -> int:
+def message_tokens(data: JSONObject, estimator: Estimator) -> int:
     """Tokens of one Chat Completions message, read back into the model and counted like any item."""
     return estimator.item(read_message(data))
 
 
-def render_tools(header: Header) -> list[dict[str, Any]]:
+def render_tools(header: Header) -> list[dict[str, JSONValue]]:
     """The header's tool definitions in Chat Completions form; another provider's own tools are kept as they are."""
     try:
         return tools_to_openai(Conversation((), header))
@@ -157,7 +157,7 @@ def render_tools(header: Header) -> list[dict[str, Any]]:
         return tools_to_openai(Conversation((), replace(header, tools=tools)))
 
 
-def tools_tokens(tools: Sequence[Mapping[str, Any]], estimator: Estimator) -> int:
+def tools_tokens(tools: Sequence[JSONObject], estimator: Estimator) -> int:
     """Tokens of tool definitions in Chat Completions form, read back by the adapter."""
     return estimator.tools(from_openai([], tools=tools).header.tools)
 

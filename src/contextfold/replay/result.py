@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from ..conversation import JSONValue
 from ..pipeline.base import Prices
 from .cost import cost_usd
+from .lint import SummaryLint
 from .probes import PROBES, Survival
 from .recall import Recall, session_recall
-from .lint import SummaryLint
 from .strict import SessionStrict, Strict, session_strict
 
 AGENT, SUMMARIZER = "agent", "summarizer"
@@ -57,7 +57,7 @@ class RequestRecord:
     lint: SummaryLint = field(default_factory=SummaryLint)
     violations: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         data = asdict(self)
         data["survival"] = None if self.survival is None else self.survival.to_dict()
         data["violations"] = list(self.violations)
@@ -165,7 +165,7 @@ class Totals:
     recoverable_missing: int = 0
     lint: SummaryLint = field(default_factory=SummaryLint)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         return asdict(self)
 
 

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Any
 
-from ..conversation import Conversation, Header, Item, reproducible_ids
+from ..conversation import Conversation, Header, Item, JSONObject, reproducible_ids
 from ..pipeline.base import Prices
 from ..tokens import Estimator, exact_estimator
 from ..usage import EVERY_TOKEN, CacheRule, Usage
@@ -33,6 +32,7 @@ from .base import Sent, Step, Strategy, StrategyConfig
 from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
 from .dump import RequestWriter
 from .invariants import RecordingInvariants
+from .lint import SummaryLint, SummaryLinter
 from .probes import Haystack, SessionProbes, evaluate
 from .recall import Search, session_needs
 from .recall import evaluate as evaluate_recall
@@ -47,7 +47,6 @@ from .render import (
     tools_tokens,
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
-from .lint import SummaryLint, SummaryLinter
 from .strict import StrictSession, model_text, searchable
 from .summary_price import BothRules
 
@@ -147,7 +146,7 @@ class _Replay:
         self.records.append(record)
         return record
 
-    def _message(self, data: Mapping[str, Any]) -> tuple[Message, int]:
+    def _message(self, data: JSONObject) -> tuple[Message, int]:
         message = as_message(dict(data))
         return message, self.estimator.item(message.item)
 

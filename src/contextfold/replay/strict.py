@@ -58,9 +58,8 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..conversation import Conversation, Item, Summary, Text, Thinking, ToolCall, ToolResult
+from ..conversation import Conversation, Item, JSONValue, Summary, Text, Thinking, ToolCall, ToolResult
 from ..pipeline.importance import specific_tokens
 from ..reading import OPENING_LINES, is_person, says_something
 from .probes import last_error_line
@@ -109,7 +108,7 @@ def argument_values(call: ToolCall) -> list[str]:
     except ValueError:
         return [sent]
     values: list[str] = []
-    stack: list[Any] = [decoded]
+    stack: list[JSONValue] = [decoded]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):

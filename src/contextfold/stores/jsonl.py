@@ -15,9 +15,9 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..codec import header_from_dict
+from ..conversation import JSONValue
 from ..errors import (
     BlobNotFound,
     SessionNotFound,
@@ -256,6 +256,6 @@ class JsonlStore:
             self._release(session_id)
 
 
-def _fields(record: Record) -> dict[str, Any]:
+def _fields(record: Record) -> dict[str, JSONValue]:
     """What a record holds besides its place (``seq``, ``type``, and ``more`` of the batch it was written in)."""
     return {k: v for k, v in record.items() if k not in ("seq", "type", "more")}

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..conversation import JSONValue
 from ..errors import SessionNotFound, StoreError, install_hint
 from .base import Durability, Record
 from .records import encode, record_key
@@ -75,7 +76,7 @@ class PostgresPlans(SqlPlans):
         yield Statement("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
         yield from self._create_schema()
 
-    def _connect_options(self) -> dict[str, Any]:
+    def _connect_options(self) -> dict[str, JSONValue]:
         """libpq's options for a new connection: autocommit (each write is its own transaction block),
         connected within ``connect_s``; keepalives probe it once idle ``idle_s``, and give up on a silent peer
         after three."""

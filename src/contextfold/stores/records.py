@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from ..codec import header_to_dict, item_to_dict
-from ..conversation import Header, Item
+from ..conversation import Header, Item, JSONObject
 from ..errors import StoreError, TranscriptCorrupt, TranscriptError
 from .base import VIEW_EVENT, Record
 from .transcript import DEFAULT_MAX_RECORD_BYTES, _encode, checksummed
@@ -30,7 +29,7 @@ def item_record(item: Item) -> Record:
     return {"type": "item", "item": item_to_dict(item)}
 
 
-def event_record(kind: str, data: Mapping[str, Any], item_count: int) -> Record:
+def event_record(kind: str, data: JSONObject, item_count: int) -> Record:
     if not isinstance(kind, str) or not kind:
         raise StoreError(f"an event kind is a non-empty string, not {kind!r}")
     if not isinstance(data, Mapping):

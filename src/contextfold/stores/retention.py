@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..conversation import JSONValue
 from ..errors import StoreError
 from .base import VIEW_EVENT, Store
 
@@ -61,6 +62,6 @@ def prune(
     return report
 
 
-def _emptied(checkpoint: dict[str, Any]) -> dict[str, Any]:
+def _emptied(checkpoint: dict[str, Any]) -> dict[str, JSONValue]:
     data = {"items": len(checkpoint["data"].get("items", ())), **{k: v for k, v in checkpoint["data"].items() if k != "items"}}
     return {**checkpoint, "kind": PRUNED_VIEW_EVENT, "data": data}

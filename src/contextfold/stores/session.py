@@ -17,13 +17,12 @@ written.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from ..conversation import Header, Item
+from ..conversation import Header, Item, JSONObject
 from ..errors import SessionExists, StoreError, StoreUnavailable
 from .asynchronous import AsyncStore
 from .base import VIEW_EVENT, BlobStore, Record, Store
@@ -162,14 +161,14 @@ class StoredSession:
     def append(self, item: Item) -> int:
         return self.append_items([item])[0]
 
-    def append_event(self, kind: str, data: Mapping[str, Any]) -> int:
+    def append_event(self, kind: str, data: JSONObject) -> int:
         return self._append([event_record(kind, data, self.item_count)])[0]
 
     def update_header(self, header: Header) -> int:
         self.header = header
         return self._append([header_update_record(header)])[0]
 
-    def commit_view(self, data: Mapping[str, Any]) -> int:
+    def commit_view(self, data: JSONObject) -> int:
         """Record a view checkpoint, if the view is still the one at :attr:`revision` (else ViewConflict)."""
         return self._outbox.write(Batch([event_record(VIEW_EVENT, data, self.item_count)], base=self.revision))[0]
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..codec import header_from_dict, header_to_dict, item_to_dict
-from ..conversation import Header, Item
+from ..conversation import Header, Item, JSONObject
 from ..errors import (
     SessionExists,
     SessionNotFound,
@@ -104,7 +104,7 @@ def transcript_path(directory: str | os.PathLike[str], session_id: str) -> Path:
 # --------------------------------------------------------------------------- writing
 
 
-def _encode(record: dict[str, Any], what: str, max_record_bytes: int) -> bytes:
+def _encode(record: JSONObject, what: str, max_record_bytes: int) -> bytes:
     """One record as a JSON line (UTF-8; ASCII escapes only when the text holds lone surrogates)."""
     try:
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -321,7 +321,7 @@ class Transcript:
         return self._append_record("item", {"item": item_to_dict(item)}, f"item {item.id!r} ({item.role})",
                                    is_item=True)
 
-    def append_event(self, kind: str, data: Mapping[str, Any]) -> int:
+    def append_event(self, kind: str, data: JSONObject) -> int:
         """Record an event (``data`` must be JSON-serializable); returns its sequence number."""
         if not isinstance(kind, str) or not kind:
             raise TranscriptError(f"an event kind is a non-empty string, not {kind!r}")
@@ -423,7 +423,7 @@ class Transcript:
         return seqs
 
     # -- the write path
-    def _append_record(self, kind: str, fields: dict[str, Any], what: str, *, is_item: bool = False) -> int:
+    def _append_record(self, kind: str, fields: JSONObject, what: str, *, is_item: bool = False) -> int:
         self._check_usable()
         seq = self._next_seq
         data = checksummed(_encode({"seq": seq, "type": kind, **fields}, what, self.max_record_bytes))

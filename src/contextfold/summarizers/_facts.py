@@ -41,12 +41,10 @@ from typing import Any, TypeVar
 
 from ..actions import (
     EDIT,
-    ERROR_FRAME_META,
     EXIT_FAILURE_ENDED,
     OTHER,
     READ,
     SEARCH,
-    TALLY_META,
     TODO,
     Action,
     call_actions,
@@ -380,7 +378,7 @@ class Facts:
             elif item.role == "assistant" and not is_stand_in_reply(item):  # an API error is no word of the agent
                 spoken.append((item, self._read_assistant(item, calls), after))
             elif item.tool_result is not None:
-                whole = not item.meta.get("compacted")  # a cleared output's placeholder is no output to quote
+                whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
                 if action.kind != TODO:  # a todo update informs no finding: the output read before it did
@@ -521,8 +519,8 @@ class Facts:
 
     def _read_cleared_tally(self, call: ToolCall, action: Action, item: Item) -> None:
         """A test run whose output a stage has cleared since: the tally its placeholder kept is still its result."""
-        tally = item.meta.get(TALLY_META)
-        if isinstance(tally, str):
+        tally = item.provenance.tally
+        if tally is not None:
             source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
             self.last_test = {"command": source, "line": tally}
 
@@ -584,8 +582,8 @@ class Facts:
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
         read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
-        cleared = item.meta.get(ERROR_FRAME_META) if item is not None else None  # its output was replaced since
-        frame = [str(line) for line in cleared] if isinstance(cleared, list) else list(read.frame)
+        cleared = item.provenance.error_frame if item is not None else None  # its output was replaced since
+        frame = list(cleared) if cleared is not None else list(read.frame)
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.errors.append(ErrorFacts(
             line=read.line,

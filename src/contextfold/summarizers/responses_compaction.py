@@ -39,7 +39,7 @@ class ItemsFitter:
 
     def __init__(self, request: SummaryRequest) -> None:
         self.header = Header(system=request.header.system)  # the endpoint gets no tools
-        span = [item for item in request.items if not item.meta.get("restored")]
+        span = [item for item in request.items if not item.provenance.restored]
         conversation = Conversation(span)
         self.units = [span[start:end] for start, end in conversation.units()]
         self.wire = [to_responses(Conversation(unit)) for unit in self.units]

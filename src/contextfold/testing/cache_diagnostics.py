@@ -30,6 +30,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..conversation import JSONObject, JSONValue
 from .prompt_cache import MARK, SEGMENTS, approximate_tokens
 
 ROUTE_PROVIDER = {"messages": "anthropic", "responses": "responses"}
@@ -43,7 +44,7 @@ class Diagnoser:
         self._sent: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def answer(self, route: str, body: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, route: str, body: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, JSONValue]:
         """``reply`` (to ``body`` on ``route``) with the diagnostics the request asked for; the request remembered."""
         provider = ROUTE_PROVIDER.get(route)
         if provider is None:
@@ -58,7 +59,7 @@ class Diagnoser:
                 self._sent[reply["id"]] = body
         return reply
 
-    def _anthropic(self, body: Mapping[str, Any], previous_id: Any) -> dict[str, Any] | None:
+    def _anthropic(self, body: JSONObject, previous_id: Any) -> dict[str, Any] | None:
         if previous_id is None:
             return None  # opted in on a first turn: nothing to compare
         before = self._sent.get(previous_id)
@@ -77,7 +78,7 @@ class Diagnoser:
             return None
         return {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": missed}}
 
-    def _responses(self, body: Mapping[str, Any], comparison_id: str) -> dict[str, Any]:
+    def _responses(self, body: JSONObject, comparison_id: str) -> dict[str, JSONValue]:
         before = self._sent.get(comparison_id)
         if before is None:
             return {"type": "comparison_response_not_found"}
@@ -98,7 +99,7 @@ class Diagnoser:
                 "comparison_reusable_tokens": reusable}
 
 
-def _missed(provider: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[int, int]:
+def _missed(provider: str, before: JSONObject, now: JSONObject) -> tuple[int, int]:
     """The earlier prompt's tokens after the first segment ``now`` does not repeat, and those before it."""
     old_segments = list(SEGMENTS[provider](before))
     new_segments = list(SEGMENTS[provider](now)) if before.get("model") == now.get("model") else []  # another cache
@@ -111,7 +112,7 @@ def _missed(provider: str, before: Mapping[str, Any], now: Mapping[str, Any]) ->
     return sum(tokens[shared:]), sum(tokens[:shared])
 
 
-def _unmarked(value: Any) -> Any:
+def _unmarked(value: object) -> Any:
     """``value`` without cache marks (they are not part of what the cache keys on)."""
     if isinstance(value, Mapping):
         return {k: _unmarked(v) for k, v in value.items() if k != MARK}
@@ -120,7 +121,7 @@ def _unmarked(value: Any) -> Any:
     return value
 
 
-def _compactions(body: Mapping[str, Any]) -> int:
+def _compactions(body: JSONObject) -> int:
     items = body.get("input")
     return sum(1 for item in items if isinstance(item, Mapping) and item.get("type") == "compaction") \
         if isinstance(items, list) else 0

@@ -56,6 +56,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any, ClassVar
 
+from ..conversation import JSONObject, JSONValue
 from .cache_diagnostics import Diagnoser
 from .gemini_wire import is_gemini_path
 from .prompt_cache import CacheUse, PromptCache, anthropic_usage, chat_usage, responses_usage
@@ -158,11 +159,11 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{next(_ids):06d}"
 
 
-def _anthropic_usage(reply: Reply) -> dict[str, Any]:
+def _anthropic_usage(reply: Reply) -> dict[str, JSONValue]:
     return anthropic_usage(reply.usage, reply.output_tokens)
 
 
-def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def anthropic_message(reply: Reply, body: JSONObject) -> dict[str, Any]:
     # A compaction block opens the reply (what came before it is replaced), the text follows, then other blocks.
     opening = [dict(b) for b in reply.blocks if b.get("type") == "compaction"]
     closing = [dict(b) for b in reply.blocks if b.get("type") != "compaction"]
@@ -175,7 +176,7 @@ def anthropic_message(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
             "stop_reason": stop, "stop_sequence": None, "usage": _anthropic_usage(reply), **reply.extra}
 
 
-def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def anthropic_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict[str, Any]]]:
     message = anthropic_message(reply, body)
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
@@ -197,11 +198,11 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[st
     yield "message_stop", {"type": "message_stop"}
 
 
-def _openai_usage(reply: Reply) -> dict[str, Any]:
+def _openai_usage(reply: Reply) -> dict[str, JSONValue]:
     return chat_usage(reply.usage, reply.output_tokens)
 
 
-def chat_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def chat_completion(reply: Reply, body: JSONObject) -> dict[str, JSONValue]:
     message = {"role": "assistant", "content": reply.text, "refusal": None}
     return {"id": _id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": OPENAI_FINISH[reply.stop], "logprobs": None}],
@@ -211,7 +212,7 @@ def chat_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
 def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
     head = {"id": _id("chatcmpl"), "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model")}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, JSONValue]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})
@@ -223,26 +224,26 @@ def chat_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str | N
     yield None, "[DONE]"
 
 
-def _responses_usage(reply: Reply) -> dict[str, Any]:
+def _responses_usage(reply: Reply) -> dict[str, JSONValue]:
     return responses_usage(reply.usage, reply.output_tokens)
 
 
-def _output_message(reply: Reply, item_id: str) -> dict[str, Any]:
+def _output_message(reply: Reply, item_id: str) -> dict[str, JSONValue]:
     return {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
 
 
-def _triggered(body: Mapping[str, Any]) -> bool:
+def _triggered(body: JSONObject) -> bool:
     """Whether a Responses request ends with a ``compaction_trigger`` item (its answer is one compaction item)."""
     items = body.get("input")
     return isinstance(items, list) and bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
 
 
-def _compaction_item(reply: Reply) -> dict[str, Any]:
+def _compaction_item(reply: Reply) -> dict[str, JSONValue]:
     return {"type": "compaction", "id": _id("cmp"), "encrypted_content": reply.text or "opaque-blob"}
 
 
-def responses_body(reply: Reply, body: Mapping[str, Any], *, status: str | None = None) -> dict[str, Any]:
+def responses_body(reply: Reply, body: JSONObject, *, status: str | None = None) -> dict[str, Any]:
     if _triggered(body) and not status:
         return {**responses_body(replace(reply, stop="end"), body, status="completed"), "output": [_compaction_item(reply)],
                 "usage": _responses_usage(reply)}
@@ -254,7 +255,7 @@ def responses_body(reply: Reply, body: Mapping[str, Any], *, status: str | None 
             "tool_choice": "auto", "tools": [], "usage": None if status else _responses_usage(reply), "error": None}
 
 
-def responses_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def responses_events(reply: Reply, body: JSONObject) -> Iterator[tuple[str, dict[str, Any]]]:
     numbers = count()
     final = responses_body(reply, body)
     item = final["output"][0]
@@ -274,7 +275,7 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> Iterator[tuple[st
         yield event["type"], {**event, "sequence_number": next(numbers)}
 
 
-def compact_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def compact_body(reply: Reply, body: JSONObject) -> dict[str, JSONValue]:
     """The compact endpoint's answer: the input's user messages, then one compaction item (``reply.text`` as its blob)."""
     given = body.get("input")
     items = given if isinstance(given, list) else [{"role": "user", "content": given}]
@@ -373,7 +374,7 @@ class Stall:
 GEMINI_FINISH = {"end": "STOP", "max_tokens": "MAX_TOKENS", "refusal": "SAFETY", "tool_use": "STOP"}
 
 
-def gemini_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+def gemini_body(reply: Reply, body: JSONObject) -> dict[str, Any]:
     """A ``GenerateContentResponse``: the text as one part, the finish reason, usage as Gemini counts it."""
     prompt = reply.usage.prompt
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": reply.output_tokens,
@@ -532,7 +533,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test): nothing to answer
 
-    def _json(self, status: int, headers: Mapping[str, str], body: Any) -> None:
+    def _json(self, status: int, headers: Mapping[str, str], body: object) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")

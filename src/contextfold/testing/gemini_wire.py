@@ -45,7 +45,7 @@ def _names(content: Mapping[str, Any], kind: str) -> Counter[str]:
     return Counter(p[kind].get("name") for p in content.get("parts") or [] if isinstance(p, dict) and kind in p)
 
 
-def check_gemini(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_gemini(headers: Mapping[str, str], body: object) -> list[str]:
     """What a ``generateContent`` request breaks (empty when the real API would take it)."""
     problems = [] if headers.get("x-goog-api-key") else ["x-goog-api-key: an API key is required"]
     if not isinstance(body, dict):
@@ -87,7 +87,7 @@ def _text(content: Mapping[str, Any] | None) -> str:
     return "\n".join(p["text"] for p in (content or {}).get("parts") or [] if isinstance(p, dict) and "text" in p)
 
 
-def response_text(response: Any) -> str:
+def response_text(response: object) -> str:
     """What a function response says: ADK's ``{"result": text}``, else the JSON of the object."""
     if isinstance(response, dict) and set(response) == {"result"} and isinstance(response["result"], str):
         return response["result"]

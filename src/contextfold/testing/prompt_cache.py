@@ -87,7 +87,7 @@ def content_tokens(count: Callable[[str], int]) -> Callable[[str], int]:
     return counted
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _strings(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
@@ -219,7 +219,7 @@ def _anthropic_minimum(model: str) -> int:
 MARK = "cache_control"
 
 
-def _segment(value: Any) -> _Segment:
+def _segment(value: object) -> _Segment:
     mark = value.get(MARK) if isinstance(value, Mapping) else None
     if isinstance(value, Mapping) and MARK in value:
         value = {k: v for k, v in value.items() if k != MARK}

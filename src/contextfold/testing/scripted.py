@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
+from ..conversation import JSONObject, JSONValue
 from .fake_llm import Fault, error_response, write_events
 from .gemini_wire import (
     calls_in_gemini,
@@ -282,7 +283,7 @@ class ScriptedModel:
             exchange.cache = use
             return 200, REPLIES[provider](body, turn, ids, use, len(turn.text) // CHARS_PER_TOKEN + 20)
 
-    def _session_checks(self, provider: str, body: Mapping[str, Any]) -> list[str]:
+    def _session_checks(self, provider: str, body: JSONObject) -> list[str]:
         problems = []
         if provider == "anthropic":
             marks = json.dumps(body).count('"cache_control"')
@@ -296,7 +297,7 @@ class ScriptedModel:
 
 
 def _anthropic_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     content = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
         {"type": "tool_use", "id": i, "name": c.name, "input": dict(c.arguments)} for i, c in zip(ids, turn.calls)
@@ -314,9 +315,9 @@ def _anthropic_reply(
 
 
 def _openai_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+) -> dict[str, JSONValue]:
+    message: dict[str, JSONValue] = {"role": "assistant", "content": turn.text or None, "refusal": None}
     if ids:
         message["tool_calls"] = [
             {"id": i, "type": "function", "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
@@ -335,7 +336,7 @@ def _openai_reply(
 
 
 def _responses_reply(
-    body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
+    body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int
 ) -> dict[str, Any]:
     text = [{"type": "output_text", "text": turn.text, "annotations": []}]
     message = {"type": "message", "id": f"msg_{len(ids)}", "status": "completed", "role": "assistant", "content": text}
@@ -360,7 +361,7 @@ def _responses_reply(
     }
 
 
-def _gemini_reply(body: Mapping[str, Any], turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, Any]:
+def _gemini_reply(body: JSONObject, turn: Turn, ids: tuple[str, ...], use: CacheUse, output: int) -> dict[str, JSONValue]:
     return gemini_reply(body, turn, ids, use.prompt, use.read, output)
 
 
@@ -371,7 +372,7 @@ REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": 
 # Each function turns a finished reply into the server-sent events (name or None, data) the provider streams.
 
 
-def _anthropic_events(message: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+def _anthropic_events(message: Mapping[str, Any], body: JSONObject) -> Iterator[tuple[str | None, Any]]:
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
@@ -394,7 +395,7 @@ def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iter
     head = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
     choice = completion["choices"][0]
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish: str | None = None) -> dict[str, JSONValue]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield None, chunk({"role": "assistant", "content": ""})
@@ -411,7 +412,7 @@ def _chat_events(completion: Mapping[str, Any], body: Mapping[str, Any]) -> Iter
     yield None, "[DONE]"
 
 
-def _responses_events(response: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[tuple[str | None, Any]]:
+def _responses_events(response: Mapping[str, Any], body: JSONObject) -> Iterator[tuple[str | None, Any]]:
     numbers = count()
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None}}

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..conversation import JSONObject
 from .scripted import Call, ScriptedModel, Seen, Turn
 
 PROVIDERS = ("anthropic", "openai", "responses", "gemini")
@@ -64,7 +65,7 @@ ANSWER = "contextfold's scripted model read a file; its first line is: "
 _EARLIER_ANSWER = re.compile(re.escape(ANSWER) + r'((?:[^"\\]|\\.)*)')
 
 
-def _earlier_answer(body: Mapping[str, Any]) -> str | None:
+def _earlier_answer(body: JSONObject) -> str | None:
     """The first line this script answered with earlier in the session, as the request still holds it."""
     found = _EARLIER_ANSWER.findall(json.dumps(body, ensure_ascii=False))
     return json.loads(f'"{found[-1]}"').strip() or None if found else None

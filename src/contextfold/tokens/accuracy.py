@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..conversation import Conversation
-from ..usage import Usage
+from ..importers import recorded_usage
 from .anchored import TokenCounter
 
 
@@ -29,7 +29,7 @@ def anchored_errors(
 ) -> list[RequestCheck]:
     """Replay a recorded conversation request by request against its reported usage.
 
-    Every assistant item carrying ``meta["usage"]`` answered a request made of
+    Every assistant item with a :func:`~contextfold.importers.recorded_usage` answered a request made of
     the header and all items before it. That request is counted anchored on the
     previous reported usage, then its own usage is recorded. The first request
     has nothing to anchor on and is not checked.
@@ -37,11 +37,8 @@ def anchored_errors(
     counter = counter_factory()
     checks: list[RequestCheck] = []
     for index, item in enumerate(conversation.items):
-        usage = item.meta.get("usage") if item.role == "assistant" else None
-        if not usage:
-            continue
-        reported = Usage.from_dict(usage)
-        if reported.prompt_tokens <= 0:
+        reported = recorded_usage(item)
+        if reported is None or reported.prompt_tokens <= 0:
             continue
         request = conversation.with_items(conversation.items[:index])
         estimate = counter.count(request)

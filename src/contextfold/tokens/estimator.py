@@ -177,7 +177,7 @@ class Estimator:
             return pages * costs.pdf_page_tokens
         return costs.document_default_tokens
 
-    def _document_part(self, part: Any) -> int:
+    def _document_part(self, part: object) -> int:
         if isinstance(part, Mapping) and part.get("type") == "text":
             return self.text(str(part.get("text", "")))
         if isinstance(part, Mapping) and part.get("type") == "image":

@@ -12,10 +12,8 @@ import base64
 import binascii
 import re
 import struct
-from collections.abc import Mapping
-from typing import Any
 
-from ..conversation import Image
+from ..conversation import Image, JSONObject
 
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 _DATA_URL = re.compile(r"^data:[^;,]*;base64,", re.IGNORECASE)
@@ -39,7 +37,7 @@ def pdf_pages(data: bytes) -> int:
     return len(_PDF_PAGE.findall(data))
 
 
-def _declared_size(extra: Mapping[str, Any]) -> tuple[int, int] | None:
+def _declared_size(extra: JSONObject) -> tuple[int, int] | None:
     width, height = extra.get("width"), extra.get("height")
     if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
         return width, height

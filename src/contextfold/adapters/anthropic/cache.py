@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...conversation import Block, Header, Item, Opaque, ToolResult, ToolSpec
+from ...conversation import Block, Header, Item, JSONValue, Opaque, ToolResult, ToolSpec
 
 MARK = "cache_control"
 EPHEMERAL = {"type": "ephemeral"}
@@ -49,7 +49,7 @@ def _tool_marked(tool: ToolSpec | Opaque, same: bool, origin: str) -> bool:
     return same and MARK in tool.extra
 
 
-def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int], static_blocks: int = 0) -> dict[str, Any]:
+def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int], static_blocks: int = 0) -> dict[str, JSONValue]:
     """``request`` with at most four breakpoints, ordered by how long what they close stays the same.
 
     The prefix is read in the order tools, system, messages, so one mark on
@@ -63,7 +63,7 @@ def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int], static
     """
     tools = request.get("tools")
     system = request.get("system")
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, JSONValue]] = []
     if system:
         blocks = [{"type": "text", "text": system}] if isinstance(system, str) else [dict(b) for b in system]
     split = 0 < static_blocks < len(blocks)
@@ -89,7 +89,7 @@ def with_breakpoints(request: dict[str, Any], messages_at: Sequence[int], static
     return request
 
 
-def _mark_last_block(message: Mapping[str, Any]) -> dict[str, Any]:
+def _mark_last_block(message: Mapping[str, Any]) -> dict[str, JSONValue]:
     """A copy of ``message`` whose last content block carries a breakpoint (thinking blocks cannot)."""
     content = message.get("content")
     if isinstance(content, str):
@@ -103,7 +103,7 @@ def _mark_last_block(message: Mapping[str, Any]) -> dict[str, Any]:
     return {**message, "content": blocks}
 
 
-def with_reminder_blocks(request: Mapping[str, Any], rendered: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def with_reminder_blocks(request: Mapping[str, Any], rendered: Sequence[Mapping[str, Any]]) -> dict[str, JSONValue]:
     """``request`` with the blocks of ``rendered`` (a user message of reminders) after the last user message's blocks.
 
     Appended after the breakpoint the renderer put on that message, they are
@@ -119,7 +119,7 @@ def with_reminder_blocks(request: Mapping[str, Any], rendered: Sequence[Mapping[
     return {**request, "messages": messages}
 
 
-def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, JSONValue]]:
     """A message's content as a list of blocks (a bare string is one text block)."""
     content = message.get("content")
     return [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content or ()]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ...conversation import JSONObject, JSONValue
 from ...errors import ContextfoldError
 from ..base import as_data
 
@@ -68,8 +69,8 @@ class ClearToolUses:
         if self.trigger_tokens is not None and self.trigger_tool_uses is not None:
             raise ValueError("ClearToolUses triggers on input tokens or on tool uses, not both")
 
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "clear_tool_uses_20250919"}
+    def to_wire(self) -> dict[str, JSONValue]:
+        edit: dict[str, JSONValue] = {"type": "clear_tool_uses_20250919"}
         if self.trigger_tokens is not None:
             edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}
         if self.trigger_tool_uses is not None:
@@ -97,8 +98,8 @@ class ClearThinking:
     beta = CONTEXT_MANAGEMENT_BETA
     clears_tool_outputs = False
 
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "clear_thinking_20251015"}
+    def to_wire(self) -> dict[str, JSONValue]:
+        edit: dict[str, JSONValue] = {"type": "clear_thinking_20251015"}
         if self.keep_turns == "all":
             edit["keep"] = "all"
         elif self.keep_turns is not None:
@@ -123,8 +124,8 @@ class ServerCompaction:
     beta = COMPACTION_BETA
     clears_tool_outputs = False
 
-    def to_wire(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": "compact_20260112"}
+    def to_wire(self) -> dict[str, JSONValue]:
+        edit: dict[str, JSONValue] = {"type": "compact_20260112"}
         if self.trigger_tokens is not None:
             edit["trigger"] = {"type": "input_tokens", "value": self.trigger_tokens}
         if self.instructions:
@@ -134,7 +135,7 @@ class ServerCompaction:
         return edit
 
 
-def with_edits(request: Mapping[str, Any], edits: tuple[Edit, ...]) -> tuple[dict[str, Any], dict[str, str]]:
+def with_edits(request: JSONObject, edits: tuple[Edit, ...]) -> tuple[dict[str, Any], dict[str, str]]:
     """``request`` with the ``context_management`` edits, and the ``anthropic-beta`` header they need.
 
     An edit type given twice is a :class:`ContextfoldError`.
@@ -147,7 +148,7 @@ def with_edits(request: Mapping[str, Any], edits: tuple[Edit, ...]) -> tuple[dic
     return {**request, "context_management": {"edits": wire}}, {"anthropic-beta": ",".join(betas)}
 
 
-def with_compaction(request: Mapping[str, Any], instructions: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+def with_compaction(request: JSONObject, instructions: str | None) -> tuple[dict[str, Any], dict[str, str]]:
     """``request`` as an on-demand compaction request (``compaction={"type": "summarize"}``), and its beta header.
 
     The reply holds only a ``compaction`` block (stop reason ``compaction``)
@@ -155,7 +156,7 @@ def with_compaction(request: Mapping[str, Any], instructions: str | None) -> tup
     beside it, so any edits are left out; blank ``instructions`` count as
     none (the server's own prompt is used).
     """
-    config: dict[str, Any] = {"type": "summarize"}
+    config: dict[str, JSONValue] = {"type": "summarize"}
     if instructions and instructions.strip():
         config["instructions"] = instructions
     body = {key: value for key, value in request.items() if key != "context_management"}
@@ -188,7 +189,7 @@ _CLEARED = {"clear_tool_uses_20250919": ("cleared_tool_uses", "tool uses"),
             "clear_thinking_20251015": ("cleared_thinking_turns", "thinking turns")}
 
 
-def read_context_report(response: Any) -> ContextReport:
+def read_context_report(response: object) -> ContextReport:
     """What a reply (an SDK message object or its dict) reports the server did to the context."""
     data = as_data(response)
     applied = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ...conversation import Conversation, Header, Item
+from ...conversation import Conversation, Header, Item, JSONObject, JSONValue
 from ...sdk import SDK
 from ...usage import Usage
 from .._stainless import StainlessClient, call_timeout
@@ -54,8 +54,8 @@ class AnthropicMessages(StainlessClient, Adapter):
         return WireHeader(fields, request["messages"], header_marked(header, ORIGIN), static)
 
     def request(
-        self, header: WireHeader, messages: Sequence[Mapping[str, Any]], cache_at: Sequence[int] = ()
-    ) -> dict[str, Any]:
+        self, header: WireHeader, messages: Sequence[JSONObject], cache_at: Sequence[int] = ()
+    ) -> dict[str, JSONValue]:
         """The pinned items (``header.lead``) go before ``messages``, or after a compaction block in them
         (:func:`.wire.with_lead`); the breakpoints ``cache_at`` (indices into ``[*lead, *messages]``) follow them."""
         placed, ends = with_lead(header.lead, messages)
@@ -65,7 +65,7 @@ class AnthropicMessages(StainlessClient, Adapter):
     def cache_marked(self, item: Item) -> bool:
         return item_marked(item, ORIGIN)
 
-    def with_reminders(self, request: Mapping[str, Any], reminders: Sequence[str]) -> dict[str, Any]:
+    def with_reminders(self, request: JSONObject, reminders: Sequence[str]) -> dict[str, JSONValue]:
         """Reminders as text blocks at the end of the last user message, after its cache breakpoint.
 
         A user message of their own would do as well for the cache (Anthropic
@@ -74,13 +74,13 @@ class AnthropicMessages(StainlessClient, Adapter):
         """
         return with_reminder_blocks(request, self.write_items([reminder_item(reminders)])) if reminders else dict(request)
 
-    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` unchanged: a change of ``tool_choice`` invalidates every cached message block (only the tools
         and the system prompt stay cached), so tool use is turned off by the instruction alone; Anthropic has no
         cache key."""
         return dict(request)
 
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+    def _answer(self, data: JSONObject) -> Conversation:
         return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
@@ -93,23 +93,23 @@ class AnthropicMessages(StainlessClient, Adapter):
         missed = reason.get("cache_missed_input_tokens")
         return CacheMiss(reason["type"], missed if isinstance(missed, int) else None)
 
-    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: JSONObject, previous_id: str | None) -> dict[str, JSONValue]:
         """``diagnostics={"previous_message_id": ...}`` (``None`` on a first turn opts in with nothing to compare)."""
         return {**request, "diagnostics": {"previous_message_id": previous_id}}
 
-    def read_usage(self, usage: Any) -> Usage:
+    def read_usage(self, usage: object) -> Usage:
         return anthropic_usage(usage)
 
     # ------------------------------------------------------------------ sending
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.messages.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
         return {"model": model, "max_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 
-    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def send(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
@@ -117,7 +117,7 @@ class AnthropicMessages(StainlessClient, Adapter):
         with client.messages.stream(**arguments) as events:
             return self.read_response(events.get_final_message())
 
-    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    async def asend(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
@@ -128,7 +128,7 @@ class AnthropicMessages(StainlessClient, Adapter):
     # ------------------------------------------------------------------ server-side context management (beta)
     compaction_shapes = ("summarize",)
 
-    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def compaction_call(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
                         instructions: str | None = None, shape: str | None = None,
                         timeout_s: float | None = None) -> CompactionCall:
         """An on-demand ``compaction`` request (beta, :func:`.context.with_compaction`) for what ``request`` holds."""
@@ -138,11 +138,11 @@ class AnthropicMessages(StainlessClient, Adapter):
         return CompactionCall(client.beta.messages.create, {**arguments, "extra_headers": headers})
 
     def with_context_edits(
-        self, request: Mapping[str, Any], edits: tuple[Edit, ...]
+        self, request: JSONObject, edits: tuple[Edit, ...]
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """``request`` asking the server to edit the context (:mod:`.context`), and the beta header."""
         return with_edits(request, edits)
 
-    def read_context_report(self, response: Any) -> ContextReport:
+    def read_context_report(self, response: object) -> ContextReport:
         """What a reply says the server did to the context: edits applied, compaction blocks."""
         return read_context_report(response)

@@ -38,6 +38,8 @@ from ...conversation import (
     Header,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -46,6 +48,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
     new_id,
 )
 from ...errors import EmptyContent, InvalidContent, InvalidToolArguments, UnknownRole
@@ -78,9 +81,9 @@ _ONLY_IN = {"tool_use": "assistant", "thinking": "assistant", "redacted_thinking
 
 
 def from_anthropic(
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[JSONObject],
     system: str | Sequence[Mapping[str, Any]] | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -98,8 +101,8 @@ def from_anthropic(
     return Conversation(items, _read_header(system, tools))
 
 
-def _read_header(system: Any, tools: Sequence[Any] | None) -> Header:
-    meta: dict[str, Any] = {"origin": ORIGIN}
+def _read_header(system: object, tools: Sequence[Any] | None) -> Header:
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     items: tuple[Item, ...] = ()
     if isinstance(system, str):
         check_block(system, None, "system")
@@ -119,7 +122,7 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "input_schema")
 
 
-def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Item]:
+def _read_message(raw: object, index: int, final: bool, calls: CallIds) -> list[Item]:
     wire = WireObject(read_message(raw, index), index, "")
     role = word(wire.rest.get("role"))
     if role not in _ROLES:
@@ -127,19 +130,19 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
                                          "Anthropic messages are user, assistant or system")
     wire.take("role", str)
     content = wire.take("content", (str, *SEQUENCE))
-    meta: dict[str, Any] = {"origin": ORIGIN}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     if wire.rest:
         meta["extra"] = wire.rest
     if not content and not final:
         raise EmptyContent(index, "content", "Anthropic rejects empty content on any message but the last")
     if isinstance(content, str):
         check_block(content, index, "content")
-        return [Item(role, (Text(content),), meta={**meta, "shape": "str"})]
+        return [Item(as_role(role), (Text(content),), meta={**meta, "shape": "str"})]
     objects = [as_object(b, index, f"content[{j}]") for j, b in enumerate(content)]
     blocks = [_read_block(o, index, f"content[{j}]", role, calls) for j, o in enumerate(objects)]
     results = [j for j, b in enumerate(blocks) if isinstance(b, ToolResult)]
     if not results:
-        return [Item(role, tuple(blocks), meta={**meta, "shape": "list"})]
+        return [Item(as_role(role), tuple(blocks), meta={**meta, "shape": "list"})]
     group = new_id("grp")
     items = []
     for j in results:
@@ -147,11 +150,11 @@ def _read_message(raw: Any, index: int, final: bool, calls: CallIds) -> list[Ite
         items.append(Item("tool", (blocks[j],), meta={**meta, "group": group, "position": j, **absent}))
     others = [j for j in range(len(blocks)) if not isinstance(blocks[j], ToolResult)]
     if others:
-        items.append(Item(role, tuple(blocks[j] for j in others), meta={**meta, "group": group, "positions": others}))
+        items.append(Item(as_role(role), tuple(blocks[j] for j in others), meta={**meta, "group": group, "positions": others}))
     return items
 
 
-def _read_block(data: Mapping[str, Any], index: int | None, field: str, role: str, calls: CallIds) -> Block:
+def _read_block(data: JSONObject, index: int | None, field: str, role: str, calls: CallIds) -> Block:
     """One content block; ``role`` is the message's (``"tool"`` inside a tool result).
 
     A tool result has no size limit (its output goes to disk on arrival), but what it holds besides
@@ -293,7 +296,7 @@ def with_lead(
     return [*messages[:at], head, *lead, *tail, *messages[at + 1 :]], ends
 
 
-def _compaction_at(message: Mapping[str, Any]) -> int | None:
+def _compaction_at(message: JSONObject) -> int | None:
     """The position of a ``compaction`` block holding a summary in ``message`` (one without is a no-op)."""
     content = message.get("content")
     if not isinstance(content, list):
@@ -302,11 +305,11 @@ def _compaction_at(message: Mapping[str, Any]) -> int | None:
                  and b.get("content")), None)
 
 
-def tools_to_anthropic(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_anthropic(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     fields = spec_fields(spec, "input_schema", same)
     return merged(fields, spec.extra) if same else fields
 
@@ -348,7 +351,7 @@ class _ResultMessage:
         self.group = self.group or _group(item)
         self.parts.extend(parts)
 
-    def message(self) -> dict[str, Any]:
+    def message(self) -> dict[str, JSONValue]:
         positions = [p for p, _ in self.parts]
         ordered = self.parts
         if None not in positions and len(set(positions)) == len(positions):  # the original order is known
@@ -362,7 +365,7 @@ def _group(item: Item) -> str | None:
 
 def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) -> list[dict[str, Any]]:
     """The messages of ``entries`` (see :func:`numbered`); ``last`` is the index of the conversation's last item."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     pending = _ResultMessage()
     for index, prefix, item in entries:
         if item.role == "tool":
@@ -457,7 +460,7 @@ def _write_block(block: Block, item: Item, index: int | None, field: str) -> dic
     raise foreign_block(block, index, field, TARGET)
 
 
-def _image_source(image: Image, same: bool, index: int | None, field: str) -> dict[str, Any]:
+def _image_source(image: Image, same: bool, index: int | None, field: str) -> dict[str, JSONValue]:
     if image.data is not None:
         return without_nones(type="base64", media_type=image.media_type, data=image.data)
     if image.url is not None:

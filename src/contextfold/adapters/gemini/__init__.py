@@ -2,7 +2,7 @@
 object that owns them with the ``google-genai`` SDK (:mod:`.provider`)."""
 
 from .provider import Gemini
-from .wire import from_adk_events, from_genai, system_instruction_to_genai, to_genai, tools_from_genai, tools_to_genai
+from .wire import adk_event_id, from_adk_events, from_genai, system_instruction_to_genai, to_genai, tools_from_genai, tools_to_genai
 
-__all__ = ["Gemini", "from_adk_events", "from_genai", "system_instruction_to_genai", "to_genai", "tools_from_genai",
+__all__ = ["Gemini", "adk_event_id", "from_adk_events", "from_genai", "system_instruction_to_genai", "to_genai", "tools_from_genai",
            "tools_to_genai"]

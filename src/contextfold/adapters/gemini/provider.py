@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ...conversation import Conversation, Header
+from ...conversation import Conversation, Header, JSONObject, JSONValue
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ...usage import CacheRule, Usage
@@ -60,7 +60,7 @@ class Gemini(Adapter):
     summary_model = "gemini-2.5-flash"
 
     # ------------------------------------------------------------------ the wire
-    def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
+    def _read(self, messages: Any, system: object, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
         return from_genai(messages, system_instruction=system, tools=tools, known_call_ids=known_call_ids)
 
     def write(self, conversation: Conversation) -> dict[str, Any]:
@@ -76,7 +76,7 @@ class Gemini(Adapter):
     def write_items(self, items: Any) -> list[dict[str, Any]]:
         return to_genai(Conversation(list(items)))
 
-    def data(self, response: Any) -> dict[str, Any]:
+    def data(self, response: object) -> dict[str, JSONValue]:
         """A reply as the JSON google-genai's types dump to (enums as their names, bytes in base64); a dump that
         is not an object is the :class:`InvalidContent` of any other reply that is not one."""
         dump = getattr(response, "model_dump", None)
@@ -84,7 +84,7 @@ class Gemini(Adapter):
             response = dump(mode="json", exclude_none=True)
         return super().data(response)
 
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+    def _answer(self, data: JSONObject) -> Conversation:
         content = _candidate(data).get("content")
         if not content or not content.get("parts"):
             return Conversation()
@@ -97,7 +97,7 @@ class Gemini(Adapter):
         reason = candidate.get("finish_reason")
         return reason if isinstance(reason, str) else None  # an enum name; anything else says nothing (str() of a huge int raises)
 
-    def read_usage(self, usage: Any) -> Usage:
+    def read_usage(self, usage: object) -> Usage:
         data = usage_data(usage)
         return Usage(
             prompt_tokens=usage_count(data, "prompt_token_count", "promptTokenCount"),
@@ -116,7 +116,7 @@ class Gemini(Adapter):
     # ------------------------------------------------------------------ the SDK
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         module = self.sdk.module()
-        http: dict[str, Any] = {}
+        http: dict[str, JSONValue] = {}
         base_url = self.sdk.base_url(options.base_url)
         if base_url:
             http["base_url"] = base_url
@@ -144,9 +144,9 @@ class Gemini(Adapter):
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.models.generate_content  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
-        config: dict[str, Any] = {"max_output_tokens": max_tokens}
+    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
+        config: dict[str, JSONValue] = {"max_output_tokens": max_tokens}
         config.update((key, request[key]) for key in ("system_instruction", "tools") if request.get(key))
         if timeout_s is not None:
             config["http_options"] = {"timeout": _millis(timeout_s)}
@@ -158,7 +158,7 @@ def _millis(seconds: float) -> int:
     return max(int(seconds * 1000), 1)
 
 
-def _candidate(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def _candidate(data: JSONObject) -> Mapping[str, Any]:
     """The first candidate of a reply (the only one contextfold asks for); empty when there is none."""
     candidates = as_list(data.get("candidates") or [], None, "candidates")
     if not candidates:

@@ -48,6 +48,7 @@ from ...conversation import (
     Conversation,
     Header,
     Item,
+    JSONValue,
     Opaque,
     Summary,
     Text,
@@ -55,6 +56,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
     new_id,
 )
 from ...errors import InvalidContent, UnknownRole
@@ -69,7 +71,7 @@ _RESULT = "result"
 """The key ADK wraps a tool's non-object return value in."""
 
 
-def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
+def _dump(value: object, index: int | None, field: str) -> Mapping[str, Any]:
     dump = getattr(value, "model_dump", None)
     dumped = dump(mode="json", exclude_none=True) if callable(dump) and not isinstance(value, Mapping) else None
     if isinstance(dumped, Mapping):
@@ -81,7 +83,7 @@ def _dump(value: Any, index: int | None, field: str) -> Mapping[str, Any]:
 
 
 def from_genai(
-    contents: Sequence[Any], *, system_instruction: Any = None, tools: Any = None, known_call_ids: Iterable[str] = ()
+    contents: Sequence[Any], *, system_instruction: object = None, tools: Any = None, known_call_ids: Iterable[str] = ()
 ) -> Conversation:
     """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt,
     ``tools`` its tools.
@@ -101,7 +103,7 @@ _DECLARATIONS = "function_declarations"
 _JSON_SCHEMA = "parameters_json_schema"
 
 
-def tools_from_genai(tools: Any) -> tuple[ToolSpec | Opaque, ...]:
+def tools_from_genai(tools: object) -> tuple[ToolSpec | Opaque, ...]:
     """A request's ``tools``: every function declaration a ToolSpec, any other tool (search, code execution)
     kept as it is."""
     if tools is None:
@@ -126,7 +128,7 @@ def _declaration(wire: WireObject) -> ToolSpec:
     return ToolSpec(spec.name, spec.description, spec.parameters, {**spec.extra, "schema_field": "parameters"})
 
 
-def tools_to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The header's tools: its function declarations in one tool, then the other tools as they came."""
     written = write_tools(conversation, ORIGIN, TARGET, _write_declaration)
     declarations = [tool for tool in written if _DECLARATIONS not in tool and "name" in tool]
@@ -134,7 +136,7 @@ def tools_to_genai(conversation: Conversation) -> list[dict[str, Any]]:
     return [{_DECLARATIONS: declarations}, *others] if declarations else others
 
 
-def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     extra = dict(spec.extra) if same else {}
     schema_field = extra.pop("schema_field", _JSON_SCHEMA)
     return {**spec_fields(spec, schema_field, same), **extra}
@@ -159,6 +161,11 @@ def from_adk_events(events: Sequence[Any], *, known_call_ids: Iterable[str] = ()
     return Conversation(items, Header(meta={"origin": ORIGIN}))
 
 
+def adk_event_id(item: Item) -> str:
+    """The id of the ADK event an item of :func:`from_adk_events` came from (``""`` for any other item)."""
+    return str(item.meta.get("event", ""))
+
+
 class _Reader:
     """Reads contents in order, remembering which calls are still open (to pair responses without ids)."""
 
@@ -167,7 +174,7 @@ class _Reader:
         self.open: list[ToolCall] = []  # calls of the last model turn not answered yet
         self.started = False  # a user or model content was read: a system content can no longer open the list
 
-    def system(self, raw: Any, index: int | None = None) -> Item:
+    def system(self, raw: object, index: int | None = None) -> Item:
         """A system instruction (a string or a content); or a content with role ``system`` that opens the list,
         as those used to OpenAI's formats write one (:class:`~contextfold.Context` moves it to the header)."""
         if isinstance(raw, str):
@@ -182,7 +189,7 @@ class _Reader:
                 raise InvalidContent(index, "parts", "a system content holds text, not function calls or responses")
         return Item("system", item.blocks, id=item.id, meta=item.meta)
 
-    def content(self, raw: Any, index: int | None) -> list[Item]:
+    def content(self, raw: object, index: int | None) -> list[Item]:
         data = _dump(raw, index, "")
         rest = dict(data)
         role = rest.pop("role") if rest.get("role") is not None else None  # a null role rides in the extra
@@ -195,7 +202,7 @@ class _Reader:
             raise UnknownRole(index, "role", f"unknown role {shown(role)}; expected 'user' or 'model'")
         self.started = True
         group = new_id("content")  # unique, so contents read in separate batches never merge
-        meta: dict[str, Any] = {"origin": ORIGIN, "content": group}
+        meta: dict[str, JSONValue] = {"origin": ORIGIN, "content": group}
         if "parts" not in rest:  # a content the SDK dumps without parts (a reply cut off before any)
             meta["no_parts"] = True
         parts = as_list(rest.pop("parts", []), index, "parts")
@@ -224,7 +231,7 @@ class _Reader:
                 kept.append(_block(wire))
                 positions.append(position)
         if kept or not items:
-            items.append(Item(_ROLES.get(role or "user", "user"), tuple(kept), meta={**meta, "parts": positions}))
+            items.append(Item(as_role(_ROLES.get(role or "user", "user")), tuple(kept), meta={**meta, "parts": positions}))
         else:  # a content of responses only: its own fields ride on the first
             items[0] = Item("tool", items[0].blocks, meta={**meta, "parts": items[0].meta["parts"]})
         return items
@@ -283,7 +290,7 @@ def _block(wire: Any) -> Block:
 # --------------------------------------------------------------------------- writing
 
 
-def to_genai(conversation: Conversation) -> list[dict[str, Any]]:
+def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The contents for ``conversation`` (header excluded: see :func:`system_instruction_to_genai`)."""
     groups: list[tuple[Any, list[tuple[int, Item]]]] = []
     for index, item in enumerate(conversation.items):
@@ -314,7 +321,7 @@ def _group_key(item: Item, index: int) -> Any:
     return None if item.role == "tool" else ("item", index)
 
 
-def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, Any]:
+def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, JSONValue]:
     """One content; ``unsent`` are the ids of calls written without one (so their responses go without too)."""
     placed: list[tuple[int | None, dict[str, Any]]] = []
     for index, item in members:
@@ -327,7 +334,8 @@ def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset
         placed.sort(key=lambda pair: pair[0])  # type: ignore[arg-type, return-value]
     first = members[0][1]
     own = next((item.meta for _, item in members if item.meta.get("origin") == ORIGIN and "content" in item.meta), {})
-    content: dict[str, Any] = {} if own.get("no_parts") and not placed else {"parts": [part for _, part in placed]}
+    parts: list[JSONValue] = [part for _, part in placed]
+    content: dict[str, JSONValue] = {} if own.get("no_parts") and not placed else {"parts": parts}
     if not ("role" in own and own["role"] is None):
         content["role"] = "model" if first.role == "assistant" else "user"
     return merged(content, own.get("extra", {}))
@@ -355,7 +363,7 @@ def _write_part(block: Block, same: bool, index: int | None, field: str, unsent:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, Any]:
+def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, JSONValue]:
     """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
     no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
     name = None if own.pop("no_name", False) else own.pop("name", result.tool_name)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ...conversation import Conversation
+from ...conversation import Conversation, JSONObject, JSONValue
 from ...errors import InvalidContent
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ...usage import CacheRule
@@ -31,7 +31,7 @@ class OpenAIClient(StainlessClient):
     default_model = "gpt-4.1"
     summary_model = "gpt-4.1-mini"
 
-    def for_summary(self, request: Mapping[str, Any], cache_key: str | None = None) -> dict[str, Any]:
+    def for_summary(self, request: JSONObject, cache_key: str | None = None) -> dict[str, JSONValue]:
         """``request`` with ``tool_choice`` ``none`` (the tools stay, so the cached prefix does) and the agent's
         ``prompt_cache_key``: OpenAI routes a request to the cache of its key."""
         summary = {**request, "tool_choice": "none"} if request.get("tools") else dict(request)
@@ -58,38 +58,38 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
             "content_filter": "stopped by the content filter",
         }
 
-    def _answer(self, data: Mapping[str, Any]) -> Conversation:
+    def _answer(self, data: JSONObject) -> Conversation:
         message = {k: v for k, v in as_object(_choice(data).get("message") or {}, 0, "").items() if v is not None}
         return from_openai([message]) if message else Conversation()
 
-    def _stop(self, data: Mapping[str, Any]) -> str | None:
+    def _stop(self, data: JSONObject) -> str | None:
         return _choice(data).get("finish_reason")
 
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.chat.completions.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
         limit = "max_completion_tokens" if "api.openai.com" in str(getattr(client, "base_url", "")) else "max_tokens"
         return {"model": model, limit: max_tokens, **body, **call_timeout(timeout_s)}
 
-    def send(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    def send(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         return reply_from_chunks(client.chat.completions.create(**self._streamed(client, request, model, max_tokens,
                                                                                  timeout_s)))
 
-    async def asend(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
+    async def asend(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         if not stream:
             return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         chunks = await client.chat.completions.create(**self._streamed(client, request, model, max_tokens, timeout_s))
         return reply_from_chunks([chunk async for chunk in chunks])
 
-    def _streamed(self, client: Any, request: Mapping[str, Any], model: str, max_tokens: int,
-                  timeout_s: float | None) -> dict[str, Any]:
+    def _streamed(self, client: object, request: JSONObject, model: str, max_tokens: int,
+                  timeout_s: float | None) -> dict[str, JSONValue]:
         arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
         return {**arguments, "stream": True, "stream_options": {"include_usage": True}}
 
@@ -97,7 +97,7 @@ class OpenAIChat(OpenAIClient, MessageListAdapter):
 _ADAPTER = OpenAIChat()
 
 
-def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def _choice(data: JSONObject) -> Mapping[str, Any]:
     """The first choice of a completion (the only one contextfold asks for)."""
     choices = as_list(data.get("choices") or [{}], None, "choices")
     return as_object(choices[0], None, "choices[0]") if choices else {}
@@ -136,7 +136,7 @@ def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
     return _ADAPTER.read_response(completion)
 
 
-def _add_call_fragment(calls: dict[int, dict[str, Any]], raw: Any, number: int, field: str) -> None:
+def _add_call_fragment(calls: dict[int, dict[str, Any]], raw: object, number: int, field: str) -> None:
     """One streamed piece of a tool call folded into ``calls``: the first fragment of an index gives its id
     and name, every fragment may add argument text."""
     fragment = as_object(raw, number, field)

@@ -35,6 +35,8 @@ from ...conversation import (
     Document,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -43,6 +45,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._media import image_url, openai_file
@@ -73,8 +76,8 @@ _ABSENT: Any = object()
 
 
 def from_openai(
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    messages: Sequence[JSONObject],
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -93,14 +96,14 @@ def _read_tool(wire: WireObject) -> ToolSpec | None:
     return read_spec(wire, "parameters", base="function") if wire.rest.get("type") == "function" else None
 
 
-def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
+def _read_message(raw: object, index: int, calls: CallIds) -> Item:
     wire = WireObject(read_message(raw, index), index, "")
     role = word(wire.rest.get("role"))
     if role not in _ROLES:
         found = shown(wire.rest.get("role"))
         raise UnknownRole(index, "role", f"unknown role {found}; expected one of {sorted(_ROLES)}")
     wire.take("role", str)
-    meta: dict[str, Any] = {"origin": ORIGIN}
+    meta: dict[str, JSONValue] = {"origin": ORIGIN}
     if role == "tool":
         call_id = wire.take("tool_call_id", str)
         require_call(call_id, calls, index, "tool_call_id")
@@ -122,7 +125,7 @@ def _read_message(raw: Any, index: int, calls: CallIds) -> Item:
         blocks, meta["shape"] = _read_content(wire, required=True)
     if wire.rest:
         meta["extra"] = wire.rest
-    return Item(role, tuple(blocks), meta=meta)
+    return Item(as_role(role), tuple(blocks), meta=meta)
 
 
 def _read_content(wire: WireObject, required: bool, output: bool = False) -> tuple[list[Block], str]:
@@ -142,7 +145,7 @@ def _read_content(wire: WireObject, required: bool, output: bool = False) -> tup
     return [_read_part(part, wire.index, f"content[{j}]", output) for j, part in enumerate(content)], "list"
 
 
-def _read_part(raw: Any, index: int | None, field: str, output: bool) -> Block:
+def _read_part(raw: object, index: int | None, field: str, output: bool) -> Block:
     wire = read_object(raw, index, field, output)
     kind = wire.rest.get("type")
     if kind == "text":
@@ -165,7 +168,7 @@ def _read_calls(wire: WireObject, calls: CallIds, invalid: list[str]) -> list[Bl
     return [_read_call(raw, wire.index, f"tool_calls[{j}]", calls, invalid) for j, raw in enumerate(raw_calls)]  # type: ignore[arg-type]
 
 
-def _read_call(raw: Any, index: int, field: str, calls: CallIds, invalid: list[str]) -> Block:
+def _read_call(raw: object, index: int, field: str, calls: CallIds, invalid: list[str]) -> Block:
     wire = read_object(raw, index, field)
     call_id = wire.take("id", str)
     custom = wire.rest.get("type") == "custom"
@@ -181,7 +184,7 @@ def _read_call(raw: Any, index: int, field: str, calls: CallIds, invalid: list[s
 # --------------------------------------------------------------------------- writing
 
 
-def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
+def to_openai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The message list, header system items first.
 
     Raises :class:`InvalidContent` for blocks Chat Completions cannot express
@@ -193,18 +196,18 @@ def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
     return [message for message in written if message is not None]
 
 
-def tools_to_openai(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_openai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     function = spec_fields(spec, "parameters", same)
     return merged({"function": function}, spec.extra) if same else {"type": "function", "function": function}
 
 
 def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any] | None:
     same = origin(item) == ORIGIN
-    message: dict[str, Any] = {"role": item.role}
+    message: dict[str, JSONValue] = {"role": item.role}
     if item.role == "tool":
         message.update(_write_result(item, index, prefix, same))
     else:
@@ -215,10 +218,10 @@ def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any]
     return merged(message, item.meta.get("extra", {})) if same else message
 
 
-def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
     reasoning: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[dict[str, JSONValue]] = []
     kept: list[tuple[Block, dict[str, Any]]] = []
     for j, block in enumerate(item.blocks):
         field = f"{prefix}blocks[{j}]"
@@ -251,7 +254,7 @@ def _content(kept: list[tuple[Block, dict[str, Any]]], shape: str | None, role: 
     return content
 
 
-def _write_call(call: ToolCall, same: bool) -> dict[str, Any]:
+def _write_call(call: ToolCall, same: bool) -> dict[str, JSONValue]:
     if not same:
         return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments_json(call)}}
     if call.extra.get("type") == "custom":

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...conversation import Conversation
+from ...conversation import Conversation, JSONObject, JSONValue
 from ...usage import Usage
 from .._stainless import call_timeout
 from ..base import CacheMiss, CompactionCall, MessageListAdapter, as_data
@@ -28,7 +28,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_responses(data.get("output") or [])
 
-    def read_compaction(self, response: Any) -> ServerCompacted:
+    def read_compaction(self, response: object) -> ServerCompacted:
         """What the compaction endpoint (``responses.compact``) returned, an SDK object or its dict.
 
         Its ``compaction`` item is kept exactly as received (its content is
@@ -56,7 +56,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
         kept = {key: request[key] for key in _COMPACT_FIELDS if request.get(key)}  # the endpoint takes no tools
         return CompactionCall(client.responses.compact, {"model": model, **kept, **call_timeout(timeout_s)})
 
-    def _cache_miss(self, data: Mapping[str, Any]) -> CacheMiss | None:
+    def _cache_miss(self, data: JSONObject) -> CacheMiss | None:
         diagnosis = data.get("prompt_cache_diagnostics")
         kind = diagnosis.get("type") if isinstance(diagnosis, Mapping) else None
         if kind == "cache_miss":
@@ -66,7 +66,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
             return CacheMiss(kind, None)
         return None  # a hit, or none asked
 
-    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, Any]:
+    def with_cache_diagnostics(self, request: Mapping[str, Any], previous_id: str | None) -> dict[str, JSONValue]:
         """``prompt_cache_options.comparison_response_id`` (nothing to compare on a first turn)."""
         if previous_id is None:
             return dict(request)
@@ -82,8 +82,8 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
     def endpoint(self, client: Any) -> Callable[..., Any]:
         return client.responses.create  # type: ignore[no-any-return]
 
-    def arguments(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, Any]:
+    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+                  timeout_s: float | None = None) -> dict[str, JSONValue]:
         body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
         return {"model": model, "max_output_tokens": max_tokens, **body, **call_timeout(timeout_s)}
 

@@ -38,6 +38,8 @@ from ...conversation import (
     Document,
     Image,
     Item,
+    JSONObject,
+    JSONValue,
     Opaque,
     RedactedThinking,
     Summary,
@@ -46,6 +48,7 @@ from ...conversation import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    as_role,
 )
 from ...errors import InvalidContent, UnknownRole
 from .._media import OPENAI_FILE_KEYS, image_url, openai_file
@@ -97,8 +100,8 @@ what it replaced (:mod:`contextfold.context.native`)."""
 
 
 def from_responses(
-    items: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]] | None = None,
+    items: Sequence[JSONObject],
+    tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
 ) -> Conversation:
@@ -131,7 +134,7 @@ class _Reader:
         self._segments: list[dict[str, Any]] = []
         self._invalid: list[str] = []
 
-    def read(self, data: Mapping[str, Any], index: int) -> None:
+    def read(self, data: JSONObject, index: int) -> None:
         kind = type_of(data, index, "") or ("message" if "role" in data else None)
         if kind is None:
             raise InvalidContent(index, "type", "an input item needs a type (or a role, for a message)")
@@ -155,7 +158,7 @@ class _Reader:
     def end_turn(self) -> None:
         if not self._segments:
             return
-        meta: dict[str, Any] = {"origin": ORIGIN, "segments": self._segments}
+        meta: dict[str, JSONValue] = {"origin": ORIGIN, "segments": self._segments}
         if self._invalid:
             meta["invalid_arguments"] = self._invalid
         self.items.append(Item("assistant", tuple(self._blocks), meta=meta))
@@ -169,7 +172,7 @@ class _Reader:
         self.end_turn()
         self.items.append(item)
 
-    def _read_message(self, data: Mapping[str, Any], index: int) -> None:
+    def _read_message(self, data: JSONObject, index: int) -> None:
         role = word(data.get("role"))
         if role not in _MESSAGE_ROLES:
             raise UnknownRole(
@@ -188,7 +191,7 @@ class _Reader:
         if role == "assistant":
             self._add_to_turn(blocks, {"kind": "message", "blocks": len(blocks), "shape": shape, "extra": wire.rest})
         else:
-            self._add_item(Item(role, tuple(blocks), meta=_meta(wire, shape=shape)))
+            self._add_item(Item(as_role(role), tuple(blocks), meta=_meta(wire, shape=shape)))
 
     def _read_call(self, wire: WireObject, kind: str) -> ToolCall:
         wire.take_if("type", "function_call")
@@ -201,7 +204,7 @@ class _Reader:
         self.calls.add(call_id)
         return ToolCall(call_id, name, arguments or {}, raw_arguments, wire.rest)
 
-    def _read_output(self, data: Mapping[str, Any], index: int) -> Item:
+    def _read_output(self, data: JSONObject, index: int) -> Item:
         wire = WireObject(data, index, "")
         wire.take_if("type", "function_call_output")
         call_id = wire.take("call_id", str)
@@ -213,7 +216,7 @@ class _Reader:
             content = tuple(_read_part(part, index, f"output[{k}]", "tool") for k, part in enumerate(output))
         return Item("tool", (ToolResult(call_id, content),), meta=_meta(wire))
 
-    def _read_unknown(self, data: Mapping[str, Any], index: int, kind: str) -> None:
+    def _read_unknown(self, data: JSONObject, index: int, kind: str) -> None:
         check_block(data, index, "")
         role = word(data.get("role"))
         if role not in ("user", "system", "developer"):
@@ -221,10 +224,10 @@ class _Reader:
         if role is None:
             self._add_to_turn([Opaque(data, ORIGIN)], {"kind": "item"})
         else:
-            self._add_item(Item(role, (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
+            self._add_item(Item(as_role(role), (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
 
 
-def _meta(wire: WireObject, **fields: Any) -> dict[str, Any]:
+def _meta(wire: WireObject, **fields: Any) -> dict[str, JSONValue]:
     meta = {"origin": ORIGIN, **fields}
     if wire.rest:
         meta["extra"] = wire.rest
@@ -235,7 +238,7 @@ def _text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
-def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
+def _read_part(raw: object, index: int, field: str, role: str) -> Block:
     wire = read_object(raw, index, field, output=role == "tool")
     kind = wire.rest.get("type")
     if kind in ("input_text", "output_text"):
@@ -251,12 +254,12 @@ def _read_part(raw: Any, index: int, field: str, role: str) -> Block:
     return Opaque(wire.data, ORIGIN)  # refusal, and parts we do not know
 
 
-def _summary_text(summary: Any) -> str:
+def _summary_text(summary: object) -> str:
     parts = summary if isinstance(summary, SEQUENCE) else ()
     return "\n\n".join(p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str))
 
 
-def _default_summary(text: str) -> list[dict[str, Any]]:
+def _default_summary(text: str) -> list[dict[str, JSONValue]]:
     return [{"type": "summary_text", "text": text}] if text else []
 
 
@@ -272,29 +275,29 @@ def _read_reasoning(wire: WireObject) -> Thinking:
 # --------------------------------------------------------------------------- writing
 
 
-def to_responses(conversation: Conversation) -> list[dict[str, Any]]:
+def to_responses(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The ``input`` item list, header system items first.
 
     Raises :class:`InvalidContent` for blocks Responses cannot express; errors
     name the item's index in ``conversation.items`` and the neutral field.
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     for index, prefix, item in numbered(conversation, system=True):
         out.extend(_write_item(item, index, prefix))
     return out
 
 
-def tools_to_responses(conversation: Conversation) -> list[dict[str, Any]]:
+def tools_to_responses(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return write_tools(conversation, ORIGIN, TARGET, _write_tool)
 
 
-def _write_tool(spec: ToolSpec, same: bool) -> dict[str, Any]:
+def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     fields = {"type": "function", **spec_fields(spec, "parameters", same)}
     # Responses enforces strict schemas unless told not to; another format's schema was never written for that.
     return merged(fields, spec.extra) if same else {**fields, "strict": False}
 
 
-def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, Any]]:
+def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, JSONValue]]:
     native = _native_compaction(item)
     if native is not None:
         return [dict(native)]
@@ -321,10 +324,10 @@ def _write_message(
     role: str,
     blocks: list[tuple[int, Block]],
     shape: str | None,
-    extra: Mapping[str, Any] | None,
+    extra: JSONObject | None,
     index: int | None,
     prefix: str,
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """A message item; ``extra`` is ``None`` for another format's item (then the canonical shape is used)."""
     same = extra is not None
     parts = [_write_part(b, role, same, index, f"{prefix}blocks[{j}]") for j, b in blocks]
@@ -333,11 +336,11 @@ def _write_message(
     return merged(message, extra) if extra is not None else {"type": "message", **message}
 
 
-def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[dict[str, Any]]:
+def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[dict[str, JSONValue]]:
     segments = item.meta.get("segments") if same else None
     if not _segments_fit(segments, item.blocks):
         segments = _derive_segments(item.blocks, one_per_message=not same)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSONValue]] = []
     start = 0
     for segment in segments:  # type: ignore[union-attr]
         if segment["kind"] == "message":
@@ -354,7 +357,7 @@ def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> list[
     return out
 
 
-def _segments_fit(segments: Any, blocks: Sequence[Block]) -> bool:
+def _segments_fit(segments: object, blocks: Sequence[Block]) -> bool:
     """Whether recorded segments still describe these blocks (a stage may have changed them)."""
     if not isinstance(segments, list):
         return False
@@ -372,7 +375,7 @@ def _segments_fit(segments: Any, blocks: Sequence[Block]) -> bool:
     return start == len(blocks)
 
 
-def _derive_segments(blocks: Sequence[Block], one_per_message: bool) -> list[dict[str, Any]]:
+def _derive_segments(blocks: Sequence[Block], one_per_message: bool) -> list[dict[str, JSONValue]]:
     """Consecutive content blocks form one message; every other block is an item of its own.
 
     Another format's assistant text goes one block per message: an assistant
@@ -407,7 +410,7 @@ def _write_turn_block(block: Block, item: Item, same: bool, index: int | None, f
     raise foreign_block(block, index, field, TARGET)
 
 
-def _write_reasoning(block: Thinking) -> dict[str, Any]:
+def _write_reasoning(block: Thinking) -> dict[str, JSONValue]:
     kept = block.extra.get("summary")
     summary = kept if _summary_text(kept) == block.thinking and kept is not None else _default_summary(block.thinking)
     tree = without_nones(type="reasoning", summary=summary, encrypted_content=block.signature)
@@ -426,7 +429,7 @@ def _write_part(block: Block, role: str, same: bool, index: int | None, field: s
     extra = block.extra if same and not isinstance(block, Summary) else {}
     if isinstance(block, (Text, Summary)):
         kind = _text_type(role)
-        foreign: dict[str, Any] = {"annotations": []} if kind == "output_text" and not same else {}
+        foreign: dict[str, JSONValue] = {"annotations": []} if kind == "output_text" and not same else {}
         return merged({"type": kind, "text": block.text, **foreign}, extra)
     if isinstance(block, Image):
         url = block.url if same else image_url(block)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...actions import ERROR_FRAME_META, FAILURE_LINE_META, TALLY_META, failure_line, result_action
+from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._facts import error_frame, exception_line, failing_error, file_content, shown_error, tally_line
@@ -71,11 +71,10 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     if kept:
         note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n"
     cleared = with_result(item, note + "]", stage, keep_media=False)
-    if tally is not None:
-        cleared = replace(cleared, meta={**cleared.meta, TALLY_META: tally})
-    if line is None:  # recorded as none: the note, read as an output, quotes an error it did not fail with
-        return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: ""})
-    return replace(cleared, meta={**cleared.meta, FAILURE_LINE_META: line, ERROR_FRAME_META: error_frame(text, line)})
+    # the line recorded as none (""): the note, read as an output, quotes an error it did not fail with
+    provenance = replace(cleared.provenance, tally=cleared.provenance.tally if tally is None else tally,
+                         failure_line=line or "", error_frame=None if line is None else tuple(error_frame(text, line)))
+    return replace(cleared, provenance=provenance)
 
 
 def output_lines(text: str) -> list[str]:

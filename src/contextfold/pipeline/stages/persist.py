@@ -13,8 +13,8 @@ log): the transcript still holds the whole output.
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
 in a stored session, as a blob of its store named by the SHA-256 of its
-bytes (``meta["blob"]``; the JSONL folder keeps it as a file, its path in
-``meta["saved_to"]``), so any worker that resumes the session reads it back
+bytes (``provenance.offloaded.blob``; the JSONL folder keeps it as a file, its path in
+``provenance.offloaded.saved_to``), so any worker that resumes the session reads it back
 and retention removes it with the session; with an explicit results folder,
 as a file there (:mod:`contextfold.pipeline.offload_store` keeps it, and its
 :func:`~contextfold.pipeline.offload_store.saved_output` reads either back). An output too large even for a
@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...actions import error_lines, result_action
-from ...conversation import Conversation, Header, Item
+from ...conversation import Conversation, Header, Item, Offloaded
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...lookback.names import HISTORY_TOOLS, names_history_tools
@@ -80,21 +80,22 @@ def persisted(item: Item, policy: Policy, header: Header, results_dir: str | os.
     by a preview saying where; and why keeping it failed, if it did (the preview then says nowhere). ``header``
     is the request's: the preview names the history tools only as :func:`names_history_tools` says."""
     text = result_text(item)
-    failure, saved, meta = None, None, {}
+    failure, saved, digest = None, None, None
     try:
         if blobs is not None:
             digest = blobs.put_blob(text.encode("utf-8", "surrogatepass"))
-            saved, meta = blobs.blob_path(digest), {"blob": digest}  # a path only where blobs are files
+            saved = blobs.blob_path(digest)  # a path only where blobs are files
         elif results_dir is not None:
             saved = save_output(results_dir, item.id, text)
     except (OSError, UnsafePath, StoreError) as error:
         log.warning("could not save the output of item %.80r; only a preview is kept: %s", item.id, error)
         failure = str(error)
-    if saved is not None:
-        meta["saved_to"] = str(saved)
     where = _where(item, text, saved, names_history_tools(policy, header))
     result = with_result(item, _preview(text, policy, where, item), STAGE)
-    return (replace(result, meta={**result.meta, **meta}) if meta else result), failure
+    if digest is None and saved is None:
+        return result, failure
+    offloaded = Offloaded(blob=digest, saved_to=None if saved is None else str(saved))
+    return replace(result, provenance=replace(result.provenance, offloaded=offloaded)), failure
 
 
 def _where(item: Item, text: str, saved: Path | None, history_tools: bool) -> str:

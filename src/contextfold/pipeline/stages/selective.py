@@ -19,7 +19,7 @@ from functools import partial
 from ...conversation import Conversation, Image, Item, RedactedThinking, Text, Thinking
 from ...events import Event
 from ..base import NONE, Budget, Rule
-from ..edits import MARK, head_tail, is_placeholder, latest_result_index
+from ..edits import MARK, compacted_by, head_tail, is_placeholder, latest_result_index
 from ..task import task_index
 from .clear import placeholder
 
@@ -29,7 +29,7 @@ ASSISTANT_TEXT_KEEP_CHARS = 600
 
 def _without_thinking(item: Item) -> Item | None:
     blocks = tuple(b for b in item.blocks if not isinstance(b, (Thinking, RedactedThinking)))
-    return None if len(blocks) == len(item.blocks) else replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+    return None if len(blocks) == len(item.blocks) else replace(item, blocks=blocks, provenance=compacted_by(item, STAGE))
 
 
 def _without_images(item: Item) -> Item | None:
@@ -38,11 +38,11 @@ def _without_images(item: Item) -> Item | None:
         if result is None or isinstance(result.content, str) or not any(isinstance(b, Image) for b in result.content):
             return None
         content = tuple(Text(f"{MARK}: image removed]") if isinstance(b, Image) else b for b in result.content)
-        return replace(item, blocks=(replace(result, content=content),), meta={**item.meta, "compacted": STAGE})
+        return replace(item, blocks=(replace(result, content=content),), provenance=compacted_by(item, STAGE))
     if not any(isinstance(b, Image) for b in item.blocks):
         return None
     blocks = tuple(Text(f"{MARK}: image removed]") if isinstance(b, Image) else b for b in item.blocks)
-    return replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+    return replace(item, blocks=blocks, provenance=compacted_by(item, STAGE))
 
 
 def _shorter_text(item: Item) -> Item | None:
@@ -54,7 +54,7 @@ def _shorter_text(item: Item) -> Item | None:
         else b
         for b in item.blocks
     )
-    return None if blocks == item.blocks else replace(item, blocks=blocks, meta={**item.meta, "compacted": STAGE})
+    return None if blocks == item.blocks else replace(item, blocks=blocks, provenance=compacted_by(item, STAGE))
 
 
 def _cleared(item: Item, budget: Budget) -> Item | None:

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ...boundary import Cut, choose_cut
-from ...conversation import Conversation, Item, Summary
+from ...conversation import Conversation, Item, JSONObject, Provenance, Summary
 from ...events import Event
 from ...lookback.names import names_history_tools
 from ...summarizers._facts import Facts, read_on
@@ -140,7 +138,7 @@ def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan,
     body = result.text + (_lookback_line(span) if span and request.history_tools else "")
     block = Summary(intro + body, covers=len(span), preamble=len(intro), extra={"state": dict(result.state)},
                     native=result.native, native_provider=result.native_provider)
-    summary_item = Item("user", (block,), timestamp=budget.now_s, meta={"summary": True, "summarizer": name})
+    summary_item = Item("user", (block,), timestamp=budget.now_s, provenance=Provenance(summary=True, summarizer=name))
     # Restored files may take back a share of what the summary saved: a compaction never grows the request.
     saved = max(span_tokens - budget.count_item(summary_item), 0)
     restore_cap = min(p.restore_total_tokens, _room(budget), int(saved * p.restore_max_share))
@@ -177,13 +175,13 @@ def _replace_span(conversation: Conversation, budget: Budget, planned: SpanPlan,
     return summarized, [*checked, event], after  # the compaction's own event last: stats and cache-break causes name it
 
 
-def _facts_of(items: list[Item], start: int, cut: int, state: Mapping[str, Any]) -> Facts | None:
+def _facts_of(items: list[Item], start: int, cut: int, state: JSONObject) -> Facts | None:
     """The facts of the whole request read on from the summary's (see :func:`~contextfold.summarizers._facts.read_on`),
     when they are those a reading of it finds: what precedes the span is the task (user messages, which bear on
     no error, plan or file) and what the span left out is what contextfold added (restored files, notes)."""
     before = items[:start]
     left_out = [item for item in items[start:cut] if not _summarizable(item)]
-    if any(item.role != "user" or item.meta.get("summary") for item in before + left_out):
+    if any(item.role != "user" or item.provenance.summary for item in before + left_out):
         return None
     return read_on(state, items[cut:])
 
@@ -216,4 +214,4 @@ def _after_messages(items: list[Item], start: int, count: int) -> int:
 
 def _summarizable(item: Item) -> bool:
     """Whether a summary takes ``item`` in: anything but what contextfold put back (an earlier summary is)."""
-    return not added_by_contextfold(item) or bool(item.meta.get("summary"))
+    return not added_by_contextfold(item) or bool(item.provenance.summary)

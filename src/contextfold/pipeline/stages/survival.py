@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ...actions import EDIT, READ, call_actions, result_action
-from ...conversation import Conversation, Item, Text, Thinking, readable_text, strings_in
+from ...conversation import Conversation, Item, Provenance, Text, Thinking, readable_text, strings_in
 from ...events import Event
 from ...summarizers._facts import Facts
 from ...summarizers._text import clip, shorten
@@ -279,7 +279,7 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
             name = item.tool_result.tool_name if item.tool_result is not None else None
             where = f"The output of {name or 'a tool call'}:"
         return [(where, output_lines(used_text(item)))]
-    if item.meta.get("survival"):  # an earlier note: its lines keep the sources it named
+    if item.provenance.survival:  # an earlier note: its lines keep the sources it named
         return _note_segments(item.text)
     if item.role == "assistant":
         said = "\n".join(b.text for b in item.blocks if isinstance(b, Text))
@@ -294,9 +294,9 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
             else:
                 pieces.append((f"The agent called {call.name} with:", text.splitlines()))
         return pieces
-    if item.meta.get("summary"):
+    if item.provenance.summary:
         return [("An earlier summary said:", used_text(item).splitlines())]
-    if item.meta.get("restored"):
+    if item.provenance.restored:
         return [("Restored after an earlier compaction:", used_text(item).splitlines())]
     return [("The user wrote:" if item.role == "user" else f"The {item.role} message said:", used_text(item).splitlines())]
 
@@ -347,7 +347,7 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
     note = note_text(lost, cap, budget.count_text, removed)
     if note is None:
         return after, [Event(STAGE, "lost", detail=f"no room to put back {lost.counts()}", data=lost.counts())]
-    item = Item("user", (Text(note),), timestamp=budget.now_s, meta={"survival": True})
+    item = Item("user", (Text(note),), timestamp=budget.now_s, provenance=Provenance(survival=True))
     items = list(after.items)
     items.insert(_insert_at(before, after), item)
     result = after.with_items(items)
@@ -361,8 +361,8 @@ def survive(before: Conversation, after: Conversation, budget: Budget, *, task_i
 def _insert_at(before: Conversation, after: Conversation) -> int:
     """After a new summary (and its restored files), else at the start of the first changed unit."""
     for index, item in enumerate(after.items):
-        if item.meta.get("summary") and index < len(before) and before[index] is not item:
-            while index + 1 < len(after) and after[index + 1].meta.get("restored"):
+        if item.provenance.summary and index < len(before) and before[index] is not item:
+            while index + 1 < len(after) and after[index + 1].provenance.restored:
                 index += 1
             return index + 1
     first = next((i for i, (old, new) in enumerate(zip(before.items, after.items)) if old is not new), len(after))

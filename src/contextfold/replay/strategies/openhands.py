@@ -18,7 +18,7 @@ events are large overflows the window before it reaches 120 of them.
 
 from __future__ import annotations
 
-from ...conversation import Conversation, Item, Summary
+from ...conversation import Conversation, Item, Provenance, Summary
 from ...events import Event
 from ...summarizers.base import SummaryRequest
 from ..base import Sent, Step, StrategyConfig
@@ -60,7 +60,7 @@ class Condenser(Baseline):
         target = max(min(SUMMARY_TARGET_TOKENS, span_tokens // 5), 200)
         result = self.summarizer.summarize(SummaryRequest(forgotten, self.view.header, target, self.estimator.text))
         block = Summary(result.text, covers=len(forgotten), extra={"state": dict(result.state)})
-        summary = Item("user", (block,), timestamp=step.time_s, meta={"summary": True, "summarizer": self.summarizer.name})
+        summary = Item("user", (block,), timestamp=step.time_s, provenance=Provenance(summary=True, summarizer=self.summarizer.name))
         before = self.counter.count(self.view)
         self.view = self.view.with_items([*self.view.items[:start], summary, *self.view.items[end:]])
         event = Event("openhands", "condensed", tuple(item.id for item in forgotten), before, self.counter.count(self.view),
