@@ -45,6 +45,7 @@ from ..actions import (
     EXIT_FAILURE_ENDED,
     OTHER,
     READ,
+    READER_GUTTER,
     SEARCH,
     TALLY_META,
     TODO,
@@ -115,6 +116,15 @@ _ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh a
 _TEST_RUN = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|pnpm|yarn|bun) (?:run )?test|cargo test|go test|jest|"
                        r"vitest|mocha|rspec|phpunit|ctest|make (?:test|check)|runtests\.py|manage\.py test)\b")
 """A command that runs a test suite: once one passes, the failures of earlier test runs are behind the agent."""
+_STATUS_QUERY = re.compile(r"--json[\s=]+(?![^\s|;&]*\b(?:body|title)\b)[\w,]+|--jq[\s=]+['\"]?\.(?!body|title)\w+")
+"""A fetch of some fields of an issue or pull request that leaves out its text (``gh pr view 2 --json
+state,mergedAt``): a status check, not the task."""
+_BUILD_RUN = re.compile(r"(?:^|[;&|(]|\n)\s*(?:\w+=\S*\s+)*(?:(?:npx|uv run|poetry run|python3? -m)\s+)?(?:(?:npm|pnpm|yarn|bun) (?:run )?(?:build|lint|typecheck|type-check|check|compile)|tsc|"
+                        r"cargo (?:build|check|clippy)|go (?:build|vet)|make|mypy|ruff|eslint|flake8|pylint|"
+                        r"gradlew? (?:build|check|assemble)|mvnw? (?:compile|package|verify|install)|dotnet build|"
+                        r"cmake --build|ninja|bazel (?:build|test))\b")
+"""A command that builds or checks a project (a compiler, a type checker, a linter), where a command starts: how
+it ended is where the agent stands, like a test run's."""
 _ISSUE_ONLY = re.compile(r"\bgh issue view\b|/issues/\d+")
 """A command or URL that fetches an issue, not a pull request."""
 _FILE_SUFFIXES = frozenset({
@@ -130,8 +140,6 @@ MANIFESTS = frozenset({"package.json", "composer.json", "deno.json", "pyproject.
 MANIFEST_HEAD_LINES = 12
 """Lines of a manifest kept when it defines no scripts (its name, version, entry point)."""
 MANIFEST_MAX_LINES = 40
-_GUTTER = re.compile(r"^\s*\d+(?:→|\t)")
-"""The line-number gutter a file reader prints (Claude Code's ``  5→``, ``cat -n``'s ``5<TAB>``)."""
 _SCRIPTS_START = re.compile(r'^\s*(?:"scripts"\s*:\s*\{|\[(?:project\.scripts|tool\.poetry\.scripts|tool\.pdm\.scripts)\])')
 _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$", re.IGNORECASE)
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
@@ -155,6 +163,46 @@ def _run_by(command: str, paths: list[str]) -> list[str]:
     looked at, since a command that writes a script inline is long."""
     return [path for path in paths if any(_runs_at(command, at, len(_last_component(path)))
                                           for at in _occurrences(command, _last_component(path)))]
+
+
+_VALUED_OPTIONS = frozenset({"-k", "-m", "-p", "-c", "-n", "-o", "-W", "--deselect", "--ignore", "--rootdir",
+                             "--settings", "--parallel", "--testNamePattern", "-t"})
+"""Options of test runners whose next word is their value, not a test selection."""
+_NARROWING = frozenset({"-k", "-m", "--testNamePattern", "-t"})
+"""Options that select tests by name or mark: the run is of those alone (kept with their value)."""
+_TEST_WORD = re.compile(r"[\w./:\[\]-]+")
+
+
+def _test_selection(command: str) -> frozenset[str] | None:
+    """What a test command runs: the words after its runner that name tests (paths, ids such as
+    ``tests/a.py::test_b``, dotted labels), up to the end of its part of the command (empty: the whole suite);
+    ``None`` when ``command`` runs no test suite."""
+    found = _TEST_RUN.search(command)
+    if found is None:
+        return None
+    end = min((at for at in (command.find(sep, found.end()) for sep in ("&&", ";", "|", "\n", ">")) if at >= 0),
+              default=len(command))
+    words = command[found.end():end].split()
+    return frozenset(f"{before} {word}" if before in _NARROWING else word for before, word in zip(["", *words], words)
+                     if not word.startswith("-") and before not in _VALUED_OPTIONS - _NARROWING
+                     and _TEST_WORD.fullmatch(word) and not word.isdigit())
+
+
+def _covers(command: str, failed: str) -> bool:
+    """Whether the test run ``command`` covers the failed run ``failed``: it runs the whole suite, or each test
+    the failed run selected, or a file or folder that holds it (``tests/a.py`` covers ``tests/a.py::test_b``,
+    ``migrations`` covers ``migrations.test_x``). A pass of ``tests/test_a.py`` says nothing of a failure in
+    ``tests/test_b.py``."""
+    later, earlier = _test_selection(command), _test_selection(failed)
+    if later is None or earlier is None:
+        return False
+    return not later or bool(earlier) and all(any(_within(test, run) for run in later) for test in earlier)
+
+
+def _within(test: str, run: str) -> bool:
+    """Whether selecting ``run`` runs ``test`` too: the same, or a folder, file or module that holds it."""
+    run = run.rstrip("/")
+    return test == run or any(test.startswith(run + separator) for separator in ("/", "::", "."))
 
 
 def _occurrences(text: str, name: str) -> Iterator[int]:
@@ -256,6 +304,8 @@ class Facts:
     findings: list[str] = field(default_factory=list)  # lines the assistant stated a finding or decision in, each with
     # the call whose output it followed, oldest first
     last_test: dict[str, str] | None = None  # {"command", "line"}: the last test run and its result line
+    last_run: dict[str, str] | None = None  # {"command", "line"}: a build, check or test command newer than
+    # ``last_test`` whose output had no tally, and the line it ended on (its failure, when it failed)
     fetched_task: dict[str, str] | None = None  # {"source", "text"}: an issue or PR the agent fetched with a tool
     harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
@@ -283,6 +333,7 @@ class Facts:
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}
         state["errors"] = [e.to_state() for e in self.errors]
         state["last_test"] = dict(self.last_test) if self.last_test is not None else None
+        state["last_run"] = dict(self.last_run) if self.last_run is not None else None
         state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
         state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
@@ -329,6 +380,7 @@ class Facts:
             counts[1] += failures
         self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
         self.last_test = earlier.last_test or self.last_test
+        self.last_run = earlier.last_run or self.last_run
         self.fetched_task = _first_issue(earlier.fetched_task, self.fetched_task) if earlier.fetched_task else self.fetched_task
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
@@ -482,7 +534,7 @@ class Facts:
             for path in _run_by(action.command or "", scripts):
                 self.files[path].ran = True
         if details and item is not None and (action.command or action.kind == OTHER):
-            self._read_output(call, action, item, ok=line is None)
+            self._read_output(call, action, item, line)
         if action.kind == OTHER:
             self._record_call(call, text if line is None else "", ok=line is None)
         if action.changes_system and action.kind != EDIT and action.command:
@@ -491,13 +543,19 @@ class Facts:
         ended = _kept(item, "facts:result_line", lambda: result_line(text)) if item is not None else None
         return call, action, line, result is None, ended
 
-    def _read_output(self, call: ToolCall, action: Action, item: Item, *, ok: bool) -> None:
-        """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
+    def _read_output(self, call: ToolCall, action: Action, item: Item, failure: str | None) -> None:
+        """What an output of a command (or of another tool) says beyond success: a test tally (or for a build,
+        check or test command that printed none, the line it ended on), an issue's text."""
         text = item.text
+        ok = failure is None
         tally = _kept(item, "facts:tally", lambda: tally_line(text))
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
+            self.last_run = None
+        elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
+            ended = exception_line(text, failure) if failure else _kept(item, "facts:result_line", lambda: result_line(text))
+            self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and _fetches_issue(item, call, action) and text.strip():
             fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)
@@ -614,7 +672,7 @@ class Facts:
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
-            if action.command and _TEST_RUN.search(action.command) and _TEST_RUN.search(error.source):
+            if action.command and _TEST_RUN.search(error.source) and _covers(action.command, error.source):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
@@ -781,7 +839,7 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
     def fetches() -> bool:
         fetched = action.command[:2_000] if action.command else " ".join(
             str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        return bool(_ISSUE_FETCH.search(fetched))
+        return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
 
     return _kept_for(item, "facts:fetches_issue", call, fetches)
 
@@ -845,9 +903,9 @@ def manifest_head(text: str) -> list[str]:
     A read numbered in a gutter ends at its last numbered line: what follows was appended by the reader (Claude
     Code's ``<system-reminder>`` about malware), not the file."""
     lines = [line.rstrip() for line in text.splitlines()[:200]]
-    if lines and _GUTTER.match(lines[0]):
-        lines = lines[:next((i for i, line in enumerate(lines) if not _GUTTER.match(line)), len(lines))]
-    bodies = [_GUTTER.sub("", line, count=1) for line in lines]
+    if lines and READER_GUTTER.match(lines[0]):
+        lines = lines[:next((i for i, line in enumerate(lines) if not READER_GUTTER.match(line)), len(lines))]
+    bodies = [READER_GUTTER.sub("", line, count=1) for line in lines]
     start = next((i for i, body in enumerate(bodies) if _SCRIPTS_START.match(body)), None)
     end = MANIFEST_HEAD_LINES
     if start is not None:  # a TOML table ends where the next begins; a JSON object on its closing brace

@@ -345,6 +345,9 @@ class _Layout:
         if facts.last_test:
             parts.append(Fixed(self.meter, f"- Last test run: `{shorten(facts.last_test['command'], 200)}` → "
                                            f"{facts.last_test['line']}"))
+        if facts.last_run:  # newer than the last test run: a build or a check, or tests that printed no tally
+            parts.append(Fixed(self.meter, f"- Last build or check command since: `{shorten(facts.last_run['command'], 200)}`"
+                                           f" → {facts.last_run['line']}"))
         for text in facts.earlier_summaries:
             parts.append(self._elastic(text, _W_EARLIER_SUMMARY, _EARLIER_SUMMARY_FLOOR, "- An earlier summary said:\n"))
         if facts.commands:
