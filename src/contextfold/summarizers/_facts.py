@@ -188,14 +188,11 @@ def _test_selection(command: str) -> frozenset[str] | None:
                      and _TEST_WORD.fullmatch(word) and not word.isdigit())
 
 
-def _covers(command: str, failed: str) -> bool:
-    """Whether the test run ``command`` covers the failed run ``failed``: it runs the whole suite, or each test
-    the failed run selected, or a file or folder that holds it (``tests/a.py`` covers ``tests/a.py::test_b``,
-    ``migrations`` covers ``migrations.test_x``). A pass of ``tests/test_a.py`` says nothing of a failure in
-    ``tests/test_b.py``."""
-    later, earlier = _test_selection(command), _test_selection(failed)
-    if later is None or earlier is None:
-        return False
+def _covers(later: frozenset[str], earlier: frozenset[str]) -> bool:
+    """Whether a test run that selected ``later`` covers one that selected ``earlier`` (see :func:`_test_selection`):
+    it runs the whole suite, or each test the earlier run selected, or a file or folder that holds it
+    (``tests/a.py`` covers ``tests/a.py::test_b``, ``migrations`` covers ``migrations.test_x``). A pass of
+    ``tests/test_a.py`` says nothing of a failure in ``tests/test_b.py``."""
     return not later or bool(earlier) and all(any(_within(test, run) for run in later) for test in earlier)
 
 
@@ -282,6 +279,12 @@ class ErrorFacts:
     def names(self) -> frozenset[str]:
         """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
         return frozenset(_last_component(p) for p in self.paths)
+
+    @cached_property
+    def tests(self) -> frozenset[str] | None:
+        """The tests the failed command ran (see :func:`_test_selection`; None: it ran no test suite): a later
+        test run that covers them and passes resolves it."""
+        return _test_selection(self.source)
 
     def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""
@@ -663,6 +666,9 @@ class Facts:
         words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
         names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
+        # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
+        running = _test_selection(action.command) if action.command and any(
+            e.tests is not None and e.resolved is None for e in self.errors) else None
         for error in self.errors:
             if error.resolved is not None:
                 continue
@@ -672,7 +678,7 @@ class Facts:
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
-            if action.command and _TEST_RUN.search(error.source) and _covers(action.command, error.source):
+            if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
