@@ -57,8 +57,8 @@ from ..actions import (
     reported_error_lines,
     written_text,
 )
-from ..conversation import Item, Summary, Text, Thinking, ToolCall
-from ..reading import is_stand_in_reply, reading_of
+from ..conversation import Item, Summary, Thinking, ToolCall
+from ..reading import agent_words, is_stand_in_reply, reading_of
 from ._text import clip, shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
@@ -482,7 +482,7 @@ class Facts:
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
-        said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
+        said = agent_words(item).strip()
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
