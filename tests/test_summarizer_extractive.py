@@ -14,7 +14,8 @@ from contextfold.conversation import Conversation, Header, Item, Summary, ToolCa
 from contextfold.importers import load
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
-from contextfold.summarizers._facts import MANIFEST_HEAD_LINES, manifest_head, names_in
+from contextfold.summarizers._outputs import MANIFEST_HEAD_LINES, manifest_head
+from contextfold.summarizers._said import names_in
 from contextfold.reading import is_person
 from contextfold.synthetic import generate_session
 from contextfold.tokens import heuristic_tokens

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
 from ..conversation import Item, Text
 from ..reading import without_wrappers
-from ..summarizers._facts import todo_line, todo_list
+from ..summarizers._calls import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
 from .importance import References
 

@@ -41,8 +41,11 @@ from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
 from ..reading import opening
-from ._facts import ErrorFacts, Facts, names_in, todo_line
+from ._calls import todo_line
+from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
+from ._records import ErrorFacts
+from ._said import names_in
 from ._text import Meter, shorten
 from .base import SummaryRequest, SummaryResult
 

@@ -37,7 +37,7 @@ from ...conversation import Conversation, Header, Item, Opaque, ToolSpec
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...private_files import open_dir, open_file, safe_name, write_new
-from ...summarizers._facts import file_content
+from ...summarizers._outputs import file_content
 from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
