@@ -134,6 +134,17 @@ def test_error_lines_finds_real_errors_only() -> None:
     ]
 
 
+def test_a_file_an_edit_shows_back_under_a_reader_gutter_reports_no_failure() -> None:
+    """Claude Code's Edit echoes a snippet of the edited file under its ``  5→`` gutter (``cat -n`` under a tab): a
+    line there that names an error is the file's code, so a successful edit is no failed call."""
+    echoed = ("The file /repo/src/pages/RegisterPage.tsx has been updated. Here's the result of running `cat -n` on a "
+              "snippet of the edited file:\n   181→        reset();\n   182→      }\n   183→    } catch (error: any) {\n"
+              "   184→      setError(error.message);")
+    assert not failed(echoed, None, EDIT)
+    assert failure_line(echoed, None, EDIT) is None
+    assert failed("<tool_use_error>String to replace not found in file.\nError: no match</tool_use_error>", None, EDIT)
+
+
 def test_error_lines_agrees_with_a_plain_scan() -> None:
     """The keyword pre-filter finds exactly what matching every line with the full pattern finds."""
     from contextfold.actions import _ERROR_LINE

@@ -17,7 +17,7 @@ from test_llm_summarizers import ROUTE, make, request, session
 from contextfold.adapters import adapter_for
 from contextfold.context import Context
 from contextfold.conversation import Summary
-from contextfold.summarizers.llm import FATAL, TRANSIENT, Failure, classify
+from contextfold.summarizers._failures import FATAL, TRANSIENT, Failure, classify
 from contextfold.testing.fake_llm import FakeLLMServer, Stall
 
 DEADLINE_S = 1.5

@@ -288,6 +288,17 @@ def test_restore_brings_back_the_plan_put_to_the_user_unless_the_tail_shows_it()
                          count_text=EST.text) is None  # the call itself is still in the request
 
 
+def test_a_todo_list_with_every_item_completed_is_not_restored_as_current() -> None:
+    """A list the agent closed for an earlier request (Claude Code's TodoWrite, all ``completed``) is no plan of the
+    request in hand: restored under "Current todo list" it read as one."""
+    todo = c.assistant("", [c.ToolCall("t1", "TodoWrite", {"todos": [
+        {"content": "Run DocGen for documentation", "status": "completed", "activeForm": "Generating documentation"}]})])
+    conv = Conversation([c.user("run docgen"), todo, c.tool("t1", "ok"), c.user("now simplify the extensions")], HEADER)
+    item = restored_item(conv.items[1:3], conv.items[3:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert item is None or "Current todo list" not in item.text
+
+
 def test_restore_shows_the_todo_list_as_lines() -> None:
     todo = c.assistant("", [c.ToolCall("t1", "TodoWrite", {"todos": [
         {"content": "Port the parser", "status": "completed", "activeForm": "Porting the parser"},

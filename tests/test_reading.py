@@ -114,6 +114,21 @@ def test_a_reply_the_harness_wrote_in_the_agents_place_is_not_its_last_message(t
     assert facts.last_assistant == "Renamed. Next I will push to the new remote."
 
 
+def test_the_placeholder_claude_code_writes_for_an_empty_text_block_is_no_word_of_the_agent() -> None:
+    """Claude Code records ``(no content)`` for a text block the model left empty, beside its tool calls: the
+    agent's last message stays what it last said ("The assistant's last message: (no content)" told nothing)."""
+    from contextfold.summarizers._facts import Facts
+
+    items = [Item("user", (Text("Split the register form into three steps"),)),
+             Item("assistant", (Text("The form needs a step index in state; I will add StepIndicator next."),)),
+             Item("assistant", (Text("(no content)"), ToolCall("t1", "Read", {"file_path": "src/pages/RegisterPage.tsx"}))),
+             Item("tool", (ToolResult("t1", (Text("     1→export function RegisterPage() {}"),)),))]
+    facts = Facts()
+    facts.read(items)
+    assert facts.last_assistant == "The form needs a step index in state; I will add StepIndicator next."
+    assert facts.acted_since_said  # the read after it is an action, not a new message
+
+
 def test_the_file_in_hand_is_restored_whole_when_it_fits_the_restore_budget() -> None:
     big = "".join(f"    line_{n} = compute({n})\n" for n in range(400))
     calls = [ToolCall("c1", "Read", {"file_path": "/repo/old.py"}), ToolCall("c2", "Read", {"file_path": "/repo/big.py"})]

@@ -14,7 +14,8 @@ from contextfold.conversation import Conversation, Header, Item, Provenance, Sum
 from contextfold.importers import load
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
-from contextfold.summarizers._facts import MANIFEST_HEAD_LINES, manifest_head, names_in
+from contextfold.summarizers._outputs import MANIFEST_HEAD_LINES, manifest_head
+from contextfold.summarizers._said import names_in
 from contextfold.reading import is_person
 from contextfold.synthetic import generate_session
 from contextfold.tokens import heuristic_tokens
@@ -639,6 +640,37 @@ def test_an_issue_the_agent_fetched_wins_over_its_own_pull_requests_placeholder(
     assert "rounding in src/totals.py drops half cents" in section(text, 1)
 
 
+def test_a_build_after_the_last_test_run_is_kept_as_the_last_command_beside_the_tally() -> None:
+    c = Conversation()
+    c.append(user("Rename the extensions flag and keep the build green"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "npm test"})]))
+    c.append(tool("c1", "PASS src/flags.test.ts\n  flags\n    ✓ reads env (3 ms)\n\nTests:       12 passed, 12 total"))
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "cd /repo && npx tsc --noEmit"})]))
+    c.append(tool("c2", "src/server.ts(41,7): error TS2322: Type 'string' is not assignable to type 'boolean'.\nExit code 2", True))
+    text, state = summarize(c.items)
+    assert state["last_test"]["line"] == "Tests:       12 passed, 12 total"  # the tally stays the last test run
+    assert ("- Last build or check command since: `$ cd /repo && npx tsc --noEmit` → exit code 2; its output ended: "
+            "src/server.ts(41,7): error TS2322: Type 'string' is not assignable to type 'boolean'.") in section(text, 5)
+    c.append(assistant("", [ToolCall("c3", "Bash", {"command": "npm test"})]))
+    c.append(tool("c3", "PASS src/flags.test.ts\n\nTests:       13 passed, 13 total"))
+    _, state = summarize(c.items)
+    assert state["last_run"] is None  # a newer tally is where the agent stands
+
+
+def test_a_status_check_of_a_pull_request_is_not_the_task_as_it_arrived() -> None:
+    c = Conversation()
+    c.append(user("Merge PR #2 once it is green, then delete the other branches"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "gh pr view 2 --json state,mergedAt"})]))
+    c.append(tool("c1", '{"mergedAt":"2026-01-13T19:24:36Z","state":"MERGED"}'))
+    text, state = summarize(c.items)
+    assert state["fetched_task"] is None
+    assert "mergedAt" not in section(text, 1)
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "gh issue view 7 --json title,body"})]))
+    c.append(tool("c2", '{"title":"Branches pile up","body":"delete merged branches after a release"}'))
+    _, state = summarize(c.items)
+    assert state["fetched_task"]["source"] == "$ gh issue view 7 --json title,body"  # the text itself is the task
+
+
 def test_a_plan_the_assistant_announced_and_then_carried_out_is_not_the_next_step() -> None:
     c = Conversation()
     c.append(user("Fix the failing totals test"))
@@ -660,6 +692,21 @@ def test_a_test_run_that_passed_closes_the_failures_of_earlier_test_runs() -> No
     c.append(tool("c2", "12 passed in 0.4s\n<returncode>0</returncode>"))
     _, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "a later test run passed: `cd /repo && pytest -q`"
+
+
+def test_a_test_run_that_passed_closes_only_the_failures_it_ran_again() -> None:
+    c = Conversation()
+    c.append(user("Make the totals and tax tests pass"))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "python -m pytest tests/test_tax.py -q"})]))
+    c.append(tool("c1", "E   AssertionError: 0.2 != 0.19\n1 failed in 0.1s\n<returncode>1</returncode>", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "python -m pytest tests/test_totals.py::test_sum -q"})]))
+    c.append(tool("c2", "E   AssertionError: 10 != 12\n1 failed in 0.1s\n<returncode>1</returncode>", True))
+    c.append(assistant("", [ToolCall("c3", "bash", {"command": "python -m pytest tests/test_totals.py -q 2>&1 | tail -3"})]))
+    c.append(tool("c3", "4 passed in 0.2s\n<returncode>0</returncode>"))
+    _, state = summarize(c.items)
+    tax, totals = state["errors"]
+    assert tax["resolved"] is None  # a pass of the totals tests says nothing of the tax test's failure
+    assert totals["resolved"] == "a later test run passed: `python -m pytest tests/test_totals.py -q 2>&1 | tail -3`"
 
 
 @pytest.mark.parametrize("text", ["frameworks/" * 60, "阅读代码仓库，现在网页的首页第一屏底部背景有偏移" * 20,

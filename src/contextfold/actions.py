@@ -321,6 +321,10 @@ _ERROR_HINT = re.compile(
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
+READER_GUTTER = re.compile(r"^\s*\d+(?:→|\t)")
+"""The line-number gutter a file reader prints (Claude Code's ``  5→``, ``cat -n``'s ``5<TAB>``)."""
+_ECHOED_LINES = re.compile(r"^[ \t]*\d+(?:→|\t).*$", re.MULTILINE)
+"""Lines an edit tool echoes back from the file it changed, under a reader's gutter."""
 _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? code:?\s*(-?\d+)", re.IGNORECASE)
 _MARKUP_LINE = re.compile(r"^(</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+)$", re.IGNORECASE)
 _SCAN_HEAD_CHARS = 4_000
@@ -372,13 +376,16 @@ def failed(text: str, is_error: bool | None, kind: str | None = None) -> bool:
     The source's own flag decides when it gave one; then a stated return code
     (a search's exit status 1 with no error line is "no match", not a failure);
     then error lines, except in what a read or search returned (``kind``), which
-    is file content that merely mentions errors.
+    is file content that merely mentions errors, and in the file an edit tool
+    shows back under a reader's gutter (Claude Code's ``183→    } catch (error: any) {``).
     """
     if is_error is not None:
         return is_error
     code = return_code(text)
     if code is not None:
         return code != 0 and not (kind == SEARCH and code == 1 and not reported_error_lines(text))
+    if kind == EDIT:  # an edit tool shows the changed file back: a line of it naming an error is code
+        text = _ECHOED_LINES.sub("", text) if "→" in text or "\t" in text else text
     return kind not in (READ, SEARCH) and bool(reported_error_lines(text))
 
 

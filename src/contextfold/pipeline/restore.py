@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
 from ..conversation import Item, Provenance, Text
 from ..reading import without_wrappers
-from ..summarizers._facts import todo_line, todo_list
+from ..summarizers._calls import todo_line, todo_list
 from .edits import MARK, head_tail, is_placeholder
 from .importance import References
 
@@ -70,13 +70,17 @@ def path_weight(refs: References, path: str) -> float:
 
 
 def _latest_todo(span: Sequence[Item]) -> str | None:
-    """The latest todo list, one line per item (``- [in progress] Run the tests``), as the agent last set it."""
+    """The latest todo list, one line per item (``- [in progress] Run the tests``), as the agent last set it; none
+    when every item of it is completed: such a list is of work done for an earlier request (the summary names it),
+    and restored as "current" it reads as the plan of the request in hand."""
     for item in reversed(span):
         for call, action in zip(item.tool_calls, call_actions(item)):
             if action.kind == TODO:
                 todos = todo_list(call.arguments)
                 if todos is None:
                     return json.dumps(dict(call.arguments), ensure_ascii=False)
+                if all(t["status"] == "completed" for t in todos):
+                    return None
                 return "\n".join(todo_line(t) for t in todos)
     return None
 

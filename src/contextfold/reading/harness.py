@@ -104,6 +104,10 @@ STAND_INS: tuple[Rule, ...] = (
 """Replies a harness writes in the *assistant's* place (Claude Code's synthetic messages: an API error, a usage
 limit, "No response requested."): no words of the agent, so never its last message nor its plan."""
 
+EMPTY_BLOCK = "(no content)"
+"""What Claude Code writes for a text block the model left empty (beside its tool calls, or alone): no words of
+the agent, so never its last message nor a plan it stated."""
+
 WRAPPERS = re.compile(
     r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE)
 """Blocks a harness wraps around (or appends to) a person's request, and into a file a tool read: context, not

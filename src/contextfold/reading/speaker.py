@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..conversation import Document, Image, Item
-from .harness import Rule, Speaker, matching_rule, stand_in, without_wrappers
+from ..conversation import Document, Image, Item, Text
+from .harness import EMPTY_BLOCK, Rule, Speaker, matching_rule, stand_in, without_wrappers
 
 _READING = "reading"
 """Where an item keeps its reading (items never change, so it is read once)."""
@@ -79,3 +79,9 @@ def is_stand_in_reply(item: Item) -> bool:
     """Whether an assistant ``item`` is the harness's reply in the agent's place (an API error, a usage limit):
     text only, no tool call, and a shape of :data:`~.harness.STAND_INS`."""
     return item.role == "assistant" and not item.tool_calls and stand_in(item.text.strip()) is not None
+
+
+def agent_words(item: Item) -> str:
+    """What the agent wrote in an assistant ``item``: its text blocks, without those a harness wrote for an empty
+    one (:data:`~.harness.EMPTY_BLOCK`)."""
+    return "\n".join(b.text for b in item.blocks if isinstance(b, Text) and b.text.strip() != EMPTY_BLOCK)

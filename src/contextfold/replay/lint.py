@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, fields
 
 from ..actions import item_failure_line, result_action
-from ..conversation import Conversation, Text
-from ..reading import Speaker, matching_rule
+from ..conversation import Conversation
+from ..reading import Speaker, agent_words, matching_rule
 from ..summarizers._text import mid_word
 from .strict import model_text
 
@@ -69,7 +69,7 @@ class SummaryLinter:
         for index, item in enumerate(recording.items):
             texts.append(model_text(item))
             if item.role == "assistant" and item.tool_calls:
-                said = "\n".join(b.text for b in item.blocks if isinstance(b, Text))
+                said = agent_words(item)
                 for sentence in _SENTENCE.split(said):
                     if len(sentence.strip()) >= MIN_SENTENCE_CHARS:
                         self._announced.setdefault(sentence.strip(), index)

@@ -3,244 +3,98 @@
 Everything here is extraction, none of it is wording or sizing: who asked
 what, which files were read and changed (with the last change), which
 commands changed the system, which errors happened (each with its failing
-frame, verbatim) and whether a later step resolved them, the last test run and
-its result line, the latest todo list, what the assistant said last and the
-lines in which it stated a finding or a decision, its last actions with their
-result lines, an issue text it fetched with a tool, tool-use counts (messages
-the harness wrote in the user's place are counted, never taken for the
-user's words); and, for the tools that are
-not about files or commands (a browser, a booking or support API), each call
-with its arguments, the pages visited and the identifiers the tools returned,
-which is what a browsing or support session is made of. :class:`Facts` round-trips
-through a JSON-serializable ``state`` so that a later compaction, whose span
-starts with this summary, carries every fact forward instead of summarizing a
-summary.
+frame, verbatim) and whether a later step resolved them, the last test run
+and its result line, the latest todo list, what the assistant said last and
+the lines in which it stated a finding or a decision, its last actions with
+their result lines, an issue text it fetched with a tool, tool-use counts;
+and, for the tools that are not about files or commands (a browser, a booking
+or support API), each call with its arguments, the pages visited and the
+identifiers the tools returned. :class:`Facts` round-trips through a
+JSON-serializable ``state`` so that a later compaction, whose span starts with
+this summary, carries every fact forward instead of summarizing a summary;
+stored texts are capped (``TEXT_CHARS``) so the state stays bounded.
 
-Stored texts are capped (``TEXT_CHARS`` below, head and tail kept) so the state
-stays bounded however long the session runs; nothing is capped to zero.
-
-Speed: every compaction reads its span again, and the survival check reads the
-whole request, so what an item shows on its own (an output's result line, its
-error and failing frame, a test tally, the findings in an assistant turn, the
-text an edit wrote) is read off it once and kept in ``item.memo`` (items never
-change); only the part that depends on what came before (which errors a
-later step resolved, which scripts a command ran) is worked out on each read,
-against a per-error key computed once.
+What one item shows on its own is read once and kept on the item
+(:mod:`._outputs`, :mod:`._calls`, :mod:`._said`); only what depends on what
+came before (which errors a later step resolved, which scripts a command ran)
+is worked out here on each read.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, field, fields
-from functools import cached_property, partial
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
 from ..actions import (
     EDIT,
-    EXIT_FAILURE_ENDED,
     OTHER,
     READ,
-    SEARCH,
     TODO,
     Action,
     call_actions,
     classify,
-    command_outline,
     item_failure_line,
-    reported_error_lines,
-    written_text,
 )
-from ..conversation import Item, Summary, Text, Thinking, ToolCall
-from ..reading import is_stand_in_reply, reading_of
+from ..conversation import Item, Summary, Thinking, ToolCall
+from ..reading import agent_words, is_stand_in_reply, reading_of
+from ._calls import (
+    _BUILD_RUN,
+    _TEST_RUN,
+    _URL,
+    _alike,
+    _change,
+    _covers,
+    _describe,
+    _fetches_issue,
+    _first_issue,
+    _headline,
+    _last_component,
+    _ran,
+    _run_by,
+    _same_file,
+    _test_selection,
+    _what,
+    call_line,
+    gives_input,
+    todo_list,
+)
+from ._outputs import (
+    MANIFESTS,
+    TEXT_CHARS,
+    _error_details,
+    _json_object,
+    _kept,
+    _shown_error,
+    exception_line,
+    file_content,
+    manifest_head,
+    result_line,
+    tally_line,
+)
+from ._records import ErrorFacts, FileFacts, _fresh, _known
+from ._said import finding_lines
 from ._text import clip, shorten
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
-
-# A state is carried from one summary into the next, so each of its facts is bounded.
-TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant": 4_000, "earlier_summary": 8_000,
-              "error_line": 1_000, "command": 300, "call": 400, "argument": 160, "finding": 400, "result_line": 200,
-              "fetched_task": 6_000}
-"""The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
 FINDING_SOURCE_CHARS = 80
 """The characters of the call a finding follows (the output it was read from) shown with it."""
 KEEP = {"errors": 40, "commands": 40, "recent_actions": 8, "calls": 40, "pages": 30, "records": 40, "findings": 30}
 """How many entries a state keeps of each list: the most recent."""
-RESULT_JSON_CHARS = 200_000
-"""Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
-RE_RUN_SIMILARITY = 0.6
-"""Two commands are "the same" run when they start alike and share this fraction of their signature words."""
-
-_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):\d+:', re.MULTILINE)
-_EXCEPTION_LINE = re.compile(r"(E\s+)?[\w.]*(Error|Exception)\b")
-_NAME = re.compile(r"#\d+|(?<![<\w./~-])[\w.~-]*/[\w./~-]*\w|[A-Za-z_][\w.]*\w")
-"""Issue numbers, paths, names. A path starts where a run of its characters does (not after ``<``, a closing
-tag): tried again at each character of a run of slashes, dots or digits it would rescan the rest of it,
-quadratic (a task of 60,000 such characters took 7.5 s to summarize)."""
-_NOT_NAMES = frozenset({"e.g", "i.e", "self", "__init__", "__name__", "__main__", "os.path", "sys.path"})
-_TEST_RESULT = re.compile(
-    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:OK|FAILED)(?: \(.*\))?$"
-    r"|\btest result: |^Tests?:\s+\d+|\b\d+ (?:tests?|examples?|specs?),? (?:\d+ )?(?:passed|failed)|\bAll \d+ tests? passed",
-    re.MULTILINE,
-)
-"""A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
 QUIET_OUTPUTS = 20
 """Outputs since the last failure searched (newest first) for an error they showed without failing."""
-_LOG_SUFFIXES = (".log", ".out", ".err")
-"""A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
-TALLY_CHARS = 2_000
-"""A test run's tally is among its last lines: only these are searched."""
-_TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
-"""Words every tally holds: only lines with one are searched (the full pattern is slow)."""
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_FINDING_WORDS = frozenset({
-    "found", "finds", "shows", "means", "because", "cause", "caused", "causes", "issue", "problem", "bug", "fix",
-    "fixed", "fixes", "works", "worked", "fails", "failed", "passes", "passed", "confirms", "confirmed", "decided",
-    "instead", "i'll", "should", "must", "need", "needs", "wrong", "correct", "correctly", "missing", "returns",
-})
-"""Words of a line that states what was found or decided (rather than "Let me look at it")."""
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
-_PLAN_OPENINGS = ("let me ", "now let me ", "let's ", "now let's ", "first, let me ", "but first, let me ")
-_LOWER_WORD = re.compile(r"[a-z']+")
-_SPECIFIC = re.compile(r"`[^`\n]+`|[0-9_./:]\w|[a-z][A-Z]")
-"""Something code-like in a line: a backticked span, a path, a dotted or snake_case name, a number, camelCase."""
-_ISSUE_FETCH = re.compile(r"\bgh (?:issue|pr) view\b|/(?:issues|pull)/\d+|\bgh api\b.*\b(?:issues|pulls)/\d+")
-"""A command or URL that fetches an issue or pull request: its text is the task as it arrived."""
-_TEST_RUN = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|pnpm|yarn|bun) (?:run )?test|cargo test|go test|jest|"
-                       r"vitest|mocha|rspec|phpunit|ctest|make (?:test|check)|runtests\.py|manage\.py test)\b")
-"""A command that runs a test suite: once one passes, the failures of earlier test runs are behind the agent."""
-_ISSUE_ONLY = re.compile(r"\bgh issue view\b|/issues/\d+")
-"""A command or URL that fetches an issue, not a pull request."""
-_FILE_SUFFIXES = frozenset({
-    "py", "pyi", "js", "ts", "tsx", "jsx", "rs", "go", "java", "c", "h", "cpp", "hpp", "md", "txt", "json", "yaml",
-    "yml", "toml", "cfg", "ini", "sh", "html", "css", "rst", "lock", "v", "rb", "kt", "swift", "sql", "xml", "csv",
-})
-_QUERY_KEYS = ("pattern", "query", "regex", "glob", "search_term", "file_name")
-_TODO_LIST_KEYS = ("todos", "plan", "items", "tasks")
-_TODO_TEXT_KEYS = ("content", "step", "task", "title", "description", "text")
-_URL = re.compile(r"https?://[^\s\"'<>]+")
-MANIFESTS = frozenset({"package.json", "composer.json", "deno.json", "pyproject.toml", "Cargo.toml"})
-"""Files that say what a project is and how to build, test and run it (its scripts): kept as the agent read them."""
-MANIFEST_HEAD_LINES = 12
-"""Lines of a manifest kept when it defines no scripts (its name, version, entry point)."""
-MANIFEST_MAX_LINES = 40
-_GUTTER = re.compile(r"^\s*\d+(?:→|\t)")
-"""The line-number gutter a file reader prints (Claude Code's ``  5→``, ``cat -n``'s ``5<TAB>``)."""
-_SCRIPTS_START = re.compile(r'^\s*(?:"scripts"\s*:\s*\{|\[(?:project\.scripts|tool\.poetry\.scripts|tool\.pdm\.scripts)\])')
 _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$", re.IGNORECASE)
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
-
-
-_T = TypeVar("_T")
 _Pending = tuple[ToolCall, Action, "Item | None"]
 """A call waiting for its result: the call, what it does, and the item that made it (None: not in the span)."""
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 """A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered,
 and the line its output ended on (what a reader of the output would quote)."""
-
-
-_RUNNER = re.compile(r"(?:^|[\s(])(?:python[0-9.]*|node|bash|sh|zsh|ruby|perl|php|deno|bun|ts-node|pytest|go\s+run)\s")
-"""A word that runs the file named after it on the same command: an interpreter or a test runner."""
-
-
-def _run_by(command: str, paths: list[str]) -> list[str]:
-    """Those of ``paths`` that ``command`` runs, not only names (``sed -i … fix.py`` edits it, ``python fix.py``
-    and ``./fix.py`` run it; ``python fix_totals.py`` does not run ``totals.py``). Only where the name stands is
-    looked at, since a command that writes a script inline is long."""
-    return [path for path in paths if any(_runs_at(command, at, len(_last_component(path)))
-                                          for at in _occurrences(command, _last_component(path)))]
-
-
-def _occurrences(text: str, name: str) -> Iterator[int]:
-    at = text.find(name)
-    while at >= 0:
-        yield at
-        at = text.find(name, at + 1)
-
-
-def _whole_name(text: str, at: int, length: int) -> bool:
-    """Whether the name at ``at`` is a whole path component (``fix_totals.py`` holds no ``totals.py``)."""
-    before = text[at - 1] if at else " "
-    after = text[at + length] if at + length < len(text) else " "
-    return not (before.isalnum() or before in "_.-" or after.isalnum() or after in "_.")
-
-
-def _runs_at(command: str, at: int, length: int) -> bool:
-    """Whether the name at ``at`` is a whole path component that its command (back to ``;``, ``&``, ``|`` or the
-    line's start) runs."""
-    if not _whole_name(command, at, length):
-        return False
-    start = max(command.rfind(separator, 0, at) for separator in ";&|\n") + 1
-    words = command[start:at]
-    return words.endswith("./") or _RUNNER.search(words) is not None
-
-
-@dataclass
-class FileFacts:
-    """What happened to one file. ``last_change`` is the text the last edit wrote (capped), or its command;
-    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source)."""
-
-    reads: int = 0
-    edits: int = 0
-    failed_edits: int = 0
-    created: bool = False
-    ran: bool = False
-    last_change: str | None = None
-
-    @property
-    def scratch(self) -> bool:
-        """Whether the agent made this file for itself (created it, or ran what it wrote) rather than changed
-        one of the project's: a reader wants the project's changes first."""
-        return self.created or self.ran
-
-
-@dataclass
-class ErrorFacts:
-    """One failed tool call: the line naming the failure, verbatim, and whether a later step resolved it.
-
-    ``signature`` identifies the command (to recognise a later successful
-    re-run); ``paths`` are the files the call touched and those its traceback
-    names (a later edit of one resolves it); ``detail`` is the most telling
-    exception line when the last line is only a tally.
-    """
-
-    line: str
-    source: str
-    tool: str
-    kind: str
-    signature: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    detail: str | None = None
-    frame: list[str] = field(default_factory=list)  # the lines just above ``line`` in the output: the failing frame
-    scripts: list[str] = field(default_factory=list)  # scripts the agent wrote that the failing command ran
-    retired: bool = False  # its script was abandoned: the agent went on to run another script of its own
-    reported: bool = True  # the line is one the output reports as an error, not a stand-in (a bare exit status)
-    resolved: str | None = None
-
-    # What a later action is compared with to resolve it (see :meth:`Facts._resolve`), computed once: an error's
-    # signature and paths never change once recorded. No part of the state.
-    @cached_property
-    def words(self) -> frozenset[str]:
-        """The command's signature words."""
-        return frozenset(self.signature)
-
-    @cached_property
-    def names(self) -> frozenset[str]:
-        """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
-        return frozenset(_last_component(p) for p in self.paths)
-
-    @cached_property
-    def test_run(self) -> bool:
-        """Whether the failed command ran a test suite (a later test run that passes resolves it)."""
-        return _TEST_RUN.search(self.source) is not None
-
-    def to_state(self) -> dict[str, Any]:
-        """The error as JSON data (fresh lists)."""
-        return {f.name: copy(getattr(self, f.name)) for f in fields(self) if f.init}
 
 
 @dataclass
@@ -259,6 +113,8 @@ class Facts:
     findings: list[str] = field(default_factory=list)  # lines the assistant stated a finding or decision in, each with
     # the call whose output it followed, oldest first
     last_test: dict[str, str] | None = None  # {"command", "line"}: the last test run and its result line
+    last_run: dict[str, str] | None = None  # {"command", "line"}: a build, check or test command newer than
+    # ``last_test`` whose output had no tally, and the line it ended on (its failure, when it failed)
     fetched_task: dict[str, str] | None = None  # {"source", "text"}: an issue or PR the agent fetched with a tool
     harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
@@ -286,6 +142,7 @@ class Facts:
         state["files"] = {path: dict(vars(f)) for path, f in self.files.items()}
         state["errors"] = [e.to_state() for e in self.errors]
         state["last_test"] = dict(self.last_test) if self.last_test is not None else None
+        state["last_run"] = dict(self.last_run) if self.last_run is not None else None
         state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
         state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
@@ -332,6 +189,7 @@ class Facts:
             counts[1] += failures
         self.findings = (self.findings + earlier.findings)[-KEEP["findings"]:]
         self.last_test = earlier.last_test or self.last_test
+        self.last_run = earlier.last_run or self.last_run
         self.fetched_task = _first_issue(earlier.fetched_task, self.fetched_task) if earlier.fetched_task else self.fetched_task
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
@@ -430,7 +288,7 @@ class Facts:
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
-        said = "\n".join(b.text for b in item.blocks if isinstance(b, Text)).strip()
+        said = agent_words(item).strip()
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
@@ -485,7 +343,7 @@ class Facts:
             for path in _run_by(action.command or "", scripts):
                 self.files[path].ran = True
         if details and item is not None and (action.command or action.kind == OTHER):
-            self._read_output(call, action, item, ok=line is None)
+            self._read_output(call, action, item, line)
         if action.kind == OTHER:
             self._record_call(call, text if line is None else "", ok=line is None)
         if action.changes_system and action.kind != EDIT and action.command:
@@ -494,13 +352,19 @@ class Facts:
         ended = _kept(item, "facts:result_line", lambda: result_line(text)) if item is not None else None
         return call, action, line, result is None, ended
 
-    def _read_output(self, call: ToolCall, action: Action, item: Item, *, ok: bool) -> None:
-        """What an output of a command (or of another tool) says beyond success: a test tally, an issue's text."""
+    def _read_output(self, call: ToolCall, action: Action, item: Item, failure: str | None) -> None:
+        """What an output of a command (or of another tool) says beyond success: a test tally (or for a build,
+        check or test command that printed none, the line it ended on), an issue's text."""
         text = item.text
+        ok = failure is None
         tally = _kept(item, "facts:tally", lambda: tally_line(text))
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
+            self.last_run = None
+        elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
+            ended = exception_line(text, failure) if failure else _kept(item, "facts:result_line", lambda: result_line(text))
+            self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and _fetches_issue(item, call, action) and text.strip():
             fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)
@@ -608,7 +472,9 @@ class Facts:
         words = frozenset(signature)
         may_touch = bool(action.paths) and action.kind in (EDIT, READ)
         names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
-        test_run: bool | None = None  # whether the action runs a test suite: its command searched once, if at all
+        # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
+        running = _test_selection(action.command) if action.command and any(
+            e.tests is not None and e.resolved is None for e in self.errors) else None
         for error in self.errors:
             if error.resolved is not None:
                 continue
@@ -618,9 +484,7 @@ class Facts:
             if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
-            if action.command and error.test_run and (
-                test_run if test_run is not None else (test_run := _TEST_RUN.search(action.command) is not None)
-            ):
+            if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
@@ -699,19 +563,6 @@ class Facts:
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
 
 
-def _fresh(value: Any) -> Any:
-    """``value`` with its containers copied two levels deep: what a state holds (lists of records, records of lists)."""
-    if isinstance(value, list):
-        return [_shallow(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _shallow(v) for k, v in value.items()}
-    return value
-
-
-def _shallow(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
-
-
 def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
     when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
@@ -729,363 +580,3 @@ def read_ahead(items: Sequence[Item]) -> None:
     in what the assistant wrote) into each item's memo, as they arrive: a later summary or survival check then
     only works out what depends on the items around them."""
     Facts().read(items)
-
-
-def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
-    known = cls.__dataclass_fields__  # type: ignore[attr-defined]
-    return {k: v for k, v in values.items() if k in known and known[k].init}
-
-
-# ---------------------------------------------------------------------- what one item shows, read once
-
-def _kept(item: Item | None, key: str, compute: Callable[[], _T]) -> _T:
-    """``compute()``, kept in ``item.memo`` under ``key``: an item never changes, so what it shows is read once."""
-    if item is None:
-        return compute()
-    memo = item.memo
-    if key not in memo:
-        memo[key] = compute()
-    value: _T = memo[key]
-    return value
-
-
-def _change(call: ToolCall, action: Action) -> str | None:
-    """What an edit call changed, as "the last change to a file" shows it: the text written, else the command."""
-    new_text = written_text(call)
-    change = new_text if new_text is not None else action.command
-    return shorten(change, TEXT_CHARS["change"]) if change is not None else None
-
-
-def tally_line(text: str) -> str | None:
-    """The line a test run's output states how it ended on (among its last lines), if it is a test run."""
-    tail = text[-TALLY_CHARS:]
-    if not _TALLY_HINT.search(tail):
-        return None
-    tally = next((line.strip() for line in reversed(tail.splitlines())
-                  if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None)
-    return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
-
-
-def _kept_for(item: Item | None, key: str, basis: object, compute: Callable[[], _T]) -> _T:
-    """:func:`_kept` for a value that depends on ``basis`` too (the call an output answers): recomputed if it differs."""
-    known = _kept(item, key, lambda: (basis, compute()))
-    if known[0] is not basis and known[0] != basis:
-        known = (basis, compute())
-        if item is not None:
-            item.memo[key] = known
-    return known[1]
-
-
-def _ran(item: Item | None, command: str) -> str:
-    """``$ command`` on one line, as a summary names where an output came from (kept on the output's item)."""
-    return _kept_for(item, "facts:ran", command, lambda: f"$ {_headline(command, TEXT_CHARS['command'])}")
-
-
-def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
-    """Whether the call fetches an issue or pull request (its output is then the task as it arrived)."""
-
-    def fetches() -> bool:
-        fetched = action.command[:2_000] if action.command else " ".join(
-            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        return bool(_ISSUE_FETCH.search(fetched))
-
-    return _kept_for(item, "facts:fetches_issue", call, fetches)
-
-
-def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:
-    """Which fetched text is the task: the first one, unless it is a pull request's and ``fetched`` (later) is an
-    issue's. A solver opens its own pull request with a placeholder ("[WIP] … details will be added") and may
-    view it before the issue; the issue states the task, the placeholder does not."""
-    if kept is None or fetched is None:
-        return kept or fetched
-    return fetched if _ISSUE_ONLY.search(fetched["source"]) and not _ISSUE_ONLY.search(kept["source"]) else kept
-
-
-def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """The last error line an output shows, wherever it reports one (a traceback's exception line), and its frame."""
-    shown = reported_error_lines(text)
-    if not shown:
-        return None
-    line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
-    return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
-
-
-def file_content(action: Action | None) -> bool:
-    """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log):
-    an error line in it is code, not an error shown."""
-    return action is not None and action.kind in (READ, SEARCH) and not any(p.endswith(_LOG_SUFFIXES) for p in action.paths)
-
-
-@dataclass(frozen=True)
-class _ErrorRead:
-    """What a failed call's output says about its failure (see :meth:`Facts._record_error`)."""
-
-    line: str  # the line naming the failure (a traceback's exception line rather than its header)
-    named: tuple[str, ...]  # the files its traceback names, the last five
-    detail: str | None  # the most telling exception line, when the line is only a tally
-    frame: tuple[str, ...]  # the lines above the failure: the frame that failed
-    reported: bool  # the line is one the output reports as an error, not a stand-in (a bare exit status)
-
-
-def _error_details(text: str, line: str) -> _ErrorRead:
-    """What ``text``, an output whose failure line is ``line``, says about the failure."""
-    header, line = line, _traceback_end(text, line) if line.startswith("Traceback (") else line
-    named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
-    reported = reported_error_lines(text)
-    ended = _traceback_end(text, "")  # the exception a traceback ended on: the frame above it is what failed
-    exceptions = [ended] if ended else [e for e in reported if _EXCEPTION_LINE.match(e)]
-    detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
-    return _ErrorRead(
-        line=shorten(line, TEXT_CHARS["error_line"]),
-        named=tuple(named[-5:]),
-        detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
-        frame=tuple(error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line)),  # the lines above its end
-        reported=header in reported,
-    )
-
-
-def manifest_head(text: str) -> list[str]:
-    """The head of a manifest as read: through the end of its scripts block, else its first
-    :data:`MANIFEST_HEAD_LINES` lines (at most :data:`MANIFEST_MAX_LINES`, each capped), verbatim.
-
-    A read numbered in a gutter ends at its last numbered line: what follows was appended by the reader (Claude
-    Code's ``<system-reminder>`` about malware), not the file."""
-    lines = [line.rstrip() for line in text.splitlines()[:200]]
-    if lines and _GUTTER.match(lines[0]):
-        lines = lines[:next((i for i, line in enumerate(lines) if not _GUTTER.match(line)), len(lines))]
-    bodies = [_GUTTER.sub("", line, count=1) for line in lines]
-    start = next((i for i, body in enumerate(bodies) if _SCRIPTS_START.match(body)), None)
-    end = MANIFEST_HEAD_LINES
-    if start is not None:  # a TOML table ends where the next begins; a JSON object on its closing brace
-        opened = bodies[start].strip()
-        closing = "[" if opened.startswith("[") else "}" if opened.endswith("{") else None
-        end = start + 1 if closing is None else next(
-            (i for i in range(start + 1, len(bodies)) if bodies[i].strip().startswith(closing)), len(bodies))
-        end += closing == "}"
-    head = [shorten(line, TEXT_CHARS["result_line"]) for line in lines[:min(end, MANIFEST_MAX_LINES)]]
-    while head and not head[-1].strip():
-        head.pop()
-    return head
-
-
-def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
-    """The todo list a todo tool's call sets (``{"text", "status"}`` each), or ``None`` when it sets none."""
-    for key in _TODO_LIST_KEYS:
-        entries = arguments.get(key)
-        if isinstance(entries, list):
-            return [_todo(entry) for entry in entries if isinstance(entry, (str, Mapping))]
-    return None
-
-
-def todo_line(todo: Mapping[str, str]) -> str:
-    """One todo as a line: ``- [in progress] Run the tests``."""
-    return f"- [{todo['status'].replace('_', ' ')}] {todo['text']}"
-
-
-def _todo(entry: str | Mapping[str, Any]) -> dict[str, str]:
-    if isinstance(entry, str):
-        return {"text": entry, "status": "pending"}
-    text = next((str(entry[k]) for k in _TODO_TEXT_KEYS if isinstance(entry.get(k), str)), str(dict(entry)))
-    return {"text": text, "status": str(entry.get("status") or entry.get("state") or "pending").lower()}
-
-
-def names_in(text: str) -> list[str]:
-    """Identifiers worth keeping when a text is shortened: paths, dotted and file names, issue numbers, CamelCase
-    and snake_case names, in order of appearance (repeats included)."""
-    return [word for word in _NAME.findall(text) if _is_name(word)]
-
-
-def _is_name(word: str) -> bool:
-    if word.startswith("#") or ("/" in word and len(word) >= 4):
-        return True
-    return _is_identifier(word) or ("." in word and len(word) >= 4 and not word.replace(".", "").isdigit())
-
-
-def _is_identifier(word: str) -> bool:
-    """A name worth keeping: snake_case, CONSTANT_CASE, CamelCase or a dotted module path."""
-    if len(word) < 4 or word in _NOT_NAMES:
-        return False
-    if "." in word:
-        parts = word.split(".")
-        return all(parts) and len(parts[0]) > 1 and parts[-1] not in _FILE_SUFFIXES and not parts[-1].isdigit()
-    if "_" in word.strip("_"):
-        return True
-    return word[0].isupper() and not word.isupper() and any(c.isupper() for c in word[1:])
-
-
-def _alike(mine: frozenset[str], theirs: frozenset[str]) -> bool:
-    """Whether two commands that start alike are the same run: they share enough of their signature words."""
-    return len(mine & theirs) >= RE_RUN_SIMILARITY * len(mine | theirs)
-
-
-def _last_component(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-def _same_file(path: str, other: str) -> bool:
-    """The same file written two ways (``./a/b.py``, ``/repo/a/b.py``, ``a/b.py``)."""
-    a, b = path.removeprefix("./"), other.removeprefix("./")
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
-
-
-def _headline(command: str, max_chars: int) -> str:
-    """A command on one line, here-document bodies left out."""
-    return shorten("; ".join(line.strip() for line in command_outline(command).splitlines() if line.strip()), max_chars)
-
-
-def _what(call: ToolCall, action: Action, max_chars: int) -> str:
-    """What a call did, on one line: ``$ command``, ``read path``, ``searched with grep for `x```, ``called f(...)``."""
-    if action.command:
-        return f"$ {_headline(action.command, max_chars)}"
-    if action.kind in (READ, EDIT) and action.paths:
-        return f"{'read' if action.kind == READ else 'edited'} {', '.join(action.paths[:3])}"
-    if action.kind == SEARCH:
-        query = next((str(call.arguments[k]) for k in _QUERY_KEYS if call.arguments.get(k)), "")
-        return f"searched with {call.name}" + (f" for `{shorten(query, 100)}`" if query else "")
-    if action.kind == TODO:
-        return f"called {call.name} (todo list)"
-    return f"called {shorten(call_line(call), max_chars)}"
-
-
-def _describe(call: ToolCall, action: Action, failure: str | None, unanswered: bool, ended: str | None) -> str:
-    """One line for "last actions": what the call did, and the line its result ended on (or its failure). A read
-    of a file ends on whichever line the range stopped at ("→ 820" after ``nl -ba core.py | sed -n 720,820p``),
-    which concludes nothing: the read is named without it."""
-    what = _what(call, action, 160)
-    if unanswered:
-        return f"{what} → no result yet"
-    if failure is not None:
-        return f"{what} → failed: {shorten(failure, TEXT_CHARS['result_line'])}"
-    if action.kind == READ and file_content(action):
-        return what
-    if (action.command or action.kind in (OTHER, SEARCH)) and ended:
-        return f"{what} → {ended}"
-    return what
-
-
-_MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+|```\w*"
-                     r"|\(Open file: .*\)|\(Current directory: .*\)|bash-\$)$", re.IGNORECASE)
-"""A line of an output's framing, not of what the command printed: a harness's wrapper and exit status, and the
-state SWE-agent appends to every observation (its open file, its directory, its prompt)."""
-_DONE_MARK = re.compile(r"///PROCESS-DONE:-?\d+:PROCESS-DONE///$")
-"""SWE-agent's end-of-command mark, glued to the command's last line."""
-
-
-def result_line(text: str) -> str | None:
-    """The line an output ended on, verbatim (framing such as ``<returncode>`` left out): what it concluded."""
-    end = len(text)
-    while end > 0:
-        start = text.rfind("\n", 0, end) + 1
-        stripped = _DONE_MARK.sub("", text[start:end].strip()).strip()
-        if stripped and not _MARKUP.match(stripped):
-            return shorten(stripped, TEXT_CHARS["result_line"])
-        end = start - 1
-    return None
-
-
-def _traceback_end(text: str, default: str) -> str:
-    """The exception line that ends the output's last traceback (``package.module.SomeProblem: …``, which is
-    not an error line of its own), or ``default`` when there is none."""
-    lines = text[-16_000:].splitlines()
-    start = max((i for i, ln in enumerate(lines) if ln.strip().startswith("Traceback (")), default=None)
-    if start is None:
-        return default
-    return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
-
-
-def shown_error(text: str, action: Action | None) -> list[str] | None:
-    """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
-    end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
-    What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
-    shown = None if file_content(action) else _shown_error(text)
-    return None if shown is None else [*shown[1], shown[0]]
-
-
-def failing_error(text: str, line: str) -> list[str]:
-    """The failure line :func:`~contextfold.actions.failure_line` named, under its failing frame, as the agent
-    needs it: a traceback's header stands for the exception the traceback ended on (which is no error line of
-    its own, ``django.core.exceptions.AppRegistryNotReady: …``), the frame being the lines above that; for a
-    failure by exit status alone, the lines above the last line its output printed."""
-    line = exception_line(text, line)
-    return [*error_frame(text, line.partition(EXIT_FAILURE_ENDED)[2] or line), line]
-
-
-def exception_line(text: str, line: str) -> str:
-    """``line``, or for a traceback's header the exception line the output's last traceback ended on."""
-    return _traceback_end(text, line) if line.startswith("Traceback (") else line
-
-
-def error_frame(text: str, line: str) -> list[str]:
-    """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
-    (a traceback's ``File …`` line and its code line), verbatim."""
-    lines = text[-16_000:].splitlines()
-    at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
-    if at is None:
-        return []
-    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())]
-    return [shorten(ln, TEXT_CHARS["error_line"]) for ln in above[-2:]]
-
-
-def finding_lines(text: str) -> list[str]:
-    """The lines of what the assistant wrote that state a finding or a decision, verbatim, in order.
-
-    A line outside code fences that names something specific (a path, a
-    name, a value) and says what it is, does or why (see ``_FINDING_WORDS``);
-    a plan to look somewhere ("Let me look at X") is not a finding: such a
-    sentence is left out of its line.
-    """
-    found: list[str] = []
-    fenced = False
-    for raw in text.splitlines():
-        if _FENCE.match(raw):
-            fenced = not fenced
-            continue
-        sentences = _SENTENCE.split(raw.strip())
-        line = " ".join(s for s in sentences if not s.lower().startswith(_PLAN_OPENINGS))  # "Let me look at X" finds nothing
-        if fenced or len(line) < 24 or len(line.split()) < 5:
-            continue
-        if _SPECIFIC.search(line) and not _FINDING_WORDS.isdisjoint(_LOWER_WORD.findall(line.lower())):
-            found.append(shorten(line, TEXT_CHARS["finding"]))
-    return found
-
-
-def call_line(call: ToolCall) -> str:
-    """A call on one line with its arguments, each value shortened: ``book(user_id='mia_li', flights=[...])``.
-
-    Arguments past ``TEXT_CHARS["call"]`` are left out whole (``, …``), never cut twice.
-    """
-    shown: list[str] = []
-    size = len(call.name) + 2
-    for key, value in call.arguments.items():
-        argument = f"{key}={_argument(value)}"
-        if shown and size + len(argument) > TEXT_CHARS["call"]:
-            shown.append("…")
-            break
-        shown.append(argument)
-        size += len(argument) + 2
-    return f"{call.name}({', '.join(shown)})"
-
-
-def gives_input(call: ToolCall) -> bool:
-    """Whether the call hands over something of substance (text typed, a query, a record to book, an id to look
-    up), rather than only moving around (a click on element 12, a page state, a URL: the pages say that)."""
-    return any((isinstance(v, str) and v.strip() and not _URL.fullmatch(v.strip())) or isinstance(v, (list, dict))
-               for v in call.arguments.values())
-
-
-def _argument(value: Any) -> str:
-    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return shorten(" ".join(text.split()), TEXT_CHARS["argument"])
-
-
-def _json_object(text: str) -> Mapping[str, Any] | None:
-    """The JSON object a tool returned (a record, a page's state), or None for anything else."""
-    stripped = text.strip()
-    if not stripped.startswith("{") or len(stripped) > RESULT_JSON_CHARS:
-        return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -41,8 +41,11 @@ from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
 from ..reading import opening
-from ._facts import ErrorFacts, Facts, names_in, todo_line
+from ._calls import todo_line
+from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
+from ._records import ErrorFacts
+from ._said import names_in
 from ._text import Meter, shorten
 from .base import SummaryRequest, SummaryResult
 
@@ -345,6 +348,9 @@ class _Layout:
         if facts.last_test:
             parts.append(Fixed(self.meter, f"- Last test run: `{shorten(facts.last_test['command'], 200)}` → "
                                            f"{facts.last_test['line']}"))
+        if facts.last_run:  # newer than the last test run: a build or a check, or tests that printed no tally
+            parts.append(Fixed(self.meter, f"- Last build or check command since: `{shorten(facts.last_run['command'], 200)}`"
+                                           f" → {facts.last_run['line']}"))
         for text in facts.earlier_summaries:
             parts.append(self._elastic(text, _W_EARLIER_SUMMARY, _EARLIER_SUMMARY_FLOOR, "- An earlier summary said:\n"))
         if facts.commands:

@@ -51,37 +51,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
-from typing import Any, Protocol
+from typing import Any
 
 from ..adapters import PROVIDERS, Adapter, Reply, adapter_for
-from ..conversation import Conversation, Header, Item, Text
+from ..conversation import Conversation
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import check_tokens, model_limits, reply_within, require_provider
 from ..redaction import redact_credentials
-from ..rendering import Renderer
 from ..sdk import ClientOptions
 from ..usage import Usage
-from ._text import Meter
+from ._failures import FATAL, TOO_LONG, TRANSIENT, Failure, classify
+from ._payload import Fitter, Payload, PromptFitter, RidingFitter
 from .base import Summarizer, SummaryRequest, SummaryResult
 from .extractive import ExtractiveSummarizer
-from .prompts import (
-    STRUCTURED,
-    SYSTEM_PROMPT,
-    frame,
-    omission_note,
-    quote_user_messages,
-    render_span,
-    riding_instruction,
-    section_titles,
-    summary_from_answer,
-    task_prompt,
-)
+from .prompts import STRUCTURED, section_titles, summary_from_answer
 
 DEFAULT_DEADLINE_S = 40.0
 """Wall-clock bound on one summary (all attempts and waits); then the fallback writes it."""
@@ -96,10 +83,6 @@ SHRINK_WITHOUT_FIGURES = 0.75
 SHRINK_MARGIN = 0.9
 """After one that does, to this share of what the provider said would fit."""
 
-TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
-_RETRIED_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_CALLS = frozenset({"timeout", "connection"})
-
 log = logging.getLogger(__name__)
 
 
@@ -107,26 +90,7 @@ class OutOfTime(Exception):
     """The summary's deadline passed before an answer came (the outcome the drivers hand the plan)."""
 
 
-# --------------------------------------------------------------------------- what goes out, what comes back
-
-
-@dataclass(frozen=True)
-class Payload:
-    """One request to the summarizing model: its wire body parts, its size, and its neutral form for accounting.
-
-    ``body`` holds the provider-specific fields (``system``/``messages``, or
-    ``input``); ``tokens`` is the estimated prompt size; ``omitted_items``
-    counts the span items left out for room. ``rendered`` says ``body`` is
-    the whole request as the adapter rendered it (the agent's own request);
-    ``note`` says why the request is not that one, when it could have been.
-    """
-
-    body: Mapping[str, Any]
-    conversation: Conversation
-    tokens: int
-    omitted_items: int = 0
-    rendered: bool = False
-    note: str | None = None
+# --------------------------------------------------------------------------- what comes back
 
 
 @dataclass(frozen=True)
@@ -137,27 +101,6 @@ class Answer:
     stopped: str | None = None
     usage: Usage | None = None
     output: Sequence[Mapping[str, Any]] = ()
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A call that got no answer, classified: ``kind`` is ``too_long``, ``transient`` or ``fatal``.
-
-    ``retry_after_s`` is the wait the provider asked for; ``fits_share`` is
-    the share of the request the provider said would fit (its maximum over
-    the size it counted), when it said.
-    """
-
-    kind: str
-    reason: str
-    retry_after_s: float | None = None
-    fits_share: float | None = None
-
-
-class Fitter(Protocol):
-    """Builds the request for a budget of prompt tokens; ``None`` when nothing useful fits."""
-
-    def fit(self, budget_tokens: int) -> Payload | None: ...
 
 
 @dataclass(frozen=True)
@@ -498,132 +441,7 @@ def _within(seconds: float, call: Callable[[], Answer]) -> Answer | BaseExceptio
     return outcome[0] if outcome else OutOfTime()
 
 
-def classify(error: BaseException, adapter: Adapter) -> Failure:
-    """What an SDK exception means for the retry loop, as the provider's adapter reads it."""
-    timeouts, transport = _httpx_errors()
-    if isinstance(error, (TimeoutError, *timeouts)):
-        return Failure(TRANSIENT, "timed out")
-    if isinstance(error, transport):
-        return Failure(TRANSIENT, f"connection error: {error}")
-    call = adapter.call_error(error)
-    if call is None:
-        return Failure(FATAL, f"{type(error).__name__}: {error}")
-    if call.kind in _TRANSIENT_CALLS or call.status is None:
-        return Failure(TRANSIENT, call.message)
-    text = f"HTTP {call.status}: {call.message}"
-    too_long = adapter.prompt_too_long(error)
-    if too_long is not None:
-        return Failure(TOO_LONG, text, fits_share=too_long.fits_share)
-    if call.status in _RETRIED_STATUS or call.status >= 500:
-        return Failure(TRANSIENT, text, retry_after_s=call.retry_after_s)
-    return Failure(FATAL, text)
-
-
-HTTP_CLIENTS = ("httpx", "httpx2")
-"""The HTTP packages the SDKs raise through: httpx, and httpx2 (google-genai 3's, with the same error classes)."""
-
-
-def _httpx_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """httpx's (and httpx2's) timeout and transport errors, which a streamed body raises unwrapped (the SDKs wrap
-    only what happens before the response starts, and google-genai 3 not even that); none when neither was
-    imported."""
-    modules = [sys.modules[name] for name in HTTP_CLIENTS if sys.modules.get(name) is not None]
-    return tuple(m.TimeoutException for m in modules), tuple(m.TransportError for m in modules)
-
-
-# --------------------------------------------------------------------------- the prompt-based summarizers
-
-
-class PromptFitter:
-    """The summary prompt for a budget: the oldest units are left out (their user messages quoted) until it fits.
-
-    Sizes are summed from per-unit counts made once, so fitting again with a
-    smaller budget costs no new counting but the final check.
-    """
-
-    def __init__(self, request: SummaryRequest, style: str) -> None:
-        self.meter = Meter(request.count_text)
-        self.span = render_span(request.items)
-        self.task = task_prompt(style, request.target_tokens, request.instructions, request.history_tools)
-        fixed = (SYSTEM_PROMPT, self.task, frame((), self.span.earlier_summary, None), omission_note(0, ()))
-        self.fixed_tokens = sum(map(self.meter, fixed))
-        # left[i]: tokens of the units from i on; quoted[i]: tokens of the user messages of units before i, quoted.
-        unit_tokens = [self.meter(unit) for unit in self.span.units]
-        self.left = [*accumulate(reversed(unit_tokens), initial=0)][::-1]
-        quotes = [self.meter(quote_user_messages(messages)) if messages else 0 for messages in self.span.unit_user_messages]
-        self.quoted = [*accumulate(quotes, initial=0)]
-
-    def fit(self, budget_tokens: int) -> Payload | None:
-        for start in range(len(self.span.units) or 1):  # at least one unit is kept; with none, one try
-            if self.fixed_tokens + self.left[start] + self.quoted[start] > budget_tokens:
-                continue
-            payload = self._payload(start)
-            if payload.tokens <= budget_tokens:
-                return payload
-        return None
-
-    def _payload(self, start: int) -> Payload:
-        omitted = sum(self.span.unit_items[:start])
-        messages = [text for unit in self.span.unit_user_messages[:start] for text in unit]
-        note = omission_note(omitted, messages) if start else None
-        user = f"{frame(self.span.units[start:], self.span.earlier_summary, note)}\n\n{self.task}"
-        tokens = self.meter(SYSTEM_PROMPT) + self.meter.exact(user)
-        system = Header(system=(Item("system", (Text(SYSTEM_PROMPT),)),))
-        conversation = Conversation([Item("user", (Text(user),))], system)
-        return Payload({"system": SYSTEM_PROMPT, "user": user}, conversation, tokens, omitted)
-
-
-class RidingFitter:
-    """The agent's own next request with the summary instruction appended as the last user message.
-
-    Sent as the agent would send it (same system prompt, tools, messages and
-    cache marks, rendered by the provider's adapter, tool use turned off the
-    way :meth:`~contextfold.adapters.Adapter.for_summary` says), the request
-    reads everything but the instruction from the prompt cache the agent's
-    last request wrote. When it is over the budget, ``fitted`` (the
-    separately rendered prompt) makes the request instead, with a note saying so.
-    A trailing call still waiting for its result is left out (with what
-    follows it), so the request stays valid.
-    """
-
-    def __init__(self, request: SummaryRequest, style: str, adapter: Adapter, cache_key: str | None,
-                 fitted: PromptFitter) -> None:
-        assert request.next_request is not None
-        self.fitted = fitted
-        conversation = _answered(request.next_request)
-        span = {item.id for item in request.items}
-        places = [n for n, item in enumerate(conversation) if item.id in span]
-        before, after = (places[0], len(conversation) - places[-1] - 1) if places else (0, 0)
-        instruction = riding_instruction(style, request.target_tokens, request.instructions, before, after,
-                                         request.history_tools)
-        self.conversation = conversation.with_items([*conversation, Item("user", (Text(instruction),))])
-        self.tokens = request.next_request_tokens + fitted.meter.exact(instruction)
-        self.body = adapter.for_summary(Renderer(adapter).render(self.conversation), cache_key)
-
-    def fit(self, budget_tokens: int) -> Payload | None:
-        if self.tokens <= budget_tokens:
-            return Payload(self.body, self.conversation, self.tokens, rendered=True)
-        return self._instead(budget_tokens, f"the agent's request ({self.tokens:,} tokens) is over the summarizer's "
-                                            f"budget of {budget_tokens:,}")
-
-    def refused(self, budget_tokens: int, reason: str) -> Payload | None:
-        """The fitted prompt after the provider refused the agent's request (``reason``)."""
-        return self._instead(budget_tokens, f"the agent's request was refused ({reason})")
-
-    def _instead(self, budget_tokens: int, why: str) -> Payload | None:
-        payload = self.fitted.fit(budget_tokens)
-        note = f"{why}: the fitted prompt was sent instead, not read from the prompt cache"
-        return replace(payload, note=note) if payload is not None else None
-
-
-def _answered(conversation: Conversation) -> Conversation:
-    """``conversation`` without its last call turn when a call of it has no result yet (all of it, usually)."""
-    items = list(conversation)
-    answered = {item.tool_result.call_id for item in items if item.tool_result is not None}
-    last = next((n for n in range(len(items) - 1, -1, -1) if items[n].tool_calls), None)
-    if last is None or all(call.id in answered for call in items[last].tool_calls):
-        return conversation
-    return conversation.with_items(items[:last])
+# --------------------------------------------------------------------------- the prompt-based summarizer
 
 
 @dataclass

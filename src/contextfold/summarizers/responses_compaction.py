@@ -28,8 +28,9 @@ from typing import Any
 from ..adapters import to_responses
 from ..adapters.registry import RESPONSES
 from ..conversation import Conversation, Header
+from ._payload import Fitter, Payload
 from .base import SummaryRequest, SummaryResult
-from .llm import Answer, Fitter, LLMSummarizer, Payload
+from .llm import Answer, LLMSummarizer
 
 DEFAULT_COMPACTION_MODEL = "gpt-5.1-codex-mini"
 

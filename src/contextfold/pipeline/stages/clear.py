@@ -29,7 +29,7 @@ from dataclasses import replace
 from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
-from ...summarizers._facts import error_frame, exception_line, failing_error, file_content, shown_error, tally_line
+from ...summarizers._outputs import error_frame, exception_line, failing_error, file_content, shown_error, tally_line
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
                      with_result)

@@ -37,7 +37,7 @@ from ...conversation import Conversation, Header, Item, Offloaded
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...lookback.names import HISTORY_TOOLS, names_history_tools
-from ...summarizers._facts import file_content
+from ...summarizers._outputs import file_content
 from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ...actions import EDIT, READ, call_actions, result_action
 from ...conversation import Conversation, Item, Provenance, Text, Thinking, readable_text, strings_in
 from ...events import Event
+from ...reading import agent_words
 from ...summarizers._facts import Facts
 from ...summarizers._text import clip, shorten
 from ..base import Budget
@@ -282,7 +283,7 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
     if item.provenance.survival:  # an earlier note: its lines keep the sources it named
         return _note_segments(item.text)
     if item.role == "assistant":
-        said = "\n".join(b.text for b in item.blocks if isinstance(b, Text))
+        said = agent_words(item)
         thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
         pieces = [("The agent said:", f"{thought}\n{said}".strip().splitlines())]
         for call, act in zip(item.tool_calls, call_actions(item)):

@@ -1,0 +1,222 @@
+"""What one tool output shows, read off its text: the line it ended on, a test tally, the error it reports
+with its failing frame, the head of a project manifest, a returned record; and the per-item memo that reads each
+of these once (an item never changes)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..actions import EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
+from ..conversation import Item
+from ._text import shorten
+
+# A state is carried from one summary into the next, so each of its facts is bounded.
+TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant": 4_000, "earlier_summary": 8_000,
+              "error_line": 1_000, "command": 300, "call": 400, "argument": 160, "finding": 400, "result_line": 200,
+              "fetched_task": 6_000}
+"""The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
+RESULT_JSON_CHARS = 200_000
+"""Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
+
+_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):\d+:', re.MULTILINE)
+_EXCEPTION_LINE = re.compile(r"(E\s+)?[\w.]*(Error|Exception)\b")
+_TEST_RESULT = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:OK|FAILED)(?: \(.*\))?$"
+    r"|\btest result: |^Tests?:\s+\d+|\b\d+ (?:tests?|examples?|specs?),? (?:\d+ )?(?:passed|failed)|\bAll \d+ tests? passed",
+    re.MULTILINE,
+)
+"""A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
+_LOG_SUFFIXES = (".log", ".out", ".err")
+"""A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
+TALLY_CHARS = 2_000
+"""A test run's tally is among its last lines: only these are searched."""
+_TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
+"""Words every tally holds: only lines with one are searched (the full pattern is slow)."""
+MANIFESTS = frozenset({"package.json", "composer.json", "deno.json", "pyproject.toml", "Cargo.toml"})
+"""Files that say what a project is and how to build, test and run it (its scripts): kept as the agent read them."""
+MANIFEST_HEAD_LINES = 12
+"""Lines of a manifest kept when it defines no scripts (its name, version, entry point)."""
+MANIFEST_MAX_LINES = 40
+_SCRIPTS_START = re.compile(r'^\s*(?:"scripts"\s*:\s*\{|\[(?:project\.scripts|tool\.poetry\.scripts|tool\.pdm\.scripts)\])')
+
+
+_T = TypeVar("_T")
+
+
+# ---------------------------------------------------------------------- what one item shows, read once
+
+def _kept(item: Item | None, key: str, compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept in ``item.memo`` under ``key``: an item never changes, so what it shows is read once."""
+    if item is None:
+        return compute()
+    memo = item.memo
+    if key not in memo:
+        memo[key] = compute()
+    value: _T = memo[key]
+    return value
+
+
+def tally_line(text: str) -> str | None:
+    """The line a test run's output states how it ended on (among its last lines), if it is a test run."""
+    tail = text[-TALLY_CHARS:]
+    if not _TALLY_HINT.search(tail):
+        return None
+    tally = next((line.strip() for line in reversed(tail.splitlines())
+                  if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None)
+    return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
+
+
+def _kept_for(item: Item | None, key: str, basis: object, compute: Callable[[], _T]) -> _T:
+    """:func:`_kept` for a value that depends on ``basis`` too (the call an output answers): recomputed if it differs."""
+    known = _kept(item, key, lambda: (basis, compute()))
+    if known[0] is not basis and known[0] != basis:
+        known = (basis, compute())
+        if item is not None:
+            item.memo[key] = known
+    return known[1]
+
+
+def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The last error line an output shows, wherever it reports one (a traceback's exception line), and its frame."""
+    shown = reported_error_lines(text)
+    if not shown:
+        return None
+    line = _traceback_end(text, shown[-1]) if shown[-1].startswith("Traceback (") else shown[-1]
+    return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
+
+
+def file_content(action: Action | None) -> bool:
+    """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log):
+    an error line in it is code, not an error shown."""
+    return action is not None and action.kind in (READ, SEARCH) and not any(p.endswith(_LOG_SUFFIXES) for p in action.paths)
+
+
+@dataclass(frozen=True)
+class _ErrorRead:
+    """What a failed call's output says about its failure (see :meth:`Facts._record_error`)."""
+
+    line: str  # the line naming the failure (a traceback's exception line rather than its header)
+    named: tuple[str, ...]  # the files its traceback names, the last five
+    detail: str | None  # the most telling exception line, when the line is only a tally
+    frame: tuple[str, ...]  # the lines above the failure: the frame that failed
+    reported: bool  # the line is one the output reports as an error, not a stand-in (a bare exit status)
+
+
+def _error_details(text: str, line: str) -> _ErrorRead:
+    """What ``text``, an output whose failure line is ``line``, says about the failure."""
+    header, line = line, _traceback_end(text, line) if line.startswith("Traceback (") else line
+    named = [m.group("a") or m.group("b") for m in _TRACEBACK_PATH.finditer(text[-8_000:])]
+    reported = reported_error_lines(text)
+    ended = _traceback_end(text, "")  # the exception a traceback ended on: the frame above it is what failed
+    exceptions = [ended] if ended else [e for e in reported if _EXCEPTION_LINE.match(e)]
+    detail = exceptions[-1] if exceptions and exceptions[-1] != line else None
+    return _ErrorRead(
+        line=shorten(line, TEXT_CHARS["error_line"]),
+        named=tuple(named[-5:]),
+        detail=shorten(detail, TEXT_CHARS["error_line"]) if detail else None,
+        frame=tuple(error_frame(text, detail or line.partition(EXIT_FAILURE_ENDED)[2] or line)),  # the lines above its end
+        reported=header in reported,
+    )
+
+
+def manifest_head(text: str) -> list[str]:
+    """The head of a manifest as read: through the end of its scripts block, else its first
+    :data:`MANIFEST_HEAD_LINES` lines (at most :data:`MANIFEST_MAX_LINES`, each capped), verbatim.
+
+    A read numbered in a gutter ends at its last numbered line: what follows was appended by the reader (Claude
+    Code's ``<system-reminder>`` about malware), not the file."""
+    lines = [line.rstrip() for line in text.splitlines()[:200]]
+    if lines and READER_GUTTER.match(lines[0]):
+        lines = lines[:next((i for i, line in enumerate(lines) if not READER_GUTTER.match(line)), len(lines))]
+    bodies = [READER_GUTTER.sub("", line, count=1) for line in lines]
+    start = next((i for i, body in enumerate(bodies) if _SCRIPTS_START.match(body)), None)
+    end = MANIFEST_HEAD_LINES
+    if start is not None:  # a TOML table ends where the next begins; a JSON object on its closing brace
+        opened = bodies[start].strip()
+        closing = "[" if opened.startswith("[") else "}" if opened.endswith("{") else None
+        end = start + 1 if closing is None else next(
+            (i for i in range(start + 1, len(bodies)) if bodies[i].strip().startswith(closing)), len(bodies))
+        end += closing == "}"
+    head = [shorten(line, TEXT_CHARS["result_line"]) for line in lines[:min(end, MANIFEST_MAX_LINES)]]
+    while head and not head[-1].strip():
+        head.pop()
+    return head
+
+
+_MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with)? code:?\s*-?\d+|```\w*"
+                     r"|\(Open file: .*\)|\(Current directory: .*\)|bash-\$)$", re.IGNORECASE)
+"""A line of an output's framing, not of what the command printed: a harness's wrapper and exit status, and the
+state SWE-agent appends to every observation (its open file, its directory, its prompt)."""
+_DONE_MARK = re.compile(r"///PROCESS-DONE:-?\d+:PROCESS-DONE///$")
+"""SWE-agent's end-of-command mark, glued to the command's last line."""
+
+
+def result_line(text: str) -> str | None:
+    """The line an output ended on, verbatim (framing such as ``<returncode>`` left out): what it concluded."""
+    end = len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        stripped = _DONE_MARK.sub("", text[start:end].strip()).strip()
+        if stripped and not _MARKUP.match(stripped):
+            return shorten(stripped, TEXT_CHARS["result_line"])
+        end = start - 1
+    return None
+
+
+def _traceback_end(text: str, default: str) -> str:
+    """The exception line that ends the output's last traceback (``package.module.SomeProblem: …``, which is
+    not an error line of its own), or ``default`` when there is none."""
+    lines = text[-16_000:].splitlines()
+    start = max((i for i, ln in enumerate(lines) if ln.strip().startswith("Traceback (")), default=None)
+    if start is None:
+        return default
+    return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
+
+
+def shown_error(text: str, action: Action | None) -> list[str] | None:
+    """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
+    end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
+    What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
+    shown = None if file_content(action) else _shown_error(text)
+    return None if shown is None else [*shown[1], shown[0]]
+
+
+def failing_error(text: str, line: str) -> list[str]:
+    """The failure line :func:`~contextfold.actions.failure_line` named, under its failing frame, as the agent
+    needs it: a traceback's header stands for the exception the traceback ended on (which is no error line of
+    its own, ``django.core.exceptions.AppRegistryNotReady: …``), the frame being the lines above that; for a
+    failure by exit status alone, the lines above the last line its output printed."""
+    line = exception_line(text, line)
+    return [*error_frame(text, line.partition(EXIT_FAILURE_ENDED)[2] or line), line]
+
+
+def exception_line(text: str, line: str) -> str:
+    """``line``, or for a traceback's header the exception line the output's last traceback ended on."""
+    return _traceback_end(text, line) if line.startswith("Traceback (") else line
+
+
+def error_frame(text: str, line: str) -> list[str]:
+    """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
+    (a traceback's ``File …`` line and its code line), verbatim."""
+    lines = text[-16_000:].splitlines()
+    at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
+    if at is None:
+        return []
+    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())]
+    return [shorten(ln, TEXT_CHARS["error_line"]) for ln in above[-2:]]
+
+
+def _json_object(text: str) -> Mapping[str, Any] | None:
+    """The JSON object a tool returned (a record, a page's state), or None for anything else."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or len(stripped) > RESULT_JSON_CHARS:
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
