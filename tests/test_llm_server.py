@@ -10,7 +10,8 @@ import anthropic
 import openai
 import pytest
 
-from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply, check_chat, check_messages, check_responses
+from contextfold.testing.fake_llm import FakeLLMServer, Fault, Reply
+from contextfold.testing.wire_checks import check_chat, check_messages, check_responses
 
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
 TOOL = {"name": "bash", "input_schema": {"type": "object"}}
