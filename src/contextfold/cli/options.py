@@ -227,12 +227,35 @@ def format_option(function: F) -> F:
 
 
 def preset_option(function: F) -> F:
-    """``--preset``: the point on the cost / usable-context frontier the pipeline runs at (``Policy.preset``),
-    passed to the command as a :class:`~contextfold.pipeline.base.Policy`."""
-    return click.option("--preset", "policy", type=click.Choice(tuple(PRESETS)), default="balanced", show_default=True,
-                        callback=lambda context, parameter, name: Policy.preset(name),
-                        help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
-                        "default), thorough (keeps the most); see the README's Presets.")(function)
+    """``--preset`` or ``--policy FILE``: the point on the cost / usable-context frontier the pipeline runs at
+    (``Policy.preset``, or a policy file ``Policy.save`` or ``contextfold tune`` wrote), passed to the command as a
+    :class:`~contextfold.pipeline.base.Policy`. ``--preset`` is read first and left for ``--policy``'s callback,
+    which refuses both at once: one policy is run, and neither silently wins."""
+    key = "contextfold.preset"
+
+    def remember(context: click.Context, parameter: click.Parameter, name: str | None) -> None:
+        if name is not None:
+            context.meta[key] = name
+
+    def resolve(context: click.Context, parameter: click.Parameter, path: Path | None) -> Policy:
+        name = context.meta.get(key)
+        if path is None:
+            return Policy.preset(name or "balanced")
+        if name is not None:
+            raise click.BadParameter(f"--preset {name} and a policy file: give one", param_hint="'--policy'")
+        try:
+            return Policy.load(path)
+        except (ContextfoldError, OSError) as error:  # parsed before the command: its one line is click's
+            raise click.BadParameter(command_line_message(error), param_hint="'--policy'") from None
+
+    function = click.option("--preset", type=click.Choice(tuple(PRESETS)), default=None, is_eager=True,
+                            expose_value=False, callback=remember,
+                            help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
+                            "default), thorough (keeps the most); see the README's Presets.")(function)
+    return click.option("--policy", "policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        callback=resolve, metavar="FILE",
+                        help="A policy file (JSON; what `contextfold tune` writes, or Policy.save) instead of a "
+                        "preset.")(function)
 
 
 def summarizer_options(function: F) -> F:
