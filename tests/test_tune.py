@@ -18,7 +18,7 @@ from contextfold import InvalidPolicy, Policy, Prices, Rule
 from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
-from contextfold.bench.tune import RUNS_FOLDER, choose_policy, sweep, sweep_names
+from contextfold.bench.tune import RUNS_FOLDER, choose_policy, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
@@ -134,13 +134,17 @@ def test_tune_writes_a_loadable_policy_the_frontier_and_which_sessions_each_fold
     assert result.exit_code == 0, result.output
     data = json.loads((out / "tune.json").read_text())
     labels = [f"chats.json#{n}" for n in range(3)]
-    assert sorted(data["sessions"]) == labels and data["chosen"] in GRID and data["anchor"] == "balanced"
+    grid = paired()  # the grid and its pairs, by default
+    assert len(grid) > len(GRID) and "clear-early+summary-2.5k" in grid and "trigger-0.6+trigger-0.75" not in grid
+    assert sorted(data["sessions"]) == labels and data["chosen"] in grid and data["anchor"] == "balanced"
     folds = data["frontier"]["folds"]
     assert sorted(label for fold in folds for label in fold["held_out"]) == labels  # each held out once
-    assert data["runs"] == {"made": 3 * len(sweep_names()), "read_back": 0, "planned": 3 * len(sweep_names())}
-    assert Policy.load(out / "policy.json") == grid_policies()[data["chosen"]]
+    planned = 3 * len(sweep_names(grid))
+    assert data["runs"] == {"made": planned, "read_back": 0, "planned": planned}
+    assert Policy.load(out / "policy.json") == grid_policies(grid)[data["chosen"]]
     assert (out / "frontier.png").stat().st_size > 0
-    assert "held out" in result.output and "fold 0" in result.output and "default" in result.output
+    shown = " ".join(result.output.split())
+    assert "held out: chosen strict" in shown and "fold 0: chose" in shown and "default" in shown
 
 
 def test_an_interrupted_sweep_goes_on_from_the_runs_it_kept(tmp_path: Path) -> None:
@@ -188,9 +192,10 @@ def test_at_the_budget_tune_stops_and_reports_what_it_measured(tmp_path: Path) -
     write_tau_bench(tmp_path / "sessions" / "a.json", 1)
     write_tau_bench(tmp_path / "sessions" / "b.json", 2)
     out = tmp_path / "out"
-    assert tune(str(tmp_path / "sessions"), *SMALL, "--out", str(out), "--no-charts").exit_code == 0
+    assert tune(str(tmp_path / "sessions"), *SMALL, "--out", str(out), "--no-charts", "--no-pairs").exit_code == 0
     write_tau_bench(tmp_path / "sessions" / "c.json", 3)  # a new session, and no time to replay it
-    result = tune(str(tmp_path / "sessions"), *SMALL, "--out", str(out), "--no-charts", "--budget-minutes", "1e-9")
+    result = tune(str(tmp_path / "sessions"), *SMALL, "--out", str(out), "--no-charts", "--no-pairs",
+                  "--budget-minutes", "1e-9")
     assert result.exit_code == 0, result.output
     data = json.loads((out / "tune.json").read_text())
     assert data["budget_ran_out"] and data["not_measured"] == ["c.json"] and sorted(data["sessions"]) == ["a.json",

@@ -250,6 +250,7 @@ def run_bench(
     progress: Progress | None = None,
     finished: Callable[[list[BenchRun]], None] | None = None,
     deadline: float | None = None,
+    failed: Callable[[ReplayFailed], None] | None = None,
 ) -> list[BenchRun]:
     """Replay every session with every strategy named; the runs in session order, then strategy order.
 
@@ -263,7 +264,9 @@ def run_bench(
     (``time.monotonic()``) no session is started any more and the workers'
     sessions still running are abandoned: the runs returned are the sessions
     finished by then (with one job, the session running at the deadline
-    ends first).
+    ends first). A session whose replay raises stops the bench with
+    :class:`ReplayFailed`, unless ``failed`` is given: it is then handed the
+    error and the other sessions go on.
     """
     labels = [session.label for session in sessions]
     if len(set(labels)) < len(labels):
@@ -278,7 +281,12 @@ def run_bench(
         work = [(session, tuple(names), settings) for session in sorted(sessions, key=_size, reverse=True)]
         done: list[BenchRun] = []
 
-        def land(runs: list[BenchRun]) -> None:
+        def land(runs: list[BenchRun] | ReplayFailed) -> None:
+            if isinstance(runs, ReplayFailed):
+                if failed is None:
+                    raise runs
+                failed(runs)
+                runs = []
             done.extend(runs)
             if finished is not None:
                 finished(runs)
@@ -289,10 +297,10 @@ def run_bench(
             for job in work:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                land(replay_session(job))
+                land(_replay_or_failure(job))
         else:
             with _pool_deaf_to_interrupts(jobs) as pool:
-                results = pool.imap_unordered(replay_session, work)
+                results = pool.imap_unordered(_replay_or_failure, work)
                 for _ in work:
                     try:
                         land(results.next(None if deadline is None else max(deadline - time.monotonic(), 0.0)))
@@ -383,6 +391,15 @@ def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[Bench
                                f"{type(error).__name__}: {error}", session.label) from error
         runs.append(_bench_run(session, name, result, strategy.count, dump))
     return runs
+
+
+def _replay_or_failure(job: tuple[Session, tuple[str, ...], Settings]) -> list[BenchRun] | ReplayFailed:
+    """:func:`replay_session`, its failure returned rather than raised: the caller decides whether it stops the
+    bench, and a worker's error crosses to the parent as a value, so the pool goes on."""
+    try:
+        return replay_session(job)
+    except ReplayFailed as error:
+        return error
 
 
 def _bench_run(session: Session, name: str, result: ReplayResult, empty: int, dump: str | None) -> BenchRun:

@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import __version__
 from ..codec import conversation_to_dict
+from ..pipeline.base import Policy
 from ..private_files import replace_file
 from ..replay.lint import SummaryLint
 from ..replay.result import Totals
@@ -47,16 +48,31 @@ DEFAULT_ANCHOR = "balanced"
 """The policy the tuned one is chosen against: the defaults (``Policy()``)."""
 
 
-def sweep_names() -> list[str]:
+Grid = Mapping[str, tuple[str, Mapping[str, Any]]]
+"""Policies by name, each a preset and the knobs it changes (:data:`~.frontier.GRID`'s form)."""
+
+
+def paired(grid: Grid = GRID) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """``grid`` and, for every two of its points that change different knobs of the same preset, both changes at
+    once (``clear-early+summary-2.5k``): one knob at a time finds no gain two small ones make together. The pairs
+    are fixed before anything is measured, so the cross-validation holds for them as for the grid."""
+    changes = [(name, preset, knobs) for name, (preset, knobs) in grid.items() if knobs]
+    pairs = {f"{a}+{b}": (preset, {**knobs, **other})
+             for i, (a, preset, knobs) in enumerate(changes) for b, other_preset, other in changes[i + 1:]
+             if preset == other_preset and not knobs.keys() & other.keys()}
+    return {**grid, **pairs}
+
+
+def sweep_names(grid: Grid = GRID) -> list[str]:
     """The strategies a tune replays every session with: the full history (every cost is relative to it), then
     the grid."""
-    return [BASELINE, *GRID]
+    return [BASELINE, *grid]
 
 
-def tune_settings(settings: Settings) -> Settings:
+def tune_settings(settings: Settings, grid: Grid = GRID) -> Settings:
     """``settings`` with the grid's policies as the variants each grid point runs at."""
     return Settings(settings.window_tokens, settings.max_output_tokens, settings.tokenizer, settings.prices,
-                    settings.cache_ttl_s, None, settings.results_dir, settings.policy, grid_policies())
+                    settings.cache_ttl_s, None, settings.results_dir, settings.policy, grid_policies(grid))
 
 
 # --------------------------------------------------------------------------- runs kept on disk
@@ -138,6 +154,8 @@ class Sweep:
     unmeasured or part-measured when the budget ran out (``incomplete``), those that could not be replayed, and
     how many runs were read back from the folder and how many made now."""
 
+    policies: dict[str, Policy]
+    """The grid swept, by name."""
     runs: tuple[BenchRun, ...]
     complete: tuple[str, ...]
     incomplete: tuple[str, ...]
@@ -151,15 +169,15 @@ class Sweep:
     seconds: float
 
 
-def sweep(sessions: Sequence[Session], settings: Settings, out: Path, *, jobs: int | None = None,
+def sweep(sessions: Sequence[Session], settings: Settings, out: Path, *, grid: Grid = GRID, jobs: int | None = None,
           progress: Progress | None = None, budget_s: float | None = None) -> Sweep:
     """Every session replayed with every strategy of :func:`sweep_names`, the runs kept in ``out``/``runs`` as
     they finish; those kept already are read back, not made again. With ``budget_s`` no session is started after
     that many seconds and those still running are abandoned (their finished runs were kept)."""
     started = time.monotonic()
     deadline = None if budget_s is None else started + budget_s
-    settings = tune_settings(settings)
-    names = sweep_names()
+    settings = tune_settings(settings, grid)
+    names = sweep_names(grid)
     cache = RunCache(out / RUNS_FOLDER)
     keys: dict[tuple[str, str], str] = {}
     have: dict[tuple[str, str], BenchRun] = {}
@@ -185,24 +203,23 @@ def sweep(sessions: Sequence[Session], settings: Settings, out: Path, *, jobs: i
             cache.put(keys[run.session, run.strategy], run)
             have[run.session, run.strategy] = run
 
+    def fail(error: ReplayFailed) -> None:  # that session is left out, said why; the others go on
+        log.warning("%s: left out of the tune", error)
+        failed[error.session or ""] = str(error)
+
     told = None if progress is None else lambda _done, _total: progress(len(have), planned)
     if told is not None:
         told(0, 0)
     for left, waiting in todo.items():
-        while waiting and (deadline is None or time.monotonic() < deadline):
-            try:
-                run_bench(waiting, list(left), settings, jobs=jobs, progress=told, finished=keep, deadline=deadline)
-            except ReplayFailed as error:  # that session is left out, said why; the others go on
-                if error.session is None:
-                    raise
-                log.warning("%s: left out of the tune", error)
-                failed[error.session] = str(error)
-            waiting = [s for s in waiting if s.label not in failed and any((s.label, n) not in have for n in left)]
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        run_bench(waiting, list(left), settings, jobs=jobs, progress=told, finished=keep, deadline=deadline,
+                  failed=fail)
     complete = tuple(s.label for s in sessions if all((s.label, name) in have for name in names))
     runs = tuple(have[label, name] for label in complete for name in names)
     incomplete = tuple(s.label for s in sessions if s.label not in complete and s.label not in failed)
-    return Sweep(runs, complete, incomplete, failed, cached, len(have) - cached, planned, bool(incomplete),
-                 time.monotonic() - started)
+    return Sweep(dict(settings.variants), runs, complete, incomplete, failed, cached, len(have) - cached, planned,
+                 bool(incomplete), time.monotonic() - started)
 
 
 # --------------------------------------------------------------------------- the choice
@@ -217,24 +234,26 @@ class Tuned:
     found: Frontier
     anchor: str
     chosen: str
+    policy: Policy
+    """The chosen point's policy: what the policy file holds."""
     asked: dict[str, float | None] = field(default_factory=dict)
     held_out_asked: tuple[float | None, float | None] = (None, None)
     """The anchor's ``asked`` and the cross-validated choice's, over the held-out sessions."""
 
 
 def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_ANCHOR) -> Tuned:
-    """The frontier of :data:`GRID` over the sessions of ``result`` and the point chosen for ``anchor`` on all of
-    them (:func:`~.frontier.choose`); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
-    found = frontier(result.runs, list(GRID), [], window, folds)
-    grid_points = [p for p in found.points if p.name in GRID]
-    chosen = choose(grid_points, anchor).name
-    asked = {name: mean_asked(r for r in result.runs if r.strategy == name) for name in GRID}
+    """The frontier of the grid swept over the sessions of ``result`` and the point chosen for ``anchor`` on all
+    of them (:func:`~.frontier.choose`); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
+    grid = list(result.policies)
+    found = frontier(result.runs, grid, [], window, folds)
+    chosen = choose([p for p in found.points if p.name in grid], anchor).name
+    asked = {name: mean_asked(r for r in result.runs if r.strategy == name) for name in grid}
     held_out: tuple[float | None, float | None] = (None, None)
     if anchor in found.held_out:
         picked = [r for fold in found.folds for r in result.runs
                   if r.session in fold.held_out and r.strategy == fold.chosen[anchor]]
         held_out = (asked[anchor], mean_asked(picked))
-    return Tuned(found, anchor, chosen, asked, held_out)
+    return Tuned(found, anchor, chosen, result.policies[chosen], asked, held_out)
 
 
 def mean_asked(runs: Iterable[BenchRun]) -> float | None:

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..bench.frontier import GRID, Point, beats, grid_policies
+from ..bench.frontier import GRID, Point, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
-from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, sweep
+from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
 from .bench import check_out
@@ -42,10 +42,13 @@ CHART_FILE = "frontier.png"
               help="Token counter (auto: o200k when its file is on this machine, else the estimate).")
 @click.option("--max-output", type=click.IntRange(min=1), default=StrategyConfig.max_output_tokens, show_default=True,
               help="Tokens reserved for each reply.")
+@click.option("--pairs/--no-pairs", default=True, show_default=True,
+              help="Also sweep every two of the grid's changes of one preset together "
+              f"({len(paired()) - len(GRID)} more policies).")
 @click.option("--no-charts", "charts", flag_value=False, default=True, help=f"No {CHART_FILE} (no matplotlib needed).")
 @reports_errors
 def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, budget_minutes: float | None,
-                 jobs: int | None, tokenizer: str, max_output: int, charts: bool) -> None:
+                 jobs: int | None, tokenizer: str, max_output: int, pairs: bool, charts: bool) -> None:
     """Tune the policy on your own recorded sessions under PATHS (any format `replay` reads: a Claude Code projects
     folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose the best strict
     recall at no more than the default's cost, cross-validated by session, and write it to OUT/policy.json
@@ -63,9 +66,10 @@ def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, bu
     out.mkdir(parents=True, exist_ok=True)
     budget_s = None if budget_minutes is None else budget_minutes * 60
     try:
-        with progress_bar(f"{len(sessions)} sessions × {len(GRID) + 1} strategies") as update:
-            result = sweep(sessions, Settings(window, max_output, tokenizer), out, jobs=jobs, progress=update,
-                           budget_s=budget_s)
+        grid = paired() if pairs else GRID
+        with progress_bar(f"{len(sessions)} sessions × {len(grid) + 1} strategies") as update:
+            result = sweep(sessions, Settings(window, max_output, tokenizer), out, grid=grid, jobs=jobs,
+                           progress=update, budget_s=budget_s)
     except KeyboardInterrupt:
         click.echo(f"contextfold: tune interrupted; the finished runs are kept in {out / RUNS_FOLDER}: run the same "
                    "command to go on", err=True)
@@ -76,7 +80,7 @@ def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, bu
         raise click.ClickException("no session was measured with every policy: no policy chosen (a larger "
                                    "--budget-minutes, or run again to go on)")
     tuned = choose_policy(result, window, folds)
-    written = [grid_policies()[tuned.chosen].save(out / POLICY_FILE)]
+    written = [tuned.policy.save(out / POLICY_FILE)]
     (out / TUNE_FILE).write_text(json.dumps(tune_json(result, tuned, skipped), indent=1) + "\n", encoding="utf-8")
     written.append(out / TUNE_FILE)
     if charts:
@@ -113,12 +117,15 @@ def tune_table(tuned: Tuned) -> Table:
     table = Table(title=f"window {found.window:,} tokens, {max(p.sessions for p in found.points)} sessions: cost "
                   "relative to the full history (LLM: summaries priced as LLM calls; ride: riding the agent's cache)",
                   title_justify="left")
-    for header in ("policy", "cost LLM", "cost ride", "strict", "asked", "frontier", ""):
-        table.add_column(header, justify="left" if header == "policy" else "right", no_wrap=True)
+    table.add_column("policy", overflow="fold")  # a long pair's name folds; every figure stays whole
+    for header in ("cost LLM", "cost ride", "strict", "asked"):
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("", overflow="fold")
     for p in found.points:
-        marks = [mark for mark, name in (("default", tuned.anchor), ("tuned", tuned.chosen)) if p.name == name]
+        marks = [mark for mark, on in (("frontier", p.name in found.frontier), ("default", p.name == tuned.anchor),
+                                       ("tuned", p.name == tuned.chosen)) if on]
         table.add_row(p.name, f"{p.cost:.3f}", f"{p.cost_ride:.3f}", _share(p.strict), _share(tuned.asked.get(p.name)),
-                      "yes" if p.name in found.frontier else "", ", ".join(marks))
+                      " ".join(marks))
     return table
 
 
@@ -127,9 +134,10 @@ def _folds(tuned: Tuned) -> list[str]:
     if not tuned.found.folds:
         return ["no cross-validation: fewer than two sessions were measured"]
     lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose on the other folds' sessions, at no "
-             f"more than {tuned.anchor}'s cost, and was scored on its own):"]
+             f"more than {tuned.anchor}'s cost, and was scored on its own; {TUNE_FILE} has the full labels):"]
     for fold in tuned.found.folds:
-        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]}; held out {', '.join(fold.held_out)}")
+        held_out = ", ".join(Path(label).name for label in fold.held_out)
+        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]}; held out {held_out}")
     return lines
 
 
