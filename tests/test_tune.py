@@ -160,8 +160,10 @@ def test_an_interrupted_sweep_goes_on_from_the_runs_it_kept(tmp_path: Path) -> N
     with pytest.raises(KeyboardInterrupt):
         sweep(sessions, settings, tmp_path / "out", jobs=1, progress=interrupt)
     assert len(list((tmp_path / "out" / RUNS_FOLDER).iterdir())) == names
-    resumed = sweep(sessions, settings, tmp_path / "out", jobs=1)
+    told: list[tuple[int, int]] = []
+    resumed = sweep(sessions, settings, tmp_path / "out", jobs=1, progress=lambda done, of: told.append((done, of)))
     assert (resumed.cached, resumed.measured, resumed.stopped) == (names, names, False)
+    assert told == [(names, 2 * names), (2 * names, 2 * names)]  # the bar starts at what was kept
     fresh = sweep(sessions, settings, tmp_path / "fresh", jobs=1)
     assert resumed.runs == fresh.runs  # a run read back is the run made
 

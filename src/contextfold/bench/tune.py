@@ -3,7 +3,7 @@
 ``contextfold tune`` replays the user's sessions with the full history and
 every policy of the frontier's grid (:data:`~.frontier.GRID`: the trigger, the
 verbatim tail, the clearing thresholds, the summary's size, the files restored,
-the presets), scores them as ``bench --frontier`` does
+the presets; with :func:`paired`, every two of its changes together), scores them as ``bench --frontier`` does
 (:func:`~.frontier.frontier`: cost relative to the full history, strict recall,
 a choice cross-validated by session) and writes the policy chosen at no more
 than the default's cost as a policy file (:meth:`Policy.save
@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ Grid = Mapping[str, tuple[str, Mapping[str, Any]]]
 
 def paired(grid: Grid = GRID) -> dict[str, tuple[str, Mapping[str, Any]]]:
     """``grid`` and, for every two of its points that change different knobs of the same preset, both changes at
-    once (``clear-early+summary-2.5k``): one knob at a time finds no gain two small ones make together. The pairs
+    once (``clear-early+summary-2.5k``): two small changes may gain together what neither gains alone. The pairs
     are fixed before anything is measured, so the cross-validation holds for them as for the grid."""
     changes = [(name, preset, knobs) for name, (preset, knobs) in grid.items() if knobs]
     pairs = {f"{a}+{b}": (preset, {**knobs, **other})
@@ -71,8 +71,7 @@ def sweep_names(grid: Grid = GRID) -> list[str]:
 
 def tune_settings(settings: Settings, grid: Grid = GRID) -> Settings:
     """``settings`` with the grid's policies as the variants each grid point runs at."""
-    return Settings(settings.window_tokens, settings.max_output_tokens, settings.tokenizer, settings.prices,
-                    settings.cache_ttl_s, None, settings.results_dir, settings.policy, grid_policies(grid))
+    return replace(settings, requests_dir=None, variants=grid_policies(grid))
 
 
 # --------------------------------------------------------------------------- runs kept on disk
