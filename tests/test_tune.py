@@ -18,7 +18,8 @@ from contextfold import InvalidPolicy, Policy, Prices, Rule
 from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
-from contextfold.bench.tune import RUNS_FOLDER, choose_policy, paired, sweep, sweep_names
+from contextfold.bench.frontier import assign_folds
+from contextfold.bench.tune import RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
@@ -28,6 +29,7 @@ from contextfold.replay import strategies
 from contextfold.synthetic import generate_session
 
 from test_bench import write_tau_bench
+from test_frontier import run
 
 SMALL = ("--window", "3000", "--max-output", "500", "--tokenizer", "estimate")
 """A window the generated tau-bench chats overflow, so the policies differ."""
@@ -141,7 +143,8 @@ def test_tune_writes_a_loadable_policy_the_frontier_and_which_sessions_each_fold
     assert sorted(label for fold in folds for label in fold["held_out"]) == labels  # each held out once
     planned = 3 * len(sweep_names(grid))
     assert data["runs"] == {"made": planned, "read_back": 0, "planned": planned}
-    assert Policy.load(out / "policy.json") == grid_policies(grid)[data["chosen"]]
+    assert data["written"] in (data["chosen"], "balanced")
+    assert Policy.load(out / "policy.json") == grid_policies(grid)[data["written"]]
     assert (out / "frontier.png").stat().st_size > 0
     shown = " ".join(result.output.split())
     assert "held out: chosen strict" in shown and "fold 0: chose" in shown and "default" in shown
@@ -204,7 +207,7 @@ def test_at_the_budget_tune_stops_and_reports_what_it_measured(tmp_path: Path) -
                                                                                                            "b.json"]
     assert data["runs"]["made"] == 0 and data["runs"]["read_back"] == 2 * len(sweep_names())
     assert "budget of 1e-09 min ran out" in " ".join(result.output.split())
-    assert Policy.load(out / "policy.json") == grid_policies()[data["chosen"]]
+    assert Policy.load(out / "policy.json") == grid_policies()[data["written"]]
 
 
 def test_with_no_session_measured_in_the_budget_no_policy_is_written(tmp_path: Path) -> None:
@@ -266,3 +269,33 @@ def test_a_session_that_cannot_be_replayed_is_left_out_naming_why_and_the_others
     assert result.complete == ("good-1", "good-2") and list(result.failed) == ["broken"]
     assert "broken could not be replayed" in result.failed["broken"] and not result.stopped
     assert choose_policy(result, 6_000, 2).found.folds  # the two left are tuned, cross-validated
+
+
+def swept(strict: dict[str, dict[str, float]]) -> Sweep:
+    """A sweep of every session at the same cost, each policy's strict recall per session as given."""
+    sessions = list(next(iter(strict.values())))
+    runs = [run(label, "none", 1.0, 1.0) for label in sessions]
+    runs += [run(label, name, 1.0, value) for name, by_session in strict.items() for label, value in by_session.items()]
+    policies = {name: Policy(summary_target_tokens=1_000 + n) for n, name in enumerate(strict)}
+    return Sweep(policies, tuple(runs), tuple(sessions), (), {}, 0, len(runs), len(runs), False, 0.0)
+
+
+def test_a_choice_that_holds_up_on_held_out_sessions_is_written() -> None:
+    labels = [f"s{n}" for n in range(4)]
+    tuned = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9), "better": dict.fromkeys(labels, 0.95)}),
+                          32_000, 2)
+    assert (tuned.chosen, tuned.written) == ("better", "better") and tuned.policy.summary_target_tokens == 1_001
+
+
+def test_a_choice_fitted_to_its_sessions_is_not_written_and_the_default_is_kept() -> None:
+    labels = [f"s{n}" for n in range(4)]
+    fold = assign_folds(labels, 2)
+    first, second = ([label for label in labels if fold[label] == k] for k in (0, 1))
+    tuned = choose_policy(swept({
+        "balanced": dict.fromkeys(labels, 0.95),
+        "fitted": {**dict.fromkeys(second, 1.0), **dict.fromkeys(first, 0.92)},  # the best on all sessions...
+        "other": {**dict.fromkeys(first, 1.0), **dict.fromkeys(second, 0.5)},  # ...but each fold picks wrong
+    }), 32_000, 2)
+    held = tuned.found.held_out["balanced"]
+    assert tuned.chosen == "fitted" and held.chosen.strict is not None and held.chosen.strict < 0.95
+    assert tuned.written == "balanced" and tuned.policy.summary_target_tokens == 1_000

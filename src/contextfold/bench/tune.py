@@ -35,7 +35,7 @@ from ..private_files import replace_file
 from ..replay.lint import SummaryLint
 from ..replay.result import Totals
 from ..replay.strict import SessionStrict
-from .frontier import BASELINE, GRID, Frontier, choose, frontier, grid_policies
+from .frontier import BASELINE, GRID, Frontier, HeldOut, choose, frontier, grid_policies
 from .run import BenchRun, Progress, ReplayFailed, Session, Settings, run_bench
 
 log = logging.getLogger(__name__)
@@ -233,8 +233,12 @@ class Tuned:
     found: Frontier
     anchor: str
     chosen: str
+    written: str
+    """The point the policy file holds: ``chosen`` when its cross-validated figures hold up against the anchor's
+    (:func:`holds_up`) or there were too few sessions to cross-validate, else the anchor: a choice that loses on
+    sessions it was not chosen on is fitted to the ones it was."""
     policy: Policy
-    """The chosen point's policy: what the policy file holds."""
+    """``written``'s policy."""
     asked: dict[str, float | None] = field(default_factory=dict)
     held_out_asked: tuple[float | None, float | None] = (None, None)
     """The anchor's ``asked`` and the cross-validated choice's, over the held-out sessions."""
@@ -252,7 +256,15 @@ def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_
         picked = [r for fold in found.folds for r in result.runs
                   if r.session in fold.held_out and r.strategy == fold.chosen[anchor]]
         held_out = (asked[anchor], mean_asked(picked))
-    return Tuned(found, anchor, chosen, result.policies[chosen], asked, held_out)
+    written = chosen if anchor not in found.held_out or holds_up(found.held_out[anchor]) else anchor
+    return Tuned(found, anchor, chosen, written, result.policies[written], asked, held_out)
+
+
+def holds_up(held: HeldOut) -> bool:
+    """The cross-validated choice keeps at least the anchor's strict recall at no more than its cost, on sessions
+    none of its choices was made on."""
+    return (held.chosen.strict is not None and held.anchor.strict is not None
+            and held.chosen.strict >= held.anchor.strict and held.chosen.cost <= held.anchor.cost)
 
 
 def mean_asked(runs: Iterable[BenchRun]) -> float | None:

@@ -52,7 +52,8 @@ def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, bu
     """Tune the policy on your own recorded sessions under PATHS (any format `replay` reads: a Claude Code projects
     folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose the best strict
     recall at no more than the default's cost, cross-validated by session, and write it to OUT/policy.json
-    (`--policy OUT/policy.json` on replay, bench and chat; `Policy.load` in code)."""
+    (`--policy OUT/policy.json` on replay, bench and chat; `Policy.load` in code), or the default when the choice
+    does not hold up on the sessions held out."""
     check_window(window, max_output)
     check_out(out)
     if charts:
@@ -142,21 +143,25 @@ def _folds(tuned: Tuned) -> list[str]:
 
 
 def _verdict(tuned: Tuned) -> str:
-    """The held-out figures of the choice against the default's, said plainly either way."""
+    """The held-out figures of the choice against the default's, said plainly either way, and what was written."""
     held = tuned.found.held_out.get(tuned.anchor)
-    written = f"{POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
     if held is None:
-        return f"{written} (not cross-validated)"
+        return f"{POLICY_FILE} holds {tuned.written}, chosen on every session measured (not cross-validated)"
     anchor_asked, chosen_asked = tuned.held_out_asked
     figures = (f"held out: chosen strict {_share(held.chosen.strict)} asked {_share(chosen_asked)} at cost "
                f"{held.chosen.cost:.3f}, against {tuned.anchor}'s strict {_share(held.anchor.strict)} asked "
                f"{_share(anchor_asked)} at {held.anchor.cost:.3f}")
-    if beats(held.chosen, held.anchor):
-        outcome = f"the cross-validated choice beats {tuned.anchor} on sessions it was not chosen on"
-    elif _same(held.chosen, held.anchor):
+    if _same(held.chosen, held.anchor):
         outcome = f"the cross-validated choice is {tuned.anchor} itself: it is already on the frontier here"
+    elif beats(held.chosen, held.anchor):
+        outcome = f"the cross-validated choice beats {tuned.anchor} on sessions it was not chosen on"
     else:
         outcome = f"the cross-validated choice does not beat {tuned.anchor} on sessions it was not chosen on"
+    if tuned.written == tuned.chosen:
+        written = f"{POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
+    else:
+        written = (f"{POLICY_FILE} keeps {tuned.anchor}: {tuned.chosen}, chosen on every session, would be fitted "
+                   "to them")
     return f"{figures}\n{outcome}; {written}"
 
 
@@ -167,7 +172,7 @@ def _same(a: Point, b: Point) -> bool:
 def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, Any]:
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
-        "chosen": tuned.chosen, "anchor": tuned.anchor, "asked": tuned.asked,
+        "chosen": tuned.chosen, "written": tuned.written, "anchor": tuned.anchor, "asked": tuned.asked,
         "held_out_asked": {"anchor": tuned.held_out_asked[0], "chosen": tuned.held_out_asked[1]},
         "sessions": list(result.complete), "not_measured": list(result.incomplete), "failed": result.failed,
         "runs": {"made": result.measured, "read_back": result.cached, "planned": result.planned},
