@@ -137,7 +137,7 @@ def _folds(tuned: Tuned) -> list[str]:
     lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose on the other folds' sessions, at no "
              f"more than {tuned.anchor}'s cost, and was scored on its own; {TUNE_FILE} has the full labels):"]
     for fold in tuned.found.folds:
-        held_out = ", ".join(Path(label).name for label in fold.held_out)
+        held_out = ", ".join("/".join(Path(label).parts[-2:]) for label in fold.held_out)  # file and its folder
         lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]}; held out {held_out}")
     return lines
 
