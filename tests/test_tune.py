@@ -19,7 +19,7 @@ from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
 from contextfold.bench.frontier import assign_folds
-from contextfold.bench.tune import RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
+from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
@@ -157,16 +157,16 @@ def test_an_interrupted_sweep_goes_on_from_the_runs_it_kept(tmp_path: Path) -> N
     names = len(sweep_names())
 
     def interrupt(done: int, total: int) -> None:
-        if done >= names:  # the first session is in: Ctrl-C
+        if done:  # the first job's runs are in: Ctrl-C
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         sweep(sessions, settings, tmp_path / "out", jobs=1, progress=interrupt)
-    assert len(list((tmp_path / "out" / RUNS_FOLDER).iterdir())) == names
+    assert len(list((tmp_path / "out" / RUNS_FOLDER).iterdir())) == PER_JOB  # kept as they land, not per session
     told: list[tuple[int, int]] = []
     resumed = sweep(sessions, settings, tmp_path / "out", jobs=1, progress=lambda done, of: told.append((done, of)))
-    assert (resumed.cached, resumed.measured, resumed.stopped) == (names, names, False)
-    assert told == [(names, 2 * names), (2 * names, 2 * names)]  # the bar starts at what was kept
+    assert (resumed.cached, resumed.measured, resumed.stopped) == (PER_JOB, 2 * names - PER_JOB, False)
+    assert told[0] == (PER_JOB, 2 * names) and told[-1] == (2 * names, 2 * names)  # the bar starts at what was kept
     fresh = sweep(sessions, settings, tmp_path / "fresh", jobs=1)
     assert resumed.runs == fresh.runs  # a run read back is the run made
 

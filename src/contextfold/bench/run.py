@@ -1,9 +1,10 @@
 """Replaying many sessions with many strategies, in parallel, and keeping what the report and plots need.
 
-One job is one session replayed with every strategy in turn, in one worker
-process: the strategies share the session's item objects, so each item is
-rendered and counted once per process however many strategies send it.
-Jobs go out largest first so that the last one to finish is a short one.
+One job is one session replayed with every strategy in turn (or a share of
+them, ``run_bench(per_job=)``), in one worker process: the strategies share
+the session's item objects, so each item is rendered and counted once per
+job however many strategies send it. Jobs go out largest first so that the
+last one to finish is a short one.
 """
 
 from __future__ import annotations
@@ -251,6 +252,7 @@ def run_bench(
     finished: Callable[[list[BenchRun]], None] | None = None,
     deadline: float | None = None,
     failed: Callable[[ReplayFailed], None] | None = None,
+    per_job: int | None = None,
 ) -> list[BenchRun]:
     """Replay every session with every strategy named; the runs in session order, then strategy order.
 
@@ -266,7 +268,9 @@ def run_bench(
     finished by then (with one job, the session running at the deadline
     ends first). A session whose replay raises stops the bench with
     :class:`ReplayFailed`, unless ``failed`` is given: it is then handed the
-    error and the other sessions go on.
+    error and the other sessions go on. A job replays one session with every
+    strategy, or with ``per_job`` of them: smaller jobs land sooner (what a
+    deadline or Ctrl-C abandons is less), each rendering the session again.
     """
     labels = [session.label for session in sessions]
     if len(set(labels)) < len(labels):
@@ -278,7 +282,9 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="contextfold-bench-") as scratch:
         if settings.results_dir is None:
             settings = replace(settings, results_dir=scratch)
-        work = [(session, tuple(names), settings) for session in sorted(sessions, key=_size, reverse=True)]
+        step = per_job or max(len(names), 1)
+        work = [(session, tuple(names[i:i + step]), settings) for session in sorted(sessions, key=_size, reverse=True)
+                for i in range(0, len(names), step)]
         done: list[BenchRun] = []
 
         def land(runs: list[BenchRun] | ReplayFailed) -> None:

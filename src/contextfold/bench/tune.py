@@ -44,6 +44,9 @@ RUNS_FOLDER = "runs"
 """Where in the output folder the finished runs are kept, one JSON file each."""
 CACHE_VERSION = 1
 """Part of every run's key: a change to what a kept run holds makes every earlier one stale."""
+PER_JOB = 4
+"""Policies a worker replays a session with in one job: what an interruption or the budget abandons is at most
+this many runs per worker (a session's runs land, and are kept, a few at a time)."""
 DEFAULT_ANCHOR = "balanced"
 """The policy the tuned one is chosen against: the defaults (``Policy()``)."""
 
@@ -213,7 +216,7 @@ def sweep(sessions: Sequence[Session], settings: Settings, out: Path, *, grid: G
         if deadline is not None and time.monotonic() >= deadline:
             break
         run_bench(waiting, list(left), settings, jobs=jobs, progress=told, finished=keep, deadline=deadline,
-                  failed=fail)
+                  failed=fail, per_job=PER_JOB)
     complete = tuple(s.label for s in sessions if all((s.label, name) in have for name in names))
     runs = tuple(have[label, name] for label in complete for name in names)
     incomplete = tuple(s.label for s in sessions if s.label not in complete and s.label not in failed)
