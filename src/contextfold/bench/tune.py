@@ -205,9 +205,10 @@ def sweep(sessions: Sequence[Session], settings: Settings, out: Path, *, grid: G
             cache.put(keys[run.session, run.strategy], run)
             have[run.session, run.strategy] = run
 
-    def fail(error: ReplayFailed) -> None:  # that session is left out, said why; the others go on
-        log.warning("%s: left out of the tune", error)
-        failed[error.session or ""] = str(error)
+    def fail(error: ReplayFailed) -> None:  # that session is left out, said why once; the others go on
+        if error.session not in failed:
+            log.warning("%s: left out of the tune", error)
+            failed[error.session or ""] = str(error)
 
     told = None if progress is None else lambda _done, _total: progress(len(have), planned)
     if told is not None:
