@@ -134,10 +134,11 @@ def trade_off_chart(points: Sequence[TradeOff], measure: str = "strict") -> Figu
     return figure
 
 
-def frontier_chart(frontier: Frontier) -> Figure:
+def frontier_chart(frontier: Frontier, tuned: str | None = None) -> Figure:
     """Strict recall across, cost relative to the full history up (summaries priced as LLM calls): every grid
     point, the frontier joined by a line, the presets as stars (``balanced`` is the default), the peers as
-    crosses, and each preset's cross-validated choice as a hollow diamond (its held-out figures)."""
+    crosses, each preset's cross-validated choice as a hollow diamond (its held-out figures), and the grid point
+    ``tuned`` (``contextfold tune``'s choice) ringed."""
     figure = _figure((10, 6))
     ax = figure.subplots()
     by_name = {p.name: p for p in frontier.points}
@@ -158,6 +159,9 @@ def frontier_chart(frontier: Frontier) -> Figure:
             style = {"marker": "o", "markersize": 6, "color": "tab:gray", "label": "grid point"}
         ax.plot([p.strict], [p.cost], linestyle="none", zorder=3, **style)
         ax.annotate(p.name, (p.strict, p.cost), textcoords="offset points", xytext=(6, -3), fontsize="x-small")
+        if p.name == tuned:
+            ax.plot([p.strict], [p.cost], marker="o", markersize=18, linestyle="none", zorder=4, markerfacecolor="none",
+                    markeredgewidth=2, color="tab:green", label="tuned (the policy file written)")
     for anchor, result in frontier.held_out.items():
         chosen = result.chosen
         if chosen.strict is not None:
@@ -177,9 +181,9 @@ def frontier_chart(frontier: Frontier) -> Figure:
 _PRESET_COLORS = {"lean": "gold", "balanced": "red", "thorough": "darkviolet"}
 
 
-def write_frontier_chart(frontier: Frontier, path: Path, *, dpi: int = DPI) -> Path:
+def write_frontier_chart(frontier: Frontier, path: Path, *, dpi: int = DPI, tuned: str | None = None) -> Path:
     """:func:`frontier_chart` saved as a PNG at ``path``."""
-    return _save(frontier_chart(frontier), path, dpi)
+    return _save(frontier_chart(frontier, tuned), path, dpi)
 
 
 def session_chart(report: Report, label: str) -> Figure:

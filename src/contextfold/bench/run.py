@@ -1,9 +1,10 @@
 """Replaying many sessions with many strategies, in parallel, and keeping what the report and plots need.
 
-One job is one session replayed with every strategy in turn, in one worker
-process: the strategies share the session's item objects, so each item is
-rendered and counted once per process however many strategies send it.
-Jobs go out largest first so that the last one to finish is a short one.
+One job is one session replayed with every strategy in turn (or a share of
+them, ``run_bench(per_job=)``), in one worker process: the strategies share
+the session's item objects, so each item is rendered and counted once per
+job however many strategies send it. Jobs go out largest first so that the
+last one to finish is a short one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import re
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -247,6 +249,10 @@ def run_bench(
     *,
     jobs: int | None = None,
     progress: Progress | None = None,
+    finished: Callable[[list[BenchRun]], None] | None = None,
+    deadline: float | None = None,
+    failed: Callable[[ReplayFailed], None] | None = None,
+    per_job: int | None = None,
 ) -> list[BenchRun]:
     """Replay every session with every strategy named; the runs in session order, then strategy order.
 
@@ -254,7 +260,17 @@ def run_bench(
     this process). Oversized outputs that a strategy persists go to a
     temporary folder removed afterwards unless ``settings.results_dir`` names
     one. With ``settings.requests_dir`` each run's requests are dumped to
-    ``<requests_dir>/<session slug>.<strategy>.jsonl``.
+    ``<requests_dir>/<session slug>.<strategy>.jsonl``. ``finished`` is
+    handed each session's runs as they land (``contextfold tune`` keeps them
+    on disk, so an interrupted sweep resumes). At ``deadline``
+    (``time.monotonic()``) no session is started any more and the workers'
+    sessions still running are abandoned: the runs returned are the sessions
+    finished by then (with one job, the session running at the deadline
+    ends first). A session whose replay raises stops the bench with
+    :class:`ReplayFailed`, unless ``failed`` is given: it is then handed the
+    error and the other sessions go on. A job replays one session with every
+    strategy, or with ``per_job`` of them: smaller jobs land sooner (what a
+    deadline or Ctrl-C abandons is less), each rendering the session again.
     """
     labels = [session.label for session in sessions]
     if len(set(labels)) < len(labels):
@@ -266,19 +282,36 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="contextfold-bench-") as scratch:
         if settings.results_dir is None:
             settings = replace(settings, results_dir=scratch)
-        work = [(session, tuple(names), settings) for session in sorted(sessions, key=_size, reverse=True)]
+        step = per_job or max(len(names), 1)
+        work = [(session, tuple(names[i:i + step]), settings) for session in sorted(sessions, key=_size, reverse=True)
+                for i in range(0, len(names), step)]
         done: list[BenchRun] = []
+
+        def land(runs: list[BenchRun] | ReplayFailed) -> None:
+            if isinstance(runs, ReplayFailed):
+                if failed is None:
+                    raise runs
+                failed(runs)
+                runs = []
+            done.extend(runs)
+            if finished is not None:
+                finished(runs)
+            if progress is not None:
+                progress(len(done), total)
+
         if jobs == 1:
             for job in work:
-                done.extend(replay_session(job))
-                if progress is not None:
-                    progress(len(done), total)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                land(_replay_or_failure(job))
         else:
             with _pool_deaf_to_interrupts(jobs) as pool:
-                for runs in pool.imap_unordered(replay_session, work):
-                    done.extend(runs)
-                    if progress is not None:
-                        progress(len(done), total)
+                results = pool.imap_unordered(_replay_or_failure, work)
+                for _ in work:
+                    try:
+                        land(results.next(None if deadline is None else max(deadline - time.monotonic(), 0.0)))
+                    except multiprocessing.TimeoutError:  # the ``with`` ends the pool, and the sessions running
+                        break
     order = {session.label: number for number, session in enumerate(sessions)}
     return sorted(done, key=lambda run: (order[run.session], names.index(run.strategy)))
 
@@ -332,11 +365,19 @@ def estimator_for(tokenizer: str) -> Estimator:
 
 
 class ReplayFailed(ContextfoldError):
-    """A session's replay raised: which session, which strategy, and the error, in one message.
+    """A session's replay raised: which session, which strategy, and the error, in one message; ``session`` is
+    the session's label.
 
     A worker's exception reaches the parent pickled, and one whose ``__init__`` takes other arguments than its
     message (:class:`~contextfold.errors.InvalidMessage`) cannot be rebuilt there: the pool then waits forever
-    for a result that never comes. This one always can."""
+    for a result that never comes. This one always can (:meth:`__reduce__`)."""
+
+    def __init__(self, message: str, session: str | None = None) -> None:
+        super().__init__(message)
+        self.session = session
+
+    def __reduce__(self) -> tuple[type[ReplayFailed], tuple[str, str | None]]:
+        return type(self), (str(self), self.session)
 
 
 def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[BenchRun]:
@@ -353,9 +394,18 @@ def replay_session(job: tuple[Session, tuple[str, ...], Settings]) -> list[Bench
                             cache_ttl_s=settings.cache_ttl_s, requests_path=dump, session=session.label)
         except Exception as error:
             raise ReplayFailed(f"{session.label} could not be replayed with {name}: "
-                               f"{type(error).__name__}: {error}") from error
+                               f"{type(error).__name__}: {error}", session.label) from error
         runs.append(_bench_run(session, name, result, strategy.count, dump))
     return runs
+
+
+def _replay_or_failure(job: tuple[Session, tuple[str, ...], Settings]) -> list[BenchRun] | ReplayFailed:
+    """:func:`replay_session`, its failure returned rather than raised: the caller decides whether it stops the
+    bench, and a worker's error crosses to the parent as a value, so the pool goes on."""
+    try:
+        return replay_session(job)
+    except ReplayFailed as error:
+        return error
 
 
 def _bench_run(session: Session, name: str, result: ReplayResult, empty: int, dump: str | None) -> BenchRun:

@@ -18,6 +18,7 @@ from .recorded import inspect, tokens
 from .replay import replay_command
 from .serve_fake import serve_fake
 from .sessions import sessions
+from .tune import tune_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +49,7 @@ def escaping_stdout() -> Callable[[], None]:
 
 
 for command in (inspect, tokens, demo, replay_command, chat, compact_command, bench_command, sessions,
-                models_command, serve_fake):
+                models_command, serve_fake, tune_command):
     cli.add_command(command)
 
 

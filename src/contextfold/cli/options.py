@@ -28,7 +28,6 @@ from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnava
 from ..importers import FORMATS
 from ..limits import resolve_limits
 from ..pipeline.base import MODES, PRESETS, Mode, Policy
-from ..replay.run import Progress as ProgressCallback
 from ..redaction import redact_credentials, redact_url
 from ..replay.run import Progress as ProgressCallback
 from ..stores import open_store, split_session_ref
@@ -228,21 +227,43 @@ def format_option(function: F) -> F:
 
 
 def preset_option(function: F) -> F:
-    """``--preset``: the point on the cost / usable-context frontier the pipeline runs at (``Policy.preset``),
-    and ``--mode``: when it may compact (``Policy.mode``); passed to the command as one
-    :class:`~contextfold.pipeline.base.Policy`."""
+    """``--preset`` or ``--policy FILE``: the point on the cost / usable-context frontier the pipeline runs at
+    (``Policy.preset``, or a policy file ``Policy.save`` or ``contextfold tune`` wrote), and ``--mode``: when it
+    may compact (``Policy.mode``; given, it replaces the policy's), passed to the command as one
+    :class:`~contextfold.pipeline.base.Policy`. ``--preset`` is read first and left for ``--policy``'s callback,
+    which refuses both at once: one policy is run, and neither silently wins."""
+    key = "contextfold.preset"
+
+    def remember(context: click.Context, parameter: click.Parameter, name: str | None) -> None:
+        if name is not None:
+            context.meta[key] = name
+
+    def resolve(context: click.Context, parameter: click.Parameter, path: Path | None) -> Policy:
+        name = context.meta.get(key)
+        if path is None:
+            return Policy.preset(name or "balanced")
+        if name is not None:
+            raise click.BadParameter(f"--preset {name} and a policy file: give one", param_hint="'--policy'")
+        try:
+            return Policy.load(path)
+        except (ContextfoldError, OSError) as error:  # parsed before the command: its one line is click's
+            raise click.BadParameter(command_line_message(error), param_hint="'--policy'") from None
 
     @functools.wraps(function)
-    def with_mode(*args: Any, mode: Mode, policy: Policy, **kwargs: Any) -> Any:
-        return function(*args, policy=replace(policy, mode=mode), **kwargs)
+    def with_mode(*args: Any, mode: Mode | None, policy: Policy, **kwargs: Any) -> Any:
+        return function(*args, policy=policy if mode is None else replace(policy, mode=mode), **kwargs)
 
-    moded = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
-                         help="When the pipeline compacts: auto (on its own), manual (only when asked: /compact; a "
-                         "request over the window is refused), off (never).")(with_mode)
-    return click.option("--preset", "policy", type=click.Choice(tuple(PRESETS)), default="balanced", show_default=True,
-                        callback=lambda context, parameter, name: Policy.preset(name),
-                        help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
-                        "default), thorough (keeps the most); see the README's Presets.")(moded)  # type: ignore[return-value]
+    moded = click.option("--mode", type=click.Choice(MODES), default=None,
+                         help="When the pipeline compacts: auto (on its own; the default), manual (only when asked: "
+                         "/compact; a request over the window is refused), off (never).")(with_mode)
+    moded = click.option("--preset", type=click.Choice(tuple(PRESETS)), default=None, is_eager=True,
+                         expose_value=False, callback=remember,
+                         help="How much of the window the pipeline spends: lean (cheapest), balanced (the "
+                         "default), thorough (keeps the most); see the README's Presets.")(moded)
+    return click.option("--policy", "policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        callback=resolve, metavar="FILE",
+                        help="A policy file (JSON; what `contextfold tune` writes, or Policy.save) instead of a "
+                        "preset.")(moded)  # type: ignore[return-value]
 
 
 def summarizer_options(function: F) -> F:

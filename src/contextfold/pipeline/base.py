@@ -7,10 +7,12 @@ header; it reports every item it changed in an :class:`Event`.
 
 from __future__ import annotations
 
+import json
 import math
+import typing
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +20,7 @@ from ..conversation import Conversation, Item
 from ..errors import InvalidPolicy, UnknownPrice, UnknownPriceWarning
 from ..events import Event
 from ..limits import PRICES_AS_OF, model_prices
+from ..private_files import replace_file
 
 if TYPE_CHECKING:
     from ..summarizers._facts import Facts
@@ -207,6 +210,53 @@ class Policy:
                           "Policy(prices=Prices(...)) gives its own", UnknownPriceWarning, stacklevel=3)
             return self
 
+    def to_json(self) -> dict[str, Any]:
+        """This policy as a policy file holds it: every knob (nested values as JSON objects and lists) and the
+        file's :data:`POLICY_FILE_VERSION`. Every knob is written, not only those off their defaults, so a file
+        keeps meaning what was measured when a later release moves a default."""
+        return {"version": POLICY_FILE_VERSION, "policy": asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Policy:
+        """The policy :meth:`to_json` wrote. A knob left out takes its default; an unknown key, a value of the
+        wrong type or out of range, or another version is an :class:`~contextfold.errors.InvalidPolicy` naming
+        it (the file then fails where it is read, not deep in a step)."""
+        if not isinstance(data, dict):
+            raise InvalidPolicy("version", f"a policy file holds a JSON object, not {type(data).__name__}")
+        for key in data.keys() - {"version", "policy"}:
+            raise InvalidPolicy(key, "not a key of a policy file (version, policy)")
+        if data.get("version") != POLICY_FILE_VERSION:
+            raise InvalidPolicy("version", f"{POLICY_FILE_VERSION} is the version this contextfold reads, "
+                                f"not {data.get('version')!r}")
+        knobs = data.get("policy")
+        if not isinstance(knobs, dict):
+            raise InvalidPolicy("policy", f"an object of knobs is needed, not {knobs!r}")
+        defaults = {knob.name: getattr(_DEFAULTS, knob.name) for knob in fields(cls)}
+        for key in knobs.keys() - defaults.keys():
+            raise InvalidPolicy(key, "no such knob")
+        return cls(**{name: _knob_from_json(name, value, defaults[name]) for name, value in knobs.items()})
+
+    def save(self, path: str | Path) -> Path:
+        """Write this policy to ``path`` as JSON (:meth:`to_json`), replacing it atomically; what :meth:`load`
+        reads back equal."""
+        data = self.to_json()
+        knobs = ",\n".join(f"  {json.dumps(name)}: {json.dumps(value)}" for name, value in data["policy"].items())
+        with replace_file(path) as file:  # one knob a line: a file a person reads and edits
+            file.write(f'{{\n "version": {data["version"]},\n "policy": {{\n{knobs}\n }}\n}}\n'.encode())
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Policy:
+        """The policy saved at ``path`` (:meth:`save`, ``contextfold tune``): ``Context(policy=Policy.load(p))``.
+        A file that is not JSON, or holds a bad knob, is an :class:`~contextfold.errors.InvalidPolicy` naming
+        the key and the file."""
+        try:
+            return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        except InvalidPolicy as error:
+            raise InvalidPolicy(error.field, f"{error.reason} (in {path})") from error
+        except ValueError as error:  # not JSON (or not UTF-8): json's own error is not one callers catch
+            raise InvalidPolicy("version", f"{path} is not a JSON policy file: {error}") from error
+
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> Policy:
         """The policy at preset ``name`` (:data:`PRESETS`: ``lean``, ``balanced`` = the defaults, ``thorough``),
@@ -301,6 +351,57 @@ def _check_budget_steps(steps: object) -> None:
         if not isinstance(step[1], int) or isinstance(step[1], bool) or step[1] < 1:
             raise InvalidPolicy(where, f"the chars allowed must be a whole number from 1, not {step[1]!r}")
         previous = float(step[0])
+
+
+POLICY_FILE_VERSION = 1
+"""The version of the policy file :meth:`Policy.save` writes and :meth:`Policy.load` reads."""
+
+_DEFAULTS = Policy()
+
+
+def _knob_from_json(name: str, value: Any, default: Any) -> Any:
+    """A knob's JSON value as the policy holds it (lists become tuples, objects the records they were), its type
+    checked here where :func:`check_policy` does not: a flag, a list of names, a rule, the prices."""
+    if name == "prices":
+        return None if value is None else _record(Prices, value, name)
+    if name == "selective_rules":
+        return tuple(_record(Rule, rule, f"{name}[{i}]") for i, rule in enumerate(_list(value, name)))
+    if name == "budget_steps":  # each pair checked by check_policy, naming its position
+        return tuple(tuple(step) if isinstance(step, list) else step for step in _list(value, name))
+    if isinstance(default, tuple):
+        names = tuple(_list(value, name))
+        for i, entry in enumerate(names):
+            if not isinstance(entry, str):
+                raise InvalidPolicy(f"{name}[{i}]", f"a name is needed, not {entry!r}")
+        return names
+    if isinstance(default, bool) and not isinstance(value, bool):
+        raise InvalidPolicy(name, f"true or false is needed, not {value!r}")
+    return value
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidPolicy(name, f"a list is needed, not {value!r}")
+    return value
+
+
+def _record(cls: type[Any], value: Any, where: str) -> Any:
+    """``cls`` (a frozen record of plain fields: :class:`Rule`, :class:`Prices`) from its JSON object, each field of
+    its declared type."""
+    if not isinstance(value, dict):
+        raise InvalidPolicy(where, f"an object is needed, not {value!r}")
+    hints = typing.get_type_hints(cls)
+    for key, entry in value.items():
+        hint = hints.get(key)
+        if hint is None:
+            raise InvalidPolicy(f"{where}.{key}", f"not a field of {cls.__name__}")
+        fits = isinstance(entry, (int, float)) if hint is float else isinstance(entry, hint)
+        if not fits or isinstance(entry, bool):
+            raise InvalidPolicy(f"{where}.{key}", f"a {hint.__name__} is needed, not {entry!r}")
+    try:
+        return cls(**value)
+    except TypeError as error:  # a required field left out
+        raise InvalidPolicy(where, f"{cls.__name__} needs {', '.join(h for h in hints if h not in value)}") from error
 
 
 @dataclass(frozen=True)
