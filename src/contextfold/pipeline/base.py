@@ -212,9 +212,7 @@ class Policy:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "lean": {"trigger_min_fraction": 0.0, "economic_summaries": True, "clear_min_savings_tokens": 3_000,
-             "clear_keep_recent_rounds": 1, "persist_max_chars": 12_000, "truncate_max_chars": 20_000,
-             "output_limits_scale_with_window": False},
+    "lean": {"trigger_min_fraction": 0.0, "economic_summaries": True},
     "balanced": {},
     "thorough": {"summary_target_tokens": 8_000, "restore_max_files": 8, "restore_file_tokens": 8_000,
                  "survival_max_tokens": 1_600},
