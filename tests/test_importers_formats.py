@@ -798,6 +798,20 @@ def test_an_aider_header_of_a_megabyte_is_read_in_one_pass(tmp_path: Path) -> No
     assert conversation.header.meta["started_at_local"] == started and [item.text for item in conversation] == ["hi", "ok"]
 
 
+
+def test_a_bare_angle_bracket_in_an_aider_reply_is_the_replys_code_not_console(tmp_path: Path) -> None:
+    """A whole-file edit of a page whose tag spans lines closes it with ``>`` alone on a line (an excerpt written
+    for this test in the shape of one). Read as aider's console, it cut the reply into two replies and lost the
+    line; aider's own empty console line (``">  "``, with its markdown break) stays console."""
+    history = ("# aider chat started at 2026-04-06 11:25:24\n\n#### make the page\n\nsrc/pages/a.astro\n```astro\n"
+               '<Layout\n  title="A"\n>\n  <main>hi</main>\n</Layout>\n```\n\n'
+               "> Tokens: 1k sent, 1k received.  \n>  \n> Applied edit to src/pages/a.astro  \n")
+    (conversation,) = load(write(tmp_path, ".aider.chat.history.md", history))
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result"]
+    reply = conversation[1]
+    assert '  title="A"\n>\n  <main>hi</main>' in reply.blocks[0].text
+    assert reply.meta["console"] == ["Tokens: 1k sent, 1k received.", "", "Applied edit to src/pages/a.astro"]
+
 # --------------------------------------------------------------------------- detection
 
 

@@ -86,10 +86,14 @@ def _kind(line: str) -> str:
 
 
 def _runs(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
-    """Consecutive lines of one kind; blank lines join replies, and end user and console runs."""
+    """Consecutive lines of one kind; blank lines join replies, and end user and console runs.
+
+    A bare ``>`` inside a reply is the reply's: aider writes each console line with its marker space and the
+    markdown break (an empty one as ``">  "``), so a lone ``>`` is a line of the reply's code, the close of a tag
+    whose attributes span lines (``<Layout\n  title="..."\n>``). Read as console, it cut the reply in two."""
     kind, run = "", list[str]()
     for line in lines:
-        this = "reply" if not line.strip() else _kind(line)
+        this = "reply" if not line.strip() or (kind == "reply" and line.rstrip("\r\n") == ">") else _kind(line)
         if this != kind and run:
             yield kind, run
             run = []

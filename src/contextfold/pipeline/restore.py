@@ -4,7 +4,9 @@ A summary says which files were read and edited; the agent usually needs
 their contents again at once. Claude Code re-reads the most recently used
 files after compacting; here the latest content each file had in the
 summarized span is restored (capped per file and in all; the newest, the
-file in hand, whole when it fits the cap in all), with the plan the agent
+file in hand, whole when it fits the cap in all; what an applied edit wrote,
+for a harness whose edit call names the path only, cut to the room left
+rather than dropped: no output holds it to fetch again), with the plan the agent
 last put to the user (Claude Code's ExitPlanMode: once approved, the steps,
 files and values it works from) and the latest todo or plan state, unless
 the kept tail already shows them. Only files the
@@ -29,10 +31,61 @@ CHARS_PER_TOKEN = 4
 """Used only to turn a token cap into a character cut; the result is measured afterwards."""
 
 
-def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
-    """``(path, latest read content or None, edited after that read)`` newest first, one entry per path."""
-    seen: dict[str, tuple[str | None, bool]] = {}
+def _slashed(path: str) -> str:
+    """``path`` with Windows separators as ``/``: ``src\\a.py`` and ``src/a.py`` name one file."""
+    return path.replace("\\", "/")
+
+
+def written_in_reply(reply: Item, path: str) -> str | None:
+    """The text a reply wrote for ``path`` when the harness applied the edit from the reply itself (aider: a
+    line naming the file, then a fenced whole file or SEARCH/REPLACE block), its fenced blocks joined; ``None``
+    when the reply writes none.
+
+    Such a harness's edit call holds the path only, so the file's latest text is in the reply, and nowhere else in
+    the conversation: the person's ``/add`` sends the file without recording it. Left out of the restore, the
+    next edit of the same file has nothing to quote."""
+    name = _slashed(path)
+    lines = reply.text.splitlines()
+    blocks: list[str] = []
+    index = 0
+    while index < len(lines):
+        fence = _fence_of(lines, index, name)
+        if fence is None:
+            index += 1
+            continue
+        end = next((i for i in range(fence + 1, len(lines)) if lines[i].startswith("```")), len(lines))
+        blocks.append("\n".join(lines[fence + 1 : end]))
+        index = end + 1
+    return "\n".join(blocks) if blocks else None
+
+
+def _fence_of(lines: Sequence[str], index: int, name: str) -> int | None:
+    """The line opening the fenced block that ``lines[index]`` starts for the file ``name``: a line naming the file
+    with the fence next (``path`` then ```` ```lang ````), or a fence whose first line names it (the path inside)."""
+    named = _slashed(lines[index].strip().strip("`*")) == name
+    if named and index + 1 < len(lines) and lines[index + 1].startswith("```"):
+        return index + 1
+    inside = index + 1 < len(lines) and _slashed(lines[index + 1].strip()) == name
+    return index if lines[index].startswith("```") and inside else None
+
+
+def _replies(span: Sequence[Item]) -> dict[str, Item]:
+    """The reply holding each call whose arguments are its paths alone (the edit was written in the reply)."""
+    return {call.id: item for item in span for call in item.tool_calls
+            if set(call.arguments) <= {"path", "paths", "file", "file_path"}}
+
+
+STALE = " (edited after this read: check the current version before relying on it)"
+WRITTEN = " (as the agent's last applied edit wrote it: the edited parts only, unless it wrote the whole file)"
+
+
+def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
+    """``(path, latest content or None, what that content is)`` newest first, one entry per path: the latest read
+    (:data:`STALE` when an edit came after it), or what the latest edit wrote when the reply itself held the edit
+    (:data:`WRITTEN`, :func:`written_in_reply`)."""
+    seen: dict[str, tuple[str | None, str]] = {}
     order: list[str] = []
+    replies = _replies(span)
     for item in reversed(span):
         result = item.tool_result
         action = result_action(item)
@@ -40,13 +93,17 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, bool]]:
             continue
         for path in action.paths:
             if path not in seen:
-                seen[path] = (None, False)
+                seen[path] = (None, "")
                 order.append(path)
-            content, edited = seen[path]
-            if action.kind == EDIT and content is None:
-                seen[path] = (None, True)
+            content, note = seen[path]
+            reply = replies.get(result.call_id)
+            written = written_in_reply(reply, path) if action.kind == EDIT and reply is not None else None
+            if written is not None and content is None and not note:
+                seen[path] = (written, WRITTEN)
+            elif action.kind == EDIT and content is None:
+                seen[path] = (None, STALE)
             elif action.kind == READ and content is None and not is_placeholder(item):
-                seen[path] = (without_wrappers(result.text), edited)  # a harness's reminder is no file content
+                seen[path] = (without_wrappers(result.text), note)  # a harness's reminder is no file content
     return [(path, *seen[path]) for path in order]
 
 
@@ -63,9 +120,14 @@ def _whole_lines(text: str, head_chars: int, tail_chars: int) -> tuple[int, int]
     return head, tail
 
 
+def _cut(content: str, tokens: int) -> str:
+    """``content``'s head and tail in about ``tokens``, cut between lines."""
+    return head_tail(content, *_whole_lines(content, tokens * CHARS_PER_TOKEN * 2 // 3, tokens * CHARS_PER_TOKEN // 3))
+
+
 def path_weight(refs: References, path: str) -> float:
     """How much the agent is using ``path``: the heaviest reference naming it (``/repo/a/b.py`` names ``a/b.py``)."""
-    name = path.removeprefix("./")
+    name = _slashed(path).removeprefix("./")
     return max((refs.weight(t) for t in refs.uses if t.endswith(name) or name.endswith(t) and "/" in t), default=0.0)
 
 
@@ -111,24 +173,31 @@ def restored_item(
     visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
     sections: list[str] = []
     spent = 0
-    for path, content, edited in _files(span):
+    for path, content, note in _files(span):
         if len(sections) >= max_files or content is None or path in visible:
             continue
         if refs is not None and path_weight(refs, path) < min_weight:
             continue
         in_hand = not sections and len(content) <= total_tokens * CHARS_PER_TOKEN  # the newest: the file in hand
-        body = content if in_hand and count_text(content) <= total_tokens else head_tail(
-            content, *_whole_lines(content, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3))
+        # what an applied edit wrote is in no output the agent can fetch again: cut to the room left, not dropped
+        cap = min(file_tokens, total_tokens - spent) if note == WRITTEN else file_tokens
+        if cap < file_tokens // 4:
+            continue
+        body = content if in_hand and count_text(content) <= total_tokens else _cut(content, cap)
         cost = count_text(body)
+        for _ in range(3 if note == WRITTEN else 0):  # more tokens a character than CHARS_PER_TOKEN says
+            if spent + cost <= total_tokens:
+                break
+            cap = cap * (total_tokens - spent) * 9 // (cost * 10)
+            body = _cut(content, cap)
+            cost = count_text(body)
         if spent + cost > total_tokens:
             continue
         spent += cost
-        stale = " (edited after this read: check the current version before relying on it)" if edited else ""
-        sections.append(f"### {path}{stale}\n{body}")
+        sections.append(f"### {path}{note}\n{body}")
     plan = _latest_plan(span) if _latest_plan(tail) is None else None  # a plan in the kept tail is shown there
     if plan is not None:
-        body = plan if count_text(plan) <= file_tokens else head_tail(
-            plan, *_whole_lines(plan, file_tokens * CHARS_PER_TOKEN * 2 // 3, file_tokens * CHARS_PER_TOKEN // 3))
+        body = plan if count_text(plan) <= file_tokens else _cut(plan, file_tokens)
         if spent + count_text(body) <= total_tokens:
             spent += count_text(body)
             sections.append(f"### The plan put to the user\n{body}")
