@@ -234,12 +234,12 @@ def preset_option(function: F) -> F:
     which refuses both at once: one policy is run, and neither silently wins."""
     key = "contextfold.preset"
 
-    def remember(context: click.Context, parameter: click.Parameter, name: str | None) -> None:
+    def remember(ctx: click.Context, parameter: click.Parameter, name: str | None) -> None:
         if name is not None:
-            context.meta[key] = name
+            ctx.meta[key] = name
 
-    def resolve(context: click.Context, parameter: click.Parameter, path: Path | None) -> Policy:
-        name = context.meta.get(key)
+    def resolve(ctx: click.Context, parameter: click.Parameter, path: Path | None) -> Policy:
+        name = ctx.meta.get(key)
         if path is None:
             return Policy.preset(name or "balanced")
         if name is not None:
