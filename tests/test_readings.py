@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import pickle
 
 from contextfold.codec import item_from_dict, item_to_dict
 from contextfold.conversation import Item, Text
@@ -45,4 +46,8 @@ def test_readings_take_no_part_in_equality_and_a_copy_starts_without_them() -> N
     assert WORDS not in twin.readings and first.readings.get(WORDS) == "kept"
     assert WORDS not in item_from_dict(item_to_dict(first)).readings  # never serialized
     assert "readings" not in item_to_dict(first)
-    assert copy.deepcopy(first) == first
+    for twin in (copy.deepcopy(first), pickle.loads(pickle.dumps(first))):
+        assert twin == first and WORDS not in twin.readings
+    again = copy.deepcopy(first)
+    again.readings.set(WORDS, "its own")  # a copy reads and writes its own readings, not the original's
+    assert again.readings.get(WORDS) == "its own" and first.readings.get(WORDS) == "kept"

@@ -12,13 +12,13 @@ kept with the item object. Each reading has one owner, the module that reads it,
 two modules cannot collide on a name, nor read each other's reading as the wrong type.
 
 Readings belong to the item *object*: they take no part in equality, are never serialized, and a copy starts
-without them (a copy may differ, and reading it again is cheap). Hot paths (the token count) use :meth:`get`
-and :meth:`set`, which cost a dict lookup and one call; :meth:`setdefault` is the one-line form.
+without them (a copy may differ, and reading it again is cheap). Hot paths (the token count) use ``get`` (the
+dict's own lookup) and :meth:`set`; :meth:`setdefault` is the one-line form.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, Protocol, TypeVar
 
 _T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
@@ -37,17 +37,21 @@ class Key(Generic[_T_co]):
         return f"Key({self.name!r})"
 
 
+class _Lookup(Protocol):
+    def __call__(self, key: Key[_T], /) -> _T | None:
+        """The reading under ``key``, or None if it was not read yet (or read as None: see ``__contains__``)."""
+
+
 class Readings:
     """The readings kept on one item object, each under its owner's :class:`Key`."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "get")
 
     def __init__(self) -> None:
         self._values: dict[Key[object], object] = {}
-
-    def get(self, key: Key[_T]) -> _T | None:
-        """The reading under ``key``, or None if it was not read yet (or read as None: see :meth:`__contains__`)."""
-        return self._values.get(key)  # type: ignore[return-value]  # only set() stores, and it stored a _T under key
+        # the dict's own lookup, typed per key: a token count is asked for of every item at every step, and a
+        # method around the lookup would double its cost. Only set() stores, and it stored a _T under a Key[_T].
+        self.get: _Lookup = self._values.get  # type: ignore[assignment]
 
     def set(self, key: Key[_T], value: _T) -> _T:
         """Keep ``value`` under ``key`` and return it (``found = item.readings.set(KEY, read(item))``)."""
@@ -59,9 +63,13 @@ class Readings:
         may be None: it is computed once all the same)."""
         values = self._values
         if key in values:
-            return values[key]  # type: ignore[return-value]  # as in get()
+            return values[key]  # type: ignore[return-value]  # set() stored a _T under a Key[_T]
         value = values[key] = compute()
         return value
+
+    def __reduce__(self) -> tuple[type[Readings], tuple[()]]:
+        """A deep copy or a pickled item starts empty, with its own lookup: readings are a cache."""
+        return Readings, ()
 
     def __contains__(self, key: Key[object]) -> bool:
         """Whether ``key`` was read (for a reading that may be None)."""
