@@ -225,7 +225,7 @@ def test_header_counts_system_tools_and_pinned() -> None:
 
 @pytest.fixture
 def measured(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Ids of the items actually measured (memo misses)."""
+    """Ids of the items actually measured (not yet in their readings)."""
     calls: list[str] = []
     original = Estimator._measure_item
 
