@@ -8,6 +8,8 @@ import pytest
 
 import contextfold.pipeline.admit as admit_module
 from contextfold.context import Context
+from contextfold.pipeline.importance import LINE_INDEX, REFERENCES
+from contextfold.summarizers._facts import TALLY
 
 
 def round_of(k: int, output: str) -> list[dict]:
@@ -23,10 +25,10 @@ def test_what_a_compaction_asks_of_an_item_is_read_when_it_arrives() -> None:
     context.add([{"role": "user", "content": "Fix parse_value in src/app.py"}])
     call, output = context.add(round_of(1, "src/app.py:12: ValueError\n1 failed, 3 passed in 0.2s"))
     for item in (call, output):
-        assert "references" in item.memo  # its specific tokens, which clearing, the summary and the survival check use
+        assert REFERENCES in item.readings  # its specific tokens, which clearing, the summary and the survival check use
     # where each of the output's tokens is, which clearing keeps the lines of: numbers, not copies of the lines
-    assert output.memo["line_index"] == {"src/app.py:12": 0, "ValueError": 0, "0.2s": 1}
-    assert output.memo["facts:tally"] == "1 failed, 3 passed in 0.2s"  # the summary's last test run, read once
+    assert output.readings.get(LINE_INDEX) == {"src/app.py:12": 0, "ValueError": 0, "0.2s": 1}
+    assert output.readings.get(TALLY) == "1 failed, 3 passed in 0.2s"  # the summary's last test run, read once
 
 
 def test_a_failure_reading_ahead_is_logged_and_the_items_kept(monkeypatch: pytest.MonkeyPatch,

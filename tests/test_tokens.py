@@ -225,7 +225,7 @@ def test_header_counts_system_tools_and_pinned() -> None:
 
 @pytest.fixture
 def measured(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Ids of the items actually measured (memo misses)."""
+    """Ids of the items actually measured (not yet in their readings)."""
     calls: list[str] = []
     original = Estimator._measure_item
 
@@ -257,12 +257,13 @@ def test_counting_after_appending_k_items_measures_only_those(measured: list[str
         assert measured == []
 
 
-def test_memo_is_keyed_by_counter(measured: list[str]) -> None:
+def test_readings_are_keyed_by_counter(measured: list[str]) -> None:
     item = user("the same words, counted two ways")
     heuristic, crude = Estimator(), Estimator(CharRatioText(4.0))
     heuristic.item(item), crude.item(item), heuristic.item(item), crude.item(item)
     assert len(measured) == 2
-    assert set(item.memo) == {heuristic.name, crude.name}
+    assert heuristic.key in item.readings and crude.key in item.readings
+    assert heuristic.key is Estimator().key  # estimators that count alike share the count
     assert Estimator(costs=BlockCosts(message_tokens=9)).name != heuristic.name
 
 

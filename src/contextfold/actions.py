@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .conversation import Item, JSONObject, ToolCall
+from .readings import Key
 
 READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", "todo", "other"
 
@@ -191,11 +192,15 @@ def classify_command(command: str) -> Action:
     return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature), written)
 
 
+_CALL_ACTIONS: Key[tuple[Action, ...]] = Key("call_actions")
+_RESULT_ACTION: Key[Action] = Key("result_action")
+
+
 def call_actions(item: Item) -> tuple[Action, ...]:
-    """The actions of an item's tool calls, classified once per item object (kept in ``item.memo``)."""
-    actions = item.memo.get("actions")
+    """The actions of an item's tool calls, classified once per item object (kept in ``item.readings``)."""
+    actions = item.readings.get(_CALL_ACTIONS)
     if actions is None:
-        actions = item.memo["actions"] = tuple(classify(call) for call in item.tool_calls)
+        actions = item.readings.set(_CALL_ACTIONS, tuple(classify(call) for call in item.tool_calls))
     return actions
 
 
@@ -204,9 +209,9 @@ def result_action(item: Item) -> Action | None:
     result = item.tool_result
     if result is None:
         return None
-    action = item.memo.get("action")
+    action = item.readings.get(_RESULT_ACTION)
     if action is None:
-        action = item.memo["action"] = classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
+        action = item.readings.set(_RESULT_ACTION, classify(ToolCall(result.call_id, result.tool_name or "", result.arguments or {})))
     return action
 
 

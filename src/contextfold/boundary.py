@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .actions import call_actions, failed
 from .conversation import Conversation, Item
+from .readings import Key
 
 PAUSE_S = 300.0
 """A gap between two items longer than this is a natural break."""
@@ -47,15 +48,18 @@ class Cut:
     reasons: tuple[str, ...]
 
 
+_FOCUS: Key[frozenset[str]] = Key("focus")
+
+
 def focus(item: Item) -> frozenset[str]:
     """The files an assistant turn's calls touch and the tools (or programs) they run, once per item object."""
-    found = item.memo.get("focus")
+    found = item.readings.get(_FOCUS)
     if found is None:
         names: set[str] = set()
         for call, action in zip(item.tool_calls, call_actions(item)):
             names.update(action.paths)
             names.add(f"tool:{action.signature[0] if action.signature else call.name}")
-        found = item.memo["focus"] = frozenset(names)
+        found = item.readings.set(_FOCUS, frozenset(names))
     return found
 
 

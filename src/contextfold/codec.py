@@ -1,7 +1,7 @@
 """contextfold's own JSON form of items and headers.
 
 Used by the transcript and by session files the CLI writes and reads back.
-It is lossless for everything in :mod:`contextfold.conversation` (``memo``
+It is lossless for everything in :mod:`contextfold.conversation` (``readings``
 excepted, which is a cache) and stable: a field added later gets a default.
 """
 

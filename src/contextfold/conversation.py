@@ -54,6 +54,7 @@ from .pairing import Repair as Repair
 from .pairing import Round as Round
 from .pairing import Validator as Validator
 from .pairing import Violation as Violation
+from .readings import Key, Readings
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 """The role of an item. ``developer`` is OpenAI's newer name for system."""
@@ -160,6 +161,8 @@ class Provenance:
 NO_PROVENANCE = Provenance()
 """An item as its author wrote it: nothing contextfold added or changed."""
 
+_TOOL_CALLS: Key[tuple[ToolCall, ...]] = Key("calls")
+
 
 @dataclass(frozen=True, slots=True)
 class Item:
@@ -169,8 +172,9 @@ class Item:
     exactly (``origin``: the format it came from, plus format-specific keys);
     only adapters (and the importers writing it) read it. ``provenance`` is
     what contextfold knows of the item, typed, for the pipeline.
-    ``memo`` is a private per-object cache (token counts); it takes no part
-    in equality and starts empty on every copy.
+    ``readings`` is what modules read of this item object once (its token
+    count, its tool calls: :mod:`contextfold.readings`); it takes no part in
+    equality, is never serialized and starts empty on every copy.
     """
 
     role: Role
@@ -179,7 +183,7 @@ class Item:
     timestamp: float | None = None
     meta: Mapping[str, Any] = field(default_factory=_empty)
     provenance: Provenance = NO_PROVENANCE
-    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    readings: Readings = field(default_factory=Readings, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         as_role(self.role)
@@ -193,11 +197,11 @@ class Item:
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        """The item's tool calls, found once and kept in :attr:`memo`: a step asks for them of every item several
+        """The item's tool calls, found once and kept in :attr:`readings`: a step asks for them of every item several
         times (rounds, actions, facts), and an item never changes."""
-        calls: tuple[ToolCall, ...] | None = self.memo.get("calls")
+        calls = self.readings.get(_TOOL_CALLS)
         if calls is None:
-            calls = self.memo["calls"] = tuple(b for b in self.blocks if isinstance(b, ToolCall))
+            calls = self.readings.set(_TOOL_CALLS, tuple(b for b in self.blocks if isinstance(b, ToolCall)))
         return calls
 
     @property

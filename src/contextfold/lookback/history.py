@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ..conversation import Conversation, Item, readable_text
 from ..errors import HistoryQueryError, HistoryRefNotFound
+from ..readings import Key
 from .names import HISTORY_TOOLS
 from .offloaded import is_offloaded, offloaded_output
 from .pattern import Matcher, compile_query
@@ -149,6 +150,9 @@ def _origin(item: Item, history: Conversation) -> tuple[str, bool]:
     return f"output of {name or 'a tool'} {shown}{file_note}{offloaded}", path is not None
 
 
+_TEXT: Key[str] = Key("lookback_text")
+
+
 def item_text(item: Item, read_offloaded: ReadOffloaded = offloaded_output) -> str:
     """The whole text of ``item`` as the agent would read it: an offloaded output read back, when it can be."""
     if is_offloaded(item):
@@ -156,12 +160,7 @@ def item_text(item: Item, read_offloaded: ReadOffloaded = offloaded_output) -> s
         if whole is not None:
             return whole
         return item.text + "\n[contextfold: the full output is no longer available; this is the preview kept]"
-    memo = item.memo.get("lookback_text")
-    if isinstance(memo, str):
-        return memo
-    text = readable_text(item)
-    item.memo["lookback_text"] = text
-    return text
+    return item.readings.setdefault(_TEXT, lambda: readable_text(item))
 
 
 def _clip(text: str, end: int | None) -> str:

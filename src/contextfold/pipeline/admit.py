@@ -46,7 +46,7 @@ def admit(item: Item, policy: Policy, header: Header, results_dir: Path | None,
 
 
 def observe(items: Sequence[Item]) -> None:
-    """Read the kept ``items`` once, into their memos: their references (and where an output's are, whose
+    """Read the kept ``items`` once, into their readings: their references (and where an output's are, whose
     lines clearing keeps), who speaks in a user item (:func:`~contextfold.reading.reading_of`) and the facts a
     summary is written from (:func:`~contextfold.summarizers._facts.read_ahead`).
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, SEARCH, call_actions, failed, result_action
 from ..conversation import Item
+from ..readings import Key
 
 MIN_SHARE = 0.015
 MAX_SHARE = 0.05
@@ -35,14 +36,17 @@ survives by reference (:mod:`.stages.survival`) rather than by length: on the co
 DENSE, MIDDLE, SPARSE = 1.0, 0.4, 0.0
 
 
+_DENSITY: Key[float] = Key("density")
+
+
 def density(item: Item) -> float:
     """How much of ``item`` a summary should keep, from 0 (listings, searches) to 1 (user words, edits, errors).
 
-    Kept in ``item.memo``: every plan of a summary weighs its whole span (several times when the tail is
+    Kept in ``item.readings``: every plan of a summary weighs its whole span (several times when the tail is
     chosen), and telling a failed output needs a search of its text."""
-    known: float | None = item.memo.get("density")
+    known = item.readings.get(_DENSITY)
     if known is None:
-        known = item.memo["density"] = _density(item)
+        known = item.readings.set(_DENSITY, _density(item))
     return known
 
 

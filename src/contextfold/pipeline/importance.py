@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..conversation import Item, readable_text
+from ..readings import Key
 from ..summarizers._text import clip
 
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:\-]{3,}")
@@ -31,8 +32,8 @@ _SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
 _TRAILING = ".:-/"
 """Stripped from a token's end: sentence punctuation and a path's closing slash name nothing more."""
 MIN_CHARS = 4
-_MEMO = "references"
-_LINES_MEMO = "line_index"
+REFERENCES: Key[frozenset[str]] = Key("references")
+"""The specific tokens of an item (:func:`item_tokens`)."""
 
 HALF_LIFE_TURNS = 40
 """A reference last used this many turns ago counts half as much as one used now."""
@@ -62,14 +63,18 @@ def used_text(item: Item) -> str:
 
 def item_tokens(item: Item) -> frozenset[str]:
     """The specific tokens of ``item``, read from :func:`used_text` (memoized on the item: items never change)."""
-    tokens = item.memo.get(_MEMO)
+    tokens = item.readings.get(REFERENCES)
     if tokens is None:
-        tokens = item.memo[_MEMO] = specific_tokens(used_text(item))
+        tokens = item.readings.set(REFERENCES, specific_tokens(used_text(item)))
     return tokens
 
 
 Lines = int | tuple[int, ...]
 """The lines of an output a token is on: one line's number (as most tokens are), else the numbers of each."""
+
+
+LINE_INDEX: Key[dict[str, Lines]] = Key("line_index")
+"""Where each specific token of an output is (:func:`line_index`)."""
 
 
 def _numbers(lines: Lines) -> tuple[int, ...]:
@@ -84,11 +89,11 @@ def line_index(item: Item) -> Mapping[str, Lines]:
     of its tokens took several times the output's own size), and a token on
     one line, as most are, keeps a bare number rather than a tuple of one.
     """
-    index: dict[str, Lines] | None = item.memo.get(_LINES_MEMO)
+    index = item.readings.get(LINE_INDEX)
     if index is None:
         result = item.tool_result
         lines = enumerate(result.text.splitlines()) if result is not None else iter(())
-        index = item.memo[_LINES_MEMO] = _where(lines, {token: token for token in item_tokens(item)})
+        index = item.readings.set(LINE_INDEX, _where(lines, {token: token for token in item_tokens(item)}))
     return index
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..conversation import Document, Image, Item, Text
+from ..readings import Key
 from .harness import EMPTY_BLOCK, Rule, Speaker, matching_rule, stand_in, without_wrappers
 
-_READING = "reading"
+_READING: Key[UserReading] = Key("speaker")
 """Where an item keeps its reading (items never change, so it is read once)."""
 
 
@@ -54,15 +55,14 @@ def read_text(text: str, attachments: int = 0) -> UserReading:
 def reading_of(item: Item) -> UserReading:
     """The reading of a user-role ``item`` (computed once per item object). Anything contextfold wrote itself (a
     summary, restored files, a survival note) and any other role is not the person."""
-    known = item.memo.get(_READING)
-    if isinstance(known, UserReading):
+    known = item.readings.get(_READING)
+    if known is not None:
         return known
     if item.role != "user" or added_by_contextfold(item):
         reading = UserReading(Speaker.HARNESS, "")
     else:
         reading = read_text(item.text, sum(isinstance(b, (Image, Document)) for b in item.blocks))
-    item.memo[_READING] = reading
-    return reading
+    return item.readings.set(_READING, reading)
 
 
 def added_by_contextfold(item: Item) -> bool:

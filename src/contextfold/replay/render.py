@@ -8,7 +8,7 @@ the neutral model (:func:`read_message`); that item is what is counted, with
 the same :class:`~contextfold.tokens.Estimator` the facade uses, and
 searched. The recount reads the dumped messages back the same way, so the
 two share the rules and nothing else. Both the rendering and the count are
-memoized in ``Item.memo``, which keeps a replay at O(total items)
+kept in ``Item.readings``, which keeps a replay at O(total items)
 tokenization however many requests repeat an item.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
 from ..conversation import Block, Conversation, Header, Item, JSONObject, JSONValue, Opaque, ToolResult, readable_text
 from ..errors import InvalidMessage
+from ..readings import Key
 from ..tokens import Estimator
 
-_RENDERED = "replay:openai"
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +73,9 @@ def as_message(data: dict[str, Any]) -> Message:
     return Message(data, json.dumps(data, ensure_ascii=False), item, readable_text(item, decode_arguments=True))
 
 
+_RENDERED: Key[Message | None] = Key("openai_message")
+
+
 def render_item(item: Item) -> Message | None:
     """The item as one Chat Completions message, or ``None`` when nothing of it can be sent.
 
@@ -82,15 +85,15 @@ def render_item(item: Item) -> Message | None:
     dumped; only reasoning with no readable text is left out, with the
     adapter's :class:`~contextfold.adapters.LossyConversion` warning.
     """
-    if _RENDERED in item.memo:
-        cached: Message | None = item.memo[_RENDERED]  # the memo holds what this function stored
-        return cached
+    return item.readings.setdefault(_RENDERED, lambda: _render(item))
+
+
+def _render(item: Item) -> Message | None:
     try:
         written = to_openai(Conversation((item,)))
     except InvalidMessage:
         written = to_openai(Conversation((_portable(item),)))
-    rendered = item.memo[_RENDERED] = as_message(written[0]) if written else None
-    return rendered
+    return as_message(written[0]) if written else None
 
 
 def recorded_messages(recording: Conversation) -> list[tuple[int | None, Message]]:

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from ..conversation import Conversation, Item, JSONValue, Summary, Text, Thinking, ToolCall, ToolResult
 from ..pipeline.importance import specific_tokens
 from ..reading import OPENING_LINES, is_person, says_something
+from ..readings import Key
 from .probes import last_error_line
 from .recall import FAR_MESSAGES
 from .render import recorded_messages
@@ -91,7 +92,7 @@ _TEST_RESULTS = (
 TEST_RESULT = re.compile("|".join(_TEST_RESULTS))
 """A line reporting how a test run went."""
 
-_MEMO = "replay:strict-lines"
+_LINES: Key[tuple[str, ...]] = Key("strict_lines")
 
 
 # --------------------------------------------------------------------------- the text a model reads
@@ -147,9 +148,9 @@ def normalized_lines(text: str) -> list[str]:
 
 def item_lines(item: Item) -> tuple[str, ...]:
     """The normalized lines of all a model reads of ``item`` (memoized on the item: items never change)."""
-    lines = item.memo.get(_MEMO)
+    lines = item.readings.get(_LINES)
     if lines is None:
-        lines = item.memo[_MEMO] = tuple(normalized_lines(model_text(item)))
+        lines = item.readings.set(_LINES, tuple(normalized_lines(model_text(item))))
     return lines
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..actions import EDIT, OTHER, READ, SEARCH, TODO, Action, command_outline, written_text
 from ..conversation import Item, ToolCall
+from ..readings import Key
 from ._outputs import TEXT_CHARS, _kept_for, file_content
 from ._text import shorten
 
@@ -118,9 +119,13 @@ def _change(call: ToolCall, action: Action) -> str | None:
     return shorten(change, TEXT_CHARS["change"]) if change is not None else None
 
 
+_RAN: Key[tuple[str, str]] = Key("ran")
+_FETCHES_ISSUE: Key[tuple[ToolCall, bool]] = Key("fetches_issue")
+
+
 def _ran(item: Item | None, command: str) -> str:
     """``$ command`` on one line, as a summary names where an output came from (kept on the output's item)."""
-    return _kept_for(item, "facts:ran", command, lambda: f"$ {_headline(command, TEXT_CHARS['command'])}")
+    return _kept_for(item, _RAN, command, lambda: f"$ {_headline(command, TEXT_CHARS['command'])}")
 
 
 def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
@@ -131,7 +136,7 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
             str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
         return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
 
-    return _kept_for(item, "facts:fetches_issue", call, fetches)
+    return _kept_for(item, _FETCHES_ISSUE, call, fetches)
 
 
 def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:

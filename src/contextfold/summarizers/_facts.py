@@ -42,6 +42,7 @@ from ..actions import (
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
 from ..reading import agent_words, is_stand_in_reply, reading_of
+from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
     _TEST_RUN,
@@ -68,7 +69,9 @@ from ._outputs import (
     TEXT_CHARS,
     _error_details,
     _json_object,
+    _ErrorRead,
     _kept,
+    _kept_by,
     _shown_error,
     exception_line,
     file_content,
@@ -90,6 +93,15 @@ QUIET_OUTPUTS = 20
 """Outputs since the last failure searched (newest first) for an error they showed without failing."""
 _RECORD_KEY = re.compile(r"(?:^|_)(?:id|number|code|ref|reference|confirmation)$", re.IGNORECASE)
 """Keys of a returned record whose values identify something (``reservation_id``, ``order_number``)."""
+TALLY: Key[str | None] = Key("tally")
+"""The tally a test run's output ends on, read once per output item."""
+_RESULT_LINE: Key[str | None] = Key("result_line")
+_FINDINGS: Key[list[str]] = Key("findings")
+_SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_CHANGES: Key[dict[str, str | None]] = Key("changes")
+"""What each edit call of an assistant item changed, by call id."""
+_ERRORS: Key[dict[str, _ErrorRead]] = Key("errors")
+"""What an output's error reads as, by the kind of action that failed."""
 _Pending = tuple[ToolCall, Action, "Item | None"]
 """A call waiting for its result: the call, what it does, and the item that made it (None: not in the span)."""
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
@@ -253,7 +265,7 @@ class Facts:
         for call, action, origin in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None, origin=origin))
         for item, text, source in spoken if details else ():
-            lines = _kept(item, "facts:findings", partial(finding_lines, text))
+            lines = _kept(item, _FINDINGS, partial(finding_lines, text))
             where = f" (after `{clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
             found = [line + where for line in lines]
             self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
@@ -349,7 +361,7 @@ class Facts:
         if action.changes_system and action.kind != EDIT and action.command:
             self.commands.append({"command": _ran(item, action.command)[2:], "ok": line is None})
             self.commands_total += 1
-        ended = _kept(item, "facts:result_line", lambda: result_line(text)) if item is not None else None
+        ended = _kept(item, _RESULT_LINE, lambda: result_line(text)) if item is not None else None
         return call, action, line, result is None, ended
 
     def _read_output(self, call: ToolCall, action: Action, item: Item, failure: str | None) -> None:
@@ -357,13 +369,13 @@ class Facts:
         check or test command that printed none, the line it ended on), an issue's text."""
         text = item.text
         ok = failure is None
-        tally = _kept(item, "facts:tally", lambda: tally_line(text))
+        tally = _kept(item, TALLY, lambda: tally_line(text))
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
             self.last_run = None
         elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
-            ended = exception_line(text, failure) if failure else _kept(item, "facts:result_line", lambda: result_line(text))
+            ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and _fetches_issue(item, call, action) and text.strip():
             fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
@@ -406,7 +418,7 @@ class Facts:
         if file_content(action):
             return False
         text = item.text
-        shown = _kept(item, "facts:shown_error", lambda: _shown_error(text))
+        shown = _kept(item, _SHOWN_ERROR, lambda: _shown_error(text))
         if shown is None:
             return False
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
@@ -430,7 +442,7 @@ class Facts:
         return facts
 
     def _record_edit(self, call: ToolCall, action: Action, origin: Item | None) -> None:
-        change = _kept(origin, f"facts:change:{call.id}", lambda: _change(call, action))
+        change = _kept_by(origin, _CHANGES, call.id, lambda: _change(call, action))
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
@@ -445,7 +457,7 @@ class Facts:
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
-        read = _kept(item, f"facts:error:{action.kind}", lambda: _error_details(text, line))
+        read = _kept_by(item, _ERRORS, action.kind, lambda: _error_details(text, line))
         cleared = item.provenance.error_frame if item is not None else None  # its output was replaced since
         frame = list(cleared) if cleared is not None else list(read.frame)
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
@@ -577,6 +589,6 @@ def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
 
 def read_ahead(items: Sequence[Item]) -> None:
     """Read what ``items`` show on their own (an output's result line, error, tally; an edit's text; the findings
-    in what the assistant wrote) into each item's memo, as they arrive: a later summary or survival check then
+    in what the assistant wrote) into each item's readings, as they arrive: a later summary or survival check then
     only works out what depends on the items around them."""
     Facts().read(items)

@@ -1,5 +1,5 @@
 """What one tool output shows, read off its text: the line it ended on, a test tally, the error it reports
-with its failing frame, the head of a project manifest, a returned record; and the per-item memo that reads each
+with its failing frame, the head of a project manifest, a returned record; and the per-item readings that read each
 of these once (an item never changes)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from ..actions import EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
 from ..conversation import Item
+from ..readings import Key
 from ._text import shorten
 
 # A state is carried from one summary into the next, so each of its facts is bounded.
@@ -45,19 +46,22 @@ _SCRIPTS_START = re.compile(r'^\s*(?:"scripts"\s*:\s*\{|\[(?:project\.scripts|to
 
 
 _T = TypeVar("_T")
+_B = TypeVar("_B")
 
 
 # ---------------------------------------------------------------------- what one item shows, read once
 
-def _kept(item: Item | None, key: str, compute: Callable[[], _T]) -> _T:
-    """``compute()``, kept in ``item.memo`` under ``key``: an item never changes, so what it shows is read once."""
-    if item is None:
-        return compute()
-    memo = item.memo
-    if key not in memo:
-        memo[key] = compute()
-    value: _T = memo[key]
-    return value
+def _kept(item: Item | None, key: Key[_T], compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept in ``item.readings`` under ``key``: an item never changes, so what it shows is read once."""
+    return compute() if item is None else item.readings.setdefault(key, compute)
+
+
+def _kept_by(item: Item | None, key: Key[dict[str, _T]], name: str, compute: Callable[[], _T]) -> _T:
+    """:func:`_kept` for a reading of which an item has one per ``name`` (the change of each call it makes)."""
+    known = _kept(item, key, dict)
+    if name not in known:
+        known[name] = compute()
+    return known[name]
 
 
 def tally_line(text: str) -> str | None:
@@ -70,13 +74,13 @@ def tally_line(text: str) -> str | None:
     return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
 
 
-def _kept_for(item: Item | None, key: str, basis: object, compute: Callable[[], _T]) -> _T:
+def _kept_for(item: Item | None, key: Key[tuple[_B, _T]], basis: _B, compute: Callable[[], _T]) -> _T:
     """:func:`_kept` for a value that depends on ``basis`` too (the call an output answers): recomputed if it differs."""
     known = _kept(item, key, lambda: (basis, compute()))
     if known[0] is not basis and known[0] != basis:
         known = (basis, compute())
         if item is not None:
-            item.memo[key] = known
+            item.readings.set(key, known)
     return known[1]
 
 

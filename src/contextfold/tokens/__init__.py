@@ -8,7 +8,7 @@ Four modules, each usable alone:
 * :mod:`.estimator`: an :class:`Estimator` applies one text counter to a whole
   item or header, with rules for what is not text (images and documents,
   sized from their headers by :mod:`.media`; tool calls; the per-message
-  framing) and memoizes every item in ``Item.memo``;
+  framing) and keeps every item's count in ``Item.readings``;
 * :mod:`.anchored`: a :class:`TokenCounter` anchors on real figures: after each
   response, :meth:`TokenCounter.record_usage` takes the provider's prompt size,
   and the next count is that figure plus a calibrated estimate of what was

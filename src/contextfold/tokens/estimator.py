@@ -3,7 +3,7 @@
 Text is counted by a :mod:`~contextfold.tokens.text` counter; what is not
 text (images, documents, tool calls, the per-message framing) has its own
 rule in :class:`BlockCosts`. Every item is measured once and the figure kept
-in ``Item.memo``.
+in ``Item.readings``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ..conversation import (
     ToolSpec,
 )
 from ..errors import TokenizerUnavailable
+from ..readings import Key
 from .media import b64decode, image_size, pdf_pages
 from .text import HeuristicText, RememberedText, TextCounter, TiktokenText
 
@@ -70,11 +71,15 @@ NO_FRAMING = BlockCosts(message_tokens=0, tool_call_tokens=0, tool_result_tokens
 """Costs with no per-message framing: for comparing raw text measures."""
 
 
+_COUNT_KEYS: dict[str, Key[int]] = {}
+"""One key per counter name: estimators that count alike (a background job's copy) share an item's count."""
+
+
 class Estimator:
     """Tokens of items, headers and whole requests through one text counter.
 
-    Each item is measured once: the figure is kept in ``item.memo`` under
-    :attr:`name`, so re-counting a conversation after appending k items costs
+    Each item is measured once: the figure is kept in ``item.readings`` under
+    the key of :attr:`name` (estimators of one name share it), so re-counting a conversation after appending k items costs
     k measurements; and each distinct text is counted once
     (:class:`~.text.RememberedText`), so an item a stage rebuilds around
     strings already seen costs lookups.
@@ -85,6 +90,7 @@ class Estimator:
         self.costs = costs
         suffix = "" if costs == BlockCosts() else f"#{hashlib.sha1(repr(costs).encode()).hexdigest()[:8]}"
         self.name = f"tokens:{self.text.name}{suffix}"
+        self.key = _COUNT_KEYS.setdefault(self.name, Key(self.name))
         self._header: tuple[Header, int] | None = None
 
     # -- whole requests
@@ -109,9 +115,9 @@ class Estimator:
         return sum(self._tool_spec(spec) for spec in specs)
 
     def item(self, item: Item) -> int:
-        tokens = item.memo.get(self.name)
+        tokens = item.readings.get(self.key)
         if tokens is None:
-            tokens = item.memo[self.name] = self._measure_item(item)
+            tokens = item.readings.set(self.key, self._measure_item(item))
         return tokens
 
     # -- measuring (not memoized)

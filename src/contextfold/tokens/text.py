@@ -24,7 +24,7 @@ from ..errors import TokenizerUnavailable, install_hint
 
 
 class TextCounter(Protocol):
-    """Anything that turns text into a token count; ``name`` keys the per-item memo."""
+    """Anything that turns text into a token count; ``name`` keys the count kept in each item's readings."""
 
     name: str
 

@@ -12,21 +12,25 @@ import json
 
 from ...actions import EDIT, READ, SEARCH, Action, result_action
 from ...conversation import Conversation, Item
+from ...readings import Key
 from ...events import Event
 from ..base import Budget
 from ..edits import MARK, apply_changes, is_placeholder, latest_result_index, with_result
 
 STAGE = "snip"
+_SIGNATURE: Key[tuple[Action, str] | None] = Key("snip_signature")
 
 
 def _signature(item: Item) -> tuple[Action, str] | None:
     """What the output answered: the call's action and its arguments as JSON (memoized: items never change)."""
-    if "snip" not in item.memo:
-        action = result_action(item)
-        arguments = json.dumps(item.tool_result.arguments or {}, sort_keys=True) if action is not None else ""  # type: ignore[union-attr]
-        item.memo["snip"] = (action, arguments) if action is not None else None
-    signature: tuple[Action, str] | None = item.memo["snip"]
-    return signature
+    return item.readings.setdefault(_SIGNATURE, lambda: _read_signature(item))
+
+
+def _read_signature(item: Item) -> tuple[Action, str] | None:
+    action = result_action(item)
+    if action is None:
+        return None
+    return action, json.dumps(item.tool_result.arguments or {}, sort_keys=True)  # type: ignore[union-attr]
 
 
 def _is_full_read(action: Action) -> bool:
