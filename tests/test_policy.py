@@ -84,12 +84,11 @@ def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
 
 
 def test_the_output_limits_grow_with_the_window_unless_told_not_to() -> None:
-    assert Policy().for_window(16_000) == Policy()  # one character per token: 16,000, below the 30,000 set
-    assert Policy().for_window(64_000) == replace(Policy(), persist_max_chars=64_000, truncate_max_chars=64_000)
+    assert Policy().for_window(32_000) == Policy()  # half a character per token: 16,000, as set
+    assert Policy().for_window(64_000) == replace(Policy(), persist_max_chars=32_000, truncate_max_chars=64_000)
     wide = Context(window_tokens=200_000).policy
-    assert (wide.persist_max_chars, wide.truncate_max_chars) == (200_000, 200_000)
-    assert Context(window_tokens=16_000).policy.persist_max_chars == 30_000  # never below what was set
-    lean = Policy.preset("lean")
-    assert (lean.for_window(32_000).persist_max_chars, lean.for_window(200_000).persist_max_chars) == (16_000, 100_000)
+    assert (wide.persist_max_chars, wide.truncate_max_chars) == (100_000, 200_000)
+    assert Context(window_tokens=16_000).policy.persist_max_chars == 16_000  # never below what was set
+    assert Policy(persist_chars_per_window_token=1.0).for_window(200_000).persist_max_chars == 200_000
     fixed = Context(window_tokens=200_000, policy=Policy(output_limits_scale_with_window=False)).policy
-    assert (fixed.persist_max_chars, fixed.truncate_max_chars) == (30_000, 50_000)
+    assert (fixed.persist_max_chars, fixed.truncate_max_chars) == (16_000, 50_000)
