@@ -299,21 +299,28 @@ def run_bench(
             if progress is not None:
                 progress(len(done), total)
 
-        if jobs == 1:
-            for job in work:
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                land(_replay_or_failure(job))
-        else:
-            with _pool_deaf_to_interrupts(jobs) as pool:
-                results = pool.imap_unordered(_replay_or_failure, work)
-                for _ in work:
-                    try:
-                        land(results.next(None if deadline is None else max(deadline - time.monotonic(), 0.0)))
-                    except multiprocessing.TimeoutError:  # the ``with`` ends the pool, and the sessions running
-                        break
+        _run_jobs(work, jobs, deadline, land)
     order = {session.label: number for number, session in enumerate(sessions)}
     return sorted(done, key=lambda run: (order[run.session], names.index(run.strategy)))
+
+
+def _run_jobs(work: list[tuple[Session, tuple[str, ...], Settings]], jobs: int, deadline: float | None,
+              land: Callable[[list[BenchRun] | ReplayFailed], None]) -> None:
+    """Replay each job of ``work`` (here with one job, else in ``jobs`` worker processes), handing each result to
+    ``land`` as it comes; at ``deadline`` no job is started and those running are abandoned."""
+    if jobs == 1:
+        for job in work:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            land(_replay_or_failure(job))
+        return
+    with _pool_deaf_to_interrupts(jobs) as pool:
+        results = pool.imap_unordered(_replay_or_failure, work)
+        for _ in work:
+            try:
+                land(results.next(None if deadline is None else max(deadline - time.monotonic(), 0.0)))
+            except multiprocessing.TimeoutError:  # the ``with`` ends the pool, and the sessions running
+                break
 
 
 @contextmanager

@@ -35,8 +35,9 @@ from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 
 POLICY = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=20_000, restore_max_files=5,
-                spare_current_turn=False)
-"""``history_tools`` stays ``"auto"``: Claude Code has no ``search_history``, so its summaries do not name it."""
+                spare_current_turn=False, persist_max_chars=30_000)
+"""``history_tools`` stays ``"auto"``: Claude Code has no ``search_history``, so its summaries do not name it;
+a tool output is saved to disk past Claude Code's own 30,000 characters, whatever contextfold's default is."""
 
 
 def auto_compact_tokens(config: StrategyConfig) -> int:
