@@ -47,7 +47,7 @@ def without_nones(**fields: Any) -> dict[str, JSONValue]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def merged(tree: JSONObject, extra: JSONObject) -> dict[str, Any]:
+def merged(tree: JSONObject, extra: JSONObject) -> dict[str, JSONValue]:
     """The modelled fields with the leftover deep-merged over them (the leftover wins)."""
     out = dict(tree)
     for key, value in extra.items():
@@ -71,8 +71,8 @@ def numbered(conversation: Conversation, system: bool) -> Iterable[tuple[int | N
 
 
 def result_content(
-    item: Item, index: int | None, prefix: str, same: bool, target: str, write: Callable[[Block, str], dict[str, Any]]
-) -> tuple[ToolResult, str | list[dict[str, Any]]]:
+    item: Item, index: int | None, prefix: str, same: bool, target: str, write: Callable[[Block, str], dict[str, JSONValue]]
+) -> tuple[ToolResult, str | list[dict[str, JSONValue]]]:
     """A tool item's result and its content on the wire (``write`` renders one block at a field).
 
     OpenAI formats have no error flag. A result from elsewhere that was an
@@ -103,8 +103,8 @@ def foreign_block(block: Block, index: int | None, field: str, target: str) -> I
 
 
 def shaped(
-    blocks: Sequence[Block], parts: list[dict[str, Any]], shape: str | None, same: bool
-) -> str | list[dict[str, Any]] | None:
+    blocks: Sequence[Block], parts: list[dict[str, JSONValue]], shape: str | None, same: bool
+) -> str | list[dict[str, JSONValue]] | None:
     """A message's content in its wire shape: a bare string where it was one and still can be.
 
     ``shape`` is what the source said (``"str"`` or ``"list"``); ``None`` (another

@@ -132,7 +132,7 @@ def _read_response_part(part: Mapping[str, Any], calls: CallIds) -> Block:
     return Opaque(dict(part), ORIGIN)
 
 
-def _parse(text: str) -> dict[str, Any] | None:
+def _parse(text: str) -> dict[str, JSONValue] | None:
     try:
         value = json.loads(text)
     except ValueError:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..adapters import MAX_NESTING, check_json
 from ..errors import InvalidMessage, SessionFormatError
+from ..conversation import JSONValue
 
 log = logging.getLogger("contextfold.importers")
 
@@ -127,7 +128,7 @@ class Source:
         return self.text.split("\n")
 
     @cached_property
-    def first_record(self) -> dict[str, Any] | None:
+    def first_record(self) -> dict[str, JSONValue] | None:
         """The first non-blank line parsed as a JSON object (``None`` when it is not one)."""
         for line in self.lines:
             if line.strip():
@@ -157,7 +158,7 @@ class Source:
         cached: list[dict[str, Any] | None] = self.memo[key]
         return cached
 
-    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+    def records(self) -> Iterator[tuple[int, dict[str, JSONValue]]]:
         """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number.
 
         A last line with no newline that is not JSON is a recording cut short

@@ -304,7 +304,7 @@ def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return [_write_content(members, unsent) for _, members in groups]
 
 
-def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | str | None:
+def system_instruction_to_genai(conversation: Conversation) -> dict[str, JSONValue] | str | None:
     """The header's system prompt as a ``system_instruction`` (the string or content it was read from)."""
     system = conversation.header.system
     if not system:
@@ -323,7 +323,7 @@ def _group_key(item: Item, index: int) -> Any:
 
 def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, JSONValue]:
     """One content; ``unsent`` are the ids of calls written without one (so their responses go without too)."""
-    placed: list[tuple[int | None, dict[str, Any]]] = []
+    placed: list[tuple[int | None, dict[str, JSONValue]]] = []
     for index, item in members:
         same = item.meta.get("origin") == ORIGIN
         positions = item.meta.get("parts") if same else None
@@ -341,7 +341,7 @@ def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset
     return merged(content, own.get("extra", {}))
 
 
-def _write_part(block: Block, same: bool, index: int | None, field: str, unsent: frozenset[str]) -> dict[str, Any]:
+def _write_part(block: Block, same: bool, index: int | None, field: str, unsent: frozenset[str]) -> dict[str, JSONValue]:
     own = dict(block.extra) if same else {}
     if isinstance(block, Summary):
         return {"text": block.text}
@@ -363,12 +363,12 @@ def _write_part(block: Block, same: bool, index: int | None, field: str, unsent:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, JSONValue]:
+def _response(result: ToolResult, own: dict[str, JSONValue]) -> dict[str, JSONValue]:
     """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
     no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
     name = None if own.pop("no_name", False) else own.pop("name", result.tool_name)
     text = result.text
-    response: dict[str, Any] | None = {_RESULT: text}
+    response: dict[str, JSONValue] | None = {_RESULT: text}
     if no_response and not text:
         response = None
     elif is_json:
