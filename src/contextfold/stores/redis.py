@@ -126,7 +126,7 @@ def redis_link(url: str, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> ServerLi
                       needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
 
 
-class RedisPlans(StorePlans):
+class RedisPlans(StorePlans[Op]):
     """What every Redis operation does, as a plan (:mod:`.plans`): the sync :class:`RedisStore` and the
     async store run the same plans, each with its own client (the two clients share their method names).
     A plan's commands need no transaction block to be run in (``block`` of ``_run`` changes nothing here): an
@@ -254,7 +254,7 @@ class RedisPlans(StorePlans):
         yield rewriting
 
 
-class RedisStore(RedisPlans, PlannedStore):
+class RedisStore(RedisPlans, PlannedStore[Op]):
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
     def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:
