@@ -26,6 +26,8 @@ from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
 from contextfold.sdk import ClientOptions, is_loopback
 
+from ..conversation import JSONObject
+
 LOOPBACK_KEY = "unused-local-server"
 """The key sent to a base URL on this machine when none is set: the SDKs refuse to start without one, and a
 server of one's own (``contextfold serve-fake``, Ollama) takes any."""
@@ -43,7 +45,7 @@ class ModelClient(Protocol):
     request_errors: tuple[type[BaseException], ...]
     api_errors: tuple[type[BaseException], ...]
 
-    def create(self, request: Mapping[str, Any]) -> Any:
+    def create(self, request: JSONObject) -> Any:
         """Send ``request`` (the body ``Context.prepare`` built) and return the SDK's response object."""
         ...
 
@@ -77,7 +79,7 @@ class SDKModel:
         self.request_errors, self.api_errors = adapter.error_classes()
         self._client = adapter.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
 
-    def create(self, request: Mapping[str, Any]) -> Any:
+    def create(self, request: JSONObject) -> Any:
         return self.adapter.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..conversation import JSONValue
 from ..bench.frontier import GRID, Point, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
@@ -169,7 +169,7 @@ def _same(a: Point, b: Point) -> bool:
     return (a.strict, a.cost) == (b.strict, b.cost)
 
 
-def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, Any]:
+def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, JSONValue]:
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
         "chosen": tuned.chosen, "written": tuned.written, "anchor": tuned.anchor, "asked": tuned.asked,

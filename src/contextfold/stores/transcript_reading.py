@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..codec import header_from_dict, item_from_dict
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, JSONValue
 from ..errors import InvalidConversation, InvalidSessionId, TranscriptCorrupt, TranscriptError, TranscriptUnsafe
 from ..private_files import open_dir, open_file
 
@@ -62,7 +62,7 @@ class TranscriptEvent:
 
     seq: int
     kind: str
-    data: dict[str, Any]
+    data: dict[str, JSONValue]
     time: float
     item_count: int
 
@@ -201,10 +201,10 @@ class RecordReader:
         self.header = header_from_dict(record["header"])
         self.checksums = record.get("checksum") == CHECKSUM
 
-    def _header_update(self, record: dict[str, Any]) -> None:
+    def _header_update(self, record: dict[str, JSONValue]) -> None:
         self.header = header_from_dict(record["header"])
 
-    def _item(self, record: dict[str, Any]) -> None:
+    def _item(self, record: dict[str, JSONValue]) -> None:
         self.items.append(item_from_dict(record["item"]))
 
     def _event(self, record: dict[str, Any]) -> None:

@@ -67,7 +67,7 @@ class Call:
     """A tool call the script makes."""
 
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,11 @@ class Seen:
     step: int  # requests this session made before this one (0: its first request, the task alone)
     results: tuple[str, ...]  # tool results answering the previous turn, in order
     errors: tuple[bool, ...]  # which of them are marked as errors
-    body: Mapping[str, Any]
+    body: JSONObject
 
 
 Script = Callable[[Seen], Turn]
-Check = Callable[[str, Mapping[str, Any]], list[str]]
+Check = Callable[[str, JSONObject], list[str]]
 """An extra rule for every request: (provider, body) -> problems (empty when the request is fine)."""
 
 
