@@ -404,7 +404,7 @@ class ConversationBuilder:
                 return True
         return False
 
-    def annotate_last(self, key: str, values: list[Any]) -> bool:
+    def annotate_last(self, key: str, values: Sequence[JSONValue]) -> bool:
         """Append ``values`` to ``meta[key]`` of the latest non-tool item; ``False`` when there is none."""
         for draft in reversed(self._drafts):
             if isinstance(draft, _Draft):

@@ -52,7 +52,7 @@ def parse_json(text: str, check: bool = True) -> Any:
     return value
 
 
-def fitting(value: Any, path: str) -> None:
+def fitting(value: object, path: str) -> None:
     """Raise :class:`JsonFault` at the JSON path of anything in ``value`` the model cannot hold."""
     try:
         check_json(value, None, path)

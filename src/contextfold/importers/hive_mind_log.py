@@ -64,7 +64,7 @@ def looks_like_log(source: Source) -> bool:
     return sum(bool(PREFIX.match(line)) for line in source.lines[:60]) >= 3
 
 
-def carries(source: Source, is_event: Callable[[Any], bool]) -> bool:
+def carries(source: Source, is_event: Callable[[object], bool]) -> bool:
     """Whether the file holds an agent's events: as raw JSON Lines, or inside a log."""
     if is_event(source.first_record):
         return True
@@ -86,7 +86,7 @@ def note_unparsed(builder: ConversationBuilder, entry: Entry) -> None:
     builder.meta.setdefault("unparsed_lines", []).append(entry.line)
 
 
-def agent_entries(source: Source, is_event: Callable[[Any], bool]) -> list[Entry]:
+def agent_entries(source: Source, is_event: Callable[[object], bool]) -> list[Entry]:
     """The agent's events, with the log's prompts and undecodable events, from either form."""
     if is_event(source.first_record):
         return [Entry("event", number, None, record) for number, record in source.records()]

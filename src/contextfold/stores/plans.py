@@ -30,7 +30,7 @@ Plan = Generator[Step, Any, T]
 """A store operation: yields steps of I/O, is sent each one's answer, returns the operation's result."""
 
 
-def drive(plan: Plan[Step, T], execute: Callable[[Step], Any]) -> T:
+def drive(plan: Plan[Step, T], execute: Callable[[Step], object]) -> T:
     """``plan`` run to its end, each step done by ``execute`` (blocking); its result."""
     try:
         step = next(plan)
@@ -41,7 +41,7 @@ def drive(plan: Plan[Step, T], execute: Callable[[Step], Any]) -> T:
         return result
 
 
-async def adrive(plan: Plan[Step, T], execute: Callable[[Step], Awaitable[Any]]) -> T:
+async def adrive(plan: Plan[Step, T], execute: Callable[[Step], Awaitable[object]]) -> T:
     """``plan`` run to its end, each step awaited on ``execute``; its result."""
     try:
         step = next(plan)

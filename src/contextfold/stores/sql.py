@@ -68,7 +68,7 @@ class Statement(NamedTuple):
     """One SQL statement of a plan (``?`` placeholders); ``many``: ``params`` is a list of rows (executemany)."""
 
     sql: str
-    params: Sequence[Any] = ()
+    params: Sequence[object] = ()
     many: bool = False
 
 

@@ -149,7 +149,7 @@ class RecordReader:
     def corrupt(self, line: int, reason: str) -> TranscriptCorrupt:
         return TranscriptCorrupt(str(self.path), line, reason)
 
-    def read(self, line: int, record: Any) -> None:
+    def read(self, line: int, record: object) -> None:
         if not isinstance(record, dict):
             raise self.corrupt(line, f"a record is a JSON object, found {type(record).__name__}")
         seq, kind = record.get("seq"), record.get("type")

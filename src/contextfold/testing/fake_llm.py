@@ -498,7 +498,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     fake: ClassVar[FakeLLMServer]
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: the tests assert on what was recorded."""
 
     def do_POST(self) -> None:

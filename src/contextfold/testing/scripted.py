@@ -455,7 +455,7 @@ def _error(provider: str, message: str) -> dict[str, Any]:
 
 def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             """Quiet: the tests assert on what was recorded."""
 
         def do_POST(self) -> None:
