@@ -68,7 +68,7 @@ def _adapter() -> Any:
 # --------------------------------------------------------------------------- reading
 
 
-def from_pydantic_ai(messages: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
+def from_pydantic_ai(messages: Sequence[object], *, known_call_ids: Iterable[str] = ()) -> Conversation:
     """Read ``ModelMessage`` objects; ``known_call_ids`` names calls made in messages read before this list.
 
     Errors name the message index and field: :class:`InvalidMessage` for a
