@@ -95,7 +95,7 @@ class Reply:
     input_tokens: int | None = 120
     output_tokens: int = 60
     delay_s: float = 0.0
-    blocks: tuple[Mapping[str, Any], ...] = ()
+    blocks: tuple[JSONObject, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     cache: CacheUse | None = None
 
