@@ -139,6 +139,8 @@ def tools_to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
 def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     extra = dict(spec.extra) if same else {}
     schema_field = extra.pop("schema_field", _JSON_SCHEMA)
+    if not isinstance(schema_field, str):
+        raise InvalidContent(None, f"tools.{spec.name}.extra.schema_field", "expected the name of the schema field")
     return {**spec_fields(spec, schema_field, same), **extra}
 
 
