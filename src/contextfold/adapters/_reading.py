@@ -39,7 +39,7 @@ def as_object(value: object, index: int | None, field: str) -> JSONObject:
     raise InvalidContent(index, field or "message", f"expected an object, got {type(value).__name__}")
 
 
-def as_list(value: object, index: int | None, field: str) -> Sequence[Any]:
+def as_list(value: object, index: int | None, field: str) -> Sequence[object]:
     if isinstance(value, SEQUENCE):
         return value
     raise InvalidContent(index, field, f"expected a list, got {type(value).__name__}")
@@ -117,7 +117,7 @@ class WireObject:
             del chain[depth - 1][keys[depth - 1]]
 
 
-_MISSING: Any = object()
+_MISSING: object = object()
 
 
 OUTPUT_TEXT = frozenset({"text", "input_text", "output_text"})

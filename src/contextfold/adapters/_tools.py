@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from ..conversation import Conversation, JSONObject, JSONValue, Opaque, ToolSpec
 from ._reading import WireObject, as_list, read_object
@@ -14,7 +13,7 @@ EMPTY_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
 
 def read_tools(
-    tools: Sequence[Any] | None, provider: str, read: Callable[[WireObject], ToolSpec | None]
+    tools: Sequence[object] | None, provider: str, read: Callable[[WireObject], ToolSpec | None]
 ) -> tuple[ToolSpec | Opaque, ...]:
     """Tool definitions: ``read`` makes a ToolSpec of a function tool (``None``: keep it Opaque)."""
     if tools is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from ..conversation import Block, Conversation, Item, JSONObject, JSONValue, Opaque, Summary, Text, ToolCall, ToolResult
 from ..errors import InvalidContent, InvalidToolArguments
@@ -42,7 +41,7 @@ def origin(item: Item) -> str | None:
     return item.meta.get("origin")
 
 
-def without_nones(**fields: Any) -> dict[str, JSONValue]:
+def without_nones(**fields: JSONValue) -> dict[str, JSONValue]:
     """The given fields without the ``None`` ones (absent on the wire)."""
     return {k: v for k, v in fields.items() if v is not None}
 

@@ -59,7 +59,7 @@ class WireHeader:
     static_blocks: int = 0
 
 
-def present_fields(**fields: Any) -> dict[str, JSONValue]:
+def present_fields(**fields: JSONValue) -> dict[str, JSONValue]:
     """The request fields that have a value: providers reject ``"tools": []`` and some a ``null`` system."""
     return {name: value for name, value in fields.items() if value}
 

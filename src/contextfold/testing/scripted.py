@@ -205,7 +205,7 @@ class ScriptedModel:
     """The server; a context manager. ``exchanges`` records every request, ``problems`` every rule broken."""
 
     def __init__(
-        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None,
+        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, JSONObject], int] | None = None,
         port: int = 0,
     ) -> None:
         """``port`` 0 takes a free one (:attr:`url` says which). :attr:`cache` is the server's prompt cache."""
@@ -213,7 +213,7 @@ class ScriptedModel:
         self.checks = checks
         self.count_prompt = count_prompt
         self.exchanges: list[Exchange] = []
-        self.issued: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
+        self.issued: dict[str, tuple[str, JSONValue]] = {}  # call id -> (name, arguments)
         self._steps: dict[tuple[str, str], int] = {}
         self.cache = PromptCache()
         self._ids = count(1)

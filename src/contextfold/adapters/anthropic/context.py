@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ...conversation import JSONObject, JSONValue
 from ...errors import ContextfoldError
@@ -182,7 +182,7 @@ class ContextReport:
 
     applied: tuple[AppliedEdit, ...] = ()
     compactions: tuple[int | None, ...] = ()
-    usage_iterations: Any = None
+    usage_iterations: JSONValue = None
 
 
 _CLEARED = {"clear_tool_uses_20250919": ("cleared_tool_uses", "tool uses"),

@@ -83,7 +83,7 @@ def _dump(value: object, index: int | None, field: str) -> Mapping[str, Any]:
 
 
 def from_genai(
-    contents: Sequence[Any], *, system_instruction: object = None, tools: Any = None, known_call_ids: Iterable[str] = ()
+    contents: Sequence[object], *, system_instruction: object = None, tools: object = None, known_call_ids: Iterable[str] = ()
 ) -> Conversation:
     """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt,
     ``tools`` its tools.
@@ -237,7 +237,7 @@ class _Reader:
         else:  # a content of responses only: its own fields ride on the first
             items[0] = Item("tool", items[0].blocks, meta={**meta, "parts": items[0].meta["parts"]})
         return items
-    def _call(self, wire: Any, index: int | None, position: int) -> ToolCall:
+    def _call(self, wire: WireObject, index: int | None, position: int) -> ToolCall:
         name = wire.take("function_call.name", str)
         args = wire.take("function_call.args", Mapping, required=False)
         call_id = wire.take("function_call.id", str, required=False)
@@ -251,7 +251,7 @@ class _Reader:
         self.open.append(call)
         return call
 
-    def _response(self, wire: Any, index: int | None, field: str) -> ToolResult:
+    def _response(self, wire: WireObject, index: int | None, field: str) -> ToolResult:
         name = wire.take("function_response.name", str, required=False)
         call_id = wire.take("function_response.id", str, required=False)
         response = wire.take("function_response.response", Mapping, required=False)
@@ -277,7 +277,7 @@ class _Reader:
         return ToolResult(call_id, json.dumps(response, ensure_ascii=False), extra=wire.rest)
 
 
-def _block(wire: Any) -> Block:
+def _block(wire: WireObject) -> Block:
     """A part that is neither a call nor a response: text, thought, or something carried as it is."""
     thought = wire.rest.get("thought") is True
     text = wire.take("text", str, required=False)
@@ -294,7 +294,7 @@ def _block(wire: Any) -> Block:
 
 def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The contents for ``conversation`` (header excluded: see :func:`system_instruction_to_genai`)."""
-    groups: list[tuple[Any, list[tuple[int, Item]]]] = []
+    groups: list[tuple[object, list[tuple[int, Item]]]] = []
     for index, item in enumerate(conversation.items):
         key = _group_key(item, index)
         after_results = key is None and item.role == "tool" and bool(groups) and groups[-1][1][-1][1].role == "tool"
@@ -316,7 +316,7 @@ def system_instruction_to_genai(conversation: Conversation) -> dict[str, JSONVal
     return _write_content([(None, item) for item in system], frozenset())
 
 
-def _group_key(item: Item, index: int) -> Any:
+def _group_key(item: Item, index: int) -> object:
     """Items read from one content share its key; anything else is its own content (tool items: see to_genai)."""
     if item.meta.get("origin") == ORIGIN and "content" in item.meta:
         return item.meta["content"]

@@ -103,7 +103,7 @@ def _choice(data: JSONObject) -> Mapping[str, Any]:
     return as_object(choices[0], None, "choices[0]") if choices else {}
 
 
-def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
+def reply_from_chunks(chunks: Iterable[object]) -> Reply:
     """A streamed completion (SDK chunks or their dicts) put back together and read as one reply.
 
     The deltas' text, their tool calls (fragments joined by their ``index``:

@@ -69,7 +69,7 @@ from .._writing import arguments_json, foreign_block, merged, numbered, origin, 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-_ABSENT: Any = object()
+_ABSENT: object = object()
 
 
 # --------------------------------------------------------------------------- reading

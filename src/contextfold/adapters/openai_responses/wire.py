@@ -227,7 +227,7 @@ class _Reader:
             self._add_item(Item(as_role(role), (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
 
 
-def _meta(wire: WireObject, **fields: Any) -> dict[str, JSONValue]:
+def _meta(wire: WireObject, **fields: JSONValue) -> dict[str, JSONValue]:
     meta = {"origin": ORIGIN, **fields}
     if wire.rest:
         meta["extra"] = wire.rest
