@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import MAX_NESTING, check_json
+from ..conversation import JSONObject, JSONValue
 from ..errors import InvalidMessage, SessionFormatError
-from ..conversation import JSONValue
 
 log = logging.getLogger("contextfold.importers")
 
@@ -139,12 +139,12 @@ class Source:
                 return value if isinstance(value, dict) else None
         return None
 
-    def leading_records(self, limit: int) -> list[dict[str, Any] | None]:
+    def leading_records(self, limit: int) -> list[JSONObject | None]:
         """The first ``limit`` non-blank lines parsed (``None`` for a line that is not a JSON object): enough
         for detection to look past the bookkeeping records some formats open with. Parsed once per file."""
         key = f"leading_records/{limit}"
         if key not in self.memo:
-            leading: list[dict[str, Any] | None] = []
+            leading: list[JSONObject | None] = []
             for line in self.lines:
                 if len(leading) == limit:
                     break
@@ -155,7 +155,7 @@ class Source:
                         value = None
                     leading.append(value if isinstance(value, dict) else None)
             self.memo[key] = leading
-        cached: list[dict[str, Any] | None] = self.memo[key]
+        cached: list[JSONObject | None] = self.memo[key]
         return cached
 
     def records(self) -> Iterator[tuple[int, dict[str, JSONValue]]]:
