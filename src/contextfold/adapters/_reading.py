@@ -96,8 +96,8 @@ class WireObject:
             return True
         return False
 
-    def _lookup(self, keys: list[str]) -> Any:
-        node: Any = self.rest
+    def _lookup(self, keys: list[str]) -> object:
+        node: object = self.rest
         for key in keys:
             if not isinstance(node, Mapping) or key not in node:
                 return _MISSING

@@ -273,7 +273,7 @@ def _bookkeeping_name(kind: str, record: JSONObject) -> str:
     path = BY_SUBTYPE.get(kind)
     if path is None:
         return kind
-    value: Any = record
+    value: object = record
     for key in path.split("."):
         value = value.get(key) if isinstance(value, Mapping) else None
     return f"{kind}/{value}" if isinstance(value, str) else kind

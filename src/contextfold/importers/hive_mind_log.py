@@ -195,7 +195,7 @@ def _prompt(records: list[_Record], index: int, end_marker: str) -> tuple[int, s
     return index + 1, "\n".join(lines)
 
 
-def _decode(text: str) -> tuple[list[Any], str]:
+def _decode(text: str) -> tuple[list[JSONValue], str]:
     """The JSON values at the start of ``text`` (shapes 1 and 2), and what follows them undecoded.
 
     Text after the last value is log output that was not prefixed; if it
@@ -217,7 +217,7 @@ def _decode(text: str) -> tuple[list[Any], str]:
     return values, ""
 
 
-def _join_chunks(records: list[_Record], index: int) -> tuple[int, list[Any], str]:
+def _join_chunks(records: list[_Record], index: int) -> tuple[int, list[JSONValue], str]:
     """Shape 3: join the payloads of the following prefixed records until the text parses.
 
     A chunk is a record without continuation lines, except the last one, whose
@@ -244,15 +244,17 @@ def _continues(record: _Record) -> bool:
     return any(line.strip() for line in record.continuation)
 
 
-def _loads_repaired(text: str) -> Any:
+def _loads_repaired(text: str) -> JSONValue:
     """``json.loads``, retried once with invalid escapes neutralised; ``None`` if still invalid."""
     try:
-        return parse_json(text, check=False)
+        value: JSONValue = parse_json(text, check=False)
+        return value
     except JsonFault as fault:
         if not fault.reason.startswith("not valid JSON: Invalid \\escape"):
             return None
     repaired = _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
     try:
-        return parse_json(repaired, check=False)
+        repaired_value: JSONValue = parse_json(repaired, check=False)
+        return repaired_value
     except JsonFault:
         return None

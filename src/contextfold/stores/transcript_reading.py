@@ -221,7 +221,7 @@ class RecordReader:
         return Restored(Conversation(self.items, self.header), self.events, report)
 
 
-def parse_line(line: bytes, checksums: bool = False) -> tuple[Any, str | None]:
+def parse_line(line: bytes, checksums: bool = False) -> tuple[JSONValue, str | None]:
     """The record on one raw line, or ``(None, reason)`` when the line is unreadable or fails its checksum."""
     if not line.endswith(b"\n"):
         return None, "no line end: the write was cut short"
