@@ -213,7 +213,7 @@ class RedisPlans(StorePlans[Op]):
         listed = yield lambda io: io._client.zrange(f"{PREFIX}:sessions", 0, -1)
         ids = [sid.decode() for sid in listed]
 
-        def listing(io: RedisPlans) -> Any:
+        def listing(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=False)
             for session_id in ids:
                 meta, records, _, _ = self._keys(session_id)
@@ -232,7 +232,7 @@ class RedisPlans(StorePlans[Op]):
     def _delete(self, session_id: str) -> RedisPlan[None]:
         meta, records, index, keys = self._keys(session_id)
 
-        def deleting(io: RedisPlans) -> Any:
+        def deleting(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=True)
             pipe.delete(meta, records, keys, self._blobs(session_id))
             pipe.zrem(index, session_id)
@@ -245,7 +245,7 @@ class RedisPlans(StorePlans[Op]):
     def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> RedisPlan[None]:
         key = self._keys(session_id)[1]
 
-        def rewriting(io: RedisPlans) -> Any:
+        def rewriting(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=True)
             for seq, record in records.items():
                 pipe.lset(key, seq, encode(record))
