@@ -24,9 +24,8 @@ from typing import Any, Protocol
 
 from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
+from contextfold.conversation import JSONObject
 from contextfold.sdk import ClientOptions, is_loopback
-
-from ..conversation import JSONObject
 
 LOOPBACK_KEY = "unused-local-server"
 """The key sent to a base URL on this machine when none is set: the SDKs refuse to start without one, and a

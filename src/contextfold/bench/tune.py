@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..conversation import JSONObject, JSONValue
 from .. import __version__
 from ..codec import conversation_to_dict
+from ..conversation import JSONObject, JSONValue
 from ..pipeline.base import Policy
 from ..private_files import replace_file
 from ..replay.lint import SummaryLint

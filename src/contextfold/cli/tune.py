@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..conversation import JSONValue
 from ..bench.frontier import GRID, Point, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
 from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
+from ..conversation import JSONValue
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
 from .bench import check_out
