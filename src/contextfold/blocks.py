@@ -9,12 +9,21 @@ where they are imported from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias, Union
+
+# The JSON aliases live here, below conversation (which re-exports them), so that the blocks' fields can use them.
+JSONValue: TypeAlias = Union[None, bool, int, float, str, Sequence["JSONValue"], Mapping[str, "JSONValue"]]  # noqa: UP007
+"""A value as JSON holds it, read-only: what a wire message, a recorded session or a provider's reply is made of.
+The containers are the read-only protocols, so a ``dict[str, str]`` is one too; code reading a value narrows it
+(``isinstance(value, Mapping)``) before it indexes it, and mypy checks that it did."""
+
+JSONObject: TypeAlias = Mapping[str, JSONValue]
+"""A JSON object, read-only (a wire message, a block's provider fields, a tool call's arguments)."""
 
 
-def _empty() -> Mapping[str, Any]:
+def _empty() -> JSONObject:
     return {}
 
 
@@ -25,7 +34,7 @@ class Text:
     kind: ClassVar[Literal["text"]] = "text"
     text: str
     """The text, as the model reads it."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for (``cache_control``, ...), kept for lossless round trips."""
 
 
@@ -40,7 +49,7 @@ class Image:
     """The image itself, base64-encoded."""
     media_type: str | None = None
     """``image/png``, ``image/jpeg``, ... when known."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -51,7 +60,7 @@ class Document:
     kind: ClassVar[Literal["document"]] = "document"
     source: Mapping[str, Any]
     """The provider's own description of the document (its bytes, URL or file id)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -64,7 +73,7 @@ class Thinking:
     """The reasoning text."""
     signature: str | None = None
     """Sent back verbatim where the provider gave one (it checks the reasoning was not altered)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -75,7 +84,7 @@ class RedactedThinking:
     kind: ClassVar[Literal["redacted_thinking"]] = "redacted_thinking"
     data: str
     """The encrypted reasoning, exactly as received."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -88,13 +97,13 @@ class ToolCall:
     """The call's id, which its :class:`ToolResult` answers."""
     name: str
     """The tool called."""
-    arguments: Mapping[str, Any] = field(default_factory=_empty)
+    arguments: JSONObject = field(default_factory=_empty)
     """The parsed JSON object of arguments."""
     raw_arguments: str | None = None
     """The exact string the provider sent when its format carries arguments as a string (OpenAI), kept so the
     request can be reproduced byte for byte; whoever changes ``arguments`` must set this to ``None``, or the
     stale string is what gets sent."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -112,9 +121,9 @@ class ToolResult:
     tool_name: str | None = None
     """The tool of the call that produced this result; the conversation fills it in, so stages can reason
     about a result (which file did this read?) without searching for its call."""
-    arguments: Mapping[str, Any] | None = None
+    arguments: JSONObject | None = None
     """The arguments of that call, filled in the same way."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
     @property
@@ -143,14 +152,14 @@ class Summary:
     preamble: int = 0
     """The first ``preamble`` characters of ``text`` introduce it to the model (the pipeline writes them);
     :attr:`body` is what the summarizer wrote."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
-    native: Mapping[str, Any] | None = None
+    native: JSONObject | None = None
     """The provider's own compaction block or item this summary stands for, as returned (``None``: contextfold's)."""
     native_provider: str | None = None
     """The format :attr:`native` came from and goes back to (``"anthropic"``, ``"responses"``)."""
 
-    def native_for(self, provider: str) -> Mapping[str, Any] | None:
+    def native_for(self, provider: str) -> JSONObject | None:
         """What to send ``provider`` in this summary's place: its own compaction, or ``None`` (send the text)."""
         return self.native if self.native is not None and self.native_provider == provider else None
 
@@ -169,7 +178,7 @@ class Opaque:
     """The block exactly as received."""
     provider: str | None = None
     """The format it came from (``"anthropic"``, ``"openai"``, ``"responses"``)."""
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)
     """The provider's fields the model has no slot for, kept for lossless round trips."""
 
 
@@ -194,4 +203,4 @@ class ToolSpec:
     name: str
     description: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=_empty)
-    extra: Mapping[str, Any] = field(default_factory=_empty)
+    extra: JSONObject = field(default_factory=_empty)

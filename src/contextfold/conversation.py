@@ -33,12 +33,14 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, Union
+from typing import Any, Literal
 
 from .blocks import BLOCK_TYPES as BLOCK_TYPES
 from .blocks import Block as Block
 from .blocks import Document as Document
 from .blocks import Image as Image
+from .blocks import JSONObject as JSONObject
+from .blocks import JSONValue as JSONValue
 from .blocks import Opaque as Opaque
 from .blocks import RedactedThinking as RedactedThinking
 from .blocks import Summary as Summary
@@ -87,15 +89,6 @@ def reproducible_ids(seed: str) -> Iterator[None]:
         yield
     finally:
         _ID_STREAM.reset(token)
-
-
-JSONValue: TypeAlias = Union[None, bool, int, float, str, Sequence["JSONValue"], Mapping[str, "JSONValue"]]  # noqa: UP007
-"""A value as JSON holds it, read-only: what a wire message, a recorded session or a provider's reply is made of.
-The containers are the read-only protocols, so a ``dict[str, str]`` is one too; code reading a value narrows it
-(``isinstance(value, Mapping)``) before it indexes it, and mypy checks that it did."""
-
-JSONObject: TypeAlias = Mapping[str, JSONValue]
-"""A JSON object, read-only (a wire message, a block's provider fields, a tool call's arguments)."""
 
 
 def as_role(value: object) -> Role:

@@ -34,7 +34,6 @@ every breakpoint, and are never part of what is kept for the next request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .adapters import Adapter, WireHeader
 from .conversation import Conversation, Header, Item, JSONValue
@@ -49,7 +48,7 @@ class Renderer:
         self._view: Conversation | None = None
         self._header: Header | None = None
         self._head = WireHeader({}, ())
-        self._frozen: list[dict[str, Any]] = []  # wire messages of items[:_upto]
+        self._frozen: list[dict[str, JSONValue]] = []  # wire messages of items[:_upto]
         self._upto = 0
         self._frozen_marked = False  # whether the caller placed cache marks in items[:_upto]
         self._summary_at: int | None = None  # index in _frozen of the latest summary message
@@ -116,7 +115,7 @@ class Renderer:
         self._frozen.extend(messages)
         self._frozen_marked = self._frozen_marked or any(map(self.adapter.cache_marked, items))
 
-    def _render(self, items: Sequence[Item]) -> tuple[list[dict[str, Any]], int | None]:
+    def _render(self, items: Sequence[Item]) -> tuple[list[dict[str, JSONValue]], int | None]:
         """The wire messages of ``items``, and the index among them of the latest summary's message."""
         at = next((k for k in range(len(items) - 1, -1, -1) if items[k].kind == "summary"), None)
         if at is None:

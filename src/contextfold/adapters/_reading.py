@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from ..conversation import Conversation, Header, Item, JSONObject, Opaque, ToolSpec
+from ..conversation import Conversation, Header, Item, JSONObject, JSONValue, Opaque, ToolSpec
 from ..errors import InvalidContent, InvalidEncoding, InvalidMessage, OversizedBlock
 
 SEQUENCE = (list, tuple)
@@ -28,7 +28,7 @@ def where(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def as_object(value: object, index: int | None, field: str) -> Mapping[str, Any]:
+def as_object(value: object, index: int | None, field: str) -> JSONObject:
     """A wire object as a mapping. SDK response models (pydantic) are dumped as sent by the server."""
     if isinstance(value, Mapping):
         return value
@@ -39,7 +39,7 @@ def as_object(value: object, index: int | None, field: str) -> Mapping[str, Any]
     raise InvalidContent(index, field or "message", f"expected an object, got {type(value).__name__}")
 
 
-def as_list(value: object, index: int | None, field: str) -> Sequence[Any]:
+def as_list(value: object, index: int | None, field: str) -> Sequence[object]:
     if isinstance(value, SEQUENCE):
         return value
     raise InvalidContent(index, field, f"expected a list, got {type(value).__name__}")
@@ -96,8 +96,8 @@ class WireObject:
             return True
         return False
 
-    def _lookup(self, keys: list[str]) -> Any:
-        node: Any = self.rest
+    def _lookup(self, keys: list[str]) -> object:
+        node: object = self.rest
         for key in keys:
             if not isinstance(node, Mapping) or key not in node:
                 return _MISSING
@@ -117,7 +117,7 @@ class WireObject:
             del chain[depth - 1][keys[depth - 1]]
 
 
-_MISSING: Any = object()
+_MISSING: object = object()
 
 
 OUTPUT_TEXT = frozenset({"text", "input_text", "output_text"})
@@ -163,7 +163,7 @@ def require_call(call_id: str, calls: CallIds, index: int, field: str) -> None:
         raise InvalidContent(index, field, f"no earlier tool call has id {call_id!r}")
 
 
-def parse_arguments(raw: str) -> dict[str, Any] | None:
+def parse_arguments(raw: str) -> dict[str, JSONValue] | None:
     """Tool-call arguments sent as a JSON string, or ``None`` when they are not a JSON object
     (:func:`check_json` included: a string that decodes to lone surrogates is kept raw, not decoded).
 
@@ -225,7 +225,7 @@ def shown(value: object) -> str:
     return repr(value[:60]) if isinstance(value, str) else f"a {type(value).__name__}"
 
 
-def read_message(raw: object, index: int) -> Mapping[str, Any]:
+def read_message(raw: object, index: int) -> JSONObject:
     """One message (or Responses item) of a list: an object holding nothing JSON cannot carry.
 
     The one check every reader starts with, so that no field (taken into the model or left over for the

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
-from ..conversation import Conversation, JSONValue, Opaque, ToolSpec
+from ..conversation import Conversation, JSONObject, JSONValue, Opaque, ToolSpec
 from ._reading import WireObject, as_list, read_object
 from ._writing import foreign_block, without_nones
 
-EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+EMPTY_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 """The parameters schema sent for a tool defined without one in another format."""
 
 
 def read_tools(
-    tools: Sequence[Any] | None, provider: str, read: Callable[[WireObject], ToolSpec | None]
+    tools: Sequence[object] | None, provider: str, read: Callable[[WireObject], ToolSpec | None]
 ) -> tuple[ToolSpec | Opaque, ...]:
     """Tool definitions: ``read`` makes a ToolSpec of a function tool (``None``: keep it Opaque)."""
     if tools is None:
@@ -43,7 +42,7 @@ def spec_fields(spec: ToolSpec, schema_key: str, same: bool) -> dict[str, JSONVa
 
 
 def write_tools(
-    conversation: Conversation, provider: str, target: str, write: Callable[[ToolSpec, bool], dict[str, Any]]
+    conversation: Conversation, provider: str, target: str, write: Callable[[ToolSpec, bool], dict[str, JSONValue]]
 ) -> list[dict[str, JSONValue]]:
     """Tool definitions for ``provider``; ``write(spec, same_format)`` renders one function tool."""
     same = conversation.header.meta.get("origin") == provider

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from ..conversation import Block, Conversation, Item, JSONObject, JSONValue, Opaque, Summary, Text, ToolCall, ToolResult
 from ..errors import InvalidContent, InvalidToolArguments
@@ -42,12 +41,12 @@ def origin(item: Item) -> str | None:
     return item.meta.get("origin")
 
 
-def without_nones(**fields: Any) -> dict[str, JSONValue]:
+def without_nones(**fields: JSONValue) -> dict[str, JSONValue]:
     """The given fields without the ``None`` ones (absent on the wire)."""
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def merged(tree: JSONObject, extra: JSONObject) -> dict[str, Any]:
+def merged(tree: JSONObject, extra: JSONObject) -> dict[str, JSONValue]:
     """The modelled fields with the leftover deep-merged over them (the leftover wins)."""
     out = dict(tree)
     for key, value in extra.items():
@@ -71,8 +70,8 @@ def numbered(conversation: Conversation, system: bool) -> Iterable[tuple[int | N
 
 
 def result_content(
-    item: Item, index: int | None, prefix: str, same: bool, target: str, write: Callable[[Block, str], dict[str, Any]]
-) -> tuple[ToolResult, str | list[dict[str, Any]]]:
+    item: Item, index: int | None, prefix: str, same: bool, target: str, write: Callable[[Block, str], dict[str, JSONValue]]
+) -> tuple[ToolResult, str | list[dict[str, JSONValue]]]:
     """A tool item's result and its content on the wire (``write`` renders one block at a field).
 
     OpenAI formats have no error flag. A result from elsewhere that was an
@@ -103,8 +102,8 @@ def foreign_block(block: Block, index: int | None, field: str, target: str) -> I
 
 
 def shaped(
-    blocks: Sequence[Block], parts: list[dict[str, Any]], shape: str | None, same: bool
-) -> str | list[dict[str, Any]] | None:
+    blocks: Sequence[Block], parts: list[dict[str, JSONValue]], shape: str | None, same: bool
+) -> str | list[dict[str, JSONValue]] | None:
     """A message's content in its wire shape: a bare string where it was one and still can be.
 
     ``shape`` is what the source said (``"str"`` or ``"list"``); ``None`` (another

@@ -59,7 +59,7 @@ class WireHeader:
     static_blocks: int = 0
 
 
-def present_fields(**fields: Any) -> dict[str, Any]:
+def present_fields(**fields: JSONValue) -> dict[str, JSONValue]:
     """The request fields that have a value: providers reject ``"tools": []`` and some a ``null`` system."""
     return {name: value for name, value in fields.items() if value}
 
@@ -348,7 +348,7 @@ class CompactionCall:
     keyword arguments. The reply holds the provider's compaction (read by :meth:`Adapter.read_response`)."""
 
     method: Callable[..., Any]
-    arguments: Mapping[str, Any]
+    arguments: JSONObject
 
     def send(self) -> Any:
         """Call it with a sync client: the SDK's response object."""
@@ -379,8 +379,8 @@ class MessageListAdapter(Adapter):
         self,
         names: tuple[str, str, str],
         read_list: Callable[..., Conversation],
-        write_list: Callable[[Conversation], list[dict[str, Any]]],
-        write_tools: Callable[[Conversation], list[dict[str, Any]]],
+        write_list: Callable[[Conversation], list[dict[str, JSONValue]]],
+        write_tools: Callable[[Conversation], list[dict[str, JSONValue]]],
     ) -> None:
         self.name, self.title, self.messages_key = names
         self.read_list = read_list

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..conversation import Conversation, Header, Item, Text, ToolCall, ToolSpec, assistant, tool, user
+from ..conversation import Conversation, Header, Item, JSONObject, Text, ToolCall, ToolSpec, assistant, tool, user
 from ..errors import ContextfoldError, InvalidContent, InvalidConversation, WireOnlyProvider
 from .base import Adapter
 
@@ -58,7 +58,7 @@ class AdapterConformance:
     """
 
     adapter: ClassVar[Adapter]
-    reply: ClassVar[Mapping[str, Any]]
+    reply: ClassVar[JSONObject]
     """One reply exactly as the provider sends it (its dict), holding text and usage."""
     reply_text: ClassVar[str]
     """The text that reply holds."""

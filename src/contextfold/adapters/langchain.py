@@ -64,7 +64,7 @@ STRING = "lc_string"
 # --------------------------------------------------------------------------- reading
 
 
-def from_langchain(messages: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
+def from_langchain(messages: Sequence[object], *, known_call_ids: Iterable[str] = ()) -> Conversation:
     """Read LangChain messages. Errors name the message index and field."""
     calls = CallIds(known_call_ids)
     items = [_read_message(message, index, calls) for index, message in enumerate(as_list(messages, None, "messages"))]

@@ -68,7 +68,7 @@ def _adapter() -> Any:
 # --------------------------------------------------------------------------- reading
 
 
-def from_pydantic_ai(messages: Sequence[Any], *, known_call_ids: Iterable[str] = ()) -> Conversation:
+def from_pydantic_ai(messages: Sequence[object], *, known_call_ids: Iterable[str] = ()) -> Conversation:
     """Read ``ModelMessage`` objects; ``known_call_ids`` names calls made in messages read before this list.
 
     Errors name the message index and field: :class:`InvalidMessage` for a
@@ -132,7 +132,7 @@ def _read_response_part(part: Mapping[str, Any], calls: CallIds) -> Block:
     return Opaque(dict(part), ORIGIN)
 
 
-def _parse(text: str) -> dict[str, Any] | None:
+def _parse(text: str) -> dict[str, JSONValue] | None:
     try:
         value = json.loads(text)
     except ValueError:
@@ -171,7 +171,7 @@ def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, JSONVal
     field = f"items[{index}].blocks"
     result = item.tool_result
     if result is not None:
-        content: Any = result.content if isinstance(result.content, str) else _values(result.content, index, field)
+        content: JSONValue = result.content if isinstance(result.content, str) else _values(result.content, index, field)
         if not isinstance(result.content, str) and len(result.content) == 1 and isinstance(result.content[0], Opaque):
             content = result.content[0].data["value"]
         if mine:
@@ -191,7 +191,7 @@ def _write_request_item(item: Item, mine: bool, index: int) -> dict[str, JSONVal
     return {"part_kind": "system-prompt" if item.role == "system" else "user-prompt", "content": content}
 
 
-def _values(blocks: Sequence[Block], index: int, field: str) -> list[Any]:
+def _values(blocks: Sequence[Block], index: int, field: str) -> list[JSONValue]:
     return [b.data["value"] if isinstance(b, Opaque) and b.provider == ORIGIN else _text(b, index, field) for b in blocks]
 
 
@@ -209,7 +209,7 @@ def _write_response_block(block: Block, mine: bool, index: int, field: str) -> d
         return {"part_kind": "thinking", **extra, "content": block.thinking, "signature": block.signature}
     if isinstance(block, ToolCall):
         kind = extra.pop("_args", "dict")
-        args: Any = dict(block.arguments) if kind == "dict" else block.raw_arguments
+        args: JSONValue = dict(block.arguments) if kind == "dict" else block.raw_arguments
         if kind == "str" and args is None:
             args = json.dumps(dict(block.arguments))
         return {"part_kind": "tool-call", **extra, "tool_call_id": block.id, "tool_name": block.name, "args": args}

@@ -126,9 +126,9 @@ def _read_block(block: object, index: int, field: str, calls: CallIds) -> Block:
 def to_strands(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The conversation as Strands messages (the header is not written: Strands keeps its system prompt apart)."""
     out: list[dict[str, JSONValue]] = []
-    results: list[tuple[int | None, dict[str, Any]]] = []
+    results: list[tuple[int | None, dict[str, JSONValue]]] = []
     group: str | None = None
-    extra: Mapping[str, Any] = {}
+    extra: JSONObject = {}
 
     def flush() -> None:
         nonlocal results, group, extra

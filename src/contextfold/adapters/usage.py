@@ -8,14 +8,13 @@ neutral :class:`Usage` always holds the whole prompt, its cached parts beside it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..conversation import JSONObject
 from ..errors import InvalidContent
 from ..usage import Usage, token_count
 
 
-def usage_data(usage: object) -> Mapping[str, Any]:
+def usage_data(usage: object) -> JSONObject:
     """A usage object (SDK model or mapping) as a mapping."""
     data = usage.model_dump() if hasattr(usage, "model_dump") else usage
     if not isinstance(data, Mapping):

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
+from contextfold.conversation import JSONObject
 from contextfold.sdk import ClientOptions, is_loopback
 
 LOOPBACK_KEY = "unused-local-server"
@@ -43,7 +44,7 @@ class ModelClient(Protocol):
     request_errors: tuple[type[BaseException], ...]
     api_errors: tuple[type[BaseException], ...]
 
-    def create(self, request: Mapping[str, Any]) -> Any:
+    def create(self, request: JSONObject) -> Any:
         """Send ``request`` (the body ``Context.prepare`` built) and return the SDK's response object."""
         ...
 
@@ -77,7 +78,7 @@ class SDKModel:
         self.request_errors, self.api_errors = adapter.error_classes()
         self._client = adapter.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
 
-    def create(self, request: Mapping[str, Any]) -> Any:
+    def create(self, request: JSONObject) -> Any:
         return self.adapter.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
 
 

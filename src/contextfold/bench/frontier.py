@@ -23,9 +23,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
-from ..conversation import JSONValue
+from ..conversation import JSONObject, JSONValue
 from ..pipeline.base import PRESETS, Policy
 from .run import BenchRun
 
@@ -35,7 +34,7 @@ BASELINE = "none"
 PEERS = ("none", "openhands", "claude-code", "window", "mask")
 """The stand-ins for other agents drawn beside the grid by default."""
 
-GRID: dict[str, tuple[str, dict[str, Any]]] = {
+GRID: dict[str, tuple[str, dict[str, JSONValue]]] = {
     "lean": ("lean", {}),
     "lean-no-gate": ("lean", {"economic_summaries": False}),
     "trigger-0.6": ("balanced", {"trigger_min_fraction": 0.6}),
@@ -56,7 +55,7 @@ ANCHORS = tuple(PRESETS)
 """The presets a cross-validated choice is held against, each at its own cost."""
 
 
-def grid_policies(grid: Mapping[str, tuple[str, Mapping[str, Any]]] = GRID) -> dict[str, Policy]:
+def grid_policies(grid: Mapping[str, tuple[str, JSONObject]] = GRID) -> dict[str, Policy]:
     """Each grid point's policy."""
     return {name: Policy.preset(preset, **knobs) for name, (preset, knobs) in grid.items()}
 

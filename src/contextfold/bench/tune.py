@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import __version__
 from ..codec import conversation_to_dict
+from ..conversation import JSONObject, JSONValue
 from ..pipeline.base import Policy
 from ..private_files import replace_file
 from ..replay.lint import SummaryLint
@@ -51,11 +52,11 @@ DEFAULT_ANCHOR = "balanced"
 """The policy the tuned one is chosen against: the defaults (``Policy()``)."""
 
 
-Grid = Mapping[str, tuple[str, Mapping[str, Any]]]
+Grid = Mapping[str, tuple[str, JSONObject]]
 """Policies by name, each a preset and the knobs it changes (:data:`~.frontier.GRID`'s form)."""
 
 
-def paired(grid: Grid = GRID) -> dict[str, tuple[str, Mapping[str, Any]]]:
+def paired(grid: Grid = GRID) -> dict[str, tuple[str, JSONObject]]:
     """``grid`` and, for every two of its points that change different knobs of the same preset, both changes at
     once (``clear-early+summary-2.5k``): two small changes may gain together what neither gains alone. The pairs
     are fixed before anything is measured, so the cross-validation holds for them as for the grid."""
@@ -104,7 +105,7 @@ def run_key(fingerprint: str, label: str, name: str, settings: Settings) -> str:
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
-def run_to_json(run: BenchRun) -> dict[str, Any]:
+def run_to_json(run: BenchRun) -> dict[str, JSONValue]:
     return asdict(run)
 
 

@@ -38,7 +38,7 @@ from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
 from ..tokens import TOKENIZER_CHOICES, load_encoding
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 log = logging.getLogger(__name__)
 
 SUMMARIZERS = ("extractive", *PROVIDERS)

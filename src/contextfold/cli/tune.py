@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
@@ -16,6 +15,7 @@ from ..bench.frontier import GRID, Point, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
 from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
+from ..conversation import JSONValue
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
 from .bench import check_out
@@ -169,7 +169,7 @@ def _same(a: Point, b: Point) -> bool:
     return (a.strict, a.cost) == (b.strict, b.cost)
 
 
-def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, Any]:
+def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, JSONValue]:
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
         "chosen": tuned.chosen, "written": tuned.written, "anchor": tuned.anchor, "asked": tuned.asked,

@@ -66,7 +66,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _twin(method: Callable[Concatenate[Context, P], R]) -> Callable[Concatenate[Context, P], Coroutine[Any, Any, R]]:
+def _twin(method: Callable[Concatenate[Context, P], R]) -> Callable[Concatenate[Context, P], Coroutine[object, object, R]]:
     """``method`` for an asyncio loop: the same call, made off the loop (:mod:`.off_loop`), so the loop never waits
     for a store's write, an fsync, a round trip or the stages' work; a background summary it starts makes its model
     call with the summarizer's coroutine on the loop, and a step above the hard level waits for it off the loop."""

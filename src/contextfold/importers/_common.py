@@ -101,7 +101,7 @@ def field_of(source: Source, record: JSONObject, key: str, kind: type | tuple[ty
     return value
 
 
-def object_at(record: JSONObject, key: str) -> Mapping[str, Any]:
+def object_at(record: JSONObject, key: str) -> JSONObject:
     """``record[key]`` when it is an object, else an empty one: an optional part a recording may leave out."""
     value = record.get(key)
     return value if isinstance(value, Mapping) else {}
@@ -116,7 +116,7 @@ def kind_of(source: Source, record: JSONObject, key: str, where: str) -> str | N
     raise source.error(f"{where}.{key}", f"expected a string, found a {type(value).__name__}")
 
 
-def call_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
+def call_arguments(raw: object) -> tuple[dict[str, JSONValue], str | None]:
     """Tool-call arguments as recorded (an object, a JSON string, anything else) as ``(arguments, raw string)``.
 
     A model may emit arguments that are not a JSON object; that is a recorded
@@ -163,7 +163,7 @@ def small_scalars(data: object, exclude: frozenset[str] = frozenset()) -> dict[s
     """The short scalar fields of a mapping: what is worth keeping in ``ToolResult.extra``."""
     if not isinstance(data, Mapping):
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for key, value in data.items():
         if key in exclude:
             continue
@@ -404,7 +404,7 @@ class ConversationBuilder:
                 return True
         return False
 
-    def annotate_last(self, key: str, values: list[Any]) -> bool:
+    def annotate_last(self, key: str, values: Sequence[JSONValue]) -> bool:
         """Append ``values`` to ``meta[key]`` of the latest non-tool item; ``False`` when there is none."""
         for draft in reversed(self._drafts):
             if isinstance(draft, _Draft):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import MAX_NESTING, check_json
+from ..conversation import JSONObject, JSONValue
 from ..errors import InvalidMessage, SessionFormatError
 
 log = logging.getLogger("contextfold.importers")
@@ -51,7 +52,7 @@ def parse_json(text: str, check: bool = True) -> Any:
     return value
 
 
-def fitting(value: Any, path: str) -> None:
+def fitting(value: object, path: str) -> None:
     """Raise :class:`JsonFault` at the JSON path of anything in ``value`` the model cannot hold."""
     try:
         check_json(value, None, path)
@@ -127,7 +128,7 @@ class Source:
         return self.text.split("\n")
 
     @cached_property
-    def first_record(self) -> dict[str, Any] | None:
+    def first_record(self) -> dict[str, JSONValue] | None:
         """The first non-blank line parsed as a JSON object (``None`` when it is not one)."""
         for line in self.lines:
             if line.strip():
@@ -138,12 +139,12 @@ class Source:
                 return value if isinstance(value, dict) else None
         return None
 
-    def leading_records(self, limit: int) -> list[dict[str, Any] | None]:
+    def leading_records(self, limit: int) -> list[JSONObject | None]:
         """The first ``limit`` non-blank lines parsed (``None`` for a line that is not a JSON object): enough
         for detection to look past the bookkeeping records some formats open with. Parsed once per file."""
         key = f"leading_records/{limit}"
         if key not in self.memo:
-            leading: list[dict[str, Any] | None] = []
+            leading: list[JSONObject | None] = []
             for line in self.lines:
                 if len(leading) == limit:
                     break
@@ -154,10 +155,10 @@ class Source:
                         value = None
                     leading.append(value if isinstance(value, dict) else None)
             self.memo[key] = leading
-        cached: list[dict[str, Any] | None] = self.memo[key]
+        cached: list[JSONObject | None] = self.memo[key]
         return cached
 
-    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+    def records(self) -> Iterator[tuple[int, dict[str, JSONValue]]]:
         """Every non-blank line as ``(line number, JSON object)``; a bad line raises with its number.
 
         A last line with no newline that is not JSON is a recording cut short

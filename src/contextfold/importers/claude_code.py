@@ -161,7 +161,7 @@ def load(source: Source) -> list[Conversation]:
     return [main.build(), *(chain.build() for chain in chains.values())]
 
 
-def resumed_copies(records: Sequence[tuple[int, Mapping[str, Any]]]) -> frozenset[int]:
+def resumed_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:
     """Line numbers of the chat records a reopened session wrote again, after the ones they copy.
 
     Reopening a conversation (the VS Code extension, 2.0.x) can write the chat so far once more into the same
@@ -198,8 +198,8 @@ def _starts_a_chain(record: JSONObject) -> bool:
 
 
 def _stamped_with(
-    records: Sequence[tuple[int, Mapping[str, Any]]], start: int, stamp: object
-) -> list[tuple[int, Mapping[str, Any]]]:
+    records: Sequence[tuple[int, JSONObject]], start: int, stamp: object
+) -> list[tuple[int, JSONObject]]:
     """The records from ``start`` on written in the same instant (records with no timestamp go along)."""
     region = []
     for number, record in records[start:]:
@@ -273,7 +273,7 @@ def _bookkeeping_name(kind: str, record: JSONObject) -> str:
     path = BY_SUBTYPE.get(kind)
     if path is None:
         return kind
-    value: Any = record
+    value: object = record
     for key in path.split("."):
         value = value.get(key) if isinstance(value, Mapping) else None
     return f"{kind}/{value}" if isinstance(value, str) else kind

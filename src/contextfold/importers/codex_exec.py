@@ -46,7 +46,7 @@ class _Threads(hive_mind_log.AgentLog):
         super().__init__(source)
         self.done: list[Conversation] = []
         self.builder: ConversationBuilder | None = None
-        self.started: dict[str, tuple[Mapping[str, Any], float | None, str]] = {}
+        self.started: dict[str, tuple[JSONObject, float | None, str]] = {}
         self.plans: dict[str, str] = {}
 
     @staticmethod

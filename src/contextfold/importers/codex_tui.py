@@ -105,7 +105,7 @@ class _Recording:
     def __init__(self, source: Source) -> None:
         self.source = source
         self.opened: list[ConversationBuilder] = []
-        self.defaults: dict[str, Any] = {}
+        self.defaults: dict[str, JSONValue] = {}
         self.pending_prompts: list[tuple[str, float | None]] = []
         self.composer = _Composer()
         self.noise: dict[str, int] = {}

@@ -9,7 +9,7 @@ conversation per file.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..codec import header_from_dict, item_from_dict
 from ..conversation import Conversation
@@ -37,7 +37,7 @@ def load(source: Source) -> list[Conversation]:
     return [conversation]
 
 
-def _read(source: Source, where: str, make: Callable[[Any], T], record: object) -> T:
+def _read(source: Source, where: str, make: Callable[[object], T], record: object) -> T:
     """``make(record)``, a malformed record a SessionFormatError naming ``where`` and the field."""
     try:
         return make(record)

@@ -64,7 +64,7 @@ def looks_like_log(source: Source) -> bool:
     return sum(bool(PREFIX.match(line)) for line in source.lines[:60]) >= 3
 
 
-def carries(source: Source, is_event: Callable[[Any], bool]) -> bool:
+def carries(source: Source, is_event: Callable[[object], bool]) -> bool:
     """Whether the file holds an agent's events: as raw JSON Lines, or inside a log."""
     if is_event(source.first_record):
         return True
@@ -86,7 +86,7 @@ def note_unparsed(builder: ConversationBuilder, entry: Entry) -> None:
     builder.meta.setdefault("unparsed_lines", []).append(entry.line)
 
 
-def agent_entries(source: Source, is_event: Callable[[Any], bool]) -> list[Entry]:
+def agent_entries(source: Source, is_event: Callable[[object], bool]) -> list[Entry]:
     """The agent's events, with the log's prompts and undecodable events, from either form."""
     if is_event(source.first_record):
         return [Entry("event", number, None, record) for number, record in source.records()]
@@ -195,7 +195,7 @@ def _prompt(records: list[_Record], index: int, end_marker: str) -> tuple[int, s
     return index + 1, "\n".join(lines)
 
 
-def _decode(text: str) -> tuple[list[Any], str]:
+def _decode(text: str) -> tuple[list[JSONValue], str]:
     """The JSON values at the start of ``text`` (shapes 1 and 2), and what follows them undecoded.
 
     Text after the last value is log output that was not prefixed; if it
@@ -217,7 +217,7 @@ def _decode(text: str) -> tuple[list[Any], str]:
     return values, ""
 
 
-def _join_chunks(records: list[_Record], index: int) -> tuple[int, list[Any], str]:
+def _join_chunks(records: list[_Record], index: int) -> tuple[int, list[JSONValue], str]:
     """Shape 3: join the payloads of the following prefixed records until the text parses.
 
     A chunk is a record without continuation lines, except the last one, whose
@@ -244,15 +244,17 @@ def _continues(record: _Record) -> bool:
     return any(line.strip() for line in record.continuation)
 
 
-def _loads_repaired(text: str) -> Any:
+def _loads_repaired(text: str) -> JSONValue:
     """``json.loads``, retried once with invalid escapes neutralised; ``None`` if still invalid."""
     try:
-        return parse_json(text, check=False)
+        value: JSONValue = parse_json(text, check=False)
+        return value
     except JsonFault as fault:
         if not fault.reason.startswith("not valid JSON: Invalid \\escape"):
             return None
     repaired = _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
     try:
-        return parse_json(repaired, check=False)
+        repaired_value: JSONValue = parse_json(repaired, check=False)
+        return repaired_value
     except JsonFault:
         return None

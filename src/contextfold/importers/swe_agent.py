@@ -81,7 +81,7 @@ def _add_action(builder: ConversationBuilder, message: JSONObject, step: int, wh
 
 
 def _add_observation(
-    builder: ConversationBuilder, message: JSONObject, call_ids: list[Any], facts: JSONObject, where: str
+    builder: ConversationBuilder, message: JSONObject, call_ids: list[str], facts: JSONObject, where: str
 ) -> None:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
@@ -97,7 +97,7 @@ def _step_facts(steps: list[Any], step: int) -> dict[str, JSONValue]:
     return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}
 
 
-def _answer_last_step(builder: ConversationBuilder, steps: list[Any], actions: int) -> None:
+def _answer_last_step(builder: ConversationBuilder, steps: list[object], actions: int) -> None:
     """The run's final observation lives only in ``trajectory``; answer the open call with it."""
     open_calls = builder.open_calls()
     if not open_calls or len(steps) != actions or not isinstance(steps[-1], Mapping):

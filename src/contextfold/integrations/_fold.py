@@ -83,7 +83,8 @@ class SummaryStates:
     def remember(self, summary: Item) -> None:
         for block in summary.blocks:
             if isinstance(block, Summary):
-                self._states[block.text] = block.extra.get("state", {})
+                state = block.extra.get("state")
+                self._states[block.text] = state if isinstance(state, Mapping) else {}
                 self._states.move_to_end(block.text)
         while len(self._states) > self._size:
             self._states.popitem(last=False)

@@ -62,7 +62,7 @@ from typing import Any
 
 from ..adapters.gemini import adk_event_id, from_adk_events, from_genai, tools_from_genai
 from ..context.off_loop import off_loop
-from ..conversation import Conversation, Header, Item, JSONObject, Offloaded
+from ..conversation import Conversation, Header, Item, JSONObject, JSONValue, Offloaded
 from ..errors import ContextfoldError, HistoryQueryError, InvalidToolArguments, StorageError
 from ..events import Event
 from ..lookback import history as lookback
@@ -290,7 +290,7 @@ class ContextfoldOffload(BasePlugin):
         return None
 
     async def after_tool_callback(self, *, tool: BaseTool, tool_args: JSONObject, tool_context: ToolContext,
-                                  result: JSONObject) -> dict[str, Any] | None:
+                                  result: JSONObject) -> dict[str, JSONValue] | None:
         """The preview in place of an oversized ``result`` (``None``: ADK keeps the result as it is)."""
         call_id = tool_context.function_call_id or ""
         item = _output_item(call_id, tool.name, result)

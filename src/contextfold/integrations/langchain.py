@@ -226,7 +226,7 @@ def _write(view: Conversation) -> list[AnyMessage]:
     return to_langchain(view.with_items(view.items, Header()))
 
 
-def _record(mirror: Mirror[AnyMessage], response: Any) -> None:
+def _record(mirror: Mirror[AnyMessage], response: object) -> None:
     """The usage the model reported anchors the context's count."""
     result = getattr(getattr(response, "model_response", response), "result", [response])
     for message in result:

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..adapters import adapter_for
 from ..context import Context
@@ -50,6 +50,10 @@ from ._framework import require_framework
 from .lookback import answer, offered_header, offering
 from .mirror import Mirror, Mirrored
 
+if TYPE_CHECKING:
+    from agents import FunctionTool
+    from agents.usage import Usage as AgentsUsage
+
 require_framework("agents", "openai-agents")  # the framework is imported when used; its absence is told now
 
 logger = logging.getLogger(__name__)
@@ -58,12 +62,12 @@ logger = logging.getLogger(__name__)
 _RESPONSES = adapter_for("responses")
 
 
-def _read(items: Sequence[Any], known: Iterable[str]) -> Conversation:
+def _read(items: Sequence[JSONObject], known: Iterable[str]) -> Conversation:
     return _RESPONSES.read(list(items), known_call_ids=known)
 
 
-def _write(conversation: Conversation) -> list[Any]:
-    items: list[JSONValue] = _RESPONSES.write(conversation)[_RESPONSES.messages_key]  # the Responses input list
+def _write(conversation: Conversation) -> list[JSONObject]:
+    items: list[JSONObject] = _RESPONSES.write(conversation)[_RESPONSES.messages_key]  # the Responses input list
     return items
 
 
@@ -76,7 +80,7 @@ def _context_factory(model: str | None, options: dict[str, Any]) -> Callable[[],
     return lambda: Context(model, provider="responses", **options)
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: AgentsUsage) -> Usage:
     """The SDK's ``Usage`` object, read as the Responses usage it was summed from."""
     details = getattr(usage, "input_tokens_details", None)
     return _RESPONSES.read_usage({
@@ -115,12 +119,12 @@ class ContextfoldInputFilter:
             self.mirrors[agent_name] = _mirror(self._make_context)
         return self.mirrors[agent_name]
 
-    def history_tools(self) -> list[Any]:
+    def history_tools(self) -> list[FunctionTool]:
         """``search_history`` and ``read_history`` as the SDK's ``FunctionTool`` s (add them to the agent's tools):
         each answers from the Context of the agent that calls it."""
         from agents import FunctionTool
 
-        def invoke(name: str) -> Callable[[Any, str], Any]:
+        def invoke(name: str) -> Callable[[object, str], Awaitable[str]]:
             async def on_invoke_tool(tool_context: object, arguments: str) -> str:
                 mirror = self._calling(tool_context)
                 if mirror is None:
@@ -139,12 +143,12 @@ class ContextfoldInputFilter:
                              on_invoke_tool=invoke(spec.name), strict_json_schema=False)
                 for spec in Context.history_tool_specs()]
 
-    def compact_tool(self) -> Any:
+    def compact_tool(self) -> FunctionTool:
         """``compact_context`` as the SDK's ``FunctionTool`` (add it to the agent's tools): the next model call of the
         agent that calls it is compacted first, with the focus it gave (:mod:`contextfold.pipeline.asked`)."""
         from agents import FunctionTool
 
-        async def on_invoke_tool(tool_context: Any, arguments: str) -> str:
+        async def on_invoke_tool(tool_context: object, arguments: str) -> str:
             mirror = self._calling(tool_context)
             if mirror is None:
                 return f"{COMPACT} failed: no model call has been made yet, so there is nothing to compact"
@@ -157,7 +161,7 @@ class ContextfoldInputFilter:
                             params_json_schema=dict(COMPACT_SPEC.parameters), on_invoke_tool=on_invoke_tool,
                             strict_json_schema=False)
 
-    def _calling(self, tool_context: Any) -> Mirror[Any] | None:
+    def _calling(self, tool_context: object) -> Mirror[Any] | None:
         """The mirror of the agent a tool call came from (the only one, for a context that does not say)."""
         agent = getattr(tool_context, "agent", None)
         return self.mirror(agent.name) if agent is not None else next(iter(self.mirrors.values()), None)

@@ -32,7 +32,7 @@ pydantic-ai is imported only when the capability is asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai, usage_from_pydantic_ai
 from ..context import Context
@@ -40,6 +40,9 @@ from ..context.off_loop import off_loop
 from ._framework import require_framework
 from .lookback import compact_function, history_functions, offered_header, offering
 from .mirror import Mirror, Mirrored
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 require_framework("pydantic_ai", "pydantic-ai")  # the framework is imported when used; its absence is told now
 
@@ -62,13 +65,13 @@ class ContextfoldHistory(Mirrored):
             lambda messages, known: from_pydantic_ai(messages, known_call_ids=known),
             to_pydantic_ai,
         )
-        self._recorded: Any = None  # the response whose usage was recorded last
+        self._recorded: ModelMessage | None = None  # the response whose usage was recorded last
 
-    def __call__(self, messages: list[Any]) -> list[Any]:
+    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """The messages to send: contextfold's view of ``messages``."""
         return self._prepare(messages, None)
 
-    def _prepare(self, messages: list[Any], tools: Iterable[str] | None) -> list[Any]:
+    def _prepare(self, messages: list[ModelMessage], tools: Iterable[str] | None) -> list[ModelMessage]:
         """The view of ``messages``; ``tools``, the names of the agent's tools when the run tells them."""
         latest = next((m for m in reversed(messages) if getattr(m, "kind", None) == "response"), None)
         usage = usage_from_pydantic_ai(latest) if latest is not None and latest is not self._recorded else None
@@ -85,7 +88,7 @@ class ContextfoldHistory(Mirrored):
         from pydantic_ai import RunContext
         from pydantic_ai.capabilities import CombinedCapability, ProcessHistory, Toolset
 
-        async def process(ctx: object, messages: list[Any]) -> list[Any]:
+        async def process(ctx: object, messages: list[ModelMessage]) -> list[ModelMessage]:
             tools = getattr(getattr(ctx, "tool_manager", None), "tools", None)
             names = list(tools) if isinstance(tools, Mapping) else None
             # a coroutine, so pydantic-ai awaits it on its loop: the Context's work runs off that loop

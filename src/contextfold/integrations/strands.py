@@ -36,14 +36,20 @@ is imported lazily: importing this module needs only contextfold.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.strands import from_strands, to_strands, usage_from_strands
 from ..context import Context
-from ..conversation import Header, JSONValue
+from ..conversation import Conversation, Header, JSONObject, JSONValue
 from ._framework import require_framework
 from .lookback import compact_function, history_functions, offered_header
 from .mirror import Mirror, Mirrored
+
+if TYPE_CHECKING:
+    from strands import Agent
+    from strands.hooks import AfterModelCallEvent, BeforeModelCallEvent
+    from strands.types.tools import AgentTool
 
 require_framework("strands", "strands")  # the framework is imported when used; its absence is told now
 
@@ -72,32 +78,32 @@ class _Manager(Mirrored):
     removed_message_count: int  # the Strands base class's: stored session messages the history stands for
     _covered: int
 
-    def history_tools(self) -> list[Any]:
+    def history_tools(self) -> list[AgentTool]:
         """``search_history`` and ``read_history`` as Strands tools answered from this manager's Context."""
         from strands import tool
 
         return [tool(function) for function in history_functions(lambda: self.mirror.context)]
 
-    def offered_tools(self) -> list[Any]:
+    def offered_tools(self) -> list[AgentTool]:
         """The tools this manager registers with its agent: the history tools, ``compact_context``, as asked."""
         return [*(self.history_tools() if self.offers_history_tools else []),
                 *([self.compact_tool()] if self.offers_compact_tool else [])]
 
-    def compact_tool(self) -> Any:
+    def compact_tool(self) -> AgentTool:
         """``compact_context`` as a Strands tool: the agent's next model call is compacted first, with its focus."""
         from strands import tool
 
         return tool(compact_function(lambda: self.mirror.context))
 
-    def _offered(self, agent: Any) -> Header:
+    def _offered(self, agent: Agent) -> Header:
         """The Context's header with the agent's tools, by name: summaries and previews name the history
         tools only when the agent has them (registered by ``history_tools=True`` or given in ``tools``)."""
         return offered_header(self.mirror.context, agent.tool_names)
 
-    def _before_model_call(self, event: Any) -> None:
+    def _before_model_call(self, event: BeforeModelCallEvent) -> None:
         self._adopt(event.agent, self.mirror.prepare(event.agent.messages, self._offered(event.agent)))
 
-    def _after_model_call(self, event: Any) -> None:
+    def _after_model_call(self, event: AfterModelCallEvent) -> None:
         response = getattr(event, "stop_response", None)
         usage = usage_from_strands(response.message) if response is not None else None
         if usage is not None:
@@ -172,5 +178,5 @@ def _manager_class() -> type:
     return ContextfoldConversationManager
 
 
-def _read(messages: Any, known: Any) -> Any:
+def _read(messages: Sequence[JSONObject], known: Iterable[str]) -> Conversation:
     return from_strands(list(messages), known_call_ids=known)

@@ -8,7 +8,7 @@ those texts ask here, as the history tools themselves do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..conversation import Header, Opaque, ToolSpec
 
@@ -44,7 +44,7 @@ def offered_tool_names(header: Header) -> frozenset[str]:
     return frozenset(names)
 
 
-def _opaque_names(data: Any) -> list[str]:
+def _opaque_names(data: object) -> list[str]:
     if not isinstance(data, dict):
         return []
     nested = [data.get("function"), data.get("custom"), *(data.get("function_declarations") or ())]

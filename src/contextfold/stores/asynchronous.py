@@ -182,7 +182,7 @@ class LoopBridge:
     def __repr__(self) -> str:
         return f"LoopBridge({self.store!r})"
 
-    def _wait(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def _wait(self, coroutine: Coroutine[object, object, T]) -> T:
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

@@ -19,7 +19,7 @@ call awaited), both over the plans a :class:`StorePlans` subclass writes
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .base import Record, SessionInfo
 
@@ -30,7 +30,7 @@ Plan = Generator[Step, Any, T]
 """A store operation: yields steps of I/O, is sent each one's answer, returns the operation's result."""
 
 
-def drive(plan: Plan[Step, T], execute: Callable[[Step], Any]) -> T:
+def drive(plan: Plan[Step, T], execute: Callable[[Step], object]) -> T:
     """``plan`` run to its end, each step done by ``execute`` (blocking); its result."""
     try:
         step = next(plan)
@@ -41,7 +41,7 @@ def drive(plan: Plan[Step, T], execute: Callable[[Step], Any]) -> T:
         return result
 
 
-async def adrive(plan: Plan[Step, T], execute: Callable[[Step], Awaitable[Any]]) -> T:
+async def adrive(plan: Plan[Step, T], execute: Callable[[Step], Awaitable[object]]) -> T:
     """``plan`` run to its end, each step awaited on ``execute``; its result."""
     try:
         step = next(plan)
@@ -52,8 +52,11 @@ async def adrive(plan: Plan[Step, T], execute: Callable[[Step], Awaitable[Any]])
         return result
 
 
-class StorePlans:
+class StorePlans(Generic[Step]):
     """The plan of each store operation, written by a subclass for its kind of server (statements or commands).
+
+    ``Step`` is what a plan of that server yields (a SQL ``Statement``, a Redis ``Op``), so a store's ``_run`` is
+    typed for the steps it can execute.
 
     Reads (``_get_blob``, ``_read``, ``_sessions``) are run without a transaction block (see ``block`` of
     :meth:`PlannedStore._run`): each of their steps stands alone.
@@ -62,44 +65,44 @@ class StorePlans:
     exclusive = False
     url: str
 
-    def _create(self, session_id: str, header: Record) -> Plan[Any, None]:
+    def _create(self, session_id: str, header: Record) -> Plan[Step, None]:
         raise NotImplementedError
 
-    def _append(self, session_id: str, records: Sequence[Record]) -> Plan[Any, list[int]]:
+    def _append(self, session_id: str, records: Sequence[Record]) -> Plan[Step, list[int]]:
         raise NotImplementedError
 
-    def _commit_view(self, session_id: str, base: int, record: Record) -> Plan[Any, int]:
+    def _commit_view(self, session_id: str, base: int, record: Record) -> Plan[Step, int]:
         raise NotImplementedError
 
-    def _put_blob(self, session_id: str, data: bytes) -> Plan[Any, str]:
+    def _put_blob(self, session_id: str, data: bytes) -> Plan[Step, str]:
         raise NotImplementedError
 
-    def _get_blob(self, session_id: str, digest: str) -> Plan[Any, bytes]:
+    def _get_blob(self, session_id: str, digest: str) -> Plan[Step, bytes]:
         raise NotImplementedError
 
-    def _lease(self, session_id: str, holder: str, seconds: float) -> Plan[Any, bool]:
+    def _lease(self, session_id: str, holder: str, seconds: float) -> Plan[Step, bool]:
         raise NotImplementedError
 
-    def _release(self, session_id: str, holder: str) -> Plan[Any, None]:
+    def _release(self, session_id: str, holder: str) -> Plan[Step, None]:
         raise NotImplementedError
 
-    def _read(self, session_id: str, after: int = -1) -> Plan[Any, list[Record]]:
+    def _read(self, session_id: str, after: int = -1) -> Plan[Step, list[Record]]:
         raise NotImplementedError
 
-    def _sessions(self) -> Plan[Any, list[SessionInfo]]:
+    def _sessions(self) -> Plan[Step, list[SessionInfo]]:
         raise NotImplementedError
 
-    def _delete(self, session_id: str) -> Plan[Any, None]:
+    def _delete(self, session_id: str) -> Plan[Step, None]:
         raise NotImplementedError
 
-    def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> Plan[Any, None]:
+    def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> Plan[Step, None]:
         raise NotImplementedError
 
 
-class PlannedStore(StorePlans):
+class PlannedStore(StorePlans[Step]):
     """A blocking :class:`~contextfold.stores.Store` whose every operation is its plan, run by :meth:`_run`."""
 
-    def _run(self, plan: Plan[Any, T], *, block: bool = True) -> T:
+    def _run(self, plan: Plan[Step, T], *, block: bool = True) -> T:
         """``plan`` run to its end on the store's client (:func:`drive`); ``block=False``: without a transaction
         block, for a read (a client with no such blocks ignores it)."""
         raise NotImplementedError
@@ -138,10 +141,10 @@ class PlannedStore(StorePlans):
         self._run(self._rewrite(session_id, records))
 
 
-class AsyncPlannedStore(StorePlans):
+class AsyncPlannedStore(StorePlans[Step]):
     """:class:`PlannedStore` for an asyncio loop: the same plans, each awaited by :meth:`_run` (:func:`adrive`)."""
 
-    async def _run(self, plan: Plan[Any, T], *, block: bool = True) -> T:
+    async def _run(self, plan: Plan[Step, T], *, block: bool = True) -> T:
         raise NotImplementedError
 
     async def create(self, session_id: str, header: Record) -> None:

@@ -37,7 +37,7 @@ DEFAULT_CONNECTIONS = 8
 """How many connections one async store opens at most (PostgreSQL's default allows 100 in all)."""
 
 
-class AsyncPostgresStore(PostgresPlans, AsyncPlannedStore):
+class AsyncPostgresStore(PostgresPlans, AsyncPlannedStore[Statement]):
     """Sessions in the tables of :class:`~.postgres.PostgresStore`, reached without blocking the loop."""
 
     def __init__(self, url: str, *, durability: Durability = "process", timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,

@@ -126,7 +126,7 @@ def redis_link(url: str, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> ServerLi
                       needs=f"the Redis store needs redis-py: {install_hint('redis')}", timeouts=timeouts)
 
 
-class RedisPlans(StorePlans):
+class RedisPlans(StorePlans[Op]):
     """What every Redis operation does, as a plan (:mod:`.plans`): the sync :class:`RedisStore` and the
     async store run the same plans, each with its own client (the two clients share their method names).
     A plan's commands need no transaction block to be run in (``block`` of ``_run`` changes nothing here): an
@@ -213,7 +213,7 @@ class RedisPlans(StorePlans):
         listed = yield lambda io: io._client.zrange(f"{PREFIX}:sessions", 0, -1)
         ids = [sid.decode() for sid in listed]
 
-        def listing(io: RedisPlans) -> Any:
+        def listing(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=False)
             for session_id in ids:
                 meta, records, _, _ = self._keys(session_id)
@@ -232,7 +232,7 @@ class RedisPlans(StorePlans):
     def _delete(self, session_id: str) -> RedisPlan[None]:
         meta, records, index, keys = self._keys(session_id)
 
-        def deleting(io: RedisPlans) -> Any:
+        def deleting(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=True)
             pipe.delete(meta, records, keys, self._blobs(session_id))
             pipe.zrem(index, session_id)
@@ -245,7 +245,7 @@ class RedisPlans(StorePlans):
     def _rewrite(self, session_id: str, records: Mapping[int, Record]) -> RedisPlan[None]:
         key = self._keys(session_id)[1]
 
-        def rewriting(io: RedisPlans) -> Any:
+        def rewriting(io: RedisPlans) -> object:
             pipe = io._client.pipeline(transaction=True)
             for seq, record in records.items():
                 pipe.lset(key, seq, encode(record))
@@ -254,7 +254,7 @@ class RedisPlans(StorePlans):
         yield rewriting
 
 
-class RedisStore(RedisPlans, PlannedStore):
+class RedisStore(RedisPlans, PlannedStore[Op]):
     """Sessions in a Redis database, under keys starting ``contextfold:``."""
 
     def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:

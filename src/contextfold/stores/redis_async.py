@@ -20,13 +20,13 @@ from ..errors import StoreError
 from .asynchronous import LoopBridge
 from .base import Store
 from .plans import AsyncPlannedStore, adrive
-from .redis import RedisPlan, RedisPlans, client_timeouts, redis_link
+from .redis import Op, RedisPlan, RedisPlans, client_timeouts, redis_link
 from .timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
 
 T = TypeVar("T")
 
 
-class AsyncRedisStore(RedisPlans, AsyncPlannedStore):
+class AsyncRedisStore(RedisPlans, AsyncPlannedStore[Op]):
     """Sessions under the keys of :class:`~.redis.RedisStore`, reached without blocking the loop."""
 
     def __init__(self, url: str, *, timeouts: StoreTimeouts = DEFAULT_TIMEOUTS) -> None:

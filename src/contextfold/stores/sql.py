@@ -68,7 +68,7 @@ class Statement(NamedTuple):
     """One SQL statement of a plan (``?`` placeholders); ``many``: ``params`` is a list of rows (executemany)."""
 
     sql: str
-    params: Sequence[Any] = ()
+    params: Sequence[object] = ()
     many: bool = False
 
 
@@ -86,7 +86,7 @@ class Answer(NamedTuple):
 SqlPlan = Plan[Statement, T]
 
 
-class SqlPlans(StorePlans):
+class SqlPlans(StorePlans[Statement]):
     """What every SQL operation does, as a plan (:mod:`.plans`); the sync :class:`SqlStore` and the async
     PostgreSQL store run the same plans, each on its own client."""
 
@@ -229,7 +229,7 @@ def returns_rows(cursor: Any) -> bool:
     return cursor.description is not None
 
 
-class SqlStore(SqlPlans, PlannedStore):
+class SqlStore(SqlPlans, PlannedStore[Statement]):
     """The SQL stores' blocking side: each plan in one ``_transaction()``; a subclass supplies the connection,
     the transaction and the placeholder."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..codec import header_from_dict, item_from_dict
-from ..conversation import Conversation, Header, Item
+from ..conversation import Conversation, Header, Item, JSONValue
 from ..errors import InvalidConversation, InvalidSessionId, TranscriptCorrupt, TranscriptError, TranscriptUnsafe
 from ..private_files import open_dir, open_file
 
@@ -62,7 +62,7 @@ class TranscriptEvent:
 
     seq: int
     kind: str
-    data: dict[str, Any]
+    data: dict[str, JSONValue]
     time: float
     item_count: int
 
@@ -149,7 +149,7 @@ class RecordReader:
     def corrupt(self, line: int, reason: str) -> TranscriptCorrupt:
         return TranscriptCorrupt(str(self.path), line, reason)
 
-    def read(self, line: int, record: Any) -> None:
+    def read(self, line: int, record: object) -> None:
         if not isinstance(record, dict):
             raise self.corrupt(line, f"a record is a JSON object, found {type(record).__name__}")
         seq, kind = record.get("seq"), record.get("type")
@@ -201,10 +201,10 @@ class RecordReader:
         self.header = header_from_dict(record["header"])
         self.checksums = record.get("checksum") == CHECKSUM
 
-    def _header_update(self, record: dict[str, Any]) -> None:
+    def _header_update(self, record: dict[str, JSONValue]) -> None:
         self.header = header_from_dict(record["header"])
 
-    def _item(self, record: dict[str, Any]) -> None:
+    def _item(self, record: dict[str, JSONValue]) -> None:
         self.items.append(item_from_dict(record["item"]))
 
     def _event(self, record: dict[str, Any]) -> None:
@@ -221,7 +221,7 @@ class RecordReader:
         return Restored(Conversation(self.items, self.header), self.events, report)
 
 
-def parse_line(line: bytes, checksums: bool = False) -> tuple[Any, str | None]:
+def parse_line(line: bytes, checksums: bool = False) -> tuple[JSONValue, str | None]:
     """The record on one raw line, or ``(None, reason)`` when the line is unreadable or fails its checksum."""
     if not line.endswith(b"\n"):
         return None, "no line end: the write was cut short"

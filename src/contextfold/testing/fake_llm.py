@@ -95,7 +95,7 @@ class Reply:
     input_tokens: int | None = 120
     output_tokens: int = 60
     delay_s: float = 0.0
-    blocks: tuple[Mapping[str, Any], ...] = ()
+    blocks: tuple[JSONObject, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     cache: CacheUse | None = None
 
@@ -498,7 +498,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     fake: ClassVar[FakeLLMServer]
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: the tests assert on what was recorded."""
 
     def do_POST(self) -> None:

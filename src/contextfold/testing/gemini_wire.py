@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+from ..conversation import JSONObject, JSONValue
 
 PATH = re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent$")
 """google-genai 1.x and 2.x post to the v1beta API, 3.x to v1: the real service answers both."""
@@ -53,7 +54,7 @@ def check_gemini(headers: Mapping[str, str], body: object) -> list[str]:
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         return [*problems, "contents: a non-empty list is required"]
-    previous: Mapping[str, Any] = {}
+    previous: JSONObject = {}
     for index, content in enumerate(contents):
         where = f"contents[{index}]"
         if not isinstance(content, dict) or content.get("role", "user") not in ("user", "model"):
@@ -118,14 +119,14 @@ def calls_in_gemini(body: Mapping[str, Any]) -> list[tuple[str | None, str, Any]
 
 
 def gemini_reply(
-    body: Mapping[str, Any], turn: Any, ids: Sequence[str], prompt: int, cached: int, output: int
-) -> dict[str, Any]:
+    body: JSONObject, turn: Any, ids: Sequence[str], prompt: int, cached: int, output: int
+) -> dict[str, JSONValue]:
     """A ``GenerateContentResponse`` for a scripted turn: its text, then one ``functionCall`` part per call.
 
     The ids stay on the server (Gemini's API sends none); usage is reported
     the way Gemini does, cached tokens as part of the prompt.
     """
-    parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
+    parts: list[dict[str, JSONValue]] = [{"text": turn.text}] if turn.text else []
     parts += [{"functionCall": {"name": call.name, "args": dict(call.arguments)}} for call in turn.calls]
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output}
     if cached:
@@ -137,5 +138,5 @@ def gemini_reply(
     }
 
 
-def gemini_error(message: str) -> dict[str, Any]:
+def gemini_error(message: str) -> dict[str, JSONValue]:
     return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}

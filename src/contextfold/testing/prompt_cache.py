@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..conversation import JSONObject, JSONValue
+
 CHARS_PER_TOKEN = 4
 LOOKBACK_BLOCKS = 20
 """How many block boundaries before a breakpoint Anthropic checks for an earlier cache entry."""
@@ -142,7 +144,7 @@ class PromptCache:
     _entries: set[tuple[str, ...]] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def use(self, provider: str, body: Mapping[str, Any]) -> CacheUse:
+    def use(self, provider: str, body: JSONObject) -> CacheUse:
         """Read and write the cache for ``body`` (a request of ``provider``), and say what it did."""
         if provider not in PROVIDERS:
             raise ValueError(f"no prompt-cache model for {provider!r}; known: {', '.join(PROVIDERS)}")
@@ -156,7 +158,7 @@ class PromptCache:
             minimum, step = (GEMINI_MINIMUM, 1) if provider == "gemini" else (OPENAI_MINIMUM, OPENAI_INCREMENT)
             return self._automatic((provider, model, key), segments, tokens, minimum, step)
 
-    def prompt_tokens(self, provider: str, body: Mapping[str, Any]) -> int:
+    def prompt_tokens(self, provider: str, body: JSONObject) -> int:
         """The prompt's size by this cache's count, without touching the cache."""
         return sum(self.count(segment.text) for segment in SEGMENTS[provider](body) if segment.counted)
 
@@ -273,14 +275,14 @@ def _gemini(body: Mapping[str, Any]) -> Iterator[_Segment]:
         yield _segment(content)
 
 
-SEGMENTS: Mapping[str, Callable[[Mapping[str, Any]], Iterator[_Segment]]] = {
+SEGMENTS: Mapping[str, Callable[[JSONObject], Iterator[_Segment]]] = {
     "anthropic": _anthropic, "openai": _chat, "responses": _responses, "gemini": _gemini}
 
 
 # --------------------------------------------------------------------------- usage as each provider reports it
 
 
-def anthropic_usage(use: CacheUse, output_tokens: int) -> dict[str, Any]:
+def anthropic_usage(use: CacheUse, output_tokens: int) -> dict[str, JSONValue]:
     """A Messages ``usage``: ``input_tokens`` excludes what was read from or written to the cache."""
     one_hour = use.written if use.ttl == "1h" else 0
     return {"input_tokens": use.uncached, "cache_read_input_tokens": use.read,
@@ -288,19 +290,19 @@ def anthropic_usage(use: CacheUse, output_tokens: int) -> dict[str, Any]:
             "cache_creation": {"ephemeral_5m_input_tokens": use.written - one_hour, "ephemeral_1h_input_tokens": one_hour}}
 
 
-def chat_usage(use: CacheUse, output_tokens: int) -> dict[str, Any]:
+def chat_usage(use: CacheUse, output_tokens: int) -> dict[str, JSONValue]:
     """A Chat Completions ``usage``: ``prompt_tokens`` includes the cached ones."""
     return {"prompt_tokens": use.prompt, "completion_tokens": output_tokens, "total_tokens": use.prompt + output_tokens,
             "prompt_tokens_details": {"cached_tokens": use.read, "cache_write_tokens": use.written}}
 
 
-def responses_usage(use: CacheUse, output_tokens: int) -> dict[str, Any]:
+def responses_usage(use: CacheUse, output_tokens: int) -> dict[str, JSONValue]:
     """A Responses ``usage``: ``input_tokens`` includes the cached ones."""
     return {"input_tokens": use.prompt, "output_tokens": output_tokens, "total_tokens": use.prompt + output_tokens,
             "input_tokens_details": {"cached_tokens": use.read, "cache_write_tokens": use.written},
             "output_tokens_details": {"reasoning_tokens": 0}}
 
 
-USAGE: Mapping[str, Callable[[CacheUse, int], dict[str, Any]]] = {
+USAGE: Mapping[str, Callable[[CacheUse, int], dict[str, JSONValue]]] = {
     "anthropic": anthropic_usage, "openai": chat_usage, "responses": responses_usage}
 """Each provider's usage object for a :class:`CacheUse` and an output size (Gemini's is in :mod:`.gemini_wire`)."""

@@ -67,7 +67,7 @@ class Call:
     """A tool call the script makes."""
 
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,11 @@ class Seen:
     step: int  # requests this session made before this one (0: its first request, the task alone)
     results: tuple[str, ...]  # tool results answering the previous turn, in order
     errors: tuple[bool, ...]  # which of them are marked as errors
-    body: Mapping[str, Any]
+    body: JSONObject
 
 
 Script = Callable[[Seen], Turn]
-Check = Callable[[str, Mapping[str, Any]], list[str]]
+Check = Callable[[str, JSONObject], list[str]]
 """An extra rule for every request: (provider, body) -> problems (empty when the request is fine)."""
 
 
@@ -205,7 +205,7 @@ class ScriptedModel:
     """The server; a context manager. ``exchanges`` records every request, ``problems`` every rule broken."""
 
     def __init__(
-        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, Any], int] | None = None,
+        self, script: Script, *, checks: tuple[Check, ...] = (), count_prompt: Callable[[str, JSONObject], int] | None = None,
         port: int = 0,
     ) -> None:
         """``port`` 0 takes a free one (:attr:`url` says which). :attr:`cache` is the server's prompt cache."""
@@ -213,7 +213,7 @@ class ScriptedModel:
         self.checks = checks
         self.count_prompt = count_prompt
         self.exchanges: list[Exchange] = []
-        self.issued: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
+        self.issued: dict[str, tuple[str, JSONValue]] = {}  # call id -> (name, arguments)
         self._steps: dict[tuple[str, str], int] = {}
         self.cache = PromptCache()
         self._ids = count(1)
@@ -455,7 +455,7 @@ def _error(provider: str, message: str) -> dict[str, Any]:
 
 def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             """Quiet: the tests assert on what was recorded."""
 
         def do_POST(self) -> None:

@@ -25,7 +25,7 @@ import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from ..conversation import JSONObject
 from .scripted import Call, ScriptedModel, Seen, Turn
@@ -126,7 +126,7 @@ def environment_lines(url: str, providers: Sequence[str]) -> list[str]:
     return lines
 
 
-def serve(providers: Sequence[str], port: int, *, out: Any = None) -> None:
+def serve(providers: Sequence[str], port: int, *, out: TextIO | None = None) -> None:
     """Serve :func:`reading_script` on 127.0.0.1:``port`` until interrupted, after printing how to point SDKs at it."""
     out = out or sys.stdout
     with ScriptedModel(reading_script, port=port) as model:

@@ -21,7 +21,7 @@ COMPACTION_BETA = "compact-2026-01-12"
 ON_DEMAND_COMPACTION_BETA = "compact-2026-09-04"
 
 
-def check_messages(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_messages(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Messages API request breaks: headers, model, max_tokens, roles, blocks, tool_use/tool_result pairing."""
     problems = []
     if not (headers.get("x-api-key") or headers.get("authorization")):
@@ -135,7 +135,7 @@ def _check_context_management(headers: Mapping[str, str], body: Mapping[str, Any
     return problems
 
 
-def _openai_basics(headers: Mapping[str, str], body: Any) -> list[str]:
+def _openai_basics(headers: Mapping[str, str], body: object) -> list[str]:
     """The key and the model, which every OpenAI request needs."""
     problems = [] if headers.get("authorization", "").startswith("Bearer ") else ["no Authorization: Bearer header"]
     if not isinstance(body, dict):
@@ -145,7 +145,7 @@ def _openai_basics(headers: Mapping[str, str], body: Any) -> list[str]:
     return problems
 
 
-def check_chat(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_chat(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Chat Completions request breaks: the key, model, message shapes, every tool call answered in order."""
     problems = _openai_basics(headers, body)
     if not isinstance(body, dict):
@@ -189,7 +189,7 @@ def check_chat(headers: Mapping[str, str], body: Any) -> list[str]:
     return problems
 
 
-def check_responses(headers: Mapping[str, str], body: Any) -> list[str]:
+def check_responses(headers: Mapping[str, str], body: object) -> list[str]:
     """What a Responses (or compact) request breaks: the key, model, input items, every function call answered."""
     problems = _openai_basics(headers, body)
     if not isinstance(body, dict):
@@ -221,7 +221,7 @@ def check_responses(headers: Mapping[str, str], body: Any) -> list[str]:
     return problems
 
 
-CHECKS: dict[str, Callable[[Mapping[str, str], Any], list[str]]] = {
+CHECKS: dict[str, Callable[[Mapping[str, str], object], list[str]]] = {
     "messages": check_messages,
     "chat": check_chat,
     "responses": check_responses,

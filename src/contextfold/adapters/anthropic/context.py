@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ...conversation import JSONObject, JSONValue
 from ...errors import ContextfoldError
@@ -40,7 +40,7 @@ class Edit(Protocol):
     beta: str
     clears_tool_outputs: bool
 
-    def to_wire(self) -> dict[str, Any]: ...
+    def to_wire(self) -> dict[str, JSONValue]: ...
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ class ServerCompaction:
         return edit
 
 
-def with_edits(request: JSONObject, edits: tuple[Edit, ...]) -> tuple[dict[str, Any], dict[str, str]]:
+def with_edits(request: JSONObject, edits: tuple[Edit, ...]) -> tuple[dict[str, JSONValue], dict[str, str]]:
     """``request`` with the ``context_management`` edits, and the ``anthropic-beta`` header they need.
 
     An edit type given twice is a :class:`ContextfoldError`.
@@ -148,7 +148,7 @@ def with_edits(request: JSONObject, edits: tuple[Edit, ...]) -> tuple[dict[str, 
     return {**request, "context_management": {"edits": wire}}, {"anthropic-beta": ",".join(betas)}
 
 
-def with_compaction(request: JSONObject, instructions: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+def with_compaction(request: JSONObject, instructions: str | None) -> tuple[dict[str, JSONValue], dict[str, str]]:
     """``request`` as an on-demand compaction request (``compaction={"type": "summarize"}``), and its beta header.
 
     The reply holds only a ``compaction`` block (stop reason ``compaction``)
@@ -169,7 +169,7 @@ class AppliedEdit:
 
     cleared: str
     cleared_tokens: int
-    report: Mapping[str, Any]
+    report: JSONObject
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ class ContextReport:
 
     applied: tuple[AppliedEdit, ...] = ()
     compactions: tuple[int | None, ...] = ()
-    usage_iterations: Any = None
+    usage_iterations: JSONValue = None
 
 
 _CLEARED = {"clear_tool_uses_20250919": ("cleared_tool_uses", "tool uses"),

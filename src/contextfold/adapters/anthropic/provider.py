@@ -139,7 +139,7 @@ class AnthropicMessages(StainlessClient, Adapter):
 
     def with_context_edits(
         self, request: JSONObject, edits: tuple[Edit, ...]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
+    ) -> tuple[dict[str, JSONValue], dict[str, str]]:
         """``request`` asking the server to edit the context (:mod:`.context`), and the beta header."""
         return with_edits(request, edits)
 

@@ -82,7 +82,7 @@ _ONLY_IN = {"tool_use": "assistant", "thinking": "assistant", "redacted_thinking
 
 def from_anthropic(
     messages: Sequence[JSONObject],
-    system: str | Sequence[Mapping[str, Any]] | None = None,
+    system: str | Sequence[JSONObject] | None = None,
     tools: Sequence[JSONObject] | None = None,
     *,
     known_call_ids: Iterable[str] = (),
@@ -337,15 +337,15 @@ class _ResultMessage:
     """A user message of tool results being assembled (Anthropic wants a round's results in one message)."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[int | None, dict[str, Any]]] = []
+        self.parts: list[tuple[int | None, dict[str, JSONValue]]] = []
         self.group: str | None = None
-        self.extra: Mapping[str, Any] = {}
+        self.extra: JSONObject = {}
 
     def accepts(self, item: Item) -> bool:
         group = _group(item)
         return not self.parts or group is None or self.group is None or group == self.group
 
-    def add(self, item: Item, parts: list[tuple[int | None, dict[str, Any]]]) -> None:
+    def add(self, item: Item, parts: list[tuple[int | None, dict[str, JSONValue]]]) -> None:
         if not self.parts and origin(item) == ORIGIN:
             self.extra = item.meta.get("extra", {})
         self.group = self.group or _group(item)
@@ -363,7 +363,7 @@ def _group(item: Item) -> str | None:
     return item.meta.get("group") if origin(item) == ORIGIN else None
 
 
-def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) -> list[dict[str, Any]]:
+def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) -> list[dict[str, JSONValue]]:
     """The messages of ``entries`` (see :func:`numbered`); ``last`` is the index of the conversation's last item."""
     out: list[dict[str, JSONValue]] = []
     pending = _ResultMessage()
@@ -393,7 +393,7 @@ def _write_messages(entries: Iterable[tuple[int | None, str, Item]], last: int) 
     return out
 
 
-def _write_message(item: Item, index: int | None, prefix: str, final: bool) -> dict[str, Any] | None:
+def _write_message(item: Item, index: int | None, prefix: str, final: bool) -> dict[str, JSONValue] | None:
     """The message, or ``None`` when it held only another provider's reasoning (left out, with a warning)."""
     same = origin(item) == ORIGIN
     kept = [
@@ -417,7 +417,7 @@ def _write_blocks(item: Item, index: int | None, prefix: str, keep_none: bool = 
     return parts if keep_none else [p for p in parts if p is not None]
 
 
-def _write_result(item: Item, index: int | None, prefix: str) -> dict[str, Any]:
+def _write_result(item: Item, index: int | None, prefix: str) -> dict[str, JSONValue]:
     result = item.tool_result
     assert result is not None
     same = origin(item) == ORIGIN
@@ -433,7 +433,7 @@ def _write_result(item: Item, index: int | None, prefix: str) -> dict[str, Any]:
     return merged(tree, result.extra) if same else tree
 
 
-def _write_block(block: Block, item: Item, index: int | None, field: str) -> dict[str, Any] | None:
+def _write_block(block: Block, item: Item, index: int | None, field: str) -> dict[str, JSONValue] | None:
     """One block on the wire, or ``None`` when it is left out (empty foreign text; foreign reasoning, warned)."""
     source = origin(item)
     same = source == ORIGIN
@@ -475,7 +475,7 @@ def _image_source(image: Image, same: bool, index: int | None, field: str) -> di
 
 def _write_reasoning(
     block: Thinking | RedactedThinking, source: str | None, index: int | None, field: str
-) -> dict[str, Any] | None:
+) -> dict[str, JSONValue] | None:
     """Thinking goes back only with a signature Anthropic issued; another provider's reasoning is left out."""
     if isinstance(block, RedactedThinking):
         if source in (ORIGIN, None):

@@ -73,7 +73,7 @@ class Gemini(Adapter):
         return WireHeader(present_fields(system_instruction=request["system_instruction"], tools=request["tools"]),
                           request["contents"])
 
-    def write_items(self, items: Any) -> list[dict[str, Any]]:
+    def write_items(self, items: Any) -> list[dict[str, JSONValue]]:
         return to_genai(Conversation(list(items)))
 
     def data(self, response: object) -> dict[str, JSONValue]:

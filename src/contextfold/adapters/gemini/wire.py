@@ -83,7 +83,7 @@ def _dump(value: object, index: int | None, field: str) -> Mapping[str, Any]:
 
 
 def from_genai(
-    contents: Sequence[Any], *, system_instruction: object = None, tools: Any = None, known_call_ids: Iterable[str] = ()
+    contents: Sequence[object], *, system_instruction: object = None, tools: object = None, known_call_ids: Iterable[str] = ()
 ) -> Conversation:
     """Read a list of ``Content`` (objects or their dicts); ``system_instruction`` is the header's system prompt,
     ``tools`` its tools.
@@ -139,6 +139,8 @@ def tools_to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
 def _write_declaration(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     extra = dict(spec.extra) if same else {}
     schema_field = extra.pop("schema_field", _JSON_SCHEMA)
+    if not isinstance(schema_field, str):
+        raise InvalidContent(None, f"tools.{spec.name}.extra.schema_field", "expected the name of the schema field")
     return {**spec_fields(spec, schema_field, same), **extra}
 
 
@@ -235,7 +237,7 @@ class _Reader:
         else:  # a content of responses only: its own fields ride on the first
             items[0] = Item("tool", items[0].blocks, meta={**meta, "parts": items[0].meta["parts"]})
         return items
-    def _call(self, wire: Any, index: int | None, position: int) -> ToolCall:
+    def _call(self, wire: WireObject, index: int | None, position: int) -> ToolCall:
         name = wire.take("function_call.name", str)
         args = wire.take("function_call.args", Mapping, required=False)
         call_id = wire.take("function_call.id", str, required=False)
@@ -249,7 +251,7 @@ class _Reader:
         self.open.append(call)
         return call
 
-    def _response(self, wire: Any, index: int | None, field: str) -> ToolResult:
+    def _response(self, wire: WireObject, index: int | None, field: str) -> ToolResult:
         name = wire.take("function_response.name", str, required=False)
         call_id = wire.take("function_response.id", str, required=False)
         response = wire.take("function_response.response", Mapping, required=False)
@@ -275,7 +277,7 @@ class _Reader:
         return ToolResult(call_id, json.dumps(response, ensure_ascii=False), extra=wire.rest)
 
 
-def _block(wire: Any) -> Block:
+def _block(wire: WireObject) -> Block:
     """A part that is neither a call nor a response: text, thought, or something carried as it is."""
     thought = wire.rest.get("thought") is True
     text = wire.take("text", str, required=False)
@@ -292,7 +294,7 @@ def _block(wire: Any) -> Block:
 
 def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     """The contents for ``conversation`` (header excluded: see :func:`system_instruction_to_genai`)."""
-    groups: list[tuple[Any, list[tuple[int, Item]]]] = []
+    groups: list[tuple[object, list[tuple[int, Item]]]] = []
     for index, item in enumerate(conversation.items):
         key = _group_key(item, index)
         after_results = key is None and item.role == "tool" and bool(groups) and groups[-1][1][-1][1].role == "tool"
@@ -304,7 +306,7 @@ def to_genai(conversation: Conversation) -> list[dict[str, JSONValue]]:
     return [_write_content(members, unsent) for _, members in groups]
 
 
-def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | str | None:
+def system_instruction_to_genai(conversation: Conversation) -> dict[str, JSONValue] | str | None:
     """The header's system prompt as a ``system_instruction`` (the string or content it was read from)."""
     system = conversation.header.system
     if not system:
@@ -314,7 +316,7 @@ def system_instruction_to_genai(conversation: Conversation) -> dict[str, Any] | 
     return _write_content([(None, item) for item in system], frozenset())
 
 
-def _group_key(item: Item, index: int) -> Any:
+def _group_key(item: Item, index: int) -> object:
     """Items read from one content share its key; anything else is its own content (tool items: see to_genai)."""
     if item.meta.get("origin") == ORIGIN and "content" in item.meta:
         return item.meta["content"]
@@ -323,7 +325,7 @@ def _group_key(item: Item, index: int) -> Any:
 
 def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset[str]) -> dict[str, JSONValue]:
     """One content; ``unsent`` are the ids of calls written without one (so their responses go without too)."""
-    placed: list[tuple[int | None, dict[str, Any]]] = []
+    placed: list[tuple[int | None, dict[str, JSONValue]]] = []
     for index, item in members:
         same = item.meta.get("origin") == ORIGIN
         positions = item.meta.get("parts") if same else None
@@ -341,7 +343,7 @@ def _write_content(members: Sequence[tuple[int | None, Item]], unsent: frozenset
     return merged(content, own.get("extra", {}))
 
 
-def _write_part(block: Block, same: bool, index: int | None, field: str, unsent: frozenset[str]) -> dict[str, Any]:
+def _write_part(block: Block, same: bool, index: int | None, field: str, unsent: frozenset[str]) -> dict[str, JSONValue]:
     own = dict(block.extra) if same else {}
     if isinstance(block, Summary):
         return {"text": block.text}
@@ -363,12 +365,12 @@ def _write_part(block: Block, same: bool, index: int | None, field: str, unsent:
     raise foreign_block(block, index, field, TARGET)
 
 
-def _response(result: ToolResult, own: dict[str, Any]) -> dict[str, JSONValue]:
+def _response(result: ToolResult, own: dict[str, JSONValue]) -> dict[str, JSONValue]:
     """A function response; ``own`` (the block's extra, when read from this format) loses the flags it holds."""
     no_id, is_json, no_response = own.pop("no_id", False), own.pop("json", False), own.pop("no_response", False)
     name = None if own.pop("no_name", False) else own.pop("name", result.tool_name)
     text = result.text
-    response: dict[str, Any] | None = {_RESULT: text}
+    response: dict[str, JSONValue] | None = {_RESULT: text}
     if no_response and not text:
         response = None
     elif is_json:

@@ -103,7 +103,7 @@ def _choice(data: JSONObject) -> Mapping[str, Any]:
     return as_object(choices[0], None, "choices[0]") if choices else {}
 
 
-def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
+def reply_from_chunks(chunks: Iterable[object]) -> Reply:
     """A streamed completion (SDK chunks or their dicts) put back together and read as one reply.
 
     The deltas' text, their tool calls (fragments joined by their ``index``:
@@ -116,9 +116,9 @@ def reply_from_chunks(chunks: Iterable[Any]) -> Reply:
     if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
         raise InvalidContent(None, "chunks", f"expected a stream of chunks, got {type(chunks).__name__}")
     parts: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}  # the tool calls so far, by their index in the stream
+    calls: dict[int, dict[str, JSONValue]] = {}  # the tool calls so far, by their index in the stream
     finish: str | None = None
-    usage: Mapping[str, Any] | None = None
+    usage: JSONObject | None = None
     for number, chunk in enumerate(chunks):
         data = as_object(as_data(chunk) if hasattr(chunk, "model_dump") else chunk, number, "chunk")
         for position, raw in enumerate(as_list(data.get("choices") or (), number, "choices")):

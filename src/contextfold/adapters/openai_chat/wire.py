@@ -69,7 +69,7 @@ from .._writing import arguments_json, foreign_block, merged, numbered, origin, 
 ORIGIN = "openai"
 TARGET = "OpenAI Chat Completions"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-_ABSENT: Any = object()
+_ABSENT: object = object()
 
 
 # --------------------------------------------------------------------------- reading
@@ -205,7 +205,7 @@ def _write_tool(spec: ToolSpec, same: bool) -> dict[str, JSONValue]:
     return merged({"function": function}, spec.extra) if same else {"type": "function", "function": function}
 
 
-def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, Any] | None:
+def _write_message(item: Item, index: int | None, prefix: str) -> dict[str, JSONValue] | None:
     same = origin(item) == ORIGIN
     message: dict[str, JSONValue] = {"role": item.role}
     if item.role == "tool":
@@ -222,7 +222,7 @@ def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[
     out: dict[str, JSONValue] = {}
     reasoning: list[str] = []
     calls: list[dict[str, JSONValue]] = []
-    kept: list[tuple[Block, dict[str, Any]]] = []
+    kept: list[tuple[Block, dict[str, JSONValue]]] = []
     for j, block in enumerate(item.blocks):
         field = f"{prefix}blocks[{j}]"
         if item.role == "assistant" and isinstance(block, Thinking) and (same or block.thinking):
@@ -245,7 +245,7 @@ def _write_turn(item: Item, index: int | None, prefix: str, same: bool) -> dict[
     return out
 
 
-def _content(kept: list[tuple[Block, dict[str, Any]]], shape: str | None, role: str, calls: bool, same: bool) -> Any:
+def _content(kept: list[tuple[Block, dict[str, JSONValue]]], shape: str | None, role: str, calls: bool, same: bool) -> Any:
     if not kept and shape in ("none", "absent"):
         return None if shape == "none" else _ABSENT
     content = shaped([b for b, _ in kept], [p for _, p in kept], shape if shape in ("str", "list") else None, same)
@@ -262,8 +262,8 @@ def _write_call(call: ToolCall, same: bool) -> dict[str, JSONValue]:
     return merged({"id": call.id, "function": {"name": call.name, "arguments": arguments_json(call)}}, call.extra)
 
 
-def _write_result(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, Any]:
-    def write(block: Block, field: str) -> dict[str, Any]:
+def _write_result(item: Item, index: int | None, prefix: str, same: bool) -> dict[str, JSONValue]:
+    def write(block: Block, field: str) -> dict[str, JSONValue]:
         if not same and not isinstance(block, (Text, Summary)):
             raise InvalidContent(index, field, f"{TARGET} tool messages carry only text")
         return _write_part(block, same, index, field)
@@ -272,7 +272,7 @@ def _write_result(item: Item, index: int | None, prefix: str, same: bool) -> dic
     return {"tool_call_id": result.call_id, "content": content}
 
 
-def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict[str, Any]:
+def _write_part(block: Block, same: bool, index: int | None, field: str) -> dict[str, JSONValue]:
     extra = block.extra if same and not isinstance(block, Summary) else {}
     if isinstance(block, (Text, Summary)):
         return merged({"type": "text", "text": block.text}, extra)

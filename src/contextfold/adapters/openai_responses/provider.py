@@ -98,5 +98,5 @@ _COMPACT_FIELDS = ("input", "prompt_cache_key", "prompt_cache_options")
 class ServerCompacted:
     """A compaction OpenAI made server-side: its ``compaction`` item as received (or ``None``), and the usage."""
 
-    item: Mapping[str, Any] | None
+    item: JSONObject | None
     usage: Usage | None

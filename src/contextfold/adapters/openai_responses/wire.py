@@ -131,7 +131,7 @@ class _Reader:
         self.calls = calls
         self.items: list[Item] = []
         self._blocks: list[Block] = []
-        self._segments: list[dict[str, Any]] = []
+        self._segments: list[dict[str, JSONValue]] = []
         self._invalid: list[str] = []
 
     def read(self, data: JSONObject, index: int) -> None:
@@ -164,7 +164,7 @@ class _Reader:
         self.items.append(Item("assistant", tuple(self._blocks), meta=meta))
         self._blocks, self._segments, self._invalid = [], [], []
 
-    def _add_to_turn(self, blocks: list[Block], segment: dict[str, Any]) -> None:
+    def _add_to_turn(self, blocks: list[Block], segment: dict[str, JSONValue]) -> None:
         self._blocks.extend(blocks)
         self._segments.append(segment)
 
@@ -227,7 +227,7 @@ class _Reader:
             self._add_item(Item(as_role(role), (Opaque(data, ORIGIN),), meta={"origin": ORIGIN, "shape": "item"}))
 
 
-def _meta(wire: WireObject, **fields: Any) -> dict[str, JSONValue]:
+def _meta(wire: WireObject, **fields: JSONValue) -> dict[str, JSONValue]:
     meta = {"origin": ORIGIN, **fields}
     if wire.rest:
         meta["extra"] = wire.rest
@@ -313,7 +313,7 @@ def _write_item(item: Item, index: int | None, prefix: str) -> list[dict[str, JS
     return [_write_message(item.role, list(enumerate(item.blocks)), shape, extra, index, prefix)]
 
 
-def _native_compaction(item: Item) -> Mapping[str, Any] | None:
+def _native_compaction(item: Item) -> JSONObject | None:
     """The ``compaction`` item a summary item stands for, when it holds one this API returned (sent in its place)."""
     if len(item.blocks) != 1 or not isinstance(item.blocks[0], Summary):
         return None
@@ -425,7 +425,7 @@ def _write_output(item: Item, index: int | None, prefix: str, same: bool) -> dic
     return merged(tree, item.meta.get("extra", {})) if same else tree
 
 
-def _write_part(block: Block, role: str, same: bool, index: int | None, field: str) -> dict[str, Any]:
+def _write_part(block: Block, role: str, same: bool, index: int | None, field: str) -> dict[str, JSONValue]:
     extra = block.extra if same and not isinstance(block, Summary) else {}
     if isinstance(block, (Text, Summary)):
         kind = _text_type(role)
