@@ -21,6 +21,7 @@ from contextfold.conversation import (
     Text,
     ToolCall,
     ToolResult,
+    UNANSWERED_TEXT,
     ToolSpec,
     assistant,
     tool,
@@ -385,3 +386,22 @@ def test_the_same_replay_writes_the_same_requests(tmp_path: Path) -> None:
         dumps.append(path.read_bytes())
     assert b"read_history(" in dumps[0]  # its summaries and previews name items
     assert dumps[0] == dumps[1]
+
+
+def test_a_call_the_recording_lost_the_result_of_is_answered_and_the_replay_goes_on(
+        caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """A harness that dropped a record leaves a call with no result before the agent's next request: no provider
+    takes such a request, so the replay answers the call with an error result (and says so) instead of refusing
+    the whole session; a call left open by the recording's end is no fault."""
+    lost = ToolCall("lost", "Write", {"file_path": "notes.md", "content": "draft"})
+    read = ToolCall("read", "Read", {"file_path": "notes.md"})
+    items = [user("Write the notes, then check them."), assistant("Writing.", [lost], id="a0"),
+             assistant("Checking.", [read], id="a1"), tool("read", "draft", id="r1"), assistant("Done.", id="a2"),
+             user("And the summary?"), assistant("Writing it.", [ToolCall("open", "Write", {})], id="a3")]
+    with caplog.at_level("WARNING", logger="contextfold.replay"):
+        result = run(Conversation(items), strategies.create("default", CONFIG), session="lost-record",
+                     requests_path=tmp_path / "requests.jsonl")
+    assert len(result.requests) == 4 and result.totals.violations == 0
+    assert "1 tool call(s) have no recorded result (first at item 1)" in caplog.text
+    sent = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert [UNANSWERED_TEXT in json.dumps(request["messages"]) for request in sent] == [False, True, True, True]

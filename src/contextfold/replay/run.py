@@ -20,6 +20,7 @@ latest timestamp among the new items, else the reply's, else unknown.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -48,6 +49,8 @@ from .render import (
 )
 from .result import AGENT, SUMMARIZER, ReplayResult, RequestRecord, priced, summarize
 from .strict import StrictSession, model_text, searchable
+
+logger = logging.getLogger("contextfold.replay")
 from .summary_price import BothRules
 
 Progress = Callable[[int, int], None]
@@ -190,6 +193,7 @@ def replay(
     strategy, so the same replay writes the same requests every time.
     """
     estimator = tokenizer or exact_estimator("o200k_base")
+    conversation = answered(conversation, session)
     points = request_points(conversation)
     seed = f"{session}\0{strategy.name}\0{conversation.items[0].id if conversation.items else ''}"
     with reproducible_ids(seed), \
@@ -218,6 +222,25 @@ def replay(
         max_output_tokens=config.max_output_tokens,
     )
     return ReplayResult(state.records, totals)
+
+
+def answered(conversation: Conversation, session: str = "") -> Conversation:
+    """``conversation``, or, when the recording lost the result of a call the agent made before a later request,
+    its repair (:meth:`Conversation.repair`: each such call answered with an error result saying none was
+    recorded), with a warning. No provider takes a request holding a call without its result, so the agent's
+    next request cannot have been sent as recorded; a harness that crashed or dropped a record leaves this
+    shape, and the rest of the session is still worth replaying. A call left open by the recording's end is no
+    fault: no request follows it."""
+    points = request_points(conversation)
+    last = points[-1] if points else 0
+    lost = [v for v in conversation.validate() if v.kind == "unanswered_call" and v.index < last]
+    if not lost:
+        return conversation
+    repaired, repairs = conversation.repair()
+    logger.warning("%s: %d tool call(s) have no recorded result (first at item %d): answered with an error result "
+                   "so the requests after them can be sent; %d repair(s) in all", session or "the session",
+                   len(lost), lost[0].index, len(repairs))
+    return repaired
 
 
 def _usage(record: RequestRecord) -> Usage:
