@@ -21,6 +21,7 @@ __all__ = [
     "InvalidEncoding",
     "InvalidLimits",
     "InvalidMessage",
+    "InvalidOption",
     "InvalidPattern",
     "InvalidPipeline",
     "InvalidPolicy",
@@ -427,6 +428,17 @@ class InvalidPipeline(ContextfoldError, ValueError):
         self.stage = stage
         self.reason = reason
         super().__init__(f"stage {stage!r}: {reason}")
+
+
+class InvalidOption(ContextfoldError, TypeError):
+    """A keyword argument a call does not take, or not in that form: ``option`` names it, and the message says
+    what to write instead (``Context(transcript=...)`` is ``Context(storage=Storage(transcript=...))``). A
+    :class:`TypeError`, as Python's own refusal of an unknown keyword is."""
+
+    def __init__(self, option: str, reason: str) -> None:
+        self.option = option
+        self.reason = reason
+        super().__init__(f"{option!r}: {reason}")
 
 
 class HistoryQueryError(ContextfoldError, ValueError):
