@@ -724,7 +724,7 @@ def store_commands(folder: Path, session_id: str) -> dict[str, list[str]]:
 
 def transcript_base(folder: Path) -> bytes:
     """A real transcript of the JSONL store: a task, tool rounds (one failing), a compaction, a usage record."""
-    from contextfold import Context
+    from contextfold import Context, Storage
 
     context = Context(window_tokens=4_000, storage=Storage(transcript=folder, session_id="base"))
     context.add([{"role": "user", "content": "Fix the failing test in src/app.py"}])
