@@ -14,7 +14,8 @@ from toy_provider import TOY
 
 from contextfold import Context, WireOnlyProvider
 from contextfold.adapters import adapter_for, is_prompt_too_long, register
-from contextfold.adapters.base import Adapter
+from contextfold.adapters.base import MOVED_TO_CLIENT, Adapter
+from contextfold.agent.models import model_name
 from contextfold.adapters.conformance import AdapterConformance
 from contextfold.conversation import Conversation
 from contextfold.errors import ContextfoldError
@@ -53,12 +54,30 @@ def test_a_context_renders_its_requests_and_anchors_on_its_usage() -> None:
     assert context.counter.anchored and context.counter.count(context.view()) >= 40
 
 
-def test_a_send_or_a_model_summary_is_refused_naming_the_provider() -> None:
-    with pytest.raises(WireOnlyProvider, match="'toy'") as refused:
-        TOY.make_client()
-    assert refused.value.provider == "toy"
-    with pytest.raises(WireOnlyProvider, match="'toy'"):
+def test_a_model_summary_the_agent_or_a_provider_compaction_is_refused_naming_the_provider() -> None:
+    assert TOY.client is None
+    with pytest.raises(WireOnlyProvider, match="'toy' .* which a model summarizer needs") as refused:
         LLMSummarizer(provider="toy")
+    assert (refused.value.provider, refused.value.needed) == ("toy", "a model summarizer")
+    with pytest.raises(WireOnlyProvider, match="'toy' .* which the reference agent needs"):
+        model_name("toy", None)
+    context = Context(window_tokens=8_000, provider="toy")
+    context.add([{"who": "user", "say": "list the files"}])
+    with pytest.raises(WireOnlyProvider, match="'toy' .* which provider compaction needs"):
+        context.start_compaction().call(None, model="toy-1", max_tokens=100)
+
+
+def test_the_toy_defines_the_wire_alone_and_the_old_sdk_spellings_still_answer() -> None:
+    """No SDK member is stubbed in the toy; ``adapter.make_client`` and its kin, moved to ``adapter.client``, are
+    forwarded there with a DeprecationWarning (the toy's refusal as before)."""
+    assert not MOVED_TO_CLIENT & set(vars(type(TOY))), "the toy stubs an SDK member"
+    anthropic = adapter_for("anthropic")
+    with pytest.warns(DeprecationWarning, match="adapter.client.summary_model"):
+        assert anthropic.summary_model == anthropic.client.summary_model  # type: ignore[attr-defined, union-attr]
+    with pytest.warns(DeprecationWarning), pytest.raises(WireOnlyProvider, match="which make_client needs"):
+        TOY.make_client  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'no_such_member'"):
+        TOY.no_such_member  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_the_signature_docs_architecture_gives_is_every_method_an_adapter_must_define() -> None:
