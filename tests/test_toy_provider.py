@@ -14,7 +14,7 @@ from toy_provider import TOY
 
 from contextfold import Context, WireOnlyProvider
 from contextfold.adapters import adapter_for, is_prompt_too_long, register
-from contextfold.adapters.base import MOVED_TO_CLIENT, Adapter
+from contextfold.adapters.base import MOVED_TO_CLIENT, Adapter, ProviderClient
 from contextfold.agent.models import model_name
 from contextfold.adapters.conformance import AdapterConformance
 from contextfold.conversation import Conversation
@@ -90,3 +90,14 @@ def test_the_signature_docs_architecture_gives_is_every_method_an_adapter_must_d
     assert documented <= set(vars(type(TOY))), "the toy leaves a documented method undefined"
     assert "TOY = register(Toy())" in block.group(1) and "TOY = register(Toy())" in (
         Path(__file__).parent / "toy_provider" / "__init__.py").read_text(encoding="utf-8")
+
+
+def test_the_client_signature_docs_architecture_gives_is_every_method_a_provider_client_must_define() -> None:
+    """The doc's client block (a provider with an SDK) lists exactly the abstract methods of ``ProviderClient``."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(class ToyClient\(ProviderClient\):.*?)```", docs, re.S)
+    assert block, "docs/architecture.md has no ToyClient block"
+    client = next(node for node in ast.parse(block.group(1)).body
+                  if isinstance(node, ast.ClassDef) and node.name == "ToyClient")
+    documented = {node.name for node in client.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert documented == set(ProviderClient.__abstractmethods__)
