@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from toy_provider import TOY
 
-from contextfold import Context, WireOnlyProvider
+from contextfold import Context, UsageMismatch, WireOnlyProvider
 from contextfold.adapters import adapter_for, is_prompt_too_long, register
 from contextfold.adapters.base import MOVED_TO_CLIENT, Adapter, ProviderClient
 from contextfold.agent.models import model_name
@@ -52,6 +52,15 @@ def test_a_context_renders_its_requests_and_anchors_on_its_usage() -> None:
     items = context.add_response({**REPLY, "calls": [{"id": "c1", "tool": "ls", "args": {}}]})
     assert [item.role for item in items] == ["assistant"] and items[0].tool_calls[0].name == "ls"
     assert context.counter.anchored and context.counter.count(context.view()) >= 40
+
+
+def test_a_made_up_usage_figure_for_a_long_first_request_warns_instead_of_anchoring_silently() -> None:
+    """The issue's case: a toy provider reporting 234 prompt tokens for 72,000 characters."""
+    context = Context(window_tokens=200_000, provider="toy")
+    context.add([{"who": "user", "say": "the quick brown fox jumps over a lazy dog " * 1_715}])
+    context.prepare()
+    with pytest.warns(UsageMismatch, match="reported 234 prompt tokens"):
+        context.add_response({**REPLY, "counted": {"prompt": 234, "output": 2}})
 
 
 def test_a_model_summary_the_agent_or_a_provider_compaction_is_refused_naming_the_provider() -> None:
