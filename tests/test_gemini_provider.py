@@ -134,7 +134,7 @@ def test_retry_request_compacts_after_geminis_prompt_too_long(fake_llm: FakeLLMS
         context.add([{"role": "model", "parts": [{"text": f"Reading log {k}."}]},
                      {"role": "user", "parts": [{"text": f"log {k}: " + "line\n" * 80}]}])
     client = genai.Client(api_key="test-key", http_options={"base_url": fake_llm.url})
-    errors, _ = adapter_for("gemini").error_classes()
+    errors, _ = adapter_for("gemini").client.error_classes()
     with pytest.raises(errors) as refused:
         client.models.generate_content(model=MODEL, contents=context.prepare()["contents"])
     retry = context.retry_request(refused.value)

@@ -63,7 +63,7 @@ def test_a_socket_timeout_inside_a_streamed_body_is_a_transient_timeout(sdk_name
     timeout (on a loaded machine the socket timeout can fire just before the deadline does)."""
     httpx = pytest.importorskip("httpx")
     pytest.importorskip(sdk_name)
-    sdk = adapter_for(sdk_name)
+    sdk = adapter_for(sdk_name).client
     assert classify(httpx.ReadTimeout("timed out"), sdk) == Failure(TRANSIENT, "timed out")
     assert classify(TimeoutError("timed out"), sdk) == Failure(TRANSIENT, "timed out")
     dropped = classify(httpx.RemoteProtocolError("peer closed connection"), sdk)

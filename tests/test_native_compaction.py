@@ -209,7 +209,7 @@ def test_a_compaction_trigger_in_band_is_taken_from_the_reply(fake_llm: FakeLLMS
     sent = [item.id for item in context.view()]
     fake_llm.script("responses", Reply("ENCRYPTED-INBAND"), Reply("Next."))
     client = client_for("responses", fake_llm, False)
-    call = RESPONSES.compaction_call(client, context.prepare(), model=MODEL["responses"], max_tokens=1_024)
+    call = RESPONSES.client.compaction_call(client, context.prepare(), model=MODEL["responses"], max_tokens=1_024)
     context.add_response(call.send())
     assert fake_llm.requests[0].body["input"][-1] == {"type": "compaction_trigger"}
     (item,) = context.view().items

@@ -64,7 +64,7 @@ def started(provider: str, transcript: Path | None) -> Context:
 
 def client(provider: str, server: ScriptedModel, asynchronous: bool) -> Any:
     options = ClientOptions(api_key="test-key", base_url=server.base_url(provider), max_retries=0)
-    return adapter_for(provider).make_client(options, asynchronous=asynchronous)
+    return adapter_for(provider).client.make_client(options, asynchronous=asynchronous)
 
 
 def session(provider: str, *, reminders: bool, asynchronous: bool, transcript: Path | None = None
@@ -89,17 +89,17 @@ def session(provider: str, *, reminders: bool, asynchronous: bool, transcript: P
             try:
                 for turn in range(TURNS):
                     request = await context.aprepare(reminders=reminders_for(turn) if reminders else ())
-                    if not step(turn, await adapter.acreate(sdk, request, model=MODELS[provider], max_tokens=512)):
+                    if not step(turn, await adapter.client.acreate(sdk, request, model=MODELS[provider], max_tokens=512)):
                         break
             finally:
-                await adapter.aclose(sdk)
+                await adapter.client.aclose(sdk)
 
         if asynchronous:
             asyncio.run(run_async())
         else:
             for turn in range(TURNS):
                 request = context.prepare(reminders=reminders_for(turn) if reminders else ())
-                if not step(turn, adapter.create(sdk, request, model=MODELS[provider], max_tokens=512)):
+                if not step(turn, adapter.client.create(sdk, request, model=MODELS[provider], max_tokens=512)):
                     break
     context.close()
     return server, context, usages
@@ -187,11 +187,11 @@ def first_request_read(provider: str, server: ScriptedModel, dynamic: str, *, sp
 
     async def send_async() -> Any:
         try:
-            return await adapter.acreate(sdk, await context.aprepare(), model=MODELS[provider], max_tokens=512)
+            return await adapter.client.acreate(sdk, await context.aprepare(), model=MODELS[provider], max_tokens=512)
         finally:
-            await adapter.aclose(sdk)
+            await adapter.client.aclose(sdk)
 
-    response = asyncio.run(send_async()) if asynchronous else adapter.create(
+    response = asyncio.run(send_async()) if asynchronous else adapter.client.create(
         sdk, context.prepare(), model=MODELS[provider], max_tokens=512)
     usage = adapter.reported_usage(response)
     assert usage is not None and server.exchanges[-1].cache is not None

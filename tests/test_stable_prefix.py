@@ -63,14 +63,14 @@ def test_the_request_after_a_second_compaction_reads_the_stable_prefix_from_cach
     after_compaction: list[int] = []  # the index of each compaction's first request among the exchanges
     with ScriptedModel(script) as server:
         options = ClientOptions(api_key="test-key", base_url=server.base_url(provider), max_retries=0)
-        sdk = adapter.make_client(options, asynchronous=asynchronous)
+        sdk = adapter.client.make_client(options, asynchronous=asynchronous)
 
         async def turn_async() -> Any:
-            return await adapter.acreate(sdk, await context.aprepare(), model=MODELS[provider], max_tokens=512)
+            return await adapter.client.acreate(sdk, await context.aprepare(), model=MODELS[provider], max_tokens=512)
 
         def turn() -> None:
             response = (asyncio.get_event_loop().run_until_complete(turn_async()) if asynchronous else
-                        adapter.create(sdk, context.prepare(), model=MODELS[provider], max_tokens=512))
+                        adapter.client.create(sdk, context.prepare(), model=MODELS[provider], max_tokens=512))
             calls = [call for item in context.add_response(response) for call in item.tool_calls]
             context.add([tool(call.id, file_text(call.arguments["path"])) for call in calls])
 
@@ -84,7 +84,7 @@ def test_the_request_after_a_second_compaction_reads_the_stable_prefix_from_cach
                 for _ in range(requests):
                     turn()
             if asynchronous:
-                loop.run_until_complete(adapter.aclose(sdk))
+                loop.run_until_complete(adapter.client.aclose(sdk))
         finally:
             asyncio.set_event_loop(None)
             loop.close()

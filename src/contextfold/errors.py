@@ -395,17 +395,17 @@ class UnknownPriceWarning(UserWarning):
 
 
 class WireOnlyProvider(ContextfoldError):
-    """A provider registered as a wire format only (no SDK client) was asked to do what needs one: send a
-    request, build a client, name its SDK or default models, or compact on the provider's side.
+    """A provider registered as a wire format only (its adapter's ``client`` is ``None``: no SDK) was asked for what
+    needs an SDK client: sending a request, a model summary, the reference agent, the provider's own compaction.
 
-    ``provider`` names it; ``needed`` the SDK-facing member that was asked for. Its requests are still rendered
-    by :meth:`~contextfold.Context.prepare` and its replies read by :meth:`~contextfold.Context.add_response`:
-    the caller sends them."""
+    ``provider`` names it; ``needed`` what asked (:meth:`~contextfold.adapters.Adapter.require_client`). Its
+    requests are still rendered by :meth:`~contextfold.Context.prepare` and its replies read by
+    :meth:`~contextfold.Context.add_response`: the caller sends them."""
 
     def __init__(self, provider: str, needed: str) -> None:
         self.provider = provider
         self.needed = needed
-        super().__init__(f"provider {provider!r} is a wire format with no SDK client, so it has no {needed}: "
+        super().__init__(f"provider {provider!r} is a wire format with no SDK client, which {needed} needs: "
                          "send the request Context.prepare() renders yourself and pass the reply to "
                          "Context.add_response()")
 

@@ -1,10 +1,11 @@
 """What contextfold uses of a provider's official SDK package, and importing it only when a client is made.
 
-contextfold itself needs no SDK. Each provider's adapter names its SDK here
+contextfold itself needs no SDK. Each provider's SDK half (its adapter's
+``client``, a :class:`~contextfold.adapters.ProviderClient`) names its SDK here
 (an :class:`SDK`) and builds its clients from it; the model-backed
-summarizers and the reference agent ask the adapter
-(:func:`contextfold.adapters.adapter_for`) for a client and read every answer
-through it. Nothing here knows a provider by name.
+summarizers and the reference agent ask it
+(``adapter_for(provider).require_client(...)``) for a client and read every
+answer through the adapter. Nothing here knows a provider by name.
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 One adapter object per provider (:class:`AnthropicMessages`, :class:`OpenAIChat`,
 :class:`OpenAIResponses`, all :class:`Adapter` s), chosen by name with
 :func:`adapter_for`, owns every wire shape of its format: requests, replies,
-usage, prompt-cache marks and "prompt is too long" errors. The free functions
-below are the request mappings those objects are built on.
+usage, prompt-cache marks and "prompt is too long" errors. What needs the
+provider's SDK (client objects, sending, its errors, the provider's own
+compaction) is the adapter's :attr:`~Adapter.client`, a :class:`ProviderClient`
+(``None`` for a format with no SDK). The free functions below are the request
+mappings those objects are built on.
 
 Each adapter reads a provider's request lists into a neutral
 :class:`~contextfold.conversation.Conversation` and writes one back; for input
@@ -36,7 +39,7 @@ Reading errors name the index in the list the caller passed and the field
 from ._reading import MAX_BLOCK_BYTES, MAX_NESTING, check_json, parse_arguments
 from ._writing import LossyConversion
 from .anthropic import AnthropicMessages, from_anthropic, to_anthropic, tools_to_anthropic
-from .base import Adapter, Reply, WireHeader
+from .base import Adapter, ProviderClient, Reply, WireHeader
 from .openai_chat import OpenAIChat, from_openai, reply_from_chunks, to_openai, tools_to_openai
 from .openai_responses import OpenAIResponses, from_responses, to_responses, tools_to_responses
 from .overflow import PromptTooLong, prompt_too_long
@@ -52,6 +55,7 @@ __all__ = [
     "OpenAIChat",
     "OpenAIResponses",
     "PromptTooLong",
+    "ProviderClient",
     "Reply",
     "WireHeader",
     "adapter_for",

@@ -1,4 +1,4 @@
-"""The client side the ``anthropic`` and ``openai`` SDKs share (both are generated alike): clients, errors, timeouts.
+"""The SDK half the ``anthropic`` and ``openai`` SDKs share (both are generated alike): clients, errors, timeouts.
 
 Both build a client as ``Client(api_key=, base_url=, timeout=, max_retries=)``,
 cap one call's timeout with a ``timeout=`` argument, and raise
@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conversation import JSONValue
-from ..sdk import SDK, SDK_DEFAULTS, ClientOptions
+from ..sdk import SDK_DEFAULTS, ClientOptions
+from .base import ProviderClient
 from .calls import CallError, retry_after_s
 
 
-class StainlessClient:
-    """An adapter's client side over a Stainless-generated SDK; ``sdk`` and these class names say which one."""
+class StainlessClient(ProviderClient):
+    """A provider's SDK half over a Stainless-generated SDK; ``sdk`` and these class names say which one."""
 
-    sdk: SDK
     client_class: str
     async_client_class: str
     base_error: str
@@ -50,7 +50,6 @@ class StainlessClient:
 
     async def aclose(self, client: Any) -> None:
         await client.close()
-
 
 
 def call_timeout(timeout_s: float | None) -> dict[str, JSONValue]:

@@ -12,22 +12,23 @@ detector). That wire part is all a format must define: five methods
 (``_read``, ``write``, ``write_header``, ``_answer``, ``_stop``) and
 ``read_usage``.
 
-Optionally its SDK (:attr:`~Adapter.sdk`, :meth:`~Adapter.make_client`, its
-error classes and what an error means, :meth:`~Adapter.call_error`), its
-default models, how a request is sent (:meth:`~Adapter.create`,
-:meth:`~Adapter.send`, which a summary request uses too) and the provider's
-own compaction. A format that defines none of them is *wire-only*: asked for
-any, it raises :class:`~contextfold.errors.WireOnlyProvider` naming itself.
+Optionally its SDK half, a :class:`ProviderClient` (:attr:`~Adapter.client`): the SDK, client objects, its
+error classes and what an error means, its default models, how a request is sent (which a summary request uses
+too) and the provider's own compaction. A format with none is *wire-only* (``client`` is ``None``): asked for
+one (:meth:`~Adapter.require_client`), it raises :class:`~contextfold.errors.WireOnlyProvider` naming itself
+and what needed it.
+
 Callers pick an adapter by name with :func:`contextfold.adapters.adapter_for`
 and never look inside the dicts it returns.
 """
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation, Header, Item, JSONObject, JSONValue, Text
 from ..errors import ContextfoldError, InvalidContent, WireOnlyProvider
@@ -249,54 +250,82 @@ class Adapter(ABC):
         """
         return prompt_too_long(error)
 
-    # ------------------------------------------------------------------ the SDK (optional: a wire-only format has none)
-    # A format with no SDK (a toy or in-house provider, a format read from logs) defines none of what follows:
-    # each raises :class:`~contextfold.errors.WireOnlyProvider` naming the provider, so ``Context.send``, the model
-    # summarizers and the reference agent refuse it in words, and ``prepare``/``add_response`` work as for any.
-    def _no_client(self, needed: str) -> WireOnlyProvider:
-        return WireOnlyProvider(self.name, needed)
+    # ------------------------------------------------------------------ the SDK half (optional)
+    client: ProviderClient | None = None
+    """The provider's SDK half (:class:`ProviderClient`: a client object, sending, errors, the provider's own
+    compaction), ``None`` for a wire-only format (a toy or in-house provider, a format read from logs): its requests
+    are rendered by ``Context.prepare`` and its replies read by ``Context.add_response``; the caller sends them."""
 
-    @property
-    def sdk(self) -> SDK:
-        """The provider's official SDK: package, extra, key and model variables."""
-        raise self._no_client("SDK")
+    def require_client(self, needed: str) -> ProviderClient:
+        """:attr:`client`, or :class:`~contextfold.errors.WireOnlyProvider` naming this provider and ``needed``,
+        what asked for it (a model summary, the reference agent, provider compaction)."""
+        if self.client is None:
+            raise WireOnlyProvider(self.name, needed)
+        return self.client
 
-    @property
-    def default_model(self) -> str:
-        """The model the reference agent talks to when none is named."""
-        raise self._no_client("default model")
+    if not TYPE_CHECKING:  # the old spellings at run time only: a type checker points at the new ones
+        def __getattr__(self, name: str) -> object:
+            """``adapter.make_client`` and the other SDK members an adapter had before they moved to its client:
+            forwarded to :attr:`client` with a :class:`DeprecationWarning` (a wire-only format's
+            :class:`~contextfold.errors.WireOnlyProvider`, as before)."""
+            if name not in MOVED_TO_CLIENT:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            warnings.warn(f"Adapter.{name} moved to the adapter's SDK client: use adapter.client.{name} "
+                          f"(adapter.require_client(...).{name})", DeprecationWarning, stacklevel=2)
+            return getattr(self.require_client(name), name)
 
-    @property
-    def summary_model(self) -> str:
-        """The small model a summary is written by when none is named."""
-        raise self._no_client("summary model")
 
+MOVED_TO_CLIENT = frozenset({
+    "sdk", "default_model", "summary_model", "make_client", "error_classes", "call_error", "aclose", "endpoint",
+    "arguments", "create", "acreate", "send", "asend", "compaction_shapes", "compaction_call"})
+"""The members of :class:`ProviderClient` that were the adapter's until the wire and the SDK were split."""
+
+
+class ProviderClient(ABC):
+    """One provider's SDK half: its official SDK, client objects, how a request is sent and what an error means,
+    its default models and its own compaction. The wire stays the :attr:`adapter`'s (a reply is read by it).
+
+    One subclass per SDK family: :class:`~._stainless.StainlessClient` is the base of the Anthropic and OpenAI
+    ones (their SDKs are generated alike), Gemini's is its own. An adapter holds its client as
+    :attr:`Adapter.client`.
+    """
+
+    sdk: SDK
+    """The provider's official SDK: package, extra, key and model variables."""
+    default_model: str
+    """The model the reference agent talks to when none is named."""
+    summary_model: str
+    """The small model a summary is written by when none is named."""
+
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+        """The wire format this client sends requests of and reads replies with."""
+
+    @abstractmethod
     def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
         """An SDK client (async when asked), built as ``options`` say."""
-        raise self._no_client("client")
 
+    @abstractmethod
     def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
         """The SDK's errors for a refused request (where "prompt is too long" arrives), and all its errors."""
-        raise self._no_client("SDK errors")
 
+    @abstractmethod
     def call_error(self, error: BaseException) -> CallError | None:
-        """What an SDK exception says (timeout, connection, status), or ``None`` when it is none of the SDK's
-        (a format with no SDK has none)."""
-        return None
+        """What an SDK exception says (timeout, connection, status), or ``None`` when it is none of the SDK's."""
 
-    async def aclose(self, client: object) -> None:
+    @abstractmethod
+    async def aclose(self, client: Any) -> None:
         """Close an async client of :meth:`make_client` and its sockets."""
-        raise self._no_client("client to close")
 
-    def endpoint(self, client: object) -> Callable[..., Any]:
+    @abstractmethod
+    def endpoint(self, client: Any) -> Callable[..., Any]:
         """The SDK method that sends a request (sync or async, as ``client`` is)."""
-        raise self._no_client("send method")
 
+    @abstractmethod
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, JSONValue]:
         """The keyword arguments of :meth:`endpoint` for ``request`` (what ``Context.prepare`` built); ``timeout_s``
         caps this one call."""
-        raise self._no_client("send method")
 
     def create(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                timeout_s: float | None = None) -> Any:
@@ -313,32 +342,33 @@ class Adapter(ABC):
     def send(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
              timeout_s: float | None = None, stream: bool = False) -> Reply:
         """Send ``request`` and read the answer; ``stream`` asks for it as events where the format streams."""
-        return self.read_response(self.create(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
+        response = self.create(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
+        return self.adapter.read_response(response)
 
     async def asend(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                     timeout_s: float | None = None, stream: bool = False) -> Reply:
         """:meth:`send` with an async client."""
         response = await self.acreate(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        return self.read_response(response)
+        return self.adapter.read_response(response)
 
     # ------------------------------------------------------------------ the provider's own compaction
     compaction_shapes: tuple[str, ...] = ()
-    """The ways this format asks the provider to compact (the first is the default); none: it has no compaction."""
+    """The ways this provider is asked to compact (the first is the default); none: it has no compaction."""
 
-    def compaction_call(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
+    def compaction_call(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
                         instructions: str | None = None, shape: str | None = None,
                         timeout_s: float | None = None) -> CompactionCall:
         """The call asking the provider to compact what ``request`` (what ``Context`` rendered) holds, by ``shape``.
 
-        :class:`ContextfoldError` when the format has no compaction of its own, or not that shape.
+        :class:`ContextfoldError` when the provider has no compaction of its own, or not that shape.
         """
-        raise ContextfoldError(f"{self.title} has no compaction of its own; contextfold's summarizers do it")
+        raise ContextfoldError(f"{self.adapter.title} has no compaction of its own; contextfold's summarizers do it")
 
     def _compaction_shape(self, shape: str | None) -> str:
         chosen = shape or (self.compaction_shapes[0] if self.compaction_shapes else None)
         if chosen not in self.compaction_shapes:
-            raise ContextfoldError(f"{self.title} compacts by {', '.join(self.compaction_shapes) or 'no request'}, "
-                                   f"not {shape!r}")
+            raise ContextfoldError(f"{self.adapter.title} compacts by "
+                                   f"{', '.join(self.compaction_shapes) or 'no request'}, not {shape!r}")
         return chosen
 
 

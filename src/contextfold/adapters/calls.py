@@ -1,7 +1,7 @@
 """What a failed SDK call says, in one shape for every provider: the retry loops decide on this, not on SDK classes.
 
-Each adapter reads its SDK's exceptions into a :class:`CallError`
-(:meth:`contextfold.adapters.Adapter.call_error`); ``retry_after_s`` reads the
+Each provider's SDK half reads its SDK's exceptions into a :class:`CallError`
+(:meth:`contextfold.adapters.ProviderClient.call_error`); ``retry_after_s`` reads the
 wait an HTTP answer asks for, which every provider says the same way.
 """
 

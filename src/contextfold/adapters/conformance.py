@@ -3,8 +3,9 @@
 A provider passes when its adapter writes what it reads back (the same wire
 body, the same texts, roles and call ids), renders a request incrementally
 exactly as it writes it whole, reads its own reply's text and the usage that
-anchors the token count (:meth:`~.base.Adapter.read_usage`), and refuses bad
-input with a typed error. Run it from pytest by subclassing
+anchors the token count (:meth:`~.base.Adapter.read_usage`), refuses bad
+input with a typed error, and holds its SDK half (:attr:`~.base.Adapter.client`)
+or, wire-only, none. Run it from pytest by subclassing
 :class:`AdapterConformance` in a ``Test``-named class::
 
     class TestMyFormat(AdapterConformance):
@@ -22,8 +23,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..conversation import Conversation, Header, Item, JSONObject, Text, ToolCall, ToolSpec, assistant, tool, user
-from ..errors import ContextfoldError, InvalidContent, InvalidConversation, WireOnlyProvider
-from .base import Adapter
+from ..errors import InvalidContent, InvalidConversation, WireOnlyProvider
+from .base import Adapter, ProviderClient
 
 
 def sample_conversations() -> list[Conversation]:
@@ -107,18 +108,20 @@ class AdapterConformance:
                 continue
             raise AssertionError(f"{self.adapter.name}: read_response({bad!r}) raised no InvalidContent")
 
-    def test_a_send_is_made_or_refused_by_name(self) -> None:
-        """A format with an SDK builds a client; a wire-only one refuses with :class:`WireOnlyProvider` naming it."""
-        try:
-            self.adapter.sdk
-        except WireOnlyProvider as refused:
-            assert refused.provider == self.adapter.name
-            for ask in (lambda: self.adapter.make_client(), lambda: self.adapter.endpoint(None)):
-                try:
-                    ask()
-                except WireOnlyProvider as error:
-                    assert error.provider == self.adapter.name and self.adapter.name in str(error)
-                    continue
-                raise AssertionError(f"{self.adapter.name}: a wire-only adapter built a client") from None
-        except ContextfoldError as error:  # pragma: no cover - the message says which
-            raise AssertionError(f"{self.adapter.name}: asking for its SDK raised {error!r}") from error
+    def test_its_client_is_its_own_sdk_half_or_none(self) -> None:
+        """A format with an SDK holds a :class:`~.base.ProviderClient` for itself, its SDK and models named; a
+        wire-only one holds none, and asking for one is :class:`WireOnlyProvider` naming it and what asked."""
+        client = self.adapter.client
+        if client is None:
+            try:
+                self.adapter.require_client("a conformance check")
+            except WireOnlyProvider as refused:
+                assert refused.provider == self.adapter.name and self.adapter.name in str(refused)
+                assert "a conformance check" in str(refused)
+                return
+            raise AssertionError(f"{self.adapter.name}: a wire-only adapter gave a client")
+        assert isinstance(client, ProviderClient), f"{self.adapter.name}: its client is no ProviderClient"
+        assert client.adapter is self.adapter, f"{self.adapter.name}: its client reads replies with another adapter"
+        assert self.adapter.require_client("a conformance check") is client
+        assert client.sdk.package and client.sdk.key_variables, f"{self.adapter.name}: its client names no SDK"
+        assert client.default_model and client.summary_model, f"{self.adapter.name}: its client names no models"

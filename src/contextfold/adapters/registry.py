@@ -1,9 +1,11 @@
 """Choosing a provider by name: the one place the provider-name switch is written.
 
 Each provider is one object (an :class:`~.base.Adapter`, in its own folder)
-owning its wire format, SDK, models, overflow errors and summary calls; adding
-a provider is its folder plus one entry in :data:`_ADAPTERS` (built in) or one
-call of :func:`register` (anyone's, from their own code).
+owning its wire format and overflow errors, and holding its SDK half (its
+:attr:`~.base.Adapter.client`: client objects, models, sending, the provider's
+compaction) when it has an SDK; adding a provider is its folder plus one entry
+in :data:`_ADAPTERS` (built in) or one call of :func:`register` (anyone's, from
+their own code).
 """
 
 from __future__ import annotations

@@ -146,7 +146,8 @@ class Agent:
 
     def error_text(self, error: BaseException) -> str:
         """``error``'s message with every credential masked, the model's API key too: a gateway may echo it."""
-        return redact_credentials(str(error), known=[adapter_for(self.model.provider).sdk.api_key()])
+        sdk = adapter_for(self.model.provider).require_client("the reference agent").sdk
+        return redact_credentials(str(error), known=[sdk.api_key()])
 
     def delegate(self, prompt: str) -> str:
         """The ``task`` tool: a subagent on a forked context, with every tool but ``task``; its final answer."""

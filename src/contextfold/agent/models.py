@@ -7,7 +7,8 @@ exceptions may mean "the prompt is too long" (``request_errors``, handed to
 :meth:`~contextfold.Context.retry_request`) or any API failure
 (``api_errors``, reported to the user). Everything provider-specific (the SDK,
 its key and model variables, the default model, how a request is sent) is the
-adapter's (:func:`contextfold.adapters.adapter_for`); the SDK is imported only
+adapter's SDK half (its ``client``, :func:`contextfold.adapters.adapter_for`); a
+wire-only provider has none (:class:`~contextfold.errors.WireOnlyProvider`). The SDK is imported only
 when a client is made, so contextfold does not need it installed otherwise.
 
 Base URL and API key come from the arguments, else the SDK's usual
@@ -55,8 +56,8 @@ class ModelSetupError(ContextfoldError):
 
 def model_name(provider: str, model: str | None) -> str:
     """``model``, else the provider's model variable, else its default."""
-    adapter = adapter_for(provider)
-    return model or os.environ.get(adapter.sdk.model_variable) or adapter.default_model
+    client = adapter_for(provider).require_client("the reference agent")
+    return model or os.environ.get(client.sdk.model_variable) or client.default_model
 
 
 class SDKModel:
@@ -75,11 +76,12 @@ class SDKModel:
         self.provider = adapter.name
         self.model = model_name(adapter.name, model)
         self.max_tokens = max_tokens
-        self.request_errors, self.api_errors = adapter.error_classes()
-        self._client = adapter.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
+        self.provider_client = adapter.require_client("the reference agent")
+        self.request_errors, self.api_errors = self.provider_client.error_classes()
+        self._client = self.provider_client.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
 
     def create(self, request: JSONObject) -> Any:
-        return self.adapter.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
+        return self.provider_client.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
 
 
 def make_model(
@@ -89,10 +91,11 @@ def make_model(
     if provider not in PROVIDERS:
         raise ModelSetupError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
     adapter = adapter_for(provider)
-    adapter.sdk.module()  # a missing SDK first: installing it is the first thing to do
-    keys = adapter.sdk.key_variables
-    key = adapter.sdk.api_key(api_key)
-    if key is None and is_loopback(adapter.sdk.base_url(base_url)):
+    sdk = adapter.require_client("the reference agent").sdk
+    sdk.module()  # a missing SDK first: installing it is the first thing to do
+    keys = sdk.key_variables
+    key = sdk.api_key(api_key)
+    if key is None and is_loopback(sdk.base_url(base_url)):
         key = LOOPBACK_KEY
     if key is None:
         raise ModelSetupError(f"no API key for {provider}: set {' or '.join(keys)} (a server on this machine, "

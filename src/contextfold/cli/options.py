@@ -293,7 +293,8 @@ def make_summarizer(kind: str, model: str | None = None, base_url: str | None = 
         return ExtractiveSummarizer()
     from ..summarizers.llm import ModelSummarizer
 
-    adapter_for(kind).sdk.module()  # a missing SDK is one line now, not a fallback after the work
+    adapter_for(kind).require_client("a model summarizer").sdk.module()  # a missing SDK: one line now, not a
+    # fallback after the work
     return ModelSummarizer(provider=kind, model=model or "", base_url=base_url, ride_cache=ride_cache)
 
 

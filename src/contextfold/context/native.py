@@ -59,11 +59,13 @@ class PendingCompaction:
     """The view the request holds (its items, in order, are what the compaction replaces), and the header."""
     instructions: str | None = None
     shape: str | None = None
-    """How to ask (the adapter's :attr:`~contextfold.adapters.base.Adapter.compaction_shapes`); ``None``: its default."""
+    """How to ask (the provider client's :attr:`~contextfold.adapters.base.ProviderClient.compaction_shapes`);
+    ``None``: its default."""
 
     def call(self, client: Any, *, model: str, max_tokens: int, timeout_s: float | None = None) -> CompactionCall:
-        """The SDK call that asks for it, written by the provider's adapter (``client`` sync or async)."""
-        return adapter_for(self.provider).compaction_call(
+        """The SDK call that asks for it, written by the provider's SDK half (``client`` sync or async);
+        :class:`~contextfold.errors.WireOnlyProvider` for a provider with none."""
+        return adapter_for(self.provider).require_client("provider compaction").compaction_call(
             client, self.request, model=model, max_tokens=max_tokens, instructions=self.instructions,
             shape=self.shape, timeout_s=timeout_s)
 

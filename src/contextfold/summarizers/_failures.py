@@ -1,12 +1,12 @@
 """What a summarizer call that got no answer means for the retry loop: too long (send less), transient (wait and
-send again) or fatal (fall back), as the provider's adapter and the HTTP client read the exception."""
+send again) or fatal (fall back), as the provider's SDK half, its adapter and the HTTP client read the exception."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
 
-from ..adapters import Adapter
+from ..adapters import ProviderClient
 
 TOO_LONG, TRANSIENT, FATAL = "too_long", "transient", "fatal"
 _RETRIED_STATUS = frozenset({408, 409, 429})
@@ -28,20 +28,21 @@ class Failure:
     fits_share: float | None = None
 
 
-def classify(error: BaseException, adapter: Adapter) -> Failure:
-    """What an SDK exception means for the retry loop, as the provider's adapter reads it."""
+def classify(error: BaseException, client: ProviderClient) -> Failure:
+    """What an SDK exception means for the retry loop, as the provider's SDK half (``client``) and its adapter (is
+    it "prompt is too long"?) read it."""
     timeouts, transport = _httpx_errors()
     if isinstance(error, (TimeoutError, *timeouts)):
         return Failure(TRANSIENT, "timed out")
     if isinstance(error, transport):
         return Failure(TRANSIENT, f"connection error: {error}")
-    call = adapter.call_error(error)
+    call = client.call_error(error)
     if call is None:
         return Failure(FATAL, f"{type(error).__name__}: {error}")
     if call.kind in _TRANSIENT_CALLS or call.status is None:
         return Failure(TRANSIENT, call.message)
     text = f"HTTP {call.status}: {call.message}"
-    too_long = adapter.prompt_too_long(error)
+    too_long = client.adapter.prompt_too_long(error)
     if too_long is not None:
         return Failure(TOO_LONG, text, fits_share=too_long.fits_share)
     if call.status in _RETRIED_STATUS or call.status >= 500:

@@ -4,8 +4,9 @@
 ``"openai"`` for Chat Completions on any OpenAI-compatible endpoint: OpenAI,
 vLLM, Ollama, a LiteLLM proxy, given ``base_url``; or any other provider
 :func:`contextfold.adapters.adapter_for` knows) sends the summary prompt
-through the provider's adapter, which builds the client, sends the request,
-reads the answer and says what an error means. It is sync
+through the provider's SDK half (its adapter's ``client``), which builds the
+client, sends the request and says what an error means; the adapter reads the
+answer. It is sync
 (:meth:`~LLMSummarizer.summarize`) and async (:meth:`~LLMSummarizer.asummarize`),
 and imports its SDK only when constructed, so contextfold itself needs none.
 The prompts are in :mod:`.prompts`.
@@ -57,7 +58,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator,
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..adapters import PROVIDERS, Adapter, Reply, adapter_for
+from ..adapters import PROVIDERS, Adapter, ProviderClient, Reply, adapter_for
 from ..conversation import Conversation
 from ..errors import ContextfoldError, SummarizerError, UnknownModel, install_hint
 from ..limits import check_tokens, model_limits, reply_within, require_provider
@@ -142,8 +143,11 @@ class _Run:
 class LLMSummarizer:
     """What every model-backed summarizer shares: configuration, the client, the retry loop and the fallback.
 
-    ``provider`` names the adapter that owns the SDK, the client and what an
-    error means; ``model`` defaults to its small summary model. Subclasses say
+    ``provider`` names the adapter (the wire) whose SDK half
+    (:attr:`~contextfold.adapters.Adapter.client`) builds the client, sends the
+    request and says what an error means; ``model`` defaults to its small
+    summary model. A wire-only provider (no SDK) is
+    :class:`~contextfold.errors.WireOnlyProvider`. Subclasses say
     how to build the request (:meth:`_fitter`), send it (:meth:`_send`,
     :meth:`_asend`) and read the answer (:meth:`_accept`). Units: tokens for
     sizes, seconds for times.
@@ -201,7 +205,8 @@ class LLMSummarizer:
             self.adapter: Adapter = adapter_for(self.provider)
         except ContextfoldError as error:
             raise SummarizerError(str(error)) from None
-        self.model = self.model or self.adapter.summary_model
+        self.provider_client: ProviderClient = self.adapter.require_client("a model summarizer")
+        self.model = self.model or self.provider_client.summary_model
         self.name = self.name or self.adapter.name
         if self.client is None or self.async_client is None:
             self._sdk()
@@ -247,7 +252,7 @@ class LLMSummarizer:
                 return await self._abounded(fresh, payload, seconds)
             finally:
                 if own:
-                    await self.adapter.aclose(own[0])
+                    await self.provider_client.aclose(own[0])
 
         return _in_own_loop(attempt, seconds + CLOSE_GRACE_S)
 
@@ -340,7 +345,7 @@ class LLMSummarizer:
         result = self.fallback.summarize(request)
         why = redact_credentials(  # a gateway may echo the key in its error: never logged, stored or shown
             f"{self.name} summarizer ({self.model}): {reason}; {getattr(self.fallback, 'name', 'fallback')} used instead",
-            known=[self.adapter.sdk.api_key(self.api_key)])
+            known=[self.provider_client.sdk.api_key(self.api_key)])
         log.warning("%s", why)
         return replace(result, calls=(*calls, *result.calls), fallback=why)
 
@@ -351,14 +356,14 @@ class LLMSummarizer:
             log.warning("%s summarizer (%s): no answer within %g s; using the fallback", self.name, self.model,
                         self.deadline_s)
             return Failure(FATAL, f"no answer within the deadline of {self.deadline_s:g} s")
-        return classify(outcome, self.adapter)
+        return classify(outcome, self.provider_client)
 
     # ------------------------------------------------------------------ clients
     def _sdk(self) -> None:
         try:
-            self.adapter.sdk.module()
+            self.provider_client.sdk.module()
         except ImportError:
-            sdk = self.adapter.sdk
+            sdk = self.provider_client.sdk
             raise SummarizerError(
                 f"the {self.name} summarizer needs the {sdk.package!r} package: {install_hint(sdk.extra)}"
             ) from None
@@ -371,7 +376,7 @@ class LLMSummarizer:
     def _credentials(self) -> str | None:
         """The API key: ``api_key``, else the provider's key variable; :class:`SummarizerError` when there is none,
         unless a server of one's own is named (Ollama and vLLM need none)."""
-        sdk = self.adapter.sdk
+        sdk = self.provider_client.sdk
         key = sdk.api_key(self.api_key)
         if not key and not sdk.base_url(self.base_url):
             variable = sdk.key_variables[0]
@@ -381,7 +386,7 @@ class LLMSummarizer:
     def _make_client(self, *, asynchronous: bool) -> Any:
         """The SDK's client, without its own retries: the plan decides when to try again."""
         options = ClientOptions(self._credentials(), self.base_url, self.timeout_s, max_retries=0)
-        return self.adapter.make_client(options, asynchronous=asynchronous)
+        return self.provider_client.make_client(options, asynchronous=asynchronous)
 
     # ------------------------------------------------------------------ what subclasses define
 
@@ -465,13 +470,14 @@ class ModelSummarizer(LLMSummarizer):
         return dict(payload.body) if payload.rendered else self.adapter.write(payload.conversation)
 
     def _send(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
-        reply = self.adapter.send(client, self._request(payload), model=self.model, max_tokens=self.reply_tokens,
-                                  timeout_s=timeout_s, stream=self.stream)
+        reply = self.provider_client.send(client, self._request(payload), model=self.model,
+                                          max_tokens=self.reply_tokens, timeout_s=timeout_s, stream=self.stream)
         return _from_reply(reply)
 
     async def _asend(self, client: Any, payload: Payload, timeout_s: float) -> Answer:
-        reply = await self.adapter.asend(client, self._request(payload), model=self.model,
-                                         max_tokens=self.reply_tokens, timeout_s=timeout_s, stream=self.stream)
+        reply = await self.provider_client.asend(client, self._request(payload), model=self.model,
+                                                 max_tokens=self.reply_tokens, timeout_s=timeout_s,
+                                                 stream=self.stream)
         return _from_reply(reply)
 
     def _accept(self, answer: Answer, payload: Payload, request: SummaryRequest) -> SummaryResult | str:

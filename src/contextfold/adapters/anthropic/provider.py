@@ -1,19 +1,19 @@
-"""Anthropic as one object: the Messages API's wire (:mod:`.wire`), the ``anthropic`` SDK, models and summary calls."""
+"""Anthropic's Messages API as one object: its wire (:mod:`.wire`), cache marks, context edits; the SDK half is
+:class:`~.client.AnthropicClient`, its :attr:`~contextfold.adapters.base.Adapter.client`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...conversation import Conversation, Header, Item, JSONObject, JSONValue
-from ...sdk import SDK
 from ...usage import Usage
-from .._stainless import StainlessClient, call_timeout
-from ..base import Adapter, CacheMiss, CompactionCall, Reply, WireHeader, present_fields
+from ..base import Adapter, CacheMiss, WireHeader, present_fields
 from ..reminders import reminder_item
 from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints, with_reminder_blocks
-from .context import ContextReport, Edit, read_context_report, with_compaction, with_edits
+from .client import AnthropicClient
+from .context import ContextReport, Edit, read_context_report, with_edits
 from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic, with_lead
 
 _INCOMPLETE = {
@@ -24,7 +24,7 @@ _INCOMPLETE = {
 """Stop reasons meaning the answer is not whole, in words."""
 
 
-class AnthropicMessages(StainlessClient, Adapter):
+class AnthropicMessages(Adapter):
     """The Anthropic Messages API: ``system``, ``messages`` and ``tools``; cache breakpoints are marks."""
 
     name = ORIGIN
@@ -32,11 +32,10 @@ class AnthropicMessages(StainlessClient, Adapter):
     messages_key = "messages"
     usage_field = "usage"
     incomplete_stops = _INCOMPLETE
-    sdk = SDK("anthropic", "anthropic", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "ANTHROPIC_MODEL",
-              "ANTHROPIC_BASE_URL")
-    client_class, async_client_class, base_error = "Anthropic", "AsyncAnthropic", "AnthropicError"
-    default_model = "claude-sonnet-4-6"
-    summary_model = "claude-haiku-4-5"
+    client: AnthropicClient
+
+    def __init__(self) -> None:
+        self.client = AnthropicClient(self)
 
     def _read(self, messages: Any, system: Any, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
         return from_anthropic(messages, system, tools, known_call_ids=known_call_ids)
@@ -99,43 +98,6 @@ class AnthropicMessages(StainlessClient, Adapter):
 
     def read_usage(self, usage: object) -> Usage:
         return anthropic_usage(usage)
-
-    # ------------------------------------------------------------------ sending
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.messages.create  # type: ignore[no-any-return]
-
-    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, JSONValue]:
-        body = {key: value for key, value in request.items() if value}  # no system prompt: no "system" field
-        return {"model": model, "max_tokens": max_tokens, **body, **call_timeout(timeout_s)}
-
-    def send(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
-             timeout_s: float | None = None, stream: bool = False) -> Reply:
-        if not stream:
-            return super().send(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        with client.messages.stream(**arguments) as events:
-            return self.read_response(events.get_final_message())
-
-    async def asend(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
-                    timeout_s: float | None = None, stream: bool = False) -> Reply:
-        if not stream:
-            return await super().asend(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        arguments = self.arguments(client, request, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        async with client.messages.stream(**arguments) as events:
-            return self.read_response(await events.get_final_message())
-
-    # ------------------------------------------------------------------ server-side context management (beta)
-    compaction_shapes = ("summarize",)
-
-    def compaction_call(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
-                        instructions: str | None = None, shape: str | None = None,
-                        timeout_s: float | None = None) -> CompactionCall:
-        """An on-demand ``compaction`` request (beta, :func:`.context.with_compaction`) for what ``request`` holds."""
-        self._compaction_shape(shape)
-        body, headers = with_compaction(request, instructions)
-        arguments = self.arguments(client, body, model=model, max_tokens=max_tokens, timeout_s=timeout_s)
-        return CompactionCall(client.beta.messages.create, {**arguments, "extra_headers": headers})
 
     def with_context_edits(
         self, request: JSONObject, edits: tuple[Edit, ...]

@@ -1,31 +1,27 @@
-"""Google Gemini as one object: ``generateContent``'s wire (:mod:`.wire`), the ``google-genai`` SDK, models, errors.
+"""Google Gemini as one object: ``generateContent``'s wire (:mod:`.wire`), usage and overflow errors; the SDK half
+(``google-genai``) is :class:`~.client.GeminiClient`, its :attr:`~contextfold.adapters.base.Adapter.client`.
 
 A request body is ``contents``, ``system_instruction`` and ``tools`` in the
-snake_case form google-genai's types dump to; :meth:`Gemini.create` hands it
-to ``client.models.generate_content`` (``system_instruction`` and ``tools``
-go in its ``config``). Usage is ``usage_metadata``: the prompt count includes
-the cached part, thoughts count as output. "Prompt too long" is Gemini's own
-400 ("The input token count (X) exceeds the maximum number of tokens allowed
-(Y)"), besides the wordings every adapter knows. A summary is asked for
-whole: ``stream`` is not used (Gemini streams on another endpoint,
-``streamGenerateContent``).
+snake_case form google-genai's types dump to. Usage is ``usage_metadata``: the
+prompt count includes the cached part, thoughts count as output. "Prompt too
+long" is Gemini's own 400 ("The input token count (X) exceeds the maximum
+number of tokens allowed (Y)"), besides the wordings every adapter knows.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...conversation import Conversation, Header, JSONObject, JSONValue
 from ...errors import InvalidContent
-from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ...usage import CacheRule, Usage
 from .._reading import as_list, as_object
 from ..base import Adapter, WireHeader, present_fields
-from ..calls import CallError, retry_after_s
 from ..overflow import PromptTooLong
 from ..usage import usage_count, usage_data
+from .client import GeminiClient
 from .wire import from_genai, system_instruction_to_genai, to_genai, tools_to_genai
 
 _OVER = re.compile(r"input token count \(?(\d[\d,]*)\)? exceeds the maximum number of tokens allowed \(?(\d[\d,]*)\)?",
@@ -53,13 +49,13 @@ class Gemini(Adapter):
     messages_key = "contents"
     usage_field = "usage_metadata"
     incomplete_stops = _INCOMPLETE
-    sdk = SDK("google.genai", "gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL")
     cache_rule = CacheRule(minimum=1_024)  # implicit caching: nothing under 1,024 tokens, no steps
     system_messages = False  # contents are user or model: a system instruction is system_instruction alone
-    default_model = "gemini-2.5-pro"
-    summary_model = "gemini-2.5-flash"
+    client: GeminiClient
 
-    # ------------------------------------------------------------------ the wire
+    def __init__(self) -> None:
+        self.client = GeminiClient(self)
+
     def _read(self, messages: Any, system: object, tools: Any, known_call_ids: Iterable[str]) -> Conversation:
         return from_genai(messages, system_instruction=system, tools=tools, known_call_ids=known_call_ids)
 
@@ -112,50 +108,6 @@ class Gemini(Adapter):
             return super().prompt_too_long(error)
         actual, maximum = (int(n.replace(",", "")) for n in numbers.groups())
         return PromptTooLong(maximum / actual if actual > maximum > 0 else None)
-
-    # ------------------------------------------------------------------ the SDK
-    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
-        module = self.sdk.module()
-        http: dict[str, JSONValue] = {}
-        base_url = self.sdk.base_url(options.base_url)
-        if base_url:
-            http["base_url"] = base_url
-        if options.timeout_s is not None:
-            http["timeout"] = _millis(options.timeout_s)
-        if options.max_retries:
-            http["retry_options"] = {"attempts": options.max_retries + 1}
-        client = module.Client(api_key=self.sdk.api_key(options.api_key), http_options=http or None)
-        return client.aio if asynchronous else client
-
-    def error_classes(self) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-        errors = self.sdk.module().errors
-        return (errors.ClientError,), (errors.APIError,)
-
-    def call_error(self, error: BaseException) -> CallError | None:
-        if not isinstance(error, self.sdk.module().errors.APIError):
-            return None
-        response = getattr(error, "response", None)
-        wait = retry_after_s(getattr(response, "headers", None))
-        return CallError("status", str(error.message or error), int(error.code), wait)
-
-    async def aclose(self, client: Any) -> None:
-        await client.aclose()
-
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.models.generate_content  # type: ignore[no-any-return]
-
-    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, JSONValue]:
-        config: dict[str, JSONValue] = {"max_output_tokens": max_tokens}
-        config.update((key, request[key]) for key in ("system_instruction", "tools") if request.get(key))
-        if timeout_s is not None:
-            config["http_options"] = {"timeout": _millis(timeout_s)}
-        return {"model": model, "contents": request["contents"], "config": config}
-
-
-def _millis(seconds: float) -> int:
-    """google-genai takes timeouts in milliseconds."""
-    return max(int(seconds * 1000), 1)
 
 
 def _candidate(data: JSONObject) -> Mapping[str, Any]:

@@ -1,21 +1,24 @@
-"""OpenAI's Responses API as one object: the wire (:mod:`.wire`), the ``openai`` SDK, models, the compaction item."""
+"""OpenAI's Responses API as one object: its wire (:mod:`.wire`) and the compaction item; the SDK half is
+:class:`~.client.ResponsesClient`, its :attr:`~contextfold.adapters.base.Adapter.client`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...conversation import Conversation, JSONObject, JSONValue
 from ...usage import Usage
-from .._stainless import call_timeout
-from ..base import CacheMiss, CompactionCall, MessageListAdapter, as_data
-from ..openai_chat.provider import OpenAIClient
+from ..base import CacheMiss, as_data
+from ..openai_chat.provider import OpenAIFormat
+from .client import ResponsesClient
 from .wire import ORIGIN, TARGET, from_responses, to_responses, tools_to_responses
 
 
-class OpenAIResponses(OpenAIClient, MessageListAdapter):
+class OpenAIResponses(OpenAIFormat):
     """The OpenAI Responses API: ``input`` items and ``tools``; the cache needs no marks."""
+
+    client: ResponsesClient
 
     def __init__(self) -> None:
         super().__init__((ORIGIN, TARGET, "input"), from_responses, to_responses, tools_to_responses)
@@ -24,6 +27,7 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
             "content_filter": "stopped by the content filter",
             "incomplete": "incomplete",
         }
+        self.client = ResponsesClient(self)
 
     def _answer(self, data: Mapping[str, Any]) -> Conversation:
         return from_responses(data.get("output") or [])
@@ -39,22 +43,6 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
         item = next((entry for entry in data.get("output") or () if entry.get("type") == "compaction"), None)
         usage = self._usage_in(data)
         return ServerCompacted(dict(item) if item and item.get("encrypted_content") else None, usage)
-
-    compaction_shapes = ("trigger", "compact")
-
-    def compaction_call(self, client: Any, request: Mapping[str, Any], *, model: str, max_tokens: int,
-                        instructions: str | None = None, shape: str | None = None,
-                        timeout_s: float | None = None) -> CompactionCall:
-        """OpenAI's compaction of what ``request`` holds: ``"trigger"`` sends it with a ``compaction_trigger`` item
-        last (the reply is one ``compaction`` item), ``"compact"`` sends its input to ``responses.compact`` (the
-        reply is the user messages and one ``compaction`` item). Neither takes instructions for the summary:
-        ``instructions`` are not sent."""
-        if self._compaction_shape(shape) == "trigger":
-            body = {**request, "input": [*request.get("input", ()), COMPACTION_TRIGGER]}
-            return CompactionCall(client.responses.create,
-                                  self.arguments(client, body, model=model, max_tokens=max_tokens, timeout_s=timeout_s))
-        kept = {key: request[key] for key in _COMPACT_FIELDS if request.get(key)}  # the endpoint takes no tools
-        return CompactionCall(client.responses.compact, {"model": model, **kept, **call_timeout(timeout_s)})
 
     def _cache_miss(self, data: JSONObject) -> CacheMiss | None:
         diagnosis = data.get("prompt_cache_diagnostics")
@@ -78,20 +66,6 @@ class OpenAIResponses(OpenAIClient, MessageListAdapter):
             details = data.get("incomplete_details")
             return (details.get("reason") if isinstance(details, Mapping) else None) or "incomplete"
         return data.get("status")
-
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.responses.create  # type: ignore[no-any-return]
-
-    def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                  timeout_s: float | None = None) -> dict[str, JSONValue]:
-        body = {key: value for key, value in request.items() if value}  # an empty tool list is refused
-        return {"model": model, "max_output_tokens": max_tokens, **body, **call_timeout(timeout_s)}
-
-
-COMPACTION_TRIGGER = {"type": "compaction_trigger"}
-"""The input item asking for compaction in band; it must be the last input item."""
-_COMPACT_FIELDS = ("input", "prompt_cache_key", "prompt_cache_options")
-"""The fields of a Responses request that ``responses.compact`` takes too."""
 
 
 @dataclass(frozen=True)
