@@ -43,7 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.pipeline.base import Policy
 from contextfold.stores import open_async_store, open_store
 
@@ -113,7 +113,8 @@ class Ticker:
 
 async def one_session(store: Any, number: int, args: argparse.Namespace, acknowledged: list[str],
                       counts: Counter[str]) -> None:
-    context = await Context.acreate(window_tokens=args.window, store=store, session_id=f"load-{number}",
+    context = await Context.acreate(window_tokens=args.window,
+                                    storage=Storage(store=store, session_id=f"load-{number}"),
                                     policy=Policy(trigger_tokens=args.trigger))
     try:
         added = await context.aadd([{"role": "user", "content": f"Fix the failing test in module {number}."}],

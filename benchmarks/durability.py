@@ -22,7 +22,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 
 
@@ -34,7 +34,8 @@ def large_round(k: int) -> list[Item]:
 def held_mib(rounds: int, folder: Path | None) -> float:
     """Heap held by a context after ``rounds`` large outputs (what stays once the adds are done)."""
     tracemalloc.start()
-    context = Context(window_tokens=200_000, transcript=folder, session_id="memory" if folder else None)
+    context = Context(window_tokens=200_000,
+                      storage=Storage(transcript=folder, session_id="memory" if folder else None))
     context.add([Item("user", (Text("read the logs"),))])
     for k in range(rounds):
         context.add(large_round(k))
@@ -46,7 +47,7 @@ def held_mib(rounds: int, folder: Path | None) -> float:
 
 def resumed_first_prepare(items: int, folder: Path) -> dict[str, float]:
     session = f"long-{items}"
-    with Context(window_tokens=200_000, transcript=folder, session_id=session) as context:
+    with Context(window_tokens=200_000, storage=Storage(transcript=folder, session_id=session)) as context:
         batch: list[Item] = []
         for k in range(items // 3):
             batch += [Item("user", (Text(f"step {k} please"),)),

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from store_servers import any_store
 
-from contextfold import Context, Policy
+from contextfold import Context, Policy, Storage
 from contextfold.conversation import Item, Text
 from contextfold.errors import StoreUnavailable
 from contextfold.stores import StoredSession, open_store
@@ -185,7 +185,7 @@ def killed_holder_delay(url: str, session_id: str = "k1",
     """A worker killed while summarizing ``session_id`` (``before_kill`` called first, while it holds the lease),
     then another's ``compact()``: the seconds from the kill until that ``compact()`` returned, and whether it
     committed a summary."""
-    context = Context(window_tokens=32_000, store=url, session_id=session_id)
+    context = Context(window_tokens=32_000, storage=Storage(store=url, session_id=session_id))
     for turn in range(12):
         context.add([Item("user", (Text(f"turn {turn}: {WORDS}"),), id=f"{session_id}-{turn}-q"),
                      Item("assistant", (Text(f"done with turn {turn}: {WORDS}"),), id=f"{session_id}-{turn}-a")])

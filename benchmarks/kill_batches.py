@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from store_servers import any_store
 
-from contextfold import Context
+from contextfold import Context, Storage
 
 CHILD = """
 import sys
@@ -64,7 +64,7 @@ def one_kill(url: str, start: int, rng: random.Random) -> tuple[list[int], str |
 def probe(url: str, kills: int, seed: int) -> tuple[int, list[str]]:
     """``kills`` children killed on a new session ``s1`` of ``url``: rounds acknowledged, and every fault."""
     rng = random.Random(seed)
-    Context(window_tokens=1_000_000, store=url, session_id="s1").close()
+    Context(window_tokens=1_000_000, storage=Storage(store=url, session_id="s1")).close()
     faults, acknowledged = [], 0
     for kill in range(kills):
         acked, fault = one_kill(url, kill * 100_000, rng)

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from contextfold import Context, Usage
+from contextfold import Context, Usage, Storage
 from contextfold.adapters import adapter_for
 from contextfold.conversation import Header, Item, Text, ToolSpec
 from contextfold.synthetic import hostile_steps
@@ -112,7 +112,8 @@ def run_loop(provider: str, window: int, steps: int, folder: Path, tokenizers_di
     figures = {"provider": provider, "window": window, "requests": 0, "retried": 0, "over_after_retry": 0,
                "invalid": 0, "largest_share": 0.0, "large_mib_second_half": 0.0}
     tracemalloc.start()
-    with Context(window_tokens=window, provider=provider, transcript=folder, session_id=f"probe-{provider}-{window}",
+    with Context(window_tokens=window, provider=provider,
+                 storage=Storage(transcript=folder, session_id=f"probe-{provider}-{window}"),
                  max_output_tokens=min(4_096, window // 4)) as context:
         context.set_header(_header())
         for step, items in enumerate(hostile_steps(steps, seed, images_in_results=provider != "openai")):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from store_servers import black_hole, frozen, postgres_server, redis_server, server_pids
 
-from contextfold import Context, StoreUnavailable
+from contextfold import Context, StoreUnavailable, Storage
 from contextfold.stores.timeouts import DEFAULT_TIMEOUTS
 
 GIVE_UP_WATCHING_S = 60.0
@@ -74,7 +74,7 @@ def timed(case: str, call: Callable[[], object]) -> None:
 
 
 def opened(url: str, session_id: str) -> Context:
-    return Context(window_tokens=10_000, store=url, session_id=session_id)
+    return Context(window_tokens=10_000, storage=Storage(store=url, session_id=session_id))
 
 
 def add(context: Context, n: int) -> Callable[[], object]:

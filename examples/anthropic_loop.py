@@ -14,7 +14,7 @@ from __future__ import annotations
 import anthropic
 from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
-from contextfold import Context
+from contextfold import Context, Storage
 
 MODEL = "claude-sonnet-4-6"
 TOOLS = [{"name": name, "description": DESCRIPTIONS[name], "input_schema": SCHEMAS[name]} for name in SCHEMAS]
@@ -32,7 +32,7 @@ def run_tools(response: anthropic.types.Message) -> list[dict]:
 def main() -> None:
     model_access("anthropic")
     client = anthropic.Anthropic()
-    context = Context(MODEL, transcript=".contextfold")  # window and reply limit from the registry
+    context = Context(MODEL, storage=Storage(transcript=".contextfold"))  # window and reply limit from the registry
     context.add([{"role": "user", "content": TASK}], system=SYSTEM, tools=TOOLS)
     while True:
         request = context.prepare()  # {"system", "messages", "tools"}, cache breakpoints placed

@@ -17,7 +17,7 @@ from google import genai
 from google.genai import errors, types
 from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
-from contextfold import Context
+from contextfold import Context, Storage
 
 MODEL = "gemini-2.5-flash"
 TOOLS = [{"function_declarations": [
@@ -33,7 +33,7 @@ def generate(client: genai.Client, request: dict) -> types.GenerateContentRespon
 def main() -> None:
     model_access("gemini")
     client = genai.Client()
-    context = Context(MODEL, provider="gemini", transcript=".contextfold")
+    context = Context(MODEL, provider="gemini", storage=Storage(transcript=".contextfold"))
     context.add([{"role": "user", "parts": [{"text": TASK}]}], system=SYSTEM, tools=TOOLS)
     while True:
         request = context.prepare()  # {"contents", "system_instruction", "tools"}

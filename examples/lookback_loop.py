@@ -18,7 +18,7 @@ from __future__ import annotations
 import anthropic
 from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
-from contextfold import Context, ToolCall
+from contextfold import Context, ToolCall, Storage
 
 MODEL = "claude-sonnet-4-6"
 TOOLS = [{"name": name, "description": DESCRIPTIONS[name], "input_schema": SCHEMAS[name]} for name in SCHEMAS]
@@ -51,7 +51,7 @@ def ask(client: anthropic.Anthropic, context: Context, question: str) -> str:
 def main() -> None:
     model_access("anthropic")
     client = anthropic.Anthropic()
-    context = Context(MODEL, transcript=".contextfold")
+    context = Context(MODEL, storage=Storage(transcript=".contextfold"))
     context.add([], system=SYSTEM, tools=TOOLS + context.history_tools())
     print(ask(client, context, TASK))
     context.compact("the files read are summarized; their lines stay searchable")

@@ -17,7 +17,7 @@ import json
 import openai
 from project_tools import DESCRIPTIONS, SCHEMAS, SYSTEM, TASK, call_tool, model_access
 
-from contextfold import Context
+from contextfold import Context, Storage
 
 MODEL = "gpt-4.1"
 TOOLS = [
@@ -37,7 +37,7 @@ def run_tools(message: openai.types.chat.ChatCompletionMessage) -> list[dict]:
 def main() -> None:
     model_access("openai")
     client = openai.OpenAI()
-    context = Context(MODEL, provider="openai", transcript=".contextfold")
+    context = Context(MODEL, provider="openai", storage=Storage(transcript=".contextfold"))
     context.add([{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}], tools=TOOLS)
     while True:
         request = context.prepare()  # {"messages", "tools"}

@@ -557,7 +557,7 @@ def chunks_case(chunks: Any) -> Outcome:
 
 def context_add_case(provider: str, request: Any) -> Outcome:
     """``Context.add`` with a (mutated) request, then a request prepared from what was accepted."""
-    from contextfold import Context
+    from contextfold import Context, Storage
 
     messages, system, tools = request_parts(provider, request)
     context = Context(window_tokens=30_000, provider=provider)
@@ -724,9 +724,9 @@ def store_commands(folder: Path, session_id: str) -> dict[str, list[str]]:
 
 def transcript_base(folder: Path) -> bytes:
     """A real transcript of the JSONL store: a task, tool rounds (one failing), a compaction, a usage record."""
-    from contextfold import Context
+    from contextfold import Context, Storage
 
-    context = Context(window_tokens=4_000, transcript=folder, session_id="base")
+    context = Context(window_tokens=4_000, storage=Storage(transcript=folder, session_id="base"))
     context.add([{"role": "user", "content": "Fix the failing test in src/app.py"}])
     for k in range(6):
         call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"command": f"pytest -k case{k}"}}

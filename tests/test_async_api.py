@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from loop_threads import LoopWatchedSqlite
 
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Header, Item, Text
 from contextfold.errors import SessionExists, SessionNotFound, StoreError, StoreUnavailable, ViewConflict
 from contextfold.pipeline.base import Policy
@@ -91,7 +91,7 @@ def test_a_context_on_an_async_store_appends_compacts_and_resumes_exactly(store_
     async def session() -> tuple[list[Item], list[str]]:
         store = await open_async_store(store_url)
         try:
-            context = await Context.acreate(window_tokens=8_000, store=store, session_id="s1",
+            context = await Context.acreate(window_tokens=8_000, storage=Storage(store=store, session_id="s1"),
                                             policy=Policy(trigger_tokens=2_000))
             await context.aadd([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM)
             for k in range(1, 9):
@@ -120,7 +120,8 @@ def test_the_async_api_never_touches_a_file_store_on_the_loop_thread(tmp_path: P
     store = LoopWatchedSqlite(tmp_path / "sessions.db")
 
     async def session() -> None:
-        context = await Context.acreate(window_tokens=8_000, store=OffLoopStore(store), session_id="s1",
+        context = await Context.acreate(window_tokens=8_000,
+                                        storage=Storage(store=OffLoopStore(store), session_id="s1"),
                                         policy=Policy(trigger_tokens=2_000))
         await context.aadd([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM)
         for k in range(1, 6):
@@ -146,7 +147,7 @@ def test_a_blocking_call_on_the_loop_of_an_async_server_store_says_to_use_the_as
         store = await open_async_store(shared_store_url)
         try:
             try:
-                Context(window_tokens=8_000, store=store, session_id="s1").close()
+                Context(window_tokens=8_000, storage=Storage(store=store, session_id="s1")).close()
             except StoreError as refused:
                 return str(refused)
             return "opened"
@@ -182,7 +183,7 @@ def test_the_history_tools_read_an_offloaded_output_back_from_an_async_store(sha
     async def session() -> tuple[str, str]:
         store = await open_async_store(shared_store_url)
         try:
-            context = await Context.acreate(window_tokens=200_000, store=store, session_id="s1")
+            context = await Context.acreate(window_tokens=200_000, storage=Storage(store=store, session_id="s1"))
             await context.aadd([{"role": "user", "content": "Read the log"}], system=SYSTEM)
             added = await context.aadd([
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Item, Summary, Text
 from contextfold.errors import InvalidPolicy
 from contextfold.events import Event
@@ -336,7 +336,8 @@ def test_two_workers_on_one_store_while_one_summarizes_in_the_background(tmp_pat
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     policy = Policy(trigger_tokens=3_000, min_summary_messages=2, economic_summaries=False)
     a_summarizer, b_summarizer = Gated(), Gated()
-    a = Context(window_tokens=20_000, summarizer=a_summarizer, policy=policy, store=url, session_id="shared")
+    a = Context(window_tokens=20_000, summarizer=a_summarizer, policy=policy,
+                storage=Storage(store=url, session_id="shared"))
     a.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
     b = Context.resume(url, "shared", window_tokens=20_000, summarizer=b_summarizer, policy=policy)
     grow_until_started(a, a_summarizer, a.prepare)

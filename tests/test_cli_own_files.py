@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.cli import cli
 
 TASK = "Fix the failing test in parser.py"
@@ -26,7 +26,7 @@ def invoke(*args: str) -> Result:
 
 
 def recorded(store: str) -> Context:
-    context = Context("claude-sonnet-4-6", store=store, session_id="s1")
+    context = Context("claude-sonnet-4-6", storage=Storage(store=store, session_id="s1"))
     context.add([{"role": "user", "content": TASK}], system="You are a coding agent.")
     context.add([{"role": "assistant", "content": "I will read parser.py first."}])
     context.close()
@@ -73,7 +73,7 @@ def test_sessions_show_reads_a_live_session_without_taking_it(tmp_path: Path, ki
     """``show`` is a reader: a session another Context is writing (a JSONL folder's lock held) is shown,
     and its file is left byte for byte as it was."""
     store = f"sqlite:///{tmp_path / 'sessions.db'}" if kind == "sqlite" else str(tmp_path / "sessions")
-    live = Context("claude-sonnet-4-6", store=store, session_id="s1")
+    live = Context("claude-sonnet-4-6", storage=Storage(store=store, session_id="s1"))
     live.add([{"role": "user", "content": TASK}], system="You are a coding agent.")
     file = tmp_path / "sessions.db" if kind == "sqlite" else tmp_path / "sessions" / "s1.jsonl"
     before = file.read_bytes()

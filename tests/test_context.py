@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextfold import Usage
-from contextfold.context import Context, is_prompt_too_long
+from contextfold.context import Context, is_prompt_too_long, Storage
 from contextfold.errors import ContextfoldError
 from contextfold.events import Event
 from contextfold.pipeline.base import Policy
@@ -36,10 +36,10 @@ def turn(k: int, output: str) -> list[dict]:
     ]
 
 
-def started(tmp_path: Path | None = None, **kw) -> tuple[Context, Clock]:
+def started(tmp_path: Path | None = None, session_id: str | None = None, **kw) -> tuple[Context, Clock]:
     clock = Clock()
-    context = Context(window_tokens=kw.pop("window_tokens", 20_000), clock=clock,
-                      transcript=tmp_path / "sessions" if tmp_path else None, **kw)
+    storage = Storage(transcript=tmp_path / "sessions" if tmp_path else None, session_id=session_id)
+    context = Context(window_tokens=kw.pop("window_tokens", 20_000), clock=clock, storage=storage, **kw)
     context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
     return context, clock
 

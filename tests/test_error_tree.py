@@ -29,3 +29,14 @@ def test_every_public_error_is_exported_from_the_package_and_its_errors_module()
     for name, error in found.items():
         assert name in contextfold.__all__, f"contextfold does not export {name}"
         assert getattr(contextfold, name) is error
+
+
+def test_every_error_has_one_parent_in_the_tree() -> None:
+    """Single inheritance: each error of contextfold's tree has exactly one contextfold parent (a builtin beside it,
+    ``ValueError`` for a bad value, says which family Python's own callers catch it as)."""
+    ours = {value for value in vars(errors).values() if inspect.isclass(value) and value.__module__ == errors.__name__
+            and issubclass(value, ContextfoldError) and value is not ContextfoldError}
+    assert {error.__name__: [base.__name__ for base in error.__bases__ if base.__module__ == errors.__name__]
+            for error in ours if len([b for b in error.__bases__ if b.__module__ == errors.__name__]) != 1} == {}
+    assert errors.TranscriptCorrupt.__bases__ == (TranscriptError,) and errors.TranscriptUnsafe.__bases__ == (
+        TranscriptError,)

@@ -8,7 +8,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Conversation, Header, Item, Summary, Text, ToolCall, assistant, tool, user
 from contextfold.errors import ContextfoldError
 from contextfold.pipeline.base import Budget, Policy
@@ -81,7 +81,7 @@ def test_one_clearing_authority_at_a_time() -> None:
 def test_a_native_request_through_the_sdk_and_what_the_server_did_recorded(
     fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
-    context = Context(window_tokens=200_000, policy=NATIVE, transcript=tmp_path, session_id="native")
+    context = Context(window_tokens=200_000, policy=NATIVE, storage=Storage(transcript=tmp_path, session_id="native"))
     context.add([{"role": "user", "content": "Fix f1.py"}], system="You are a coding agent.", tools=TOOLS)
     context.add([{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash",
                                                     "input": {"command": "cat f1.py"}}]},

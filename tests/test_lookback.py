@@ -10,7 +10,7 @@ from fuzzing import deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextfold import Context, Policy, ToolCall
+from contextfold import Context, Policy, ToolCall, Storage
 from contextfold.conversation import Conversation, Header, Opaque, ToolSpec, assistant, tool, user
 from contextfold.errors import HistoryQueryError, HistoryRefNotFound, InvalidPattern
 from contextfold.lookback import history as lookback
@@ -132,7 +132,7 @@ def test_read_history_gives_lines_verbatim_and_says_what_follows() -> None:
 
 
 def test_an_offloaded_output_is_searched_and_read_whole(tmp_path: Path) -> None:
-    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    context = Context(window_tokens=50_000, storage=Storage(results_dir=tmp_path / "results"))
     context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])
     output = "\n".join(f"case {k}: {'ok' if k != 3_333 else 'FAILED: expected 17, got 18'}" for k in range(6_000))
     (item,) = context.add([tool("c1", output)])
@@ -149,7 +149,7 @@ def test_a_long_read_of_an_offloaded_output_is_kept_whole_not_offloaded_again(tm
     """A read_history result near its own bound (40,000 characters) is over the offload threshold (30,000): it
     goes to the agent whole, whether the Context answered the call or a framework ran the tool and handed back
     a plain result, not as another preview asking it to read again."""
-    context = Context(window_tokens=200_000, results_dir=tmp_path / "results")
+    context = Context(window_tokens=200_000, storage=Storage(results_dir=tmp_path / "results"))
     context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])
     (item,) = context.add([tool("c1", "\n".join(f"case {k}: " + "detail " * 20 for k in range(6_000)))])
     call = ToolCall("h1", "read_history", {"ref": item.id, "lines": "1-400"})
@@ -166,7 +166,7 @@ def test_a_long_read_of_an_offloaded_output_is_kept_whole_not_offloaded_again(tm
 
 
 def test_an_offloaded_output_whose_file_is_gone_is_read_as_its_preview(tmp_path: Path) -> None:
-    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    context = Context(window_tokens=50_000, storage=Storage(results_dir=tmp_path / "results"))
     context.add([user("task"), assistant("", [ToolCall("c1", "bash", {"command": "make test"})])])
     (item,) = context.add([tool("c1", "\n".join(f"case {k}" for k in range(8_000)))])
     for saved in (tmp_path / "results").iterdir():
@@ -254,7 +254,7 @@ def test_a_bad_call_is_an_error_result_naming_the_argument(arguments: dict[str, 
 # --------------------------------------------------------------------------- the agent knows they exist
 
 def test_a_summary_ends_with_the_refs_it_replaces_and_a_preview_names_its_ref(tmp_path: Path) -> None:
-    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    context = Context(window_tokens=50_000, storage=Storage(results_dir=tmp_path / "results"))
     ids = _session(context, offer=True)
     context.compact()
     summary = next(item for item in context.view().items if item.kind == "summary")
@@ -270,7 +270,8 @@ def test_a_summary_ends_with_the_refs_it_replaces_and_a_preview_names_its_ref(tm
 
 
 def test_without_history_tools_the_preview_names_the_file_and_the_summary_no_ref(tmp_path: Path) -> None:
-    context = Context(window_tokens=50_000, results_dir=tmp_path / "results", policy=Policy(history_tools=False))
+    context = Context(window_tokens=50_000,
+                      storage=Storage(results_dir=tmp_path / "results"), policy=Policy(history_tools=False))
     _session(context)
     context.compact()
     assert "read_history" not in str(context.prepare())
@@ -281,7 +282,7 @@ def test_without_history_tools_the_preview_names_the_file_and_the_summary_no_ref
 
 def test_by_default_a_request_that_does_not_offer_the_tools_never_names_them(tmp_path: Path) -> None:
     """``"auto"``: a model told to call a tool it lacks calls it, and its framework answers with an error."""
-    context = Context(window_tokens=50_000, results_dir=tmp_path / "results")
+    context = Context(window_tokens=50_000, storage=Storage(results_dir=tmp_path / "results"))
     _session(context)
     context.add([assistant("", [ToolCall("big", "bash", {"command": "make"})])])
     context.add([tool("big", "row\n" * 20_000)])

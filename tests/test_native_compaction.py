@@ -22,7 +22,7 @@ import pytest
 
 from contextfold.adapters import from_anthropic, from_responses, to_anthropic, to_openai, to_responses
 from contextfold.adapters.registry import RESPONSES
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Summary
 from contextfold.errors import ContextfoldError
 from contextfold.providers.anthropic_native import ServerCompaction, with_context_management
@@ -57,7 +57,8 @@ def turns(provider: str, k: int, lines: int = 1) -> list[dict[str, Any]]:
 
 
 def session(provider: str, tmp_path: Path) -> Context:
-    context = Context(window_tokens=200_000, provider=provider, transcript=tmp_path, session_id=f"native-{provider}")
+    context = Context(window_tokens=200_000, provider=provider,
+                      storage=Storage(transcript=tmp_path, session_id=f"native-{provider}"))
     if provider == "anthropic":
         context.add([{"role": "user", "content": "Rename helper to assist in utils.py."}],
                     system="You are a coding agent.", tools=TOOLS[provider])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.offload_store import saved_output
 from contextfold.stores.transcript import Transcript, transcript_path
@@ -19,7 +19,7 @@ def round_with_output(k: int, output: str) -> list[Item]:
 
 
 def test_outputs_saved_on_arrival_leave_only_previews_in_memory_and_transcript(tmp_path: Path) -> None:
-    context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1")
+    context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"))
     context.add([Item("user", (Text("go"),), id="u0")])
     for k in range(40):
         context.add(round_with_output(k, f"{k} " + "x" * 1_000_000))
@@ -34,7 +34,7 @@ def test_outputs_saved_on_arrival_leave_only_previews_in_memory_and_transcript(t
 
 def test_an_output_over_the_request_limit_goes_to_disk_and_the_call_is_answered(tmp_path: Path) -> None:
     huge = "y" * (40 * 1024 * 1024)  # over the 32 MiB a request (and a transcript record) can hold
-    context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1")
+    context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"))
     context.add([Item("user", (Text("go"),), id="u0"), *round_with_output(0, huge)])
     request = context.prepare()
     assert context.history[2].tool_result.call_id == "c0" and saved_output(context.history[2]) == huge
@@ -46,8 +46,9 @@ def test_an_output_too_large_to_keep_that_cannot_be_saved_becomes_an_error_resul
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "results").symlink_to(elsewhere)  # an unsafe results folder: nothing is saved
-    context = Context(window_tokens=200_000, transcript=tmp_path / "sessions", session_id="s1",
-                      results_dir=tmp_path / "results")
+    context = Context(window_tokens=200_000,
+                      storage=Storage(transcript=tmp_path / "sessions", session_id="s1",
+                                      results_dir=tmp_path / "results"))
     context.add([Item("user", (Text("go"),), id="u0"), *round_with_output(0, "z" * (9 * 1024 * 1024))])
     result = context.history[2].tool_result
     assert result.call_id == "c0" and result.is_error and "OutputNotStored" in result.text
@@ -70,7 +71,8 @@ def test_the_first_request_after_a_resume_does_not_price_the_whole_view_again(tm
     items = []
     for k in range(2_000):
         items += [Item("user", (Text(f"step {k} please"),)), *round_with_output(k, f"out {k} " * 60)]
-    with Context(window_tokens=200_000, transcript=tmp_path, session_id="s1", summarizer=CountingSummarizer()) as first:
+    with Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"),
+                 summarizer=CountingSummarizer()) as first:
         for start in range(0, len(items), 300):  # an agent adding many items between requests
             first.add(items[start:start + 300])
             first.prepare()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.cli.main import cli
 from contextfold.errors import BlobNotFound
 from contextfold.pipeline.offload_store import saved_output
@@ -24,9 +24,9 @@ OUTPUT = "".join(f"test_case_{n} PASSED in 0.{n % 97:02d}s\n" for n in range(6_0
 
 FIRST = """
 import json, sys
-from contextfold import Context
+from contextfold import Context, Storage
 url, output = sys.argv[1], sys.stdin.read()
-context = Context(window_tokens=32_000, store=url, session_id="s1")
+context = Context(window_tokens=32_000, storage=Storage(store=url, session_id="s1"))
 context.add([{"role": "user", "content": "run the tests"},
              {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash",
                                                 "input": {"command": "pytest"}}]},
@@ -95,7 +95,7 @@ def add_one_run(context: Context) -> None:
 
 
 def test_a_preview_in_a_shared_store_names_the_ref_and_read_history_reads_the_blob(shared_store_url: str) -> None:
-    context = Context(window_tokens=32_000, store=shared_store_url, session_id="s1")
+    context = Context(window_tokens=32_000, storage=Storage(store=shared_store_url, session_id="s1"))
     try:
         add_one_run(context)
         item = context.history.items[-1]
@@ -116,7 +116,7 @@ def test_an_output_the_store_refuses_is_kept_whole_and_never_named(shared_store_
         raise StoreUnavailable("the store refused the blob")
 
     monkeypatch.setattr(StoredSession, "put_blob", refuse)
-    context = Context(window_tokens=32_000, store=shared_store_url, session_id="s1")
+    context = Context(window_tokens=32_000, storage=Storage(store=shared_store_url, session_id="s1"))
     try:
         add_one_run(context)
         item = context.history.items[-1]

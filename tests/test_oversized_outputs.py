@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contextfold import Context, OversizedBlock
+from contextfold import Context, OversizedBlock, Storage
 from contextfold.adapters import MAX_BLOCK_BYTES, adapter_for
 from contextfold.pipeline.offload_store import saved_output
 
@@ -57,7 +57,7 @@ def test_an_oversized_output_read_by_the_adapter_goes_to_disk_and_answers_its_ca
     tmp_path: Path, provider: str, shape: str
 ) -> None:
     output = HUGE if shape == "string" else text_parts(provider, HUGE)
-    context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1", provider=provider)
+    context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"), provider=provider)
     context.add(wire_round(provider, output), tools=context.history_tools())  # offered in the provider's format
     stored = context.history[2]
     assert stored.tool_result.call_id == "c0" and saved_output(stored) == HUGE
@@ -92,7 +92,7 @@ def test_a_disk_that_refuses_the_output_gives_the_error_result_too(tmp_path: Pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "results").symlink_to(elsewhere)
-    context = Context(window_tokens=200_000, results_dir=tmp_path / "results", provider="openai")
+    context = Context(window_tokens=200_000, storage=Storage(results_dir=tmp_path / "results"), provider="openai")
     context.add(wire_round("openai", HUGE))
     result = context.history[2].tool_result
     assert result.is_error and "OutputNotStored" in result.text and list(elsewhere.iterdir()) == []

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from contextfold.adapters.anthropic import from_anthropic
 from contextfold.adapters.openai_chat import from_openai
 from contextfold.adapters.openai_responses import from_responses
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Header, Image, Item, Text, Thinking, ToolCall, ToolResult, ToolSpec
 from contextfold.pipeline.base import Policy
 
@@ -133,7 +133,7 @@ def run_session(steps: list[list[Item]], provider: str, policy: Policy, cold_eve
     """Feed ``steps`` to a :class:`Context` as an agent loop would, checking every request; the stages that fired."""
     clock = itertools.count(0, 400 if cold_every == 1 else 10)  # some sessions see a cold cache every step
     context = Context(window_tokens=3_000, policy=policy, provider=provider, clock=lambda: float(next(clock)),
-                      results_dir=results)
+                      storage=Storage(results_dir=results))
     context.set_header(HEADER)
     task = steps[0][0]
     for step in steps:

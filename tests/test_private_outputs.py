@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contextfold import Context, Item, Text
+from contextfold import Context, Item, Text, Storage
 from contextfold.cli import cli
 from contextfold.codec import conversation_to_dict
 from contextfold import private_files
@@ -54,7 +54,7 @@ def replay(recording: Path, out: Path) -> None:
 
 def export(recording: Path, out: Path) -> None:
     store = out.parent / "store"
-    with Context(window_tokens=20_000, store=str(store), session_id="s1") as context:
+    with Context(window_tokens=20_000, storage=Storage(store=str(store), session_id="s1")) as context:
         context.add([Item("user", (Text(f"{MARK} in a stored session"),))])
     invoke("sessions", "export", "--store", str(store), "s1", "-o", str(out))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context, Policy, ToolCall
+from contextfold import Context, Policy, ToolCall, Storage
 from contextfold.conversation import assistant, tool, user
 from contextfold.lookback.history import item_text
 from contextfold.pipeline.consent import CompactionNotice, OnCompaction
@@ -95,7 +95,7 @@ def test_a_missing_error_is_named() -> None:
 
 
 def test_a_receipt_is_in_the_transcript_and_reads_back(tmp_path: Path) -> None:
-    context = Context(window_tokens=16_000, transcript=tmp_path)
+    context = Context(window_tokens=16_000, storage=Storage(transcript=tmp_path))
     _session(context, rounds=12)
     context.compact()
     receipt = context.last_receipt
@@ -164,7 +164,7 @@ def test_sessions_show_lists_the_receipts(tmp_path: Path) -> None:
 
     from contextfold.cli import cli
 
-    context = Context(window_tokens=16_000, store=tmp_path, session_id="s1")
+    context = Context(window_tokens=16_000, storage=Storage(store=tmp_path, session_id="s1"))
     _session(context)
     receipts = receipts_in(context.events)
     context.close()

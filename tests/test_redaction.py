@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.base import Policy
 from contextfold.stores.transcript import Transcript, transcript_path
@@ -34,7 +34,7 @@ def everything_written(folder: Path) -> bytes:
 
 
 def test_secrets_are_redacted_before_the_transcript_and_the_results_folder(tmp_path: Path) -> None:
-    context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1",
+    context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"),
                       policy=Policy(redact_secrets=True))
     context.add(session())
     request = repr(context.prepare())
@@ -55,7 +55,7 @@ def test_secrets_are_redacted_before_the_transcript_and_the_results_folder(tmp_p
 
 
 def test_without_the_policy_nothing_is_changed(tmp_path: Path) -> None:
-    context = Context(window_tokens=200_000, transcript=tmp_path, session_id="s1")
+    context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"))
     context.add(session())
     context.close()
     assert SECRETS["anthropic key"] in transcript_path(tmp_path, "s1").read_text()

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.adapters import adapter_for
 from contextfold.adapters.reminders import TAG
 from contextfold.conversation import Header, Item, Text, ToolSpec, tool
@@ -55,7 +55,7 @@ def reminders_for(turn: int) -> list[str]:
 
 
 def started(provider: str, transcript: Path | None) -> Context:
-    context = Context(window_tokens=400_000, provider=provider, transcript=transcript, session_id="s")
+    context = Context(window_tokens=400_000, provider=provider, storage=Storage(transcript=transcript, session_id="s"))
     context.set_header(Header(tools=TOOLS))
     context.set_system(SYSTEM)
     context.add([Item("user", (Text(TASK),))])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.cli import cli
 from contextfold.codec import conversation_to_dict
 from contextfold.errors import StoreError
@@ -114,7 +114,7 @@ def test_a_working_store_shows_no_secret_in_its_name_events_or_log(form: str, po
     url = {"userinfo": base.replace("cf@", f"cf:{SECRET}@"), "password parameter": f"{base}?password={SECRET}",
            "sslpassword parameter": f"{base}?sslpassword={SECRET}"}[form]
     caplog.set_level(logging.DEBUG)
-    context = Context(window_tokens=20_000, store=url, session_id=f"s-{form.split()[0]}")
+    context = Context(window_tokens=20_000, storage=Storage(store=url, session_id=f"s-{form.split()[0]}"))
     context.add([{"role": "user", "content": "hello"}])
     assert context.transcript is not None
     store = context.transcript.store
@@ -147,7 +147,9 @@ def test_an_echoing_gateway_leaks_no_key(key: str, redact_secrets: bool, fake_ll
     """The key passed as ``api_key=``: not in the events, the transcript or the WARNING log of the fallback."""
     echoing_gateway(fake_llm, key)
     caplog.set_level(logging.DEBUG)
-    context = Context(window_tokens=20_000, transcript=tmp_path / "t", session_id="s1", summarizer=summarizer(fake_llm, key),
+    context = Context(window_tokens=20_000,
+                      storage=Storage(transcript=tmp_path / "t", session_id="s1"),
+                      summarizer=summarizer(fake_llm, key),
                       policy=Policy(redact_secrets=redact_secrets, min_summary_messages=2))
     context.add([{"role": "user", "content": "Fix the bug in f1.py"}])
     for k in range(8):
@@ -196,7 +198,8 @@ def test_the_cli_log_line_masks_what_a_record_holds(capsys: pytest.CaptureFixtur
 def test_with_the_policy_a_url_credential_in_the_conversation_is_redacted(tmp_path: Path) -> None:
     output = (f"DATABASE_URL={URL_FORMS['userinfo']}\nREPLICA={URL_FORMS['password parameter']}\n"
               "then: sorted(rows, key=len) and https://example.com/docs?page=2\n")
-    context = Context(window_tokens=20_000, transcript=tmp_path, session_id="s1", policy=Policy(redact_secrets=True))
+    context = Context(window_tokens=20_000,
+                      storage=Storage(transcript=tmp_path, session_id="s1"), policy=Policy(redact_secrets=True))
     context.add([{"role": "user", "content": "show the settings"}, {"role": "assistant", "content": output}])
     context.close()
     written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()).decode()

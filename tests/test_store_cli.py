@@ -13,7 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from test_store_sessions import POLICY, turn
 
-from contextfold import Context, Item, Text
+from contextfold import Context, Item, Text, Storage
 from contextfold.cli import cli
 from contextfold.stores import open_store
 from contextfold.stores.records import to_line
@@ -23,7 +23,7 @@ NOBODY = 65534
 
 def recorded(url: str, session_id: str, rounds: int = 8) -> Context:
     """A session with compactions in it, written to ``url`` and closed."""
-    context = Context(window_tokens=20_000, policy=POLICY, store=url, session_id=session_id)
+    context = Context(window_tokens=20_000, policy=POLICY, storage=Storage(store=url, session_id=session_id))
     context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system="You are a coding agent.")
     for k in range(1, rounds + 1):
         context.add(turn(k, f"line {k}\n" * 120))
@@ -173,7 +173,7 @@ def test_a_lone_surrogate_a_session_holds_is_printed_and_written_as_its_escape(t
     surrogate (the library takes one, a transcript keeps it exactly) raised UnicodeEncodeError at the first print.
     Printed or written, it is its JSON escape: the output reads back as the same text."""
     folder = tmp_path / "sessions"
-    context = Context(window_tokens=20_000, store=str(folder), session_id="s1")
+    context = Context(window_tokens=20_000, storage=Storage(store=str(folder), session_id="s1"))
     context.add([Item("user", (Text("read the log \udcff of the build"),))])
     context.close()
     inspected = json.loads(run("inspect", f"{folder}#s1", "--json", "--tokenizer", "estimate"))
@@ -209,7 +209,8 @@ def test_inspect_reads_a_session_a_writer_holds_and_writes_nothing(tmp_path: Pat
     process was writing was refused as locked (and a store it could not write was "cannot open the transcript
     for appending")."""
     folder = tmp_path / "sessions"
-    writer = Context(window_tokens=20_000, transcript=folder, session_id="s1")  # holds the session's lock
+    writer = Context(window_tokens=20_000,
+                     storage=Storage(transcript=folder, session_id="s1"))  # holds the session's lock
     try:
         writer.add([{"role": "user", "content": "Fix the bug in f1.py"}])
         before = (folder / "s1.jsonl").read_bytes()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context, StoreUnavailable
+from contextfold import Context, StoreUnavailable, Storage
 from contextfold.conversation import Item, Text
 from contextfold.errors import TranscriptError
 
@@ -44,13 +44,14 @@ def unreachable(scheme: str) -> str:
 def test_an_unreachable_database_is_a_typed_error(scheme: str) -> None:
     pytest.importorskip("psycopg" if scheme == "postgresql" else "redis")
     with pytest.raises(StoreUnavailable, match="cannot be opened"):
-        Context(window_tokens=10_000, store=unreachable(scheme), session_id="s1")
+        Context(window_tokens=10_000, storage=Storage(store=unreachable(scheme), session_id="s1"))
 
 
 @pytest.mark.parametrize("scheme", ["postgresql", "redis"])
 def test_an_unreachable_database_in_memory_mode_is_an_event_and_the_session_goes_on(scheme: str) -> None:
     pytest.importorskip("psycopg" if scheme == "postgresql" else "redis")
-    context = Context(window_tokens=10_000, store=unreachable(scheme), session_id="s1", on_store_failure="memory")
+    context = Context(window_tokens=10_000,
+                      storage=Storage(store=unreachable(scheme), session_id="s1", on_store_failure="memory"))
     assert context.transcript is None
     assert [(e.stage, e.action) for e in context.events] == [("transcript", "failed")]
     context.add([{"role": "user", "content": "hello"}])
@@ -61,14 +62,14 @@ def test_an_unreachable_database_in_memory_mode_is_an_event_and_the_session_goes
 @pytest.mark.parametrize("where", ["transcript", "store"])
 def test_a_session_id_a_folder_cannot_hold_is_a_typed_error(tmp_path: Path, where: str) -> None:
     with pytest.raises(TranscriptError, match="invalid session id"):
-        Context(window_tokens=10_000, session_id="../escape", **{where: tmp_path})
+        Context(window_tokens=10_000, storage=Storage(session_id="../escape", **{where: tmp_path}))
 
 
 def test_an_unknown_on_store_failure_is_refused(tmp_path: Path) -> None:
     from contextfold.errors import ContextfoldError
 
     with pytest.raises(ContextfoldError, match="on_store_failure"):
-        Context(window_tokens=10_000, transcript=tmp_path, session_id="s1", on_store_failure="ignore")
+        Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id="s1", on_store_failure="ignore"))
 
 
 # --------------------------------------------------------------------------- a full disk (a real 2 MiB tmpfs)
@@ -113,7 +114,7 @@ def texts(store: str, session_id: str) -> list[str]:
 def test_a_full_disk_raises_at_the_first_refused_write_and_resumes_whole_once_freed(
         tiny_disk: Path, backend: str) -> None:
     store = store_on(tiny_disk, backend)
-    context = Context(window_tokens=1_000_000, store=store, session_id="s1")
+    context = Context(window_tokens=1_000_000, storage=Storage(store=store, session_id="s1"))
     context.add([item(0)])
     filler = fill(tiny_disk, 64 * 1024)
     acknowledged, refused = [], None
@@ -137,7 +138,7 @@ def test_a_full_disk_raises_at_the_first_refused_write_and_resumes_whole_once_fr
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
 def test_a_process_killed_on_a_full_disk_loses_nothing_it_acknowledged(tiny_disk: Path, backend: str) -> None:
     store = store_on(tiny_disk, backend)
-    Context(window_tokens=1_000_000, store=store, session_id="s1").close()
+    Context(window_tokens=1_000_000, storage=Storage(store=store, session_id="s1")).close()
     filler = fill(tiny_disk, 96 * 1024)
     child = subprocess.Popen([sys.executable, str(CHILD), store, "s1"], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -168,7 +169,7 @@ def test_a_resumed_session_with_a_call_never_answered_is_repaired_with_an_event(
     result: resume says so, and prepare() answers it with an error result instead of refusing."""
     from contextfold.conversation import ToolCall
 
-    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+    with Context(window_tokens=100_000, storage=Storage(transcript=tmp_path, session_id="s1")) as first:
         first.add([Item("user", (Text("list the files"),))])
         first.add([Item("assistant", (ToolCall("call-1", "ls", {}),))])
     resumed = Context.resume(tmp_path, "s1", window_tokens=100_000)
@@ -185,7 +186,7 @@ def test_a_call_open_at_resume_whose_result_is_then_added_is_left_alone(tmp_path
     """A worker that resumes between a call and its result (a new Context per request) adds the result."""
     from contextfold.conversation import ToolCall, ToolResult
 
-    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+    with Context(window_tokens=100_000, storage=Storage(transcript=tmp_path, session_id="s1")) as first:
         first.add([Item("user", (Text("list the files"),))])
         first.add([Item("assistant", (ToolCall("call-1", "ls", {}),))])
     with Context.resume(tmp_path, "s1", window_tokens=100_000) as resumed:
@@ -201,7 +202,7 @@ def test_a_batch_cut_short_by_a_crash_is_left_out_whole(tmp_path: Path, cut: str
     from contextfold.conversation import ToolCall, ToolResult
     from contextfold.stores.transcript import transcript_path
 
-    with Context(window_tokens=100_000, transcript=tmp_path, session_id="s1") as first:
+    with Context(window_tokens=100_000, storage=Storage(transcript=tmp_path, session_id="s1")) as first:
         first.add([Item("user", (Text("list the files"),), id="task")])
         first.add([Item("assistant", (ToolCall("call-1", "ls", {}),), id="call"),
                    Item("tool", (ToolResult("call-1", (Text("a.py"),)),), id="result")])
@@ -251,7 +252,7 @@ def test_a_dropped_database_connection_is_made_again_and_nothing_is_lost(backend
     from store_servers import empty_store
 
     url = empty_store(backend, request, tmp_path)
-    context = Context(window_tokens=100_000, store=url, session_id="s1")
+    context = Context(window_tokens=100_000, storage=Storage(store=url, session_id="s1"))
     context.add([item(0, 100)])
     drop_connections(url)
     context.add([item(1, 100)])  # connects again (retried with backoff); never an in-memory-only session

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from store_servers import black_hole, frozen, missing, postgres_server, redis_server
 
-from contextfold import Context, StoreUnavailable
+from contextfold import Context, StoreUnavailable, Storage
 from contextfold.errors import StoreError
 from contextfold.stores import open_store
 from contextfold.stores.timeouts import DEFAULT_TIMEOUTS, StoreTimeouts
@@ -103,19 +103,19 @@ def test_a_server_that_never_answers_is_unavailable_when_opened(scheme: str) -> 
         pytest.skip(reason)
     with black_hole() as port:
         url = with_password(short(f"{scheme}://127.0.0.1:{port}/{'postgres' if scheme == 'postgresql' else '0'}"))
-        error = raises_in_time(lambda: Context(window_tokens=10_000, store=url, session_id="s1"))
+        error = raises_in_time(lambda: Context(window_tokens=10_000, storage=Storage(store=url, session_id="s1")))
     assert "cannot be opened" in str(error)
 
 
 def test_a_stopped_postgresql_makes_add_unavailable_after_the_retry(own_postgres: str, caplog) -> None:
     url = with_password(short(own_postgres))
-    context = Context(window_tokens=10_000, store=url, session_id="stopped-add")
+    context = Context(window_tokens=10_000, storage=Storage(store=url, session_id="stopped-add"))
     context.add([item(0)])
     with frozen(own_postgres), caplog.at_level(logging.WARNING, "contextfold"):
         raises_in_time(lambda: context.add([item(1)]))
         assert "trying again" in caplog.text  # the write's retry fired, and gave up in time
         assert PASSWORD not in caplog.text
-        raises_in_time(lambda: Context(window_tokens=10_000, store=url, session_id="stopped-open"))
+        raises_in_time(lambda: Context(window_tokens=10_000, storage=Storage(store=url, session_id="stopped-open")))
     context.close()  # the server is back: what waited is written
     again = Context.resume(own_postgres, "stopped-add", window_tokens=10_000)
     assert texts(again) == ["turn 0", "turn 1"]
@@ -136,12 +136,12 @@ def test_a_statement_a_stopped_postgresql_never_answers_ends_at_the_operation_ti
 
 def test_a_stopped_redis_makes_opening_and_add_unavailable(own_redis: str, caplog) -> None:
     url = short(own_redis)
-    context = Context(window_tokens=10_000, store=url, session_id="stopped-add")
+    context = Context(window_tokens=10_000, storage=Storage(store=url, session_id="stopped-add"))
     context.add([item(0)])
     with frozen(own_redis), caplog.at_level(logging.WARNING, "contextfold"):
         raises_in_time(lambda: context.add([item(1)]))
         assert "trying again" in caplog.text
-        raises_in_time(lambda: Context(window_tokens=10_000, store=url, session_id="stopped-open"))
+        raises_in_time(lambda: Context(window_tokens=10_000, storage=Storage(store=url, session_id="stopped-open")))
     context.close()
     again = Context.resume(own_redis, "stopped-add", window_tokens=10_000)
     assert texts(again) == ["turn 0", "turn 1"]
@@ -152,12 +152,12 @@ def test_a_killed_redis_makes_add_and_opening_unavailable(own_redis: str) -> Non
     from store_servers import server_pids
 
     url = short(own_redis)
-    context = Context(window_tokens=10_000, store=url, session_id="killed")
+    context = Context(window_tokens=10_000, storage=Storage(store=url, session_id="killed"))
     context.add([item(0)])
     for pid in server_pids(own_redis):
         os.kill(pid, signal.SIGKILL)
     raises_in_time(lambda: context.add([item(1)]))
-    raises_in_time(lambda: Context(window_tokens=10_000, store=with_password(url), session_id="after"))
+    raises_in_time(lambda: Context(window_tokens=10_000, storage=Storage(store=with_password(url), session_id="after")))
 
 
 # --------------------------------------------------------------------------- the setting itself

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.codec import item_to_dict
 from contextfold.conversation import Header, Item, Summary, Text
 from contextfold.errors import SessionExists, SessionNotFound, StoreError
@@ -36,7 +36,7 @@ def turn(k: int, output: str) -> list[dict]:
 
 
 def test_a_session_compacted_in_one_process_resumes_exactly_in_another(store_url: str) -> None:
-    context = Context(window_tokens=20_000, policy=POLICY, store=store_url, session_id="s9")
+    context = Context(window_tokens=20_000, policy=POLICY, storage=Storage(store=store_url, session_id="s9"))
     context.add([{"role": "user", "content": "Fix the bug in f1.py"}], system=SYSTEM, tools=TOOLS)
     for k in range(1, 10):
         context.add(turn(k, f"line {k}\n" * 120))
@@ -65,9 +65,9 @@ def test_resuming_a_missing_session_is_a_typed_error_and_creates_nothing(store_u
 
 
 def test_creating_a_session_that_exists_is_a_typed_error(store_url: str) -> None:
-    Context(window_tokens=20_000, store=store_url, session_id="taken").close()
+    Context(window_tokens=20_000, storage=Storage(store=store_url, session_id="taken")).close()
     with pytest.raises(SessionExists):
-        Context(window_tokens=20_000, store=store_url, session_id="taken")
+        Context(window_tokens=20_000, storage=Storage(store=store_url, session_id="taken"))
 
 
 def test_a_session_written_by_todays_transcript_resumes_unchanged(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_credentials_are_never_logged_nor_shown(backend: str, request, caplog) -
             with pytest.raises(error) as raised:
                 store.read("nobody") if error is SessionNotFound else store.append("nobody", [{"type": "x", "v": float("nan")}])
             shown.append(str(raised.value))
-        context = Context(window_tokens=20_000, store=store, session_id="logged")
+        context = Context(window_tokens=20_000, storage=Storage(store=store, session_id="logged"))
         context.add([{"role": "user", "content": "hello"}])
         context.close()
     finally:
@@ -170,7 +170,7 @@ def test_credentials_are_never_logged_nor_shown(backend: str, request, caplog) -
 
 def test_a_context_answers_a_call_another_process_made(shared_store_url: str) -> None:
     """Worker A asks for a tool; worker B, holding the same session since before, adds the result."""
-    first = Context(window_tokens=20_000, store=shared_store_url, session_id="shared")
+    first = Context(window_tokens=20_000, storage=Storage(store=shared_store_url, session_id="shared"))
     first.add([{"role": "user", "content": "list the files"}])
     second = Context.resume(shared_store_url, "shared", window_tokens=20_000)
     try:

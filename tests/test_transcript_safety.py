@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context
+from contextfold import Context, Storage
 from contextfold.conversation import user
 from contextfold.errors import (
     ContextfoldError,
@@ -43,8 +43,8 @@ def test_a_link_planted_at_the_transcript_is_refused_and_its_target_untouched(tm
     folder = tmp_path / "sessions"
     folder.mkdir(mode=0o700)
     transcript_path(folder, SESSION).symlink_to(target)
-    for attempt in (lambda: Transcript.open(folder, SESSION), lambda: Context(window_tokens=10_000, transcript=folder,
-                                                                              session_id=SESSION),
+    for attempt in (lambda: Transcript.open(folder, SESSION),
+                    lambda: Context(window_tokens=10_000, storage=Storage(transcript=folder, session_id=SESSION)),
                     lambda: Context.resume(folder, SESSION, window_tokens=10_000),
                     lambda: Transcript.load(transcript_path(folder, SESSION))):
         with pytest.raises(TranscriptUnsafe, match="symbolic link"):
@@ -111,7 +111,7 @@ def test_a_shared_sticky_folder_is_refused_never_made_owner_only(tmp_path: Path)
 
 
 def test_a_second_context_on_the_same_session_is_an_error_not_a_silent_run(tmp_path: Path) -> None:
-    with Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION) as first:
+    with Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=SESSION)) as first:
         first.add(messages("one"))
         with pytest.raises(TranscriptLocked, match="another writer"):
             Context.resume(tmp_path, SESSION, window_tokens=10_000)
@@ -126,18 +126,18 @@ def test_a_second_context_on_the_same_session_is_an_error_not_a_silent_run(tmp_p
 
 
 def test_a_new_context_with_a_recorded_session_id_is_an_error_unless_resuming(tmp_path: Path) -> None:
-    with Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION) as first:
+    with Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=SESSION)) as first:
         first.add(messages("one"))
     before = transcript_path(tmp_path, SESSION).read_bytes()
     with pytest.raises(SessionExists, match="already exists"):
-        Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION)
+        Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=SESSION))
     assert transcript_path(tmp_path, SESSION).read_bytes() == before
     with Context.resume(tmp_path, SESSION, window_tokens=10_000) as resumed:
         assert [i.text for i in resumed.history] == ["one"] and resumed.stats()["session_id"] == SESSION
 
 
 def test_resuming_an_unknown_session_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
-    with Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION):
+    with Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=SESSION)):
         pass
     with pytest.raises(SessionNotFound, match="no session 'tpyo'"):
         Context.resume(tmp_path, "tpyo", window_tokens=10_000)
@@ -197,7 +197,7 @@ class FullDisk:
 def test_a_full_disk_raises_at_the_first_refused_add_and_writes_everything_once_freed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(monkeypatch)
-    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION)
+    context = Context(window_tokens=100_000, storage=Storage(transcript=tmp_path, session_id=SESSION))
     context.add(messages("m0"))
     disk.full = True
     with pytest.raises(StoreUnavailable, match="No space left") as refused:
@@ -214,7 +214,8 @@ def test_a_full_disk_raises_at_the_first_refused_add_and_writes_everything_once_
 def test_in_memory_mode_a_full_disk_then_freed_loses_nothing_and_says_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     disk = FullDisk(monkeypatch)
-    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION, on_store_failure="memory")
+    context = Context(window_tokens=100_000,
+                      storage=Storage(transcript=tmp_path, session_id=SESSION, on_store_failure="memory"))
     context.add(messages("m0"))
     disk.full = True
     for n in range(1, 40):
@@ -234,7 +235,8 @@ def test_in_memory_mode_a_full_disk_then_freed_loses_nothing_and_says_so(
 def test_close_on_a_full_disk_raises_and_can_be_called_again_once_freed(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(monkeypatch)
-    context = Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION, on_store_failure="memory")
+    context = Context(window_tokens=100_000,
+                      storage=Storage(transcript=tmp_path, session_id=SESSION, on_store_failure="memory"))
     context.add(messages("kept"))
     disk.full = True
     context.add(messages("waiting"))
@@ -249,7 +251,7 @@ def test_close_on_a_full_disk_raises_and_can_be_called_again_once_freed(tmp_path
 
 
 def test_a_failed_resume_releases_the_lock(tmp_path: Path) -> None:
-    with Context(window_tokens=10_000, transcript=tmp_path, session_id=SESSION) as first:
+    with Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=SESSION)) as first:
         first.add(messages("one"))
     with pytest.raises(ContextfoldError, match="unknown provider"):
         Context.resume(tmp_path, SESSION, window_tokens=10_000, provider="bogus")
@@ -268,7 +270,7 @@ def test_a_header_the_disk_refuses_leaves_no_empty_transcript(tmp_path: Path, mo
 
 
 def test_resume_after_a_damaged_middle_line_keeps_what_came_before_with_an_event(tmp_path: Path) -> None:
-    with Context(window_tokens=100_000, transcript=tmp_path, session_id=SESSION) as first:
+    with Context(window_tokens=100_000, storage=Storage(transcript=tmp_path, session_id=SESSION)) as first:
         first.add(messages(*(f"message {n}" for n in range(10))))
     path = transcript_path(tmp_path, SESSION)
     path.write_bytes(path.read_bytes().replace(b"message 6", b"messagE 6"))

@@ -14,7 +14,7 @@ import click._textwrap  # noqa: F401 - loaded now: as nobody, the interpreter's 
 import pytest
 from click.testing import CliRunner
 
-from contextfold import Context, InvalidContent, ToolCall
+from contextfold import Context, InvalidContent, ToolCall, Storage
 from contextfold.adapters import reply_from_chunks
 from contextfold.cli.main import cli
 from contextfold.errors import TranscriptError
@@ -61,7 +61,7 @@ def test_adding_something_that_is_not_a_list_of_messages_is_a_typed_error(messag
 @pytest.mark.parametrize("session_id", ["../evil", "a/b", ".", "..", "x" * 129, "é", "a\nb", "\x00", 5])
 def test_a_hostile_session_id_for_a_transcript_folder_is_refused_up_front(tmp_path: Path, session_id: Any) -> None:
     with pytest.raises(TranscriptError, match="invalid session id"):
-        Context(window_tokens=10_000, transcript=tmp_path, session_id=session_id)
+        Context(window_tokens=10_000, storage=Storage(transcript=tmp_path, session_id=session_id))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -95,7 +95,7 @@ def unable_to_read() -> Iterator[None]:
 @pytest.mark.parametrize("argument", ["folder/s1.jsonl", "folder#s1", "folder"])
 def test_inspect_on_an_unreadable_folder_says_so_in_one_line(tmp_path: Path, argument: str) -> None:
     folder = tmp_path / "folder"
-    context = Context(window_tokens=10_000, transcript=folder, session_id="s1")
+    context = Context(window_tokens=10_000, storage=Storage(transcript=folder, session_id="s1"))
     context.add([{"role": "user", "content": "hi"}])
     context.close()
     runner = CliRunner()
@@ -188,7 +188,7 @@ def test_pydantic_ai_messages_of_the_wrong_shape_are_typed_errors(message: dict[
                          ids=["string-seq", "too-deep"])
 def test_sessions_export_of_a_damaged_transcript_exits_with_one_line(tmp_path: Path, line: bytes,
                                                                      expected: str | None) -> None:
-    context = Context(window_tokens=10_000, transcript=tmp_path / "store", session_id="s1")
+    context = Context(window_tokens=10_000, storage=Storage(transcript=tmp_path / "store", session_id="s1"))
     context.add([{"role": "user", "content": "hi"}])
     context.close()
     path = tmp_path / "store" / "s1.jsonl"
@@ -213,7 +213,7 @@ def test_inspect_on_a_file_nested_too_deep_to_parse_says_so_in_one_line(tmp_path
 
 @pytest.mark.parametrize("created", [["x"], "noon", 10**400], ids=["list", "string", "huge"])
 def test_sessions_list_shows_a_session_whose_header_time_is_damaged(tmp_path: Path, created: Any) -> None:
-    context = Context(window_tokens=10_000, transcript=tmp_path / "store", session_id="s1")
+    context = Context(window_tokens=10_000, storage=Storage(transcript=tmp_path / "store", session_id="s1"))
     context.add([{"role": "user", "content": "hi"}])
     context.close()
     path = tmp_path / "store" / "s1.jsonl"

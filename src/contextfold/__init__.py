@@ -1,7 +1,7 @@
 """contextfold: keep long-running LLM agents inside their context window."""
 
 from .adapters import LossyConversion
-from .context import Context, is_prompt_too_long
+from .context import Context, Storage, is_prompt_too_long
 from .conversation import (
     Block,
     Conversation,
@@ -36,6 +36,7 @@ from .errors import (
     InvalidEncoding,
     InvalidLimits,
     InvalidMessage,
+    InvalidOption,
     InvalidPattern,
     InvalidPipeline,
     InvalidPolicy,
@@ -116,6 +117,7 @@ __all__ = [
     "InvalidEncoding",
     "InvalidLimits",
     "InvalidMessage",
+    "InvalidOption",
     "InvalidPattern",
     "InvalidPipeline",
     "InvalidPolicy",
@@ -147,6 +149,7 @@ __all__ = [
     "SessionFormatError",
     "SessionNotFound",
     "Stage",
+    "Storage",
     "StorageError",
     "StoreError",
     "StoreUnavailable",

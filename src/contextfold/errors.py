@@ -21,6 +21,7 @@ __all__ = [
     "InvalidEncoding",
     "InvalidLimits",
     "InvalidMessage",
+    "InvalidOption",
     "InvalidPattern",
     "InvalidPipeline",
     "InvalidPolicy",
@@ -144,12 +145,13 @@ class InvalidSessionId(TranscriptError, ValueError):
     """
 
 
-class TranscriptCorrupt(_InFile, TranscriptError):
-    """A record in the middle of a transcript is not valid (not a torn tail); ``line`` counts from 1."""
+class TranscriptCorrupt(TranscriptError):
+    """A record in the middle of a transcript is not valid (not a torn tail): ``path``, its ``line`` (from 1, also
+    as ``location``, where :class:`SessionFormatError` names it) and the ``reason``."""
 
     def __init__(self, path: str, line: int, reason: str) -> None:
-        self.line = line
-        super().__init__(path, f"line {line}", reason)
+        self.path, self.line, self.location, self.reason = path, line, f"line {line}", reason
+        super().__init__(f"{path}, line {line}: {reason}")
 
 
 class UnsafePath(ContextfoldError):
@@ -165,8 +167,14 @@ class UnsafePath(ContextfoldError):
         super().__init__(f"{path}: {reason}")
 
 
-class TranscriptUnsafe(TranscriptError, UnsafePath):
-    """The transcript file or its folder failed the safety checks of :class:`UnsafePath`."""
+class TranscriptUnsafe(TranscriptError):
+    """The transcript file or its folder failed the safety checks of :class:`UnsafePath` (``path`` names it, the
+    ``reason`` says which); a storage error, so opening a session degrades on it as on any other."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
 
 
 class TranscriptLocked(TranscriptError):
@@ -427,6 +435,17 @@ class InvalidPipeline(ContextfoldError, ValueError):
         self.stage = stage
         self.reason = reason
         super().__init__(f"stage {stage!r}: {reason}")
+
+
+class InvalidOption(ContextfoldError, TypeError):
+    """A keyword argument a call does not take, or not in that form: ``option`` names it, and the message says
+    what to write instead (``Context(transcript=...)`` is ``Context(storage=Storage(transcript=...))``). A
+    :class:`TypeError`, as Python's own refusal of an unknown keyword is."""
+
+    def __init__(self, option: str, reason: str) -> None:
+        self.option = option
+        self.reason = reason
+        super().__init__(f"{option!r}: {reason}")
 
 
 class HistoryQueryError(ContextfoldError, ValueError):

@@ -17,8 +17,9 @@ item id in a crafted session file, a folder someone else can write to):
   half of it: the files a user names (``--output``) are written so too
   (:func:`replace_file`).
 
-Refusals are :class:`~contextfold.errors.UnsafePath` (or the ``unsafe`` class
-the caller passes, e.g. :class:`~contextfold.errors.TranscriptUnsafe`).
+Refusals are :class:`~contextfold.errors.UnsafePath` (or the ``unsafe`` error
+the caller passes, made from the path and the reason, e.g.
+:class:`~contextfold.errors.TranscriptUnsafe`: a :data:`Refusal`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -38,6 +39,9 @@ from typing import BinaryIO
 from .errors import UnsafePath
 
 log = logging.getLogger(__name__)
+
+Refusal = Callable[[str, str], Exception]
+"""The error a refused path raises, made from the path and the reason (:class:`UnsafePath` by default)."""
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -63,7 +67,7 @@ def safe_name(identifier: str, suffix: str) -> str:
     return f"{prefix}~{digest}{suffix}"
 
 
-def open_dir(path: str | os.PathLike[str], *, create: bool = True, unsafe: type[UnsafePath] = UnsafePath) -> int:
+def open_dir(path: str | os.PathLike[str], *, create: bool = True, unsafe: Refusal = UnsafePath) -> int:
     """A descriptor of the folder ``path`` (created 0700 if missing), checked to be safe to write in."""
     path = Path(path)
     _refuse_nul(path, unsafe)
@@ -86,7 +90,7 @@ def open_dir(path: str | os.PathLike[str], *, create: bool = True, unsafe: type[
     return fd
 
 
-def open_file(dir_fd: int, name: str, flags: int, *, where: Path, unsafe: type[UnsafePath] = UnsafePath) -> int:
+def open_file(dir_fd: int, name: str, flags: int, *, where: Path, unsafe: Refusal = UnsafePath) -> int:
     """Open ``name`` in the folder ``dir_fd`` with ``flags``, never following a link, and check it.
 
     ``flags`` may include ``O_CREAT | O_EXCL``; the file is created 0600. An
@@ -178,7 +182,7 @@ def replace_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         os.close(dir_fd)
 
 
-def _refuse_nul(path: Path, unsafe: type[UnsafePath]) -> None:
+def _refuse_nul(path: Path, unsafe: Refusal) -> None:
     """No system call takes a path holding a NUL byte (Python raises ValueError at the first): refuse it typed."""
     if "\0" in str(path):
         raise unsafe(str(path).replace("\0", "\\0"), "a path cannot hold a NUL byte")
@@ -191,7 +195,7 @@ def _is_link(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _tighten(fd: int, path: Path, mode: int, unsafe: type[UnsafePath], what: str) -> None:
+def _tighten(fd: int, path: Path, mode: int, unsafe: Refusal, what: str) -> None:
     """Refuse a file or folder of someone else that others may write; make ours owner-only."""
     info = os.fstat(fd)
     loose = stat.S_IMODE(info.st_mode) & 0o077

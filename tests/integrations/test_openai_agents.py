@@ -24,6 +24,7 @@ from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
+from contextfold import Storage
 from contextfold.adapters import from_responses, to_responses
 
 agents = require("agents", "openai-agents")
@@ -93,8 +94,9 @@ def test_the_filter_and_the_session_keep_their_store_off_the_sdk_loop(server: To
     on disk) is made off that loop, through the async API."""
     store = LoopWatchedSqlite(tmp_path / "sessions.db")
     session = ContextfoldSession(agents.SQLiteSession("audit"), window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
-                                 store=store)
-    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, store=store)
+                                 storage=Storage(store=store))
+    compactor = ContextfoldInputFilter(window_tokens=WINDOW_TOKENS, max_output_tokens=1024,
+                                       storage=Storage(store=store))
 
     async def run() -> Any:
         result = await agents.Runner.run(_agent(server), TASK, session=session, max_turns=100,

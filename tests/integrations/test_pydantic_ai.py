@@ -23,6 +23,7 @@ from loop_threads import LoopWatchedSqlite
 from scripted_server import FINAL, TASK, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
 
+from contextfold import Storage
 from contextfold.adapters.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
 pydantic_ai = require("pydantic_ai", "pydantic-ai")
@@ -88,7 +89,7 @@ def test_the_capability_keeps_its_store_off_the_run_loop(server: ToolLoopServer,
     """pydantic-ai awaits the capability's processor on the run's loop: every write of the Context's store
     (SQLite, on disk) is made off that loop, by the async API's step threads."""
     store = LoopWatchedSqlite(tmp_path / "sessions.db")
-    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, store=store)
+    history = ContextfoldHistory(window_tokens=WINDOW_TOKENS, max_output_tokens=1024, storage=Storage(store=store))
     store.watch()  # the Context was made here, with no loop: what happens in the run is watched
     limits = pydantic_ai.UsageLimits(request_limit=100)
     try:

@@ -29,7 +29,7 @@ from ..agent.idle import IdleCompactor, chat_policy
 from ..agent.loop import Agent, TurnLimit
 from ..agent.models import PROVIDERS, make_model, model_name
 from ..agent.tools import Approve, ToolError, Workspace
-from ..context import Context
+from ..context import Context, Storage
 from ..errors import ContextfoldError, ProviderRequired, RequestOverWindow, UnknownModel, UnknownPriceWarning
 from ..limits import model_limits, require_provider
 from ..pipeline.base import DEFAULT_PRICES, Policy
@@ -63,7 +63,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path, polic
         max_output_tokens=reply_tokens(model),
         provider=provider,
         policy=priced_for(model, chat_policy(model, policy or Policy())),  # idle compaction on, at its cache's life
-        transcript=root / TRANSCRIPT_DIR,
+        storage=Storage(transcript=root / TRANSCRIPT_DIR),
     )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from ..adapters import PROVIDERS, adapter_for, is_prompt_too_long
 from ..conversation import Conversation, Header, Item, ToolCall, ToolSpec, new_id
@@ -43,20 +43,18 @@ from ..pipeline.consent import CompactionNotice, OnCompaction, consent_of
 from ..pipeline.receipts import Receipt, receipts_in
 from ..pipeline.step import DEFAULT_PIPELINE, MANUAL, PREPARE, RETRY, SETTLE, TURN_BOUNDARY, Pipeline, Steward
 from ..stores import AsyncStore, Store, StoredSession
-from ..stores.transcript import Transcript
 from ..summarizers.base import Summarizer
 from ..tokens import Estimator, TokenCounter
 from ..usage import Usage
 from . import native
 from .background import Background
 from .incoming import Incoming
-from .journal import OnStoreFailure
 from .off_loop import off_loop
 from .parts import Parts
 from .sending import Sending
 from .single_flight import Flight
 from .step import MAX_VIEW_CONFLICTS, Step
-from .storage import Storage
+from .storage import Storage, storage_of
 from .timeline import Timeline
 
 __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "MAX_VIEW_CONFLICTS", "Context", "Storage", "is_prompt_too_long"]
@@ -88,24 +86,23 @@ class Context:
 
     ``model`` names the model (its window, reply limit, prices and API: :mod:`contextfold.limits`), or
     ``window_tokens`` and ``max_output_tokens`` replace its figures. ``provider`` is the format requests are
-    written in (by default the model's: :func:`~contextfold.limits.require_provider`). ``transcript``,
-    ``store``, ``session_id``, ``results_dir`` and ``on_store_failure`` say where the session is kept
-    (:class:`~.storage.Storage`, held as :attr:`storage`). ``clock`` gives the time in seconds (``None``: the
+    written in (by default the model's: :func:`~contextfold.limits.require_provider`). ``storage`` says where the
+    session is kept (:class:`~.storage.Storage`: its transcript or store, its id, where oversized outputs go, what a
+    failed write does; nothing by default). ``clock`` gives the time in seconds (``None``: the
     prompt cache is taken to be warm); ``pipeline`` the stages to run (:data:`~contextfold.pipeline.DEFAULT_PIPELINE`
     with stages added, replaced or removed); ``cache_diagnostics`` asks the provider why it missed a cached prefix.
     ``on_compaction`` is told before each automatic compaction, with its receipt, and in ``"ask"`` mode may
-    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did.
+    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did. Any other
+    keyword is :class:`~contextfold.errors.InvalidOption` (``transcript=``... names ``storage=Storage(...)``).
     """
 
     def __init__(self, model: str | None = None, *, window_tokens: int | None = None,
                  max_output_tokens: int | None = None, policy: Policy | None = None,
-                 summarizer: Summarizer | None = None,
-                 transcript: Transcript | StoredSession | str | Path | None = None,
-                 store: Store | AsyncStore | str | Path | None = None, session_id: str | None = None,
-                 results_dir: str | Path | None = None, provider: str | None = None, estimator: Estimator | None = None,
-                 clock: Callable[[], float | None] = time.time, pipeline: Pipeline | None = None,
-                 on_store_failure: OnStoreFailure = "raise", cache_diagnostics: bool = False,
-                 on_compaction: OnCompaction | Callable[[CompactionNotice], object] | None = None) -> None:
+                 summarizer: Summarizer | None = None, storage: Storage | None = None, provider: str | None = None,
+                 estimator: Estimator | None = None, clock: Callable[[], float | None] = time.time,
+                 pipeline: Pipeline | None = None, cache_diagnostics: bool = False,
+                 on_compaction: OnCompaction | Callable[[CompactionNotice], object] | None = None,
+                 **removed: NoReturn) -> None:
         self.limits = resolve_limits(model, window_tokens, max_output_tokens,
                                      default_max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS)
         self.model, self.clock, self.window_tokens = model, clock, self.limits.context_window
@@ -119,7 +116,7 @@ class Context:
         self.events: list[Event] = []
         self._subscribers: list[Callable[[Event], None]] = []
         self._timeline = Timeline()  # the history, and the view that is sent
-        self.storage = Storage(transcript, store, session_id, results_dir, on_store_failure)
+        self.storage = storage_of(storage, removed)  # Context(transcript=...) names Context(storage=Storage(...))
         self.session_id, self._journal = self.storage.open(self._emit)
         self._emit(self._journal.opening)
         self.results_dir = self.storage.results_folder(self._journal, self.session_id)
@@ -389,20 +386,22 @@ def _forked(parent: Context, session_id: str | None, keep_history: bool) -> Cont
     storage = parent.storage.forked(parent.transcript, session_id or f"{parent.session_id}.sub-{new_id('f')[2:]}")
     child = Context(parent.model, window_tokens=parent.window_tokens,
                     max_output_tokens=parent.limits.max_output_tokens, policy=parent.policy,
-                    summarizer=parent.summarizer, transcript=storage.transcript, session_id=storage.session_id,
-                    provider=parent.provider, estimator=Estimator(parent.estimator.text, parent.estimator.costs),
-                    clock=parent.clock, pipeline=parent.steward.pipeline, on_store_failure=storage.on_store_failure,
-                    cache_diagnostics=parent.cache_diagnostics, on_compaction=parent.on_compaction)
+                    summarizer=parent.summarizer, storage=storage, provider=parent.provider,
+                    estimator=Estimator(parent.estimator.text, parent.estimator.costs), clock=parent.clock,
+                    pipeline=parent.steward.pipeline, cache_diagnostics=parent.cache_diagnostics,
+                    on_compaction=parent.on_compaction)
     child.set_header(parent.history.header)
     if keep_history:
         child.add(list(parent.view().items))
     return child
 
 
-def _restored(cls: type[Context], session: StoredSession, model: str | None, **options: Any) -> Context:
-    """The context over ``session``, with its history and view restored (empty for a new session)."""
+def _restored(cls: type[Context], session: StoredSession, model: str | None, *, storage: Storage | None = None,
+              **options: Any) -> Context:
+    """The context over ``session``, with its history and view restored (empty for a new session); ``storage``
+    gives where outputs go and what a failed write does (:meth:`Storage.resumed`)."""
     try:
-        context = cls(model, transcript=session, session_id=session.session_id, **options)
+        context = cls(model, storage=storage_of(storage, {}).resumed(session), **options)
         context._emit(context._timeline.restore(session.restored, session.session_id))
         context._step.resumed()
         context.steward.resumed(context.counter.count(context.view()))  # the session priced what it sent as it went

@@ -1,17 +1,22 @@
 """Where a session is kept, in one value: its transcript or store, its id, where outputs go, what a failure does.
 
-``Context(transcript=..., store=..., session_id=..., results_dir=...,
-on_store_failure=...)`` is :class:`Storage` given field by field; the
-Context holds it as ``context.storage``, and a subagent's
-(:meth:`~contextfold.context.Context.fork`) is :meth:`Storage.forked`.
+``Context(storage=Storage(store="sqlite:///sessions.db", session_id="s1"))``;
+the Context holds it as ``context.storage``, a subagent's
+(:meth:`~contextfold.context.Context.fork`) is :meth:`Storage.forked`, and a
+session :meth:`~contextfold.context.Context.resume` opened is
+:meth:`Storage.resumed`. The settings were once five keywords of ``Context``;
+one given that way is :class:`~contextfold.errors.InvalidOption`, naming this
+spelling (:func:`storage_of`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..conversation import new_id
+from ..errors import InvalidOption
 from ..stores import AsyncStore, Store, StoredSession
 from ..stores.transcript import Transcript, validate_session_id
 from .journal import Emit, Journal, OnStoreFailure
@@ -66,3 +71,24 @@ class Storage:
         """A subagent's storage: its own session ``child_id`` beside ``session``, failures handled the same."""
         transcript = session.sibling(child_id) if session is not None else None
         return Storage(transcript=transcript, session_id=child_id, on_store_failure=self.on_store_failure)
+
+    def resumed(self, session: StoredSession) -> Storage:
+        """The storage of ``session``, opened already (``Context.resume``/``open``, whose arguments name the store
+        and the id): where outputs go and what a failure does as given; a store or id given here too is refused."""
+        given = [name for name in ("transcript", "store", "session_id") if getattr(self, name) is not None]
+        if given:
+            raise InvalidOption(f"storage.{given[0]}", "Context.resume and Context.open take the store and the "
+                                "session id as their own arguments; storage= gives results_dir and on_store_failure")
+        return replace(self, transcript=session, session_id=session.session_id)
+
+
+def storage_of(storage: Storage | None, removed: Mapping[str, object]) -> Storage:
+    """``Context(storage=...)``, or keep nothing. A keyword ``Context`` does not take is
+    :class:`~contextfold.errors.InvalidOption`: one of :class:`Storage`'s fields says how to write it now."""
+    for name in removed:
+        moved = name in {field.name for field in fields(Storage)}
+        raise InvalidOption(name, f"Context takes the session's storage as one value: Context(storage=Storage({name}="
+                            "...)), with Storage from contextfold" if moved else "Context takes no such keyword")
+    if storage is not None and not isinstance(storage, Storage):
+        raise InvalidOption("storage", f"Context(storage=...) takes a Storage, not {type(storage).__name__}")
+    return storage if storage is not None else Storage()

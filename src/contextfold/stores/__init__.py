@@ -1,7 +1,7 @@
 """Where sessions live past one process: a JSONL folder, SQLite, PostgreSQL or Redis, chosen by URL.
 
->>> from contextfold import Context
->>> context = Context("claude-sonnet-4-5", store="sqlite:///sessions.db", session_id="user-42")
+>>> from contextfold import Context, Storage
+>>> context = Context("claude-sonnet-4-5", storage=Storage(store="sqlite:///sessions.db", session_id="user-42"))
 >>> later = Context.resume("sqlite:///sessions.db", "user-42", "claude-sonnet-4-5")   # any process
 >>> either = Context.open("sqlite:///sessions.db", "user-43", "claude-sonnet-4-5")    # started, or resumed
 

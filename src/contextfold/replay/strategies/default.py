@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...context import Context
+from ...context import Context, Storage
 from ...conversation import Header, Item
 from ...pipeline.base import Policy
 from ...usage import Usage
@@ -31,7 +31,7 @@ class Pipeline:
         self.context = Context(
             window_tokens=config.window_tokens,
             max_output_tokens=config.max_output_tokens,
-            results_dir=config.results_dir,
+            storage=Storage(results_dir=config.results_dir),
             summarizer=config.summarizer,
             # a summary is priced at the step it fires, never later; the replayed agent is one offered the history
             # tools (recoverable recall measures what one search_history gets back), so its summaries name them.
