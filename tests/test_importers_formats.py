@@ -33,7 +33,7 @@ def call(call_id: str, command: str) -> dict[str, Any]:
     }
 
 
-def test_formats_lists_the_twelve_names() -> None:
+def test_formats_lists_the_thirteen_names() -> None:
     assert set(FORMATS) == {
         "contextfold-session-1",
         "mini-swe-agent",
@@ -41,6 +41,7 @@ def test_formats_lists_the_twelve_names() -> None:
         "moatless",
         "openhands",
         "tau-bench",
+        "chat-messages",
         "claude-code",
         "claude-stream-json",
         "codex-exec",

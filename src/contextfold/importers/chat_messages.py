@@ -1,0 +1,183 @@
+"""Plain chat logs: the messages of a chat API, as a program or a person saved them.
+
+Three layouts, one conversation per file:
+
+- a JSON object holding the list, as a request body has it: ``messages``
+  (beside it, optionally, ``system`` and ``tools``) or an OpenAI Responses
+  ``input`` list (beside it ``instructions`` and ``tools``);
+- a bare JSON array of messages (Cline's ``api_conversation_history.json``);
+- JSON Lines, one message per line.
+
+The messages are in one provider's shape, decided per file from the messages
+themselves (:func:`wire_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
+Chat Completions, content blocks ``tool_use`` / ``tool_result`` / ``thinking``
+are Anthropic Messages, typed items (``function_call``, ``input_text`` parts)
+are OpenAI Responses; plain text messages fit every shape and are read as
+OpenAI Chat. Each message is read by that provider's adapter, the one reader
+of its format; this module reads only the layout around them.
+
+A message's time, where a recorder added one (``timestamp``, ``created_at``,
+``ts``, ``time``: ISO 8601, unix seconds or milliseconds), becomes
+``Item.timestamp`` and is not passed to the adapter. A message whose role is
+not a chat role (``exit``, a recorder's own bookkeeping) is skipped and counted
+in ``Header.meta["unknown_records"]``. ``Header.meta["wire"]`` names the shape
+read, ``meta["model"]`` the request's ``model`` where there is one.
+
+This importer is the last JSON one tried, so every format with keys of its own
+(mini-swe-agent's ``trajectory_format``, tau-bench's ``traj``...) is read by
+its own importer first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..conversation import Conversation, JSONObject
+from ._common import ConversationBuilder, Source, kind_of, read_wire, tool_specs, unix_time
+
+FORMAT = "chat-messages"
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+TIME_KEYS = ("timestamp", "created_at", "ts", "time")
+"""Keys recorders add to a message for when it was written: not the provider's, never passed to the adapter."""
+
+RESPONSES_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "reasoning",
+        "local_shell_call",
+        "local_shell_call_output",
+    }
+)
+"""Responses ``input`` item types: a record with one of these and no role is a Responses item."""
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document", "search_result"}
+)
+OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
+OPENAI, ANTHROPIC, RESPONSES = "openai", "anthropic", "responses"
+
+_MILLISECONDS = 10**11
+"""A number of seconds past this is a year after 5000: a recorder that counts milliseconds (Cline's ``ts``)."""
+
+
+def matches(source: Source) -> bool:
+    doc = source.document
+    if isinstance(doc, dict):
+        if "messages" in doc or "input" in doc:
+            return _starts_like_messages(doc.get("messages", doc.get("input")))
+        return _is_message(doc)  # one line of JSON Lines
+    if isinstance(doc, list):
+        return _starts_like_messages(doc)
+    return doc is None and source.json_error is not None and _is_message(source.first_record)
+
+
+def _starts_like_messages(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and _is_message(value[0])
+
+
+def _is_message(value: object) -> bool:
+    """A chat message (a string role) or a Responses item (a known type)."""
+    if not isinstance(value, Mapping):
+        return False
+    return isinstance(value.get("role"), str) or _type(value) in RESPONSES_ITEMS
+
+
+def _type(value: object) -> str | None:
+    """A message's or a part's ``type`` when it is a string (anything else is for the adapter to refuse)."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def load(source: Source) -> list[Conversation]:
+    doc = source.document
+    if isinstance(doc, list) or (isinstance(doc, dict) and ("messages" in doc or "input" in doc)):
+        return [_load_document(source, source.require_document(list if isinstance(doc, list) else dict))]
+    messages = [(f"line {number}", record) for number, record in source.records()]
+    return [_read(source, messages, wire_of(record for _, record in messages), {})]
+
+
+def _load_document(source: Source, doc: Any) -> Conversation:
+    if isinstance(doc, list):
+        return _read(source, [(f"$[{i}]", m) for i, m in enumerate(doc)], wire_of(doc), {})
+    key = "messages" if "messages" in doc else "input"
+    listed = doc[key]
+    if not isinstance(listed, list):
+        raise source.error(f"$.{key}", f"expected a list of messages, found a {type(listed).__name__}")
+    wire = RESPONSES if key == "input" else wire_of(listed)
+    return _read(source, [(f"$.{key}[{i}]", m) for i, m in enumerate(listed)], wire, doc)
+
+
+def wire_of(messages: Iterable[object]) -> str:
+    """The provider shape of a file's messages: the first message that shows one decides (default OpenAI Chat)."""
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if "tool_calls" in message or "tool_call_id" in message or message.get("role") == "tool":
+            return OPENAI
+        if "role" not in message and _type(message) in RESPONSES_ITEMS:
+            return RESPONSES
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            kind = _type(part)
+            if kind in ANTHROPIC_BLOCKS or (kind == "image" and isinstance(part, Mapping) and "source" in part):
+                return ANTHROPIC
+            if kind in RESPONSES_PARTS:
+                return RESPONSES
+            if kind in OPENAI_PARTS:
+                return OPENAI
+    return OPENAI
+
+
+def _read(source: Source, messages: list[tuple[str, Any]], wire: str, request: Mapping[str, Any]) -> Conversation:
+    model = request.get("model")
+    builder = ConversationBuilder(
+        source, f"{source.name}:0", {"format": FORMAT, "wire": wire, "model": model if isinstance(model, str) else None}
+    )
+    _read_request_fields(builder, request)
+    responses = 0  # Responses items of one response arrive one by one: consecutive assistant ones are one item
+    for where, message in messages:
+        if not isinstance(message, Mapping):
+            raise source.error(where, "a message must be an object")
+        role = kind_of(source, message, "role", where)
+        if role is not None and role not in CHAT_ROLES:
+            builder.skip_unknown(f"role {role}")
+            continue
+        timestamp = next((t for t in _times(message) if t is not None), None)
+        wire_message = {key: value for key, value in message.items() if key not in TIME_KEYS}
+        for item in read_wire(builder, wire, [wire_message], where):
+            response_id = None
+            if wire == RESPONSES and item.role == "assistant":  # the writer derives one response's segments itself
+                item = replace(item, meta={k: v for k, v in item.meta.items() if k != "segments"})
+                response_id = f"response{responses}"
+            responses += item.role != "assistant"
+            builder.add_item(item, where, timestamp, response_id=response_id)
+    return builder.build()
+
+
+def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any]) -> None:
+    """What a request body holds beside its messages: the system prompt (``system``, Responses'
+    ``instructions``) and the tool definitions."""
+    for key in ("system", "instructions"):
+        prompt = request.get(key)
+        if isinstance(prompt, str):
+            builder.add_system(prompt)
+        elif prompt is not None:  # Anthropic's list of text blocks, read by its adapter
+            for item in read_wire(builder, ANTHROPIC, [], f"$.{key}", system=prompt):
+                builder.add_item(item, f"$.{key}")
+    if request.get("tools") is not None:
+        builder.tools = tool_specs(request["tools"])
+
+
+def _times(message: JSONObject) -> Iterator[float | None]:
+    """The message's recorded times, in :data:`TIME_KEYS` order (milliseconds read as such)."""
+    for key in TIME_KEYS:
+        value = message.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _MILLISECONDS < abs(value) < 1e300:
+            value = value / 1000  # bounded: an integer of 400 digits has no float quotient
+        yield unix_time(value)
