@@ -235,6 +235,28 @@ def test_swe_agent_function_calling_history(tmp_path: Path) -> None:
     assert conversation[1].tool_calls[0].id == "f1"
 
 
+
+@pytest.mark.parametrize("trajectory", ["absent", None, []])
+def test_swe_agent_history_alone_is_read(tmp_path: Path, trajectory: Any) -> None:
+    """A .traj saved without its steps (or a history exported alone): the history is the chat; old
+    thought-action histories pair an action with the next user message, as the referee reads them."""
+    history = [
+        {"role": "system", "content": "SETTING", "agent": "primary"},
+        {"role": "user", "content": "DEMO", "agent": "primary", "is_demo": True},
+        {"role": "user", "content": "ISSUE", "agent": "primary"},
+        {"role": "assistant", "content": "look\n```\nls\n```", "thought": "look", "action": "ls\n"},
+        {"role": "user", "content": "a.py"},
+    ]
+    doc = {"history": history} if trajectory == "absent" else {"history": history, "trajectory": trajectory}
+    path = write(tmp_path, "h.traj", doc)
+    assert detect(path) == "swe-agent"
+    (conversation,) = load(path)
+    assert conversation.validate() == []
+    assert [item.kind for item in conversation] == ["user", "user", "tool_call", "tool_result"]
+    assert conversation[0].meta["is_demo"] is True and "extra" not in conversation[0].meta
+    assert conversation[2].tool_calls == (ToolCall("swe-step-0", "bash", {"command": "ls\n"}),)
+    assert conversation[3].tool_result.text == "a.py"
+
 # --------------------------------------------------------------------------- moatless and OpenHands
 
 
