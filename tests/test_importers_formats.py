@@ -137,6 +137,15 @@ def test_mini_swe_agent_exit_without_open_call_is_skipped_and_counted(tmp_path: 
     assert len(conversation) == 3 and conversation.header.meta["skipped"] == {"exit": 1}
 
 
+def test_mini_swe_agent_role_not_known_yet_is_skipped_and_counted(tmp_path: Path) -> None:
+    """A newer version's bookkeeping message (a role no chat has) is counted, not a refusal of the run."""
+    note = {"role": "checkpoint", "content": "step 2", "extra": {"timestamp": 1.0}}
+    messages = [*MINI["messages"][:2], note, *MINI["messages"][2:4]]
+    (conversation,) = load(write(tmp_path, "run.traj.json", {**MINI, "messages": messages}))
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result"]
+    assert conversation.header.meta["unknown_records"] == {"role checkpoint": 1}
+
+
 def test_mini_swe_agent_result_without_call_names_the_message(tmp_path: Path) -> None:
     messages = MINI["messages"][:2] + [{"role": "tool", "tool_call_id": "ghost", "content": "?"}]
     with pytest.raises(SessionFormatError) as caught:
@@ -361,11 +370,18 @@ def test_openhands_groups_parallel_actions(tmp_path: Path) -> None:
     assert (dangling.kind, dangling.call_id) == ("unanswered_call", "c3")
 
 
-def test_openhands_unknown_event_kind_is_an_error(tmp_path: Path) -> None:
-    events = [openhands_action("e1", "c1", "r1"), {"kind": "MysteryEvent", "id": "z", "source": "agent"}]
-    with pytest.raises(SessionFormatError) as caught:
-        load(write(tmp_path, "traj.json", events), format="openhands")
-    assert caught.value.location == "$[1].kind"
+def test_openhands_event_kind_not_known_yet_is_skipped_and_counted(tmp_path: Path) -> None:
+    """A newer SDK's event kind, even first in the file, neither hides the format nor refuses the file."""
+    new = {"kind": "TokenEvent", "id": "z", "timestamp": "2025-10-30T13:30:01", "source": "agent", "tokens": [1]}
+    events = [new, openhands_action("e1", "c1", "r1"), openhands_observation("c1", "ok"), new]
+    path = write(tmp_path, "traj.json", events)
+    assert detect(path) == "openhands"
+    (conversation,) = load(path)
+    assert [item.kind for item in conversation] == ["tool_call", "tool_result"]
+    assert conversation.header.meta["unknown_records"] == {"TokenEvent": 2}
+    with pytest.raises(SessionFormatError) as caught:  # a known event that is malformed still raises
+        load(write(tmp_path, "bad.json", [*events, {**openhands_observation("c2", "x"), "tool_call_id": 5}]))
+    assert caught.value.location.startswith("$[4]")
 
 
 # --------------------------------------------------------------------------- Claude Code
@@ -668,6 +684,18 @@ def test_codex_exec_events(tmp_path: Path) -> None:
     assert [v.kind for v in second.validate()] == ["unanswered_call"]
 
 
+def test_codex_exec_item_type_not_known_yet_is_skipped_and_counted(tmp_path: Path) -> None:
+    """A newer Codex's item type (here ``image_view``) is counted, not a refusal of the whole log."""
+    events = [
+        {"type": "thread.started", "thread_id": "th1"},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "image_view", "path": "/w/a.png"}},
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "Seen."}},
+    ]
+    (conversation,) = load(write(tmp_path, "exec.jsonl", events))
+    assert [item.text for item in conversation] == ["Seen."]
+    assert conversation.header.meta["unknown_records"] == {"item/image_view": 1}
+
+
 def test_codex_exec_todo_items_or_changes_that_are_not_a_list_are_a_typed_error(tmp_path: Path) -> None:
     """Found by fuzzing (seed 7): a todo_list whose ``items`` was a number raised a raw TypeError."""
     events = [{"type": "thread.started", "thread_id": "th1"},
@@ -751,9 +779,23 @@ def test_codex_tui_recording(tmp_path: Path) -> None:
         "app_event": 1,
         "exec_command_output_delta": 1,
     }
-    with pytest.raises(SessionFormatError) as caught:
-        load(write(tmp_path, "odd.jsonl", [*records, {"ts": "x", "dir": "to_tui", "kind": "hologram"}]))
-    assert caught.value.location == f"line {len(records) + 1}"
+
+
+def test_codex_tui_record_kinds_and_events_not_known_yet_are_skipped_and_counted(tmp_path: Path) -> None:
+    """A newer Codex's records (here a ``paste_event`` kind, a ``plan_update`` event) are counted, not refused."""
+    records = [
+        codex({"type": "session_configured", "session_id": "sess", "model": "gpt-5-codex"}),
+        {"ts": "2025-08-09T15:51:05.1Z", "dir": "from_tui", "kind": "paste_event", "text": "x"},
+        codex({"type": "plan_update", "explanation": None, "plan": [{"step": "look", "status": "in_progress"}]}),
+        codex({"type": "exec_command_begin", "call_id": "c1", "command": ["ls"], "cwd": "/w"}),
+        codex({"type": "exec_command_end", "call_id": "c1", "stdout": "a", "exit_code": 0}),
+    ]
+    (conversation,) = load(write(tmp_path, "newer.jsonl", records))
+    assert [item.kind for item in conversation] == ["tool_call", "tool_result"]
+    assert conversation.header.meta["unknown_records"] == {"event/plan_update": 1, "kind/paste_event": 1}
+    with pytest.raises(SessionFormatError) as caught:  # a known event that is malformed still raises
+        load(write(tmp_path, "bad.jsonl", [*records, codex({"type": "exec_command_end", "stdout": "b"})]))
+    assert caught.value.location.startswith(f"line {len(records) + 1}")
 
 
 # --------------------------------------------------------------------------- aider

@@ -35,10 +35,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..conversation import Conversation, JSONObject
-from ._common import ConversationBuilder, Source, kind_of, read_wire, tool_specs, unix_time
+from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, tool_specs, unix_time
 
 FORMAT = "chat-messages"
-CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 TIME_KEYS = ("timestamp", "created_at", "ts", "time")
 """Keys recorders add to a message for when it was written: not the provider's, never passed to the adapter."""
 
