@@ -51,7 +51,8 @@ def test_an_openai_request_body_is_read_with_its_system_tools_and_model(tmp_path
     (conversation,) = load(path)
     assert conversation.validate() == [] and conversation.header.system_text == "be brief"
     assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "assistant"]
-    assert conversation[1].tool_calls == (ToolCall("c1", "bash", {"command": "ls"}, '{"command": "ls"}', {"type": "function"}),)
+    ls = ToolCall("c1", "bash", {"command": "ls"}, '{"command": "ls"}', {"type": "function"})
+    assert conversation[1].tool_calls == (ls,)
     assert conversation.header.tools == (ToolSpec("bash", None, {"type": "object"}),)
     assert {k: conversation.header.meta[k] for k in ("format", "wire", "model")} == {
         "format": "chat-messages", "wire": "openai", "model": "gpt-4o"
@@ -123,3 +124,22 @@ def test_formats_with_keys_of_their_own_still_win(tmp_path: Path) -> None:
     mini = {"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": OPENAI_CHAT}
     assert detect(write(tmp_path, "mini.json", mini)) == "mini-swe-agent"
     assert detect(write(tmp_path, "tau.json", [{"task_id": 0, "traj": OPENAI_CHAT}])) == "tau-bench"
+
+
+def test_the_liberties_recorders_take_with_the_openai_shape_are_read(tmp_path: Path) -> None:
+    """tau2-bench style: a flat call with object arguments, a tool message naming its call by ``id``, an output
+    that is an object; and a tool output recorded as null."""
+    messages = [
+        {"role": "user", "content": "hi", "turn_idx": 0},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "name": "get_user", "arguments": {"user_id": "u1"}, "requestor": "assistant"},
+            {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": {}}},
+        ]},
+        {"role": "tool", "id": "c1", "content": {"name": "Ann"}, "requestor": "assistant", "error": False},
+        {"role": "tool", "tool_call_id": "c2", "content": None},
+    ]
+    (conversation,) = load(write(tmp_path, "simulation.json", {"messages": messages}))
+    assert conversation.validate() == []
+    calls = conversation[1].tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "get_user", {"user_id": "u1"}), ("c2", "ls", {})]
+    assert [conversation[i].tool_result.text for i in (2, 3)] == ['{"name": "Ann"}', ""]

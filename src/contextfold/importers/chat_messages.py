@@ -14,7 +14,11 @@ Chat Completions, content blocks ``tool_use`` / ``tool_result`` / ``thinking``
 are Anthropic Messages, typed items (``function_call``, ``input_text`` parts)
 are OpenAI Responses; plain text messages fit every shape and are read as
 OpenAI Chat. Each message is read by that provider's adapter, the one reader
-of its format; this module reads only the layout around them.
+of its format; this module reads only the layout around them, and the few
+liberties recorders take with the OpenAI Chat shape (:func:`as_sent`: a call
+without its ``function`` wrapper, arguments kept as an object, a tool output
+that is not text or names its call by ``id``) are put back into the wire's
+shape first.
 
 A message's time, where a recorder added one (``timestamp``, ``created_at``,
 ``ts``, ``time``: ISO 8601, unix seconds or milliseconds), becomes
@@ -30,6 +34,7 @@ its own importer first.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -149,6 +154,8 @@ def _read(source: Source, messages: list[tuple[str, Any]], wire: str, request: M
             continue
         timestamp = next((t for t in _times(message) if t is not None), None)
         wire_message = {key: value for key, value in message.items() if key not in TIME_KEYS}
+        if wire == OPENAI:
+            wire_message = as_sent(wire_message)
         for item in read_wire(builder, wire, [wire_message], where):
             response_id = None
             if wire == RESPONSES and item.role == "assistant":  # the writer derives one response's segments itself
@@ -157,6 +164,34 @@ def _read(source: Source, messages: list[tuple[str, Any]], wire: str, request: M
             responses += item.role != "assistant"
             builder.add_item(item, where, timestamp, response_id=response_id)
     return builder.build()
+
+
+def as_sent(message: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
+    ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
+    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
+    if message.get("role") == "tool" and "tool_call_id" not in message and isinstance(message.get("id"), str):
+        message = {**{k: v for k, v in message.items() if k != "id"}, "tool_call_id": message["id"]}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        message = {**message, "tool_calls": [_call_as_sent(call) for call in calls]}
+    content = message.get("content")
+    if message.get("role") == "tool" and not isinstance(content, (str, list)):
+        message = {**message, "content": "" if content is None else json.dumps(content, ensure_ascii=False)}
+    return message
+
+
+def _call_as_sent(call: object) -> object:
+    if not isinstance(call, Mapping):
+        return call  # the adapter names it
+    if "function" not in call and isinstance(call.get("name"), str):  # flat: {id, name, arguments}
+        own = {key: value for key, value in call.items() if key not in ("name", "arguments")}
+        wrapped = {"name": call["name"], "arguments": call.get("arguments")}
+        call = {**own, "type": call.get("type", "function"), "function": wrapped}
+    function = call.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("arguments"), (dict, list)):
+        call = {**call, "function": {**function, "arguments": json.dumps(function["arguments"], ensure_ascii=False)}}
+    return call
 
 
 def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any]) -> None:
