@@ -196,6 +196,14 @@ def test_tau_bench_one_conversation_per_result_and_reused_ids(tmp_path: Path) ->
     assert first[0].id != second[0].id  # ids are distinct across conversations of one file
 
 
+def test_tau_bench_results_without_task_ids_are_read(tmp_path: Path) -> None:
+    """A run's results saved with only their chats (no ``task_id``) are still tau-bench's."""
+    traj = [{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"}]
+    path = write(tmp_path, "results.json", [{"traj": traj, "reward": 1.0}, {"traj": traj}])
+    assert detect(path) == "tau-bench"
+    assert [c.header.meta.get("reward") for c in load(path)] == [1.0, None]
+
+
 def test_tau_bench_id_reused_while_open_is_an_error(tmp_path: Path) -> None:
     traj = [
         {"role": "assistant", "content": None, "tool_calls": [call("a", "x")]},
