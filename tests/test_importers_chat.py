@@ -143,3 +143,16 @@ def test_the_liberties_recorders_take_with_the_openai_shape_are_read(tmp_path: P
     calls = conversation[1].tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "get_user", {"user_id": "u1"}), ("c2", "ls", {})]
     assert [conversation[i].tool_result.text for i in (2, 3)] == ['{"name": "Ann"}', ""]
+
+
+def test_keys_a_recorder_adds_are_kept_out_of_the_wire(tmp_path: Path) -> None:
+    """A turn index, a cost, a raw response copy: not the API's, so never written back into a request."""
+    raw = {"choices": [{"message": {"content": "x" * 5000}}]}
+    messages = [
+        {"role": "user", "content": "hi", "turn_idx": 0},
+        {"role": "assistant", "content": "hello", "cost": 0.25, "raw_data": raw, "name": "agent"},
+    ]
+    (conversation,) = load(write(tmp_path, "chat.json", {"messages": messages}))
+    assert conversation[0].meta["recorded"] == {"turn_idx": 0} and "extra" not in conversation[0].meta
+    assert conversation[1].meta["recorded"] == {"cost": 0.25}  # the raw copy is too long to keep
+    assert conversation[1].meta["extra"] == {"name": "agent"}  # the API's own key rides to the writer

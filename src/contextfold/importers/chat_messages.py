@@ -9,7 +9,7 @@ Three layouts, one conversation per file:
 - JSON Lines, one message per line.
 
 The messages are in one provider's shape, decided per file from the messages
-themselves (:func:`wire_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
+themselves (:func:`shape_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
 Chat Completions, content blocks ``tool_use`` / ``tool_result`` / ``thinking``
 are Anthropic Messages, typed items (``function_call``, ``input_text`` parts)
 are OpenAI Responses; plain text messages fit every shape and are read as
@@ -22,7 +22,11 @@ shape first.
 
 A message's time, where a recorder added one (``timestamp``, ``created_at``,
 ``ts``, ``time``: ISO 8601, unix seconds or milliseconds), becomes
-``Item.timestamp`` and is not passed to the adapter. A message whose role is
+``Item.timestamp``. Other keys a recorder adds to a Chat Completions or
+Messages message (a turn index, a cost, a copy of the raw response) are not
+the API's, so they are not handed to the adapter, which would write them back
+into every request: their short scalar values are kept in
+``meta["recorded"]``, the rest left out. A message whose role is
 not a chat role (``exit``, a recorder's own bookkeeping) is skipped and counted
 in ``Header.meta["unknown_records"]``. ``Header.meta["wire"]`` names the shape
 read, ``meta["model"]`` the request's ``model`` where there is one.
@@ -35,12 +39,12 @@ its own importer first.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..conversation import Conversation, JSONObject
-from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, tool_specs, unix_time
+from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, small_scalars, tool_specs, unix_time
 
 FORMAT = "chat-messages"
 TIME_KEYS = ("timestamp", "created_at", "ts", "time")
@@ -64,7 +68,6 @@ ANTHROPIC_BLOCKS = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document", "search_result"}
 )
 OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
-OPENAI, ANTHROPIC, RESPONSES = "openai", "anthropic", "responses"
 
 _MILLISECONDS = 10**11
 """A number of seconds past this is a year after 5000: a recorder that counts milliseconds (Cline's ``ts``)."""
@@ -103,46 +106,45 @@ def load(source: Source) -> list[Conversation]:
     if isinstance(doc, list) or (isinstance(doc, dict) and ("messages" in doc or "input" in doc)):
         return [_load_document(source, source.require_document(list if isinstance(doc, list) else dict))]
     messages = [(f"line {number}", record) for number, record in source.records()]
-    return [_read(source, messages, wire_of(record for _, record in messages), {})]
+    return [_read(source, messages, shape_of(record for _, record in messages), {})]
 
 
 def _load_document(source: Source, doc: Any) -> Conversation:
     if isinstance(doc, list):
-        return _read(source, [(f"$[{i}]", m) for i, m in enumerate(doc)], wire_of(doc), {})
+        return _read(source, [(f"$[{i}]", m) for i, m in enumerate(doc)], shape_of(doc), {})
     key = "messages" if "messages" in doc else "input"
     listed = doc[key]
     if not isinstance(listed, list):
         raise source.error(f"$.{key}", f"expected a list of messages, found a {type(listed).__name__}")
-    wire = RESPONSES if key == "input" else wire_of(listed)
-    return _read(source, [(f"$.{key}[{i}]", m) for i, m in enumerate(listed)], wire, doc)
+    shape = RESPONSES if key == "input" else shape_of(listed)
+    return _read(source, [(f"$.{key}[{i}]", m) for i, m in enumerate(listed)], shape, doc)
 
 
-def wire_of(messages: Iterable[object]) -> str:
+def shape_of(messages: Iterable[object]) -> Shape:
     """The provider shape of a file's messages: the first message that shows one decides (default OpenAI Chat)."""
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         if "tool_calls" in message or "tool_call_id" in message or message.get("role") == "tool":
-            return OPENAI
+            return CHAT
         if "role" not in message and _type(message) in RESPONSES_ITEMS:
             return RESPONSES
         content = message.get("content")
         for part in content if isinstance(content, list) else ():
             kind = _type(part)
             if kind in ANTHROPIC_BLOCKS or (kind == "image" and isinstance(part, Mapping) and "source" in part):
-                return ANTHROPIC
+                return MESSAGES
             if kind in RESPONSES_PARTS:
                 return RESPONSES
             if kind in OPENAI_PARTS:
-                return OPENAI
-    return OPENAI
+                return CHAT
+    return CHAT
 
 
-def _read(source: Source, messages: list[tuple[str, Any]], wire: str, request: Mapping[str, Any]) -> Conversation:
+def _read(source: Source, messages: list[tuple[str, Any]], shape: Shape, request: Mapping[str, Any]) -> Conversation:
     model = request.get("model")
-    builder = ConversationBuilder(
-        source, f"{source.name}:0", {"format": FORMAT, "wire": wire, "model": model if isinstance(model, str) else None}
-    )
+    facts = {"format": FORMAT, "wire": shape.adapter, "model": model if isinstance(model, str) else None}
+    builder = ConversationBuilder(source, f"{source.name}:0", facts)
     _read_request_fields(builder, request)
     responses = 0  # Responses items of one response arrive one by one: consecutive assistant ones are one item
     for where, message in messages:
@@ -153,16 +155,19 @@ def _read(source: Source, messages: list[tuple[str, Any]], wire: str, request: M
             builder.skip_unknown(f"role {role}")
             continue
         timestamp = next((t for t in _times(message) if t is not None), None)
-        wire_message = {key: value for key, value in message.items() if key not in TIME_KEYS}
-        if wire == OPENAI:
-            wire_message = as_sent(wire_message)
-        for item in read_wire(builder, wire, [wire_message], where):
+        wire_message = shape.as_sent({key: value for key, value in message.items() if key not in TIME_KEYS})
+        recorded: dict[str, Any] = {}
+        if shape.message_keys is not None:
+            recorded = small_scalars({k: v for k, v in wire_message.items() if k not in shape.message_keys})
+            wire_message = {k: v for k, v in wire_message.items() if k in shape.message_keys}
+        meta = {"recorded": recorded} if recorded else None
+        for item in read_wire(builder, shape.adapter, [wire_message], where):
             response_id = None
-            if wire == RESPONSES and item.role == "assistant":  # the writer derives one response's segments itself
+            if shape.item_per_part and item.role == "assistant":  # the writer derives one response's segments itself
                 item = replace(item, meta={k: v for k, v in item.meta.items() if k != "segments"})
                 response_id = f"response{responses}"
             responses += item.role != "assistant"
-            builder.add_item(item, where, timestamp, response_id=response_id)
+            builder.add_item(item, where, timestamp, meta, response_id=response_id)
     return builder.build()
 
 
@@ -194,6 +199,31 @@ def _call_as_sent(call: object) -> object:
     return call
 
 
+@dataclass(frozen=True)
+class Shape:
+    """One API's messages as a chat log holds them."""
+
+    adapter: str
+    """The name of the adapter that reads them."""
+    message_keys: frozenset[str] | None
+    """The keys of a message the API defines, the rest being the recorder's; ``None``: every key is handed to the
+    adapter (a Responses item's keys depend on its type)."""
+    item_per_part: bool = False
+    """A response is one item per part (Responses): consecutive assistant items are one response."""
+    as_sent: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    """A message as recorders write it, in the API's own shape."""
+
+
+CHAT = Shape(
+    "openai",
+    frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",
+               "reasoning_content"}),  # reasoning_content: DeepSeek's, which the adapter reads as thinking
+    as_sent=as_sent,
+)
+MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
+RESPONSES = Shape("responses", None, item_per_part=True)
+
+
 def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any]) -> None:
     """What a request body holds beside its messages: the system prompt (``system``, Responses'
     ``instructions``) and the tool definitions."""
@@ -202,7 +232,7 @@ def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any
         if isinstance(prompt, str):
             builder.add_system(prompt)
         elif prompt is not None:  # Anthropic's list of text blocks, read by its adapter
-            for item in read_wire(builder, ANTHROPIC, [], f"$.{key}", system=prompt):
+            for item in read_wire(builder, MESSAGES.adapter, [], f"$.{key}", system=prompt):
                 builder.add_item(item, f"$.{key}")
     if request.get("tools") is not None:
         builder.tools = tool_specs(request["tools"])
