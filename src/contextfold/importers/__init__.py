@@ -35,6 +35,7 @@ from ..errors import UnknownSessionFormat
 from ..usage import Usage
 from . import (
     aider,
+    chat_messages,
     claude_code,
     claude_stream,
     codex_exec,
@@ -68,6 +69,7 @@ _IMPORTERS: tuple[Importer, ...] = (
     moatless,
     openhands,
     tau_bench,
+    chat_messages,
     claude_code,
     claude_stream,
     codex_rollout,
@@ -75,7 +77,8 @@ _IMPORTERS: tuple[Importer, ...] = (
     codex_tui,
     aider,
 )
-"""In detection order: JSON documents, then JSON Lines, then the text formats (logs last, they parse most)."""
+"""In detection order: JSON documents (plain chat messages last: every format with keys of its own first), then
+JSON Lines, then the text formats (logs last, they parse most)."""
 
 FORMATS: tuple[str, ...] = tuple(module.FORMAT for module in _IMPORTERS)
 """The format names ``load(format=...)`` accepts."""

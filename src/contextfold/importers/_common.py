@@ -53,6 +53,10 @@ from ._source import Source as Source
 
 log = logging.getLogger("contextfold.importers")
 
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+"""The roles of a chat message in any provider's shape: a recorded message with another role (mini-swe-agent's
+``exit``, a newer recorder's own) is the recording's bookkeeping, not a turn of the chat."""
+
 MAX_EXTRA_CHARS = 300
 """Longest string kept in ``ToolResult.extra``; longer values duplicate the content and stay out."""
 

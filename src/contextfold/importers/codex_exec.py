@@ -19,7 +19,9 @@ items are one model response and share an assistant item.
   events and items go to ``Header.meta["errors"]``.
 
 A command started but never completed (the log ends) is kept as a call
-without result.
+without result. An item type not listed here (a newer Codex) is skipped and
+counted in ``Header.meta["unknown_records"]`` (``item/<type>``) with a
+warning, never a refusal of the log.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class _Threads(hive_mind_log.AgentLog):
                 item_id, _output(item), where, True if item.get("status") == "failed" else None, timestamp, extra
             )
         else:
-            raise self.source.error(f"{where}.item.type", f"unknown codex item type {kind!r}")
+            builder.skip_unknown(f"item/{kind}")
 
     def _call(self, item: Mapping[str, Any], where: str) -> ToolCall:
         kind = item.get("type")

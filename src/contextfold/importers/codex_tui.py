@@ -19,12 +19,16 @@ streamed deltas of messages and command output. Those are skipped by design
   when the patch failed;
 - ``token_count``: the usage of the response it follows, on its assistant item.
 
-An unknown record kind or event type raises, so new content is noticed.
+A record kind or event type not listed here (a newer Codex) is skipped and
+counted in ``Header.meta["unknown_records"]`` (``kind/<kind>``,
+``event/<type>``) with a warning, never a refusal of the recording; a known
+event that is malformed still raises.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +55,20 @@ SCREEN_EVENTS = frozenset(
         "get_history_entry_response",
     }
 )
+CONVERSATION_EVENTS = frozenset(
+    {
+        "agent_reasoning",
+        "agent_message",
+        "exec_command_begin",
+        "patch_apply_begin",
+        "exec_command_end",
+        "patch_apply_end",
+        "token_count",
+        "error",
+        "stream_error",
+    }
+)
+"""The events the conversation is made of (``session_configured`` opens one)."""
 _KEY = re.compile(
     r"code: (?:Char\('((?:\\.|[^'\\])+)'\)|(\w+)(?:\([^)]*\))?), modifiers: KeyModifiers\(([^)]*)\), kind: (\w+)"
 )
@@ -108,7 +126,9 @@ class _Recording:
         self.defaults: dict[str, JSONValue] = {}
         self.pending_prompts: list[tuple[str, float | None]] = []
         self.composer = _Composer()
-        self.noise: dict[str, int] = {}
+        self.noise: Counter[str] = Counter()
+        """Records skipped before the first session opened, counted into it when it does."""
+        self.unknown: Counter[str] = Counter()
 
     def run(self) -> list[Conversation]:
         for number, record in self.source.records():
@@ -127,7 +147,7 @@ class _Recording:
             elif kind in SCREEN_KINDS:
                 self._skip(kind)
             else:
-                raise self.source.error(where, f"unknown record kind {kind!r}")
+                self._skip_unknown(f"kind/{kind}")
         if self.pending_prompts:  # typed, but no session ever started
             self._open({})
         return [builder.build() for builder in self.opened]
@@ -136,7 +156,13 @@ class _Recording:
         if self.opened:
             self.opened[-1].skip(what)
         else:
-            self.noise[what] = self.noise.get(what, 0) + 1
+            self.noise[what] += 1
+
+    def _skip_unknown(self, what: str) -> None:
+        if self.opened:
+            self.opened[-1].skip_unknown(what)
+        else:
+            self.unknown[what] += 1
 
     def _prompt(self, text: str, timestamp: float | None) -> None:
         if self.opened:
@@ -149,7 +175,8 @@ class _Recording:
         meta.update({k: event[k] for k in ("session_id", "model", "reasoning_effort") if k in event})
         builder = ConversationBuilder(self.source, f"{self.source.name}:{len(self.opened)}", meta)
         builder.skipped.update(self.noise)
-        self.noise = {}
+        builder.unknown.update(self.unknown)
+        self.noise, self.unknown = Counter(), Counter()
         self.opened.append(builder)
         for text, timestamp in self.pending_prompts:
             builder.add_user([Text(text)], timestamp)
@@ -162,6 +189,9 @@ class _Recording:
             return
         if kind in SCREEN_EVENTS:
             self._skip(str(kind))
+            return
+        if kind not in CONVERSATION_EVENTS:
+            self._skip_unknown(f"event/{kind}")
             return
         if not self.opened:
             self._open({})
@@ -181,10 +211,8 @@ class _Recording:
         elif kind == "token_count":
             if not builder.set_usage(codex_usage(msg)):
                 builder.skip("token_count_unattached")
-        elif kind in ("error", "stream_error"):
+        else:  # error, stream_error
             builder.meta.setdefault("errors", []).append(msg.get("message"))
-        else:
-            raise self.source.error(f"{where}.payload.msg.type", f"unknown codex event type {kind!r}")
 
 
 def _call(source: Source, msg: JSONObject, where: str) -> ToolCall:

@@ -15,7 +15,9 @@ submission). So when the last call is still open, the exit message is that
 call's result (``extra["exit_status"]``); otherwise it answers nothing the
 model saw and only its ``exit_status`` is kept, in ``Header.meta``.
 FormatError feedback (``role: "user"`` with ``extra.interrupt_type``) is an
-ordinary user item with ``meta["interrupt_type"]``.
+ordinary user item with ``meta["interrupt_type"]``. A message of another role
+(a newer version's bookkeeping) is skipped and counted in
+``Header.meta["unknown_records"]``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Mapping
 from ..adapters import adapter_for
 from ..conversation import Conversation, JSONObject, JSONValue
 from . import _openai_messages
-from ._common import ConversationBuilder, Source, field_of, object_at, unix_time
+from ._common import CHAT_ROLES, ConversationBuilder, Source, field_of, kind_of, object_at, unix_time
 
 FORMAT = "mini-swe-agent"
 OWN_KEYS = ("extra", "provider_specific_fields")
@@ -66,8 +68,12 @@ def load(source: Source) -> list[Conversation]:
             raise source.error(where, "a message must be an object")
         extra = object_at(message, "extra")
         timestamp = unix_time(extra.get("timestamp"))
-        if message.get("role") == "exit":
+        role = kind_of(source, message, "role", where)
+        if role == "exit":
             _add_exit(builder, message, extra, where, timestamp)
+            continue
+        if role is not None and role not in CHAT_ROLES:
+            builder.skip_unknown(f"role {role}")
             continue
         meta: dict[str, JSONValue] = {}
         if message.get("role") == "assistant":

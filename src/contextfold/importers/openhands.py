@@ -14,8 +14,10 @@
 - ``AgentErrorEvent`` / ``UserRejectObservation``: an error result for the call.
 
 Bookkeeping events (``ConversationStateUpdateEvent``, ``PauseEvent``,
-condensation requests and markers) are counted in ``meta["skipped"]``; any
-other kind is an error, so a new event type cannot vanish unnoticed.
+condensation requests and markers) are counted in ``meta["skipped"]``; a kind
+not listed here (a newer SDK) is skipped and counted in
+``meta["unknown_records"]`` with a warning, never a refusal of the file, and
+is no obstacle to detection while a known kind follows it.
 Timestamps are ISO without zone, read as UTC.
 """
 
@@ -35,13 +37,21 @@ BOOKKEEPING = frozenset(
 )
 
 
+LEADING_EVENTS = 10
+"""How far detection looks for a known kind past leading events of kinds not known yet."""
+
+
 def matches(source: Source) -> bool:
+    """An array of events (a string ``kind`` and a ``source``), one of the leading ones of a known kind."""
     doc = source.document
     first = doc[0] if isinstance(doc, list) and doc else None
-    if not isinstance(first, dict):
+    if not isinstance(first, dict) or not isinstance(first.get("kind"), str) or "source" not in first:
         return False
-    kind = first.get("kind")
-    return isinstance(kind, str) and kind in EVENT_KINDS | BOOKKEEPING and "source" in first
+    return any(isinstance(event, dict) and _known(event.get("kind")) for event in doc[:LEADING_EVENTS])
+
+
+def _known(kind: object) -> bool:
+    return isinstance(kind, str) and kind in EVENT_KINDS | BOOKKEEPING
 
 
 def load(source: Source) -> list[Conversation]:
@@ -69,7 +79,7 @@ def load(source: Source) -> list[Conversation]:
         elif kind in BOOKKEEPING:
             builder.skip(kind)
         else:
-            raise source.error(f"{where}.kind", f"unknown OpenHands event kind {kind!r}")
+            builder.skip_unknown(kind or "(no kind)")
     return [builder.build()]
 
 

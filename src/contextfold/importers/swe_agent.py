@@ -2,7 +2,9 @@
 
 One JSON object ``{environment, trajectory, history, info}``. ``history`` is
 the chat as the model saw it, so it makes the items; ``trajectory`` (one entry
-per step) supplies what the history lacks:
+per step) supplies what the history lacks, and a file without it (or with an
+empty one: a run saved before its first step was logged, a history exported on
+its own) is read from the history alone:
 
 - Function-calling runs have assistant ``tool_calls`` and ``role: "tool"``
   observations with ``tool_call_ids``: converted as they are.
@@ -17,7 +19,9 @@ per step) supplies what the history lacks:
 
 ``trajectory[n].execution_time`` (seconds), where present, goes into the n-th
 result's ``meta["facts"]["execution_time_s"]``. The per-step ``messages`` copies of
-the whole prompt (newer files) are redundant and ignored. There are no
+the whole prompt (newer files) are redundant and ignored. A worked demonstration
+in the history (a ``user`` message with ``is_demo``) is marked
+``meta["is_demo"]``. There are no
 wall-clock timestamps.
 """
 
@@ -32,19 +36,23 @@ from ._common import ConversationBuilder, Source, field_of, object_at, text_bloc
 
 FORMAT = "swe-agent"
 SHELL_TOOL = "bash"
-OWN_KEYS = ("agent", "message_type", "thought", "action", "tool_call_ids")
+OWN_KEYS = ("agent", "message_type", "thought", "action", "tool_call_ids", "is_demo")
 """History keys that are SWE-agent's, not the chat's."""
 
 
 def matches(source: Source) -> bool:
+    """A ``history`` of messages, with a ``trajectory`` list beside it or none."""
     doc = source.document
-    return isinstance(doc, dict) and isinstance(doc.get("trajectory"), list) and isinstance(doc.get("history"), list)
+    if not isinstance(doc, dict) or not isinstance(doc.get("trajectory") or [], list):
+        return False
+    history = doc.get("history")
+    return isinstance(history, list) and (not history or (isinstance(history[0], Mapping) and "role" in history[0]))
 
 
 def load(source: Source) -> list[Conversation]:
     doc = source.require_document(dict)
     history = field_of(source, doc, "history", list, "$")
-    steps = field_of(source, doc, "trajectory", list, "$")
+    steps = field_of(source, doc, "trajectory", list, "$") if doc.get("trajectory") is not None else []
     info = object_at(doc, "info")
     builder = ConversationBuilder(
         source, f"{source.name}:0", {"format": FORMAT, "exit_status": info.get("exit_status")}
@@ -67,7 +75,8 @@ def load(source: Source) -> list[Conversation]:
         elif role == "user" and open_calls and open_calls[-1].startswith("swe-step-"):
             _add_observation(builder, message, open_calls[-1:], _step_facts(steps, actions - 1), where)
         else:
-            _openai_messages.add_message(builder, message, where, own_keys=OWN_KEYS)
+            demo = {"is_demo": True} if message.get("is_demo") is True else None
+            _openai_messages.add_message(builder, message, where, meta=demo, own_keys=OWN_KEYS)
         actions += role == "assistant"
     _answer_last_step(builder, steps, actions)
     return [builder.build()]

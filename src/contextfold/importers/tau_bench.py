@@ -20,8 +20,9 @@ FORMAT = "tau-bench"
 
 
 def matches(source: Source) -> bool:
+    """An array of results, the first with a ``traj`` list (``task_id`` and the rest may be missing)."""
     doc = source.document
-    return bool(doc) and isinstance(doc, list) and isinstance(doc[0], dict) and "traj" in doc[0] and "task_id" in doc[0]
+    return bool(doc) and isinstance(doc, list) and isinstance(doc[0], dict) and isinstance(doc[0].get("traj"), list)
 
 
 def load(source: Source) -> list[Conversation]:

@@ -1,0 +1,247 @@
+"""Plain chat logs: the messages of a chat API, as a program or a person saved them.
+
+Three layouts, one conversation per file:
+
+- a JSON object holding the list, as a request body has it: ``messages``
+  (beside it, optionally, ``system`` and ``tools``) or an OpenAI Responses
+  ``input`` list (beside it ``instructions`` and ``tools``);
+- a bare JSON array of messages (Cline's ``api_conversation_history.json``);
+- JSON Lines, one message per line.
+
+The messages are in one provider's shape, decided per file from the messages
+themselves (:func:`shape_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
+Chat Completions, content blocks ``tool_use`` / ``tool_result`` / ``thinking``
+are Anthropic Messages, typed items (``function_call``, ``input_text`` parts)
+are OpenAI Responses; plain text messages fit every shape and are read as
+OpenAI Chat. Each message is read by that provider's adapter, the one reader
+of its format; this module reads only the layout around them, and the few
+liberties recorders take with the OpenAI Chat shape (:func:`as_sent`: a call
+without its ``function`` wrapper, arguments kept as an object, a tool output
+that is not text or names its call by ``id``) are put back into the wire's
+shape first.
+
+A message's time, where a recorder added one (``timestamp``, ``created_at``,
+``ts``, ``time``: ISO 8601, unix seconds or milliseconds), becomes
+``Item.timestamp``. Other keys a recorder adds to a Chat Completions or
+Messages message (a turn index, a cost, a copy of the raw response) are not
+the API's, so they are not handed to the adapter, which would write them back
+into every request: their short scalar values are kept in
+``meta["recorded"]``, the rest left out. A message whose role is
+not a chat role (``exit``, a recorder's own bookkeeping) is skipped and counted
+in ``Header.meta["unknown_records"]``. ``Header.meta["wire"]`` names the shape
+read, ``meta["model"]`` the request's ``model`` where there is one.
+
+This importer is the last JSON one tried, so every format with keys of its own
+(mini-swe-agent's ``trajectory_format``, tau-bench's ``traj``...) is read by
+its own importer first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..conversation import Conversation, JSONObject
+from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, small_scalars, tool_specs, unix_time
+
+FORMAT = "chat-messages"
+TIME_KEYS = ("timestamp", "created_at", "ts", "time")
+"""Keys recorders add to a message for when it was written: not the provider's, never passed to the adapter."""
+
+RESPONSES_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "reasoning",
+        "local_shell_call",
+        "local_shell_call_output",
+    }
+)
+"""Responses ``input`` item types: a record with one of these and no role is a Responses item."""
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document", "search_result"}
+)
+OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
+
+_MILLISECONDS = 10**11
+"""A number of seconds past this is a year after 5000: a recorder that counts milliseconds (Cline's ``ts``)."""
+
+
+def matches(source: Source) -> bool:
+    doc = source.document
+    if isinstance(doc, dict):
+        if "messages" in doc or "input" in doc:
+            return _starts_like_messages(doc.get("messages", doc.get("input")))
+        return _is_message(doc)  # one line of JSON Lines
+    if isinstance(doc, list):
+        return _starts_like_messages(doc)
+    return doc is None and source.json_error is not None and _is_message(source.first_record)
+
+
+def _starts_like_messages(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and _is_message(value[0])
+
+
+def _is_message(value: object) -> bool:
+    """A chat message (a string role) or a Responses item (a known type)."""
+    if not isinstance(value, Mapping):
+        return False
+    return isinstance(value.get("role"), str) or _type(value) in RESPONSES_ITEMS
+
+
+def _type(value: object) -> str | None:
+    """A message's or a part's ``type`` when it is a string (anything else is for the adapter to refuse)."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def load(source: Source) -> list[Conversation]:
+    doc = source.document
+    if isinstance(doc, list) or (isinstance(doc, dict) and ("messages" in doc or "input" in doc)):
+        return [_load_document(source, source.require_document(list if isinstance(doc, list) else dict))]
+    messages = [(f"line {number}", record) for number, record in source.records()]
+    return [_read(source, messages, shape_of(record for _, record in messages), {})]
+
+
+def _load_document(source: Source, doc: Any) -> Conversation:
+    if isinstance(doc, list):
+        return _read(source, [(f"$[{i}]", m) for i, m in enumerate(doc)], shape_of(doc), {})
+    key = "messages" if "messages" in doc else "input"
+    listed = doc[key]
+    if not isinstance(listed, list):
+        raise source.error(f"$.{key}", f"expected a list of messages, found a {type(listed).__name__}")
+    shape = RESPONSES if key == "input" else shape_of(listed)
+    return _read(source, [(f"$.{key}[{i}]", m) for i, m in enumerate(listed)], shape, doc)
+
+
+def shape_of(messages: Iterable[object]) -> Shape:
+    """The provider shape of a file's messages: the first message that shows one decides (default OpenAI Chat)."""
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if "tool_calls" in message or "tool_call_id" in message or message.get("role") == "tool":
+            return CHAT
+        if "role" not in message and _type(message) in RESPONSES_ITEMS:
+            return RESPONSES
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            kind = _type(part)
+            if kind in ANTHROPIC_BLOCKS or (kind == "image" and isinstance(part, Mapping) and "source" in part):
+                return MESSAGES
+            if kind in RESPONSES_PARTS:
+                return RESPONSES
+            if kind in OPENAI_PARTS:
+                return CHAT
+    return CHAT
+
+
+def _read(source: Source, messages: list[tuple[str, Any]], shape: Shape, request: Mapping[str, Any]) -> Conversation:
+    model = request.get("model")
+    facts = {"format": FORMAT, "wire": shape.adapter, "model": model if isinstance(model, str) else None}
+    builder = ConversationBuilder(source, f"{source.name}:0", facts)
+    _read_request_fields(builder, request)
+    responses = 0  # Responses items of one response arrive one by one: consecutive assistant ones are one item
+    for where, message in messages:
+        if not isinstance(message, Mapping):
+            raise source.error(where, "a message must be an object")
+        role = kind_of(source, message, "role", where)
+        if role is not None and role not in CHAT_ROLES:
+            builder.skip_unknown(f"role {role}")
+            continue
+        timestamp = next((t for t in _times(message) if t is not None), None)
+        wire_message = shape.as_sent({key: value for key, value in message.items() if key not in TIME_KEYS})
+        recorded: dict[str, Any] = {}
+        if shape.message_keys is not None:
+            recorded = small_scalars({k: v for k, v in wire_message.items() if k not in shape.message_keys})
+            wire_message = {k: v for k, v in wire_message.items() if k in shape.message_keys}
+        meta = {"recorded": recorded} if recorded else None
+        for item in read_wire(builder, shape.adapter, [wire_message], where):
+            response_id = None
+            if shape.item_per_part and item.role == "assistant":  # the writer derives one response's segments itself
+                item = replace(item, meta={k: v for k, v in item.meta.items() if k != "segments"})
+                response_id = f"response{responses}"
+            responses += item.role != "assistant"
+            builder.add_item(item, where, timestamp, meta, response_id=response_id)
+    return builder.build()
+
+
+def as_sent(message: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
+    ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
+    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
+    if message.get("role") == "tool" and "tool_call_id" not in message and isinstance(message.get("id"), str):
+        message = {**{k: v for k, v in message.items() if k != "id"}, "tool_call_id": message["id"]}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        message = {**message, "tool_calls": [_call_as_sent(call) for call in calls]}
+    content = message.get("content")
+    if message.get("role") == "tool" and not isinstance(content, (str, list)):
+        message = {**message, "content": "" if content is None else json.dumps(content, ensure_ascii=False)}
+    return message
+
+
+def _call_as_sent(call: object) -> object:
+    if not isinstance(call, Mapping):
+        return call  # the adapter names it
+    if "function" not in call and isinstance(call.get("name"), str):  # flat: {id, name, arguments}
+        own = {key: value for key, value in call.items() if key not in ("name", "arguments")}
+        wrapped = {"name": call["name"], "arguments": call.get("arguments")}
+        call = {**own, "type": call.get("type", "function"), "function": wrapped}
+    function = call.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("arguments"), (dict, list)):
+        call = {**call, "function": {**function, "arguments": json.dumps(function["arguments"], ensure_ascii=False)}}
+    return call
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One API's messages as a chat log holds them."""
+
+    adapter: str
+    """The name of the adapter that reads them."""
+    message_keys: frozenset[str] | None
+    """The keys of a message the API defines, the rest being the recorder's; ``None``: every key is handed to the
+    adapter (a Responses item's keys depend on its type)."""
+    item_per_part: bool = False
+    """A response is one item per part (Responses): consecutive assistant items are one response."""
+    as_sent: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    """A message as recorders write it, in the API's own shape."""
+
+
+CHAT = Shape(
+    "openai",
+    frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",
+               "reasoning_content"}),  # reasoning_content: DeepSeek's, which the adapter reads as thinking
+    as_sent=as_sent,
+)
+MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
+RESPONSES = Shape("responses", None, item_per_part=True)
+
+
+def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any]) -> None:
+    """What a request body holds beside its messages: the system prompt (``system``, Responses'
+    ``instructions``) and the tool definitions."""
+    for key in ("system", "instructions"):
+        prompt = request.get(key)
+        if isinstance(prompt, str):
+            builder.add_system(prompt)
+        elif prompt is not None:  # Anthropic's list of text blocks, read by its adapter
+            for item in read_wire(builder, MESSAGES.adapter, [], f"$.{key}", system=prompt):
+                builder.add_item(item, f"$.{key}")
+    if request.get("tools") is not None:
+        builder.tools = tool_specs(request["tools"])
+
+
+def _times(message: JSONObject) -> Iterator[float | None]:
+    """The message's recorded times, in :data:`TIME_KEYS` order (milliseconds read as such)."""
+    for key in TIME_KEYS:
+        value = message.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _MILLISECONDS < abs(value) < 1e300:
+            value = value / 1000  # bounded: an integer of 400 digits has no float quotient
+        yield unix_time(value)
