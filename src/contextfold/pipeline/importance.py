@@ -201,7 +201,7 @@ def referenced_lines(
         candidates = enumerate(text.splitlines())
         index = _where(((number, line) for number, line in candidates if any(token in line for token in hits)), {})
     weights: dict[int, float] = {}
-    for token in index.keys() & refs.uses.keys():
+    for token in sorted(index.keys() & refs.uses.keys()):  # a fixed order: a float sum's last bit breaks ties
         weight = refs.weight(token)
         for number in _numbers(index[token]):
             weights[number] = weights.get(number, 0.0) + weight
