@@ -4,7 +4,7 @@ While the REPL waits for the person, :class:`IdleCompactor` schedules one call
 of :meth:`~contextfold.Context.compact_if_idle` at
 :meth:`~contextfold.Context.idle_compaction_at` (``Policy.idle_compaction``,
 which chat turns on, with the model's cache lifetime from the price table:
-:func:`chat_policy`). The call runs on a timer thread, so it holds the
+:func:`chat_policy`; the lifetime Anthropic reports for each cache write replaces that guess). The call runs on a timer thread, so it holds the
 session's lock: the person's next line waits for it rather than racing it.
 The schedule and the clock are injected (a test runs the callback itself).
 """
