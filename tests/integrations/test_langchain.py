@@ -21,6 +21,7 @@ from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
+from test_receipts import assert_refs_read_back
 
 from contextfold import Event
 from contextfold.pipeline.receipts import receipts_in
@@ -200,6 +201,8 @@ def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(serv
         folds = [notice for notice in told if notice.receipt.occasion == "manual"]
         assert folds and all(notice.can_decline is False and notice.receipt.of_kind("summarized") for notice in folds)
         assert all(notice.receipt.checks[0].present for notice in folds), "the task is still there"
+        # what a fold took out of the state, the conversation's read_history returns: the receipt's refs are its
+        assert sum(assert_refs_read_back(context, notice.receipt) for notice in folds) > 0
 
 
 def test_a_fold_the_app_declines_is_not_stored_until_the_window_is_at_stake(server: ToolLoopServer) -> None:
