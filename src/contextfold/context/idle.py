@@ -4,8 +4,9 @@ A summary written while the cache is warm reads the prompt at a tenth of the
 input price; once the cache has expired, the next request writes the whole
 prompt again at more than the input price. Claude Code compacts an idle
 session just before its cache expires for that reason. Here, with
-``Policy.idle_compaction`` (off by default in library use; ``contextfold
-chat`` turns it on), :meth:`IdleWatch.due_at` says when: ``Policy.cache_ttl_s``
+``Policy.idle_compaction`` (off by default, in ``contextfold chat`` too:
+on the recorded sessions it costs less and loses recall, see the README;
+``chat --idle-compaction`` turns it on), :meth:`IdleWatch.due_at` says when: ``Policy.cache_ttl_s``
 after the last request, less ``Policy.idle_compaction_margin_s`` (the
 lifetime the provider reported for its last cache write when it says, as
 Anthropic's usage does, unless the caller chose one: :func:`lifetime_in_effect`;
