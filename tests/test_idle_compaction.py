@@ -182,3 +182,26 @@ def test_a_lifetime_the_caller_chose_wins_over_the_reported_one() -> None:
     context.prepare_view()
     context.record_usage(Usage(prompt_tokens=20_000, cache_write_tokens=20_000, cache_write_ttl_s=3_600.0))
     assert context.idle_compaction_at() == clock.now + 600.0 - MARGIN_S
+
+
+def test_the_write_lifetime_is_the_larger_parts_and_a_malformed_one_names_its_field() -> None:
+    from contextfold.adapters.usage import anthropic_usage
+    from contextfold.errors import InvalidContent
+    from contextfold.usage import Usage
+
+    def lifetime(split: object) -> float | None:
+        return anthropic_usage({"input_tokens": 10, "cache_creation_input_tokens": 900,
+                                "cache_creation": split}).cache_write_ttl_s
+
+    assert lifetime({"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 800}) == 3_600.0
+    assert lifetime({"ephemeral_5m_input_tokens": 800, "ephemeral_1h_input_tokens": 100}) == 300.0
+    assert lifetime({"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}) is None  # nothing written
+    assert lifetime(None) is None  # an API that does not split the write says nothing of its lifetime
+    with pytest.raises(InvalidContent, match="usage.cache_creation"):
+        lifetime([800])
+    with pytest.raises(InvalidContent, match="ephemeral_1h_input_tokens"):
+        lifetime({"ephemeral_1h_input_tokens": "800"})
+    usage = Usage(prompt_tokens=900, cache_write_tokens=900, cache_write_ttl_s=3_600.0)
+    assert Usage.from_dict(usage.to_dict()) == usage and "cache_write_ttl_s" not in Usage(prompt_tokens=1).to_dict()
+    with pytest.raises(InvalidContent, match="usage.cache_write_ttl_s"):
+        Usage.from_dict({"prompt_tokens": 900, "cache_write_ttl_s": "1h"})
