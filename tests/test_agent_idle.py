@@ -14,11 +14,13 @@ from contextfold import Event, Policy
 from contextfold.agent.idle import IdleCompactor, chat_policy
 
 
-def test_chat_turns_it_on_at_the_models_cache_life() -> None:
+def test_chat_turns_it_on_only_when_asked_at_the_models_cache_life() -> None:
     assert Policy().idle_compaction is False
     chosen = Policy.preset("lean")
-    policy = chat_policy("claude-sonnet-4-5", chosen)
+    assert chat_policy("claude-sonnet-4-5", chosen).idle_compaction is False  # off by default (see the README)
+    policy = chat_policy("claude-sonnet-4-5", chosen, idle_compaction=True)
     assert policy.idle_compaction and policy.cache_ttl_s == 300.0 and policy.economic_summaries  # the preset kept
+    assert chat_policy("claude-sonnet-4-5", Policy(idle_compaction=True)).idle_compaction  # a policy file's stands
     assert chat_policy("a-model-nobody-lists", chosen).cache_ttl_s == chosen.cache_ttl_s
 
 

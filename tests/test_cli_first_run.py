@@ -115,13 +115,19 @@ def test_every_command_that_runs_the_pipeline_takes_a_preset_and_names_them_when
 def test_chat_runs_its_context_at_the_preset_it_is_given(tmp_path: Path) -> None:
     context = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path, Policy.preset("lean"))
     try:
-        # priced for its model and its output limits scaled to its window, as any Context's policy; idle compaction
-        # on, as chat runs it
+        # priced for its model and its output limits scaled to its window, as any Context's policy; at its model's
+        # cache lifetime, as chat runs it (idle compaction off unless asked)
         lean = chat_policy("claude-sonnet-4-5", Policy.preset("lean")).for_model("claude-sonnet-4-5") \
             .for_window(context.window_tokens)
         assert context.policy == lean != Policy().for_model("claude-sonnet-4-5").for_window(context.window_tokens)
+        assert not context.policy.idle_compaction  # off unless asked: it costs recall (the README's figures)
     finally:
         context.close()
+    asked = new_context("claude-sonnet-4-5", None, "anthropic", tmp_path / "asked", Policy.preset("lean"), True)
+    try:
+        assert asked.policy.idle_compaction and asked.policy.cache_ttl_s == 300.0
+    finally:
+        asked.close()
 
 
 # --------------------------------------------------------------------------- the model registry

@@ -135,3 +135,73 @@ def test_the_async_twin_decides_the_same_off_the_loop() -> None:
     events = asyncio.run(context.acompact_if_idle())
     assert [e.action for e in events if e.stage == "idle"] == ["compacting"]
     assert any(e.stage == "summarize" and e.action == "summarized" for e in events)
+
+
+def with_one_hour_marks(value: object) -> object:
+    """A request whose cache breakpoints ask for 1-hour entries (``"ttl": "1h"``), as an app caching for an hour sends."""
+    if isinstance(value, dict):
+        return {key: ({**mark, "ttl": "1h"} if key == "cache_control" else with_one_hour_marks(mark))
+                for key, mark in value.items()}
+    if isinstance(value, list):
+        return [with_one_hour_marks(entry) for entry in value]
+    return value
+
+
+@pytest.mark.parametrize(("ttl", "lifetime_s"), [("5m", 300.0), ("1h", 3_600.0)])
+def test_the_lifetime_the_provider_reports_times_the_idle_compaction(ttl: str, lifetime_s: float) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from contextfold.adapters import adapter_for
+    from contextfold.testing.scripted import ScriptedModel, Seen, Turn
+
+    def answer(seen: Seen) -> Turn:
+        return Turn("Audited.")
+
+    clock = Clock(1_000.0)
+    context = Context(window_tokens=32_000, max_output_tokens=2_000, clock=clock, policy=Policy(idle_compaction=True))
+    spec = "\n".join(f"spec {k}: the retry budget of service {k} is {k * 7} ms, owner team {k % 5}" for k in range(300))
+    context.add([user(f"Check this specification:\n{spec}")])
+    request = context.prepare("anthropic")
+    with ScriptedModel(answer) as server:
+        client = anthropic.Anthropic(base_url=server.base_url("anthropic"), api_key="test", max_retries=0)
+        body = with_one_hour_marks(request) if ttl == "1h" else request
+        reported = client.messages.create(model="claude-sonnet-4-6", max_tokens=1_000, **body).usage  # type: ignore[arg-type]
+    assert getattr(reported.cache_creation, f"ephemeral_{ttl}_input_tokens") > 0  # the SDK's own type says it
+    usage = adapter_for("anthropic").read_usage(reported)
+    assert usage.cache_write_ttl_s == lifetime_s
+    context.record_usage(usage)
+    assert context.idle_compaction_at() == clock.now + lifetime_s - MARGIN_S
+    clock.now += 2 * TTL_S  # past the 5-minute guess: a 1-hour cache is still warm, and the idle compaction waits
+    assert (context.compact_if_idle() == []) == (ttl == "1h")
+
+
+def test_a_lifetime_the_caller_chose_wins_over_the_reported_one() -> None:
+    from contextfold.usage import Usage
+
+    clock = Clock(1_000.0)
+    context = busy_context(clock, cache_ttl_s=600.0)
+    context.prepare_view()
+    context.record_usage(Usage(prompt_tokens=20_000, cache_write_tokens=20_000, cache_write_ttl_s=3_600.0))
+    assert context.idle_compaction_at() == clock.now + 600.0 - MARGIN_S
+
+
+def test_the_write_lifetime_is_the_larger_parts_and_a_malformed_one_names_its_field() -> None:
+    from contextfold.adapters.usage import anthropic_usage
+    from contextfold.errors import InvalidContent
+    from contextfold.usage import Usage
+
+    def lifetime(split: object) -> float | None:
+        return anthropic_usage({"input_tokens": 10, "cache_creation_input_tokens": 900,
+                                "cache_creation": split}).cache_write_ttl_s
+
+    assert lifetime({"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 800}) == 3_600.0
+    assert lifetime({"ephemeral_5m_input_tokens": 800, "ephemeral_1h_input_tokens": 100}) == 300.0
+    assert lifetime({"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}) is None  # nothing written
+    assert lifetime(None) is None  # an API that does not split the write says nothing of its lifetime
+    with pytest.raises(InvalidContent, match="usage.cache_creation"):
+        lifetime([800])
+    with pytest.raises(InvalidContent, match="ephemeral_1h_input_tokens"):
+        lifetime({"ephemeral_1h_input_tokens": "800"})
+    usage = Usage(prompt_tokens=900, cache_write_tokens=900, cache_write_ttl_s=3_600.0)
+    assert Usage.from_dict(usage.to_dict()) == usage and "cache_write_ttl_s" not in Usage(prompt_tokens=1).to_dict()
+    with pytest.raises(InvalidContent, match="usage.cache_write_ttl_s"):
+        Usage.from_dict({"prompt_tokens": 900, "cache_write_ttl_s": "1h"})

@@ -38,26 +38,35 @@ class Usage:
 
     ``prompt_tokens`` is the whole prompt (cached, written to cache and
     uncached); ``cache_read_tokens`` and ``cache_write_tokens`` are parts of it.
+    ``cache_write_ttl_s`` is how long the provider said the write keeps the prefix (Anthropic's
+    ``cache_creation`` reports 5-minute and 1-hour writes apart), ``None`` when it did not say: an idle
+    compaction times itself by it rather than by the price table's guess (:mod:`contextfold.context.idle`).
     """
 
     prompt_tokens: int
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_ttl_s: float | None = None
 
     @property
     def uncached_prompt_tokens(self) -> int:
         return self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, float]:
+        """The counts, and the write's lifetime when the provider said it."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> Usage:
         if not isinstance(data, Mapping):
             raise InvalidContent(None, "usage", f"expected an object, got {type(data).__name__}")
         names = ("prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-        return cls(**{name: token_count(data.get(name), f"usage.{name}") for name in names})
+        ttl = data.get("cache_write_ttl_s")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
+            raise InvalidContent(None, "usage.cache_write_ttl_s", f"expected a number of seconds, got {str(ttl)[:40]!r}")
+        return cls(**{name: token_count(data.get(name), f"usage.{name}") for name in names},
+                   cache_write_ttl_s=None if ttl is None else float(ttl))
 
 
 @dataclass(frozen=True)

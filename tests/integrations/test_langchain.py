@@ -21,6 +21,7 @@ from lookback_server import FINAL as LOOKBACK_FINAL
 from lookback_server import LookbackServer, lookback_chunk
 from scripted_server import FINAL, TASK, TOOL_DESCRIPTION, WINDOW_TOKENS, ToolLoopServer, chunk_text
 from support import assert_told_with_receipts, naming_history_tools, pairing_disabled, require
+from test_receipts import assert_refs_read_back
 
 from contextfold import Event
 from contextfold.pipeline.receipts import receipts_in
@@ -127,6 +128,39 @@ def test_a_dangling_call_from_an_interrupted_run_is_answered_in_the_request() ->
                 agent.invoke(None, config)
 
 
+def test_a_fold_over_restored_files_it_stored_gives_them_no_reference_and_every_other_reads_back() -> None:
+    """The restored-files message a fold stored in the state is contextfold's, not the conversation's: the next
+    fold's receipt lists it without a ``read_history`` reference, and each reference it gives returns its item."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    def bash(k: int, command: str, output: str, text: str = "") -> list[Any]:
+        call = {"name": "bash", "args": {"command": command}, "id": f"c{k}"}
+        return [AIMessage(text, tool_calls=[call], id=f"a{k}"), ToolMessage(output, tool_call_id=f"c{k}", id=f"t{k}")]
+
+    def steps(first: int, last: int) -> list[Any]:
+        return [m for k in range(first, last) for m in bash(k, f"echo {k}", "noise " * 300, f"Still on src/app.py, {k}.")]
+
+    heard: list[Event] = []
+    middleware = ContextfoldMiddleware(window_tokens=16_000, max_output_tokens=1_024, persist=True, on_event=heard.append)
+    code = "\n".join(f"def handler_{k}(request):\n    return route(request, {k})" for k in range(40))
+    messages = [HumanMessage("Fix src/app.py", id="h"), *bash(0, "cat src/app.py", code),
+                *bash(1, "sed -i 's/1/2/' src/app.py", ""), *bash(2, "pytest", "E   AssertionError: 2 != 3\n1 failed"),
+                *steps(3, 60)]
+    first = middleware.before_model({"messages": messages}, None)
+    assert first is not None
+    state = [*first["messages"][1:], *steps(60, 120)]
+    assert state[2].content.startswith("[contextfold: files and state restored")  # the first fold restored the file
+    assert middleware.before_model({"messages": state}, None) is not None
+    _, receipt = receipts_in(heard)
+    context = middleware.context(state)
+    assert context is not None
+    held = {item.id for item in context.history.items}
+    unheld = [(taken.how, taken.read_history) for taken in receipt.taken if taken.ref not in held]
+    assert sorted(unheld, key=lambda pair: pair[0]) == [
+        ("removed", None), ("summarized", None)]  # the restored files (superseded) and the first summary
+    assert assert_refs_read_back(context, receipt) > 20
+
+
 def test_summarization_middleware_takes_the_summary_callable() -> None:
     from langchain.agents.middleware import SummarizationMiddleware
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -200,6 +234,8 @@ def test_the_hook_is_told_of_each_compaction_with_a_receipt_that_reads_back(serv
         folds = [notice for notice in told if notice.receipt.occasion == "manual"]
         assert folds and all(notice.can_decline is False and notice.receipt.of_kind("summarized") for notice in folds)
         assert all(notice.receipt.checks[0].present for notice in folds), "the task is still there"
+        # what a fold took out of the state, the conversation's read_history returns: the receipt's refs are its
+        assert sum(assert_refs_read_back(context, notice.receipt) for notice in folds) > 0
 
 
 def test_a_fold_the_app_declines_is_not_stored_until_the_window_is_at_stake(server: ToolLoopServer) -> None:

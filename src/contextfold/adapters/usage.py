@@ -30,6 +30,10 @@ def usage_count(data: JSONObject, *keys: str) -> int:
     return 0
 
 
+ANTHROPIC_WRITE_LIFETIMES_S = {"ephemeral_5m_input_tokens": 300.0, "ephemeral_1h_input_tokens": 3_600.0}
+"""The parts of a Messages ``usage.cache_creation``, and how long a write of each keeps the prefix."""
+
+
 def anthropic_usage(usage: object) -> Usage:
     """From a Messages API ``usage`` object (input excludes cache reads and writes)."""
     data = usage_data(usage)
@@ -40,7 +44,21 @@ def anthropic_usage(usage: object) -> Usage:
         output_tokens=usage_count(data, "output_tokens"),
         cache_read_tokens=read,
         cache_write_tokens=write,
+        cache_write_ttl_s=anthropic_write_lifetime_s(data),
     )
+
+
+def anthropic_write_lifetime_s(data: JSONObject) -> float | None:
+    """How long the write reported in ``usage.cache_creation`` keeps the prefix: the lifetime of the larger of its
+    5-minute and 1-hour parts (``None``: nothing written, or the split not reported, as by an older API)."""
+    split = data.get("cache_creation")
+    if split is None:
+        return None
+    if not isinstance(split, Mapping):
+        raise InvalidContent(None, "usage.cache_creation", f"expected an object, got {type(split).__name__}")
+    written = {lifetime: usage_count(split, key) for key, lifetime in ANTHROPIC_WRITE_LIFETIMES_S.items()}
+    most = max(written, key=lambda lifetime: (written[lifetime], lifetime))
+    return most if written[most] > 0 else None
 
 
 def openai_usage(usage: object) -> Usage:

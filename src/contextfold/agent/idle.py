@@ -1,12 +1,16 @@
-"""``contextfold chat`` compacts an idle session just before its prompt cache expires, when that pays.
+"""``contextfold chat --idle-compaction`` compacts an idle session just before its prompt cache expires, when that pays.
 
 While the REPL waits for the person, :class:`IdleCompactor` schedules one call
 of :meth:`~contextfold.Context.compact_if_idle` at
 :meth:`~contextfold.Context.idle_compaction_at` (``Policy.idle_compaction``,
-which chat turns on, with the model's cache lifetime from the price table:
-:func:`chat_policy`). The call runs on a timer thread, so it holds the
-session's lock: the person's next line waits for it rather than racing it.
-The schedule and the clock are injected (a test runs the callback itself).
+which ``--idle-compaction`` or a policy file turns on, with the model's cache
+lifetime from the price table: :func:`chat_policy`; the lifetime Anthropic
+reports for each cache write replaces that guess). It is off by default: on
+the recorded sessions with idle gaps it cost less but lost strict recall on
+some beyond what moving a compaction a little loses (see the README's idle
+compaction). The call runs on a timer thread, so it holds the session's lock:
+the person's next line waits for it rather than racing it. The schedule and
+the clock are injected (a test runs the callback itself).
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ def on_timer(delay_s: float, call: Callable[[], None]) -> Cancel:
     return timer.cancel
 
 
-def chat_policy(model: str | None, chosen: Policy) -> Policy:
-    """``chosen`` with idle compaction on, at ``model``'s cache lifetime when the price table knows it."""
+def chat_policy(model: str | None, chosen: Policy, *, idle_compaction: bool = False) -> Policy:
+    """``chosen`` at ``model``'s cache lifetime when the price table knows it, with idle compaction on if asked
+    (``idle_compaction``) or if ``chosen`` has it on already (a policy file)."""
     lifetime = cache_lifetime_s(model)
-    return replace(chosen, idle_compaction=True, cache_ttl_s=chosen.cache_ttl_s if lifetime is None else lifetime)
+    return replace(chosen, idle_compaction=chosen.idle_compaction or idle_compaction,
+                   cache_ttl_s=chosen.cache_ttl_s if lifetime is None else lifetime)
 
 
 class IdleCompactor:

@@ -6,9 +6,10 @@ for the agent; after each turn a status line shows the context against the
 window and the stage that fired last. With ``-p`` the agent works on the
 task until the model stops calling tools and the final answer is printed on
 stdout (progress goes to stderr). The transcript and persisted outputs live
-in the working folder's ``.contextfold/``. While the REPL waits for the person,
-an idle session compacts just before its prompt cache expires when that pays
-(``Policy.idle_compaction``, on here: :mod:`contextfold.agent.idle`).
+in the working folder's ``.contextfold/``. With ``--idle-compaction``, while the
+REPL waits for the person an idle session compacts just before its prompt cache
+expires when that pays (``Policy.idle_compaction``, off by default:
+:mod:`contextfold.agent.idle`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def reply_tokens(model: str) -> int:
         return REPLY_TOKENS
 
 
-def new_context(model: str, window: int | None, provider: str, root: Path, policy: Policy | None = None) -> Context:
+def new_context(model: str, window: int | None, provider: str, root: Path, policy: Policy | None = None,
+                idle_compaction: bool = False) -> Context:
     """A context for ``model`` that keeps room for its reply; an unregistered model needs ``window`` (tokens)."""
     try:
         model_limits(model)
@@ -62,7 +64,7 @@ def new_context(model: str, window: int | None, provider: str, root: Path, polic
         window_tokens=window,
         max_output_tokens=reply_tokens(model),
         provider=provider,
-        policy=priced_for(model, chat_policy(model, policy or Policy())),  # idle compaction on, at its cache's life
+        policy=priced_for(model, chat_policy(model, policy or Policy(), idle_compaction=idle_compaction)),
         storage=Storage(transcript=root / TRANSCRIPT_DIR),
     )
 
@@ -125,6 +127,13 @@ def ask_user(console: Console) -> Approve:
     help="Model requests per user turn before the agent stops.",
 )
 @click.option(
+    "--idle-compaction",
+    is_flag=True,
+    help="While you are away, compact just before the prompt cache expires when a summary from the warm cache "
+         "costs less than the cold prompt (off by default: it costs less, and loses some of what the next turns "
+         "use; see the README).",
+)
+@click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=Path("."),
@@ -139,6 +148,7 @@ def chat(
     task: str | None,
     yes: bool,
     max_turns: int,
+    idle_compaction: bool,
     cwd: Path,
     policy: Policy,
 ) -> None:
@@ -155,7 +165,7 @@ def chat(
         check_window(window, reply_tokens(name), reserve_option=None)
     try:
         client = make_model(provider, name, max_tokens=reply_tokens(name), base_url=base_url)
-        context = new_context(name, window, provider, root, policy)
+        context = new_context(name, window, provider, root, policy, idle_compaction)
     except UnknownModel as error:
         raise click.UsageError(f"{command_line_message(error)}; for another model pass --window N (its context "
                                "window in tokens)") from None
@@ -166,7 +176,8 @@ def chat(
     agent = Agent(context, client, Workspace(root, approve), display, max_turns=max_turns)
     try:
         if task is None:
-            _repl(Session(agent, display, lambda: new_context(name, window, provider, root, policy)), f"{provider} {name}")
+            fresh = lambda: new_context(name, window, provider, root, policy, idle_compaction)  # noqa: E731
+            _repl(Session(agent, display, fresh), f"{provider} {name}")
             return
         reported: tuple[type[BaseException], ...] = (TurnLimit, RequestOverWindow, *client.api_errors)
         try:

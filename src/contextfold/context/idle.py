@@ -4,11 +4,13 @@ A summary written while the cache is warm reads the prompt at a tenth of the
 input price; once the cache has expired, the next request writes the whole
 prompt again at more than the input price. Claude Code compacts an idle
 session just before its cache expires for that reason. Here, with
-``Policy.idle_compaction`` (off by default in library use; ``contextfold
-chat`` turns it on), :meth:`IdleWatch.due_at` says when: ``Policy.cache_ttl_s``
+``Policy.idle_compaction`` (off by default, in ``contextfold chat`` too:
+on the recorded sessions it costs less and loses recall, see the README;
+``chat --idle-compaction`` turns it on), :meth:`IdleWatch.due_at` says when: ``Policy.cache_ttl_s``
 after the last request, less ``Policy.idle_compaction_margin_s`` (the
-lifetime is the policy's; :func:`cache_lifetime_s` reads a model's from the
-price table). At that time the loop calls
+lifetime the provider reported for its last cache write when it says, as
+Anthropic's usage does, unless the caller chose one: :func:`lifetime_in_effect`;
+:func:`cache_lifetime_s` reads a model's default from the price table). At that time the loop calls
 :meth:`~contextfold.Context.compact_if_idle`, which compacts only when the
 agent's turn is over and :func:`~contextfold.pipeline.economics.idle_verdict`
 says a warm summary now costs less than the cold prompt it spares (the
@@ -40,6 +42,19 @@ IDLE = Occasion(edits=False, summary=FORCED, automatic=True, sends=False)
 """An idle compaction: a summary whatever the trigger (the economics decided it first), nothing sent."""
 CACHE_LIFETIME_S = {"5m": 300.0, "1h": 3_600.0, "in_memory": 300.0, "24h": 86_400.0}
 """How long each of the price table's cache lifetimes keeps a prefix (OpenAI's in-memory cache: at least 5 minutes)."""
+
+
+DEFAULT_CACHE_TTL_S = Policy().cache_ttl_s
+"""``Policy.cache_ttl_s`` when the caller left it: a guess, which the lifetime a provider reports replaces."""
+
+
+def lifetime_in_effect(policy: Policy, observed_s: float | None) -> Policy:
+    """``policy`` with the cache lifetime the provider reported for its last write (``observed_s``,
+    :attr:`~contextfold.usage.Usage.cache_write_ttl_s`: a session that writes 1-hour entries is not cold after 5
+    minutes), unless the caller chose one: a ``cache_ttl_s`` other than the default is a choice, and stays."""
+    if observed_s is None or observed_s == policy.cache_ttl_s or policy.cache_ttl_s != DEFAULT_CACHE_TTL_S:
+        return policy
+    return replace(policy, cache_ttl_s=observed_s)
 
 
 def cache_lifetime_s(model: str | None) -> float | None:

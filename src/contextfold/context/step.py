@@ -25,13 +25,13 @@ from ..conversation import Conversation, Summary
 from ..errors import SummaryInProgress, ViewConflict
 from ..events import Event
 from ..pipeline import asked as asked_compaction
-from ..pipeline.base import Budget
+from ..pipeline.base import Budget, Policy
 from ..pipeline.invariants import InvariantCheck
 from ..pipeline.step import DUE, RETRY, Occasion
 from ..usage import Usage
 from . import diagnostics
 from .background import Background, Job
-from .idle import IDLE, IdleWatch
+from .idle import IDLE, IdleWatch, lifetime_in_effect
 from .parts import Parts
 from .sending import Sending
 
@@ -57,6 +57,7 @@ class Step:
         self.reserved_tokens = 0  # the estimated size of what is attached to the last request (its reminders)
         self.asked = asked_compaction.Asked()  # a compaction the agent asked for (compact_context), until the next request
         self.idle = IdleWatch()  # when an idle session compacts before its cache expires (Policy.idle_compaction)
+        self.observed_ttl_s: float | None = None  # the cache lifetime the provider last reported a write for
 
     def request(self, occasion: Occasion, provider: str | None, reminders: Sequence[str],
                 first: Event | None = None) -> dict[str, Any]:
@@ -140,7 +141,10 @@ class Step:
 
     def record_usage(self, usage: Usage) -> list[Event]:
         """What the provider reported for the last request anchors the count (of the view: the reminders sent
-        with it are not part of it); a fall in cached tokens is a cache break naming the stage that caused it."""
+        with it are not part of it); a fall in cached tokens is a cache break naming the stage that caused it.
+        The lifetime it reports for a cache write is the session's from now on (:func:`.idle.lifetime_in_effect`)."""
+        if usage.cache_write_ttl_s is not None:
+            self.observed_ttl_s = usage.cache_write_ttl_s
         if self.last_sent is not None:
             view_tokens = max(usage.prompt_tokens - self.reserved_tokens, 1) if usage.prompt_tokens > 0 else 0
             self._parts.counter.record_usage(replace(usage, prompt_tokens=view_tokens), self.last_sent)
@@ -185,7 +189,12 @@ class Step:
 
     def idle_compaction_at(self) -> float | None:
         """When to call :meth:`compact_if_idle` (see :meth:`Context.idle_compaction_at <contextfold.Context.idle_compaction_at>`)."""
-        return self.idle.due_at(self._parts.policy, self.last_request_s)
+        return self.idle.due_at(self.policy, self.last_request_s)
+
+    @property
+    def policy(self) -> Policy:
+        """The session's policy, with the cache lifetime its provider reported (:func:`.idle.lifetime_in_effect`)."""
+        return lifetime_in_effect(self._parts.policy, self.observed_ttl_s)
 
     def compact_if_idle(self) -> list[Event]:
         """Compact now if the session has been idle until :meth:`idle_compaction_at` and a summary from the warm
@@ -215,7 +224,7 @@ class Step:
         now = parts.clock()
         idle = now - self.last_request_s if now is not None and self.last_request_s is not None else None
         return Budget(
-            policy=parts.policy,
+            policy=self.policy,
             window_tokens=parts.window_tokens - reserve_tokens,
             trigger_tokens=parts.trigger_tokens,
             count=parts.counter.count,

@@ -28,6 +28,7 @@ from ..conversation import Conversation, Item, Summary
 from ..events import Event
 from ..pipeline.consent import consent_of
 from ..pipeline.receipts import Receipt
+from ..pipeline.restore import RESTORED_HEADING
 from ..summarizers.base import SUMMARY_PREAMBLE
 
 log = logging.getLogger("contextfold.integrations")
@@ -90,15 +91,20 @@ class SummaryStates:
             self._states.popitem(last=False)
 
     def revive(self, item: Item) -> Item:
-        """``item`` as a summary item if it opens with a contextfold summary (with its state when remembered).
+        """``item`` as a summary item if it opens with a contextfold summary (with its state when remembered), as
+        the restored-files item if it opens as one.
 
         The framework stored only text; the summary's first block becomes a
         :class:`~contextfold.conversation.Summary` again, so the next summary
         carries its facts forward, and the item is marked as a summary, so it
-        is never taken for the task.
+        is never taken for the task. Both are marked as contextfold's: a later
+        compaction's receipt gives them no ``read_history`` reference (the
+        history tools hold what they stood for, not them).
         """
         first = item.blocks[0] if item.blocks else None
         text = getattr(first, "text", None)
+        if isinstance(text, str) and text.startswith(RESTORED_HEADING) and not item.provenance.restored:
+            return replace(item, provenance=replace(item.provenance, restored=True))
         if not isinstance(text, str) or not text.startswith(SUMMARY_PREAMBLE) or isinstance(first, Summary):
             return item
         block = Summary(text, preamble=len(SUMMARY_PREAMBLE), extra={"state": dict(self._states.get(text, {}))})

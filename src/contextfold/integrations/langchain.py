@@ -47,9 +47,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..adapters.langchain import from_langchain, to_langchain, tools_from_langchain, usage_from_langchain
+from ..adapters.langchain import from_langchain, message_id, to_langchain, tools_from_langchain, usage_from_langchain
 from ..context import Context
-from ..conversation import Conversation, Header, JSONObject
+from ..conversation import Conversation, Header, Item, JSONObject
 from ..events import Event
 from ..lookback.history import DEFAULT_LIMIT
 from ..lookback.tools import READ, READ_SPEC, SEARCH, SEARCH_SPEC
@@ -187,18 +187,24 @@ class ContextfoldMiddleware(AgentMiddleware):
         return self.before_model(state, runtime)
 
     def _persist(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:
-        """The state update that replaces the summarized span, or ``None`` while the history is under the trigger."""
+        """The state update that replaces the summarized span, or ``None`` while the history is under the trigger.
+
+        The fold names each item as the conversation's own context does (by the id of the message it was read
+        from), so the ``read_history`` references of its receipt and summary are ones the history tools answer."""
         conversation = from_langchain(messages)
-        mirror = self._threads.get(messages[0].id if messages else None)
+        known = self._threads.get(messages[0].id if messages else None)
         # the state holds no tools: the last model call's (which the summary may then name) stand for them
-        header = conversation.header if mirror is None else \
-            replace(conversation.header, tools=mirror.context.history.header.tools)
+        header = conversation.header if known is None else \
+            replace(conversation.header, tools=known.context.history.header.tools)
         conversation = conversation.with_items((self.states.revive(item) for item in conversation), header)
         probe = self.settings.context()
         reported = next((usage_from_langchain(m.usage_metadata).prompt_tokens for m in reversed(messages)
                          if isinstance(m, AIMessage) and m.usage_metadata), 0)
         if max(probe.counter.count(conversation), reported) <= probe.trigger_tokens:
             return None
+        mirror = self._mirror(messages)  # the context the history tools answer from, which keeps what the fold drops
+        mirror.sync(messages)
+        conversation = conversation.with_items(_named_as(conversation, mirror.context.history), header)
         folded = fold(conversation, self.settings)
         if folded is None:
             return None
@@ -215,10 +221,15 @@ class ContextfoldMiddleware(AgentMiddleware):
             elif inserted:
                 kept.extend(inserted)
                 inserted = []
-        if mirror is not None:  # the conversation's context keeps its history: what the state drops stays searchable
-            mirror.sync(messages)
-            mirror.continue_from(kept)
+        mirror.continue_from(kept)  # the conversation's context keeps its history: what the state drops stays readable
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+
+
+def _named_as(conversation: Conversation, history: Conversation) -> list[Item]:
+    """``conversation``'s items with the ids ``history`` gives the messages they were read from (matched by the
+    message's LangChain id); an item whose message ``history`` does not hold keeps its own."""
+    ids = {message: item.id for item in history if (message := message_id(item)) is not None}
+    return [replace(item, id=ids.get(message_id(item) or "", item.id)) for item in conversation]
 
 
 def _write(view: Conversation) -> list[AnyMessage]:

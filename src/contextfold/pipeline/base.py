@@ -162,7 +162,7 @@ class Policy:
     hard_fill_fraction: float = 0.9  # above this share of the window a step waits for the running summary
     # idle: a session idle until just before its prompt cache expires (cache_ttl_s) compacts then, when a summary
     # written from the warm cache now costs less than the cold prompt the next request would send (context/idle.py)
-    idle_compaction: bool = False  # off in library use (an app that never calls compact_if_idle() loses nothing); on in chat
+    idle_compaction: bool = False  # off by default, in chat too (--idle-compaction): it costs recall (README)
     idle_compaction_margin_s: float = 30.0  # ...this long before the cache expires
     # guards
     max_consecutive_failures: int = 3

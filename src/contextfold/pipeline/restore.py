@@ -29,6 +29,8 @@ from .importance import References
 
 CHARS_PER_TOKEN = 4
 """Used only to turn a token cap into a character cut; the result is measured afterwards."""
+RESTORED_HEADING = f"{MARK}: files and state restored after compaction, as last seen]"
+"""The first line of the restored-files item: how it is known again in a history a framework stored as text."""
 
 
 def _slashed(path: str) -> str:
@@ -207,5 +209,5 @@ def restored_item(
             sections.append(f"### Current todo list\n{todo}")
     if not sections:
         return None
-    text = f"{MARK}: files and state restored after compaction, as last seen]\n\n" + "\n\n".join(sections)
+    text = f"{RESTORED_HEADING}\n\n" + "\n\n".join(sections)
     return Item("user", (Text(text),), provenance=Provenance(restored=True))
