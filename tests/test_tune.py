@@ -18,7 +18,7 @@ from contextfold import InvalidPolicy, Policy, Prices, Rule
 from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
-from contextfold.bench.frontier import assign_folds
+from contextfold.bench.frontier import Paired, assign_folds, clears_noise, paired_difference
 from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
@@ -148,6 +148,7 @@ def test_tune_writes_a_loadable_policy_the_frontier_and_which_sessions_each_fold
     assert (out / "frontier.png").stat().st_size > 0
     shown = " ".join(result.output.split())
     assert "held out: chosen strict" in shown and "fold 0: chose" in shown and "default" in shown
+    assert "session by session (3 held out): strict" in shown and "verdict: policy.json" in shown
 
 
 def test_an_interrupted_sweep_goes_on_from_the_runs_it_kept(tmp_path: Path) -> None:
@@ -293,9 +294,38 @@ def test_a_choice_fitted_to_its_sessions_is_not_written_and_the_default_is_kept(
     first, second = ([label for label in labels if fold[label] == k] for k in (0, 1))
     tuned = choose_policy(swept({
         "balanced": dict.fromkeys(labels, 0.95),
-        "fitted": {**dict.fromkeys(second, 1.0), **dict.fromkeys(first, 0.92)},  # the best on all sessions...
+        "fitted": {**dict.fromkeys(second, 1.0), **dict.fromkeys(first, 0.94)},  # the best on all sessions...
         "other": {**dict.fromkeys(first, 1.0), **dict.fromkeys(second, 0.5)},  # ...but each fold picks wrong
     }), 32_000, 2)
     held = tuned.found.held_out["balanced"]
     assert tuned.chosen == "fitted" and held.chosen.strict is not None and held.chosen.strict < 0.95
     assert tuned.written == "balanced" and tuned.policy.summary_target_tokens == 1_000
+
+
+def test_a_gain_smaller_than_its_noise_is_not_chosen_and_the_verdict_says_so() -> None:
+    """``lucky`` is ahead of the default on average over every fold's tuning sessions, but by less than one
+    standard error of its per-session differences (far ahead on one session, behind on the others): the best of
+    a grid by such a margin is the best by luck, so the default is kept, by every fold and on all sessions."""
+    labels = [f"s{n}" for n in range(6)]
+    tuned = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9),
+                                 "lucky": {**dict.fromkeys(labels, 0.89), "s0": 1.0}}), 32_000, 3)
+    held = tuned.found.held_out["balanced"]
+    assert (tuned.chosen, tuned.written) == ("balanced", "balanced")
+    assert held.chosen_names == ("balanced",) * 3
+    assert held.by_session == Paired(6, 0.0, 0.0, 0.0, 0, 0, 6, 0.0, 0.0)
+    with_a_real_gain = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9),
+                                            "steady": {**dict.fromkeys(labels, 0.92), "s0": 0.9}}), 32_000, 3)
+    assert with_a_real_gain.chosen == "steady"  # ahead on five sessions, level on one: more than its noise
+
+
+def test_the_held_out_choice_is_compared_with_the_default_session_by_session() -> None:
+    runs = [run("a", "none", 10.0, 1.0), run("b", "none", 20.0, 1.0), run("c", "none", 10.0, None),
+            run("a", "balanced", 6.0, 0.90), run("b", "balanced", 12.0, 0.80), run("c", "balanced", 5.0, None),
+            run("a", "other", 5.0, 0.95), run("b", "other", 12.0, 0.70), run("c", "other", 6.0, None)]
+    difference = paired_difference(runs, "other", "balanced", {"a", "b", "c"})
+    assert difference.sessions == 2 and (difference.better, difference.worse, difference.same) == (1, 1, 0)
+    assert difference.strict_mean == pytest.approx(-0.025) and difference.strict_sd == pytest.approx(0.1061, abs=1e-4)
+    assert difference.strict_se == pytest.approx(0.075)
+    assert difference.cost_mean == pytest.approx(0.0)  # a: 10 % of its full history less; b: 0; c: 10 % more
+    assert difference.cost_sd == pytest.approx(0.1)
+    assert not clears_noise(difference) and clears_noise(paired_difference(runs, "balanced", "balanced", {"a", "b"}))

@@ -14,13 +14,24 @@ so the choice is cross-validated by session: the sessions are split into
 others (:func:`choose`: the best strict recall at no more than an anchor
 preset's cost) is scored on the held-out fold. Pooled over the folds every
 session is scored once, by a policy chosen without it: that is the figure to
-hold against the anchor's own. :func:`frontier` does it all from the runs;
-``contextfold tune`` can call it on its own grid.
+hold against the anchor's own, and session by session (:class:`Paired`) the
+spread that says whether a difference is more than noise. :func:`frontier`
+does it all from the runs; ``contextfold tune`` can call it on its own grid.
+
+A grid point enters the choice only when its gain over the anchor on the
+sessions it is chosen on is at least one standard error of the per-session
+differences (:func:`clears_noise`; the one-standard-error rule): across a few
+dozen sessions most points differ from the anchor by less than the sessions
+differ among themselves, and the best of them by luck is not better on the
+next sessions. The anchor is always a candidate, so with nothing that clears
+the noise the choice is the anchor.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -104,14 +115,65 @@ def assign_folds(labels: Sequence[str], k: int) -> dict[str, int]:
     return {label: position % k for position, label in enumerate(ordered)}
 
 
-def choose(points: Sequence[Point], anchor: str) -> Point:
-    """The point of highest strict recall at no more than ``anchor``'s cost (the cheaper of equals): never worse than
-    the anchor on the sessions it is chosen on, since the anchor itself is a candidate."""
+def choose(points: Sequence[Point], anchor: str, admitted: Collection[str] | None = None) -> Point:
+    """The point of highest strict recall at no more than ``anchor``'s cost (the cheaper of equals), among the
+    ``admitted`` names and the anchor (every point when ``admitted`` is ``None``): never worse than the anchor on
+    the sessions it is chosen on, since the anchor itself is a candidate."""
     reference = next(p for p in points if p.name == anchor)
-    affordable = [p for p in points if p.strict is not None and p.cost <= reference.cost]
+    affordable = [p for p in points if p.strict is not None and p.cost <= reference.cost
+                  and (admitted is None or p.name in admitted or p.name == anchor)]
     if reference.strict is None or not affordable:
         return reference
     return max(affordable, key=lambda p: (p.strict, -p.cost, p.name == anchor))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One strategy against another session by session: the differences in strict recall (``strict_mean`` their
+    mean, ``strict_sd`` their spread, ``strict_se`` the standard error of the mean; over the sessions where both
+    have one) and in cost, each session's relative to its own full history, and on how many sessions it held more,
+    less or the same. ``sessions`` under two leaves the spread at 0: one session says nothing about noise."""
+
+    sessions: int
+    strict_mean: float
+    strict_sd: float
+    strict_se: float
+    better: int
+    worse: int
+    same: int
+    cost_mean: float
+    cost_sd: float
+
+
+def paired_difference(runs: Sequence[BenchRun], name: str, against: str, sessions: Collection[str]) -> Paired:
+    """Strategy ``name`` against ``against`` over ``sessions``, each session compared with itself (``runs`` holds
+    both strategies' runs and :data:`BASELINE`'s for each)."""
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in sessions}
+    labels = sorted({session for session, strategy in totals if strategy == name})
+    strict: list[float] = []
+    cost: list[float] = []
+    for label in labels:
+        mine, theirs, base = totals[label, name], totals[label, against], totals[label, BASELINE]
+        if mine.strict.strict is not None and theirs.strict.strict is not None:
+            strict.append(mine.strict.strict - theirs.strict.strict)
+        if base.cost_llm_usd:
+            cost.append((mine.cost_llm_usd - theirs.cost_llm_usd) / base.cost_llm_usd)
+    strict_sd = statistics.stdev(strict) if len(strict) > 1 else 0.0
+    return Paired(len(strict), statistics.fmean(strict) if strict else 0.0, strict_sd,
+                  strict_sd / math.sqrt(len(strict)) if strict else 0.0, sum(d > 0 for d in strict),
+                  sum(d < 0 for d in strict), sum(d == 0 for d in strict),
+                  statistics.fmean(cost) if cost else 0.0, statistics.stdev(cost) if len(cost) > 1 else 0.0)
+
+
+def clears_noise(difference: Paired) -> bool:
+    """The strategy's strict recall exceeds the other's by at least one standard error of the per-session
+    differences (or equals it on every session: then only cost tells them apart), over two sessions at least."""
+    return difference.sessions >= 2 and difference.strict_mean >= difference.strict_se
+
+
+def admitted(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> set[str]:
+    """The grid points that may be chosen against ``anchor`` on ``sessions``: those that :func:`clears_noise`."""
+    return {name for name in grid if name != anchor and clears_noise(paired_difference(runs, name, anchor, sessions))}
 
 
 @dataclass(frozen=True)
@@ -133,6 +195,8 @@ class HeldOut:
     anchor: Point
     chosen: Point
     chosen_names: tuple[str, ...]
+    by_session: Paired
+    """The choices against the anchor, each held-out session compared with itself."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +236,8 @@ def frontier(runs: Sequence[BenchRun], grid: Sequence[str], peers: Sequence[str]
             tuned = [point(runs, name, tuning) for name in grid]
             folds.append(Fold(number, tuple(label for label in labels if fold_of[label] == number),
                               tuple(p.name for p in pareto(tuned)),
-                              {anchor: choose(tuned, anchor).name for anchor in anchors}))
+                              {anchor: choose(tuned, anchor, admitted(runs, grid, anchor, tuning)).name
+                               for anchor in anchors}))
     held_out = {anchor: _held_out(runs, anchor, folds) for anchor in anchors} if folds else {}
     return Frontier(window, points, tuple(grid), tuple(peers), tuple(p.name for p in pareto(on_grid)),
                     tuple(folds), held_out)
@@ -184,6 +249,8 @@ def _held_out(runs: Sequence[BenchRun], anchor: str, folds: Sequence[Fold]) -> H
               and run.strategy in (fold.chosen[anchor], BASELINE)]
     chosen = [run if run.strategy == BASELINE else replace(run, strategy="chosen") for run in pooled]
     everything = {run.session for run in runs}
+    against = [run for run in runs if run.strategy == anchor]
     return HeldOut(point(runs, anchor, everything), point(chosen, "chosen", everything),
-                   tuple(fold.chosen[anchor] for fold in folds))
+                   tuple(fold.chosen[anchor] for fold in folds),
+                   paired_difference([*chosen, *against], "chosen", anchor, everything))
 

@@ -6,8 +6,9 @@ verbatim tail, the clearing thresholds, the summary's size, the files restored,
 the presets; with :func:`paired`, every two of its changes together), scores them as ``bench --frontier`` does
 (:func:`~.frontier.frontier`: cost relative to the full history, strict recall,
 a choice cross-validated by session) and writes the policy chosen at no more
-than the default's cost as a policy file (:meth:`Policy.save
-<contextfold.pipeline.base.Policy.save>`).
+than the default's cost, among those whose gain over it is more than the noise
+of the sessions (:func:`~.frontier.clears_noise`), as a policy file
+(:meth:`Policy.save <contextfold.pipeline.base.Policy.save>`).
 
 Each finished (session, strategy) run is kept in the output folder under a key
 of everything its figures depend on (the session's bytes, the strategy's
@@ -36,7 +37,7 @@ from ..private_files import replace_file
 from ..replay.lint import SummaryLint
 from ..replay.result import Totals
 from ..replay.strict import SessionStrict
-from .frontier import BASELINE, GRID, Frontier, HeldOut, choose, frontier, grid_policies
+from .frontier import BASELINE, GRID, Frontier, HeldOut, admitted, choose, frontier, grid_policies
 from .run import BenchRun, Progress, ReplayFailed, Session, Settings, run_bench
 
 log = logging.getLogger(__name__)
@@ -251,10 +252,12 @@ class Tuned:
 
 def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_ANCHOR) -> Tuned:
     """The frontier of the grid swept over the sessions of ``result`` and the point chosen for ``anchor`` on all
-    of them (:func:`~.frontier.choose`); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
+    of them (:func:`~.frontier.choose` among the points whose gain :func:`~.frontier.clears_noise`, as each fold
+    chooses); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
     grid = list(result.policies)
     found = frontier(result.runs, grid, [], window, folds)
-    chosen = choose([p for p in found.points if p.name in grid], anchor).name
+    chosen = choose([p for p in found.points if p.name in grid], anchor,
+                    admitted(result.runs, grid, anchor, set(result.complete))).name
     asked = {name: mean_asked(r for r in result.runs if r.strategy == name) for name in grid}
     held_out: tuple[float | None, float | None] = (None, None)
     if anchor in found.held_out:

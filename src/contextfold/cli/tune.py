@@ -11,14 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..bench.frontier import GRID, Point, beats
+from ..bench.frontier import GRID, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
 from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
 from ..conversation import JSONValue
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
-from .bench import check_out
+from .bench import by_session_line, check_out
 from .options import check_window, progress_bar, reports_errors, resolved_tokenizer
 
 POLICY_FILE = "policy.json"
@@ -143,7 +143,8 @@ def _folds(tuned: Tuned) -> list[str]:
 
 
 def _verdict(tuned: Tuned) -> str:
-    """The held-out figures of the choice against the default's, said plainly either way, and what was written."""
+    """The held-out figures of the choice against the default's, pooled and session by session, and a plain
+    verdict either way: what was written and why."""
     held = tuned.found.held_out.get(tuned.anchor)
     if held is None:
         return f"{POLICY_FILE} holds {tuned.written}, chosen on every session measured (not cross-validated)"
@@ -151,22 +152,21 @@ def _verdict(tuned: Tuned) -> str:
     figures = (f"held out: chosen strict {_share(held.chosen.strict)} asked {_share(chosen_asked)} at cost "
                f"{held.chosen.cost:.3f}, against {tuned.anchor}'s strict {_share(held.anchor.strict)} asked "
                f"{_share(anchor_asked)} at {held.anchor.cost:.3f}")
-    if _same(held.chosen, held.anchor):
-        outcome = f"the cross-validated choice is {tuned.anchor} itself: it is already on the frontier here"
+    if all(name == tuned.anchor for name in held.chosen_names):
+        outcome = (f"every fold chose {tuned.anchor} itself: no grid policy gained more than the noise over it on "
+                   "the sessions it was chosen on")
     elif beats(held.chosen, held.anchor):
         outcome = f"the cross-validated choice beats {tuned.anchor} on sessions it was not chosen on"
     else:
         outcome = f"the cross-validated choice does not beat {tuned.anchor} on sessions it was not chosen on"
-    if tuned.written == tuned.chosen:
-        written = f"{POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
+    if tuned.written == tuned.chosen and tuned.chosen != tuned.anchor:
+        written = f"verdict: {POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
+    elif tuned.written == tuned.chosen:
+        written = f"verdict: {POLICY_FILE} keeps {tuned.anchor}: nothing on the grid did better on these sessions"
     else:
-        written = (f"{POLICY_FILE} keeps {tuned.anchor}: {tuned.chosen}, chosen on every session, would be fitted "
-                   "to them")
-    return f"{figures}\n{outcome}; {written}"
-
-
-def _same(a: Point, b: Point) -> bool:
-    return (a.strict, a.cost) == (b.strict, b.cost)
+        written = (f"verdict: {POLICY_FILE} keeps {tuned.anchor}: {tuned.chosen}, chosen on every session, would be "
+                   "fitted to them")
+    return f"{figures}\n{by_session_line(held.by_session, tuned.anchor)}\n{outcome}\n{written}"
 
 
 def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, JSONValue]:
