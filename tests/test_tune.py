@@ -7,6 +7,7 @@ import logging
 import os
 import stat
 import time
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from contextfold import InvalidPolicy, Policy, Prices, Rule
 from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
-from contextfold.bench.frontier import Paired, assign_folds, clears_noise, paired_difference
-from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
+from contextfold.bench.frontier import (CHOICE_RULES, Paired, assign_folds, best_strict_at_cost, clears_noise,
+                                        paired_difference, rule_outcome)
+from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, holds_up, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
@@ -272,11 +274,13 @@ def test_a_session_that_cannot_be_replayed_is_left_out_naming_why_and_the_others
     assert choose_policy(result, 6_000, 2).found.folds  # the two left are tuned, cross-validated
 
 
-def swept(strict: dict[str, dict[str, float]]) -> Sweep:
-    """A sweep of every session at the same cost, each policy's strict recall per session as given."""
+def swept(strict: dict[str, dict[str, float]], cost: dict[str, float] | None = None) -> Sweep:
+    """A sweep of every session, each policy's strict recall per session as given, and its cost on each session
+    (``cost``; 1.0, the full history's, when not given)."""
     sessions = list(next(iter(strict.values())))
     runs = [run(label, "none", 1.0, 1.0) for label in sessions]
-    runs += [run(label, name, 1.0, value) for name, by_session in strict.items() for label, value in by_session.items()]
+    runs += [run(label, name, (cost or {}).get(name, 1.0), value)
+             for name, by_session in strict.items() for label, value in by_session.items()]
     policies = {name: Policy(summary_target_tokens=1_000 + n) for n, name in enumerate(strict)}
     return Sweep(policies, tuple(runs), tuple(sessions), (), {}, 0, len(runs), len(runs), False, 0.0)
 
@@ -288,7 +292,9 @@ def test_a_choice_that_holds_up_on_held_out_sessions_is_written() -> None:
     assert (tuned.chosen, tuned.written) == ("better", "better") and tuned.policy.summary_target_tokens == 1_001
 
 
-def test_a_choice_fitted_to_its_sessions_is_not_written_and_the_default_is_kept() -> None:
+def test_a_choice_fitted_to_its_sessions_is_not_made_and_the_default_is_kept() -> None:
+    """``fitted`` is the best on all sessions and ``other`` on half of them, but each fold's choice loses on the
+    fold it was not chosen on: cross-validated on all sessions, the rule that keeps the default holds up best."""
     labels = [f"s{n}" for n in range(4)]
     fold = assign_folds(labels, 2)
     first, second = ([label for label in labels if fold[label] == k] for k in (0, 1))
@@ -298,8 +304,10 @@ def test_a_choice_fitted_to_its_sessions_is_not_written_and_the_default_is_kept(
         "other": {**dict.fromkeys(first, 1.0), **dict.fromkeys(second, 0.5)},  # ...but each fold picks wrong
     }), 32_000, 2)
     held = tuned.found.held_out["balanced"]
-    assert tuned.chosen == "fitted" and held.chosen.strict is not None and held.chosen.strict < 0.95
+    assert held.chosen_names == ("fitted", "other") and held.chosen.strict is not None and held.chosen.strict < 0.95
+    assert (tuned.chosen, tuned.rule) == ("balanced", "cheapest-within-noise")  # it moves nowhere: nothing lost
     assert tuned.written == "balanced" and tuned.policy.summary_target_tokens == 1_000
+    assert not holds_up(held) and holds_up(replace(held, chosen=held.anchor))
 
 
 def test_a_gain_smaller_than_its_noise_is_not_chosen_and_the_verdict_says_so() -> None:
@@ -329,3 +337,24 @@ def test_the_held_out_choice_is_compared_with_the_default_session_by_session() -
     assert difference.cost_mean == pytest.approx(0.0)  # a: 10 % of its full history less; b: 0; c: 10 % more
     assert difference.cost_sd == pytest.approx(0.1)
     assert not clears_noise(difference) and clears_noise(paired_difference(runs, "balanced", "balanced", {"a", "b"}))
+
+
+def test_the_rule_that_holds_up_on_the_sessions_makes_the_choice() -> None:
+    """``lucky`` holds the most on every fold's tuning sessions that include ``s0`` (far ahead there, a little
+    behind everywhere else), at the default's cost; ``cheap`` holds what the default holds, for a sixth less.
+    Choosing the best strict recall at the default's cost picks ``lucky`` and loses held out; cross-validated on
+    the sessions, a rule that does not take it holds up better, and its choice is ``cheap``."""
+    labels = [f"s{n}" for n in range(10)]
+    runs = swept({"balanced": dict.fromkeys(labels, 0.9), "cheap": dict.fromkeys(labels, 0.9),
+                  "lucky": {**dict.fromkeys(labels, 0.89), "s0": 1.0}}, cost={"balanced": 0.6, "cheap": 0.5,
+                                                                               "lucky": 0.6})
+    grid, everything = ["balanced", "cheap", "lucky"], set(labels)
+    assert best_strict_at_cost(runs.runs, grid, "balanced", everything) == "lucky"
+    outcomes = {name: rule_outcome(runs.runs, rule, grid, "balanced", everything, 5)
+                for name, rule in CHOICE_RULES.items()}
+    assert outcomes["best-strict-at-cost"][0] < 0 == outcomes["best-strict-beyond-noise"][0]
+    tuned = choose_policy(runs, 32_000, 5)
+    held = tuned.found.held_out["balanced"]
+    assert (tuned.chosen, tuned.written, tuned.rule) == ("cheap", "cheap", "best-strict-beyond-noise")
+    assert set(held.chosen_names) == {"cheap"} and held.chosen.strict == pytest.approx(held.anchor.strict)
+    assert held.by_session.cost_mean == pytest.approx(-0.1) and held.by_session.same == 10

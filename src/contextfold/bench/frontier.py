@@ -18,13 +18,17 @@ hold against the anchor's own, and session by session (:class:`Paired`) the
 spread that says whether a difference is more than noise. :func:`frontier`
 does it all from the runs; ``contextfold tune`` can call it on its own grid.
 
-A grid point enters the choice only when its gain over the anchor on the
-sessions it is chosen on is at least one standard error of the per-session
-differences (:func:`clears_noise`; the one-standard-error rule): across a few
-dozen sessions most points differ from the anchor by less than the sessions
-differ among themselves, and the best of them by luck is not better on the
-next sessions. The anchor is always a candidate, so with nothing that clears
-the noise the choice is the anchor.
+How a point is chosen on the other folds is itself chosen there
+(:func:`choose_rule`, among :data:`CHOICE_RULES`): each rule is cross-validated
+on those sessions alone, and the one whose choices held up best (no strict
+recall lost against the anchor, then the most cost saved) makes the fold's
+choice. Across a few dozen sessions most points differ from the anchor by less
+than the sessions differ among themselves, so one rule admits a point only when
+its gain clears one standard error of the per-session differences
+(:func:`clears_noise`), another takes the cheapest point whose loss is within
+one (:func:`within_noise`); which of them holds up depends on the sessions. The
+anchor is always a candidate: with nothing that holds up, the choice is the
+anchor.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import math
 import statistics
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..conversation import JSONObject, JSONValue
@@ -176,6 +180,86 @@ def admitted(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, session
     return {name for name in grid if name != anchor and clears_noise(paired_difference(runs, name, anchor, sessions))}
 
 
+def within_noise(difference: Paired) -> bool:
+    """The strategy's strict recall falls short of the other's by less than one standard error of the per-session
+    differences (or not at all), over two sessions at least."""
+    return difference.sessions >= 2 and difference.strict_mean + difference.strict_se >= 0
+
+
+ChoiceRule = Callable[[Sequence[BenchRun], Sequence[str], str, Collection[str]], str]
+"""A way to choose a grid point against an anchor from the runs of some sessions: (runs, grid, anchor, sessions)
+-> the name chosen."""
+
+
+def best_strict_at_cost(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> str:
+    """The highest strict recall at no more than the anchor's cost (:func:`choose`)."""
+    return choose([point(runs, name, sessions) for name in grid], anchor).name
+
+
+def best_strict_beyond_noise(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str,
+                             sessions: Collection[str]) -> str:
+    """As :func:`best_strict_at_cost`, among the points whose gain :func:`clears_noise` (the one-standard-error
+    rule: the best of many by less than that is the best by luck)."""
+    return choose([point(runs, name, sessions) for name in grid], anchor, admitted(runs, grid, anchor, sessions)).name
+
+
+def cheapest_within_noise(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str,
+                          sessions: Collection[str]) -> str:
+    """The cheapest point, cheaper than the anchor, whose strict recall is :func:`within_noise` of the anchor's:
+    cost differences between policies are steady from session to session, small strict ones are not."""
+    points = {name: point(runs, name, sessions) for name in grid}
+    cheaper = [name for name in grid if name != anchor and points[name].cost < points[anchor].cost
+               and within_noise(paired_difference(runs, name, anchor, sessions))]
+    return min([anchor, *cheaper], key=lambda name: (points[name].cost, name != anchor))
+
+
+CHOICE_RULES: dict[str, ChoiceRule] = {
+    "best-strict-beyond-noise": best_strict_beyond_noise,
+    "cheapest-within-noise": cheapest_within_noise,
+    "best-strict-at-cost": best_strict_at_cost,
+}
+"""The rules :func:`choose_rule` picks between, the first preferred when they hold up equally (it moves least)."""
+
+
+def rule_outcome(runs: Sequence[BenchRun], rule: ChoiceRule, grid: Sequence[str], anchor: str,
+                 sessions: Collection[str], k: int) -> tuple[float, float, float]:
+    """``rule`` cross-validated over ``sessions`` in ``k`` folds, its held-out choices against the anchor: (the
+    strict recall lost, 0 when none; the cost saved, relative to the full history; the strict recall gained),
+    to be compared in that order, each rounded so that sums in another order do not tell equals apart."""
+    labels = sorted(sessions)
+    fold_of = assign_folds(labels, k)
+    picked: dict[str, str] = {}
+    for number in range(k):
+        name = rule(runs, grid, anchor, {label for label in labels if fold_of[label] != number})
+        picked.update({label: name for label in labels if fold_of[label] == number})
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in picked}
+    gains = [mine - theirs for label, name in picked.items()
+             if (mine := totals[label, name].strict.strict) is not None
+             and (theirs := totals[label, anchor].strict.strict) is not None]
+    gained = statistics.fmean(gains) if gains else 0.0
+    base = sum(totals[label, BASELINE].cost_llm_usd for label in picked)
+    saved = sum(totals[label, anchor].cost_llm_usd - totals[label, name].cost_llm_usd
+                for label, name in picked.items()) / base if base else 0.0
+    return round(min(gained, 0.0), 9), round(saved, 9), round(gained, 9)
+
+
+def choose_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str], k: int) -> str:
+    """The name of the rule of :data:`CHOICE_RULES` whose choices held up best when cross-validated over
+    ``sessions`` alone (:func:`rule_outcome`); the first rule under two sessions, with nothing to cross-validate."""
+    k = min(k, len(sessions))
+    if k < 2:
+        return next(iter(CHOICE_RULES))
+    mine = [run for run in runs if run.session in sessions]
+    return max(CHOICE_RULES, key=lambda name: rule_outcome(mine, CHOICE_RULES[name], grid, anchor, sessions, k))
+
+
+def choose_by_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str],
+                   k: int) -> tuple[str, str]:
+    """The rule :func:`choose_rule` picks on ``sessions`` and the grid point it chooses there."""
+    rule = choose_rule(runs, grid, anchor, sessions, k)
+    return rule, CHOICE_RULES[rule](runs, grid, anchor, sessions)
+
+
 @dataclass(frozen=True)
 class Fold:
     """One fold: the sessions held out, the frontier drawn on the others, and each anchor's choice there."""
@@ -185,6 +269,8 @@ class Fold:
     tuning_frontier: tuple[str, ...]
     chosen: dict[str, str]
     """Anchor -> the grid point chosen for it on the tuning folds."""
+    rules: dict[str, str]
+    """Anchor -> the rule of :data:`CHOICE_RULES` that made the choice (:func:`choose_rule` on the tuning folds)."""
 
 
 @dataclass(frozen=True)
@@ -234,10 +320,10 @@ def frontier(runs: Sequence[BenchRun], grid: Sequence[str], peers: Sequence[str]
         for number in range(k):
             tuning = {label for label in labels if fold_of[label] != number}
             tuned = [point(runs, name, tuning) for name in grid]
+            made = {anchor: choose_by_rule(runs, grid, anchor, tuning, k) for anchor in anchors}
             folds.append(Fold(number, tuple(label for label in labels if fold_of[label] == number),
-                              tuple(p.name for p in pareto(tuned)),
-                              {anchor: choose(tuned, anchor, admitted(runs, grid, anchor, tuning)).name
-                               for anchor in anchors}))
+                              tuple(p.name for p in pareto(tuned)), {anchor: made[anchor][1] for anchor in anchors},
+                              {anchor: made[anchor][0] for anchor in anchors}))
     held_out = {anchor: _held_out(runs, anchor, folds) for anchor in anchors} if folds else {}
     return Frontier(window, points, tuple(grid), tuple(peers), tuple(p.name for p in pareto(on_grid)),
                     tuple(folds), held_out)

@@ -134,11 +134,13 @@ def _folds(tuned: Tuned) -> list[str]:
     """Which sessions each fold held out, and what was chosen on the others."""
     if not tuned.found.folds:
         return ["no cross-validation: fewer than two sessions were measured"]
-    lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose on the other folds' sessions, at no "
-             f"more than {tuned.anchor}'s cost, and was scored on its own; {TUNE_FILE} has the full labels):"]
+    lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose against {tuned.anchor} on the other "
+             "folds' sessions, by the rule that held up best cross-validated on them alone, and was scored on its "
+             f"own; {TUNE_FILE} has the full labels):"]
     for fold in tuned.found.folds:
         held_out = ", ".join("/".join(Path(label).parts[-2:]) for label in fold.held_out)  # file and its folder
-        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]}; held out {held_out}")
+        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]} ({fold.rules[tuned.anchor]}); "
+                     f"held out {held_out}")
     return lines
 
 
@@ -160,7 +162,7 @@ def _verdict(tuned: Tuned) -> str:
     else:
         outcome = f"the cross-validated choice does not beat {tuned.anchor} on sessions it was not chosen on"
     if tuned.written == tuned.chosen and tuned.chosen != tuned.anchor:
-        written = f"verdict: {POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
+        written = f"verdict: {POLICY_FILE} holds {tuned.chosen}, chosen on every session measured ({tuned.rule})"
     elif tuned.written == tuned.chosen:
         written = f"verdict: {POLICY_FILE} keeps {tuned.anchor}: nothing on the grid did better on these sessions"
     else:
@@ -172,7 +174,8 @@ def _verdict(tuned: Tuned) -> str:
 def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, JSONValue]:
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
-        "chosen": tuned.chosen, "written": tuned.written, "anchor": tuned.anchor, "asked": tuned.asked,
+        "chosen": tuned.chosen, "rule": tuned.rule, "written": tuned.written, "anchor": tuned.anchor,
+        "asked": tuned.asked,
         "held_out_asked": {"anchor": tuned.held_out_asked[0], "chosen": tuned.held_out_asked[1]},
         "sessions": list(result.complete), "not_measured": list(result.incomplete), "failed": result.failed,
         "runs": {"made": result.measured, "read_back": result.cached, "planned": result.planned},
