@@ -358,3 +358,12 @@ def test_the_rule_that_holds_up_on_the_sessions_makes_the_choice() -> None:
     assert (tuned.chosen, tuned.written, tuned.rule) == ("cheap", "cheap", "best-strict-beyond-noise")
     assert set(held.chosen_names) == {"cheap"} and held.chosen.strict == pytest.approx(held.anchor.strict)
     assert held.by_session.cost_mean == pytest.approx(-0.1) and held.by_session.same == 10
+    assert tuned.inert == ()  # cheap costs less: it acts
+
+
+def test_a_grid_point_that_runs_as_the_default_does_on_every_session_is_named_inert() -> None:
+    labels = [f"s{n}" for n in range(3)]
+    tuned = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9), "same": dict.fromkeys(labels, 0.9),
+                                 "once": {**dict.fromkeys(labels, 0.9), "s1": 0.8}},
+                                cost={"balanced": 0.6, "same": 0.60001, "once": 0.6}), 32_000, 3)
+    assert tuned.inert == ("same",)  # a cost 0.001 % of the full history apart is no difference

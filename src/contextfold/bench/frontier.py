@@ -26,9 +26,10 @@ choice. Across a few dozen sessions most points differ from the anchor by less
 than the sessions differ among themselves, so one rule admits a point only when
 its gain clears one standard error of the per-session differences
 (:func:`clears_noise`), another takes the cheapest point whose loss is within
-one (:func:`within_noise`); which of them holds up depends on the sessions. The
-anchor is always a candidate: with nothing that holds up, the choice is the
-anchor.
+one (:func:`within_noise`); which of them holds up depends on the sessions. A
+point that ran as the anchor did on every tuning session (:func:`inert`) is not
+a candidate, and the anchor always is: with nothing that holds up, the choice
+is the anchor.
 """
 
 from __future__ import annotations
@@ -180,6 +181,25 @@ def admitted(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, session
     return {name for name in grid if name != anchor and clears_noise(paired_difference(runs, name, anchor, sessions))}
 
 
+INERT_COST = 1e-4
+"""A cost difference smaller than this share of a session's full history is none (:func:`inert`)."""
+
+
+def inert(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> tuple[str, ...]:
+    """The points of ``grid`` (the anchor aside) whose strict recall equals the anchor's on every one of ``sessions``
+    and whose cost is within :data:`INERT_COST` of it: what they change does not act on these sessions at this
+    window (a summary target above what the summaries take, a restore budget no restore reaches), and choosing
+    one over the anchor would be choosing by a rounding of its cost."""
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in sessions}
+
+    def same(name: str, label: str) -> bool:
+        mine, theirs, base = totals[label, name], totals[label, anchor], totals[label, BASELINE]
+        return (mine.strict.strict == theirs.strict.strict
+                and abs(mine.cost_llm_usd - theirs.cost_llm_usd) <= INERT_COST * base.cost_llm_usd)
+
+    return tuple(name for name in grid if name != anchor and all(same(name, label) for label in sessions))
+
+
 def within_noise(difference: Paired) -> bool:
     """The strategy's strict recall falls short of the other's by less than one standard error of the per-session
     differences (or not at all), over two sessions at least."""
@@ -230,7 +250,7 @@ def rule_outcome(runs: Sequence[BenchRun], rule: ChoiceRule, grid: Sequence[str]
     fold_of = assign_folds(labels, k)
     picked: dict[str, str] = {}
     for number in range(k):
-        name = rule(runs, grid, anchor, {label for label in labels if fold_of[label] != number})
+        name = _choose_acting(runs, rule, grid, anchor, {label for label in labels if fold_of[label] != number})
         picked.update({label: name for label in labels if fold_of[label] == number})
     totals = {(run.session, run.strategy): run.totals for run in runs if run.session in picked}
     gains = [mine - theirs for label, name in picked.items()
@@ -255,9 +275,17 @@ def choose_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sess
 
 def choose_by_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str],
                    k: int) -> tuple[str, str]:
-    """The rule :func:`choose_rule` picks on ``sessions`` and the grid point it chooses there."""
+    """The rule :func:`choose_rule` picks on ``sessions`` and the grid point it chooses there, never one that ran
+    as the anchor did on every one of them (:func:`inert`: it is the anchor there)."""
     rule = choose_rule(runs, grid, anchor, sessions, k)
-    return rule, CHOICE_RULES[rule](runs, grid, anchor, sessions)
+    return rule, _choose_acting(runs, CHOICE_RULES[rule], grid, anchor, sessions)
+
+
+def _choose_acting(runs: Sequence[BenchRun], rule: ChoiceRule, grid: Sequence[str], anchor: str,
+                   sessions: Collection[str]) -> str:
+    """``rule``'s choice among the points that are not :func:`inert` on ``sessions``."""
+    still = set(inert(runs, grid, anchor, sessions))
+    return rule(runs, [name for name in grid if name not in still], anchor, sessions)
 
 
 @dataclass(frozen=True)

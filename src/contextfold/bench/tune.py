@@ -37,7 +37,7 @@ from ..private_files import replace_file
 from ..replay.lint import SummaryLint
 from ..replay.result import Totals
 from ..replay.strict import SessionStrict
-from .frontier import BASELINE, GRID, Frontier, HeldOut, choose_by_rule, frontier, grid_policies
+from .frontier import BASELINE, GRID, Frontier, HeldOut, choose_by_rule, frontier, grid_policies, inert
 from .run import BenchRun, Progress, ReplayFailed, Session, Settings, run_bench
 
 log = logging.getLogger(__name__)
@@ -251,6 +251,9 @@ class Tuned:
     asked: dict[str, float | None] = field(default_factory=dict)
     held_out_asked: tuple[float | None, float | None] = (None, None)
     """The anchor's ``asked`` and the cross-validated choice's, over the held-out sessions."""
+    inert: tuple[str, ...] = ()
+    """The grid points that ran as the anchor did on every session (:func:`~.frontier.inert`): knobs that do not act
+    on these sessions at this window (never chosen: they are the anchor there)."""
 
 
 def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_ANCHOR) -> Tuned:
@@ -267,7 +270,9 @@ def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_
                   if r.session in fold.held_out and r.strategy == fold.chosen[anchor]]
         held_out = (asked[anchor], mean_asked(picked))
     written = chosen if anchor not in found.held_out or holds_up(found.held_out[anchor]) else anchor
-    return Tuned(found, anchor, chosen, written, result.policies[written], rule, asked, held_out)
+    return Tuned(found, anchor, chosen, written, result.policies[written], rule, asked, held_out,
+                 inert(result.runs, grid, anchor, set(result.complete)))
+
 
 
 def holds_up(held: HeldOut) -> bool:

@@ -87,6 +87,9 @@ def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, bu
     if charts:
         written.append(write_frontier_chart(tuned.found, out / CHART_FILE, tuned=tuned.chosen))
     console.print(tune_table(tuned))
+    if tuned.inert:
+        console.print(escape(f"ran as {tuned.anchor} did on every session (what they change does not act on these "
+                             f"sessions at this window): {', '.join(tuned.inert)}"))
     for line in _folds(tuned):
         console.print(escape(line))
     console.print(escape(_verdict(tuned)))
@@ -124,7 +127,8 @@ def tune_table(tuned: Tuned) -> Table:
     table.add_column("", overflow="fold")
     for p in found.points:
         marks = [mark for mark, on in (("frontier", p.name in found.frontier), ("default", p.name == tuned.anchor),
-                                       ("tuned", p.name == tuned.chosen)) if on]
+                                       ("tuned", p.name == tuned.chosen),
+                                       (f"as {tuned.anchor}", p.name in tuned.inert)) if on]
         table.add_row(p.name, f"{p.cost:.3f}", f"{p.cost_ride:.3f}", _share(p.strict), _share(tuned.asked.get(p.name)),
                       " ".join(marks))
     return table
@@ -175,7 +179,7 @@ def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, 
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
         "chosen": tuned.chosen, "rule": tuned.rule, "written": tuned.written, "anchor": tuned.anchor,
-        "asked": tuned.asked,
+        "asked": tuned.asked, "inert": list(tuned.inert),
         "held_out_asked": {"anchor": tuned.held_out_asked[0], "chosen": tuned.held_out_asked[1]},
         "sessions": list(result.complete), "not_measured": list(result.incomplete), "failed": result.failed,
         "runs": {"made": result.measured, "read_back": result.cached, "planned": result.planned},
