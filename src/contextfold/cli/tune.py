@@ -50,8 +50,9 @@ CHART_FILE = "frontier.png"
 def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, budget_minutes: float | None,
                  jobs: int | None, tokenizer: str, max_output: int, pairs: bool, charts: bool) -> None:
     """Tune the policy on your own recorded sessions under PATHS (any format `replay` reads: a Claude Code projects
-    folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose the best strict
-    recall at no more than the default's cost, cross-validated by session, and write it to OUT/policy.json
+    folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose one against the
+    default by the rule that holds up best cross-validated on them (no strict recall lost, then the most cost
+    saved), report its held-out figures pooled and session by session, and write it to OUT/policy.json
     (`--policy OUT/policy.json` on replay, bench and chat; `Policy.load` in code), or the default when the choice
     does not hold up on the sessions held out."""
     check_window(window, max_output)
