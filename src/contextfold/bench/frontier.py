@@ -11,8 +11,8 @@ The frontier is the set of policies no other policy beats on both.
 A frontier drawn on the sessions it is measured on flatters whatever it picks,
 so the choice is cross-validated by session: the sessions are split into
 ``k`` folds (:func:`assign_folds`), and for each fold a choice made on the
-others (:func:`choose`: the best strict recall at no more than an anchor
-preset's cost) is scored on the held-out fold. Pooled over the folds every
+others against an anchor preset (:func:`choose_by_rule`, below) is scored on
+the held-out fold. Pooled over the folds every
 session is scored once, by a policy chosen without it: that is the figure to
 hold against the anchor's own, and session by session (:class:`Paired`) the
 spread that says whether a difference is more than noise. :func:`frontier`
