@@ -62,10 +62,13 @@ GRID: dict[str, tuple[str, dict[str, JSONValue]]] = {
     "summary-2.5k": ("balanced", {"summary_target_tokens": 2_500}),
     "restore-small": ("balanced", {"restore_max_files": 2, "restore_total_tokens": 15_000}),
     "thorough": ("thorough", {}),
+    "thorough-clear-early": ("thorough", {"clear_min_savings_tokens": 10_000, "clear_keep_recent_rounds": 2}),
 }
 """The policies swept, each a preset and the knobs it changes: the trigger (how full the window gets), the verbatim
 tail, the clearing thresholds, the economic gate (summaries below the trigger), the summary's size and the files
-restored after one. Eleven replays of every session besides the peers': minutes over a folder on two cores."""
+restored after one, and ``thorough`` clearing as early as ``clear-early`` (what ``thorough`` spends on longer
+summaries and restores, earlier clearing saves). Twelve replays of every session besides the peers': minutes over a
+folder on two cores."""
 
 ANCHORS = tuple(PRESETS)
 """The presets a cross-validated choice is held against, each at its own cost."""
