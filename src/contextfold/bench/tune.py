@@ -274,7 +274,6 @@ def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_
                  inert(result.runs, grid, anchor, set(result.complete)))
 
 
-
 def holds_up(held: HeldOut) -> bool:
     """The cross-validated choice keeps at least the anchor's strict recall at no more than its cost, on sessions
     none of its choices was made on (to nine places: the same figures summed in another order are equal)."""

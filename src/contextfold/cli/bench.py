@@ -249,4 +249,3 @@ def by_session_line(difference: Paired, anchor: str) -> str:
             f"{anchor} (spread {difference.strict_sd:.4f}, standard error {difference.strict_se:.4f}: {noise}); "
             f"more on {difference.better}, less on {difference.worse}, the same on {difference.same}; cost "
             f"{difference.cost_mean:+.2%} of each session's full history (spread {difference.cost_sd:.2%})")
-

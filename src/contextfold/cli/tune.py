@@ -14,7 +14,7 @@ from rich.table import Table
 from ..bench.frontier import GRID, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
-from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
+from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, holds_up, paired, sweep
 from ..conversation import JSONValue
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
@@ -160,10 +160,12 @@ def _verdict(tuned: Tuned) -> str:
                f"{held.chosen.cost:.3f}, against {tuned.anchor}'s strict {_share(held.anchor.strict)} asked "
                f"{_share(anchor_asked)} at {held.anchor.cost:.3f}")
     if all(name == tuned.anchor for name in held.chosen_names):
-        outcome = (f"every fold chose {tuned.anchor} itself: no grid policy gained more than the noise over it on "
-                   "the sessions it was chosen on")
-    elif beats(held.chosen, held.anchor):
+        outcome = (f"every fold chose {tuned.anchor} itself: no grid policy held up against it on the sessions it "
+                   "was chosen on")
+    elif holds_up(held) and beats(held.chosen, held.anchor):
         outcome = f"the cross-validated choice beats {tuned.anchor} on sessions it was not chosen on"
+    elif holds_up(held):
+        outcome = f"the cross-validated choice holds {tuned.anchor}'s figures on sessions it was not chosen on"
     else:
         outcome = f"the cross-validated choice does not beat {tuned.anchor} on sessions it was not chosen on"
     if tuned.written == tuned.chosen and tuned.chosen != tuned.anchor:
