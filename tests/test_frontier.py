@@ -109,6 +109,7 @@ def test_bench_frontier_writes_the_frontier_and_its_chart(tmp_path: Path) -> Non
     assert set(data["held_out"]) == set(PRESETS)
     assert (out / "frontier.png").stat().st_size > 0 and (out / "results.json").exists()
     assert "cross-validated over 2 folds" in result.output
+    assert "session by session (" in " ".join(result.output.split())
 
 
 class Broken:

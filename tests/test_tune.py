@@ -7,6 +7,7 @@ import logging
 import os
 import stat
 import time
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from contextfold import InvalidPolicy, Policy, Prices, Rule
 from contextfold.bench import Session, Settings, find_sessions, run_bench
 from contextfold.bench.frontier import GRID, grid_policies
 from contextfold.bench.plots import frontier_chart
-from contextfold.bench.frontier import assign_folds
-from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, paired, sweep, sweep_names
+from contextfold.bench.frontier import (CHOICE_RULES, Paired, assign_folds, best_strict_at_cost, clears_noise,
+                                        paired_difference, rule_outcome)
+from contextfold.bench.tune import PER_JOB, RUNS_FOLDER, Sweep, choose_policy, holds_up, paired, sweep, sweep_names
 from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
@@ -148,6 +150,7 @@ def test_tune_writes_a_loadable_policy_the_frontier_and_which_sessions_each_fold
     assert (out / "frontier.png").stat().st_size > 0
     shown = " ".join(result.output.split())
     assert "held out: chosen strict" in shown and "fold 0: chose" in shown and "default" in shown
+    assert "session by session (3 held out): strict" in shown and "verdict: policy.json" in shown
 
 
 def test_an_interrupted_sweep_goes_on_from_the_runs_it_kept(tmp_path: Path) -> None:
@@ -271,11 +274,13 @@ def test_a_session_that_cannot_be_replayed_is_left_out_naming_why_and_the_others
     assert choose_policy(result, 6_000, 2).found.folds  # the two left are tuned, cross-validated
 
 
-def swept(strict: dict[str, dict[str, float]]) -> Sweep:
-    """A sweep of every session at the same cost, each policy's strict recall per session as given."""
+def swept(strict: dict[str, dict[str, float]], cost: dict[str, float] | None = None) -> Sweep:
+    """A sweep of every session, each policy's strict recall per session as given, and its cost on each session
+    (``cost``; 1.0, the full history's, when not given)."""
     sessions = list(next(iter(strict.values())))
     runs = [run(label, "none", 1.0, 1.0) for label in sessions]
-    runs += [run(label, name, 1.0, value) for name, by_session in strict.items() for label, value in by_session.items()]
+    runs += [run(label, name, (cost or {}).get(name, 1.0), value)
+             for name, by_session in strict.items() for label, value in by_session.items()]
     policies = {name: Policy(summary_target_tokens=1_000 + n) for n, name in enumerate(strict)}
     return Sweep(policies, tuple(runs), tuple(sessions), (), {}, 0, len(runs), len(runs), False, 0.0)
 
@@ -287,15 +292,78 @@ def test_a_choice_that_holds_up_on_held_out_sessions_is_written() -> None:
     assert (tuned.chosen, tuned.written) == ("better", "better") and tuned.policy.summary_target_tokens == 1_001
 
 
-def test_a_choice_fitted_to_its_sessions_is_not_written_and_the_default_is_kept() -> None:
+def test_a_choice_fitted_to_its_sessions_is_not_made_and_the_default_is_kept() -> None:
+    """``fitted`` is the best on all sessions and ``other`` on half of them, but each fold's choice loses on the
+    fold it was not chosen on: cross-validated on all sessions, the rule that keeps the default holds up best."""
     labels = [f"s{n}" for n in range(4)]
     fold = assign_folds(labels, 2)
     first, second = ([label for label in labels if fold[label] == k] for k in (0, 1))
     tuned = choose_policy(swept({
         "balanced": dict.fromkeys(labels, 0.95),
-        "fitted": {**dict.fromkeys(second, 1.0), **dict.fromkeys(first, 0.92)},  # the best on all sessions...
+        "fitted": {**dict.fromkeys(second, 1.0), **dict.fromkeys(first, 0.94)},  # the best on all sessions...
         "other": {**dict.fromkeys(first, 1.0), **dict.fromkeys(second, 0.5)},  # ...but each fold picks wrong
     }), 32_000, 2)
     held = tuned.found.held_out["balanced"]
-    assert tuned.chosen == "fitted" and held.chosen.strict is not None and held.chosen.strict < 0.95
+    assert held.chosen_names == ("fitted", "other") and held.chosen.strict is not None and held.chosen.strict < 0.95
+    assert (tuned.chosen, tuned.rule) == ("balanced", "cheapest-within-noise")  # it moves nowhere: nothing lost
     assert tuned.written == "balanced" and tuned.policy.summary_target_tokens == 1_000
+    assert not holds_up(held) and holds_up(replace(held, chosen=held.anchor))
+
+
+def test_a_gain_smaller_than_its_noise_is_not_chosen_and_the_verdict_says_so() -> None:
+    """``lucky`` is ahead of the default on average over every fold's tuning sessions, but by less than one
+    standard error of its per-session differences (far ahead on one session, behind on the others): the best of
+    a grid by such a margin is the best by luck, so the default is kept, by every fold and on all sessions."""
+    labels = [f"s{n}" for n in range(6)]
+    tuned = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9),
+                                 "lucky": {**dict.fromkeys(labels, 0.89), "s0": 1.0}}), 32_000, 3)
+    held = tuned.found.held_out["balanced"]
+    assert (tuned.chosen, tuned.written) == ("balanced", "balanced")
+    assert held.chosen_names == ("balanced",) * 3
+    assert held.by_session == Paired(6, 0.0, 0.0, 0.0, 0, 0, 6, 0.0, 0.0)
+    with_a_real_gain = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9),
+                                            "steady": {**dict.fromkeys(labels, 0.92), "s0": 0.9}}), 32_000, 3)
+    assert with_a_real_gain.chosen == "steady"  # ahead on five sessions, level on one: more than its noise
+
+
+def test_the_held_out_choice_is_compared_with_the_default_session_by_session() -> None:
+    runs = [run("a", "none", 10.0, 1.0), run("b", "none", 20.0, 1.0), run("c", "none", 10.0, None),
+            run("a", "balanced", 6.0, 0.90), run("b", "balanced", 12.0, 0.80), run("c", "balanced", 5.0, None),
+            run("a", "other", 5.0, 0.95), run("b", "other", 12.0, 0.70), run("c", "other", 6.0, None)]
+    difference = paired_difference(runs, "other", "balanced", {"a", "b", "c"})
+    assert difference.sessions == 2 and (difference.better, difference.worse, difference.same) == (1, 1, 0)
+    assert difference.strict_mean == pytest.approx(-0.025) and difference.strict_sd == pytest.approx(0.1061, abs=1e-4)
+    assert difference.strict_se == pytest.approx(0.075)
+    assert difference.cost_mean == pytest.approx(0.0)  # a: 10 % of its full history less; b: 0; c: 10 % more
+    assert difference.cost_sd == pytest.approx(0.1)
+    assert not clears_noise(difference) and clears_noise(paired_difference(runs, "balanced", "balanced", {"a", "b"}))
+
+
+def test_the_rule_that_holds_up_on_the_sessions_makes_the_choice() -> None:
+    """``lucky`` holds the most on every fold's tuning sessions that include ``s0`` (far ahead there, a little
+    behind everywhere else), at the default's cost; ``cheap`` holds what the default holds, for a sixth less.
+    Choosing the best strict recall at the default's cost picks ``lucky`` and loses held out; cross-validated on
+    the sessions, a rule that does not take it holds up better, and its choice is ``cheap``."""
+    labels = [f"s{n}" for n in range(10)]
+    runs = swept({"balanced": dict.fromkeys(labels, 0.9), "cheap": dict.fromkeys(labels, 0.9),
+                  "lucky": {**dict.fromkeys(labels, 0.89), "s0": 1.0}}, cost={"balanced": 0.6, "cheap": 0.5,
+                                                                               "lucky": 0.6})
+    grid, everything = ["balanced", "cheap", "lucky"], set(labels)
+    assert best_strict_at_cost(runs.runs, grid, "balanced", everything) == "lucky"
+    outcomes = {name: rule_outcome(runs.runs, rule, grid, "balanced", everything, 5)
+                for name, rule in CHOICE_RULES.items()}
+    assert outcomes["best-strict-at-cost"][0] < 0 == outcomes["best-strict-beyond-noise"][0]
+    tuned = choose_policy(runs, 32_000, 5)
+    held = tuned.found.held_out["balanced"]
+    assert (tuned.chosen, tuned.written, tuned.rule) == ("cheap", "cheap", "best-strict-beyond-noise")
+    assert set(held.chosen_names) == {"cheap"} and held.chosen.strict == pytest.approx(held.anchor.strict)
+    assert held.by_session.cost_mean == pytest.approx(-0.1) and held.by_session.same == 10
+    assert tuned.inert == ()  # cheap costs less: it acts
+
+
+def test_a_grid_point_that_runs_as_the_default_does_on_every_session_is_named_inert() -> None:
+    labels = [f"s{n}" for n in range(3)]
+    tuned = choose_policy(swept({"balanced": dict.fromkeys(labels, 0.9), "same": dict.fromkeys(labels, 0.9),
+                                 "once": {**dict.fromkeys(labels, 0.9), "s1": 0.8}},
+                                cost={"balanced": 0.6, "same": 0.60001, "once": 0.6}), 32_000, 3)
+    assert tuned.inert == ("same",)  # a cost 0.001 % of the full history apart is no difference

@@ -11,17 +11,33 @@ The frontier is the set of policies no other policy beats on both.
 A frontier drawn on the sessions it is measured on flatters whatever it picks,
 so the choice is cross-validated by session: the sessions are split into
 ``k`` folds (:func:`assign_folds`), and for each fold a choice made on the
-others (:func:`choose`: the best strict recall at no more than an anchor
-preset's cost) is scored on the held-out fold. Pooled over the folds every
+others against an anchor preset (:func:`choose_by_rule`, below) is scored on
+the held-out fold. Pooled over the folds every
 session is scored once, by a policy chosen without it: that is the figure to
-hold against the anchor's own. :func:`frontier` does it all from the runs;
-``contextfold tune`` can call it on its own grid.
+hold against the anchor's own, and session by session (:class:`Paired`) the
+spread that says whether a difference is more than noise. :func:`frontier`
+does it all from the runs; ``contextfold tune`` can call it on its own grid.
+
+How a point is chosen on the other folds is itself chosen there
+(:func:`choose_rule`, among :data:`CHOICE_RULES`): each rule is cross-validated
+on those sessions alone, and the one whose choices held up best (no strict
+recall lost against the anchor, then the most cost saved) makes the fold's
+choice. Across a few dozen sessions most points differ from the anchor by less
+than the sessions differ among themselves, so one rule admits a point only when
+its gain clears one standard error of the per-session differences
+(:func:`clears_noise`), another takes the cheapest point whose loss is within
+one (:func:`within_noise`); which of them holds up depends on the sessions. A
+point that ran as the anchor did on every tuning session (:func:`inert`) is not
+a candidate, and the anchor always is: with nothing that holds up, the choice
+is the anchor.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Mapping, Sequence
+import math
+import statistics
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..conversation import JSONObject, JSONValue
@@ -46,10 +62,13 @@ GRID: dict[str, tuple[str, dict[str, JSONValue]]] = {
     "summary-2.5k": ("balanced", {"summary_target_tokens": 2_500}),
     "restore-small": ("balanced", {"restore_max_files": 2, "restore_total_tokens": 15_000}),
     "thorough": ("thorough", {}),
+    "thorough-clear-early": ("thorough", {"clear_min_savings_tokens": 10_000, "clear_keep_recent_rounds": 2}),
 }
 """The policies swept, each a preset and the knobs it changes: the trigger (how full the window gets), the verbatim
 tail, the clearing thresholds, the economic gate (summaries below the trigger), the summary's size and the files
-restored after one. Eleven replays of every session besides the peers': minutes over a folder on two cores."""
+restored after one, and ``thorough`` clearing as early as ``clear-early`` (what ``thorough`` spends on longer
+summaries and restores, earlier clearing saves). Twelve replays of every session besides the peers': minutes over a
+folder on two cores."""
 
 ANCHORS = tuple(PRESETS)
 """The presets a cross-validated choice is held against, each at its own cost."""
@@ -104,14 +123,172 @@ def assign_folds(labels: Sequence[str], k: int) -> dict[str, int]:
     return {label: position % k for position, label in enumerate(ordered)}
 
 
-def choose(points: Sequence[Point], anchor: str) -> Point:
-    """The point of highest strict recall at no more than ``anchor``'s cost (the cheaper of equals): never worse than
-    the anchor on the sessions it is chosen on, since the anchor itself is a candidate."""
+def choose(points: Sequence[Point], anchor: str, admitted: Collection[str] | None = None) -> Point:
+    """The point of highest strict recall at no more than ``anchor``'s cost (the cheaper of equals), among the
+    ``admitted`` names and the anchor (every point when ``admitted`` is ``None``): never worse than the anchor on
+    the sessions it is chosen on, since the anchor itself is a candidate."""
     reference = next(p for p in points if p.name == anchor)
-    affordable = [p for p in points if p.strict is not None and p.cost <= reference.cost]
+    affordable = [p for p in points if p.strict is not None and p.cost <= reference.cost
+                  and (admitted is None or p.name in admitted or p.name == anchor)]
     if reference.strict is None or not affordable:
         return reference
     return max(affordable, key=lambda p: (p.strict, -p.cost, p.name == anchor))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One strategy against another session by session: the differences in strict recall (``strict_mean`` their
+    mean, ``strict_sd`` their spread, ``strict_se`` the standard error of the mean; over the sessions where both
+    have one) and in cost, each session's relative to its own full history, and on how many sessions it held more,
+    less or the same. ``sessions`` under two leaves the spread at 0: one session says nothing about noise."""
+
+    sessions: int
+    strict_mean: float
+    strict_sd: float
+    strict_se: float
+    better: int
+    worse: int
+    same: int
+    cost_mean: float
+    cost_sd: float
+
+
+def paired_difference(runs: Sequence[BenchRun], name: str, against: str, sessions: Collection[str]) -> Paired:
+    """Strategy ``name`` against ``against`` over ``sessions``, each session compared with itself (``runs`` holds
+    both strategies' runs and :data:`BASELINE`'s for each)."""
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in sessions}
+    labels = sorted({session for session, strategy in totals if strategy == name})
+    strict: list[float] = []
+    cost: list[float] = []
+    for label in labels:
+        mine, theirs, base = totals[label, name], totals[label, against], totals[label, BASELINE]
+        if mine.strict.strict is not None and theirs.strict.strict is not None:
+            strict.append(mine.strict.strict - theirs.strict.strict)
+        if base.cost_llm_usd:
+            cost.append((mine.cost_llm_usd - theirs.cost_llm_usd) / base.cost_llm_usd)
+    strict_sd = statistics.stdev(strict) if len(strict) > 1 else 0.0
+    return Paired(len(strict), statistics.fmean(strict) if strict else 0.0, strict_sd,
+                  strict_sd / math.sqrt(len(strict)) if strict else 0.0, sum(d > 0 for d in strict),
+                  sum(d < 0 for d in strict), sum(d == 0 for d in strict),
+                  statistics.fmean(cost) if cost else 0.0, statistics.stdev(cost) if len(cost) > 1 else 0.0)
+
+
+def clears_noise(difference: Paired) -> bool:
+    """The strategy's strict recall exceeds the other's by at least one standard error of the per-session
+    differences (or equals it on every session: then only cost tells them apart), over two sessions at least."""
+    return difference.sessions >= 2 and difference.strict_mean >= difference.strict_se
+
+
+def admitted(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> set[str]:
+    """The grid points that may be chosen against ``anchor`` on ``sessions``: those that :func:`clears_noise`."""
+    return {name for name in grid if name != anchor and clears_noise(paired_difference(runs, name, anchor, sessions))}
+
+
+INERT_COST = 1e-4
+"""A cost difference smaller than this share of a session's full history is none (:func:`inert`)."""
+
+
+def inert(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> tuple[str, ...]:
+    """The points of ``grid`` (the anchor aside) whose strict recall equals the anchor's on every one of ``sessions``
+    and whose cost is within :data:`INERT_COST` of it: what they change does not act on these sessions at this
+    window (a summary target above what the summaries take, a restore budget no restore reaches), and choosing
+    one over the anchor would be choosing by a rounding of its cost."""
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in sessions}
+
+    def same(name: str, label: str) -> bool:
+        mine, theirs, base = totals[label, name], totals[label, anchor], totals[label, BASELINE]
+        return (mine.strict.strict == theirs.strict.strict
+                and abs(mine.cost_llm_usd - theirs.cost_llm_usd) <= INERT_COST * base.cost_llm_usd)
+
+    return tuple(name for name in grid if name != anchor and all(same(name, label) for label in sessions))
+
+
+def within_noise(difference: Paired) -> bool:
+    """The strategy's strict recall falls short of the other's by less than one standard error of the per-session
+    differences (or not at all), over two sessions at least."""
+    return difference.sessions >= 2 and difference.strict_mean + difference.strict_se >= 0
+
+
+ChoiceRule = Callable[[Sequence[BenchRun], Sequence[str], str, Collection[str]], str]
+"""A way to choose a grid point against an anchor from the runs of some sessions: (runs, grid, anchor, sessions)
+-> the name chosen."""
+
+
+def best_strict_at_cost(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str]) -> str:
+    """The highest strict recall at no more than the anchor's cost (:func:`choose`)."""
+    return choose([point(runs, name, sessions) for name in grid], anchor).name
+
+
+def best_strict_beyond_noise(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str,
+                             sessions: Collection[str]) -> str:
+    """As :func:`best_strict_at_cost`, among the points whose gain :func:`clears_noise` (the one-standard-error
+    rule: the best of many by less than that is the best by luck)."""
+    return choose([point(runs, name, sessions) for name in grid], anchor, admitted(runs, grid, anchor, sessions)).name
+
+
+def cheapest_within_noise(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str,
+                          sessions: Collection[str]) -> str:
+    """The cheapest point, cheaper than the anchor, whose strict recall is :func:`within_noise` of the anchor's:
+    cost differences between policies are steady from session to session, small strict ones are not."""
+    points = {name: point(runs, name, sessions) for name in grid}
+    cheaper = [name for name in grid if name != anchor and points[name].cost < points[anchor].cost
+               and within_noise(paired_difference(runs, name, anchor, sessions))]
+    return min([anchor, *cheaper], key=lambda name: (points[name].cost, name != anchor))
+
+
+CHOICE_RULES: dict[str, ChoiceRule] = {
+    "best-strict-beyond-noise": best_strict_beyond_noise,
+    "cheapest-within-noise": cheapest_within_noise,
+    "best-strict-at-cost": best_strict_at_cost,
+}
+"""The rules :func:`choose_rule` picks between, the first preferred when they hold up equally (it moves least)."""
+
+
+def rule_outcome(runs: Sequence[BenchRun], rule: ChoiceRule, grid: Sequence[str], anchor: str,
+                 sessions: Collection[str], k: int) -> tuple[float, float, float]:
+    """``rule`` cross-validated over ``sessions`` in ``k`` folds, its held-out choices against the anchor: (the
+    strict recall lost, 0 when none; the cost saved, relative to the full history; the strict recall gained),
+    to be compared in that order, each rounded so that sums in another order do not tell equals apart."""
+    labels = sorted(sessions)
+    fold_of = assign_folds(labels, k)
+    picked: dict[str, str] = {}
+    for number in range(k):
+        name = _choose_acting(runs, rule, grid, anchor, {label for label in labels if fold_of[label] != number})
+        picked.update({label: name for label in labels if fold_of[label] == number})
+    totals = {(run.session, run.strategy): run.totals for run in runs if run.session in picked}
+    gains = [mine - theirs for label, name in picked.items()
+             if (mine := totals[label, name].strict.strict) is not None
+             and (theirs := totals[label, anchor].strict.strict) is not None]
+    gained = statistics.fmean(gains) if gains else 0.0
+    base = sum(totals[label, BASELINE].cost_llm_usd for label in picked)
+    saved = sum(totals[label, anchor].cost_llm_usd - totals[label, name].cost_llm_usd
+                for label, name in picked.items()) / base if base else 0.0
+    return round(min(gained, 0.0), 9), round(saved, 9), round(gained, 9)
+
+
+def choose_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str], k: int) -> str:
+    """The name of the rule of :data:`CHOICE_RULES` whose choices held up best when cross-validated over
+    ``sessions`` alone (:func:`rule_outcome`); the first rule under two sessions, with nothing to cross-validate."""
+    k = min(k, len(sessions))
+    if k < 2:
+        return next(iter(CHOICE_RULES))
+    mine = [run for run in runs if run.session in sessions]
+    return max(CHOICE_RULES, key=lambda name: rule_outcome(mine, CHOICE_RULES[name], grid, anchor, sessions, k))
+
+
+def choose_by_rule(runs: Sequence[BenchRun], grid: Sequence[str], anchor: str, sessions: Collection[str],
+                   k: int) -> tuple[str, str]:
+    """The rule :func:`choose_rule` picks on ``sessions`` and the grid point it chooses there, never one that ran
+    as the anchor did on every one of them (:func:`inert`: it is the anchor there)."""
+    rule = choose_rule(runs, grid, anchor, sessions, k)
+    return rule, _choose_acting(runs, CHOICE_RULES[rule], grid, anchor, sessions)
+
+
+def _choose_acting(runs: Sequence[BenchRun], rule: ChoiceRule, grid: Sequence[str], anchor: str,
+                   sessions: Collection[str]) -> str:
+    """``rule``'s choice among the points that are not :func:`inert` on ``sessions``."""
+    still = set(inert(runs, grid, anchor, sessions))
+    return rule(runs, [name for name in grid if name not in still], anchor, sessions)
 
 
 @dataclass(frozen=True)
@@ -123,6 +300,8 @@ class Fold:
     tuning_frontier: tuple[str, ...]
     chosen: dict[str, str]
     """Anchor -> the grid point chosen for it on the tuning folds."""
+    rules: dict[str, str]
+    """Anchor -> the rule of :data:`CHOICE_RULES` that made the choice (:func:`choose_rule` on the tuning folds)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +312,8 @@ class HeldOut:
     anchor: Point
     chosen: Point
     chosen_names: tuple[str, ...]
+    by_session: Paired
+    """The choices against the anchor, each held-out session compared with itself."""
 
 
 @dataclass(frozen=True)
@@ -170,9 +351,10 @@ def frontier(runs: Sequence[BenchRun], grid: Sequence[str], peers: Sequence[str]
         for number in range(k):
             tuning = {label for label in labels if fold_of[label] != number}
             tuned = [point(runs, name, tuning) for name in grid]
+            made = {anchor: choose_by_rule(runs, grid, anchor, tuning, k) for anchor in anchors}
             folds.append(Fold(number, tuple(label for label in labels if fold_of[label] == number),
-                              tuple(p.name for p in pareto(tuned)),
-                              {anchor: choose(tuned, anchor).name for anchor in anchors}))
+                              tuple(p.name for p in pareto(tuned)), {anchor: made[anchor][1] for anchor in anchors},
+                              {anchor: made[anchor][0] for anchor in anchors}))
     held_out = {anchor: _held_out(runs, anchor, folds) for anchor in anchors} if folds else {}
     return Frontier(window, points, tuple(grid), tuple(peers), tuple(p.name for p in pareto(on_grid)),
                     tuple(folds), held_out)
@@ -184,6 +366,8 @@ def _held_out(runs: Sequence[BenchRun], anchor: str, folds: Sequence[Fold]) -> H
               and run.strategy in (fold.chosen[anchor], BASELINE)]
     chosen = [run if run.strategy == BASELINE else replace(run, strategy="chosen") for run in pooled]
     everything = {run.session for run in runs}
+    against = [run for run in runs if run.strategy == anchor]
     return HeldOut(point(runs, anchor, everything), point(chosen, "chosen", everything),
-                   tuple(fold.chosen[anchor] for fold in folds))
+                   tuple(fold.chosen[anchor] for fold in folds),
+                   paired_difference([*chosen, *against], "chosen", anchor, everything))
 

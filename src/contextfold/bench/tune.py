@@ -5,9 +5,10 @@ every policy of the frontier's grid (:data:`~.frontier.GRID`: the trigger, the
 verbatim tail, the clearing thresholds, the summary's size, the files restored,
 the presets; with :func:`paired`, every two of its changes together), scores them as ``bench --frontier`` does
 (:func:`~.frontier.frontier`: cost relative to the full history, strict recall,
-a choice cross-validated by session) and writes the policy chosen at no more
-than the default's cost as a policy file (:meth:`Policy.save
-<contextfold.pipeline.base.Policy.save>`).
+a choice cross-validated by session) and writes the policy chosen against the
+default by the rule that holds up best on the user's sessions
+(:func:`~.frontier.choose_rule`), as a policy file
+(:meth:`Policy.save <contextfold.pipeline.base.Policy.save>`).
 
 Each finished (session, strategy) run is kept in the output folder under a key
 of everything its figures depend on (the session's bytes, the strategy's
@@ -36,7 +37,7 @@ from ..private_files import replace_file
 from ..replay.lint import SummaryLint
 from ..replay.result import Totals
 from ..replay.strict import SessionStrict
-from .frontier import BASELINE, GRID, Frontier, HeldOut, choose, frontier, grid_policies
+from .frontier import BASELINE, GRID, Frontier, HeldOut, choose_by_rule, frontier, grid_policies, inert
 from .run import BenchRun, Progress, ReplayFailed, Session, Settings, run_bench
 
 log = logging.getLogger(__name__)
@@ -244,17 +245,24 @@ class Tuned:
     sessions it was not chosen on is fitted to the ones it was."""
     policy: Policy
     """``written``'s policy."""
+    rule: str
+    """The rule of :data:`~.frontier.CHOICE_RULES` that chose ``chosen`` (the one that held up best when
+    cross-validated over every session measured: :func:`~.frontier.choose_rule`)."""
     asked: dict[str, float | None] = field(default_factory=dict)
     held_out_asked: tuple[float | None, float | None] = (None, None)
     """The anchor's ``asked`` and the cross-validated choice's, over the held-out sessions."""
+    inert: tuple[str, ...] = ()
+    """The grid points that ran as the anchor did on every session (:func:`~.frontier.inert`): knobs that do not act
+    on these sessions at this window (never chosen: they are the anchor there)."""
 
 
 def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_ANCHOR) -> Tuned:
     """The frontier of the grid swept over the sessions of ``result`` and the point chosen for ``anchor`` on all
-    of them (:func:`~.frontier.choose`); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
+    of them by the rule that holds up best there (:func:`~.frontier.choose_by_rule`, as each fold chooses on its
+    tuning sessions); its held-out figures are :attr:`Frontier.held_out` ``[anchor]``."""
     grid = list(result.policies)
     found = frontier(result.runs, grid, [], window, folds)
-    chosen = choose([p for p in found.points if p.name in grid], anchor).name
+    rule, chosen = choose_by_rule(result.runs, grid, anchor, set(result.complete), folds)
     asked = {name: mean_asked(r for r in result.runs if r.strategy == name) for name in grid}
     held_out: tuple[float | None, float | None] = (None, None)
     if anchor in found.held_out:
@@ -262,14 +270,16 @@ def choose_policy(result: Sweep, window: int, folds: int, anchor: str = DEFAULT_
                   if r.session in fold.held_out and r.strategy == fold.chosen[anchor]]
         held_out = (asked[anchor], mean_asked(picked))
     written = chosen if anchor not in found.held_out or holds_up(found.held_out[anchor]) else anchor
-    return Tuned(found, anchor, chosen, written, result.policies[written], asked, held_out)
+    return Tuned(found, anchor, chosen, written, result.policies[written], rule, asked, held_out,
+                 inert(result.runs, grid, anchor, set(result.complete)))
 
 
 def holds_up(held: HeldOut) -> bool:
     """The cross-validated choice keeps at least the anchor's strict recall at no more than its cost, on sessions
-    none of its choices was made on."""
+    none of its choices was made on (to nine places: the same figures summed in another order are equal)."""
     return (held.chosen.strict is not None and held.anchor.strict is not None
-            and held.chosen.strict >= held.anchor.strict and held.chosen.cost <= held.anchor.cost)
+            and round(held.chosen.strict - held.anchor.strict, 9) >= 0
+            and round(held.chosen.cost - held.anchor.cost, 9) <= 0)
 
 
 def mean_asked(runs: Iterable[BenchRun]) -> float | None:

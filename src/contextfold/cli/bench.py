@@ -16,7 +16,7 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from ..bench.frontier import GRID, PEERS, Frontier, frontier, grid_policies
+from ..bench.frontier import GRID, PEERS, Frontier, Paired, frontier, grid_policies
 from ..bench.plots import require_matplotlib, write_frontier_chart, write_plots
 from ..bench.report import Report, StrategyTotals, write_results
 from ..pipeline.base import Policy
@@ -232,4 +232,20 @@ def _held_out_caption(found: Frontier) -> str:
         lines.append(f"  at <= {anchor}'s cost: chose {', '.join(result.chosen_names)}; held out strict "
                      f"{_share(result.chosen.strict, '.3f')} cost {result.chosen.cost:.3f} against {anchor}'s "
                      f"{_share(result.anchor.strict, '.3f')} at {result.anchor.cost:.3f}")
+        lines.append(f"    {by_session_line(result.by_session, anchor)}")
     return "\n".join(lines)
+
+
+def by_session_line(difference: Paired, anchor: str) -> str:
+    """The held-out choices against ``anchor`` session by session: the mean difference and its spread, how many
+    sessions held more or less, and whether the mean is more than two standard errors from nothing."""
+    if difference.same == difference.sessions:
+        noise = "no difference"
+    elif abs(difference.strict_mean) < 2 * difference.strict_se:
+        noise = "within the noise"
+    else:
+        noise = "more than twice its standard error"
+    return (f"session by session ({difference.sessions} held out): strict {difference.strict_mean:+.4f} against "
+            f"{anchor} (spread {difference.strict_sd:.4f}, standard error {difference.strict_se:.4f}: {noise}); "
+            f"more on {difference.better}, less on {difference.worse}, the same on {difference.same}; cost "
+            f"{difference.cost_mean:+.2%} of each session's full history (spread {difference.cost_sd:.2%})")

@@ -11,14 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..bench.frontier import GRID, Point, beats
+from ..bench.frontier import GRID, beats
 from ..bench.plots import require_matplotlib, write_frontier_chart
 from ..bench.run import Settings, Skipped, estimator_for, find_sessions
-from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, paired, sweep
+from ..bench.tune import RUNS_FOLDER, Sweep, Tuned, choose_policy, holds_up, paired, sweep
 from ..conversation import JSONValue
 from ..replay.base import StrategyConfig
 from ..tokens import TOKENIZER_CHOICES
-from .bench import check_out
+from .bench import by_session_line, check_out
 from .options import check_window, progress_bar, reports_errors, resolved_tokenizer
 
 POLICY_FILE = "policy.json"
@@ -50,8 +50,9 @@ CHART_FILE = "frontier.png"
 def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, budget_minutes: float | None,
                  jobs: int | None, tokenizer: str, max_output: int, pairs: bool, charts: bool) -> None:
     """Tune the policy on your own recorded sessions under PATHS (any format `replay` reads: a Claude Code projects
-    folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose the best strict
-    recall at no more than the default's cost, cross-validated by session, and write it to OUT/policy.json
+    folder, Codex rollouts, ...): replay them with every policy of the frontier's grid, choose one against the
+    default by the rule that holds up best cross-validated on them (no strict recall lost, then the most cost
+    saved), report its held-out figures pooled and session by session, and write it to OUT/policy.json
     (`--policy OUT/policy.json` on replay, bench and chat; `Policy.load` in code), or the default when the choice
     does not hold up on the sessions held out."""
     check_window(window, max_output)
@@ -87,6 +88,9 @@ def tune_command(paths: tuple[Path, ...], window: int, out: Path, folds: int, bu
     if charts:
         written.append(write_frontier_chart(tuned.found, out / CHART_FILE, tuned=tuned.chosen))
     console.print(tune_table(tuned))
+    if tuned.inert:
+        console.print(escape(f"ran as {tuned.anchor} did on every session (what they change does not act on these "
+                             f"sessions at this window): {', '.join(tuned.inert)}"))
     for line in _folds(tuned):
         console.print(escape(line))
     console.print(escape(_verdict(tuned)))
@@ -124,7 +128,8 @@ def tune_table(tuned: Tuned) -> Table:
     table.add_column("", overflow="fold")
     for p in found.points:
         marks = [mark for mark, on in (("frontier", p.name in found.frontier), ("default", p.name == tuned.anchor),
-                                       ("tuned", p.name == tuned.chosen)) if on]
+                                       ("tuned", p.name == tuned.chosen),
+                                       (f"as {tuned.anchor}", p.name in tuned.inert)) if on]
         table.add_row(p.name, f"{p.cost:.3f}", f"{p.cost_ride:.3f}", _share(p.strict), _share(tuned.asked.get(p.name)),
                       " ".join(marks))
     return table
@@ -134,16 +139,19 @@ def _folds(tuned: Tuned) -> list[str]:
     """Which sessions each fold held out, and what was chosen on the others."""
     if not tuned.found.folds:
         return ["no cross-validation: fewer than two sessions were measured"]
-    lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose on the other folds' sessions, at no "
-             f"more than {tuned.anchor}'s cost, and was scored on its own; {TUNE_FILE} has the full labels):"]
+    lines = [f"cross-validated over {len(tuned.found.folds)} folds (each chose against {tuned.anchor} on the other "
+             "folds' sessions, by the rule that held up best cross-validated on them alone, and was scored on its "
+             f"own; {TUNE_FILE} has the full labels):"]
     for fold in tuned.found.folds:
         held_out = ", ".join("/".join(Path(label).parts[-2:]) for label in fold.held_out)  # file and its folder
-        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]}; held out {held_out}")
+        lines.append(f"  fold {fold.number}: chose {fold.chosen[tuned.anchor]} ({fold.rules[tuned.anchor]}); "
+                     f"held out {held_out}")
     return lines
 
 
 def _verdict(tuned: Tuned) -> str:
-    """The held-out figures of the choice against the default's, said plainly either way, and what was written."""
+    """The held-out figures of the choice against the default's, pooled and session by session, and a plain
+    verdict either way: what was written and why."""
     held = tuned.found.held_out.get(tuned.anchor)
     if held is None:
         return f"{POLICY_FILE} holds {tuned.written}, chosen on every session measured (not cross-validated)"
@@ -151,28 +159,30 @@ def _verdict(tuned: Tuned) -> str:
     figures = (f"held out: chosen strict {_share(held.chosen.strict)} asked {_share(chosen_asked)} at cost "
                f"{held.chosen.cost:.3f}, against {tuned.anchor}'s strict {_share(held.anchor.strict)} asked "
                f"{_share(anchor_asked)} at {held.anchor.cost:.3f}")
-    if _same(held.chosen, held.anchor):
-        outcome = f"the cross-validated choice is {tuned.anchor} itself: it is already on the frontier here"
-    elif beats(held.chosen, held.anchor):
+    if all(name == tuned.anchor for name in held.chosen_names):
+        outcome = (f"every fold chose {tuned.anchor} itself: no grid policy held up against it on the sessions it "
+                   "was chosen on")
+    elif holds_up(held) and beats(held.chosen, held.anchor):
         outcome = f"the cross-validated choice beats {tuned.anchor} on sessions it was not chosen on"
+    elif holds_up(held):
+        outcome = f"the cross-validated choice holds {tuned.anchor}'s figures on sessions it was not chosen on"
     else:
         outcome = f"the cross-validated choice does not beat {tuned.anchor} on sessions it was not chosen on"
-    if tuned.written == tuned.chosen:
-        written = f"{POLICY_FILE} holds {tuned.chosen}, chosen on every session measured"
+    if tuned.written == tuned.chosen and tuned.chosen != tuned.anchor:
+        written = f"verdict: {POLICY_FILE} holds {tuned.chosen}, chosen on every session measured ({tuned.rule})"
+    elif tuned.written == tuned.chosen:
+        written = f"verdict: {POLICY_FILE} keeps {tuned.anchor}: nothing on the grid did better on these sessions"
     else:
-        written = (f"{POLICY_FILE} keeps {tuned.anchor}: {tuned.chosen}, chosen on every session, would be fitted "
-                   "to them")
-    return f"{figures}\n{outcome}; {written}"
-
-
-def _same(a: Point, b: Point) -> bool:
-    return (a.strict, a.cost) == (b.strict, b.cost)
+        written = (f"verdict: {POLICY_FILE} keeps {tuned.anchor}: {tuned.chosen}, chosen on every session, would be "
+                   "fitted to them")
+    return f"{figures}\n{by_session_line(held.by_session, tuned.anchor)}\n{outcome}\n{written}"
 
 
 def tune_json(result: Sweep, tuned: Tuned, skipped: list[Skipped]) -> dict[str, JSONValue]:
     """``tune.json``: what was measured, the frontier and its folds (which sessions each held out), the choice."""
     return {
-        "chosen": tuned.chosen, "written": tuned.written, "anchor": tuned.anchor, "asked": tuned.asked,
+        "chosen": tuned.chosen, "rule": tuned.rule, "written": tuned.written, "anchor": tuned.anchor,
+        "asked": tuned.asked, "inert": list(tuned.inert),
         "held_out_asked": {"anchor": tuned.held_out_asked[0], "chosen": tuned.held_out_asked[1]},
         "sessions": list(result.complete), "not_measured": list(result.incomplete), "failed": result.failed,
         "runs": {"made": result.measured, "read_back": result.cached, "planned": result.planned},
