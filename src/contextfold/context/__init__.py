@@ -92,7 +92,7 @@ class Context:
     prompt cache is taken to be warm); ``pipeline`` the stages to run (:data:`~contextfold.pipeline.DEFAULT_PIPELINE`
     with stages added, replaced or removed); ``cache_diagnostics`` asks the provider why it missed a cached prefix.
     ``on_compaction`` is told before each automatic compaction, with its receipt, and in ``"ask"`` mode may
-    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did. Any other
+    decline it (:mod:`contextfold.pipeline.consent`); :attr:`last_receipt` is what the last one did. Every other
     keyword is :class:`~contextfold.errors.InvalidOption` (``transcript=``... names ``storage=Storage(...)``).
     """
 

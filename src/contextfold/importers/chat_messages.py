@@ -39,11 +39,10 @@ its own importer first.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from ..conversation import Conversation, JSONObject
+from ..conversation import Conversation, JSONObject, JSONValue
 from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, small_scalars, tool_specs, unix_time
 
 FORMAT = "chat-messages"
@@ -109,7 +108,7 @@ def load(source: Source) -> list[Conversation]:
     return [_read(source, messages, shape_of(record for _, record in messages), {})]
 
 
-def _load_document(source: Source, doc: Any) -> Conversation:
+def _load_document(source: Source, doc: list[object] | dict[str, object]) -> Conversation:
     if isinstance(doc, list):
         return _read(source, [(f"$[{i}]", m) for i, m in enumerate(doc)], shape_of(doc), {})
     key = "messages" if "messages" in doc else "input"
@@ -141,7 +140,7 @@ def shape_of(messages: Iterable[object]) -> Shape:
     return CHAT
 
 
-def _read(source: Source, messages: list[tuple[str, Any]], shape: Shape, request: Mapping[str, Any]) -> Conversation:
+def _read(source: Source, messages: Sequence[tuple[str, object]], shape: Shape, request: Mapping[str, object]) -> Conversation:
     model = request.get("model")
     facts = {"format": FORMAT, "wire": shape.adapter, "model": model if isinstance(model, str) else None}
     builder = ConversationBuilder(source, f"{source.name}:0", facts)
@@ -156,7 +155,7 @@ def _read(source: Source, messages: list[tuple[str, Any]], shape: Shape, request
             continue
         timestamp = next((t for t in _times(message) if t is not None), None)
         wire_message = shape.as_sent({key: value for key, value in message.items() if key not in TIME_KEYS})
-        recorded: dict[str, Any] = {}
+        recorded: dict[str, JSONValue] = {}
         if shape.message_keys is not None:
             recorded = small_scalars({k: v for k, v in wire_message.items() if k not in shape.message_keys})
             wire_message = {k: v for k, v in wire_message.items() if k in shape.message_keys}
@@ -171,7 +170,7 @@ def _read(source: Source, messages: list[tuple[str, Any]], shape: Shape, request
     return builder.build()
 
 
-def as_sent(message: dict[str, Any]) -> dict[str, Any]:
+def as_sent(message: dict[str, object]) -> dict[str, object]:
     """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
     ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
     and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
@@ -210,7 +209,7 @@ class Shape:
     adapter (a Responses item's keys depend on its type)."""
     item_per_part: bool = False
     """A response is one item per part (Responses): consecutive assistant items are one response."""
-    as_sent: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    as_sent: Callable[[dict[str, object]], dict[str, object]] = dict
     """A message as recorders write it, in the API's own shape."""
 
 
@@ -224,7 +223,7 @@ MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
 RESPONSES = Shape("responses", None, item_per_part=True)
 
 
-def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, Any]) -> None:
+def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, object]) -> None:
     """What a request body holds beside its messages: the system prompt (``system``, Responses'
     ``instructions``) and the tool definitions."""
     for key in ("system", "instructions"):
