@@ -160,3 +160,12 @@ def test_a_requests_opening_is_its_first_three_lines_that_say_something() -> Non
     head, rest = opening(text)
     assert head.endswith("- Project-specific analysis") and rest == "- Git status\nmore detail here"
     assert opening("fix it") == ("fix it", "")
+
+
+def test_the_telling_lines_of_a_report_are_its_last_line_then_the_errors_it_pastes() -> None:
+    from contextfold.reading.request import telling_lines
+
+    report = ("PS C:\\app> npm run build\n> vite build\nError: Cannot find module 'rollup'\n  at Module._load (node:internal)\n"
+              "npm ERR! code 1\nPS C:\\app>\nwhy does this fail?")
+    assert telling_lines(report)[:2] == [6, 2]  # the question, then the error it reports (newest first: none newer)
+    assert telling_lines("Please add a --dry-run flag to the sync command.\nIt should print what it would copy.") == [1, 0]

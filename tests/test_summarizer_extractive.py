@@ -789,3 +789,33 @@ def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -
     text, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "the file was found and read at /repo/src/components/Header.tsx"
     assert "unresolved" not in section(text, 4)
+
+
+REPORT = "\n".join([
+    "(base) PS C:\\code\\shop-web> bash deploy.sh",
+    *[f"deploy.sh: line {n}: $'\\r': command not found" for n in range(2, 40, 2)],
+    ": invalid option5: set: -",
+    "set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]",
+    "deploy.sh: line 70: syntax error: unexpected end of file",
+    "(base) PS C:\\code\\shop-web>",
+    "on windows",
+])
+"""A person's report: the terminal they pasted (an error at its end), then what they add on the last line."""
+
+
+def test_a_persons_long_report_is_cut_to_what_failed_and_what_they_say_not_its_first_and_last_words() -> None:
+    """An older message cut short keeps its last line and the error it pastes, on line boundaries; its middle goes."""
+    c = Conversation([user("Deploy the shop front-end to the staging server with deploy.sh.")])
+    c.append(assistant("Deployed.", []))
+    c.append(user(REPORT))
+    for n in range(12):
+        c.append(assistant(f"Fixed the line endings of part {n} of deploy.sh and checked it runs.", []))
+        c.append(user(f"Thanks, now part {n + 1}: keep the staging URL in the config, not in the script. " * 3))
+    text, state = summarize(c.items, 700)
+    quoted = text.split("## 6. All user messages")[1].split("\n## ")[0]
+    entry = quoted.split("\n2. ")[1].split("\n3. ")[0]
+    assert "characters omitted" in entry  # it was cut
+    assert entry.rstrip().endswith("on windows")
+    assert "deploy.sh: line 70: syntax error" in entry
+    assert all(line in REPORT.split("\n") or line.startswith("[…") or line.endswith("…") for line in entry.split("\n"))
+    assert state["user_messages"][1] == REPORT  # the state keeps it whole

@@ -5,11 +5,18 @@ pasted output, a template's instructions. A summary short of room keeps the
 opening whole before any of the rest, and the replay's ``asked`` measure
 looks for the same lines: each is a line that says something (long enough,
 a space, two words; a bare tag or a number does not).
+
+A later message is often a report: a pasted terminal with the error the
+person hit, then their question on the last line. :func:`telling_lines`
+says which lines a cut keeps first there, so a shortened message still says
+what failed for the person and what they ask.
 """
 
 from __future__ import annotations
 
 import re
+
+from ..actions import error_lines
 
 MIN_LINE_CHARS = 16
 """A line says something from this length (with a space and two words): shorter ones say little."""
@@ -33,3 +40,20 @@ def opening(text: str) -> tuple[str, str]:
         if found == OPENING_LINES:
             return "\n".join(lines[: number + 1]), "\n".join(lines[number + 1 :])
     return text, ""
+
+
+def telling_lines(text: str) -> list[int]:
+    """The lines of a person's message (by index in ``text.split("\n")``) a cut keeps first, most telling first:
+    its last line (the question, what they want now, however short: "on windows"), the lines reporting a failure,
+    newest first (a pasted error), its last and its first line that says something (what it is about)."""
+    lines = text.split("\n")
+    written = [n for n, line in enumerate(lines) if line.strip()]
+    saying = [n for n in written if says_something(" ".join(lines[n].split()))]
+    return list(dict.fromkeys([*written[-1:], *failure_lines(text), *saying[-1:], *saying[:1]]))
+
+
+def failure_lines(text: str) -> list[int]:
+    """The lines of a person's message that report a failure (an error they pasted), newest first, by index."""
+    failing = set(error_lines(text))
+    lines = text.split("\n")
+    return [n for n in range(len(lines) - 1, -1, -1) if lines[n].strip() and lines[n].strip() in failing]

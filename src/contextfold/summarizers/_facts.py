@@ -81,7 +81,7 @@ from ._outputs import (
 )
 from ._records import ErrorFacts, FileFacts, _fresh, _known
 from ._said import finding_lines
-from ._text import clip, shorten
+from ._text import clip, shorten, shorten_message
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -295,7 +295,7 @@ class Facts:
             self.harness_messages += 1
             return
         text = reading.words
-        self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
+        self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:

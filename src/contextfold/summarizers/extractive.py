@@ -41,12 +41,13 @@ from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
 from ..reading import opening
+from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
 from ._said import names_in
-from ._text import Meter, shorten
+from ._text import Meter, shorten, shorten_message
 from .base import SummaryRequest, SummaryResult
 
 SECTION_TITLES = (
@@ -96,6 +97,9 @@ _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
+_REPORT_FLOOR = 48
+"""A person's message that pastes an error keeps this much: its last line and the error line it reports, each with
+the marker for what was left out around it (at the plain floor it kept a prompt's first words and its last line)."""
 _USER_FLOORS_SHARE = 0.6
 _LATEST_USER_WHOLE = 300
 """The person's latest message is kept whole up to this many tokens: it is what the agent is answering."""
@@ -373,11 +377,12 @@ class _Layout:
         for number in range(len(messages), 1, -1):
             latest = number == len(messages)
             weight = _W_LATEST_USER if latest else _W_USER
-            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else _USER_FLOOR
-            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ")
+            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else (
+                _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
+            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             floors -= part.floor
             if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
-                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ")
+                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ", shortener=shorten_message)
             later.append(part)
         return parts + later[::-1]
 
