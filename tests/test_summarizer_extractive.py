@@ -819,3 +819,31 @@ def test_a_persons_long_report_is_cut_to_what_failed_and_what_they_say_not_its_f
     assert "deploy.sh: line 70: syntax error" in entry
     assert all(line in REPORT.split("\n") or line.startswith("[…") or line.endswith("…") for line in entry.split("\n"))
     assert state["user_messages"][1] == REPORT  # the state keeps it whole
+
+
+def test_a_command_that_names_a_file_the_agent_wrote_without_running_it_retires_no_error() -> None:
+    """``git add notes.md && git commit … && git push`` names a file the agent wrote; it runs no script of the agent's,
+    so its failure (a push the remote declined) is no error of an abandoned scratch script: it stays open, shown
+    with the lines above its last one (what was declined and why), while the error after it was resolved."""
+    c = Conversation([user("Document the rename in notes.md and push it.")])
+    c.append(assistant("", [ToolCall("w1", "Write", {"file_path": "/repo/notes.md", "content": "# Notes\n"})]))
+    c.append(tool("w1", "File created successfully at: /repo/notes.md"))
+    c.append(assistant("", [ToolCall("w2", "Write", {"file_path": "/repo/README.md", "content": "# Shop\n"})]))
+    c.append(tool("w2", "File created successfully at: /repo/README.md"))
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "git add notes.md && git commit -m 'docs' && git push"})]))
+    c.append(tool("b1", "Exit code 1\n[main 1a2b3c4] docs\nremote: error: GH013: Repository rule violations found for "
+                        "refs/heads/main.\nTo https://example.test/shop.git\n ! [remote rejected] main -> main (push declined "
+                        "due to repository rule violations)\nerror: failed to push some refs to 'https://example.test/shop.git'",
+                  True))
+    c.append(assistant("", [ToolCall("b2", "Bash", {"command": "git add README.md && git pull"})]))
+    c.append(tool("b2", "Exit code 128\nhint: use --rebase or --no-rebase\nfatal: Need to specify how to reconcile "
+                        "divergent branches.", True))
+    c.append(assistant("", [ToolCall("b3", "Bash", {"command": "git add README.md && git pull"})]))
+    c.append(tool("b3", "Already up to date."))
+    text, state = summarize(c.items)
+    assert [e["retired"] for e in state["errors"]] == [False, False]
+    errors = text.split("## 4. Errors and fixes")[1].split("\n## ")[0]
+    assert ("- [unresolved] `$ git add notes.md && git commit -m 'docs' && git push`:\n"
+            "    To https://example.test/shop.git\n"
+            "    ! [remote rejected] main -> main (push declined due to repository rule violations)\n"
+            "    error: failed to push some refs to 'https://example.test/shop.git'") in errors

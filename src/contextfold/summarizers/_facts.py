@@ -343,7 +343,9 @@ class Facts:
                 self._file(path).reads += 1
             if details and line is None and result is not None:
                 self._read_manifest(action, result.text)
-        scripts = self._scripts_in(action.command) if action.command else []  # after the edit: it may write them
+        # the agent's scripts the command runs (``git add fix.py`` names one and runs none); after the edit: it may
+        # write them
+        scripts = _run_by(action.command, self._scripts_in(action.command)) if action.command else []
         if line is not None:
             self.tools.setdefault(call.name, [0, 0])[1] += 1
             self._record_error(call, action, item, line, scripts)
@@ -352,7 +354,7 @@ class Facts:
             self._resolve(action, call.name)
         if scripts:
             self._retire(scripts)
-            for path in _run_by(action.command or "", scripts):
+            for path in scripts:
                 self.files[path].ran = True
         if details and item is not None and (action.command or action.kind == OTHER):
             self._read_output(call, action, item, line)

@@ -110,6 +110,8 @@ _CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side 
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _EARLIER_SUMMARY_FLOOR = 24
 
+_OPEN_FRAME_LINES = 2
+"""Lines of its frame an earlier error still open shows under its line (the last error shows its whole frame)."""
 _RESERVED_FINDINGS = 3
 """The newest findings that keep a place however small the budget (within :data:`_RESERVED_FINDINGS_TOKENS`)."""
 _RESERVED_FINDING_CHARS = 200
@@ -309,8 +311,9 @@ class _Layout:
         return parts
 
     def _errors(self) -> list[Part]:
-        """The last error with its failing frame, verbatim; then the earlier ones still open, then those resolved.
-        Errors of scratch scripts the agent has since abandoned are left out.
+        """The last error with its failing frame, verbatim; then the earlier ones still open (each with the last lines
+        of its frame), then those resolved (each by its line). Errors of scratch scripts the agent has since
+        abandoned are left out.
 
         Only the newest error that has a message of its own keeps its frame (the lines above it): an error the
         agent has moved past is named by its line, and the room goes to what it found."""
@@ -335,7 +338,7 @@ class _Layout:
         above = (last, reported)
         earlier = [e for e in reversed(facts.errors) if not any(e is s for s in above) and not e.retired]
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
-        lines = [f"- [{_status(e)}] `{shorten(e.source, 120)}`: {shorten(e.line.strip('=-_ '), 200)}" for e in earlier]
+        lines = [_earlier_error(e) for e in earlier]
         if lines:
             parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
@@ -436,6 +439,17 @@ def _count(n: int, noun: str) -> str:
 
 def _source(error: ErrorFacts) -> str:
     return shorten(error.source, 200)
+
+
+def _earlier_error(error: ErrorFacts) -> str:
+    """An error before the last one: one line when it was resolved; when it is still open, as its output showed it,
+    the last lines of its frame above its line (git's ``! [remote rejected] … (push declined …)`` above ``error:
+    failed to push some refs``: what went wrong, where the last line only says that something did)."""
+    line = shorten(error.line.strip("=-_ "), 200)
+    if error.resolved is not None or not error.frame:
+        return f"- [{_status(error)}] `{shorten(error.source, 120)}`: {line}"
+    frame = [shorten(text.strip(), 200) for text in error.frame[-_OPEN_FRAME_LINES:]]
+    return "\n    ".join([f"- [{_status(error)}] `{shorten(error.source, 120)}`:", *frame, line])
 
 
 def _status(error: ErrorFacts) -> str:
