@@ -847,3 +847,16 @@ def test_a_command_that_names_a_file_the_agent_wrote_without_running_it_retires_
             "    To https://example.test/shop.git\n"
             "    ! [remote rejected] main -> main (push declined due to repository rule violations)\n"
             "    error: failed to push some refs to 'https://example.test/shop.git'") in errors
+
+
+def test_a_shell_error_names_its_script_and_an_edit_of_it_resolves_the_error() -> None:
+    """``bash -n deploy.sh`` reports ``deploy.sh: line 18: syntax error …``: the script it names is the file involved,
+    so the edit that follows resolves the error instead of leaving it open for the rest of the session."""
+    c = Conversation([user("Fix the syntax errors in the deployment scripts.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "cd /srv/build && bash -n deploy.sh"})]))
+    c.append(tool("b1", "deploy.sh: line 18: syntax error near unexpected token `}'\ndeploy.sh: line 18: `}'", True))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/srv/build/deploy.sh", "old_string": "}\n}",
+                                                    "new_string": "}"})]))
+    c.append(tool("e1", "The file /srv/build/deploy.sh has been updated."))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == "/srv/build/deploy.sh was edited afterwards"

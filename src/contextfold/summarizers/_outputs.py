@@ -23,7 +23,9 @@ TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant
 RESULT_JSON_CHARS = 200_000
 """Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
 
-_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):\d+:', re.MULTILINE)
+_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):(?: line)? ?\d+:', re.MULTILINE)
+"""Where an error names its file: Python's ``File "x.py", line 3``, a compiler's ``x.c:3:``, a shell's
+``deploy.sh: line 18:``."""
 _EXCEPTION_LINE = re.compile(r"(E\s+)?[\w.]*(Error|Exception)\b")
 _TEST_RESULT = re.compile(
     r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:OK|FAILED)(?: \(.*\))?$"
