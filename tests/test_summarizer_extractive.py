@@ -860,3 +860,36 @@ def test_a_shell_error_names_its_script_and_an_edit_of_it_resolves_the_error() -
     c.append(tool("e1", "The file /srv/build/deploy.sh has been updated."))
     _, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "/srv/build/deploy.sh was edited afterwards"
+
+
+def test_what_an_edit_tool_shows_back_of_the_file_is_no_error_shown() -> None:
+    """Claude Code's Edit shows the changed lines back under a reader's gutter; ``} catch (error: any) {`` there is
+    the file's code, not "the last error an output showed"."""
+    c = Conversation([user("Show a toast instead of the dialog after signing up.")])
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/src/pages/SignupPage.tsx", "old_string": "setOpen(true)",
+                                                    "new_string": "showToast('ok')"})]))
+    c.append(tool("e1", "The file /app/src/pages/SignupPage.tsx has been updated. Here's the result of running `cat -n` "
+                        "on a snippet of the edited file:\n   184→        }, 3000);\n   185→      }\n"
+                        "   186→    } catch (error: any) {\n   187→      setApiError(error.message);"))
+    text, state = summarize(c.items)
+    assert state["shown_error"] is None
+    assert "catch (error" not in text
+
+
+def test_an_error_the_agent_reported_on_in_its_last_words_is_no_next_step() -> None:
+    """A read of a file that is not there, then the agent's closing report to the person: the next step is not to
+    "resolve" that read (the error stays listed as it was); an error after the agent's last words still is."""
+    c = Conversation([user("Keep the login after a page refresh.")])
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": "/app/src/services/authService.js"})]))
+    c.append(tool("r1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/src/store/auth.ts", "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "The file /app/src/store/auth.ts has been updated."))
+    c.append(assistant("Done: the token is now kept in localStorage and read back when the app starts.", []))
+    text, _ = summarize(c.items)
+    assert "## 9. Optional Next Step" not in text
+    assert "Last error (unresolved), from `Read /app/src/services/authService.js`" in text
+    c.append(user("Now it logs me out after five minutes."))
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm test"})]))
+    c.append(tool("b1", "Exit code 1\nFAIL src/store/auth.test.ts\nError: expected token to be kept", True))
+    text, _ = summarize(c.items)
+    assert "Resolve the last error, from `$ npm test`" in text

@@ -134,6 +134,8 @@ class Facts:
     user_spoke_last: bool = False  # a user message came after the last assistant text
     acted_since_said: bool = False  # the assistant made a tool call with or after its last text: what that text
     # announced ("Let me check…") is done, not next
+    said_since_error: bool = False  # the assistant wrote to the user after the last failed call: it has read that
+    # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -210,6 +212,7 @@ class Facts:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last
             self.acted_since_said = earlier.acted_since_said
+            self.said_since_error = earlier.said_since_error
         elif earlier.user_messages:
             self.user_spoke_last = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
@@ -304,6 +307,7 @@ class Facts:
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
+            self.said_since_error = True
         self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
@@ -476,6 +480,7 @@ class Facts:
             reported=read.reported,
         ))
         self.errors_total += 1
+        self.said_since_error = False
 
     def _resolve(self, action: Action, tool: str) -> None:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file

@@ -130,7 +130,9 @@ _MANIFEST_KEPT_TOKENS = 250
 defines are what the agent runs to build and test, and it cannot tell them from the files it changed."""
 """A last change given fewer tokens than this is not shown: a shorter stub of code says nothing."""
 _FIT_ATTEMPTS = 4
-_FORWARD = re.compile(r"\b(next|now|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
+_FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
+"""Words of a sentence that says what comes next. Not "now": "the token is now kept" reports what is done ("Now
+let me…" says it with "let me")."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
 _SAID_LAST = "As the assistant said last: "
 _STOPWORDS = frozenset({
@@ -469,7 +471,8 @@ def _without_plan(facts: Facts) -> str:
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
-    plan stated, an open error. The lead is kept whole and only the text may shrink (a shrunk lead, "As the
+    plan stated, an open error (unless the agent ended its turn with words written after it: it read the failure
+    and reported where the work stands, "all done", and the failure is no step it was heading to). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
@@ -487,7 +490,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     if stated:
         return _SAID_LAST, stated[-1]
     last = facts.last_error
-    if last is not None and last.resolved is None:
+    reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
+    if last is not None and last.resolved is None and not reported_since:
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 
