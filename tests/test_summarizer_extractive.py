@@ -893,3 +893,22 @@ def test_an_error_the_agent_reported_on_in_its_last_words_is_no_next_step() -> N
     c.append(tool("b1", "Exit code 1\nFAIL src/store/auth.test.ts\nError: expected token to be kept", True))
     text, _ = summarize(c.items)
     assert "Resolve the last error, from `$ npm test`" in text
+
+
+def test_an_output_a_stage_replaced_keeps_its_failure_line_and_a_repeated_failure_is_listed_once() -> None:
+    """A failed search that snip replaced with its placeholder fails with the line it reported, never with the
+    placeholder's words; the same call failing the same way twice is one entry of section 4."""
+    from contextfold.pipeline.edits import with_result
+
+    c = Conversation([user("Map the web-terminal repository.")])
+    for n in (1, 2):
+        c.append(assistant("", [ToolCall(f"g{n}", "Glob", {"pattern": "**/*.md", "path": "/Users/me/Projects/web-terminal"})]))
+        c.append(tool(f"g{n}", "Path does not exist: /Users/me/Projects/web-terminal", True))
+    snipped = with_result(c.items[2], "[contextfold: output snipped, superseded: an older search; 3 newer ones are kept]",
+                          "snip", keep_media=False)
+    items = [*c.items[:2], snipped, *c.items[3:]]
+    text, state = summarize(items)
+    assert [e["line"] for e in state["errors"]] == ["Path does not exist: /Users/me/Projects/web-terminal"] * 2
+    errors = text.split("## 4. Errors and fixes")[1].split("\n## ")[0]
+    assert "output snipped" not in errors
+    assert errors.count("Path does not exist: /Users/me/Projects/web-terminal") == 1

@@ -338,7 +338,12 @@ class _Layout:
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
             parts += self._frame(reported, reported is framed)
         above = (last, reported)
-        earlier = [e for e in reversed(facts.errors) if not any(e is s for s in above) and not e.retired]
+        listed = {(e.source, e.line) for e in above if e is not None}  # the same call failing the same way again
+        earlier: list[ErrorFacts] = []
+        for older in reversed(facts.errors):
+            if not any(older is s for s in above) and not older.retired and (older.source, older.line) not in listed:
+                earlier.append(older)
+                listed.add((older.source, older.line))
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
         lines = [_earlier_error(e) for e in earlier]
         if lines:
