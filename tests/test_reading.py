@@ -168,7 +168,8 @@ def test_the_telling_lines_of_a_report_are_its_last_line_then_the_errors_it_past
     report = ("PS C:\\app> npm run build\n> vite build\nError: Cannot find module 'rollup'\n  at Module._load (node:internal)\n"
               "npm ERR! code 1\nPS C:\\app>\nwhy does this fail?")
     assert telling_lines(report)[:2] == [6, 2]  # the question, then the error it reports (newest first: none newer)
-    assert telling_lines("Please add a --dry-run flag to the sync command.\nIt should print what it would copy.") == [1, 0]
+    request = "<objective>\nAdd a --dry-run flag to the sync command.\nIt should print what it would copy.\n</objective>"
+    assert telling_lines(request) == [1, 2]  # a request is told by its opening; a closing tag tells nothing
 
 
 def test_a_note_quoting_a_user_message_names_the_harness_when_the_harness_wrote_it() -> None:

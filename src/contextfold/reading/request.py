@@ -23,6 +23,8 @@ MIN_LINE_CHARS = 16
 OPENING_LINES = 3
 """Lines that say something that make a request's opening."""
 _WORDS = re.compile(r"\w{2,}")
+_MARKUP = re.compile(r"</?[\w:-]+>|`+|^\s*(?:[-*]|\d+\.)?\s*(?:\[[ xX]?\])?")
+"""Tags, backticks and a list item's mark: no words of their own (``</success_criteria>``, a fence, ``- [ ]``)."""
 
 
 def says_something(line: str) -> bool:
@@ -43,13 +45,23 @@ def opening(text: str) -> tuple[str, str]:
 
 
 def telling_lines(text: str) -> list[int]:
-    """The lines of a person's message (by index in ``text.split("\n")``) a cut keeps first, most telling first:
-    its last line (the question, what they want now, however short: "on windows"), the lines reporting a failure,
-    newest first (a pasted error), its last and its first line that says something (what it is about)."""
+    """The lines of a person's message (by index in ``text.split("\n")``) a cut keeps first, most telling first.
+
+    A report (it pastes an error) is told by its last line with words (the
+    question, what they add: "on windows", however short), then the lines
+    reporting a failure, newest first, then its last and first lines that
+    say something. Any other request is told by its opening: its first line
+    that says something, then its last line with words (a closing tag says
+    nothing) and its last line that says something."""
     lines = text.split("\n")
-    written = [n for n, line in enumerate(lines) if line.strip()]
-    saying = [n for n in written if says_something(" ".join(lines[n].split()))]
-    return list(dict.fromkeys([*written[-1:], *failure_lines(text), *saying[-1:], *saying[:1]]))
+    worded = [n for n, line in enumerate(lines) if _WORDS.search(_MARKUP.sub("", line))]
+    saying = [n for n in worded if says_something(" ".join(lines[n].split()))]
+    failing = failure_lines(text)
+    if failing:
+        order = [*worded[-1:], *failing, *saying[-1:], *saying[:1]]
+    else:
+        order = [*saying[:1], *worded[-1:], *saying[-1:]]
+    return list(dict.fromkeys(order))
 
 
 def failure_lines(text: str) -> list[int]:
