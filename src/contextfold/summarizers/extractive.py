@@ -432,7 +432,7 @@ class _Layout:
         if step is None:
             return []
         lead, text = step
-        return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead)]
+        return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
 
 
 def _call_entry(call: dict[str, Any]) -> str:
