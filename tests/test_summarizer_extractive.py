@@ -912,3 +912,16 @@ def test_an_output_a_stage_replaced_keeps_its_failure_line_and_a_repeated_failur
     errors = text.split("## 4. Errors and fixes")[1].split("\n## ")[0]
     assert "output snipped" not in errors
     assert errors.count("Path does not exist: /Users/me/Projects/web-terminal") == 1
+
+
+def test_a_script_a_command_writes_is_the_last_change_to_the_script_not_to_the_file_it_then_changes() -> None:
+    """``cat > fix.py <<EOF … EOF; python fix.py``: the here-document is fix.py's text; src/tools.py, which fix.py
+    rewrites, was changed by the command."""
+    command = ("cd /testbed && cat > fix.py <<'EOF'\nwith open('src/tools.py') as f:\n    text = f.read()\n"
+               "with open('src/tools.py', 'w') as f:\n    f.write(text.replace('a / b', 'a / b if b else 0'))\nEOF\npython fix.py")
+    c = Conversation([user("Fix the division by zero in src/tools.py.")])
+    c.append(assistant("", [ToolCall("b1", "bash", {"command": command})]))
+    c.append(tool("b1", "<returncode>0</returncode>\n<output>\n</output>"))
+    _, state = summarize(c.items)
+    assert state["files"]["fix.py"]["last_change"].startswith("with open('src/tools.py') as f:")
+    assert state["files"]["src/tools.py"]["last_change"] == "$ cd /testbed && cat > fix.py <<EOF; python fix.py"

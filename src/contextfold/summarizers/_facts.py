@@ -459,7 +459,12 @@ class Facts:
             facts.edits += 1
             self._edited[path] = _last_component(path)
             facts.created = facts.created or created or new
-            facts.last_change = change if change is not None else facts.last_change
+            if action.command is not None and action.written and path not in action.written:
+                # the here-document is the script the command wrote (``cat > fix.py <<EOF``), which then changed
+                # this file: the change to it is the command, and the script's text is the last change to the script
+                facts.last_change = _ran(origin, action.command)
+            else:
+                facts.last_change = change if change is not None else facts.last_change
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
