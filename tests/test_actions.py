@@ -288,3 +288,10 @@ def test_an_interrupted_command_is_named_by_the_interrupt_not_the_warnings_after
     assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
     assert failure_line("exit code 1\n" + warnings, None, COMMAND) == (  # only warnings: named by them all the same
         "exit code 1; its output ended: " + warnings.strip().splitlines()[-1])
+
+
+def test_a_call_the_person_interrupted_failed_by_the_interrupt_unless_it_reported_an_error() -> None:
+    text = "[Request interrupted by user for tool use]\nCollecting packages...\nDownloading numpy (18.3 MB)"
+    assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
+    text = "[Request interrupted by user for tool use]\nsrc/a.py:3: error: Name 'x' is not defined\nFound 1 error"
+    assert failure_line(text, True, COMMAND) == "src/a.py:3: error: Name 'x' is not defined"

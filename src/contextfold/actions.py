@@ -449,6 +449,8 @@ def no_match(command: str, text: str) -> bool:
     return bool(words) and (words[0].rsplit("/", 1)[-1] in _MATCHERS or words[:2] == ["git", "grep"])
 
 
+_INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
+"""Claude Code's notice opening the output of a call the person interrupted."""
 _REMEMBERED_CHARS = 32_768
 EXIT_FAILURE_ENDED = "; its output ended: "
 """Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
@@ -470,6 +472,9 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
+    interrupted = _INTERRUPTED.match(text)
+    if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
+        return interrupted.group(0).strip()
     tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
     lines = [line.strip() for line in tail.splitlines() if line.strip()]  # whole lines
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
