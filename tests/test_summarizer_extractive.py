@@ -925,3 +925,17 @@ def test_a_script_a_command_writes_is_the_last_change_to_the_script_not_to_the_f
     _, state = summarize(c.items)
     assert state["files"]["fix.py"]["last_change"].startswith("with open('src/tools.py') as f:")
     assert state["files"]["src/tools.py"]["last_change"] == "$ cd /testbed && cat > fix.py <<EOF; python fix.py"
+
+
+def test_a_call_the_person_declined_with_a_reason_is_their_request_not_an_open_error() -> None:
+    """Claude Code's rejection of a call carries the person's reason ("use pnpm"): that is what they asked, among
+    their messages and the next step; the declined call is no error to resolve."""
+    c = Conversation([user("Add an HTTP client to the front-end.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm install axios --legacy-peer-deps"})]))
+    c.append(tool("b1", "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
+                        "file edit, the new_string was NOT written to the file). The user provided the following reason "
+                        "for the rejection:  use pnpm wherever you can", True))
+    text, state = summarize(c.items)
+    assert state["user_messages"] == ["Add an HTTP client to the front-end.", "use pnpm wherever you can"]
+    assert state["errors"] == []
+    assert "Answer the user's latest message: use pnpm wherever you can" in text

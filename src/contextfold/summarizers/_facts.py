@@ -41,7 +41,7 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, is_stand_in_reply, reading_of
+from ..reading import agent_words, declined, is_stand_in_reply, reading_of
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -297,7 +297,10 @@ class Facts:
         if not reading.person:
             self.harness_messages += 1
             return
-        text = reading.words
+        self._read_words(reading.words)
+
+    def _read_words(self, text: str) -> None:
+        """A message of the person's, the first one being the task."""
         self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
@@ -336,6 +339,11 @@ class Facts:
         """Settle ``call`` (made in ``origin``) with its result ``item`` (None: no result in the span)."""
         result = item.tool_result if item is not None else None
         text = result.text if result is not None else ""
+        refused = declined(text) if result is not None and result.is_error else None
+        if refused is not None:  # the person said no: the call did nothing, and the reason they gave is a request
+            if refused:
+                self._read_words(refused)
+            return call, action, "declined by the user" + (f": {refused}" if refused else ""), False, None
         line = item_failure_line(item, action.kind) if item is not None else None
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action, origin)
