@@ -939,3 +939,23 @@ def test_a_call_the_person_declined_with_a_reason_is_their_request_not_an_open_e
     assert state["user_messages"] == ["Add an HTTP client to the front-end.", "use pnpm wherever you can"]
     assert state["errors"] == []
     assert "Answer the user's latest message: use pnpm wherever you can" in text
+
+
+def test_a_bare_continue_keeps_the_request_it_continues_like_the_latest() -> None:
+    """"continue" says nothing of its own: the request before it (a script pasted to integrate) keeps its opening
+    lines as the latest message does, where an older message keeps only its head."""
+    script = "\n".join(["Integrate this into the existing kernel and the final build", "#!/bin/bash",
+                        "# Extra steps to ensure remote management stays disabled",
+                        *[f"systemctl mask remote-agent-{n}.service  # keep agent {n} off" for n in range(60)], "done"])
+    c = Conversation([user("Build the live CD with the Dell blocking module.")])
+    for n in range(8):
+        c.append(assistant(f"Built stage {n} of the image and checked its log.", []))
+        c.append(user(f"Stage {n} looks fine; keep the kernel config from the previous build for stage {n + 1}. " * 4))
+    c.append(assistant("Done with the stages.", []))
+    c.append(user(script))
+    c.append(assistant("Starting the integration.", []))
+    c.append(user("continue"))
+    text, _ = summarize(c.items, 600)
+    quoted = text.split("## 6. All user messages")[1].split("\n## ")[0]
+    for line in script.split("\n")[:3]:
+        assert line in quoted

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
-from ..reading import opening
+from ..reading import opening, says_something
 from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
@@ -102,7 +102,8 @@ _REPORT_FLOOR = 48
 the marker for what was left out around it (at the plain floor it kept a prompt's first words and its last line)."""
 _USER_FLOORS_SHARE = 0.6
 _LATEST_USER_WHOLE = 300
-"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering."""
+"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering (and so is
+the latest that says something, when the latest is a bare "continue")."""
 """The user messages' heads together keep at most this share of the target (the newest first): on a session of
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
@@ -383,11 +384,13 @@ class _Layout:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
+        # a bare "continue" or "yes" goes on with the request before it: the latest that says something is kept too
+        asking = next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
-            latest = number == len(messages)
+            latest = number in (len(messages), asking)
             weight = _W_LATEST_USER if latest else _W_USER
-            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else (
+            floor = min(self.meter(messages[number - 1]), _LATEST_USER_WHOLE) if latest else (
                 _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
             part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             floors -= part.floor
@@ -433,6 +436,12 @@ class _Layout:
             return []
         lead, text = step
         return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
+
+
+def _says_something(message: str) -> bool:
+    """Whether a message has a line that says something (:func:`~contextfold.reading.says_something`): "continue"
+    and "yes" do not."""
+    return any(says_something(" ".join(line.split())) for line in message.split("\n"))
 
 
 def _call_entry(call: dict[str, Any]) -> str:
