@@ -959,3 +959,16 @@ def test_a_bare_continue_keeps_the_request_it_continues_like_the_latest() -> Non
     quoted = text.split("## 6. All user messages")[1].split("\n## ")[0]
     for line in script.split("\n")[:3]:
         assert line in quoted
+
+
+def test_clearing_quotes_no_error_from_the_file_an_edit_tool_showed_back() -> None:
+    """The newest output that shows an error is never an edit's echo of the file: ``{ error: 'Method not allowed' }``
+    there is code (clearing quoted it under "It showed this error")."""
+    from contextfold.pipeline.stages.clear import last_error
+
+    c = Conversation([user("Accept only POST in the Slack events handler.")])
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/api/events.ts", "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "The file /app/api/events.ts has been updated. Here's the result of running `cat -n` on a snippet "
+                        "of the edited file:\n    29→  // Only accept POST\n    30→  if (req.method !== 'POST') {\n"
+                        "    31→    return res.status(405).json({ error: 'Method not allowed' });"))
+    assert last_error(c.items) is None
