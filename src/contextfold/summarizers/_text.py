@@ -7,6 +7,7 @@ was left out, so nothing is cut silently.
 
 from __future__ import annotations
 
+from bisect import bisect
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 
@@ -106,20 +107,19 @@ def shorten_lines(text: str, max_chars: int, first: Sequence[int] = ()) -> str:
         return min(upto[high] - upto[low], marker)
 
     kept: dict[int, str] = {}
+    bounds = [-1, len(lines)]  # the kept lines in order, between two sentinels
     telling = set(first)
     room = max_chars - marker  # the one run of lines left out while none is kept
     for number in order:
-        low, high = number, number + 1  # the run of left-out lines ``number`` is in: keeping it splits that run
-        while low > 0 and low - 1 not in kept:
-            low -= 1
-        while high < len(lines) and high not in kept:
-            high += 1
+        at = bisect(bounds, number)  # the run of left-out lines ``number`` is in: keeping it splits that run
+        low, high = bounds[at - 1] + 1, bounds[at]
         others = run(low, number) + run(number + 1, high) - run(low, high)
         line = lines[number]
         if len(line) + 1 + others > room and number in telling and room - others - 1 >= _CLIPPED_CHARS:
             line = clip(line, room - others - 1)
         if len(line) + 1 + others <= room:
             kept[number] = line
+            bounds.insert(at, number)
             room -= len(line) + 1 + others
     out: list[str] = []
     left: list[int] = []
