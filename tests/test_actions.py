@@ -258,3 +258,40 @@ def test_a_source_line_holding_the_word_failed_is_no_error_line() -> None:
     assert error_lines(source) == []
     assert error_lines("FAILED tests/test_a.py::test_x - AssertionError\nFAILED (failures=1)") == [
         "FAILED tests/test_a.py::test_x - AssertionError", "FAILED (failures=1)"]
+
+
+def test_a_warning_is_no_failure() -> None:
+    """git's line-ending notes, ``npm WARN``, a compiler's and Python's warnings: a command that printed only these
+    (and exited 0, or gave no status) did not fail, and none of them names a failure that did happen."""
+    from contextfold.actions import WARNING_LINE
+
+    git = ("warning: in the working copy of 'src/app.js', LF will be replaced by CRLF the next time Git touches it\n"
+           "warning: in the working copy of 'package.json', LF will be replaced by CRLF the next time Git touches it")
+    npm = "npm WARN deprecated inflight@1.0.6: This module is not supported, and leaks memory; an error: use lru-cache"
+    python = "/srv/app/cli.py:12: DeprecationWarning: error handling via pkg_resources is deprecated\n  import pkg_resources"
+    cc = "src/util.c:3:5: warning: unused variable 'error' [-Wunused-variable]"
+    for text in (git, npm, python, cc):
+        assert error_lines(text) == [], text
+        assert failed(text, None, COMMAND) is False
+        assert failure_line(f"exit code 0\n{text}", None, COMMAND) is None
+    assert WARNING_LINE.match("E       DeprecationWarning: raised as an error by -W error") is None  # pytest's failure
+    assert error_lines("warning: skipped\nerror: pathspec 'x' did not match any file(s) known to git") == [
+        "error: pathspec 'x' did not match any file(s) known to git"]
+
+
+def test_an_interrupted_command_is_named_by_the_interrupt_not_the_warnings_after_it() -> None:
+    """Claude Code flags a command the person interrupted as an error; what it printed after the notice (a long run
+    of git's line-ending warnings) is no failure line."""
+    warnings = "".join(f"warning: in the working copy of 'assets/chunk-{n}.js', LF will be replaced by CRLF the next "
+                       "time Git touches it\n" for n in range(400))
+    text = "[Request interrupted by user for tool use]\n" + warnings
+    assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
+    assert failure_line("exit code 1\n" + warnings, None, COMMAND) == (  # only warnings: named by them all the same
+        "exit code 1; its output ended: " + warnings.strip().splitlines()[-1])
+
+
+def test_a_call_the_person_interrupted_failed_by_the_interrupt_unless_it_reported_an_error() -> None:
+    text = "[Request interrupted by user for tool use]\nCollecting packages...\nDownloading numpy (18.3 MB)"
+    assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
+    text = "[Request interrupted by user for tool use]\nsrc/a.py:3: error: Name 'x' is not defined\nFound 1 error"
+    assert failure_line(text, True, COMMAND) == "src/a.py:3: error: Name 'x' is not defined"

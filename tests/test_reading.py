@@ -160,3 +160,26 @@ def test_a_requests_opening_is_its_first_three_lines_that_say_something() -> Non
     head, rest = opening(text)
     assert head.endswith("- Project-specific analysis") and rest == "- Git status\nmore detail here"
     assert opening("fix it") == ("fix it", "")
+
+
+def test_the_telling_lines_of_a_report_are_its_last_line_then_the_errors_it_pastes() -> None:
+    from contextfold.reading.request import telling_lines
+
+    report = ("PS C:\\app> npm run build\n> vite build\nError: Cannot find module 'rollup'\n  at Module._load (node:internal)\n"
+              "npm ERR! code 1\nPS C:\\app>\nwhy does this fail?")
+    assert telling_lines(report)[:2] == [6, 2]  # the question, then the error it reports (newest first: none newer)
+    request = "<objective>\nAdd a --dry-run flag to the sync command.\nIt should print what it would copy.\n</objective>"
+    assert telling_lines(request) == [1, 2]  # a request is told by its opening; a closing tag tells nothing
+
+
+def test_a_note_quoting_a_user_message_names_the_harness_when_the_harness_wrote_it() -> None:
+    """Claude Code's continuation summary and a text-mode agent's observation are quoted under who wrote them, not
+    as "The user wrote:"."""
+    from contextfold.reading import heading_of
+
+    continued = read_text("This session is being continued from a previous conversation that ran out of context.\n"
+                          "- Fixed syntax error: unexpected end of file at line 1244")
+    assert heading_of(continued) == "The harness wrote (continuation summary):"
+    assert heading_of(read_text("<returncode>0</returncode>\n<output>\nok\n</output>")) == (
+        "A tool's output, sent as a user message:")
+    assert heading_of(read_text("Now build the ISO and push it to the servers.")) == "The user wrote:"

@@ -789,3 +789,186 @@ def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -
     text, state = summarize(c.items)
     assert state["errors"][0]["resolved"] == "the file was found and read at /repo/src/components/Header.tsx"
     assert "unresolved" not in section(text, 4)
+
+
+REPORT = "\n".join([
+    "(base) PS C:\\code\\shop-web> bash deploy.sh",
+    *[f"deploy.sh: line {n}: $'\\r': command not found" for n in range(2, 40, 2)],
+    ": invalid option5: set: -",
+    "set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]",
+    "deploy.sh: line 70: syntax error: unexpected end of file",
+    "(base) PS C:\\code\\shop-web>",
+    "on windows",
+])
+"""A person's report: the terminal they pasted (an error at its end), then what they add on the last line."""
+
+
+def test_a_persons_long_report_is_cut_to_what_failed_and_what_they_say_not_its_first_and_last_words() -> None:
+    """An older message cut short keeps its last line and the error it pastes, on line boundaries; its middle goes."""
+    c = Conversation([user("Deploy the shop front-end to the staging server with deploy.sh.")])
+    c.append(assistant("Deployed.", []))
+    c.append(user(REPORT))
+    for n in range(12):
+        c.append(assistant(f"Fixed the line endings of part {n} of deploy.sh and checked it runs.", []))
+        c.append(user(f"Thanks, now part {n + 1}: keep the staging URL in the config, not in the script. " * 3))
+    text, state = summarize(c.items, 700)
+    quoted = text.split("## 6. All user messages")[1].split("\n## ")[0]
+    entry = quoted.split("\n2. ")[1].split("\n3. ")[0]
+    assert "characters omitted" in entry  # it was cut
+    assert entry.rstrip().endswith("on windows")
+    assert "deploy.sh: line 70: syntax error" in entry
+    assert all(line in REPORT.split("\n") or line.startswith("[…") or line.endswith("…") for line in entry.split("\n"))
+    assert state["user_messages"][1] == REPORT  # the state keeps it whole
+
+
+def test_a_command_that_names_a_file_the_agent_wrote_without_running_it_retires_no_error() -> None:
+    """``git add notes.md && git commit … && git push`` names a file the agent wrote; it runs no script of the agent's,
+    so its failure (a push the remote declined) is no error of an abandoned scratch script: it stays open, shown
+    with the lines above its last one (what was declined and why), while the error after it was resolved."""
+    c = Conversation([user("Document the rename in notes.md and push it.")])
+    c.append(assistant("", [ToolCall("w1", "Write", {"file_path": "/repo/notes.md", "content": "# Notes\n"})]))
+    c.append(tool("w1", "File created successfully at: /repo/notes.md"))
+    c.append(assistant("", [ToolCall("w2", "Write", {"file_path": "/repo/README.md", "content": "# Shop\n"})]))
+    c.append(tool("w2", "File created successfully at: /repo/README.md"))
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "git add notes.md && git commit -m 'docs' && git push"})]))
+    c.append(tool("b1", "Exit code 1\n[main 1a2b3c4] docs\nremote: error: GH013: Repository rule violations found for "
+                        "refs/heads/main.\nTo https://example.test/shop.git\n ! [remote rejected] main -> main (push declined "
+                        "due to repository rule violations)\nerror: failed to push some refs to 'https://example.test/shop.git'",
+                  True))
+    c.append(assistant("", [ToolCall("b2", "Bash", {"command": "git add README.md && git pull"})]))
+    c.append(tool("b2", "Exit code 128\nhint: use --rebase or --no-rebase\nfatal: Need to specify how to reconcile "
+                        "divergent branches.", True))
+    c.append(assistant("", [ToolCall("b3", "Bash", {"command": "git add README.md && git pull"})]))
+    c.append(tool("b3", "Already up to date."))
+    text, state = summarize(c.items)
+    assert [e["retired"] for e in state["errors"]] == [False, False]
+    errors = text.split("## 4. Errors and fixes")[1].split("\n## ")[0]
+    assert ("- [unresolved] `$ git add notes.md && git commit -m 'docs' && git push`:\n"
+            "    To https://example.test/shop.git\n"
+            "    ! [remote rejected] main -> main (push declined due to repository rule violations)\n"
+            "    error: failed to push some refs to 'https://example.test/shop.git'") in errors
+
+
+def test_a_shell_error_names_its_script_and_an_edit_of_it_resolves_the_error() -> None:
+    """``bash -n deploy.sh`` reports ``deploy.sh: line 18: syntax error …``: the script it names is the file involved,
+    so the edit that follows resolves the error instead of leaving it open for the rest of the session."""
+    c = Conversation([user("Fix the syntax errors in the deployment scripts.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "cd /srv/build && bash -n deploy.sh"})]))
+    c.append(tool("b1", "deploy.sh: line 18: syntax error near unexpected token `}'\ndeploy.sh: line 18: `}'", True))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/srv/build/deploy.sh", "old_string": "}\n}",
+                                                    "new_string": "}"})]))
+    c.append(tool("e1", "The file /srv/build/deploy.sh has been updated."))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == "/srv/build/deploy.sh was edited afterwards"
+
+
+def test_what_an_edit_tool_shows_back_of_the_file_is_no_error_shown() -> None:
+    """Claude Code's Edit shows the changed lines back under a reader's gutter; ``} catch (error: any) {`` there is
+    the file's code, not "the last error an output showed"."""
+    c = Conversation([user("Show a toast instead of the dialog after signing up.")])
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/src/pages/SignupPage.tsx", "old_string": "setOpen(true)",
+                                                    "new_string": "showToast('ok')"})]))
+    c.append(tool("e1", "The file /app/src/pages/SignupPage.tsx has been updated. Here's the result of running `cat -n` "
+                        "on a snippet of the edited file:\n   184→        }, 3000);\n   185→      }\n"
+                        "   186→    } catch (error: any) {\n   187→      setApiError(error.message);"))
+    text, state = summarize(c.items)
+    assert state["shown_error"] is None
+    assert "catch (error" not in text
+
+
+def test_an_error_the_agent_reported_on_in_its_last_words_is_no_next_step() -> None:
+    """A read of a file that is not there, then the agent's closing report to the person: the next step is not to
+    "resolve" that read (the error stays listed as it was); an error after the agent's last words still is."""
+    c = Conversation([user("Keep the login after a page refresh.")])
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": "/app/src/services/authService.js"})]))
+    c.append(tool("r1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/src/store/auth.ts", "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "The file /app/src/store/auth.ts has been updated."))
+    c.append(assistant("Done: the token is now kept in localStorage and read back when the app starts.", []))
+    text, _ = summarize(c.items)
+    assert "## 9. Optional Next Step" not in text
+    assert "Last error (unresolved), from `Read /app/src/services/authService.js`" in text
+    c.append(user("Now it logs me out after five minutes."))
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm test"})]))
+    c.append(tool("b1", "Exit code 1\nFAIL src/store/auth.test.ts\nError: expected token to be kept", True))
+    text, _ = summarize(c.items)
+    assert "Resolve the last error, from `$ npm test`" in text
+
+
+def test_an_output_a_stage_replaced_keeps_its_failure_line_and_a_repeated_failure_is_listed_once() -> None:
+    """A failed search that snip replaced with its placeholder fails with the line it reported, never with the
+    placeholder's words; the same call failing the same way twice is one entry of section 4."""
+    from contextfold.pipeline.edits import with_result
+
+    c = Conversation([user("Map the web-terminal repository.")])
+    for n in (1, 2):
+        c.append(assistant("", [ToolCall(f"g{n}", "Glob", {"pattern": "**/*.md", "path": "/Users/me/Projects/web-terminal"})]))
+        c.append(tool(f"g{n}", "Path does not exist: /Users/me/Projects/web-terminal", True))
+    snipped = with_result(c.items[2], "[contextfold: output snipped, superseded: an older search; 3 newer ones are kept]",
+                          "snip", keep_media=False)
+    items = [*c.items[:2], snipped, *c.items[3:]]
+    text, state = summarize(items)
+    assert [e["line"] for e in state["errors"]] == ["Path does not exist: /Users/me/Projects/web-terminal"] * 2
+    errors = text.split("## 4. Errors and fixes")[1].split("\n## ")[0]
+    assert "output snipped" not in errors
+    assert errors.count("Path does not exist: /Users/me/Projects/web-terminal") == 1
+
+
+def test_a_script_a_command_writes_is_the_last_change_to_the_script_not_to_the_file_it_then_changes() -> None:
+    """``cat > fix.py <<EOF … EOF; python fix.py``: the here-document is fix.py's text; src/tools.py, which fix.py
+    rewrites, was changed by the command."""
+    command = ("cd /testbed && cat > fix.py <<'EOF'\nwith open('src/tools.py') as f:\n    text = f.read()\n"
+               "with open('src/tools.py', 'w') as f:\n    f.write(text.replace('a / b', 'a / b if b else 0'))\nEOF\npython fix.py")
+    c = Conversation([user("Fix the division by zero in src/tools.py.")])
+    c.append(assistant("", [ToolCall("b1", "bash", {"command": command})]))
+    c.append(tool("b1", "<returncode>0</returncode>\n<output>\n</output>"))
+    _, state = summarize(c.items)
+    assert state["files"]["fix.py"]["last_change"].startswith("with open('src/tools.py') as f:")
+    assert state["files"]["src/tools.py"]["last_change"] == "$ cd /testbed && cat > fix.py <<EOF; python fix.py"
+
+
+def test_a_call_the_person_declined_with_a_reason_is_their_request_not_an_open_error() -> None:
+    """Claude Code's rejection of a call carries the person's reason ("use pnpm"): that is what they asked, among
+    their messages and the next step; the declined call is no error to resolve."""
+    c = Conversation([user("Add an HTTP client to the front-end.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm install axios --legacy-peer-deps"})]))
+    c.append(tool("b1", "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
+                        "file edit, the new_string was NOT written to the file). The user provided the following reason "
+                        "for the rejection:  use pnpm wherever you can", True))
+    text, state = summarize(c.items)
+    assert state["user_messages"] == ["Add an HTTP client to the front-end.", "use pnpm wherever you can"]
+    assert state["errors"] == []
+    assert "Answer the user's latest message: use pnpm wherever you can" in text
+
+
+def test_a_bare_continue_keeps_the_request_it_continues_like_the_latest() -> None:
+    """"continue" says nothing of its own: the request before it (a script pasted to integrate) keeps its opening
+    lines as the latest message does, where an older message keeps only its head."""
+    script = "\n".join(["Integrate this into the existing kernel and the final build", "#!/bin/bash",
+                        "# Extra steps to ensure remote management stays disabled",
+                        *[f"systemctl mask remote-agent-{n}.service  # keep agent {n} off" for n in range(60)], "done"])
+    c = Conversation([user("Build the live CD with the Dell blocking module.")])
+    for n in range(8):
+        c.append(assistant(f"Built stage {n} of the image and checked its log.", []))
+        c.append(user(f"Stage {n} looks fine; keep the kernel config from the previous build for stage {n + 1}. " * 4))
+    c.append(assistant("Done with the stages.", []))
+    c.append(user(script))
+    c.append(assistant("Starting the integration.", []))
+    c.append(user("continue"))
+    text, _ = summarize(c.items, 600)
+    quoted = text.split("## 6. All user messages")[1].split("\n## ")[0]
+    for line in script.split("\n")[:3]:
+        assert line in quoted
+
+
+def test_clearing_quotes_no_error_from_the_file_an_edit_tool_showed_back() -> None:
+    """The newest output that shows an error is never an edit's echo of the file: ``{ error: 'Method not allowed' }``
+    there is code (clearing quoted it under "It showed this error")."""
+    from contextfold.pipeline.stages.clear import last_error
+
+    c = Conversation([user("Accept only POST in the Slack events handler.")])
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": "/app/api/events.ts", "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "The file /app/api/events.ts has been updated. Here's the result of running `cat -n` on a snippet "
+                        "of the edited file:\n    29→  // Only accept POST\n    30→  if (req.method !== 'POST') {\n"
+                        "    31→    return res.status(405).json({ error: 'Method not allowed' });"))
+    assert last_error(c.items) is None

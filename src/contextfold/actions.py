@@ -326,6 +326,11 @@ _ERROR_HINT = re.compile(
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
+WARNING_LINE = re.compile(
+    r"^\s*(?:\S+:\d+(?::\d+)?:\s*)?(?:[Ww]arning(?:\[[\w-]+\])?:|WARNING\b|npm WARN\b|WARN\b|\w*Warning:)")
+"""A line a tool prints as a warning, not a failure: git's ``warning: … LF will be replaced by CRLF``, a compiler's
+``file.c:3:5: warning:``, ``npm WARN deprecated``, Python's ``x.py:12: DeprecationWarning: …``. A warning may
+name an error it warns about (``warning: ignoring error: …``); it is still no failure of the command."""
 READER_GUTTER = re.compile(r"^\s*\d+(?:→|\t)")
 """The line-number gutter a file reader prints (Claude Code's ``  5→``, ``cat -n``'s ``5<TAB>``)."""
 _ECHOED_LINES = re.compile(r"^[ \t]*\d+(?:→|\t).*$", re.MULTILINE)
@@ -349,7 +354,7 @@ def error_lines(text: str) -> list[str]:
         end = end if end != -1 else len(text)
         scanned_to = end
         line = text[start:end]
-        if _ERROR_LINE.search(line):
+        if _ERROR_LINE.search(line) and not WARNING_LINE.match(line):
             line = line.strip()
             if line and (not lines or lines[-1] != line):
                 lines.append(line)
@@ -444,6 +449,8 @@ def no_match(command: str, text: str) -> bool:
     return bool(words) and (words[0].rsplit("/", 1)[-1] in _MATCHERS or words[:2] == ["git", "grep"])
 
 
+_INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
+"""Claude Code's notice opening the output of a call the person interrupted."""
 _REMEMBERED_CHARS = 32_768
 EXIT_FAILURE_ENDED = "; its output ended: "
 """Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
@@ -456,15 +463,26 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     alone says so, with the last line it printed (which is no error of its
     own: a script's heading, a progress line): ``exit code 1; its output
     ended: === Step 2 ===``. A message its source flagged as an error is
-    named by its last line that is not framing (``<output>``).
+    named by its last line that is not framing (``<output>``) nor a warning
+    (:data:`WARNING_LINE`: git's notes on line endings printed after Claude
+    Code's "[Request interrupted by user for tool use]").
     """
     if not failed(text, is_error, kind):
         return None
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
-    lines = [line.strip() for line in text[-_SCAN_TAIL_CHARS:].splitlines() if line.strip()]
+    interrupted = _INTERRUPTED.match(text)
+    if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
+        return interrupted.group(0).strip()
+    tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]  # whole lines
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
+    if meaningful and WARNING_LINE.match(meaningful[-1]):  # a warning is no failure: the last line that is not one,
+        # at the tail or else at the head (an interrupt notice before a long run of warnings)
+        head = [line.strip() for line in text[: max(text.rfind("\n", 0, _SCAN_HEAD_CHARS), 0)].splitlines() if line.strip()]
+        quiet = [line for line in (*head, *meaningful) if not (_MARKUP_LINE.match(line) or WARNING_LINE.match(line))]
+        meaningful = quiet or meaningful
     code = return_code(text)
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"

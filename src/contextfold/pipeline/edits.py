@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from ..actions import item_failure_line, result_action
 from ..conversation import Block, Conversation, Item, Provenance, Text
 from ..events import Event
 from ..summarizers._text import head_end_at, tail_start_at
@@ -28,7 +29,9 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
     """``item`` (a tool item) with its text output replaced by ``content``, marked as compacted by ``stage``.
 
     Images and documents in the output stay unless ``keep_media`` is false. Public
-    (``contextfold.with_result``): the ``compacted`` mark keeps later stages from processing it again.
+    (``contextfold.with_result``): the ``compacted`` mark keeps later stages from processing it again. The line
+    the output reported its failure with is kept in the provenance (unless a stage recorded it already): the
+    placeholder, read as an output, is no failure line ("[contextfold: output snipped…]" as "the last error").
     """
     result = item.tool_result
     assert result is not None, "only tool items have outputs to replace"
@@ -36,7 +39,11 @@ def with_result(item: Item, content: str, stage: str, *, keep_media: bool = True
     if keep_media and not isinstance(result.content, str):
         kept = tuple(b for b in result.content if not isinstance(b, Text))
     new_content: str | tuple[Block, ...] = (Text(content), *kept) if kept else content
-    return replace(item, blocks=(replace(result, content=new_content),), provenance=compacted_by(item, stage))
+    provenance = compacted_by(item, stage)
+    if provenance.failure_line is None:
+        action = result_action(item)
+        provenance = replace(provenance, failure_line=item_failure_line(item, action.kind if action else None) or "")
+    return replace(item, blocks=(replace(result, content=new_content),), provenance=provenance)
 
 
 def head_tail(text: str, head_chars: int, tail_chars: int, note: str = "",

@@ -9,6 +9,7 @@ error, a usage limit); the pipeline's task, the summaries' quotes of the user an
 
 from .harness import (
     EMPTY_BLOCK,
+    declined,
     RULES,
     STAND_INS,
     WRAPPERS,
@@ -20,9 +21,9 @@ from .harness import (
     without_wrappers,
 )
 from .request import OPENING_LINES, opening, says_something
-from .speaker import (UserReading, added_by_contextfold, agent_words, is_person, is_stand_in_reply, read_text,
-                      reading_of)
+from .speaker import (UserReading, added_by_contextfold, agent_words, heading_of, is_person, is_stand_in_reply,
+                      read_text, reading_of)
 
-__all__ = ["EMPTY_BLOCK", "OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "is_person",
+__all__ = ["EMPTY_BLOCK", "OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "declined", "heading_of", "is_person",
            "is_stand_in_reply", "matching_rule", "opening", "read_text", "reading_of", "says_something", "stand_in", "typed_command",
            "without_wrappers"]

@@ -114,6 +114,22 @@ WRAPPERS = re.compile(
 words (Claude Code's reminders, its IDE extension's notes of the open file and the selection)."""
 
 
+DECLINED = re.compile(r"^\s*The user doesn't want to (?:proceed with this tool use|take this action)\b.*?"
+                      r"(?:The user provided the following reason for the rejection:\s*(?P<reason>.*))?$",
+                      re.DOTALL)
+"""Claude Code's output for a call the person declined: no failure of the call, and the reason they gave, when they
+gave one ("use pnpm"), is their request."""
+
+
+def declined(text: str) -> str | None:
+    """The person's reason, if ``text`` is the output of a call they declined ("" when they gave none); None when
+    it is not."""
+    found = DECLINED.match(text) if "want to" in text[:80] else None
+    if found is None:
+        return None
+    return (found.group("reason") or "").strip()
+
+
 SLASH_COMMAND = re.compile(r"<command-name>\s*(/[^<\s]+)\s*</command-name>")
 """Claude Code's echo of a slash command the person typed (``<command-name>/gsd:plan</command-name>``)."""
 

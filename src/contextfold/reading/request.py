@@ -5,17 +5,26 @@ pasted output, a template's instructions. A summary short of room keeps the
 opening whole before any of the rest, and the replay's ``asked`` measure
 looks for the same lines: each is a line that says something (long enough,
 a space, two words; a bare tag or a number does not).
+
+A later message is often a report: a pasted terminal with the error the
+person hit, then their question on the last line. :func:`telling_lines`
+says which lines a cut keeps first there, so a shortened message still says
+what failed for the person and what they ask.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..actions import error_lines
+
 MIN_LINE_CHARS = 16
 """A line says something from this length (with a space and two words): shorter ones say little."""
 OPENING_LINES = 3
 """Lines that say something that make a request's opening."""
 _WORDS = re.compile(r"\w{2,}")
+_MARKUP = re.compile(r"</?[\w:-]+>|`+|^\s*(?:[-*]|\d+\.)?\s*(?:\[[ xX]?\])?")
+"""Tags, backticks and a list item's mark: no words of their own (``</success_criteria>``, a fence, ``- [ ]``)."""
 
 
 def says_something(line: str) -> bool:
@@ -33,3 +42,30 @@ def opening(text: str) -> tuple[str, str]:
         if found == OPENING_LINES:
             return "\n".join(lines[: number + 1]), "\n".join(lines[number + 1 :])
     return text, ""
+
+
+def telling_lines(text: str) -> list[int]:
+    """The lines of a person's message (by index in ``text.split("\n")``) a cut keeps first, most telling first.
+
+    A report (it pastes an error) is told by its last line with words (the
+    question, what they add: "on windows", however short), then the lines
+    reporting a failure, newest first, then its last and first lines that
+    say something. Any other request is told by its opening: its first line
+    that says something, then its last line with words (a closing tag says
+    nothing) and its last line that says something."""
+    lines = text.split("\n")
+    worded = [n for n, line in enumerate(lines) if _WORDS.search(_MARKUP.sub("", line))]
+    saying = [n for n in worded if says_something(" ".join(lines[n].split()))]
+    failing = failure_lines(text)
+    if failing:
+        order = [*worded[-1:], *failing, *saying[-1:], *saying[:1]]
+    else:
+        order = [*saying[:1], *worded[-1:], *saying[-1:]]
+    return list(dict.fromkeys(order))
+
+
+def failure_lines(text: str) -> list[int]:
+    """The lines of a person's message that report a failure (an error they pasted), newest first, by index."""
+    failing = set(error_lines(text))
+    lines = text.split("\n")
+    return [n for n in range(len(lines) - 1, -1, -1) if lines[n].strip() and lines[n].strip() in failing]

@@ -65,6 +65,18 @@ def reading_of(item: Item) -> UserReading:
     return item.readings.set(_READING, reading)
 
 
+def heading_of(reading: UserReading) -> str:
+    """How a note that quotes a user-role message names who wrote it: the person, or what the harness put there in
+    their place (Claude Code's continuation summary is not "the user wrote")."""
+    if reading.person:
+        return "The user wrote:"
+    if reading.speaker is Speaker.OBSERVATION:
+        return "A tool's output, sent as a user message:"
+    if reading.speaker is Speaker.DEMONSTRATION:
+        return "A demonstration of another task:"
+    return f"The harness wrote ({reading.rule.name}):" if reading.rule is not None else "The harness wrote:"
+
+
 def added_by_contextfold(item: Item) -> bool:
     """Whether contextfold wrote ``item`` (a summary, restored files, a survival note), not the user."""
     return item.provenance.by_contextfold

@@ -41,7 +41,7 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, is_stand_in_reply, reading_of
+from ..reading import agent_words, declined, is_stand_in_reply, reading_of
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -81,7 +81,7 @@ from ._outputs import (
 )
 from ._records import ErrorFacts, FileFacts, _fresh, _known
 from ._said import finding_lines
-from ._text import clip, shorten
+from ._text import clip, shorten, shorten_message
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -134,6 +134,8 @@ class Facts:
     user_spoke_last: bool = False  # a user message came after the last assistant text
     acted_since_said: bool = False  # the assistant made a tool call with or after its last text: what that text
     # announced ("Let me check…") is done, not next
+    said_since_error: bool = False  # the assistant wrote to the user after the last failed call: it has read that
+    # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -210,6 +212,7 @@ class Facts:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last
             self.acted_since_said = earlier.acted_since_said
+            self.said_since_error = earlier.said_since_error
         elif earlier.user_messages:
             self.user_spoke_last = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
@@ -294,8 +297,11 @@ class Facts:
         if not reading.person:
             self.harness_messages += 1
             return
-        text = reading.words
-        self.user_messages.append(shorten(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
+        self._read_words(reading.words)
+
+    def _read_words(self, text: str) -> None:
+        """A message of the person's, the first one being the task."""
+        self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
@@ -304,6 +310,7 @@ class Facts:
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
+            self.said_since_error = True
         self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
@@ -332,6 +339,11 @@ class Facts:
         """Settle ``call`` (made in ``origin``) with its result ``item`` (None: no result in the span)."""
         result = item.tool_result if item is not None else None
         text = result.text if result is not None else ""
+        refused = declined(text) if result is not None and result.is_error else None
+        if refused is not None:  # the person said no: the call did nothing, and the reason they gave is a request
+            if refused:
+                self._read_words(refused)
+            return call, action, "declined by the user" + (f": {refused}" if refused else ""), False, None
         line = item_failure_line(item, action.kind) if item is not None else None
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action, origin)
@@ -343,7 +355,9 @@ class Facts:
                 self._file(path).reads += 1
             if details and line is None and result is not None:
                 self._read_manifest(action, result.text)
-        scripts = self._scripts_in(action.command) if action.command else []  # after the edit: it may write them
+        # the agent's scripts the command runs (``git add fix.py`` names one and runs none); after the edit: it may
+        # write them
+        scripts = _run_by(action.command, self._scripts_in(action.command)) if action.command else []
         if line is not None:
             self.tools.setdefault(call.name, [0, 0])[1] += 1
             self._record_error(call, action, item, line, scripts)
@@ -352,7 +366,7 @@ class Facts:
             self._resolve(action, call.name)
         if scripts:
             self._retire(scripts)
-            for path in _run_by(action.command or "", scripts):
+            for path in scripts:
                 self.files[path].ran = True
         if details and item is not None and (action.command or action.kind == OTHER):
             self._read_output(call, action, item, line)
@@ -453,7 +467,12 @@ class Facts:
             facts.edits += 1
             self._edited[path] = _last_component(path)
             facts.created = facts.created or created or new
-            facts.last_change = change if change is not None else facts.last_change
+            if action.command is not None and action.written and path not in action.written:
+                # the here-document is the script the command wrote (``cat > fix.py <<EOF``), which then changed
+                # this file: the change to it is the command, and the script's text is the last change to the script
+                facts.last_change = _ran(origin, action.command)
+            else:
+                facts.last_change = change if change is not None else facts.last_change
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
@@ -474,6 +493,7 @@ class Facts:
             reported=read.reported,
         ))
         self.errors_total += 1
+        self.said_since_error = False
 
     def _resolve(self, action: Action, tool: str) -> None:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file

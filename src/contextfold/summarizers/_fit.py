@@ -63,7 +63,8 @@ class Elastic:
     With ``names`` (a function finding identifiers in a text), a shortened
     text spends up to :data:`_NAMES_SHARE` of its tokens on a note naming the
     identifiers only its omitted middle held: the paths and names of a long
-    task outlive its wording.
+    task outlive its wording. ``shortener`` cuts it (by default :func:`shorten`:
+    head and tail; a person's message keeps what it reports instead).
     """
 
     def __init__(
@@ -77,8 +78,10 @@ class Elastic:
         prefix: str = "",
         suffix: str = "",
         names: Callable[[str], list[str]] | None = None,
+        shortener: Callable[[str, int], str] = shorten,
     ) -> None:
         self.meter, self.text, self.prefix, self.suffix, self.weight = meter, text, prefix, suffix, weight
+        self.shortener = shortener
         self.useful, self.names = useful_tokens, names
         self.frame = meter(prefix) + meter(suffix) + 1
         self.body = meter(text)
@@ -97,7 +100,7 @@ class Elastic:
             return ""
         body = max(used - self.frame, 0)
         note, note_tokens = self._omitted_names(body) if self.names is not None and used < self.full else ("", 0)
-        shortened = shorten(self.text, self.meter.chars_for(self.text, body - note_tokens))
+        shortened = self.shortener(self.text, self.meter.chars_for(self.text, body - note_tokens))
         return f"{self.prefix}{shortened}{note}{self.suffix}"
 
     def _omitted_names(self, body_tokens: int) -> tuple[str, int]:

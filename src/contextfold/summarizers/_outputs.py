@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..actions import EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
+from ..actions import EDIT, EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
 from ..conversation import Item
 from ..readings import Key
 from ._text import shorten
@@ -23,7 +23,9 @@ TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant
 RESULT_JSON_CHARS = 200_000
 """Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""
 
-_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):\d+:', re.MULTILINE)
+_TRACEBACK_PATH = re.compile(r'File "(?P<a>[^"]+)", line \d+|^(?P<b>[\w./-]+\.\w{1,8}):(?: line)? ?\d+:', re.MULTILINE)
+"""Where an error names its file: Python's ``File "x.py", line 3``, a compiler's ``x.c:3:``, a shell's
+``deploy.sh: line 18:``."""
 _EXCEPTION_LINE = re.compile(r"(E\s+)?[\w.]*(Error|Exception)\b")
 _TEST_RESULT = re.compile(
     r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:OK|FAILED)(?: \(.*\))?$"
@@ -94,9 +96,12 @@ def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 def file_content(action: Action | None) -> bool:
-    """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log):
-    an error line in it is code, not an error shown."""
-    return action is not None and action.kind in (READ, SEARCH) and not any(p.endswith(_LOG_SUFFIXES) for p in action.paths)
+    """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log; what an
+    edit tool shows back of the file it changed, ``186→ } catch (error: any) {``): an error line in it is code,
+    not an error shown. A shell command that edits prints its own output."""
+    if action is None or any(p.endswith(_LOG_SUFFIXES) for p in action.paths):
+        return False
+    return action.kind in (READ, SEARCH) or (action.kind == EDIT and action.command is None)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,18 @@ was left out, so nothing is cut silently.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect
+from collections.abc import Callable, Sequence
+from itertools import accumulate
+
+from ..reading.request import telling_lines
 
 _SNAP_CHARS = 40
 """How far a cut may move to land on whitespace instead of inside a word."""
 _LONG_WORD_CHARS = 120
 """How far a cut may move, when no space is near, to land between two words (a path, a hash, a CJK run)."""
+_CLIPPED_CHARS = 24
+"""A line a cut keeps first (an error the person pasted) is shown by its head when at least this much of it fits."""
 _SAMPLE_CHARS = 2_000
 """Texts longer than twice this are measured on their two ends and scaled: a summary only needs sizes to a few %."""
 
@@ -78,6 +84,63 @@ def shorten(text: str, max_chars: int, head_share: float = 0.65) -> str:
     if tail_start == len(text):
         return text if head_end == len(text) else text[:head_end] + "…"
     return text[:head_end].rstrip() + _marker(tail_start - head_end) + text[tail_start:].lstrip()
+
+
+def shorten_lines(text: str, max_chars: int, first: Sequence[int] = ()) -> str:
+    """``text`` cut to about ``max_chars`` characters on line boundaries: the lines ``first`` names (indexes in
+    ``text.split("\n")``, most important first) are kept first, each whole if it fits or else its head (:func:`clip`,
+    when at least :data:`_CLIPPED_CHARS` of it fit), then the others from the top, whole. Each run of lines left
+    out is one omission marker on a line of its own, or the lines themselves when they are shorter than it. A
+    text of one line, or whose first line to keep cannot fit whole, is :func:`shorten`'d (head and tail, on word
+    boundaries)."""
+    if len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    order = list(dict.fromkeys([*first, *range(len(lines))]))
+    marker = len(_marker(len(text)))  # a marker line and its newline: at most this long
+    if len(lines) < 2 or len(lines[order[0]]) + 1 + marker > max_chars:
+        return shorten(text, max_chars)
+    sizes = [len(line) + 1 for line in lines]
+    upto = [0, *accumulate(sizes)]  # upto[n]: the characters of the lines before line n
+
+    def run(low: int, high: int) -> int:  # what the lines low..high-1, left out, take: a marker or themselves
+        return min(upto[high] - upto[low], marker)
+
+    kept: dict[int, str] = {}
+    bounds = [-1, len(lines)]  # the kept lines in order, between two sentinels
+    telling = set(first)
+    room = max_chars - marker  # the one run of lines left out while none is kept
+    for number in order:
+        at = bisect(bounds, number)  # the run of left-out lines ``number`` is in: keeping it splits that run
+        low, high = bounds[at - 1] + 1, bounds[at]
+        others = run(low, number) + run(number + 1, high) - run(low, high)
+        line = lines[number]
+        if len(line) + 1 + others > room and number in telling and room - others - 1 >= _CLIPPED_CHARS:
+            line = clip(line, room - others - 1)
+        if len(line) + 1 + others <= room:
+            kept[number] = line
+            bounds.insert(at, number)
+            room -= len(line) + 1 + others
+    out: list[str] = []
+    left: list[int] = []
+    for number in [*range(len(lines)), len(lines)]:  # the end closes the last run
+        if number in kept or number == len(lines):
+            if left and run(left[0], left[-1] + 1) < marker:
+                out += [lines[n] for n in left]
+            elif left:
+                out.append(_marker(upto[left[-1] + 1] - upto[left[0]]).strip())
+            left = []
+            if number < len(lines):
+                out.append(kept[number])
+        else:
+            left.append(number)
+    return "\n".join(out)
+
+
+def shorten_message(text: str, max_chars: int) -> str:
+    """A person's message cut to about ``max_chars`` characters so that it still says what they report and ask: its
+    last line, the errors it pastes and its opening kept first, on line boundaries (:func:`shorten_lines`)."""
+    return text if len(text) <= max_chars else shorten_lines(text, max_chars, telling_lines(text))
 
 
 def _marker(omitted_chars: int) -> str:

@@ -40,13 +40,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
-from ..reading import opening
+from ..reading import opening, says_something
+from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
 from ._said import names_in
-from ._text import Meter, shorten
+from ._text import Meter, shorten, shorten_message
 from .base import SummaryRequest, SummaryResult
 
 SECTION_TITLES = (
@@ -96,9 +97,13 @@ _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
+_REPORT_FLOOR = 48
+"""A person's message that pastes an error keeps this much: its last line and the error line it reports, each with
+the marker for what was left out around it (at the plain floor it kept a prompt's first words and its last line)."""
 _USER_FLOORS_SHARE = 0.6
 _LATEST_USER_WHOLE = 300
-"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering."""
+"""The person's latest message is kept whole up to this many tokens: it is what the agent is answering (and so is
+the latest that says something, when the latest is a bare "continue")."""
 """The user messages' heads together keep at most this share of the target (the newest first): on a session of
 hundreds of user turns every head kept whatever the target made the summary several times its target."""
 _FOCUS_FLOOR = 24
@@ -106,6 +111,8 @@ _CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side 
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _EARLIER_SUMMARY_FLOOR = 24
 
+_OPEN_FRAME_LINES = 2
+"""Lines of its frame an earlier error still open shows under its line (the last error shows its whole frame)."""
 _RESERVED_FINDINGS = 3
 """The newest findings that keep a place however small the budget (within :data:`_RESERVED_FINDINGS_TOKENS`)."""
 _RESERVED_FINDING_CHARS = 200
@@ -124,7 +131,9 @@ _MANIFEST_KEPT_TOKENS = 250
 defines are what the agent runs to build and test, and it cannot tell them from the files it changed."""
 """A last change given fewer tokens than this is not shown: a shorter stub of code says nothing."""
 _FIT_ATTEMPTS = 4
-_FORWARD = re.compile(r"\b(next|now|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
+_FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
+"""Words of a sentence that says what comes next. Not "now": "the token is now kept" reports what is done ("Now
+let me…" says it with "let me")."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
 _SAID_LAST = "As the assistant said last: "
 _STOPWORDS = frozenset({
@@ -305,8 +314,9 @@ class _Layout:
         return parts
 
     def _errors(self) -> list[Part]:
-        """The last error with its failing frame, verbatim; then the earlier ones still open, then those resolved.
-        Errors of scratch scripts the agent has since abandoned are left out.
+        """The last error with its failing frame, verbatim; then the earlier ones still open (each with the last lines
+        of its frame), then those resolved (each by its line). Errors of scratch scripts the agent has since
+        abandoned are left out.
 
         Only the newest error that has a message of its own keeps its frame (the lines above it): an error the
         agent has moved past is named by its line, and the room goes to what it found."""
@@ -329,9 +339,14 @@ class _Layout:
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
             parts += self._frame(reported, reported is framed)
         above = (last, reported)
-        earlier = [e for e in reversed(facts.errors) if not any(e is s for s in above) and not e.retired]
+        listed = {(e.source, e.line) for e in above if e is not None}  # the same call failing the same way again
+        earlier: list[ErrorFacts] = []
+        for older in reversed(facts.errors):
+            if not any(older is s for s in above) and not older.retired and (older.source, older.line) not in listed:
+                earlier.append(older)
+                listed.add((older.source, older.line))
         earlier.sort(key=lambda e: e.resolved is not None)  # unresolved first, then newest first
-        lines = [f"- [{_status(e)}] `{shorten(e.source, 120)}`: {shorten(e.line.strip('=-_ '), 200)}" for e in earlier]
+        lines = [_earlier_error(e) for e in earlier]
         if lines:
             parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
@@ -369,15 +384,18 @@ class _Layout:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
+        # a bare "continue" or "yes" goes on with the request before it: the latest that says something is kept too
+        asking = next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
-            latest = number == len(messages)
+            latest = number in (len(messages), asking)
             weight = _W_LATEST_USER if latest else _W_USER
-            floor = min(self.meter(messages[-1]), _LATEST_USER_WHOLE) if latest else _USER_FLOOR
-            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ")
+            floor = min(self.meter(messages[number - 1]), _LATEST_USER_WHOLE) if latest else (
+                _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
+            part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             floors -= part.floor
             if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
-                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ")
+                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ", shortener=shorten_message)
             later.append(part)
         return parts + later[::-1]
 
@@ -417,7 +435,13 @@ class _Layout:
         if step is None:
             return []
         lead, text = step
-        return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead)]
+        return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
+
+
+def _says_something(message: str) -> bool:
+    """Whether a message has a line that says something (:func:`~contextfold.reading.says_something`): "continue"
+    and "yes" do not."""
+    return any(says_something(" ".join(line.split())) for line in message.split("\n"))
 
 
 def _call_entry(call: dict[str, Any]) -> str:
@@ -431,6 +455,17 @@ def _count(n: int, noun: str) -> str:
 
 def _source(error: ErrorFacts) -> str:
     return shorten(error.source, 200)
+
+
+def _earlier_error(error: ErrorFacts) -> str:
+    """An error before the last one: one line when it was resolved; when it is still open, as its output showed it,
+    the last lines of its frame above its line (git's ``! [remote rejected] … (push declined …)`` above ``error:
+    failed to push some refs``: what went wrong, where the last line only says that something did)."""
+    line = shorten(error.line.strip("=-_ "), 200)
+    if error.resolved is not None or not error.frame:
+        return f"- [{_status(error)}] `{shorten(error.source, 120)}`: {line}"
+    frame = [shorten(text.strip(), 200) for text in error.frame[-_OPEN_FRAME_LINES:]]
+    return "\n    ".join([f"- [{_status(error)}] `{shorten(error.source, 120)}`:", *frame, line])
 
 
 def _status(error: ErrorFacts) -> str:
@@ -450,7 +485,8 @@ def _without_plan(facts: Facts) -> str:
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
-    plan stated, an open error. The lead is kept whole and only the text may shrink (a shrunk lead, "As the
+    plan stated, an open error (unless the agent ended its turn with words written after it: it read the failure
+    and reported where the work stands, "all done", and the failure is no step it was heading to). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
@@ -468,7 +504,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     if stated:
         return _SAID_LAST, stated[-1]
     last = facts.last_error
-    if last is not None and last.resolved is None:
+    reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
+    if last is not None and last.resolved is None and not reported_since:
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 

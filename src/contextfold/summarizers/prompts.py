@@ -40,7 +40,7 @@ from ..conversation import (
     ToolResult,
 )
 from ..reading import Speaker, reading_of
-from ._text import shorten
+from ._text import shorten, shorten_message
 from .extractive import SECTION_TITLES
 
 STRUCTURED, CONTINUATION = "structured", "continuation"
@@ -223,7 +223,7 @@ def omission_note(items: int, user_messages: Sequence[str]) -> str:
 
 def quote_user_messages(messages: Sequence[str]) -> str:
     """User messages as a list, each shortened to :data:`OMITTED_USER_CHARS`."""
-    return "\n".join(f"- {shorten(text, OMITTED_USER_CHARS)}" for text in messages)
+    return "\n".join(f"- {shorten_message(text, OMITTED_USER_CHARS)}" for text in messages)
 
 
 def _render_item(item: Item) -> str:

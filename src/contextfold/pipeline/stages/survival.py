@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ...actions import EDIT, READ, call_actions, result_action
 from ...conversation import Conversation, Item, Provenance, Text, Thinking, readable_text, strings_in
 from ...events import Event
-from ...reading import agent_words
+from ...reading import agent_words, heading_of, reading_of
 from ...summarizers._facts import Facts
 from ...summarizers._text import clip, shorten
 from ..base import Budget
@@ -299,7 +299,8 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
         return [("An earlier summary said:", used_text(item).splitlines())]
     if item.provenance.restored:
         return [("Restored after an earlier compaction:", used_text(item).splitlines())]
-    return [("The user wrote:" if item.role == "user" else f"The {item.role} message said:", used_text(item).splitlines())]
+    return [(heading_of(reading_of(item)) if item.role == "user" else f"The {item.role} message said:",
+             used_text(item).splitlines())]
 
 
 def _note_segments(text: str) -> list[tuple[str, list[str]]]:
