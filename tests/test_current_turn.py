@@ -7,6 +7,7 @@ what its next reply quotes. Built from the shape of such a session (short excerp
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from contextfold import conversation as c
 from contextfold.context import Context
@@ -103,3 +104,37 @@ def test_the_current_turn_starts_after_the_person_or_the_agent_handing_the_turn_
     summary = Item("user", (Text("summary of earlier work"),), provenance=Provenance(summary=True))
     assert current_turn_start([items[0], summary, *items[1:3]]) == 1  # a summary is not the person speaking
     assert current_turn_start([]) == 0
+
+
+def readme(lines: int) -> str:
+    """A long README the agent reads whole to rewrite it: its next reply quotes lines from anywhere in it."""
+    return "\n".join(f"{n:>6}→ - `wallet{n}`: the mint{n} account's balance, refreshed every {n % 7 + 1} minutes"
+                     for n in range(1, lines + 1))
+
+
+def read_then_view(context: Context, text: str, earlier: int = 0) -> Conversation:
+    """``earlier`` rounds of mid-sized outputs, then the person asks and the agent reads the README."""
+    context.set_header(HEADER)
+    context.add([c.user("Look at the logs first.")])
+    for k in range(earlier):
+        context.add([call(f"l{k}", "get_order", order_id=f"log{k}"), c.tool(f"l{k}", " ".join(f"entry{k}-{n}" for n in range(1_300)))])
+        context.prepare_view()
+    context.add([c.assistant("The logs are fine."), c.user("Now rewrite the README; every wallet line stays.")])
+    context.add([call("r", "get_order", order_id="README.md"), c.tool("r", text)])
+    return context.prepare_view()
+
+
+def test_an_output_just_fetched_stays_whole_while_the_request_has_room_for_it(tmp_path: Path) -> None:
+    text = readme(280)
+    assert 16_000 < len(text) < 30_000  # over the persist limit at 32k (16,000 characters), a fifth of the window
+    room = Policy(persist_min_fill_fraction=1.0, background_summaries="never")
+    for store in (None, tmp_path / "results"):  # kept whole on arrival too, where an output would be saved then
+        view = read_then_view(Context(window_tokens=32_000, results_dir=store, policy=room), text)
+        assert text in [item.text for item in view.items]  # every line the next reply quotes
+    before = read_then_view(Context(window_tokens=32_000, results_dir=tmp_path / "old",
+                                    policy=Policy(background_summaries="never")), text)
+    assert text not in [item.text for item in before.items]  # persisting from the limit alone: a preview
+    full = Context(window_tokens=32_000, policy=room)
+    view = read_then_view(full, text, earlier=7)  # the request past the trigger with it whole: to disk
+    [persisted] = [e for e in full.events if e.stage == "persist" and e.action == "persisted"]
+    assert persisted.items == (view.items[-1].id,) and text not in view.items[-1].text

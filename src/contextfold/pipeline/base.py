@@ -100,6 +100,9 @@ class Policy:
     persist_max_tokens: int = 25_000
     preview_head_chars: int = 2_000
     preview_tail_chars: int = 1_000
+    persist_min_fill_fraction: float = 0.0  # ...only once the request, the output whole, is past this share of the
+    # trigger (0: always; 1: an output just fetched is sent whole while there is room; off: it cost 3 % more on the
+    # held-back sessions for the same strict recall, README "Presets")
     # whether previews and summaries name search_history/read_history (see lookback.names.names_history_tools):
     # "auto" when the request offers the agent both; True for a loop that answers them without offering them
     # to contextfold; False never
@@ -290,8 +293,9 @@ _COUNTS_FROM_0 = ("preview_head_chars", "preview_tail_chars", "budget_keep_recen
                   "restore_max_files", "restore_file_tokens", "restore_total_tokens", "survival_max_tokens",
                   "economic_summary_min_tokens", "economic_summary_tail_tokens", "min_horizon_requests")
 _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_messages")
-_SHARES = ("trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction", "restore_max_share", "survival_max_share",
-           "clear_first_max_fraction", "hard_fill_fraction", "compact_tool_min_trigger_fraction")
+_SHARES = ("persist_min_fill_fraction", "trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction",
+           "restore_max_share", "survival_max_share", "clear_first_max_fraction", "hard_fill_fraction",
+           "compact_tool_min_trigger_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
 _NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads",
                  "idle_compaction_margin_s", "persist_chars_per_window_token")

@@ -8,7 +8,12 @@ must not be a link, written whole under a temporary name and renamed into
 place (:func:`~contextfold.private_files.write_new`), and the preview says
 how to read the rest. If the disk fails or the folder is unsafe, the output
 is cut to the same preview without a path and the event says so (and the
-log): the transcript still holds the whole output.
+log): the transcript still holds the whole output. With
+``Policy.persist_min_fill_fraction`` it waits for the request to fill: an
+output goes to disk only when the request, with it whole, is past that share
+of the trigger; under it the output the agent just fetched, which its next
+reply quotes, is sent whole (issue 28: a README read whole to be rewritten was
+cut to a preview at 14k of a 32k window).
 
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
@@ -19,7 +24,10 @@ and retention removes it with the session; with an explicit results folder,
 as a file there (:mod:`contextfold.pipeline.offload_store` keeps it, and its
 :func:`~contextfold.pipeline.offload_store.saved_output` reads either back). An output too large even for a
 transcript record that cannot be saved either becomes an error result that
-still answers its call (:class:`~contextfold.errors.OutputNotStored`).
+still answers its call (:class:`~contextfold.errors.OutputNotStored`). With
+``persist_min_fill_fraction`` set, :func:`offload` leaves the output whole in
+the history (up to :data:`MAX_KEPT_CHARS`) and the stage decides, with the
+request in hand.
 """
 
 from __future__ import annotations
@@ -117,7 +125,8 @@ def offload(item: Item, policy: Policy, header: Header, results_dir: Path | None
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
-    if results_dir is not None or blobs is not None:
+    for_the_stage = policy.persist_min_fill_fraction and len(text) <= MAX_KEPT_CHARS  # decided with the request
+    if (results_dir is not None or blobs is not None) and not for_the_stage:
         saved, failure = persisted(item, policy, header, results_dir, blobs)
         if failure is None:
             return saved, [Event(STAGE, "persisted", (item.id,), detail=f"saved {len(text):,} characters on arrival")]
@@ -155,6 +164,9 @@ def _omitted_errors(omitted: str) -> str:
 
 
 def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    fill = budget.policy.persist_min_fill_fraction
+    if fill and budget.count(conversation) <= fill * budget.trigger_tokens:
+        return conversation, []  # room for the outputs the agent just fetched, whole: its next reply quotes them
     changes: dict[int, Item] = {}
     failures: list[str] = []
     for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
