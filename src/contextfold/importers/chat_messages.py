@@ -9,13 +9,13 @@ Three layouts, one conversation per file:
 - JSON Lines, one message per line.
 
 The messages are in one provider's shape, decided per file from the messages
-themselves (:func:`shape_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
+themselves (:func:`contextfold.adapters.recorded.shape_of`): ``tool_calls`` / ``role: "tool"`` are OpenAI
 Chat Completions, content blocks ``tool_use`` / ``tool_result`` / ``thinking``
 are Anthropic Messages, typed items (``function_call``, ``input_text`` parts)
 are OpenAI Responses; plain text messages fit every shape and are read as
 OpenAI Chat. Each message is read by that provider's adapter, the one reader
 of its format; this module reads only the layout around them, and the few
-liberties recorders take with the OpenAI Chat shape (:func:`as_sent`: a call
+liberties recorders take with the OpenAI Chat shape (:func:`contextfold.adapters.recorded.as_sent`: a call
 without its ``function`` wrapper, arguments kept as an object, a tool output
 that is not text or names its call by ``id``) are put back into the wire's
 shape first.
@@ -38,35 +38,16 @@ its own importer first.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 
+from ..adapters.recorded import MESSAGES, RESPONSES, Shape, is_message, shape_of
 from ..conversation import Conversation, JSONObject, JSONValue
 from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, small_scalars, tool_specs, unix_time
 
 FORMAT = "chat-messages"
 TIME_KEYS = ("timestamp", "created_at", "ts", "time")
 """Keys recorders add to a message for when it was written: not the provider's, never passed to the adapter."""
-
-RESPONSES_ITEMS = frozenset(
-    {
-        "message",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "reasoning",
-        "local_shell_call",
-        "local_shell_call_output",
-    }
-)
-"""Responses ``input`` item types: a record with one of these and no role is a Responses item."""
-RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
-ANTHROPIC_BLOCKS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document", "search_result"}
-)
-OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
 
 _MILLISECONDS = 10**11
 """A number of seconds past this is a year after 5000: a recorder that counts milliseconds (Cline's ``ts``)."""
@@ -77,27 +58,14 @@ def matches(source: Source) -> bool:
     if isinstance(doc, dict):
         if "messages" in doc or "input" in doc:
             return _starts_like_messages(doc.get("messages", doc.get("input")))
-        return _is_message(doc)  # one line of JSON Lines
+        return is_message(doc)  # one line of JSON Lines
     if isinstance(doc, list):
         return _starts_like_messages(doc)
-    return doc is None and source.json_error is not None and _is_message(source.first_record)
+    return doc is None and source.json_error is not None and is_message(source.first_record)
 
 
 def _starts_like_messages(value: object) -> bool:
-    return isinstance(value, list) and bool(value) and _is_message(value[0])
-
-
-def _is_message(value: object) -> bool:
-    """A chat message (a string role) or a Responses item (a known type)."""
-    if not isinstance(value, Mapping):
-        return False
-    return isinstance(value.get("role"), str) or _type(value) in RESPONSES_ITEMS
-
-
-def _type(value: object) -> str | None:
-    """A message's or a part's ``type`` when it is a string (anything else is for the adapter to refuse)."""
-    kind = value.get("type") if isinstance(value, Mapping) else None
-    return kind if isinstance(kind, str) else None
+    return isinstance(value, list) and bool(value) and is_message(value[0])
 
 
 def load(source: Source) -> list[Conversation]:
@@ -117,27 +85,6 @@ def _load_document(source: Source, doc: list[object] | dict[str, object]) -> Con
         raise source.error(f"$.{key}", f"expected a list of messages, found a {type(listed).__name__}")
     shape = RESPONSES if key == "input" else shape_of(listed)
     return _read(source, [(f"$.{key}[{i}]", m) for i, m in enumerate(listed)], shape, doc)
-
-
-def shape_of(messages: Iterable[object]) -> Shape:
-    """The provider shape of a file's messages: the first message that shows one decides (default OpenAI Chat)."""
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        if "tool_calls" in message or "tool_call_id" in message or message.get("role") == "tool":
-            return CHAT
-        if "role" not in message and _type(message) in RESPONSES_ITEMS:
-            return RESPONSES
-        content = message.get("content")
-        for part in content if isinstance(content, list) else ():
-            kind = _type(part)
-            if kind in ANTHROPIC_BLOCKS or (kind == "image" and isinstance(part, Mapping) and "source" in part):
-                return MESSAGES
-            if kind in RESPONSES_PARTS:
-                return RESPONSES
-            if kind in OPENAI_PARTS:
-                return CHAT
-    return CHAT
 
 
 def _read(source: Source, messages: Sequence[tuple[str, object]], shape: Shape, request: Mapping[str, object]) -> Conversation:
@@ -168,59 +115,6 @@ def _read(source: Source, messages: Sequence[tuple[str, object]], shape: Shape, 
             responses += item.role != "assistant"
             builder.add_item(item, where, timestamp, meta, response_id=response_id)
     return builder.build()
-
-
-def as_sent(message: dict[str, object]) -> dict[str, object]:
-    """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
-    ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
-    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
-    if message.get("role") == "tool" and "tool_call_id" not in message and isinstance(message.get("id"), str):
-        message = {**{k: v for k, v in message.items() if k != "id"}, "tool_call_id": message["id"]}
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        message = {**message, "tool_calls": [_call_as_sent(call) for call in calls]}
-    content = message.get("content")
-    if message.get("role") == "tool" and not isinstance(content, (str, list)):
-        message = {**message, "content": "" if content is None else json.dumps(content, ensure_ascii=False)}
-    return message
-
-
-def _call_as_sent(call: object) -> object:
-    if not isinstance(call, Mapping):
-        return call  # the adapter names it
-    if "function" not in call and isinstance(call.get("name"), str):  # flat: {id, name, arguments}
-        own = {key: value for key, value in call.items() if key not in ("name", "arguments")}
-        wrapped = {"name": call["name"], "arguments": call.get("arguments")}
-        call = {**own, "type": call.get("type", "function"), "function": wrapped}
-    function = call.get("function")
-    if isinstance(function, Mapping) and isinstance(function.get("arguments"), (dict, list)):
-        call = {**call, "function": {**function, "arguments": json.dumps(function["arguments"], ensure_ascii=False)}}
-    return call
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One API's messages as a chat log holds them."""
-
-    adapter: str
-    """The name of the adapter that reads them."""
-    message_keys: frozenset[str] | None
-    """The keys of a message the API defines, the rest being the recorder's; ``None``: every key is handed to the
-    adapter (a Responses item's keys depend on its type)."""
-    item_per_part: bool = False
-    """A response is one item per part (Responses): consecutive assistant items are one response."""
-    as_sent: Callable[[dict[str, object]], dict[str, object]] = dict
-    """A message as recorders write it, in the API's own shape."""
-
-
-CHAT = Shape(
-    "openai",
-    frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",
-               "reasoning_content"}),  # reasoning_content: DeepSeek's, which the adapter reads as thinking
-    as_sent=as_sent,
-)
-MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
-RESPONSES = Shape("responses", None, item_per_part=True)
 
 
 def _read_request_fields(builder: ConversationBuilder, request: Mapping[str, object]) -> None:

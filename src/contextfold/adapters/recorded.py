@@ -1,0 +1,124 @@
+"""Chat messages as programs record them: which API's shape a list of messages is in, and that shape made exact.
+
+Logs of agents and chat front-ends keep the messages of a chat API as they were
+sent or received, in one of three shapes: OpenAI Chat Completions
+(``tool_calls``, ``role: "tool"``), Anthropic Messages (content blocks
+``tool_use`` / ``tool_result`` / ``thinking``) or OpenAI Responses (typed
+items such as ``function_call`` and ``input_text`` parts). Telling them apart
+and mending the liberties recorders take with a shape is knowledge of the wire
+formats, so it lives here beside their adapters; the importer that reads such
+logs (:mod:`contextfold.importers.chat_messages`) only reads the layout around
+the messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+RESPONSES_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "reasoning",
+        "local_shell_call",
+        "local_shell_call_output",
+    }
+)
+"""Responses ``input`` item types: a record with one of these and no role is a Responses item."""
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document", "search_result"}
+)
+OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
+
+
+def is_message(value: object) -> bool:
+    """A chat message (a string role) or a Responses item (a known type)."""
+    if not isinstance(value, Mapping):
+        return False
+    return isinstance(value.get("role"), str) or type_of(value) in RESPONSES_ITEMS
+
+
+def type_of(value: object) -> str | None:
+    """A message's or a part's ``type`` when it is a string (anything else is for the adapter to refuse)."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def as_sent(message: dict[str, object]) -> dict[str, object]:
+    """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
+    ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
+    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
+    if message.get("role") == "tool" and "tool_call_id" not in message and isinstance(message.get("id"), str):
+        message = {**{k: v for k, v in message.items() if k != "id"}, "tool_call_id": message["id"]}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        message = {**message, "tool_calls": [_call_as_sent(call) for call in calls]}
+    content = message.get("content")
+    if message.get("role") == "tool" and not isinstance(content, (str, list)):
+        message = {**message, "content": "" if content is None else json.dumps(content, ensure_ascii=False)}
+    return message
+
+
+def _call_as_sent(call: object) -> object:
+    if not isinstance(call, Mapping):
+        return call  # the adapter names it
+    if "function" not in call and isinstance(call.get("name"), str):  # flat: {id, name, arguments}
+        own = {key: value for key, value in call.items() if key not in ("name", "arguments")}
+        wrapped = {"name": call["name"], "arguments": call.get("arguments")}
+        call = {**own, "type": call.get("type", "function"), "function": wrapped}
+    function = call.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("arguments"), (dict, list)):
+        call = {**call, "function": {**function, "arguments": json.dumps(function["arguments"], ensure_ascii=False)}}
+    return call
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One API's messages as a chat log holds them."""
+
+    adapter: str
+    """The name of the adapter that reads them."""
+    message_keys: frozenset[str] | None
+    """The keys of a message the API defines, the rest being the recorder's; ``None``: every key is handed to the
+    adapter (a Responses item's keys depend on its type)."""
+    item_per_part: bool = False
+    """A response is one item per part (Responses): consecutive assistant items are one response."""
+    as_sent: Callable[[dict[str, object]], dict[str, object]] = dict
+    """A message as recorders write it, in the API's own shape."""
+
+
+CHAT = Shape(
+    "openai",
+    frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",
+               "reasoning_content"}),  # reasoning_content: DeepSeek's, which the adapter reads as thinking
+    as_sent=as_sent,
+)
+MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
+RESPONSES = Shape("responses", None, item_per_part=True)
+
+
+def shape_of(messages: Iterable[object]) -> Shape:
+    """The provider shape of a file's messages: the first message that shows one decides (default OpenAI Chat)."""
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if "tool_calls" in message or "tool_call_id" in message or message.get("role") == "tool":
+            return CHAT
+        if "role" not in message and type_of(message) in RESPONSES_ITEMS:
+            return RESPONSES
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            kind = type_of(part)
+            if kind in ANTHROPIC_BLOCKS or (kind == "image" and isinstance(part, Mapping) and "source" in part):
+                return MESSAGES
+            if kind in RESPONSES_PARTS:
+                return RESPONSES
+            if kind in OPENAI_PARTS:
+                return CHAT
+    return CHAT
