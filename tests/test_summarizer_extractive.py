@@ -972,3 +972,36 @@ def test_clearing_quotes_no_error_from_the_file_an_edit_tool_showed_back() -> No
                         "of the edited file:\n    29→  // Only accept POST\n    30→  if (req.method !== 'POST') {\n"
                         "    31→    return res.status(405).json({ error: 'Method not allowed' });"))
     assert last_error(c.items) is None
+
+
+def test_a_check_that_echoes_the_failed_checks_it_ran_closes_their_failure() -> None:
+    """A hive-mind run: a chain of checks failed on formatting; after a fix, ``npm run check`` passed, and npm's echo
+    shows it ran the same chain. The chain's failure is closed (it stayed "Last error (unresolved)")."""
+    chain = 'npm run lint && npm run format:check && npm run check:file-size && echo "All local CI checks passed"'
+    c = Conversation()
+    c.append(user("Keep package-lock.json in sync with package.json"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": chain})]))
+    c.append(tool("c1", "[warn] CLAUDE.md\n[warn] Code style issues found in the above file.\n\n> app@0.2.2 lint\n"
+                        "> eslint .\n\n> app@0.2.2 format:check\n> prettier --check .\n\nChecking formatting...", True))
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "npm run format && echo fixed"})]))
+    c.append(tool("c2", "> app@0.2.2 format\n> prettier --write .\n\nCLAUDE.md 4ms\nfixed"))
+    c.append(assistant("", [ToolCall("c3", "Bash", {"command": 'npm run check && echo "All local CI checks passed"'})]))
+    c.append(tool("c3", "> app@0.2.2 check\n> npm run lint && npm run format:check && npm run check:file-size\n\n"
+                        "> app@0.2.2 lint\n> eslint .\n\nAll matched files use Prettier code style!\n"
+                        "All local CI checks passed"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == ('a later check that ran it again passed: '
+                                              '`npm run check && echo "All local CI checks passed"`')
+    assert "unresolved" not in section(text, 4)
+
+
+def test_a_check_that_ran_other_checks_leaves_the_failure_open() -> None:
+    c = Conversation()
+    c.append(user("Fix the build"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "npm run build 2>&1 | tail -5"})]))
+    c.append(tool("c1", "src/a.ts(3,1): error TS2304: Cannot find name 'x'.", True))
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "npm run lint"})]))
+    c.append(tool("c2", "> app@1.0.0 lint\n> eslint .\n"))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] is None  # a lint pass says nothing of the build's failure
+

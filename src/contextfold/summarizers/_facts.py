@@ -46,6 +46,7 @@ from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
     _TEST_RUN,
+    _check_runs,
     _URL,
     _alike,
     _change,
@@ -58,6 +59,7 @@ from ._calls import (
     _ran,
     _run_by,
     _same_file,
+    _shows_run,
     _test_selection,
     _what,
     call_line,
@@ -363,7 +365,7 @@ class Facts:
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
         else:
-            self._resolve(action, call.name)
+            self._resolve(action, call.name, text)
         if scripts:
             self._retire(scripts)
             for path in scripts:
@@ -495,9 +497,9 @@ class Facts:
         self.errors_total += 1
         self.said_since_error = False
 
-    def _resolve(self, action: Action, tool: str) -> None:
-        """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
-        involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
+    def _resolve(self, action: Action, tool: str, output: str = "") -> None:
+        """Mark the open errors this successful action resolves (``output``: what it printed): a re-run of the
+        command, a build or check that shows it ran each check of a failed one again, a change to a file involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
         Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
         not about files or commands) that worked."""
         signature = action.signature
@@ -507,6 +509,9 @@ class Facts:
         # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
         running = _test_selection(action.command) if action.command and any(
             e.tests is not None and e.resolved is None for e in self.errors) else None
+        # what a passing build, check or test run ran, worked out once and only when a failed one is open
+        checked = f"{action.command}\n{output}" if action.command and _check_runs(action.command) and any(
+            e.checks and e.resolved is None for e in self.errors) else None
         for error in self.errors:
             if error.resolved is not None:
                 continue
@@ -518,6 +523,9 @@ class Facts:
                 continue
             if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
+                continue
+            if checked is not None and error.checks and all(_shows_run(run, checked) for run in error.checks):
+                error.resolved = f"a later check that ran it again passed: `{_headline(action.command or '', 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read of what failed to read, resolves by file
