@@ -1005,3 +1005,21 @@ def test_a_check_that_ran_other_checks_leaves_the_failure_open() -> None:
     _, state = summarize(c.items)
     assert state["errors"][0]["resolved"] is None  # a lint pass says nothing of the build's failure
 
+
+def test_the_last_failure_of_a_scratch_script_left_behind_is_neither_open_nor_next() -> None:
+    """A mini-swe-agent run: ``test_golden_section.py`` failed on an import, and the agent went on to write and run
+    other probes that printed what they caught without failing. The failed probe stayed "Last error (unresolved)"
+    and "Resolve the last error" was the next step for three compactions."""
+    c = Conversation()
+    c.append(user("golden-section search fails when upper and lower bounds are equal"))
+    c.append(assistant("", [ToolCall("p1", "bash", {"command": "cat > test_golden_section.py <<'EOF'\nimport pvlib\nEOF\n"
+                                                               "python test_golden_section.py"})]))
+    c.append(tool("p1", "<returncode>1</returncode>\n<output>\nAttributeError: Module 'scipy' has no attribute 'misc'\n"
+                        "</output>"))
+    c.append(assistant("", [ToolCall("p2", "bash", {"command": "cat > test_golden_simple.py <<'EOF'\nprint(3)\nEOF\n"
+                                                               "python test_golden_simple.py"})]))
+    c.append(tool("p2", "<returncode>0</returncode>\n<output>\nresult: [3. 3. 3.]\n</output>"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["retired"]
+    assert "- Last error (left behind: the agent has run another script of its own since)" in section(text, 4)
+    assert "unresolved" not in text and "Resolve the last error" not in text
