@@ -1023,3 +1023,27 @@ def test_the_last_failure_of_a_scratch_script_left_behind_is_neither_open_nor_ne
     assert state["errors"][0]["retired"]
     assert "- Last error (left behind: the agent has run another script of its own since)" in section(text, 4)
     assert "unresolved" not in text and "Resolve the last error" not in text
+
+
+def test_an_issue_fetched_as_one_json_line_keeps_each_point_it_makes_once_its_output_is_cleared() -> None:
+    """A hive-mind run fetched its issue with ``gh issue view --json``: one line, its two points then an HTML snapshot
+    of 12,000 characters. Cleared, the placeholder kept a 600-character cut of that line (the lines in use), and
+    every summary quoted the task as "…we should only type a…" and a stray "]": the second point was gone."""
+    from contextfold.pipeline.importance import References
+
+    body = ("Issue 1:\\n\\nDouble typing - we should only type a message if the textarea is empty.\\n\\n"
+            "Issue 2:\\n\\nWe should stop on the limit (200 job applications in 24 hours), and wait at least 1 hour."
+            "\\n\\nThat HTML snapshot can help us to detect the limit reached.\\n\\n```\\n"
+            + '\\u003cdiv class=\\"magritte-grow-limiter___ANaBL_9-0-4\\"\\u003e' * 200)
+    c = Conversation()
+    c.append(user("Issue to solve: https://github.com/o/r/issues/47\nProceed."))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "gh issue view https://github.com/o/r/issues/47 "
+                                                                 "--json title,body,comments"})]))
+    c.append(tool("c1", '{"body":"See screenshot:\\n\\n' + body + '","comments":[],"title":"Double typing"}'))
+    c.append(assistant("Reading typeMessage() to fix the double typing.", [ToolCall("c2", "Read", {"file_path": "a.js"})]))
+    c.append(tool("c2", "function typeMessage() {}"))
+    c.items[2] = placeholder(c.items[2], 5_000, "clear", References.of(c.items), keep_chars=600)
+    text, state = summarize(c.items)
+    task = section(text, 1)
+    assert "We should stop on the limit (200 job applications in 24 hours)" in task
+    assert not state["fetched_task"]["text"].endswith("\n]")  # the placeholder's closing bracket is not the issue's

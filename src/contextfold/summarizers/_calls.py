@@ -9,7 +9,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..actions import _REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, command_outline, written_text
+from ..actions import (_REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, classify, command_outline,
+                       written_text)
 from ..conversation import Item, ToolCall
 from ..readings import Key
 from ._outputs import TEXT_CHARS, _kept_for, file_content
@@ -154,6 +155,16 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
         return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
 
     return _kept_for(item, _FETCHES_ISSUE, call, fetches)
+
+
+def fetched_issue(item: Item) -> bool:
+    """Whether a tool item answers a fetch of an issue or pull request (the task as it arrived), by the call its
+    result links: what a stage that replaces the output keeps the head of."""
+    result = item.tool_result
+    if result is None or result.is_error:
+        return False
+    call = ToolCall(result.call_id, result.tool_name or "", result.arguments or {})
+    return _fetches_issue(item, call, classify(call))
 
 
 def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:

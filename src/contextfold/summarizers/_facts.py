@@ -77,13 +77,14 @@ from ._outputs import (
     _shown_error,
     exception_line,
     file_content,
+    issue_text,
     manifest_head,
     result_line,
     tally_line,
 )
 from ._records import ErrorFacts, FileFacts, _fresh, _known
 from ._said import finding_lines
-from ._text import clip, shorten, shorten_message
+from ._text import clip, shorten, shorten_lines, shorten_message
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -394,7 +395,7 @@ class Facts:
             ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and _fetches_issue(item, call, action) and text.strip():
-            fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+            fetched = {"source": source, "text": shorten_lines(issue_text(text.strip()), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)
 
     def _read_cleared_fetch(self, call: ToolCall, action: Action, item: Item) -> None:
@@ -402,12 +403,12 @@ class Facts:
         (below its first line, the note) stand for it, so the task as it arrived is not lost to clearing."""
         if not _fetches_issue(item, call, action):
             return
-        kept = item.text.partition("\n")[2].strip()
+        kept = item.text.partition("\n")[2].strip().removesuffix("]").rstrip()  # the placeholder's closing bracket
         if kept:
             source = (_ran(item, action.command) if action.command else shorten(call_line(call), 200)) + \
                 " (output cleared since; the lines it kept)"
             self.fetched_task = _first_issue(self.fetched_task, {"source": source,
-                                                                 "text": shorten(kept, TEXT_CHARS["fetched_task"])})
+                                                                 "text": shorten_lines(kept, TEXT_CHARS["fetched_task"])})
 
     def _read_cleared_tally(self, call: ToolCall, action: Action, item: Item) -> None:
         """A test run whose output a stage has cleared since: the tally its placeholder kept is still its result."""

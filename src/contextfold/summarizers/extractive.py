@@ -47,7 +47,7 @@ from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
 from ._said import names_in
-from ._text import Meter, shorten, shorten_message
+from ._text import Meter, shorten, shorten_lines, shorten_message
 from .base import SummaryRequest, SummaryResult
 
 SECTION_TITLES = (
@@ -249,7 +249,8 @@ class _Layout:
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
             parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
-                                       f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in))
+                                       f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in,
+                                       shortener=shorten_lines))  # its lines from the top, whole: the title, then point by point
         return parts
 
     def _findings(self) -> list[Part]:
