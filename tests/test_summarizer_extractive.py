@@ -1047,3 +1047,19 @@ def test_an_issue_fetched_as_one_json_line_keeps_each_point_it_makes_once_its_ou
     task = section(text, 1)
     assert "We should stop on the limit (200 job applications in 24 hours)" in task
     assert not state["fetched_task"]["text"].endswith("\n]")  # the placeholder's closing bracket is not the issue's
+
+
+def test_a_pass_of_one_test_does_not_close_the_failure_of_its_whole_suite() -> None:
+    """A Codex run: ``cargo test -p codex-core --all-features`` failed; a later run of one of its tests passed, and the
+    two commands share most of their words: the suite's failure was shown resolved "by a later run"."""
+    c = Conversation()
+    c.append(user("complete the merge"))
+    c.append(assistant("", [ToolCall("t1", "shell", {"command": "cargo test -p codex-core --all-features"})]))
+    c.append(tool("t1", "     Running unittests src/lib.rs\nerror: test failed, to rerun pass `-p codex-core --lib`\n"
+                        "exit code 101"))
+    c.append(assistant("", [ToolCall("t2", "shell", {"command": "cargo test -p codex-core "
+                                                                 "shell::tests::test_current_shell_detects_zsh -- --nocapture"})]))
+    c.append(tool("t2", "test shell::tests::test_current_shell_detects_zsh ... ok\n\ntest result: ok. 1 passed; 0 failed\n"
+                        "exit code 0"))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] is None

@@ -519,7 +519,10 @@ class Facts:
             if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
                 error.resolved = f"a later call of {tool} succeeded"
                 continue
-            if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
+            # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it
+            narrower = running is not None and error.tests is not None and not _covers(running, error.tests)
+            if not narrower and signature and error.signature and signature[0] == error.signature[0] and _alike(
+                    words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
             if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
