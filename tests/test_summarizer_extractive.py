@@ -1063,3 +1063,18 @@ def test_a_pass_of_one_test_does_not_close_the_failure_of_its_whole_suite() -> N
                         "exit code 0"))
     _, state = summarize(c.items)
     assert state["errors"][0]["resolved"] is None
+
+
+def test_an_agent_that_reasons_in_its_calls_arguments_is_heard() -> None:
+    """moatless-tools writes no text: each action carries its reasoning in ``scratch_pad``. Its summaries had no
+    finding and no last message: that the edit introduced a lint error on `unicode` was nowhere."""
+    c = Conversation()
+    c.append(user("Unicode method names cause UnicodeDecodeError for some requests in Python 2.7.2"))
+    c.append(assistant("", [ToolCall("m1", "PlanToCode", {
+        "scratch_pad": "The change has been applied, but it introduced a lint error due to the use of `unicode`. "
+                       "I will import `six` and check `isinstance(method, six.string_types)` instead.",
+        "action": "modify", "file_path": "requests/sessions.py", "span_id": "Session.request"})]))
+    c.append(tool("m1", '{"instructions": "Import the `six` library", "file_path": "requests/sessions.py"}'))
+    text, state = summarize(c.items)
+    assert "it introduced a lint error due to the use of `unicode`" in state["last_assistant"]
+    assert "it introduced a lint error due to the use of `unicode`" in text

@@ -41,7 +41,7 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, declined, is_stand_in_reply, reading_of
+from ..reading import agent_words, declined, is_stand_in_reply, reading_of, reasoning_in_calls
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -309,7 +309,7 @@ class Facts:
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
-        said = agent_words(item).strip()
+        said = (agent_words(item).strip() or reasoning_in_calls(item)).strip()  # a turn without text reasons in its calls
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
