@@ -1078,3 +1078,14 @@ def test_an_agent_that_reasons_in_its_calls_arguments_is_heard() -> None:
     text, state = summarize(c.items)
     assert "it introduced a lint error due to the use of `unicode`" in state["last_assistant"]
     assert "it introduced a lint error due to the use of `unicode`" in text
+
+
+def test_an_issue_as_the_rest_api_returns_it_is_read_by_its_title_and_body() -> None:
+    from contextfold.summarizers._outputs import issue_text
+
+    api = '{"number": 7, "title": "Crash on empty cart", "body": "Steps:\\n1. empty the cart", "comments": 3}'
+    assert issue_text(api) == "# Crash on empty cart\n\nSteps:\n1. empty the cart"
+    gh = '{"body": "It fails", "comments": [{"author": {"login": "ana"}, "body": "Me too"}], "title": "Fails"}'
+    assert issue_text(gh) == "# Fails\n\nIt fails\n\nComment by ana:\nMe too"
+    assert issue_text("title:\tFails\nstate:\tOPEN") == "title:\tFails\nstate:\tOPEN"  # gh's text form as it is
+

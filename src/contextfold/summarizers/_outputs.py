@@ -241,7 +241,8 @@ def issue_text(text: str) -> str:
     title = fetched.get("title")
     parts = [f"# {title}"] if isinstance(title, str) and title else []
     parts.append(fetched["body"].strip())
-    for comment in fetched.get("comments") or ():
+    comments = fetched.get("comments")  # gh's list of comments; the REST API's is their count
+    for comment in comments if isinstance(comments, list) else ():
         if isinstance(comment, Mapping) and isinstance(comment.get("body"), str):
             author = comment.get("author")
             author = author.get("login") if isinstance(author, Mapping) else author
