@@ -18,7 +18,8 @@ that shows an error (a failed call, or a CI log the agent read whose call did
 not fail) keeps that error with its failing frame, the lines above it: what
 failed last, where, is what the agent continues from. A test or lint run keeps
 the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
-how the last run went is read from it again (the summary's last test run).
+how the last run went is read from it again (the summary's last test run). An issue or pull request the agent
+fetched keeps its head, its title and body on lines of their own: it is the task as it arrived.
 """
 
 from __future__ import annotations
