@@ -279,6 +279,21 @@ def test_a_warning_is_no_failure() -> None:
         "error: pathspec 'x' did not match any file(s) known to git"]
 
 
+def test_a_passing_test_whose_path_starts_with_error_is_no_error_line() -> None:
+    """A Codex run's ``cargo test --all-features`` stopped mid-run: libtest's ``test error::tests::… ... ok`` (a Rust
+    path, ``error::``) was its "last error", open and the next step to resolve; rustc's ``error:`` and GitHub Actions'
+    ``::error::`` still are."""
+    run = ("test bash::tests::rejects_trailing_operator_parse_error ... ok\n"
+           "test error::tests::usage_limit_reached_error_formats_plus_plan ... ok\n"
+           "     Running tests/sandbox.rs (target/debug/deps/sandbox-cc95a0f064c82d9d)")
+    assert error_lines(run) == []
+    assert failure_line("exit code 101\n" + run, None, COMMAND) == (
+        "exit code 101; its output ended: Running tests/sandbox.rs (target/debug/deps/sandbox-cc95a0f064c82d9d)")
+    assert error_lines("error: test failed, to rerun pass `-p codex-core --lib`") == [
+        "error: test failed, to rerun pass `-p codex-core --lib`"]
+    assert error_lines('echo "::error::Changeset file is missing"') == ['echo "::error::Changeset file is missing"']
+
+
 def test_an_interrupted_command_is_named_by_the_interrupt_not_the_warnings_after_it() -> None:
     """Claude Code flags a command the person interrupted as an error; what it printed after the notice (a long run
     of git's line-ending warnings) is no failure line."""

@@ -972,3 +972,120 @@ def test_clearing_quotes_no_error_from_the_file_an_edit_tool_showed_back() -> No
                         "of the edited file:\n    29→  // Only accept POST\n    30→  if (req.method !== 'POST') {\n"
                         "    31→    return res.status(405).json({ error: 'Method not allowed' });"))
     assert last_error(c.items) is None
+
+
+def test_a_check_that_echoes_the_failed_checks_it_ran_closes_their_failure() -> None:
+    """A hive-mind run: a chain of checks failed on formatting; after a fix, ``npm run check`` passed, and npm's echo
+    shows it ran the same chain. The chain's failure is closed (it stayed "Last error (unresolved)")."""
+    chain = 'npm run lint && npm run format:check && npm run check:file-size && echo "All local CI checks passed"'
+    c = Conversation()
+    c.append(user("Keep package-lock.json in sync with package.json"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": chain})]))
+    c.append(tool("c1", "[warn] CLAUDE.md\n[warn] Code style issues found in the above file.\n\n> app@0.2.2 lint\n"
+                        "> eslint .\n\n> app@0.2.2 format:check\n> prettier --check .\n\nChecking formatting...", True))
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "npm run format && echo fixed"})]))
+    c.append(tool("c2", "> app@0.2.2 format\n> prettier --write .\n\nCLAUDE.md 4ms\nfixed"))
+    c.append(assistant("", [ToolCall("c3", "Bash", {"command": 'npm run check && echo "All local CI checks passed"'})]))
+    c.append(tool("c3", "> app@0.2.2 check\n> npm run lint && npm run format:check && npm run check:file-size\n\n"
+                        "> app@0.2.2 lint\n> eslint .\n\nAll matched files use Prettier code style!\n"
+                        "All local CI checks passed"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] == ('a later check that ran it again passed: '
+                                              '`npm run check && echo "All local CI checks passed"`')
+    assert "unresolved" not in section(text, 4)
+
+
+def test_a_check_that_ran_other_checks_leaves_the_failure_open() -> None:
+    c = Conversation()
+    c.append(user("Fix the build"))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "npm run build 2>&1 | tail -5"})]))
+    c.append(tool("c1", "src/a.ts(3,1): error TS2304: Cannot find name 'x'.", True))
+    c.append(assistant("", [ToolCall("c2", "Bash", {"command": "npm run lint"})]))
+    c.append(tool("c2", "> app@1.0.0 lint\n> eslint .\n"))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] is None  # a lint pass says nothing of the build's failure
+
+
+def test_the_last_failure_of_a_scratch_script_left_behind_is_neither_open_nor_next() -> None:
+    """A mini-swe-agent run: ``test_golden_section.py`` failed on an import, and the agent went on to write and run
+    other probes that printed what they caught without failing. The failed probe stayed "Last error (unresolved)"
+    and "Resolve the last error" was the next step for three compactions."""
+    c = Conversation()
+    c.append(user("golden-section search fails when upper and lower bounds are equal"))
+    c.append(assistant("", [ToolCall("p1", "bash", {"command": "cat > test_golden_section.py <<'EOF'\nimport pvlib\nEOF\n"
+                                                               "python test_golden_section.py"})]))
+    c.append(tool("p1", "<returncode>1</returncode>\n<output>\nAttributeError: Module 'scipy' has no attribute 'misc'\n"
+                        "</output>"))
+    c.append(assistant("", [ToolCall("p2", "bash", {"command": "cat > test_golden_simple.py <<'EOF'\nprint(3)\nEOF\n"
+                                                               "python test_golden_simple.py"})]))
+    c.append(tool("p2", "<returncode>0</returncode>\n<output>\nresult: [3. 3. 3.]\n</output>"))
+    text, state = summarize(c.items)
+    assert state["errors"][0]["retired"]
+    assert "- Last error (left behind: the agent has run another script of its own since)" in section(text, 4)
+    assert "unresolved" not in text and "Resolve the last error" not in text
+
+
+def test_an_issue_fetched_as_one_json_line_keeps_each_point_it_makes_once_its_output_is_cleared() -> None:
+    """A hive-mind run fetched its issue with ``gh issue view --json``: one line, its two points then an HTML snapshot
+    of 12,000 characters. Cleared, the placeholder kept a 600-character cut of that line (the lines in use), and
+    every summary quoted the task as "…we should only type a…" and a stray "]": the second point was gone."""
+    from contextfold.pipeline.importance import References
+
+    body = ("Issue 1:\\n\\nDouble typing - we should only type a message if the textarea is empty.\\n\\n"
+            "Issue 2:\\n\\nWe should stop on the limit (200 job applications in 24 hours), and wait at least 1 hour."
+            "\\n\\nThat HTML snapshot can help us to detect the limit reached.\\n\\n```\\n"
+            + '\\u003cdiv class=\\"magritte-grow-limiter___ANaBL_9-0-4\\"\\u003e' * 200)
+    c = Conversation()
+    c.append(user("Issue to solve: https://github.com/o/r/issues/47\nProceed."))
+    c.append(assistant("", [ToolCall("c1", "Bash", {"command": "gh issue view https://github.com/o/r/issues/47 "
+                                                                 "--json title,body,comments"})]))
+    c.append(tool("c1", '{"body":"See screenshot:\\n\\n' + body + '","comments":[],"title":"Double typing"}'))
+    c.append(assistant("Reading typeMessage() to fix the double typing.", [ToolCall("c2", "Read", {"file_path": "a.js"})]))
+    c.append(tool("c2", "function typeMessage() {}"))
+    c.items[2] = placeholder(c.items[2], 5_000, "clear", References.of(c.items), keep_chars=600)
+    text, state = summarize(c.items)
+    task = section(text, 1)
+    assert "We should stop on the limit (200 job applications in 24 hours)" in task
+    assert not state["fetched_task"]["text"].endswith("\n]")  # the placeholder's closing bracket is not the issue's
+
+
+def test_a_pass_of_one_test_does_not_close_the_failure_of_its_whole_suite() -> None:
+    """A Codex run: ``cargo test -p codex-core --all-features`` failed; a later run of one of its tests passed, and the
+    two commands share most of their words: the suite's failure was shown resolved "by a later run"."""
+    c = Conversation()
+    c.append(user("complete the merge"))
+    c.append(assistant("", [ToolCall("t1", "shell", {"command": "cargo test -p codex-core --all-features"})]))
+    c.append(tool("t1", "     Running unittests src/lib.rs\nerror: test failed, to rerun pass `-p codex-core --lib`\n"
+                        "exit code 101"))
+    c.append(assistant("", [ToolCall("t2", "shell", {"command": "cargo test -p codex-core "
+                                                                 "shell::tests::test_current_shell_detects_zsh -- --nocapture"})]))
+    c.append(tool("t2", "test shell::tests::test_current_shell_detects_zsh ... ok\n\ntest result: ok. 1 passed; 0 failed\n"
+                        "exit code 0"))
+    _, state = summarize(c.items)
+    assert state["errors"][0]["resolved"] is None
+
+
+def test_an_agent_that_reasons_in_its_calls_arguments_is_heard() -> None:
+    """moatless-tools writes no text: each action carries its reasoning in ``scratch_pad``. Its summaries had no
+    finding and no last message: that the edit introduced a lint error on `unicode` was nowhere."""
+    c = Conversation()
+    c.append(user("Unicode method names cause UnicodeDecodeError for some requests in Python 2.7.2"))
+    c.append(assistant("", [ToolCall("m1", "PlanToCode", {
+        "scratch_pad": "The change has been applied, but it introduced a lint error due to the use of `unicode`. "
+                       "I will import `six` and check `isinstance(method, six.string_types)` instead.",
+        "action": "modify", "file_path": "requests/sessions.py", "span_id": "Session.request"})]))
+    c.append(tool("m1", '{"instructions": "Import the `six` library", "file_path": "requests/sessions.py"}'))
+    text, state = summarize(c.items)
+    assert "it introduced a lint error due to the use of `unicode`" in state["last_assistant"]
+    assert "it introduced a lint error due to the use of `unicode`" in text
+
+
+def test_an_issue_as_the_rest_api_returns_it_is_read_by_its_title_and_body() -> None:
+    from contextfold.summarizers._outputs import issue_text
+
+    api = '{"number": 7, "title": "Crash on empty cart", "body": "Steps:\\n1. empty the cart", "comments": 3}'
+    assert issue_text(api) == "# Crash on empty cart\n\nSteps:\n1. empty the cart"
+    gh = '{"body": "It fails", "comments": [{"author": {"login": "ana"}, "body": "Me too"}], "title": "Fails"}'
+    assert issue_text(gh) == "# Fails\n\nIt fails\n\nComment by ana:\nMe too"
+    assert issue_text("title:\tFails\nstate:\tOPEN") == "title:\tFails\nstate:\tOPEN"  # gh's text form as it is
+

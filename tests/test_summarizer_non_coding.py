@@ -60,10 +60,11 @@ def test_a_support_summary_names_the_booking_the_customer_and_the_flights(suppor
     text, _ = summarize(span, support)
     assert "No file was read or changed" not in text
     assert "reservation_id HATHAT" in text and "user_id mia_li_3668" in text  # what the tools returned
-    booking = next(line for line in text.splitlines() if "book_reservation(" in line)
+    booking = next(line for line in text.splitlines() if "`book_reservation(" in line and "(after " not in line)
     for value in ("'mia_li_3668'", "'JFK'", "'SEA'", "HAT136", "HAT039", "'economy'"):
         assert value in booking
     assert "resolved: a later call of book_reservation succeeded" in text  # the failed booking was made good
+    assert "the system indicates the total price" in text  # what the agent reasoned in its think tool
 
 
 def test_the_substance_survives_a_second_compaction(support: Conversation) -> None:

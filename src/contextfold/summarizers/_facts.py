@@ -41,11 +41,12 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, declined, is_stand_in_reply, reading_of
+from ..reading import agent_words, declined, is_stand_in_reply, reading_of, reasoning_in_calls
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
     _TEST_RUN,
+    _check_runs,
     _URL,
     _alike,
     _change,
@@ -58,6 +59,7 @@ from ._calls import (
     _ran,
     _run_by,
     _same_file,
+    _shows_run,
     _test_selection,
     _what,
     call_line,
@@ -75,13 +77,14 @@ from ._outputs import (
     _shown_error,
     exception_line,
     file_content,
+    issue_text,
     manifest_head,
     result_line,
     tally_line,
 )
 from ._records import ErrorFacts, FileFacts, _fresh, _known
 from ._said import finding_lines
-from ._text import clip, shorten, shorten_message
+from ._text import clip, shorten, shorten_lines, shorten_message
 
 STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
@@ -306,7 +309,7 @@ class Facts:
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
-        said = agent_words(item).strip()
+        said = (agent_words(item).strip() or reasoning_in_calls(item)).strip()  # a turn without text reasons in its calls
         if said:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
@@ -363,7 +366,7 @@ class Facts:
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
         else:
-            self._resolve(action, call.name)
+            self._resolve(action, call.name, text)
         if scripts:
             self._retire(scripts)
             for path in scripts:
@@ -392,7 +395,7 @@ class Facts:
             ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and _fetches_issue(item, call, action) and text.strip():
-            fetched = {"source": source, "text": shorten(text.strip(), TEXT_CHARS["fetched_task"])}
+            fetched = {"source": source, "text": shorten_lines(issue_text(text.strip()), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)
 
     def _read_cleared_fetch(self, call: ToolCall, action: Action, item: Item) -> None:
@@ -400,12 +403,12 @@ class Facts:
         (below its first line, the note) stand for it, so the task as it arrived is not lost to clearing."""
         if not _fetches_issue(item, call, action):
             return
-        kept = item.text.partition("\n")[2].strip()
+        kept = item.text.partition("\n")[2].strip().removesuffix("]").rstrip()  # the placeholder's closing bracket
         if kept:
             source = (_ran(item, action.command) if action.command else shorten(call_line(call), 200)) + \
                 " (output cleared since; the lines it kept)"
             self.fetched_task = _first_issue(self.fetched_task, {"source": source,
-                                                                 "text": shorten(kept, TEXT_CHARS["fetched_task"])})
+                                                                 "text": shorten_lines(kept, TEXT_CHARS["fetched_task"])})
 
     def _read_cleared_tally(self, call: ToolCall, action: Action, item: Item) -> None:
         """A test run whose output a stage has cleared since: the tally its placeholder kept is still its result."""
@@ -495,9 +498,9 @@ class Facts:
         self.errors_total += 1
         self.said_since_error = False
 
-    def _resolve(self, action: Action, tool: str) -> None:
-        """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
-        involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
+    def _resolve(self, action: Action, tool: str, output: str = "") -> None:
+        """Mark the open errors this successful action resolves (``output``: what it printed): a re-run of the
+        command, a build or check that shows it ran each check of a failed one again, a change to a file involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
         Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
         not about files or commands) that worked."""
         signature = action.signature
@@ -507,17 +510,26 @@ class Facts:
         # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
         running = _test_selection(action.command) if action.command and any(
             e.tests is not None and e.resolved is None for e in self.errors) else None
+        # what a passing build, check or test run ran, worked out once and only when a failed one is open
+        checked = f"{action.command}\n{output}" if action.command and _check_runs(action.command) and any(
+            e.checks and e.resolved is None for e in self.errors) else None
         for error in self.errors:
             if error.resolved is not None:
                 continue
             if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
                 error.resolved = f"a later call of {tool} succeeded"
                 continue
-            if signature and error.signature and signature[0] == error.signature[0] and _alike(words, error.words):
+            # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it
+            narrower = running is not None and error.tests is not None and not _covers(running, error.tests)
+            if not narrower and signature and error.signature and signature[0] == error.signature[0] and _alike(
+                    words, error.words):
                 error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
                 continue
             if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
+                continue
+            if checked is not None and error.checks and all(_shows_run(run, checked) for run in error.checks):
+                error.resolved = f"a later check that ran it again passed: `{_headline(action.command or '', 100)}`"
                 continue
             if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read of what failed to read, resolves by file

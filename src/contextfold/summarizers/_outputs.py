@@ -229,3 +229,23 @@ def _json_object(text: str) -> Mapping[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def issue_text(text: str) -> str:
+    """An issue or pull request as ``gh … --json title,body,comments`` prints it (one line of JSON, its text escaped)
+    read as text: its title, then its body, then each comment under its author, on lines of their own (what a cut on
+    line boundaries can keep point by point); any other output as it is."""
+    fetched = _json_object(text)
+    if fetched is None or not isinstance(fetched.get("body"), str):
+        return text
+    title = fetched.get("title")
+    parts = [f"# {title}"] if isinstance(title, str) and title else []
+    parts.append(fetched["body"].strip())
+    comments = fetched.get("comments")  # gh's list of comments; the REST API's is their count
+    for comment in comments if isinstance(comments, list) else ():
+        if isinstance(comment, Mapping) and isinstance(comment.get("body"), str):
+            author = comment.get("author")
+            author = author.get("login") if isinstance(author, Mapping) else author
+            parts.append(f"Comment by {author}:\n{comment['body'].strip()}" if isinstance(author, str) else
+                         f"Comment:\n{comment['body'].strip()}")
+    return "\n\n".join(parts)

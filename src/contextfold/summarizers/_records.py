@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from ._calls import _last_component, _test_selection
+from ._calls import _check_runs, _last_component, _test_selection
 
 @dataclass
 class FileFacts:
@@ -70,6 +70,13 @@ class ErrorFacts:
         """The tests the failed command ran (see :func:`_test_selection`; None: it ran no test suite): a later
         test run that covers them and passes resolves it."""
         return _test_selection(self.source)
+
+    @cached_property
+    def checks(self) -> tuple[str, ...]:
+        """The builds, checks and tests the failed command ran (see :func:`_check_runs`): a later passing run that
+        shows it ran each of them again (``npm run check``, whose npm echo names ``npm run lint && npm run
+        format:check``) resolves it."""
+        return _check_runs(self.source[2:]) if self.source.startswith("$ ") else ()
 
     def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""

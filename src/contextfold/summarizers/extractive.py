@@ -47,7 +47,7 @@ from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
 from ._said import names_in
-from ._text import Meter, shorten, shorten_message
+from ._text import Meter, shorten, shorten_lines, shorten_message
 from .base import SummaryRequest, SummaryResult
 
 SECTION_TITLES = (
@@ -249,7 +249,8 @@ class _Layout:
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
             parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
-                                       f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in))
+                                       f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in,
+                                       shortener=shorten_lines))  # its lines from the top, whole: the title, then point by point
         return parts
 
     def _findings(self) -> list[Part]:
@@ -469,7 +470,9 @@ def _earlier_error(error: ErrorFacts) -> str:
 
 
 def _status(error: ErrorFacts) -> str:
-    return f"resolved: {error.resolved}" if error.resolved else "unresolved"
+    if error.resolved:
+        return f"resolved: {error.resolved}"
+    return "left behind: the agent has run another script of its own since" if error.retired else "unresolved"
 
 
 def _without_plan(facts: Facts) -> str:
@@ -485,7 +488,8 @@ def _without_plan(facts: Facts) -> str:
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
-    plan stated, an open error (unless the agent ended its turn with words written after it: it read the failure
+    plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended its
+    turn with words written after it: it read the failure
     and reported where the work stands, "all done", and the failure is no step it was heading to). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
@@ -505,7 +509,7 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
         return _SAID_LAST, stated[-1]
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
-    if last is not None and last.resolved is None and not reported_since:
+    if last is not None and last.resolved is None and not last.retired and not reported_since:
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 

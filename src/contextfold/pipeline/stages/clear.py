@@ -18,7 +18,8 @@ that shows an error (a failed call, or a CI log the agent read whose call did
 not fail) keeps that error with its failing frame, the lines above it: what
 failed last, where, is what the agent continues from. A test or lint run keeps
 the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
-how the last run went is read from it again (the summary's last test run).
+how the last run went is read from it again (the summary's last test run). An issue or pull request the agent
+fetched keeps its head, its title and body on lines of their own: it is the task as it arrived.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from dataclasses import replace
 from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
-from ...summarizers._outputs import error_frame, exception_line, failing_error, file_content, shown_error, tally_line
+from ...summarizers._calls import fetched_issue
+from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, shown_error,
+                                     tally_line)
+from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
                      with_result)
@@ -39,6 +43,13 @@ STAGE = "clear"
 RESULT_LINE_INTRO = ". The run ended on:"
 """Introduces, on a line of its own, the tally a cleared test or lint run ended on ("3 failed, 12 passed in 2.1s"):
 how the last run went is what the agent continues from, and it costs one line."""
+FETCHED_ISSUE_INTRO = ". The issue it fetched (the task as it arrived), its head:"
+"""Introduces the head of an issue or pull request a cleared output fetched: the task as it arrived, which every
+later summary quotes from this placeholder (its lines in use were one 600-character cut of a one-line JSON body:
+the issue's second point was gone)."""
+FETCHED_ISSUE_CHARS = 2_000
+"""The characters of a fetched issue a placeholder keeps: a bug report's text, before the logs and markup it
+attaches."""
 KEPT_LINES_INTRO = ". Lines of it still in use:"
 """Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
@@ -49,7 +60,8 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
 
     With ``refs``, the lines of the output that hold references the agent
     has been using stay (at most ``keep_chars``): what it took from this
-    output is what it is most likely to need from it again. ``error`` is the
+    output is what it is most likely to need from it again. An issue or pull
+    request the agent fetched keeps its head instead: it is the task. ``error`` is the
     error the output showed with its frame (see :func:`last_error`), kept verbatim.
     """
     result = item.tool_result
@@ -66,10 +78,11 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     tally = None if file_content(action) else tally_line(text)
     if tally is not None and tally != line and tally not in error:
         note += f"{RESULT_LINE_INTRO}\n{tally}\n"
-    kept = (referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
-            if refs is not None and keep_chars > 0 else [])
-    if kept:
-        note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n"
+    if fetched_issue(item):  # the task as it arrived: its head, not the lines of it in use
+        note += FETCHED_ISSUE_INTRO + "\n" + shorten_lines(issue_text(text.strip()), FETCHED_ISSUE_CHARS) + "\n"
+    elif refs is not None and keep_chars > 0:
+        kept = referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
+        note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n" if kept else ""
     cleared = with_result(item, note + "]", stage, keep_media=False)
     # the line recorded as none (""): the note, read as an output, quotes an error it did not fail with
     provenance = replace(cleared.provenance, tally=cleared.provenance.tally if tally is None else tally,
@@ -81,7 +94,7 @@ def output_lines(text: str) -> list[str]:
     """The lines of an output's text that are the output's own: a placeholder's note, the line introducing the
     lines it kept and its closing bracket are contextfold's (quoted as what a command printed, they are noise)."""
     return [line for line in text.splitlines()
-            if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, RESULT_LINE_INTRO, "]"))]
+            if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, RESULT_LINE_INTRO, FETCHED_ISSUE_INTRO, "]"))]
 
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
