@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
 from typing import Any
@@ -71,7 +71,7 @@ def block_from_dict(data: object, where: str = "block") -> Block:
     return cls(**fields)
 
 
-def _object(data: object, where: str) -> Mapping[str, Any]:
+def _object(data: object, where: str) -> Mapping[str, object]:
     if not isinstance(data, Mapping):
         raise InvalidContent(None, where, f"expected an object, got {type(data).__name__}")
     return data
@@ -97,7 +97,7 @@ def _checked_fields(cls: type, fields: dict[str, Any], where: str) -> dict[str, 
 
 
 @functools.cache
-def _declared(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+def _declared(cls: type) -> tuple[dict[str, object], dict[str, dataclasses.Field[object]]]:
     """The type hints of ``cls`` and its fields set at construction (once per class: resolving is slow)."""
     fields = {name: spec for name, spec in cls.__dataclass_fields__.items() if spec.init}  # type: ignore[attr-defined]
     return typing.get_type_hints(cls), fields
@@ -166,7 +166,7 @@ LEGACY_META_KEYS = ("summary", "summarizer", "restored", "survival", "synthetic"
 """The ``meta`` keys that held an item's provenance before it was typed (read from old records only)."""
 
 
-def _legacy_provenance(legacy: JSONObject) -> dict[str, Any]:
+def _legacy_provenance(legacy: JSONObject) -> dict[str, JSONValue]:
     fields = {key: value for key, value in legacy.items() if key not in ("blob", "saved_to")}
     where = {key: legacy[key] for key in ("blob", "saved_to") if key in legacy}
     return {**fields, "offloaded": where} if where else fields
@@ -210,9 +210,10 @@ def _tool_to_dict(spec: ToolSpec | Opaque) -> dict[str, JSONValue]:
             "parameters": dict(spec.parameters), "extra": dict(spec.extra)}
 
 
-def _tool_from_dict(data: Any, where: str) -> ToolSpec | Opaque:
-    if _object(data, where).get("kind") == "tool_spec":
-        fields = _checked_fields(ToolSpec, {k: v for k, v in data.items() if k != "kind"}, where)
+def _tool_from_dict(data: object, where: str) -> ToolSpec | Opaque:
+    mapping = _object(data, where)
+    if mapping.get("kind") == "tool_spec":
+        fields = _checked_fields(ToolSpec, {k: v for k, v in mapping.items() if k != "kind"}, where)
         return ToolSpec(**{**fields, "parameters": fields.get("parameters") or {}, "extra": fields.get("extra") or {}})
     block = block_from_dict(data, where)
     if not isinstance(block, Opaque):
@@ -242,7 +243,7 @@ def header_from_dict(data: object, where: str = "header") -> Header:
     )
 
 
-def _list(data: JSONObject, key: str, where: str) -> list[Any]:
+def _list(data: Mapping[str, object], key: str, where: str) -> Sequence[object]:
     value = data.get(key, [])
     if not isinstance(value, list):
         raise InvalidContent(None, f"{where}.{key}", f"expected a list, got {type(value).__name__}")

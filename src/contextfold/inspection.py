@@ -10,12 +10,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from .conversation import Conversation, Item, JSONValue
 
 LARGEST = 5
 """How many of the largest items the report lists."""
+
+
+class LargestItem(TypedDict):
+    """One of the largest items: its place and id, its kind, the tool whose result it is, its tokens and its
+    first 80 characters on one line."""
+
+    index: int
+    id: str
+    kind: str
+    tool: str | None
+    tokens: int
+    preview: str
 
 
 @dataclass
@@ -33,7 +45,7 @@ class Composition:
     tokens_by_kind: dict[str, int] = field(default_factory=dict)
     calls_by_tool: dict[str, int] = field(default_factory=dict)
     tokens_by_tool: dict[str, int] = field(default_factory=dict)
-    largest: list[dict[str, Any]] = field(default_factory=list)
+    largest: list[LargestItem] = field(default_factory=list)
     skipped_records: dict[str, int] = field(default_factory=dict)
     """Records the importer left out by design, by type (``Header.meta["skipped"]``)."""
     unknown_records: dict[str, int] = field(default_factory=dict)
@@ -49,7 +61,7 @@ class Composition:
         return out
 
 
-def _describe(index: int, item: Item, tokens: int) -> dict[str, JSONValue]:
+def _describe(index: int, item: Item, tokens: int) -> LargestItem:
     result = item.tool_result
     label = result.tool_name if result is not None else None
     preview = item.text.replace("\n", " ")[:80]

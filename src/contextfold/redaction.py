@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote_plus
 
-from .conversation import Item, Text, ToolCall, ToolResult
+from .conversation import Block, Item, Text, ToolCall, ToolResult
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
@@ -209,7 +209,7 @@ def redact_item(item: Item) -> tuple[Item, Counter[str]]:
     return (replace(item, blocks=blocks) if found else item), found
 
 
-def _block(block: object, found: Counter[str]) -> Any:
+def _block(block: Block, found: Counter[str]) -> Block:
     if isinstance(block, Text):
         return replace(block, text=redact_text(block.text, found))
     if isinstance(block, ToolCall):

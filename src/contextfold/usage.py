@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from .conversation import JSONObject
 from .errors import InvalidContent
 
 
-def token_count(value: Any, field: str) -> int:
+def token_count(value: object, field: str) -> int:
     """A reported number of tokens: a whole number, at least 0 (absent or ``null`` is 0).
 
     Anything else (a string, a list, a negative or fractional number) is an
@@ -25,8 +24,8 @@ def token_count(value: Any, field: str) -> int:
     """
     if value is None:
         return 0
-    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if isinstance(value, bool) or not whole or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            or (isinstance(value, float) and not value.is_integer())):
         shown = repr(value)[:40] if isinstance(value, (int, float, str)) else f"a {type(value).__name__}"
         raise InvalidContent(None, field, f"expected a whole number of tokens, got {shown}")
     return int(value)

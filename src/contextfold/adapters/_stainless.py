@@ -10,12 +10,16 @@ cap one call's timeout with a ``timeout=`` argument, and raise
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..conversation import JSONValue
 from ..sdk import SDK_DEFAULTS, ClientOptions
 from .base import ProviderClient
 from .calls import CallError, retry_after_s
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from openai import AsyncOpenAI
 
 
 class StainlessClient(ProviderClient):
@@ -25,7 +29,7 @@ class StainlessClient(ProviderClient):
     async_client_class: str
     base_error: str
 
-    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> object:
         module = self.sdk.module()
         arguments: dict[str, JSONValue] = {"api_key": options.api_key, "base_url": options.base_url,
                                            "max_retries": options.max_retries}
@@ -48,7 +52,7 @@ class StainlessClient(ProviderClient):
             return CallError("status", _message(error), status, retry_after_s(error.response.headers))
         return None
 
-    async def aclose(self, client: Any) -> None:
+    async def aclose(self, client: AsyncAnthropic | AsyncOpenAI) -> None:
         await client.close()
 
 

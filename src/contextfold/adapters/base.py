@@ -302,7 +302,7 @@ class ProviderClient(ABC):
         """The wire format this client sends requests of and reads replies with."""
 
     @abstractmethod
-    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> object:
         """An SDK client (async when asked), built as ``options`` say."""
 
     @abstractmethod
@@ -328,13 +328,13 @@ class ProviderClient(ABC):
         caps this one call."""
 
     def create(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-               timeout_s: float | None = None) -> Any:
+               timeout_s: float | None = None) -> object:
         """Send ``request`` with a sync client; the SDK's response object (for ``Context.add_response``)."""
         return self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
                                                       timeout_s=timeout_s))
 
     async def acreate(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
-                      timeout_s: float | None = None) -> Any:
+                      timeout_s: float | None = None) -> object:
         """:meth:`create` with an async client."""
         return await self.endpoint(client)(**self.arguments(client, request, model=model, max_tokens=max_tokens,
                                                             timeout_s=timeout_s))
@@ -380,11 +380,11 @@ class CompactionCall:
     method: Callable[..., Any]
     arguments: JSONObject
 
-    def send(self) -> Any:
+    def send(self) -> object:
         """Call it with a sync client: the SDK's response object."""
         return self.method(**self.arguments)
 
-    async def asend(self) -> Any:
+    async def asend(self) -> object:
         """Call it with an async client."""
         return await self.method(**self.arguments)
 

@@ -11,7 +11,7 @@ import email.utils
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class CallError:
     retry_after_s: float | None = None
 
 
-def retry_after_s(headers: Mapping[str, str] | Any) -> float | None:
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
     """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` in seconds or as an HTTP date."""
     if headers is None:
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 from contextfold import Context, ContextfoldError, Event, Header, Item, Text, ToolCall, ToolResult, Usage
 from contextfold.adapters import adapter_for
@@ -61,7 +61,7 @@ def with_history_tools(context: Context, tools: Mapping[str, Tool]) -> dict[str,
     return {**tools, **own, COMPACT: Tool(COMPACT_SPEC, context.compact_context)}
 
 
-def _history_call(context: Context, name: str, **arguments: Any) -> str:
+def _history_call(context: Context, name: str, **arguments: object) -> str:
     return context.call_history_tool(name, arguments)
 
 
@@ -118,7 +118,7 @@ class Agent:
                 context.add([Item("tool", (result,)) for result in results])
         raise TurnLimit(f"{name} was still calling tools after {self.max_turns} requests")
 
-    def complete(self, context: Context) -> Any:
+    def complete(self, context: Context) -> object:
         """One model call for what ``context`` holds; a too-long prompt is compacted and retried once."""
         request = context.prepare()
         try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from contextfold import ContextfoldError
 from contextfold.adapters import PROVIDERS, Adapter, adapter_for
@@ -45,7 +45,7 @@ class ModelClient(Protocol):
     request_errors: tuple[type[BaseException], ...]
     api_errors: tuple[type[BaseException], ...]
 
-    def create(self, request: JSONObject) -> Any:
+    def create(self, request: JSONObject) -> object:
         """Send ``request`` (the body ``Context.prepare`` built) and return the SDK's response object."""
         ...
 
@@ -80,7 +80,7 @@ class SDKModel:
         self.request_errors, self.api_errors = self.provider_client.error_classes()
         self._client = self.provider_client.make_client(ClientOptions(api_key, base_url, max_retries=MAX_RETRIES))
 
-    def create(self, request: JSONObject) -> Any:
+    def create(self, request: JSONObject) -> object:
         return self.provider_client.create(self._client, request, model=self.model, max_tokens=self.max_tokens)
 
 

@@ -21,7 +21,6 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 SKIPPED_DIRS = frozenset(
     {".git", ".contextfold", "__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
@@ -58,7 +57,7 @@ def walk(root: Path, top: Path, deadline: float | None = None,
 
 
 def grep(root: Path, top: Path, pattern: str, glob: str, limit: int,
-         protected: tuple[Path, ...] = ()) -> dict[str, Any]:
+         protected: tuple[Path, ...] = ()) -> dict[str, object]:
     """Up to ``limit + 1`` matches as ``(relative path, line number, line)``, the outside-link and hard-link counts."""
     regex = re.compile(pattern)
     files, outside = walk(root, top, protected=protected)

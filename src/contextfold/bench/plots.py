@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import MissingDependency
 from ..pipeline.base import PRESETS
@@ -37,6 +37,7 @@ from .frontier import Frontier
 from .report import Report
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -150,7 +151,7 @@ def frontier_chart(frontier: Frontier, tuned: str | None = None) -> Figure:
         if p.strict is None:
             continue
         if p.name in peers:
-            style: dict[str, Any] = {"marker": "X", "markersize": 8, "color": _line(p.name, peers)["color"],
+            style: PointStyle = {"marker": "X", "markersize": 8, "color": _line(p.name, peers)["color"],
                                      "label": f"{p.name} (peer stand-in)"}
         elif p.name in PRESETS:
             style = {"marker": "*", "markersize": 14, "color": _PRESET_COLORS.get(p.name, "tab:olive"),
@@ -255,7 +256,25 @@ def _tokens(ax: Axes, report: Report, label: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def _line(name: str, names: Sequence[str]) -> dict[str, Any]:
+class LineStyle(TypedDict):
+    """How a strategy's line is drawn: keyword arguments of ``Axes.plot``."""
+
+    color: tuple[float, float, float, float]
+    linewidth: float
+    zorder: int
+    linestyle: str
+
+
+class PointStyle(TypedDict):
+    """How a point of the frontier chart is drawn: keyword arguments of ``Axes.plot``."""
+
+    marker: str
+    markersize: int
+    color: str | tuple[float, float, float, float]
+    label: str
+
+
+def _line(name: str, names: Sequence[str]) -> LineStyle:
     """A strategy's colour (its place in ``names``) and dash; contextfold's own drawn thicker and on top."""
     from matplotlib import colormaps
 
@@ -268,7 +287,7 @@ def _line(name: str, names: Sequence[str]) -> dict[str, Any]:
 
 def _legend(figure: Figure) -> None:
     """One legend for the figure, right of the charts, each label once."""
-    handles: dict[str, Any] = {}
+    handles: dict[str, Artist] = {}
     for ax in figure.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)

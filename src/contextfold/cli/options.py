@@ -67,7 +67,7 @@ def reports_errors(function: F) -> F:
     """A library error, or a file the system refuses, ends the command with one line on stderr and exit code 2."""
 
     @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: object, **kwargs: object) -> object:
         try:
             return function(*args, **kwargs)
         except (ContextfoldError, OSError) as error:
@@ -209,7 +209,7 @@ def renamed_option(old: str, new: str, **new_attrs: Any) -> Callable[[F], F]:
         if value is not None:
             ctx.meta[key] = value
 
-    def resolve(ctx: click.Context, parameter: click.Parameter, value: object) -> Any:
+    def resolve(ctx: click.Context, parameter: click.Parameter, value: object) -> object:
         return value if value is not None else ctx.meta.get(key, default)
 
     def decorate(function: F) -> F:
@@ -250,7 +250,7 @@ def preset_option(function: F) -> F:
             raise click.BadParameter(command_line_message(error), param_hint="'--policy'") from None
 
     @functools.wraps(function)
-    def with_mode(*args: Any, mode: Mode | None, policy: Policy, **kwargs: Any) -> Any:
+    def with_mode(*args: object, mode: Mode | None, policy: Policy, **kwargs: object) -> object:
         return function(*args, policy=policy if mode is None else replace(policy, mode=mode), **kwargs)
 
     moded = click.option("--mode", type=click.Choice(MODES), default=None,

@@ -168,13 +168,13 @@ class Context:
         return self._journal.session
 
     # ------------------------------------------------------------------ 1. add (.incoming)
-    def add(self, messages: Sequence[Mapping[str, Any]] | Sequence[Item] | Conversation, provider: str | None = None,
-            *, system: Any = None, tools: Sequence[Mapping[str, Any]] | None = None) -> list[Item]:
+    def add(self, messages: Sequence[Mapping[str, object]] | Sequence[Item] | Conversation, provider: str | None = None,
+            *, system: object = None, tools: Sequence[Mapping[str, object]] | None = None) -> list[Item]:
         """Add messages (in ``provider``'s format, or items) and return the items stored, each in the transcript.
         ``system`` and ``tools`` set those parts of the header (:func:`.incoming.opening_system`)."""
         return self._incoming.add(messages, adapter_for(provider or self.provider), system, tools)
 
-    def add_response(self, response: Any, provider: str | None = None) -> list[Item]:
+    def add_response(self, response: object, provider: str | None = None) -> list[Item]:
         """Add a model reply (an SDK response object or its dict) and record the usage it reports. A reply holding
         the provider's own compaction summarized what its request sent: those items leave the view (:mod:`.native`)."""
         reply = adapter_for(provider or self.provider).read_response(response)
@@ -194,7 +194,7 @@ class Context:
         name, view = adapter_for(provider or self.provider).name, self._timeline.view
         return native.PendingCompaction(name, self.render(view, name), view.snapshot(), instructions, shape)
 
-    def apply_compaction(self, pending: native.PendingCompaction, response: Any) -> list[Event]:
+    def apply_compaction(self, pending: native.PendingCompaction, response: object) -> list[Event]:
         """Swap a provider's compaction in: exactly the items it was asked on go, what it returned takes their
         place; or, if the answer holds none or the view no longer starts with those items, an event says why."""
         return self._native.apply(pending, response)
@@ -255,7 +255,7 @@ class Context:
         return self._sending.render(view, provider, reminders)
 
     # ------------------------------------------------------------------ 4. record
-    def record_usage(self, usage: Usage | Mapping[str, Any] | Any, provider: str | None = None) -> None:
+    def record_usage(self, usage: object, provider: str | None = None) -> None:
         """Take what the provider reported for the last request (a :class:`Usage`, or the provider's own usage
         object): it anchors the count, and a fall in cached tokens is reported as a cache break."""
         if not isinstance(usage, Usage):

@@ -62,7 +62,7 @@ class PendingCompaction:
     """How to ask (the provider client's :attr:`~contextfold.adapters.base.ProviderClient.compaction_shapes`);
     ``None``: its default."""
 
-    def call(self, client: Any, *, model: str, max_tokens: int, timeout_s: float | None = None) -> CompactionCall:
+    def call(self, client: object, *, model: str, max_tokens: int, timeout_s: float | None = None) -> CompactionCall:
         """The SDK call that asks for it, written by the provider's SDK half (``client`` sync or async);
         :class:`~contextfold.errors.WireOnlyProvider` for a provider with none."""
         return adapter_for(self.provider).require_client("provider compaction").compaction_call(
@@ -136,7 +136,7 @@ class NativeCompaction:
             self._fold([*sent.items, *items], replacement, sent,
                        "the provider compacted the conversation in this reply")
 
-    def apply(self, pending: PendingCompaction, response: Any) -> list[Event]:
+    def apply(self, pending: PendingCompaction, response: object) -> list[Event]:
         """See :meth:`Context.apply_compaction <contextfold.context.Context.apply_compaction>`."""
         reply = adapter_for(pending.provider).read_response(response)
         returned = list(reply.conversation.items)

@@ -25,9 +25,8 @@ unanswered.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from ..conversation import Conversation, JSONObject, Text
+from ..conversation import Conversation, JSONObject, JSONValue, Text
 from . import hive_mind_log
 from ._common import ConversationBuilder, Source, field_of, tool_specs
 from .claude_code import add_assistant_message, add_user_message
@@ -48,8 +47,10 @@ class _Sessions(hive_mind_log.AgentLog):
         self.subagents: dict[str, ConversationBuilder] = {}
 
     @staticmethod
-    def is_event(value: Any) -> bool:
-        kind = value.get("type") if isinstance(value, dict) else None
+    def is_event(value: object) -> bool:
+        if not isinstance(value, dict):
+            return False
+        kind = value.get("type")
         return isinstance(kind, str) and kind in EVENT_TYPES and "session_id" in value
 
     def finish(self) -> list[Conversation]:
@@ -74,9 +75,9 @@ class _Sessions(hive_mind_log.AgentLog):
         else:  # stream_event (partial deltas of a message that follows whole) and other side channels
             self.current().skip(str(kind))
 
-    def _open(self, init: Mapping[str, Any] | None) -> ConversationBuilder:
+    def _open(self, init: JSONObject | None) -> ConversationBuilder:
         init = init or {}
-        meta = {"format": FORMAT}
+        meta: dict[str, JSONValue] = {"format": FORMAT}
         meta.update({k: init[k] for k in ("session_id", "model", "claude_code_version", "cwd") if k in init})
         builder = ConversationBuilder(self.source, f"{self.source.name}:{len(self.opened)}", meta)
         builder.tools = tool_specs(init.get("tools"))

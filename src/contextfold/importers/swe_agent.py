@@ -27,8 +27,7 @@ wall-clock timestamps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..conversation import Conversation, JSONObject, JSONValue, ToolCall
 from . import _openai_messages
@@ -100,9 +99,9 @@ def _add_observation(
         builder.add_result(call_id, text, where, facts=facts)
 
 
-def _step_facts(steps: list[Any], step: int) -> dict[str, JSONValue]:
-    entry = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], Mapping) else {}
-    seconds = entry.get("execution_time")
+def _step_facts(steps: Sequence[object], step: int) -> dict[str, JSONValue]:
+    entry = steps[step] if 0 <= step < len(steps) else None
+    seconds = entry.get("execution_time") if isinstance(entry, Mapping) else None
     return {"execution_time_s": seconds} if isinstance(seconds, (int, float)) else {}
 
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ..adapters.openai_chat import from_openai
-from ..conversation import Conversation, Header, JSONObject
+from ..conversation import Conversation, Header, JSONObject, JSONValue
 from ..errors import InvalidMessage
 from ..pipeline.base import Prices
 from ..tokens import Estimator
@@ -128,12 +127,12 @@ class _Counter:
     def key(value: object) -> str:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
-    def read(self, key: str, data: dict[str, Any]) -> Message:
+    def read(self, key: str, data: dict[str, JSONValue]) -> Message:
         if key not in self._messages:
             self._messages[key] = as_message(data)
         return self._messages[key]
 
-    def message(self, key: str, data: dict[str, Any]) -> int:
+    def message(self, key: str, data: dict[str, JSONValue]) -> int:
         return self.estimator.item(self.read(key, data).item)
 
     def keyed(self, data: JSONObject) -> tuple[str, int]:
@@ -146,7 +145,7 @@ class _Counter:
             self._tools[key] = tools_tokens(tools, self.estimator)
         return self._tools[key]
 
-    def text(self, key: str, data: dict[str, Any], *, decode_arguments: bool = True) -> str:
+    def text(self, key: str, data: dict[str, JSONValue], *, decode_arguments: bool = True) -> str:
         message = self.read(key, data)
         return message.text if decode_arguments else message.wire_text
 
@@ -194,5 +193,5 @@ class _DumpedRules:
             broken.append("header: the tool definitions differ from the recording's")
         return broken
 
-    def _holds_task(self, messages: list[dict[str, Any]]) -> bool:
+    def _holds_task(self, messages: list[dict[str, JSONValue]]) -> bool:
         return self.task in messages or any(self.task_text in as_message(m).text for m in messages)

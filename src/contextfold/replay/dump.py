@@ -37,8 +37,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
 
+from ..conversation import JSONValue
 from ..errors import SessionFormatError
 from ..private_files import replace_file
 from .render import Message
@@ -63,8 +64,8 @@ class DumpedRequest:
     time_s: float | None
     kind: str
     output_tokens: int
-    tools: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
+    tools: list[dict[str, JSONValue]]
+    messages: list[dict[str, JSONValue]]
     summaries: tuple[int, ...] = ()
 
 
@@ -85,9 +86,10 @@ class RequestWriter:
     def __enter__(self) -> RequestWriter:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self._file.flush()
-        self._stack.__exit__(*exc_info)
+        self._stack.__exit__(kind, error, traceback)
 
     def write(
         self,

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 
 from ..adapters.openai_chat import from_openai, to_openai, tools_to_openai
 from ..conversation import Block, Conversation, Header, Item, JSONObject, JSONValue, Opaque, ToolResult, readable_text
@@ -37,7 +36,7 @@ class Message:
     Compared by identity (``eq=False``): the same item gives the same object.
     """
 
-    data: dict[str, Any]
+    data: dict[str, JSONValue]
     json: str
     item: Item
     text: str
@@ -67,7 +66,7 @@ def read_message(data: JSONObject) -> Item:
     return (*conversation.header.system, *conversation.items)[0]
 
 
-def as_message(data: dict[str, Any]) -> Message:
+def as_message(data: dict[str, JSONValue]) -> Message:
     """A wire message with its JSON, the item it reads back as, and its searchable text."""
     item = read_message(data)
     return Message(data, json.dumps(data, ensure_ascii=False), item, readable_text(item, decode_arguments=True))

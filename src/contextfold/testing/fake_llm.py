@@ -314,7 +314,7 @@ _GEMINI_ERRORS = {
 }
 
 
-def gemini_error_body(fault: Fault) -> tuple[int, dict[str, Any]]:
+def gemini_error_body(fault: Fault) -> tuple[int, dict[str, JSONValue]]:
     """Gemini's status and error body for ``fault`` (``{"error": {code, message, status}}``)."""
     detail = fault.detail
     if fault.kind == "prompt_too_long":
@@ -328,7 +328,7 @@ def gemini_error_body(fault: Fault) -> tuple[int, dict[str, Any]]:
     return status, {"error": {"code": status, "message": message, "status": kind}}
 
 
-def error_response(route: str, fault: Fault) -> tuple[int, dict[str, str], dict[str, Any]]:
+def error_response(route: str, fault: Fault) -> tuple[int, dict[str, str], dict[str, JSONValue]]:
     """Status, headers and body of ``fault`` as the route's provider writes it."""
     headers = {"retry-after": f"{fault.detail['retry_after']:g}"} if fault.kind == "rate_limited" else {}
     detail = fault.detail

@@ -18,9 +18,12 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import TokenizerUnavailable, install_hint
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 
 class TextCounter(Protocol):
@@ -291,7 +294,7 @@ OFFLINE_HINT = (f"for exact counts offline, set {TOKENIZERS_DIR_ENV} to a folder
 """How to get exact counts without the network, or do without them: said whenever the file cannot be had."""
 
 _load_lock = threading.Lock()
-_encodings: dict[tuple[str, str | None], Any] = {}
+_encodings: dict[tuple[str, str | None], Encoding] = {}
 
 
 def tiktoken_cache_dir(tokenizers_dir: str | os.PathLike[str]) -> Path:
@@ -341,7 +344,7 @@ def load_encoding(
     *,
     download: bool = True,
     timeout_s: float = DOWNLOAD_TIMEOUT_S,
-) -> Any:
+) -> Encoding:
     """The tiktoken ``Encoding`` called ``name``, loaded once per process.
 
     With ``tokenizers_dir`` (or ``$CONTEXTFOLD_TOKENIZERS_DIR``) the BPE file is
@@ -359,7 +362,7 @@ def load_encoding(
         return _encodings[key]
 
 
-def _load_encoding_unlocked(name: str, folder: str | os.PathLike[str] | None, download: bool, timeout_s: float) -> Any:
+def _load_encoding_unlocked(name: str, folder: str | os.PathLike[str] | None, download: bool, timeout_s: float) -> Encoding:
     try:
         import tiktoken
     except ImportError as exc:

@@ -4,13 +4,16 @@ on-demand compaction request (beta). The wire is :class:`~.provider.AnthropicMes
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...conversation import JSONObject, JSONValue
 from ...sdk import SDK
 from .._stainless import StainlessClient, call_timeout
 from ..base import CompactionCall, Reply
 from .context import with_compaction
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic, AsyncAnthropic
 
 
 class AnthropicClient(StainlessClient):
@@ -23,8 +26,8 @@ class AnthropicClient(StainlessClient):
     default_model = "claude-sonnet-4-6"
     summary_model = "claude-haiku-4-5"
 
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.messages.create  # type: ignore[no-any-return]
+    def endpoint(self, client: Anthropic | AsyncAnthropic) -> Callable[..., object]:
+        return client.messages.create
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, JSONValue]:
@@ -50,7 +53,7 @@ class AnthropicClient(StainlessClient):
     # ------------------------------------------------------------------ server-side context management (beta)
     compaction_shapes = ("summarize",)
 
-    def compaction_call(self, client: Any, request: JSONObject, *, model: str, max_tokens: int,
+    def compaction_call(self, client: Anthropic | AsyncAnthropic, request: JSONObject, *, model: str, max_tokens: int,
                         instructions: str | None = None, shape: str | None = None,
                         timeout_s: float | None = None) -> CompactionCall:
         """An on-demand ``compaction`` request (beta, :func:`.context.with_compaction`) for what ``request`` holds."""

@@ -9,12 +9,16 @@ in its ``config``. A summary is asked for whole: ``stream`` is not used (Gemini 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...conversation import JSONObject, JSONValue
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from ..base import ProviderClient
 from ..calls import CallError, retry_after_s
+
+if TYPE_CHECKING:
+    from google.genai import Client
+    from google.genai.client import AsyncClient
 
 
 class GeminiClient(ProviderClient):
@@ -24,7 +28,7 @@ class GeminiClient(ProviderClient):
     default_model = "gemini-2.5-pro"
     summary_model = "gemini-2.5-flash"
 
-    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> object:
         module = self.sdk.module()
         http: dict[str, JSONValue] = {}
         base_url = self.sdk.base_url(options.base_url)
@@ -48,11 +52,11 @@ class GeminiClient(ProviderClient):
         wait = retry_after_s(getattr(response, "headers", None))
         return CallError("status", str(error.message or error), int(error.code), wait)
 
-    async def aclose(self, client: Any) -> None:
+    async def aclose(self, client: AsyncClient) -> None:
         await client.aclose()
 
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.models.generate_content  # type: ignore[no-any-return]
+    def endpoint(self, client: Client | AsyncClient) -> Callable[..., object]:
+        return client.models.generate_content
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, JSONValue]:

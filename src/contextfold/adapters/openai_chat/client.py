@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...conversation import JSONObject, JSONValue
 from ...sdk import SDK, SDK_DEFAULTS, ClientOptions
 from .._stainless import StainlessClient, call_timeout
 from ..base import Reply
 from .stream import completion_from_chunks
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
 
 
 class OpenAIClient(StainlessClient):
@@ -27,7 +30,7 @@ class OpenAIClient(StainlessClient):
     default_model = "gpt-4.1"
     summary_model = "gpt-4.1-mini"
 
-    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> Any:
+    def make_client(self, options: ClientOptions = SDK_DEFAULTS, *, asynchronous: bool = False) -> object:
         base_url = self.sdk.base_url(options.base_url)
         key = self.sdk.api_key(options.api_key) or ("unused" if base_url else None)
         return super().make_client(replace(options, api_key=key, base_url=base_url), asynchronous=asynchronous)
@@ -41,8 +44,8 @@ class ChatClient(OpenAIClient):
     compatible servers read).
     """
 
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.chat.completions.create  # type: ignore[no-any-return]
+    def endpoint(self, client: OpenAI | AsyncOpenAI) -> Callable[..., object]:
+        return client.chat.completions.create
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, JSONValue]:

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...conversation import JSONObject, JSONValue
 from .._stainless import call_timeout
 from ..base import CompactionCall
 from ..openai_chat.client import OpenAIClient
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
 
 COMPACTION_TRIGGER = {"type": "compaction_trigger"}
 """The input item asking for compaction in band; it must be the last input item."""
@@ -20,8 +23,8 @@ _COMPACT_FIELDS = ("input", "prompt_cache_key", "prompt_cache_options")
 class ResponsesClient(OpenAIClient):
     """Responses requests through the ``openai`` SDK; the reply limit is ``max_output_tokens``."""
 
-    def endpoint(self, client: Any) -> Callable[..., Any]:
-        return client.responses.create  # type: ignore[no-any-return]
+    def endpoint(self, client: OpenAI | AsyncOpenAI) -> Callable[..., object]:
+        return client.responses.create
 
     def arguments(self, client: object, request: JSONObject, *, model: str, max_tokens: int,
                   timeout_s: float | None = None) -> dict[str, JSONValue]:
