@@ -45,6 +45,7 @@ from . import (
     mini_swe_agent,
     moatless,
     openhands,
+    openhands_legacy,
     swe_agent,
     tau_bench,
 )
@@ -68,6 +69,7 @@ _IMPORTERS: tuple[Importer, ...] = (
     swe_agent,
     moatless,
     openhands,
+    openhands_legacy,
     tau_bench,
     chat_messages,
     claude_code,
