@@ -42,6 +42,7 @@ def test_formats_lists_every_name() -> None:
         "openhands",
         "openhands-legacy",
         "tau-bench",
+        "gemini-cli",
         "chat-messages",
         "claude-code",
         "claude-stream-json",
