@@ -43,6 +43,7 @@ def test_formats_lists_every_name() -> None:
         "openhands-legacy",
         "tau-bench",
         "gemini-cli",
+        "goose",
         "chat-messages",
         "claude-code",
         "claude-stream-json",
