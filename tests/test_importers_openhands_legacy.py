@@ -147,6 +147,8 @@ def test_an_event_that_is_neither_action_nor_observation_is_counted(tmp_path: Pa
         ([EVENTS[1], {**EVENTS[9], "action": 3}], "$[1].action", "string"),
         ([EVENTS[9], {**EVENTS[10], "content": {"text": "x"}}], "$[1].content", "string"),
         ([EVENTS[1], "run"], "$[1]", "object"),
+        ([EVENTS[1], {**EVENTS[4], "id": {"n": 4}}], "$[1].id", "event id"),
+        ([EVENTS[1], EVENTS[4], {**EVENTS[5], "cause": [4]}], "$[2].cause", "event id"),
     ],
 )
 def test_a_malformed_event_is_a_typed_error_naming_it(

@@ -144,8 +144,8 @@ class _Trajectory:
     def __init__(self, source: Source, key: str, meta: JSONObject) -> None:
         self.source = source
         self.builder = ConversationBuilder(source, key, {"format": FORMAT, **meta})
-        self.calls: dict[object, str] = {}  # event id of an action -> the id of its call
-        self.seen: set[object] = set()  # every event id so far
+        self.calls: dict[int | str, str] = {}  # event id of an action -> the id of its call
+        self.seen: set[int | str] = set()  # every event id so far
         self.last_call: str | None = None  # for a pair's observation, which names no cause
 
     def run(self, events: Iterator[Event]) -> Conversation:
@@ -158,9 +158,17 @@ class _Trajectory:
                 self._observation(event, name, where, timestamp, second_of_pair)
             else:
                 self.builder.skip_unknown("(neither action nor observation)")
-            if event.get("id") is not None:
-                self.seen.add(event["id"])
+            event_id = self._event_id(event, "id", where)
+            if event_id is not None:
+                self.seen.add(event_id)
         return self.builder.build()
+
+    def _event_id(self, event: JSONObject, key: str, where: str) -> int | str | None:
+        """An event's ``id`` or ``cause``: a number or a string (``None`` when absent)."""
+        value = event.get(key)
+        if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
+            return value
+        raise self.source.error(f"{where}.{key}", f"expected an event id, found a {type(value).__name__}")
 
     # -- actions
     def _action(self, event: JSONObject, name: str, where: str, timestamp: float | None) -> None:
@@ -199,7 +207,9 @@ class _Trajectory:
 
     def _call(self, event: JSONObject, name: str, args: JSONObject, where: str, timestamp: float | None) -> None:
         metadata = event.get("tool_call_metadata")
-        call_id, response_id = f"event{event.get('id', where)}", None
+        event_id = self._event_id(event, "id", where)
+        key = event_id if event_id is not None else where
+        call_id, response_id = f"event{key}", None
         meta: dict[str, Any] = {"action": name}
         call = None
         if isinstance(metadata, Mapping):
@@ -216,7 +226,7 @@ class _Trajectory:
         thought = args.get("thought")
         blocks = [*text_blocks(thought if isinstance(thought, str) else None), call]
         self.builder.add_assistant(blocks, where, timestamp, meta, response_id=response_id)
-        self.calls[event.get("id", where)] = self.last_call = self.builder.open_calls()[-1]
+        self.calls[key] = self.last_call = self.builder.open_calls()[-1]
 
     def _recorded_call(
         self, response: object, call_id: str, where: str
@@ -254,7 +264,7 @@ class _Trajectory:
     def _answered_call(self, event: JSONObject, where: str, second_of_pair: bool) -> str | None:
         """The call an observation answers: by its ``cause``, its ``tool_call_id``, or (in a pair) the action
         beside it; an id no earlier event has is a broken file."""
-        cause = event.get("cause")
+        cause = self._event_id(event, "cause", where)
         if cause is not None:
             if cause not in self.seen:
                 raise self.source.error(f"{where}.cause", f"answers event {cause!r}, which no earlier event is")
