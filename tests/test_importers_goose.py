@@ -46,8 +46,8 @@ MESSAGES: list[dict[str, Any]] = [
         request("toolu_2", "developer__text_editor", {"command": "view", "path": "/w/a.py"}),
     ]},
     {"id": "m3", "role": "user", "created": 1740171580, "metadata": SEEN, "content": [
-        response("toolu_1", {"content": [{"type": "text", "text": "1 failed", "annotations": {"audience": ["assistant"]}}],
-                             "isError": True}),
+        response("toolu_1", {"content": [{"type": "text", "text": "1 failed",
+                                          "annotations": {"audience": ["assistant"]}}], "isError": True}),
         response("toolu_2", [{"type": "text", "text": "x = 1"},
                              {"type": "image", "data": "iVBOR", "mimeType": "image/png"}]),
     ]},

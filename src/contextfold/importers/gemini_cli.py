@@ -78,7 +78,8 @@ def load(source: Source) -> list[Conversation]:
         messages = field_of(source, session, "messages", list, "$")
         placed = [(f"$.messages[{index}]", message) for index, message in enumerate(messages)]
     builder = ConversationBuilder(source, f"{source.name}:0", {"format": FORMAT})
-    builder.meta.update({name: session[key] for key, name in SESSION_FIELDS.items() if isinstance(session.get(key), str)})
+    said = {name: session[key] for key, name in SESSION_FIELDS.items() if isinstance(session.get(key), str)}
+    builder.meta.update(said)
     builder.unknown.update(unknown)
     for where, message in placed:
         _message(builder, message, where)
@@ -201,7 +202,8 @@ def _usage(tokens: object) -> Usage | None:
     if not isinstance(tokens, Mapping):
         return None
     counts = {key: tokens.get(key) for key in ("input", "output", "cached", "thoughts")}
-    number = {key: value if isinstance(value, int) and not isinstance(value, bool) else 0 for key, value in counts.items()}
+    number = {key: value if isinstance(value, int) and not isinstance(value, bool) else 0
+              for key, value in counts.items()}
     if not isinstance(counts["input"], int):
         return None
     return Usage(number["input"], number["output"] + number["thoughts"], number["cached"])

@@ -35,9 +35,9 @@ action beside it).
 
 Bookkeeping (``recall``, agent state changes, ``null`` observations,
 condensation actions, actions a person ran in the terminal and what they
-answered) is counted in ``meta["skipped"]``; an event that is neither an
-action nor an observation in ``meta["unknown_records"]``. Timestamps are ISO
-without zone, read as UTC.
+answered, any other observation that answers no call) is counted in
+``meta["skipped"]``; an event that is neither an action nor an observation
+in ``meta["unknown_records"]``. Timestamps are ISO without zone, read as UTC.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Image, JSONObject, JSONValue, Text, ToolCall
+from ..conversation import Block, Conversation, Image, JSONObject, JSONValue, ToolCall
 from ..errors import SessionFormatError
 from ._common import (
     ConversationBuilder,
@@ -61,7 +61,6 @@ from ._common import (
 
 FORMAT = "openhands-legacy"
 BOOKKEEPING_ACTIONS = frozenset({"recall", "change_agent_state", "condensation", "condensation_request", "null"})
-BOOKKEEPING_OBSERVATIONS = frozenset({"recall", "agent_state_changed", "null", "condensation", "agent_condensation"})
 ACTION_BOOKKEEPING_ARGS = frozenset(
     {"thought", "blocking", "hidden", "confirmation_state", "security_risk", "is_confirmed", "impl_source",
      "kernel_init_code", "image_urls", "wait_for_response"}
@@ -193,7 +192,9 @@ class _Trajectory:
         if args.get("tools") is not None:
             self.builder.tools = tool_specs(args["tools"])
 
-    def _message(self, event: JSONObject, args: JSONObject, origin: object, where: str, timestamp: float | None) -> None:
+    def _message(
+        self, event: JSONObject, args: JSONObject, origin: object, where: str, timestamp: float | None
+    ) -> None:
         content = args.get("content", event.get("message"))
         if not isinstance(content, str):
             raise self.source.error(f"{where}.args.content", "expected the message text as a string")
