@@ -173,3 +173,14 @@ def test_a_call_written_without_the_models_response_keeps_the_actions_args(tmp_p
     (conversation,) = load(write(tmp_path, "t.json", [EVENTS[1], bare, {**EVENTS[5], "tool_call_metadata": None}]))
     assert conversation[1].tool_calls == (ToolCall("toolu_9", "execute_bash", {"command": "ls", "is_input": False}),)
     assert conversation[2].tool_result.call_id == "toolu_9"
+
+
+def test_a_condensation_with_a_summary_is_a_summary_boundary(tmp_path: Path) -> None:
+    condensed = {"id": 12, "timestamp": at(11), "source": "agent", "message": "Summary: ...", "action": "condensation",
+                 "args": {"forgotten_events_start_id": 4, "forgotten_events_end_id": 7, "summary_offset": 1,
+                          "summary": "Read a.py; ls shows one file."}}
+    forgotten_only = {**condensed, "id": 13, "args": {"forgotten_event_ids": [9, 10], "summary": None}}
+    (conversation,) = load(write(tmp_path, "t.json", [*EVENTS[:11], condensed, forgotten_only]))
+    summaries = [item for item in conversation if item.meta.get("compact_summary")]
+    assert [item.text for item in summaries] == ["Read a.py; ls shows one file."] and summaries[0].role == "user"
+    assert conversation.header.meta["skipped"]["action/condensation"] == 1

@@ -32,9 +32,12 @@ action beside it).
   model as such). ``extras.metadata.exit_code`` goes to the result's facts.
 - ``finish`` is a call the recording never answers; it stays open, as every
   unanswered call does.
+- A ``condensation`` action with a ``summary`` is OpenHands' own compaction:
+  its summary is a user item marked ``meta["compact_summary"]`` (where the
+  condenser put it in the history the model saw next).
 
 Bookkeeping (``recall``, agent state changes, ``null`` observations,
-condensation actions, actions a person ran in the terminal and what they
+condensation requests and condensations without a summary, actions a person ran in the terminal and what they
 answered, any other observation that answers no call) is counted in
 ``meta["skipped"]``; an event that is neither an action nor an observation
 in ``meta["unknown_records"]``. Timestamps are ISO without zone, read as UTC.
@@ -45,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..conversation import Block, Conversation, Image, JSONObject, JSONValue, ToolCall
+from ..conversation import Block, Conversation, Image, JSONObject, JSONValue, Text, ToolCall
 from ..errors import SessionFormatError
 from ._common import (
     ConversationBuilder,
@@ -179,6 +182,8 @@ class _Trajectory:
             self._system(args, where, timestamp)
         elif name == "message":
             self._message(event, args, origin, where, timestamp)
+        elif name == "condensation" and _string(args.get("summary")):
+            self.builder.add_user([Text(str(args["summary"]))], timestamp, {"compact_summary": True})
         elif name in BOOKKEEPING_ACTIONS or origin not in ("agent", None):
             self.builder.skip(f"action/{name}" if name in BOOKKEEPING_ACTIONS else f"action/{name} by {origin}")
         else:
