@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from contextfold.adapters.recorded import genai_parts
 from contextfold.conversation import Thinking, ToolCall
 from contextfold.errors import SessionFormatError
 from contextfold.importers import detect, load
@@ -45,7 +46,7 @@ MESSAGES: list[dict[str, Any]] = [
      "tokens": {"input": 1200, "output": 30, "cached": 800, "thoughts": 12, "tool": 0, "total": 1242},
      "model": "gemini-2.5-pro", "toolCalls": [READ, SHELL]},
     {"id": "m4", "timestamp": at(6), "type": "gemini", "content": "", "toolCalls": [CANCELLED]},
-    {"id": "m5", "timestamp": at(7), "type": "user", "content": [{"text": "Stop."}]},
+    {"id": "m5", "timestamp": at(7), "type": "user", "content": [{"text": "Stop."}, "Now."]},
     {"id": "m6", "timestamp": at(8), "type": "error", "content": "[API Error: quota]"},
 ]
 SESSION = {"sessionId": "6f1e-77", "projectHash": "ab12", "startTime": at(0), "lastUpdated": at(8),
@@ -72,7 +73,7 @@ def test_a_saved_chat_pairs_each_call_with_the_result_it_carries(tmp_path: Path)
     assert "x = 1" in read.text and not read.is_error and shell.is_error and "1 failed" in shell.text
     assert conversation[3].meta["facts"] == {"status": "error"}
     assert conversation[4].tool_calls == (ToolCall("replace-3", "replace", {"file_path": "/w/a.py"}),)  # stays open
-    assert conversation[5].text == "Stop."
+    assert [block.text for block in conversation[5].blocks] == ["Stop.", "Now."]
     meta = conversation.header.meta
     assert meta["session_id"] == "6f1e-77" and meta["project_hash"] == "ab12"
     assert meta["skipped"] == {"message/error": 1, "message/info": 1}
@@ -134,3 +135,14 @@ def test_other_formats_keep_their_files(tmp_path: Path) -> None:
     claude = [{"type": "user", "uuid": "u1", "timestamp": at(0), "sessionId": "s",
                "message": {"role": "user", "content": "hi"}}]
     assert detect(write(tmp_path, "claude.jsonl", claude)) == "claude-code"
+
+
+def test_only_geminis_own_names_are_put_in_snake_case() -> None:
+    recorded = [{"functionResponse": {"id": "c1", "name": "read", "response": {"fileText": "x", "isBinary": False}},
+                 "thoughtSignature": "sig"}, {"inlineData": {"mimeType": "image/png", "data": "iVBOR"}}, "plain"]
+    assert genai_parts(recorded) == [
+        {"function_response": {"id": "c1", "name": "read", "response": {"fileText": "x", "isBinary": False}},
+         "thought_signature": "sig"},
+        {"inline_data": {"mime_type": "image/png", "data": "iVBOR"}},
+        {"text": "plain"},
+    ]

@@ -134,8 +134,9 @@ def genai_parts(parts: Iterable[object]) -> list[object]:
     Gemini CLI records) in the snake_case form google-genai dumps to, which the Gemini adapter reads.
 
     Only the names Gemini gives are renamed: a part's fields and the fields of the objects in it; what they
-    carry (a call's ``args``, a function's ``response``) is the caller's data and stays as it was."""
-    return [_snake_keys(part, depth=2) for part in parts]
+    carry (a call's ``args``, a function's ``response``) is the caller's data and stays as it was. A bare
+    string is a text part, as the SDKs take one."""
+    return [{"text": part} if isinstance(part, str) else _snake_keys(part, depth=2) for part in parts]
 
 
 def _snake_keys(value: object, depth: int) -> object:
