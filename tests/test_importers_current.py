@@ -519,6 +519,7 @@ def test_codex_rollout_provider_compaction_is_a_summary_boundary_not_a_refusal(t
     """``/responses/compact`` leaves ``message`` empty: the encrypted ``compaction`` item it kept is the summary."""
     remote = rollout("compacted", {"message": "", "replacement_history": [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
+        {"type": "function_call_output", "call_id": "dropped-by-codex", "output": "?"},  # its call is not in the file
         {"type": "compaction", "encrypted_content": "gAAAAB-summary"},
     ]})
     bare = rollout("compacted", {"window_number": 2})  # no text, no history: counted, not refused
@@ -529,6 +530,7 @@ def test_codex_rollout_provider_compaction_is_a_summary_boundary_not_a_refusal(t
     assert summaries[0].blocks[0].native == {"type": "compaction", "encrypted_content": "gAAAAB-summary"}
     assert [item.text for item in conversation if item.role == "user"][-2:] == ["Continue.", "Again."]
     assert conversation.header.meta["skipped"]["compacted/without summary"] == 1
+    assert conversation.header.meta["skipped"]["compacted/replacement item not read"] == 1
     assert paired(conversation) == (5, 5)
     with pytest.raises(SessionFormatError) as error:
         load(write(tmp_path, "bad.jsonl", [SESSION_META, rollout("compacted", {"message": ["x"]})]))

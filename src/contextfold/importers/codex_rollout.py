@@ -64,6 +64,7 @@ from typing import Any
 
 from ..adapters.openai_responses.wire import ITEM_TYPES
 from ..conversation import Conversation, Item, JSONObject, Summary, Text, ToolCall
+from ..errors import SessionFormatError
 from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, read_wire, unix_time
 from .codex_exec import codex_usage
 
@@ -193,13 +194,25 @@ class _Rollout:
         kept = compacted.get("replacement_history") or []
         if not isinstance(kept, list):
             raise self.source.error(f"{where}.replacement_history", f"expected a list, found a {type(kept).__name__}")
-        summaries = [item for index, entry in enumerate(kept)
-                     for item in read_wire(self.builder, RESPONSES, [entry], f"{where}.replacement_history[{index}]")
-                     if any(isinstance(block, Summary) for block in item.blocks)]
+        summaries = self._summaries_in(kept, f"{where}.replacement_history")
         for item in summaries:  # the rest of the history it kept (the person's messages) is in the file already
             self.builder.add_item(item, where, timestamp, {"compact_summary": True})
         if not summaries:
             self.builder.skip("compacted/without summary")
+
+    def _summaries_in(self, kept: list[Any], where: str) -> list[Item]:
+        """The items of a compaction's replacement history that hold its summary. The history is read only to
+        find it: an entry the adapter cannot take there (an output of a call this file never recorded) is
+        counted in ``skipped``, not a reason to refuse the file."""
+        summaries = []
+        for index, entry in enumerate(kept):
+            try:
+                items = read_wire(self.builder, RESPONSES, [entry], f"{where}[{index}]")
+            except SessionFormatError:
+                self.builder.skip("compacted/replacement item not read")
+                continue
+            summaries += [item for item in items if any(isinstance(block, Summary) for block in item.blocks)]
+        return summaries
 
     def _event(self, event: Mapping[str, Any], where: str) -> None:
         kind = kind_of(self.source, event, "type", where) or "(no type)"
