@@ -184,3 +184,19 @@ def test_a_condensation_with_a_summary_is_a_summary_boundary(tmp_path: Path) -> 
     summaries = [item for item in conversation if item.meta.get("compact_summary")]
     assert [item.text for item in summaries] == ["Read a.py; ls shows one file."] and summaries[0].role == "user"
     assert conversation.header.meta["skipped"]["action/condensation"] == 1
+
+
+def test_json_lines_of_events_without_causes_pair_by_kind_in_file_order(tmp_path: Path) -> None:
+    events = [
+        {"action": "message", "args": {"content": "Fix it"}, "source": "user"},
+        {"action": "run", "args": {"command": "pytest", "thought": "Reproduce."}, "source": "agent"},
+        {"observation": "agent_state_changed", "content": "", "extras": {"agent_state": "running"}},
+        {"observation": "run", "content": "1 failed", "extras": {"exit_code": 1}, "source": "agent"},
+        {"observation": "run", "content": "a stray second output", "extras": {}},
+    ]
+    path = write(tmp_path, "events.jsonl", events)
+    assert detect(path) == "openhands-legacy"
+    (conversation,) = load(path)
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result"]
+    assert conversation[2].tool_result.text == "1 failed" and conversation[2].meta["facts"]["exit_code"] == 1
+    assert conversation.header.meta["skipped"] == {"observation/agent_state_changed": 1, "observation/run": 1}

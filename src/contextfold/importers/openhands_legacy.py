@@ -7,7 +7,8 @@ plus either an ``action`` (``run``, ``read``, ``edit``, ``message``,
 ``read``, ``edit``, ``error``...) with its ``content``, ``extras`` and
 ``cause`` (the id of the action it answers). Three layouts hold them:
 
-- a bare JSON array of events (the UI's trajectory export);
+- a bare JSON array of events (the UI's trajectory export), or JSON Lines of
+  them, one event a line;
 - a JSON object with a ``history`` list (one evaluation instance);
 - JSON Lines, one evaluation instance a line (``output.jsonl``): one
   conversation per line, ``meta["instance_id"]`` naming it.
@@ -27,7 +28,9 @@ action beside it).
   its arguments are the action's ``args``. ``args.thought`` is the text the
   model wrote before the call.
 - An observation is the result of the call its ``cause`` (or its
-  ``tool_call_id``) names; an ``error`` observation is an error result, and
+  ``tool_call_id``) names; one that names neither (a pair's, or a log that
+  records no causes) answers the latest call when it is of that call's kind
+  (``run`` after ``run``) or its pair. An ``error`` observation is an error result, and
   an ``error`` that answers no call is a user item (OpenHands shows it to the
   model as such). ``extras.metadata.exit_code`` goes to the result's facts.
 - ``finish`` is a call the recording never answers; it stays open, as every
@@ -74,11 +77,14 @@ OPENAI = "openai"
 
 
 def matches(source: Source) -> bool:
-    """Events (an ``action`` with ``args`` or an ``observation`` with ``content``), bare or in a ``history``."""
+    """Events (an ``action`` with ``args`` or an ``observation`` with ``content``): an array of them, one a line,
+    or a ``history`` of them."""
     doc = source.document
     if isinstance(doc, list):
         return bool(doc) and _is_event(doc[0])
     record = doc if isinstance(doc, dict) else source.first_record if doc is None else None
+    if record is not None and doc is None and _is_event(record):
+        return True
     history = record.get("history") if isinstance(record, dict) else None
     if not isinstance(history, list) or not history:
         return False
@@ -102,6 +108,9 @@ def load(source: Source) -> list[Conversation]:
     if doc is not None:
         instance = source.require_document(dict)
         return [_instance(source, instance, "$", 0)]
+    if source.first_record is not None and _is_event(source.first_record):
+        lines = ((f"line {number}", record, False) for number, record in source.records())
+        return [_Trajectory(source, f"{source.name}:0", {}).run(lines)]
     return [_instance(source, record, f"line {number}", index) for index, (number, record) in
             enumerate(source.records())]
 
@@ -148,7 +157,8 @@ class _Trajectory:
         self.builder = ConversationBuilder(source, key, {"format": FORMAT, **meta})
         self.calls: dict[int | str, str] = {}  # event id of an action -> the id of its call
         self.seen: set[int | str] = set()  # every event id so far
-        self.last_call: str | None = None  # for a pair's observation, which names no cause
+        self.last_call: tuple[str, str] | None = None  # the latest call and its action, for an observation that
+        # names no cause (a pair's, or one of the same kind right after it in a log that records no causes)
 
     def run(self, events: Iterator[Event]) -> Conversation:
         for where, event, second_of_pair in events:
@@ -212,6 +222,7 @@ class _Trajectory:
             self.builder.add_assistant(blocks, where, timestamp)
 
     def _call(self, event: JSONObject, name: str, args: JSONObject, where: str, timestamp: float | None) -> None:
+        action = name
         metadata = event.get("tool_call_metadata")
         event_id = self._event_id(event, "id", where)
         key = event_id if event_id is not None else where
@@ -232,7 +243,8 @@ class _Trajectory:
         thought = args.get("thought")
         blocks = [*text_blocks(thought if isinstance(thought, str) else None), call]
         self.builder.add_assistant(blocks, where, timestamp, meta, response_id=response_id)
-        self.calls[key] = self.last_call = self.builder.open_calls()[-1]
+        self.calls[key] = self.builder.open_calls()[-1]
+        self.last_call = (self.calls[key], action)
 
     def _recorded_call(
         self, response: object, call_id: str, where: str
@@ -258,7 +270,7 @@ class _Trajectory:
         content = event.get("content", "")
         if not isinstance(content, str):
             raise self.source.error(f"{where}.content", f"expected a string, found a {type(content).__name__}")
-        call_id = self._answered_call(event, where, second_of_pair)
+        call_id = self._answered_call(event, name, where, second_of_pair)
         if call_id is not None and call_id in self.builder.open_calls():
             facts = {"observation": name, **_exit_code(event)}
             self.builder.add_result(call_id, content, where, True if name == "error" else None, timestamp, facts)
@@ -267,9 +279,10 @@ class _Trajectory:
         else:
             self.builder.skip(f"observation/{name}")
 
-    def _answered_call(self, event: JSONObject, where: str, second_of_pair: bool) -> str | None:
-        """The call an observation answers: by its ``cause``, its ``tool_call_id``, or (in a pair) the action
-        beside it; an id no earlier event has is a broken file."""
+    def _answered_call(self, event: JSONObject, name: str, where: str, second_of_pair: bool) -> str | None:
+        """The call an observation answers: by its ``cause``, its ``tool_call_id``, or else the latest call when
+        the observation is its pair's or of its kind (``run`` after ``run``); an id no earlier event has is a
+        broken file."""
         cause = self._event_id(event, "cause", where)
         if cause is not None:
             if cause not in self.seen:
@@ -278,7 +291,10 @@ class _Trajectory:
         metadata = event.get("tool_call_metadata")
         if isinstance(metadata, Mapping) and isinstance(metadata.get("tool_call_id"), str):
             return str(metadata["tool_call_id"])
-        return self.last_call if second_of_pair else None
+        if self.last_call is None:
+            return None
+        call_id, action = self.last_call
+        return call_id if second_of_pair or action == name else None
 
 
 def _string(value: object) -> str | None:
