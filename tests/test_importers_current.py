@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from contextfold.cli import cli
-from contextfold.conversation import Conversation, Text, Thinking, ToolCall, ToolResult
+from contextfold.conversation import Conversation, Summary, Text, Thinking, ToolCall, ToolResult
 from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import detect, load
 
@@ -513,3 +513,25 @@ def test_claude_code_message_sent_mid_turn_is_read_after_the_rounds_results(tmp_
     assert first.text == "also check b.py" and first.meta["queued"] is True and first.meta["prompt_origin"] == "human"
     assert second.meta["prompt_origin"] == "task-notification"
     assert "skipped" not in conversation.header.meta
+
+
+def test_codex_rollout_provider_compaction_is_a_summary_boundary_not_a_refusal(tmp_path: Path) -> None:
+    """``/responses/compact`` leaves ``message`` empty: the encrypted ``compaction`` item it kept is the summary."""
+    remote = rollout("compacted", {"message": "", "replacement_history": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
+        {"type": "function_call_output", "call_id": "dropped-by-codex", "output": "?"},  # its call is not in the file
+        {"type": "compaction", "encrypted_content": "gAAAAB-summary"},
+    ]})
+    bare = rollout("compacted", {"window_number": 2})  # no text, no history: counted, not refused
+    records = [*CODEX_RECORDS[:-2], remote, message("user", "Continue."), bare, message("user", "Again.")]
+    (conversation,) = load(write(tmp_path, "r.jsonl", records))
+    summaries = [item for item in conversation if item.meta.get("compact_summary")]
+    assert len(summaries) == 1 and isinstance(summaries[0].blocks[0], Summary)
+    assert summaries[0].blocks[0].native == {"type": "compaction", "encrypted_content": "gAAAAB-summary"}
+    assert [item.text for item in conversation if item.role == "user"][-2:] == ["Continue.", "Again."]
+    assert conversation.header.meta["skipped"]["compacted/without summary"] == 1
+    assert conversation.header.meta["skipped"]["compacted/replacement item not read"] == 1
+    assert paired(conversation) == (5, 5)
+    with pytest.raises(SessionFormatError) as error:
+        load(write(tmp_path, "bad.jsonl", [SESSION_META, rollout("compacted", {"message": ["x"]})]))
+    assert error.value.location == "line 2.payload.message"

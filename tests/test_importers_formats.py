@@ -33,14 +33,17 @@ def call(call_id: str, command: str) -> dict[str, Any]:
     }
 
 
-def test_formats_lists_the_thirteen_names() -> None:
+def test_formats_lists_every_name() -> None:
     assert set(FORMATS) == {
         "contextfold-session-1",
         "mini-swe-agent",
         "swe-agent",
         "moatless",
         "openhands",
+        "openhands-legacy",
         "tau-bench",
+        "gemini-cli",
+        "goose",
         "chat-messages",
         "claude-code",
         "claude-stream-json",

@@ -29,6 +29,10 @@ ALLOWED = {
         "OpenHands events name their own fields tool_call_id and reasoning_content; "
         "the recording format's keys, not a provider message"
     ),
+    "importers/openhands_legacy.py": (
+        "OpenHands v0.x keeps its own tool_call_metadata.tool_call_id on actions and observations; the recording "
+        "format's key (the model's response kept beside it is read by the OpenAI adapter)"
+    ),
     "importers/codex_exec.py": "Codex's own turn.completed event reports input_tokens/cached_input_tokens",
     "importers/_common.py": (
         "tool definitions as agents record them (bare names, OpenAI function objects or flat dicts with "

@@ -8,12 +8,14 @@ items such as ``function_call`` and ``input_text`` parts). Telling them apart
 and mending the liberties recorders take with a shape is knowledge of the wire
 formats, so it lives here beside their adapters; the importer that reads such
 logs (:mod:`contextfold.importers.chat_messages`) only reads the layout around
-the messages.
+the messages. Gemini parts recorded in the REST API's camelCase (Gemini CLI's
+chats) are put in the form the Gemini adapter reads here too (:func:`genai_parts`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -122,3 +124,23 @@ def shape_of(messages: Iterable[object]) -> Shape:
             if kind in OPENAI_PARTS:
                 return CHAT
     return CHAT
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def genai_parts(parts: Iterable[object]) -> list[object]:
+    """Gemini parts as the REST API's JSON has them (camelCase: ``functionCall``, ``inlineData.mimeType``, what
+    Gemini CLI records) in the snake_case form google-genai dumps to, which the Gemini adapter reads.
+
+    Only the names Gemini gives are renamed: a part's fields and the fields of the objects in it; what they
+    carry (a call's ``args``, a function's ``response``) is the caller's data and stays as it was. A bare
+    string is a text part, as the SDKs take one."""
+    return [{"text": part} if isinstance(part, str) else _snake_keys(part, depth=2) for part in parts]
+
+
+def _snake_keys(value: object, depth: int) -> object:
+    if not isinstance(value, Mapping) or depth == 0:
+        return value
+    return {_CAMEL.sub(r"_\1", key).lower() if isinstance(key, str) else key: _snake_keys(item, depth - 1)
+            for key, item in value.items()}

@@ -32,7 +32,11 @@ Each line is ``{timestamp, type, payload}``, ``type`` one of
   model goes to the assistant items' ``meta["model"]``.
 - ``compacted``: a compaction; its summary is a user item marked
   ``meta["compact_summary"]`` (what Codex puts in the place of the history it
-  dropped).
+  dropped). A compaction made by the provider (``/responses/compact``) has no
+  summary text: its ``replacement_history`` holds the provider's ``compaction``
+  item (encrypted), read by the Responses adapter as a Summary, which is that
+  marked item; the rest of that history (the person's messages, kept) is in
+  the file already.
 
 Rollouts written before the envelope existed (Codex CLI of mid 2025) open
 with a bare header (``{id, timestamp, instructions, git}``, read as the
@@ -59,7 +63,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..adapters.openai_responses.wire import ITEM_TYPES
-from ..conversation import Conversation, Item, JSONObject, Text, ToolCall
+from ..conversation import Conversation, Item, JSONObject, Summary, Text, ToolCall
+from ..errors import SessionFormatError
 from ._common import ConversationBuilder, Source, call_arguments, field_of, kind_of, read_wire, unix_time
 from .codex_exec import codex_usage
 
@@ -178,10 +183,36 @@ class _Rollout:
         self.builder.skip("turn_context")
 
     def _compacted(self, compacted: JSONObject, where: str, timestamp: float | None) -> None:
-        summary = field_of(self.source, compacted, "message", str, where)
+        summary = compacted.get("message")
+        if summary is not None and not isinstance(summary, str):
+            raise self.source.error(f"{where}.message", f"expected a string, found a {type(summary).__name__}")
         self._flush()
         self._end_response()
-        self.builder.add_user([Text(summary)], timestamp, {"compact_summary": True})
+        if summary:
+            self.builder.add_user([Text(summary)], timestamp, {"compact_summary": True})
+            return
+        kept = compacted.get("replacement_history") or []
+        if not isinstance(kept, list):
+            raise self.source.error(f"{where}.replacement_history", f"expected a list, found a {type(kept).__name__}")
+        summaries = self._summaries_in(kept, f"{where}.replacement_history")
+        for item in summaries:  # the rest of the history it kept (the person's messages) is in the file already
+            self.builder.add_item(item, where, timestamp, {"compact_summary": True})
+        if not summaries:
+            self.builder.skip("compacted/without summary")
+
+    def _summaries_in(self, kept: list[Any], where: str) -> list[Item]:
+        """The items of a compaction's replacement history that hold its summary. The history is read only to
+        find it: an entry the adapter cannot take there (an output of a call this file never recorded) is
+        counted in ``skipped``, not a reason to refuse the file."""
+        summaries = []
+        for index, entry in enumerate(kept):
+            try:
+                items = read_wire(self.builder, RESPONSES, [entry], f"{where}[{index}]")
+            except SessionFormatError:
+                self.builder.skip("compacted/replacement item not read")
+                continue
+            summaries += [item for item in items if any(isinstance(block, Summary) for block in item.blocks)]
+        return summaries
 
     def _event(self, event: Mapping[str, Any], where: str) -> None:
         kind = kind_of(self.source, event, "type", where) or "(no type)"
