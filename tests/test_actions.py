@@ -295,3 +295,12 @@ def test_a_call_the_person_interrupted_failed_by_the_interrupt_unless_it_reporte
     assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
     text = "[Request interrupted by user for tool use]\nsrc/a.py:3: error: Name 'x' is not defined\nFound 1 error"
     assert failure_line(text, True, COMMAND) == "src/a.py:3: error: Name 'x' is not defined"
+
+
+def test_a_tool_refusal_is_named_by_its_message_not_the_arguments_it_quotes() -> None:
+    """Claude Code's ``<tool_use_error>`` for an Edit whose old text is not in the file opens with its message and then
+    quotes the old text: its last line (file text under the closing tag) is no failure line."""
+    text = ("<tool_use_error>String to replace not found in file.\nString: # 5. Copy build artifacts\n"
+            "Write-Error \"Copying failed\"\n\n# 6. Commit and push</tool_use_error>")
+    assert failure_line(text, True, EDIT) == "String to replace not found in file."
+    assert failure_line("<tool_use_error>File does not exist.</tool_use_error>", True, EDIT) == "File does not exist."

@@ -451,6 +451,9 @@ def no_match(command: str, text: str) -> bool:
 
 _INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
 """Claude Code's notice opening the output of a call the person interrupted."""
+_TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>[ \t]*(?P<message>[^\n]*?)[ \t]*(?:</tool_use_error>|\n|$)")
+"""Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
+block's first line; the lines after it quote the call's own arguments (``String: …``), file text, not the failure."""
 _REMEMBERED_CHARS = 32_768
 EXIT_FAILURE_ENDED = "; its output ended: "
 """Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
@@ -465,10 +468,15 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     ended: === Step 2 ===``. A message its source flagged as an error is
     named by its last line that is not framing (``<output>``) nor a warning
     (:data:`WARNING_LINE`: git's notes on line endings printed after Claude
-    Code's "[Request interrupted by user for tool use]").
+    Code's "[Request interrupted by user for tool use]"). A tool's refusal
+    (Claude Code's ``<tool_use_error>``) is named by its message, its first line:
+    the rest quotes the call's arguments (:data:`_TOOL_USE_ERROR`).
     """
     if not failed(text, is_error, kind):
         return None
+    refused = _TOOL_USE_ERROR.match(text) if "<tool_use_error>" in text[:40] else None
+    if refused is not None and refused.group("message"):
+        return refused.group("message")
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
