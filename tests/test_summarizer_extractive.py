@@ -972,3 +972,27 @@ def test_clearing_quotes_no_error_from_the_file_an_edit_tool_showed_back() -> No
                         "of the edited file:\n    29→  // Only accept POST\n    30→  if (req.method !== 'POST') {\n"
                         "    31→    return res.status(405).json({ error: 'Method not allowed' });"))
     assert last_error(c.items) is None
+
+
+def test_a_request_the_person_made_after_an_open_error_is_the_next_step_and_the_error_stays_open() -> None:
+    """A build fails on a missing plugin; the person then asks something else and the agent works on that: the next
+    step is their latest request that says something ("sure" goes on with it), not the older error, which is still
+    listed as open. An error after their request is the next step again."""
+    c = Conversation([user("Add the dark mode toggle to the settings page.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm run build"})]))
+    c.append(tool("b1", "Exit code 1\nError: Cannot find module 'vite-plugin-svgr'", True))
+    c.append(assistant("The build needs vite-plugin-svgr, which is not installed.", []))
+    c.append(user("how do i test it? by starting the web server?"))
+    c.append(assistant("Yes, shall I start it?", []))
+    c.append(user("sure"))
+    c.append(assistant("", [ToolCall("s1", "Bash", {"command": "npm run dev &"})]))
+    c.append(tool("s1", "VITE v5.0.0  ready in 300 ms"))
+    text, _ = summarize(c.items)
+    step = text.split("## 9. Optional Next Step", 1)[1]
+    assert "how do i test it? by starting the web server?" in step
+    assert "Resolve the last error" not in step
+    assert "Error: Cannot find module 'vite-plugin-svgr'" in text.split("## 9.")[0]  # still listed, as open
+    c.append(assistant("", [ToolCall("b2", "Bash", {"command": "npm run preview"})]))
+    c.append(tool("b2", "Exit code 1\nError: listen EADDRINUSE: address already in use :::4173", True))
+    text, _ = summarize(c.items)
+    assert "Resolve the last error, from `$ npm run preview`" in text.split("## 9. Optional Next Step", 1)[1]

@@ -136,6 +136,8 @@ class Facts:
     # announced ("Let me check…") is done, not next
     said_since_error: bool = False  # the assistant wrote to the user after the last failed call: it has read that
     # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
+    asked_since_error: bool = False  # a message of the person's came after the last failed call: their request,
+    # not that failure, is what the work turned to
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -215,6 +217,10 @@ class Facts:
             self.said_since_error = earlier.said_since_error
         elif earlier.user_messages:
             self.user_spoke_last = True
+        if earlier.errors:
+            self.asked_since_error = earlier.asked_since_error
+        elif earlier.user_messages:
+            self.asked_since_error = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
@@ -303,6 +309,7 @@ class Facts:
         """A message of the person's, the first one being the task."""
         self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
+        self.asked_since_error = True
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
@@ -494,6 +501,7 @@ class Facts:
         ))
         self.errors_total += 1
         self.said_since_error = False
+        self.asked_since_error = False
 
     def _resolve(self, action: Action, tool: str) -> None:
         """Mark the open errors this successful action resolves: a re-run of the command, a change to a file

@@ -136,6 +136,7 @@ _FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to
 let me…" says it with "let me")."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
 _SAID_LAST = "As the assistant said last: "
+_LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -384,8 +385,7 @@ class _Layout:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
-        # a bare "continue" or "yes" goes on with the request before it: the latest that says something is kept too
-        asking = next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
+        asking = _asking(messages)
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
             latest = number in (len(messages), asking)
@@ -438,6 +438,12 @@ class _Layout:
         return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
 
 
+def _asking(messages: Sequence[str]) -> int:
+    """The number (1-based) of the person's latest message that says something, past the first: a bare "continue"
+    or "yes" goes on with the request before it, which is kept like the latest too."""
+    return next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
+
+
 def _says_something(message: str) -> bool:
     """Whether a message has a line that says something (:func:`~contextfold.reading.says_something`): "continue"
     and "yes" do not."""
@@ -486,7 +492,9 @@ def _without_plan(facts: Facts) -> str:
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
     plan stated, an open error (unless the agent ended its turn with words written after it: it read the failure
-    and reported where the work stands, "all done", and the failure is no step it was heading to). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
+    and reported where the work stands, "all done", and the failure is no step it was heading to; or unless the
+    person asked something since: their latest request, which the agent was working on, outranks an older error,
+    which stays listed open in section 4). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
@@ -506,6 +514,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
     if last is not None and last.resolved is None and not reported_since:
+        if facts.asked_since_error and facts.user_messages:  # the person asked on since: the work turned to that
+            return _LATEST_REQUEST, facts.user_messages[_asking(facts.user_messages) - 1]
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 
