@@ -1017,3 +1017,24 @@ def test_a_failed_chain_of_package_scripts_is_resolved_by_a_later_command_that_r
     text, state = summarize(c.items)
     assert state["errors"][-1]["resolved"] == "a later run of `npm run check && echo \"ok\"` ran its scripts and succeeded"
     assert "Last error (unresolved)" not in text
+
+
+def test_a_path_not_there_is_resolved_when_the_agent_finds_it_elsewhere_or_in_another_letter_case() -> None:
+    """A Glob in a folder that is not there, then ``find``, then a Glob in the real folder of that name; a Read of
+    ``bgp-red-team.md`` that does not exist, then of ``BGP-RED-TEAM.md``: neither error is open any more."""
+    c = Conversation([user("Compare our ai.md for web-terminal with their AI.md, then fix bgp-red-team.md.")])
+    c.append(assistant("", [ToolCall("g1", "Glob", {"pattern": "**/*AI.md*", "path": "/Users/n/Projects/web-terminal"})]))
+    c.append(tool("g1", "<tool_use_error>Directory does not exist: /Users/n/Projects/web-terminal</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("f1", "Bash", {"command": "find /Users/n -maxdepth 4 -type d -name web-terminal"})]))
+    c.append(tool("f1", "/Users/n/Documents/github/web-terminal"))
+    c.append(assistant("", [ToolCall("g2", "Glob", {"pattern": "**/*AI.md*", "path": "/Users/n/Documents/github/web-terminal"})]))
+    c.append(tool("g2", "/Users/n/Documents/github/web-terminal/AI.md"))
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": "/home/u/agents/bgp-red-team.md"})]))
+    c.append(tool("r1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("r2", "Read", {"file_path": "/home/u/agents/BGP-RED-TEAM.md"})]))
+    c.append(tool("r2", "     1→---\n     2→name: bgp-red-team"))
+    _, state = summarize(c.items)
+    assert [e["resolved"] for e in state["errors"]] == [
+        "it was found at /Users/n/Documents/github/web-terminal",
+        "the file was found and read at /home/u/agents/BGP-RED-TEAM.md",
+    ]

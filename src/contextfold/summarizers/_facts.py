@@ -34,6 +34,7 @@ from ..actions import (
     EDIT,
     OTHER,
     READ,
+    SEARCH,
     TODO,
     Action,
     call_actions,
@@ -103,6 +104,9 @@ _CHANGES: Key[dict[str, str | None]] = Key("changes")
 """What each edit call of an assistant item changed, by call id."""
 _ERRORS: Key[dict[str, _ErrorRead]] = Key("errors")
 """What an output's error reads as, by the kind of action that failed."""
+_LOCATING = (READ, SEARCH)
+"""What a call that looks for a path does: its failure may be that the path is not there, and a later success at a
+path of the same name is where it is."""
 _Pending = tuple[ToolCall, Action, "Item | None"]
 """A call waiting for its result: the call, what it does, and the item that made it (None: not in the span)."""
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
@@ -508,13 +512,15 @@ class Facts:
         """Mark the open errors this successful action resolves: a re-run of the command, a command whose ``output``
         shows it ran each package script a failed one ran (``npm run check`` after ``npm run lint && npm run
         format:check`` failed), a change to a file
-        involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
-        Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
-        not about files or commands) that worked."""
+        involved, a read or search of a path of the name a failed read or search looked for, in any letter case (the
+        agent found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in
+        a folder that is not there, then ``find``, then a Glob in the real one), or a later call of the same tool (one
+        that is not about files or commands) that worked."""
         signature = action.signature
         words = frozenset(signature)
-        may_touch = bool(action.paths) and action.kind in (EDIT, READ)
-        names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
+        locates = action.kind in _LOCATING
+        may_touch = bool(action.paths) and (locates or action.kind == EDIT)
+        names = frozenset(_last_component(p).casefold() for p in action.paths) if may_touch else frozenset()
         # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
         running = _test_selection(action.command) if action.command and any(
             e.tests is not None and e.resolved is None for e in self.errors) else None
@@ -535,15 +541,16 @@ class Facts:
             if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
                 continue
-            if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
-                continue  # only an edit, or a successful re-read of what failed to read, resolves by file
+            if not may_touch or (locates and error.kind not in _LOCATING) or names.isdisjoint(error.names):
+                continue  # only an edit, or a successful re-read or search of what failed to, resolves by file
             touched = [p for p in action.paths if any(_same_file(p, q) for q in error.paths)]
             if touched:
-                verb = "edited" if action.kind == EDIT else "read successfully"
+                verb = {EDIT: "edited", READ: "read successfully"}.get(action.kind, "searched successfully")
                 error.resolved = f"{touched[0]} was {verb} afterwards"
-            elif action.kind == READ and error.kind == READ:  # a read of a path that was not there: found elsewhere
-                found = next(p for p in action.paths if _last_component(p) in error.names)
-                error.resolved = f"the file was found and read at {found}"
+            elif locates:  # a read or search of a path that was not there: found elsewhere
+                found = next(p for p in action.paths if _last_component(p).casefold() in error.names)
+                error.resolved = f"the file was found and read at {found}" if action.kind == READ == error.kind \
+                    else f"it was found at {found}"
 
     def _record_call(self, call: ToolCall, result: str, *, ok: bool) -> None:
         """A call of a tool that is not about files or commands: the call itself, the pages, what it returned."""
