@@ -1038,3 +1038,22 @@ def test_a_path_not_there_is_resolved_when_the_agent_finds_it_elsewhere_or_in_an
         "it was found at /Users/n/Documents/github/web-terminal",
         "the file was found and read at /home/u/agents/BGP-RED-TEAM.md",
     ]
+
+
+def test_the_latest_request_keeps_its_opening_when_the_requests_have_no_room_for_every_head() -> None:
+    """A small summary of a session of long slash-command templates: older requests show as the room allows, the
+    latest keeps the lines that say what it asks (its first lines that say something), not a cut of its first."""
+    template = ("<objective>\n{what} using parallel agents to produce structured documents.\n\n"
+                "This command spawns several agents that each look at one part of the project.\n"
+                "Output: a folder with the documents, one per part of the project.\n<process>\n" +
+                "\n".join(f"Step {n}: read the files of part {n} and write down what each of them does." for n in range(40)) +
+                "\n</process>")
+    c = Conversation([user(template.format(what="Show the command reference"))])
+    for what in ("Initialize a new project", "Create a roadmap of the phases", "Analyze the existing codebase"):
+        c.append(assistant("Working on it.", []))
+        c.append(user(template.format(what=what)))
+    text, _ = summarize(c.items, target=300)
+    latest = text.split("## 6. All user messages", 1)[1]
+    assert "Analyze the existing codebase using parallel agents to produce structured documents." in latest
+    assert "This command spawns several agents that each look at one part of the project." in latest
+    assert "Output: a folder with the documents, one per part of the project." in latest

@@ -95,6 +95,7 @@ _FOCUS_BOOST = 2.0
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
+_MARKERS_TOKENS = 32  # the omission markers around a request's opening kept alone: a floor of its tokens only cut it
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _REPORT_FLOOR = 48
@@ -394,8 +395,11 @@ class _Layout:
                 _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
             part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             floors -= part.floor
-            if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
-                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ", shortener=shorten_message)
+            if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all; the
+                # latest keeps its opening (what it asks: a slash command's template says it in its first lines)
+                head = opening(messages[number - 1])[0]
+                floor = min(self.meter(head) + _MARKERS_TOKENS, _OPENING_FLOOR) if latest else 0
+                part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             later.append(part)
         return parts + later[::-1]
 
