@@ -1057,3 +1057,16 @@ def test_the_latest_request_keeps_its_opening_when_the_requests_have_no_room_for
     assert "Analyze the existing codebase using parallel agents to produce structured documents." in latest
     assert "This command spawns several agents that each look at one part of the project." in latest
     assert "Output: a folder with the documents, one per part of the project." in latest
+
+
+def test_a_read_of_a_folder_is_resolved_by_a_read_of_a_file_in_it() -> None:
+    """Claude Code's Read of a folder fails (EISDIR); the agent lists it and reads the files in it: that failure is
+    no open error any more."""
+    folder = "/Users/n/github/geyser/ExportBlock-Part-1"
+    c = Conversation([user("Add the context from the Notion export to ai.md.")])
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": folder})]))
+    c.append(tool("r1", "EISDIR: illegal operation on a directory, read", True))
+    c.append(assistant("", [ToolCall("r2", "Read", {"file_path": f"{folder}/Rollout Plan.html"})]))
+    c.append(tool("r2", "     1→<html><head><title>Rollout Plan</title>"))
+    _, state = summarize(c.items)
+    assert state["errors"][-1]["resolved"] == f"a path inside it was read afterwards: {folder}/Rollout Plan.html"

@@ -514,7 +514,8 @@ class Facts:
         format:check`` failed), a change to a file
         involved, a read or search of a path of the name a failed read or search looked for, in any letter case (the
         agent found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in
-        a folder that is not there, then ``find``, then a Glob in the real one), or a later call of the same tool (one
+        a folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
+        folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
         that is not about files or commands) that worked."""
         signature = action.signature
         words = frozenset(signature)
@@ -540,6 +541,11 @@ class Facts:
                 continue
             if action.command and running is not None and error.tests is not None and _covers(running, error.tests):
                 error.resolved = f"a later test run passed: `{_headline(action.command, 100)}`"
+                continue
+            inside = [p for p in action.paths if any(_within_folder(p, q) for q in error.paths)] \
+                if locates and error.kind == READ else []
+            if inside:  # a read of a folder (EISDIR), then of a file in it: what it was after
+                error.resolved = f"a path inside it was {'read' if action.kind == READ else 'searched'} afterwards: {inside[0]}"
                 continue
             if not may_touch or (locates and error.kind not in _LOCATING) or names.isdisjoint(error.names):
                 continue  # only an edit, or a successful re-read or search of what failed to, resolves by file
@@ -616,6 +622,11 @@ class Facts:
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
+
+
+def _within_folder(path: str, folder: str) -> bool:
+    """Whether ``path`` lies inside ``folder`` (``/a/b/c.md`` inside ``/a/b``)."""
+    return path.startswith(folder.rstrip("/") + "/")
 
 
 def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
