@@ -1070,3 +1070,15 @@ def test_a_read_of_a_folder_is_resolved_by_a_read_of_a_file_in_it() -> None:
     c.append(tool("r2", "     1→<html><head><title>Rollout Plan</title>"))
     _, state = summarize(c.items)
     assert state["errors"][-1]["resolved"] == f"a path inside it was read afterwards: {folder}/Rollout Plan.html"
+
+
+def test_a_plan_stated_as_a_heading_is_the_section_it_heads() -> None:
+    """The assistant's closing report puts what is left under "## Remaining": the next step is that section, not the
+    bare heading."""
+    c = Conversation([user("Write an ai.md for every repo of the system map.")])
+    c.append(assistant("## Done\n\n- ceremony\n- nanochat-deploy\n\n## Remaining\n\n- web-terminal-frontend-tests\n"
+                       "- team-skills\n\n---\n\nReady for the Notion content to compare with geyser's ai.md.", []))
+    text, _ = summarize(c.items)
+    step = text.split("## 9. Optional Next Step", 1)[1]
+    assert "## Remaining\n\n- web-terminal-frontend-tests\n- team-skills" in step
+    assert "Ready for the Notion" not in step

@@ -137,6 +137,9 @@ _FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to
 let me…" says it with "let me")."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
 _SAID_LAST = "As the assistant said last: "
+_HEADING = re.compile(r"#{1,6}\s")
+_RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+"""A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
 _LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
@@ -493,6 +496,16 @@ def _without_plan(facts: Facts) -> str:
     return f"{head.rstrip()}\n{tail.strip()}".strip()
 
 
+def _section_under(said: str, sentence: str) -> str:
+    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining"), the section it heads in
+    ``said``: the heading names no step, the lines under it (up to the next heading or rule) are the plan."""
+    if not _HEADING.match(sentence):
+        return sentence
+    lines = said[said.rfind(sentence):].split("\n")
+    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)), len(lines))
+    return "\n".join(lines[:end]).strip()
+
+
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
     plan stated, an open error (unless the agent ended its turn with words written after it: it read the failure
@@ -514,7 +527,7 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
-        return _SAID_LAST, stated[-1]
+        return _SAID_LAST, _section_under(facts.last_assistant or "", stated[-1])
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
     if last is not None and last.resolved is None and not reported_since:
