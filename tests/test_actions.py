@@ -304,3 +304,13 @@ def test_a_tool_refusal_is_named_by_its_message_not_the_arguments_it_quotes() ->
             "Write-Error \"Copying failed\"\n\n# 6. Commit and push</tool_use_error>")
     assert failure_line(text, True, EDIT) == "String to replace not found in file."
     assert failure_line("<tool_use_error>File does not exist.</tool_use_error>", True, EDIT) == "File does not exist."
+
+
+def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:
+    text = ("npm error code ERESOLVE\nnpm error ERESOLVE unable to resolve dependency tree\nnpm error\n"
+            "npm error While resolving: app@0.1.0\nnpm error Found: eslint@9.38.0\nnpm error\n"
+            "npm error For a full report see:\nnpm error /home/u/.npm/_logs/2025-10-30-eresolve-report.txt\n"
+            "npm error A complete log of this run can be found in: /home/u/.npm/_logs/2025-10-30-debug-0.log")
+    assert failure_line(text, True, COMMAND) == "npm error ERESOLVE unable to resolve dependency tree"
+    assert failure_line("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", True,
+                        COMMAND) == "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope"

@@ -454,6 +454,8 @@ _INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
 _TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>[ \t]*(?P<message>[^\n]*?)[ \t]*(?:</tool_use_error>|\n|$)")
 """Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
 block's first line; the lines after it quote the call's own arguments (``String: …``), file text, not the failure."""
+_NPM_CODE = re.compile(r"^npm (?:error|ERR!) code \S+[ \t]*$", re.MULTILINE)
+_NPM_PREFIX = re.compile(r"^npm (?:error|ERR!)")
 _REMEMBERED_CHARS = 32_768
 EXIT_FAILURE_ENDED = "; its output ended: "
 """Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
@@ -470,7 +472,8 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     (:data:`WARNING_LINE`: git's notes on line endings printed after Claude
     Code's "[Request interrupted by user for tool use]"). A tool's refusal
     (Claude Code's ``<tool_use_error>``) is named by its message, its first line:
-    the rest quotes the call's arguments (:data:`_TOOL_USE_ERROR`).
+    the rest quotes the call's arguments (:data:`_TOOL_USE_ERROR`); npm's failure
+    by its message, not the note of where its log is (:func:`_npm_message`).
     """
     if not failed(text, is_error, kind):
         return None
@@ -480,6 +483,9 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
+    npm = _npm_message(text) if "npm " in text else None
+    if npm is not None:
+        return npm
     interrupted = _INTERRUPTED.match(text)
     if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
         return interrupted.group(0).strip()
@@ -495,6 +501,17 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
     return (meaningful or lines or ["(no output)"])[-1]
+
+
+def _npm_message(text: str) -> str | None:
+    """npm's own message of its failure: the line after its last ``npm error code ERESOLVE`` (``npm error ERESOLVE
+    unable to resolve dependency tree``). npm ends every failure with where its log is ("A complete log of this run
+    can be found in: …"), which says nothing of what failed."""
+    codes = list(_NPM_CODE.finditer(text))
+    if not codes:
+        return None
+    after = text[codes[-1].end():].lstrip("\n").split("\n", 1)[0].strip()
+    return after if _NPM_PREFIX.sub("", after).strip() else codes[-1].group(0).strip()
 
 
 _remembered_failure_line = lru_cache(maxsize=4_096)(_failure_line)
