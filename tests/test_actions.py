@@ -302,8 +302,9 @@ def test_a_tool_refusal_is_named_by_its_message_not_the_arguments_it_quotes() ->
     quotes the old text: its last line (file text under the closing tag) is no failure line."""
     text = ("<tool_use_error>String to replace not found in file.\nString: # 5. Copy build artifacts\n"
             "Write-Error \"Copying failed\"\n\n# 6. Commit and push</tool_use_error>")
-    assert failure_line(text, True, EDIT) == "String to replace not found in file."
-    assert failure_line("<tool_use_error>File does not exist.</tool_use_error>", True, EDIT) == "File does not exist."
+    assert failure_line(text, True, EDIT) == "<tool_use_error>String to replace not found in file."
+    one = "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"
+    assert failure_line(one, True, None) == one  # a block of one line is its line, verbatim
 
 
 def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:

@@ -454,9 +454,10 @@ def no_match(command: str, text: str) -> bool:
 
 _INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
 """Claude Code's notice opening the output of a call the person interrupted."""
-_TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>[ \t]*(?P<message>[^\n]*?)[ \t]*(?:</tool_use_error>|\n|$)")
+_TOOL_USE_ERROR = re.compile(r"\s*(?P<line><tool_use_error>[^\n]*)")
 """Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
-block's first line; the lines after it quote the call's own arguments (``String: …``), file text, not the failure."""
+block's first line (kept verbatim, its tag with it); the lines after it quote the call's own arguments
+(``String: …``), file text, not the failure."""
 _NPM_CODE = re.compile(r"^npm (?:error|ERR!) code \S+[ \t]*$", re.MULTILINE)
 _NPM_PREFIX = re.compile(r"^npm (?:error|ERR!)")
 _REMEMBERED_CHARS = 32_768
@@ -481,8 +482,8 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if not failed(text, is_error, kind):
         return None
     refused = _TOOL_USE_ERROR.match(text) if "<tool_use_error>" in text[:40] else None
-    if refused is not None and refused.group("message"):
-        return refused.group("message")
+    if refused is not None:
+        return refused.group("line").strip()
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
