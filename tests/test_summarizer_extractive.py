@@ -998,27 +998,6 @@ def test_a_request_the_person_made_after_an_open_error_is_the_next_step_and_the_
     assert "Resolve the last error, from `$ npm run preview`" in text.split("## 9. Optional Next Step", 1)[1]
 
 
-def test_a_failed_chain_of_package_scripts_is_resolved_by_a_later_command_that_ran_them_all_and_passed() -> None:
-    """``npm run lint && npm run format:check`` fails on formatting; the agent formats, then ``npm run check`` (a
-    script that runs lint and format:check, as npm's banner lines show) passes: the chain's failure is resolved.
-    A later pass of lint alone would not have said anything of format:check."""
-    chain = 'npm run lint && npm run format:check && echo "All local CI checks passed"'
-    c = Conversation([user("Sync package-lock.json with the version bump.")])
-    c.append(assistant("", [ToolCall("b1", "Bash", {"command": chain})]))
-    c.append(tool("b1", "[warn] CLAUDE.md\n[warn] Code style issues found in the above file.\n\n> app@0.2.2 lint\n"
-                        "> eslint .\n\n> app@0.2.2 format:check\n> prettier --check .\n\nChecking formatting...", True))
-    c.append(assistant("", [ToolCall("b2", "Bash", {"command": "npm run lint"})]))
-    c.append(tool("b2", "> app@0.2.2 lint\n> eslint ."))
-    text, state = summarize(c.items)
-    assert state["errors"][-1]["resolved"] is None
-    c.append(assistant("", [ToolCall("b3", "Bash", {"command": 'npm run check && echo "ok"'})]))
-    c.append(tool("b3", "> app@0.2.2 check\n> npm run lint && npm run format:check\n\n> app@0.2.2 lint\n> eslint .\n\n"
-                        "> app@0.2.2 format:check\n> prettier --check .\n\nAll matched files use Prettier code style!\nok"))
-    text, state = summarize(c.items)
-    assert state["errors"][-1]["resolved"] == "a later run of `npm run check && echo \"ok\"` ran its scripts and succeeded"
-    assert "Last error (unresolved)" not in text
-
-
 def test_a_path_not_there_is_resolved_when_the_agent_finds_it_elsewhere_or_in_another_letter_case() -> None:
     """A Glob in a folder that is not there, then ``find``, then a Glob in the real folder of that name; a Read of
     ``bgp-red-team.md`` that does not exist, then of ``BGP-RED-TEAM.md``: neither error is open any more."""

@@ -74,34 +74,6 @@ def _test_selection(command: str) -> frozenset[str] | None:
                      and _TEST_WORD.fullmatch(word) and not word.isdigit())
 
 
-_PACKAGE_SCRIPT = re.compile(r"^(?:npm|pnpm|yarn|bun)\s+(?:run(?:-script)?\s+)?(?P<name>[\w:.-]+)")
-_SCRIPT_BANNER = re.compile(r"^> \S+@\S* (?P<name>[\w:.-]+)(?:[ \t].*)?$", re.MULTILINE)
-"""The line npm and pnpm print as a package script starts (``> test-anywhere@0.2.2 format:check``)."""
-_BYSTANDER_STEPS = frozenset({"echo", "cd", "tee", "tail", "head", "cat", "true"})
-"""Steps of a command that run no check of their own (a closing ``echo "All checks passed"``, a ``| tee log``)."""
-_STEP_SEPARATOR = re.compile(r"&&|\|\|?|;|\n")
-
-
-def _package_scripts(command: str) -> frozenset[str] | None:
-    """The package scripts a command runs (``npm run lint && npm run format:check && echo ok``: lint and
-    format:check); ``None`` when it runs none, or runs something else too, whose failure no script's pass tells."""
-    scripts: set[str] = set()
-    for step in _STEP_SEPARATOR.split(command.removeprefix("$ ")):
-        step = step.strip()
-        found = _PACKAGE_SCRIPT.match(step)
-        if found is not None:
-            scripts.add(found.group("name"))
-        elif step and step.split()[0] not in _BYSTANDER_STEPS:
-            return None
-    return frozenset(scripts) or None
-
-
-def _scripts_shown(text: str) -> frozenset[str]:
-    """The package scripts an output shows were run, by the line npm and pnpm print as each starts (``npm run check``
-    running ``lint`` then ``format:check`` prints both)."""
-    return frozenset(m.group("name") for m in _SCRIPT_BANNER.finditer(text)) if "> " in text else frozenset()
-
-
 def _covers(later: frozenset[str], earlier: frozenset[str]) -> bool:
     """Whether a test run that selected ``later`` covers one that selected ``earlier`` (see :func:`_test_selection`):
     it runs the whole suite, or each test the earlier run selected, or a file or folder that holds it

@@ -59,7 +59,6 @@ from ._calls import (
     _ran,
     _run_by,
     _same_file,
-    _scripts_shown,
     _test_selection,
     _what,
     call_line,
@@ -375,7 +374,7 @@ class Facts:
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
         else:
-            self._resolve(action, call.name, text)
+            self._resolve(action, call.name)
         if scripts:
             self._retire(scripts)
             for path in scripts:
@@ -508,10 +507,8 @@ class Facts:
         self.said_since_error = False
         self.asked_since_error = False
 
-    def _resolve(self, action: Action, tool: str, output: str = "") -> None:
-        """Mark the open errors this successful action resolves: a re-run of the command, a command whose ``output``
-        shows it ran each package script a failed one ran (``npm run check`` after ``npm run lint && npm run
-        format:check`` failed), a change to a file
+    def _resolve(self, action: Action, tool: str) -> None:
+        """Mark the open errors this successful action resolves: a re-run of the command, a change to a file
         involved, a read or search of a path of the name a failed read or search looked for, in any letter case (the
         agent found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in
         a folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
@@ -525,13 +522,8 @@ class Facts:
         # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
         running = _test_selection(action.command) if action.command and any(
             e.tests is not None and e.resolved is None for e in self.errors) else None
-        shown = _scripts_shown(output) if action.command and any(
-            e.package_scripts and e.resolved is None for e in self.errors) else frozenset()
         for error in self.errors:
             if error.resolved is not None:
-                continue
-            if shown and error.package_scripts and error.package_scripts <= shown:
-                error.resolved = f"a later run of `{_headline(action.command or '', 100)}` ran its scripts and succeeded"
                 continue
             if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
                 error.resolved = f"a later call of {tool} succeeded"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from ._calls import _last_component, _package_scripts, _test_selection
+from ._calls import _last_component, _test_selection
 
 @dataclass
 class FileFacts:
@@ -71,12 +71,6 @@ class ErrorFacts:
         """The tests the failed command ran (see :func:`_test_selection`; None: it ran no test suite): a later
         test run that covers them and passes resolves it."""
         return _test_selection(self.source)
-
-    @cached_property
-    def package_scripts(self) -> frozenset[str] | None:
-        """The package scripts the failed command ran and nothing else (see :func:`_package_scripts`): a later
-        command that succeeds running each of them (``npm run check``, which runs them all) resolves it."""
-        return _package_scripts(self.source)
 
     def to_state(self) -> dict[str, Any]:
         """The error as JSON data (fresh lists)."""
