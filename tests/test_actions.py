@@ -315,17 +315,3 @@ def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:
     assert failure_line(text, True, COMMAND) == "npm error ERESOLVE unable to resolve dependency tree"
     assert failure_line("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", True,
                         COMMAND) == "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope"
-
-
-def test_a_script_log_line_tagged_as_an_error_is_an_error_line_and_its_cleanup_notes_are_not() -> None:
-    """A build script logs its failure as ``[ERROR]`` (coloured, after a timestamp) and then prints cleanup hints:
-    the failure is its last error line, not the last hint."""
-    text = ("\x1b[0;36m[INFO]\x1b[0m Using buildpool for storage\n"
-            "\x1b[0;31m[ERROR]\x1b[0m Insufficient space in buildpool: 9GB free, 10GB required\n"
-            "\x1b[0;31m[ERROR]\x1b[0m Pre-flight checks failed\n"
-            "\x1b[0;32m[18:36:16]\x1b[0m Cleanup complete (dataset preserved for inspection)\n"
-            "\x1b[0;32m[18:36:16]\x1b[0m To destroy dataset only: zfs destroy -r buildpool/livecd-builds/b1")
-    assert failure_line(text, True, COMMAND) == "\x1b[0;31m[ERROR]\x1b[0m Pre-flight checks failed"
-    logged = "2025-08-24 18:34:29,267 - __main__ - ERROR - Command failed: apt-get install -y zfs-dkms\nDone."
-    assert error_lines(logged) == ["2025-08-24 18:34:29,267 - __main__ - ERROR - Command failed: apt-get install -y zfs-dkms"]
-    assert error_lines('log_error() {\n    echo "[ERROR] $*"\n}') == []  # a script's source is no log of it

@@ -317,15 +317,12 @@ _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|^[^\"'=(\n]*\bFAILED\b(?![\"'])|"
     r"(?<!as )\berror(\[\w+\])?:|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
-    r"^\s*(?:--- )?FAIL\b|\tfail\t|"
-    # a script's own log line tagged as an error at its start, past colour codes and a timestamp
-    # (``\x1b[0;31m[ERROR]\x1b[0m Insufficient space``), or by Python's logging (``… - __main__ - ERROR - …``)
-    r"^(?:\x1b\[[\d;]*m|\[[\d:\-T., ]+\]|\s)*\[(?:ERROR|FATAL|CRITICAL)\]|^[^\n]{0,60}? - (?:ERROR|CRITICAL) - )",
+    r"^\s*(?:--- )?FAIL\b|\tfail\t)",
     re.MULTILINE,
 )
 _ERROR_HINT = re.compile(
     r"rror|xception|ailure|Traceback|FAIL|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
-    r"timed out|\tfail\t|ERROR|FATAL|CRITICAL",
+    r"timed out|\tfail\t",
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
