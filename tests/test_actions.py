@@ -310,3 +310,23 @@ def test_a_call_the_person_interrupted_failed_by_the_interrupt_unless_it_reporte
     assert failure_line(text, True, COMMAND) == "[Request interrupted by user for tool use]"
     text = "[Request interrupted by user for tool use]\nsrc/a.py:3: error: Name 'x' is not defined\nFound 1 error"
     assert failure_line(text, True, COMMAND) == "src/a.py:3: error: Name 'x' is not defined"
+
+
+def test_a_tool_refusal_is_named_by_its_message_not_the_arguments_it_quotes() -> None:
+    """Claude Code's ``<tool_use_error>`` for an Edit whose old text is not in the file opens with its message and then
+    quotes the old text: its last line (file text under the closing tag) is no failure line."""
+    text = ("<tool_use_error>String to replace not found in file.\nString: # 5. Copy build artifacts\n"
+            "Write-Error \"Copying failed\"\n\n# 6. Commit and push</tool_use_error>")
+    assert failure_line(text, True, EDIT) == "<tool_use_error>String to replace not found in file."
+    one = "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"
+    assert failure_line(one, True, None) == one  # a block of one line is its line, verbatim
+
+
+def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:
+    text = ("npm error code ERESOLVE\nnpm error ERESOLVE unable to resolve dependency tree\nnpm error\n"
+            "npm error While resolving: app@0.1.0\nnpm error Found: eslint@9.38.0\nnpm error\n"
+            "npm error For a full report see:\nnpm error /home/u/.npm/_logs/2025-10-30-eresolve-report.txt\n"
+            "npm error A complete log of this run can be found in: /home/u/.npm/_logs/2025-10-30-debug-0.log")
+    assert failure_line(text, True, COMMAND) == "npm error ERESOLVE unable to resolve dependency tree"
+    assert failure_line("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", True,
+                        COMMAND) == "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope"

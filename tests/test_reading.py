@@ -170,6 +170,10 @@ def test_the_telling_lines_of_a_report_are_its_last_line_then_the_errors_it_past
     assert telling_lines(report)[:2] == [6, 2]  # the question, then the error it reports (newest first: none newer)
     request = "<objective>\nAdd a --dry-run flag to the sync command.\nIt should print what it would copy.\n</objective>"
     assert telling_lines(request) == [1, 2]  # a request is told by its opening; a closing tag tells nothing
+    template = ("<objective>\nAnalyze the codebase using parallel Explore agents.\n\nThis command spawns four agents, "
+                "each with fresh context.\nOutput: a .planning/codebase/ folder with 7 documents.\n<process>\nStep one "
+                "reads the manifest files.\nWhen done, offer the next steps.\n</process>")
+    assert telling_lines(template)[:3] == [1, 3, 4]  # its whole opening (the asked lines) before its last line
 
 
 def test_a_note_quoting_a_user_message_names_the_harness_when_the_harness_wrote_it() -> None:

@@ -1089,3 +1089,91 @@ def test_an_issue_as_the_rest_api_returns_it_is_read_by_its_title_and_body() -> 
     assert issue_text(gh) == "# Fails\n\nIt fails\n\nComment by ana:\nMe too"
     assert issue_text("title:\tFails\nstate:\tOPEN") == "title:\tFails\nstate:\tOPEN"  # gh's text form as it is
 
+
+def test_a_request_the_person_made_after_an_open_error_is_the_next_step_and_the_error_stays_open() -> None:
+    """A build fails on a missing plugin; the person then asks something else and the agent works on that: the next
+    step is their latest request that says something ("sure" goes on with it), not the older error, which is still
+    listed as open. An error after their request is the next step again."""
+    c = Conversation([user("Add the dark mode toggle to the settings page.")])
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "npm run build"})]))
+    c.append(tool("b1", "Exit code 1\nError: Cannot find module 'vite-plugin-svgr'", True))
+    c.append(assistant("The build needs vite-plugin-svgr, which is not installed.", []))
+    c.append(user("how do i test it? by starting the web server?"))
+    c.append(assistant("Yes, shall I start it?", []))
+    c.append(user("sure"))
+    c.append(assistant("", [ToolCall("s1", "Bash", {"command": "npm run dev &"})]))
+    c.append(tool("s1", "VITE v5.0.0  ready in 300 ms"))
+    text, _ = summarize(c.items)
+    step = text.split("## 9. Optional Next Step", 1)[1]
+    assert "how do i test it? by starting the web server?" in step
+    assert "Resolve the last error" not in step
+    assert "Error: Cannot find module 'vite-plugin-svgr'" in text.split("## 9.")[0]  # still listed, as open
+    c.append(assistant("", [ToolCall("b2", "Bash", {"command": "npm run preview"})]))
+    c.append(tool("b2", "Exit code 1\nError: listen EADDRINUSE: address already in use :::4173", True))
+    text, _ = summarize(c.items)
+    assert "Resolve the last error, from `$ npm run preview`" in text.split("## 9. Optional Next Step", 1)[1]
+
+
+def test_a_path_not_there_is_resolved_when_the_agent_finds_it_elsewhere_or_in_another_letter_case() -> None:
+    """A Glob in a folder that is not there, then ``find``, then a Glob in the real folder of that name; a Read of
+    ``bgp-red-team.md`` that does not exist, then of ``BGP-RED-TEAM.md``: neither error is open any more."""
+    c = Conversation([user("Compare our ai.md for web-terminal with their AI.md, then fix bgp-red-team.md.")])
+    c.append(assistant("", [ToolCall("g1", "Glob", {"pattern": "**/*AI.md*", "path": "/Users/n/Projects/web-terminal"})]))
+    c.append(tool("g1", "<tool_use_error>Directory does not exist: /Users/n/Projects/web-terminal</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("f1", "Bash", {"command": "find /Users/n -maxdepth 4 -type d -name web-terminal"})]))
+    c.append(tool("f1", "/Users/n/Documents/github/web-terminal"))
+    c.append(assistant("", [ToolCall("g2", "Glob", {"pattern": "**/*AI.md*", "path": "/Users/n/Documents/github/web-terminal"})]))
+    c.append(tool("g2", "/Users/n/Documents/github/web-terminal/AI.md"))
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": "/home/u/agents/bgp-red-team.md"})]))
+    c.append(tool("r1", "<tool_use_error>File does not exist.</tool_use_error>", True))
+    c.append(assistant("", [ToolCall("r2", "Read", {"file_path": "/home/u/agents/BGP-RED-TEAM.md"})]))
+    c.append(tool("r2", "     1→---\n     2→name: bgp-red-team"))
+    _, state = summarize(c.items)
+    assert [e["resolved"] for e in state["errors"]] == [
+        "it was found at /Users/n/Documents/github/web-terminal",
+        "the file was found and read at /home/u/agents/BGP-RED-TEAM.md",
+    ]
+
+
+def test_the_latest_request_keeps_its_opening_when_the_requests_have_no_room_for_every_head() -> None:
+    """A small summary of a session of long slash-command templates: older requests show as the room allows, the
+    latest keeps the lines that say what it asks (its first lines that say something), not a cut of its first."""
+    template = ("<objective>\n{what} using parallel agents to produce structured documents.\n\n"
+                "This command spawns several agents that each look at one part of the project.\n"
+                "Output: a folder with the documents, one per part of the project.\n<process>\n" +
+                "\n".join(f"Step {n}: read the files of part {n} and write down what each of them does." for n in range(40)) +
+                "\n</process>")
+    c = Conversation([user(template.format(what="Show the command reference"))])
+    for what in ("Initialize a new project", "Create a roadmap of the phases", "Analyze the existing codebase"):
+        c.append(assistant("Working on it.", []))
+        c.append(user(template.format(what=what)))
+    text, _ = summarize(c.items, target=300)
+    latest = text.split("## 6. All user messages", 1)[1]
+    assert "Analyze the existing codebase using parallel agents to produce structured documents." in latest
+    assert "This command spawns several agents that each look at one part of the project." in latest
+    assert "Output: a folder with the documents, one per part of the project." in latest
+
+
+def test_a_read_of_a_folder_is_resolved_by_a_read_of_a_file_in_it() -> None:
+    """Claude Code's Read of a folder fails (EISDIR); the agent lists it and reads the files in it: that failure is
+    no open error any more."""
+    folder = "/Users/n/github/geyser/ExportBlock-Part-1"
+    c = Conversation([user("Add the context from the Notion export to ai.md.")])
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": folder})]))
+    c.append(tool("r1", "EISDIR: illegal operation on a directory, read", True))
+    c.append(assistant("", [ToolCall("r2", "Read", {"file_path": f"{folder}/Rollout Plan.html"})]))
+    c.append(tool("r2", "     1→<html><head><title>Rollout Plan</title>"))
+    _, state = summarize(c.items)
+    assert state["errors"][-1]["resolved"] == f"a path inside it was read afterwards: {folder}/Rollout Plan.html"
+
+
+def test_a_plan_stated_as_a_heading_is_the_section_it_heads() -> None:
+    """The assistant's closing report puts what is left under "## Remaining": the next step is that section, not the
+    bare heading."""
+    c = Conversation([user("Write an ai.md for every repo of the system map.")])
+    c.append(assistant("## Done\n\n- ceremony\n- nanochat-deploy\n\n## Remaining\n\n- web-terminal-frontend-tests\n"
+                       "- team-skills\n\n---\n\nReady for the Notion content to compare with geyser's ai.md.", []))
+    text, _ = summarize(c.items)
+    step = text.split("## 9. Optional Next Step", 1)[1]
+    assert "## Remaining\n\n- web-terminal-frontend-tests\n- team-skills" in step
+    assert "Ready for the Notion" not in step

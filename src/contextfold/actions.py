@@ -451,6 +451,12 @@ def no_match(command: str, text: str) -> bool:
 
 _INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]\n]*\]")
 """Claude Code's notice opening the output of a call the person interrupted."""
+_TOOL_USE_ERROR = re.compile(r"\s*(?P<line><tool_use_error>[^\n]*)")
+"""Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
+block's first line (kept verbatim, its tag with it); the lines after it quote the call's own arguments
+(``String: …``), file text, not the failure."""
+_NPM_CODE = re.compile(r"^npm (?:error|ERR!) code \S+[ \t]*$", re.MULTILINE)
+_NPM_PREFIX = re.compile(r"^npm (?:error|ERR!)")
 _REMEMBERED_CHARS = 32_768
 EXIT_FAILURE_ENDED = "; its output ended: "
 """Joins a failure by exit status alone to the last line its output printed (see :func:`failure_line`)."""
@@ -465,13 +471,22 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     ended: === Step 2 ===``. A message its source flagged as an error is
     named by its last line that is not framing (``<output>``) nor a warning
     (:data:`WARNING_LINE`: git's notes on line endings printed after Claude
-    Code's "[Request interrupted by user for tool use]").
+    Code's "[Request interrupted by user for tool use]"). A tool's refusal
+    (Claude Code's ``<tool_use_error>``) is named by its message, its first line:
+    the rest quotes the call's arguments (:data:`_TOOL_USE_ERROR`); npm's failure
+    by its message, not the note of where its log is (:func:`_npm_message`).
     """
     if not failed(text, is_error, kind):
         return None
+    refused = _TOOL_USE_ERROR.match(text) if "<tool_use_error>" in text[:40] else None
+    if refused is not None:
+        return refused.group("line").strip()
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
+    npm = _npm_message(text) if "npm " in text else None
+    if npm is not None:
+        return npm
     interrupted = _INTERRUPTED.match(text)
     if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
         return interrupted.group(0).strip()
@@ -487,6 +502,17 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
     return (meaningful or lines or ["(no output)"])[-1]
+
+
+def _npm_message(text: str) -> str | None:
+    """npm's own message of its failure: the line after its last ``npm error code ERESOLVE`` (``npm error ERESOLVE
+    unable to resolve dependency tree``). npm ends every failure with where its log is ("A complete log of this run
+    can be found in: …"), which says nothing of what failed."""
+    codes = list(_NPM_CODE.finditer(text))
+    if not codes:
+        return None
+    after = text[codes[-1].end():].lstrip("\n").split("\n", 1)[0].strip()
+    return after if _NPM_PREFIX.sub("", after).strip() else codes[-1].group(0).strip()
 
 
 _remembered_failure_line = lru_cache(maxsize=4_096)(_failure_line)

@@ -50,9 +50,10 @@ def telling_lines(text: str) -> list[int]:
     A report (it pastes an error) is told by its last line with words (the
     question, what they add: "on windows", however short), then the lines
     reporting a failure, newest first, then its last and first lines that
-    say something. Any other request is told by its opening: its first line
-    that says something, then its last line with words (a closing tag says
-    nothing) and its last line that says something."""
+    say something. Any other request is told by its opening: its first
+    :data:`OPENING_LINES` lines that say something (a slash command's template
+    says what it does in its first lines), then its last line with words (a
+    closing tag says nothing) and its last line that says something."""
     lines = text.split("\n")
     worded = [n for n, line in enumerate(lines) if _WORDS.search(_MARKUP.sub("", line))]
     saying = [n for n in worded if says_something(" ".join(lines[n].split()))]
@@ -60,7 +61,7 @@ def telling_lines(text: str) -> list[int]:
     if failing:
         order = [*worded[-1:], *failing, *saying[-1:], *saying[:1]]
     else:
-        order = [*saying[:1], *worded[-1:], *saying[-1:]]
+        order = [*saying[:OPENING_LINES], *worded[-1:], *saying[-1:]]
     return list(dict.fromkeys(order))
 
 

@@ -34,6 +34,7 @@ from ..actions import (
     EDIT,
     OTHER,
     READ,
+    SEARCH,
     TODO,
     Action,
     call_actions,
@@ -105,6 +106,9 @@ _CHANGES: Key[dict[str, str | None]] = Key("changes")
 """What each edit call of an assistant item changed, by call id."""
 _ERRORS: Key[dict[str, _ErrorRead]] = Key("errors")
 """What an output's error reads as, by the kind of action that failed."""
+_LOCATING = (READ, SEARCH)
+"""What a call that looks for a path does: its failure may be that the path is not there, and a later success at a
+path of the same name is where it is."""
 _Pending = tuple[ToolCall, Action, "Item | None"]
 """A call waiting for its result: the call, what it does, and the item that made it (None: not in the span)."""
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
@@ -139,6 +143,8 @@ class Facts:
     # announced ("Let me check…") is done, not next
     said_since_error: bool = False  # the assistant wrote to the user after the last failed call: it has read that
     # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
+    asked_since_error: bool = False  # a message of the person's came after the last failed call: their request,
+    # not that failure, is what the work turned to
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -218,6 +224,10 @@ class Facts:
             self.said_since_error = earlier.said_since_error
         elif earlier.user_messages:
             self.user_spoke_last = True
+        if earlier.errors:
+            self.asked_since_error = earlier.asked_since_error
+        elif earlier.user_messages:
+            self.asked_since_error = True
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
@@ -306,6 +316,7 @@ class Facts:
         """A message of the person's, the first one being the task."""
         self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
+        self.asked_since_error = True
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
@@ -497,16 +508,21 @@ class Facts:
         ))
         self.errors_total += 1
         self.said_since_error = False
+        self.asked_since_error = False
 
     def _resolve(self, action: Action, tool: str, output: str = "") -> None:
         """Mark the open errors this successful action resolves (``output``: what it printed): a re-run of the
-        command, a build or check that shows it ran each check of a failed one again, a change to a file involved, a read of a file of the name a failed read looked for (the agent found where it is: Claude Code's
-        Read of a guessed path, then Glob, then Read of the real one), or a later call of the same tool (one that is
-        not about files or commands) that worked."""
+        command, a build or check that shows it ran each check of a failed one again, a change to a file involved,
+        a read or search of a path of the name a failed read or search looked for, in any letter case (the agent
+        found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in a
+        folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
+        folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
+        that is not about files or commands) that worked."""
         signature = action.signature
         words = frozenset(signature)
-        may_touch = bool(action.paths) and action.kind in (EDIT, READ)
-        names = frozenset(_last_component(p) for p in action.paths) if may_touch else frozenset()
+        locates = action.kind in _LOCATING
+        may_touch = bool(action.paths) and (locates or action.kind == EDIT)
+        names = frozenset(_last_component(p).casefold() for p in action.paths) if may_touch else frozenset()
         # the tests the action runs (None: it runs none), worked out once and only when a failed test run is open
         running = _test_selection(action.command) if action.command and any(
             e.tests is not None and e.resolved is None for e in self.errors) else None
@@ -531,15 +547,21 @@ class Facts:
             if checked is not None and error.checks and all(_shows_run(run, checked) for run in error.checks):
                 error.resolved = f"a later check that ran it again passed: `{_headline(action.command or '', 100)}`"
                 continue
-            if not may_touch or (action.kind == READ and error.kind != READ) or names.isdisjoint(error.names):
-                continue  # only an edit, or a successful re-read of what failed to read, resolves by file
+            inside = [p for p in action.paths if any(_within_folder(p, q) for q in error.paths)] \
+                if locates and error.kind == READ else []
+            if inside:  # a read of a folder (EISDIR), then of a file in it: what it was after
+                error.resolved = f"a path inside it was {'read' if action.kind == READ else 'searched'} afterwards: {inside[0]}"
+                continue
+            if not may_touch or (locates and error.kind not in _LOCATING) or names.isdisjoint(error.names):
+                continue  # only an edit, or a successful re-read or search of what failed to, resolves by file
             touched = [p for p in action.paths if any(_same_file(p, q) for q in error.paths)]
             if touched:
-                verb = "edited" if action.kind == EDIT else "read successfully"
+                verb = {EDIT: "edited", READ: "read successfully"}.get(action.kind, "searched successfully")
                 error.resolved = f"{touched[0]} was {verb} afterwards"
-            elif action.kind == READ and error.kind == READ:  # a read of a path that was not there: found elsewhere
-                found = next(p for p in action.paths if _last_component(p) in error.names)
-                error.resolved = f"the file was found and read at {found}"
+            elif locates:  # a read or search of a path that was not there: found elsewhere
+                found = next(p for p in action.paths if _last_component(p).casefold() in error.names)
+                error.resolved = f"the file was found and read at {found}" if action.kind == READ == error.kind \
+                    else f"it was found at {found}"
 
     def _record_call(self, call: ToolCall, result: str, *, ok: bool) -> None:
         """A call of a tool that is not about files or commands: the call itself, the pages, what it returned."""
@@ -605,6 +627,11 @@ class Facts:
     def read_only_files(self) -> list[tuple[str, FileFacts]]:
         """Files read and never changed, most recently touched first."""
         return [(p, f) for p, f in reversed(self.files.items()) if not (f.edits or f.failed_edits)]
+
+
+def _within_folder(path: str, folder: str) -> bool:
+    """Whether ``path`` lies inside ``folder`` (``/a/b/c.md`` inside ``/a/b``)."""
+    return path.startswith(folder.rstrip("/") + "/")
 
 
 def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:

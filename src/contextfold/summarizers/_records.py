@@ -62,8 +62,9 @@ class ErrorFacts:
 
     @cached_property
     def names(self) -> frozenset[str]:
-        """The last component of each path: a file written two ways (``./a/b.py``, ``a/b.py``) ends alike."""
-        return frozenset(_last_component(p) for p in self.paths)
+        """The last component of each path, in lower case: a file written two ways (``./a/b.py``, ``a/b.py``) ends
+        alike, and a guess in the wrong case (``bgp-red-team.md`` for ``BGP-RED-TEAM.md``) names the same file."""
+        return frozenset(_last_component(p).casefold() for p in self.paths)
 
     @cached_property
     def tests(self) -> frozenset[str] | None:

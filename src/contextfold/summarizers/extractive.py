@@ -95,6 +95,7 @@ _FOCUS_BOOST = 2.0
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
+_MARKERS_TOKENS = 32  # the omission markers around a request's opening kept alone: a floor of its tokens only cut it
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
 _REPORT_FLOOR = 48
@@ -136,6 +137,10 @@ _FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to
 let me…" says it with "let me")."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
 _SAID_LAST = "As the assistant said last: "
+_HEADING = re.compile(r"#{1,6}\s")
+_RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+"""A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
+_LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -385,8 +390,7 @@ class _Layout:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
-        # a bare "continue" or "yes" goes on with the request before it: the latest that says something is kept too
-        asking = next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
+        asking = _asking(messages)
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
             latest = number in (len(messages), asking)
@@ -395,8 +399,11 @@ class _Layout:
                 _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
             part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             floors -= part.floor
-            if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all
-                part = self._elastic(messages[number - 1], weight, 0, f"{number}. ", shortener=shorten_message)
+            if floors < 0:  # no room for every head: an older request shows as the budget allows, or not at all; the
+                # latest keeps its opening (what it asks: a slash command's template says it in its first lines)
+                head = opening(messages[number - 1])[0]
+                floor = min(self.meter(head) + _MARKERS_TOKENS, _OPENING_FLOOR) if latest else 0
+                part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             later.append(part)
         return parts + later[::-1]
 
@@ -437,6 +444,12 @@ class _Layout:
             return []
         lead, text = step
         return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
+
+
+def _asking(messages: Sequence[str]) -> int:
+    """The number (1-based) of the person's latest message that says something, past the first: a bare "continue"
+    or "yes" goes on with the request before it, which is kept like the latest too."""
+    return next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
 
 
 def _says_something(message: str) -> bool:
@@ -486,11 +499,23 @@ def _without_plan(facts: Facts) -> str:
     return f"{head.rstrip()}\n{tail.strip()}".strip()
 
 
+def _section_under(said: str, sentence: str) -> str:
+    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining"), the section it heads in
+    ``said``: the heading names no step, the lines under it (up to the next heading or rule) are the plan."""
+    if not _HEADING.match(sentence):
+        return sentence
+    lines = said[said.rfind(sentence):].split("\n")
+    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)), len(lines))
+    return "\n".join(lines[:end]).strip()
+
+
 def _next_step(facts: Facts) -> tuple[str, str] | None:
     """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
-    plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended its
-    turn with words written after it: it read the failure
-    and reported where the work stands, "all done", and the failure is no step it was heading to). The lead is kept whole and only the text may shrink (a shrunk lead, "As the
+    plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended
+    its turn with words written after it: it read the failure and reported where the work stands, "all done", and
+    the failure is no step it was heading to; or when the person asked something since: their latest request, which
+    the agent was working on, outranks an older error, which stays listed open in section 4). The lead is kept whole
+    and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
@@ -506,10 +531,12 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
     if stated:
-        return _SAID_LAST, stated[-1]
+        return _SAID_LAST, _section_under(facts.last_assistant or "", stated[-1])
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
     if last is not None and last.resolved is None and not last.retired and not reported_since:
+        if facts.asked_since_error and facts.user_messages:  # the person asked on since: the work turned to that
+            return _LATEST_REQUEST, facts.user_messages[_asking(facts.user_messages) - 1]
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 
