@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from contextfold import conversation as c
-from contextfold.context import Context
+from contextfold.context import Context, Storage
 from contextfold.conversation import Conversation, Header, Item, Provenance, Text, ToolCall, ToolSpec
 from contextfold.pipeline.base import Budget, Policy
 from contextfold.pipeline.edits import current_turn_start
@@ -129,9 +129,9 @@ def test_an_output_just_fetched_stays_whole_while_the_request_has_room_for_it(tm
     assert 16_000 < len(text) < 30_000  # over the persist limit at 32k (16,000 characters), a fifth of the window
     room = Policy(persist_min_fill_fraction=1.0, background_summaries="never")
     for store in (None, tmp_path / "results"):  # kept whole on arrival too, where an output would be saved then
-        view = read_then_view(Context(window_tokens=32_000, results_dir=store, policy=room), text)
+        view = read_then_view(Context(window_tokens=32_000, storage=Storage(results_dir=store), policy=room), text)
         assert text in [item.text for item in view.items]  # every line the next reply quotes
-    before = read_then_view(Context(window_tokens=32_000, results_dir=tmp_path / "old",
+    before = read_then_view(Context(window_tokens=32_000, storage=Storage(results_dir=tmp_path / "old"),
                                     policy=Policy(background_summaries="never")), text)
     assert text not in [item.text for item in before.items]  # persisting from the limit alone: a preview
     full = Context(window_tokens=32_000, policy=room)
