@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +11,7 @@ from contextfold.conversation import Thinking, ToolCall, ToolSpec
 from contextfold.errors import SessionFormatError
 from contextfold.importers import detect, load
 
-
-def write(tmp_path: Path, name: str, content: Any) -> Path:
-    path = tmp_path / name
-    if name.endswith(".jsonl"):
-        path.write_text("".join(json.dumps(record) + "\n" for record in content), encoding="utf-8")
-    else:
-        path.write_text(json.dumps(content), encoding="utf-8")
-    return path
+from session_files import write_session
 
 
 LS = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
@@ -46,7 +38,7 @@ CLINE = [  # Cline's api_conversation_history.json: Anthropic messages (Roo Code
 
 def test_an_openai_request_body_is_read_with_its_system_tools_and_model(tmp_path: Path) -> None:
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
-    path = write(tmp_path, "chat.json", {"model": "gpt-4o", "messages": OPENAI_CHAT, "tools": tools})
+    path = write_session(tmp_path, "chat.json", {"model": "gpt-4o", "messages": OPENAI_CHAT, "tools": tools})
     assert detect(path) == "chat-messages"
     (conversation,) = load(path)
     assert conversation.validate() == [] and conversation.header.system_text == "be brief"
@@ -60,7 +52,7 @@ def test_an_openai_request_body_is_read_with_its_system_tools_and_model(tmp_path
 
 
 def test_a_bare_array_of_anthropic_messages_with_millisecond_times(tmp_path: Path) -> None:
-    (conversation,) = load(write(tmp_path, "api_conversation_history.json", CLINE))
+    (conversation,) = load(write_session(tmp_path, "api_conversation_history.json", CLINE))
     assert conversation.header.meta["wire"] == "anthropic" and conversation.validate() == []
     assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result"]
     assert conversation[0].timestamp == pytest.approx(1735689600.123)
@@ -70,7 +62,7 @@ def test_a_bare_array_of_anthropic_messages_with_millisecond_times(tmp_path: Pat
 
 def test_json_lines_one_message_a_line_with_iso_times(tmp_path: Path) -> None:
     records = [{**message, "timestamp": f"2025-01-01T00:00:0{i}Z"} for i, message in enumerate(OPENAI_CHAT)]
-    path = write(tmp_path, "log.jsonl", records)
+    path = write_session(tmp_path, "log.jsonl", records)
     assert detect(path) == "chat-messages"
     (conversation,) = load(path)
     assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "assistant"]
@@ -87,7 +79,7 @@ def test_a_responses_input_list_keeps_one_responses_parts_in_one_item(tmp_path: 
         {"type": "function_call_output", "call_id": "c2", "output": "/"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
     ]
-    (conversation,) = load(write(tmp_path, "body.json", {"instructions": "sys", "input": items}))
+    (conversation,) = load(write_session(tmp_path, "body.json", {"instructions": "sys", "input": items}))
     assert conversation.header.meta["wire"] == "responses" and conversation.header.system_text == "sys"
     assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "tool_result", "assistant"]
     reply = conversation[1]
@@ -97,7 +89,7 @@ def test_a_responses_input_list_keeps_one_responses_parts_in_one_item(tmp_path: 
 
 def test_a_role_that_is_no_chat_role_is_skipped_and_counted(tmp_path: Path) -> None:
     exit_record = {"role": "exit", "content": "Submitted"}
-    (conversation,) = load(write(tmp_path, "run.json", {"messages": [*OPENAI_CHAT, exit_record]}))
+    (conversation,) = load(write_session(tmp_path, "run.json", {"messages": [*OPENAI_CHAT, exit_record]}))
     assert len(conversation) == 4 and conversation.header.meta["unknown_records"] == {"role exit": 1}
 
 
@@ -116,14 +108,14 @@ def test_a_malformed_message_is_a_typed_error_naming_index_and_field(
     tmp_path: Path, name: str, content: Any, location: str, reason: str
 ) -> None:
     with pytest.raises(SessionFormatError) as caught:
-        load(write(tmp_path, name, content))
+        load(write_session(tmp_path, name, content))
     assert caught.value.location.startswith(location) and reason in caught.value.reason
 
 
 def test_formats_with_keys_of_their_own_still_win(tmp_path: Path) -> None:
     mini = {"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": OPENAI_CHAT}
-    assert detect(write(tmp_path, "mini.json", mini)) == "mini-swe-agent"
-    assert detect(write(tmp_path, "tau.json", [{"task_id": 0, "traj": OPENAI_CHAT}])) == "tau-bench"
+    assert detect(write_session(tmp_path, "mini.json", mini)) == "mini-swe-agent"
+    assert detect(write_session(tmp_path, "tau.json", [{"task_id": 0, "traj": OPENAI_CHAT}])) == "tau-bench"
 
 
 def test_the_liberties_recorders_take_with_the_openai_shape_are_read(tmp_path: Path) -> None:
@@ -138,7 +130,7 @@ def test_the_liberties_recorders_take_with_the_openai_shape_are_read(tmp_path: P
         {"role": "tool", "id": "c1", "content": {"name": "Ann"}, "requestor": "assistant", "error": False},
         {"role": "tool", "tool_call_id": "c2", "content": None},
     ]
-    (conversation,) = load(write(tmp_path, "simulation.json", {"messages": messages}))
+    (conversation,) = load(write_session(tmp_path, "simulation.json", {"messages": messages}))
     assert conversation.validate() == []
     calls = conversation[1].tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "get_user", {"user_id": "u1"}), ("c2", "ls", {})]
@@ -152,7 +144,7 @@ def test_keys_a_recorder_adds_are_kept_out_of_the_wire(tmp_path: Path) -> None:
         {"role": "user", "content": "hi", "turn_idx": 0},
         {"role": "assistant", "content": "hello", "cost": 0.25, "raw_data": raw, "name": "agent"},
     ]
-    (conversation,) = load(write(tmp_path, "chat.json", {"messages": messages}))
+    (conversation,) = load(write_session(tmp_path, "chat.json", {"messages": messages}))
     assert conversation[0].meta["recorded"] == {"turn_idx": 0} and "extra" not in conversation[0].meta
     assert conversation[1].meta["recorded"] == {"cost": 0.25}  # the raw copy is too long to keep
     assert conversation[1].meta["extra"] == {"name": "agent"}  # the API's own key rides to the writer

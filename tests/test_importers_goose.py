@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +11,7 @@ from contextfold.conversation import Image, Text, Thinking, ToolCall
 from contextfold.errors import SessionFormatError
 from contextfold.importers import detect, load
 
-
-def write(tmp_path: Path, name: str, content: Any) -> Path:
-    path = tmp_path / name
-    if name.endswith(".jsonl"):
-        path.write_text("".join(json.dumps(record) + "\n" for record in content), encoding="utf-8")
-    else:
-        path.write_text(json.dumps(content), encoding="utf-8")
-    return path
+from session_files import write_session
 
 
 SEEN = {"userVisible": True, "agentVisible": True}
@@ -63,7 +55,7 @@ MESSAGES: list[dict[str, Any]] = [
 
 
 def test_a_session_pairs_each_request_with_its_response(tmp_path: Path) -> None:
-    path = write(tmp_path, "20250221_fix.jsonl", [META, *MESSAGES])
+    path = write_session(tmp_path, "20250221_fix.jsonl", [META, *MESSAGES])
     assert detect(path) == "goose"
     (conversation,) = load(path)
     assert [item.kind for item in conversation] == [
@@ -90,17 +82,17 @@ def test_a_session_pairs_each_request_with_its_response(tmp_path: Path) -> None:
 
 def test_an_export_and_a_file_without_its_metadata_line_are_read(tmp_path: Path) -> None:
     export = {"id": "20250221_1", "working_dir": "/w", "name": "fix", "conversation": MESSAGES[:3]}
-    path = write(tmp_path, "export.json", export)
+    path = write_session(tmp_path, "export.json", export)
     assert detect(path) == "goose"
     (conversation,) = load(path)
     assert len(conversation) == 4 and conversation.header.meta["name"] == "fix"
-    bare = write(tmp_path, "bare.jsonl", MESSAGES[:3])
+    bare = write_session(tmp_path, "bare.jsonl", MESSAGES[:3])
     assert detect(bare) == "goose" and len(load(bare)[0]) == 4
 
 
 def test_a_content_type_not_known_yet_is_counted(tmp_path: Path) -> None:
     future = {**MESSAGES[0], "content": [{"type": "hologram", "data": "..."}, {"type": "text", "text": "hi"}]}
-    (conversation,) = load(write(tmp_path, "s.jsonl", [META, future]))
+    (conversation,) = load(write_session(tmp_path, "s.jsonl", [META, future]))
     assert conversation.header.meta["unknown_records"] == {"content/hologram": 1} and conversation[0].text == "hi"
 
 
@@ -119,10 +111,10 @@ def test_a_malformed_message_is_a_typed_error_naming_it(
     tmp_path: Path, messages: list[Any], location: str, reason: str
 ) -> None:
     with pytest.raises(SessionFormatError) as caught:
-        load(write(tmp_path, "s.jsonl", [META, *messages]), format="goose")
+        load(write_session(tmp_path, "s.jsonl", [META, *messages]), format="goose")
     assert caught.value.location == location and reason in caught.value.reason
 
 
 def test_plain_chat_messages_stay_chat_messages(tmp_path: Path) -> None:
     anthropic = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
-    assert detect(write(tmp_path, "log.jsonl", anthropic)) == "chat-messages"
+    assert detect(write_session(tmp_path, "log.jsonl", anthropic)) == "chat-messages"

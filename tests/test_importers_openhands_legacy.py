@@ -12,14 +12,7 @@ from contextfold.conversation import Text, ToolCall
 from contextfold.errors import SessionFormatError
 from contextfold.importers import detect, load
 
-
-def write(tmp_path: Path, name: str, content: Any) -> Path:
-    path = tmp_path / name
-    if name.endswith(".jsonl"):
-        path.write_text("".join(json.dumps(record) + "\n" for record in content), encoding="utf-8")
-    else:
-        path.write_text(json.dumps(content), encoding="utf-8")
-    return path
+from session_files import write_session
 
 
 def at(second: int) -> str:
@@ -78,7 +71,7 @@ EVENTS: list[dict[str, Any]] = [
 
 
 def test_an_exported_trajectory_pairs_each_call_with_its_observation(tmp_path: Path) -> None:
-    path = write(tmp_path, "trajectory.json", EVENTS)
+    path = write_session(tmp_path, "trajectory.json", EVENTS)
     assert detect(path) == "openhands-legacy"
     (conversation,) = load(path)
     assert conversation.header.system_text == "You are OpenHands agent."
@@ -116,26 +109,26 @@ def test_an_evaluation_output_is_one_conversation_per_instance_and_reads_pairs(t
                                                                      "llm_config": {"model": "gpt-4o"}}},
         {"instance_id": "django-2", "history": pairs, "error": None},
     ]
-    path = write(tmp_path, "output.jsonl", lines)
+    path = write_session(tmp_path, "output.jsonl", lines)
     assert detect(path) == "openhands-legacy"
     first, second = load(path)
     assert first.header.meta["instance_id"] == "astropy-1" and first.header.meta["agent_class"] == "CodeActAgent"
     assert [item.kind for item in second] == ["user", "tool_call", "tool_result"]
     assert second[2].tool_result.text == "1 passed" and second[2].meta["facts"]["exit_code"] == 0
     assert second.validate() == []
-    (one,) = load(write(tmp_path, "instance.json", lines[1]))
+    (one,) = load(write_session(tmp_path, "instance.json", lines[1]))
     assert one.header.meta["instance_id"] == "django-2" and len(one) == 3
 
 
 def test_an_error_that_answers_no_call_is_said_to_the_model(tmp_path: Path) -> None:
     stuck = {"id": 12, "timestamp": at(11), "source": "agent", "message": "stuck", "observation": "error",
              "content": "Agent got stuck in a loop", "extras": {}}
-    (conversation,) = load(write(tmp_path, "t.json", [*EVENTS[:2], stuck]))
+    (conversation,) = load(write_session(tmp_path, "t.json", [*EVENTS[:2], stuck]))
     assert conversation[-1].role == "user" and conversation[-1].text == "Agent got stuck in a loop"
 
 
 def test_an_event_that_is_neither_action_nor_observation_is_counted(tmp_path: Path) -> None:
-    (conversation,) = load(write(tmp_path, "t.json", [*EVENTS[:2], {"id": 12, "source": "agent", "status": "x"}]))
+    (conversation,) = load(write_session(tmp_path, "t.json", [*EVENTS[:2], {"id": 12, "source": "agent", "status": "x"}]))
     assert conversation.header.meta["unknown_records"] == {"(neither action nor observation)": 1}
 
 
@@ -155,22 +148,22 @@ def test_a_malformed_event_is_a_typed_error_naming_it(
     tmp_path: Path, events: list[Any], location: str, reason: str
 ) -> None:
     with pytest.raises(SessionFormatError) as caught:
-        load(write(tmp_path, "t.json", events), format="openhands-legacy")
+        load(write_session(tmp_path, "t.json", events), format="openhands-legacy")
     assert caught.value.location == location and reason in caught.value.reason
 
 
 def test_the_sdk_event_list_and_swe_agent_history_are_not_taken(tmp_path: Path) -> None:
     sdk = [{"kind": "MessageEvent", "source": "user", "action": "x", "args": {},
             "llm_message": {"role": "user", "content": []}}]
-    assert detect(write(tmp_path, "sdk.json", sdk)) == "openhands"
+    assert detect(write_session(tmp_path, "sdk.json", sdk)) == "openhands"
     swe = {"trajectory": [], "history": [{"role": "user", "content": "hi"}]}
-    assert detect(write(tmp_path, "x.traj", swe)) == "swe-agent"
+    assert detect(write_session(tmp_path, "x.traj", swe)) == "swe-agent"
 
 
 def test_a_call_written_without_the_models_response_keeps_the_actions_args(tmp_path: Path) -> None:
     bare = {**EVENTS[4], "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "toolu_9",
                                                 "model_response": {"id": "r9"}, "total_calls_in_response": 1}}
-    (conversation,) = load(write(tmp_path, "t.json", [EVENTS[1], bare, {**EVENTS[5], "tool_call_metadata": None}]))
+    (conversation,) = load(write_session(tmp_path, "t.json", [EVENTS[1], bare, {**EVENTS[5], "tool_call_metadata": None}]))
     assert conversation[1].tool_calls == (ToolCall("toolu_9", "execute_bash", {"command": "ls", "is_input": False}),)
     assert conversation[2].tool_result.call_id == "toolu_9"
 
@@ -180,7 +173,7 @@ def test_a_condensation_with_a_summary_is_a_summary_boundary(tmp_path: Path) -> 
                  "args": {"forgotten_events_start_id": 4, "forgotten_events_end_id": 7, "summary_offset": 1,
                           "summary": "Read a.py; ls shows one file."}}
     forgotten_only = {**condensed, "id": 13, "args": {"forgotten_event_ids": [9, 10], "summary": None}}
-    (conversation,) = load(write(tmp_path, "t.json", [*EVENTS[:11], condensed, forgotten_only]))
+    (conversation,) = load(write_session(tmp_path, "t.json", [*EVENTS[:11], condensed, forgotten_only]))
     summaries = [item for item in conversation if item.meta.get("compact_summary")]
     assert [item.text for item in summaries] == ["Read a.py; ls shows one file."] and summaries[0].role == "user"
     assert conversation.header.meta["skipped"]["action/condensation"] == 1
@@ -194,7 +187,7 @@ def test_json_lines_of_events_without_causes_pair_by_kind_in_file_order(tmp_path
         {"observation": "run", "content": "1 failed", "extras": {"exit_code": 1}, "source": "agent"},
         {"observation": "run", "content": "a stray second output", "extras": {}},
     ]
-    path = write(tmp_path, "events.jsonl", events)
+    path = write_session(tmp_path, "events.jsonl", events)
     assert detect(path) == "openhands-legacy"
     (conversation,) = load(path)
     assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result"]
