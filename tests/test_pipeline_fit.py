@@ -82,3 +82,22 @@ def test_a_forced_compaction_never_returns_a_larger_request(window: int) -> None
     big = session(*[(f"cat f{k}.py", "line of code\n" * 400) for k in range(30)])
     out, _, _ = compact(big, replace(budget, tail_tokens=2_000), budget.trigger_tokens)
     assert EST.conversation(out) < EST.conversation(big)
+
+
+def test_a_log_the_person_pastes_whole_into_the_latest_turn_is_cut_to_what_they_report_not_refused() -> None:
+    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None)
+    context.add([{"role": "user", "content": "Deploy the service"}], system=SYSTEM, tools=TOOLS)
+    for k in range(3):
+        context.add(turn(k, "y " * 300))
+    log = "\n".join([*(f"12:00:{k:02d} step {k} ok" for k in range(300)), "##[error]Permission denied on registry",
+                     *(f"12:01:{k:02d} cleanup {k}" for k in range(300))])
+    context.add([{"role": "user", "content": f"the deploy failed - {log}\n - what is left to do?"}])
+    view = context.prepare_view()  # ContextOverflow before: the latest round alone was over the window
+    assert context.counter.count(view) <= 4_000 and view.validate() == []
+    pasted = view[-1].text
+    assert pasted.startswith("the deploy failed - 12:00:00 step 0 ok")  # what they report, from its opening
+    assert "##[error]Permission denied on registry" in pasted and "what is left to do?" in pasted
+    assert "cut to fit the window" in pasted and len(pasted) < len(log)
+    assert any(item.text == "Deploy the service" for item in view)  # the task is never cut
+    assert any(e.action == "cut_longest_message" for e in context.events)
+    assert log in context.history[-1].text  # the whole message is kept in the history
