@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..conversation import Conversation, Item, readable_text
+from ..conversation import Conversation, Item, Summary, readable_text
 from ..events import Event
 from ..lookback.offloaded import is_offloaded
 from ..reading import added_by_contextfold, is_person, opening, reading_of, says_something
 from ..stores.transcript_reading import TranscriptEvent
-from ..summarizers._facts import Facts
+from ..summarizers._facts import Facts, read_on
 from .task import task_index
 
 logger = logging.getLogger(__name__)
@@ -241,14 +241,34 @@ def checks(before: Conversation, after: Conversation) -> tuple[Check, ...]:
     shown = _collapsed("\n".join(readable_text(item) for item in after.items))
     task = task_index(before)
     latest = next((item for item in reversed(before.items) if item.role == "user" and is_person(item)), None)
-    facts = Facts()
-    facts.read(before.items, details=False)
+    facts = _reading(before, after)
     errors = list(dict.fromkeys(error.line for error in facts.errors if error.resolved is None and not error.retired))
     return (
         _check("task", _request_lines(before[task]) if task is not None else None, shown),
         _check("open_errors", errors or None, shown),
         _check("latest_request", _request_lines(latest) if latest is not None else None, shown),
     )
+
+
+def _reading(before: Conversation, after: Conversation) -> Facts:
+    """What a reading of ``before`` finds. When this compaction wrote a summary with the extractive reader's state
+    and only the task precedes it, that is the state read on over the items kept after it: the summarizer read the
+    span once already, and reading it again made a compaction's receipt cost as much as its summary."""
+    known = {item.id for item in before.items}
+    for index, item in enumerate(after.items):
+        if item.id in known or not item.provenance.summary:
+            continue
+        if any(earlier.role != "user" or earlier.provenance.summary for earlier in after.items[:index]):
+            break
+        state = next((block.extra.get("state") for block in item.blocks if isinstance(block, Summary)), None)
+        kept = [later for later in after.items[index + 1:] if not added_by_contextfold(later)]
+        facts = read_on(state, kept) if isinstance(state, Mapping) else None
+        if facts is not None:
+            return facts
+        break
+    facts = Facts()
+    facts.read(before.items, details=False)
+    return facts
 
 
 def _check(name: str, wanted: Sequence[str] | None, shown: str) -> Check:
