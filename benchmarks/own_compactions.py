@@ -28,6 +28,18 @@ preset keeps at least its strict and kwic far. ``--requests DIR`` writes every
 replay's requests for the reference scorer (``referee.cli measure FILE
 --requests DUMP --window W``). With no FILE, the corpus's Claude Code
 transcripts that hold a recorded summary are used.
+
+The same window: Claude Code's window also held what the recording does not
+(its system prompt, tool definitions, memory files, hook output: 20k to 70k
+tokens on the corpus's transcripts, by the usage each reply reports against
+the recorded request before it), and it compacted when all of it neared the
+window. ``--hidden`` (default ``auto``: the median of those differences, an
+estimate that also holds the two tokenizers' difference) replays the presets
+in the window less that much, as they would have run in Claude Code's place;
+``--hidden 0`` gives them the whole window for the recorded part alone. Both
+sides' mean request is of the recorded part, so the comparison of tokens per
+request is the same either way. ``--max-output`` is the model's reply limit
+(64,000: Claude Sonnet 4's), which sets where the default trigger falls.
 """
 
 from __future__ import annotations
@@ -45,7 +57,8 @@ from contextfold.pipeline.base import Policy
 from contextfold.replay import StrategyConfig, replay, strategies
 from contextfold.replay.base import Sent, Step
 from contextfold.replay.fired import Recorder, summaries
-from contextfold.replay.result import Totals
+from contextfold.replay.result import AGENT, ReplayResult, Totals
+from contextfold.replay.run import answered
 from contextfold.tokens import exact_estimator
 from contextfold.usage import Usage
 
@@ -113,28 +126,45 @@ class Row:
                 str(self.totals.overflows), str(self.totals.violations)]
 
 
-def run(path: Path, window: int, policies: Sequence[tuple[str, Policy]], requests: Path | None) -> list[Row]:
-    """Claude Code's own requests, then each policy's, on the first conversation of ``path``."""
-    conversation = importers.load(path)[0]
+def hidden_tokens(recording: Conversation, own: ReplayResult) -> int:
+    """What the recording does not hold of each request Claude Code sent: the median, over the replies that
+    report their usage, of the prompt tokens reported less the recorded request's tokens (0 without usage)."""
+    gaps = []
+    for record in own.requests:
+        usage = importers.recorded_usage(recording.items[record.index]) if record.kind == AGENT else None
+        if usage is not None and usage.prompt_tokens:
+            gaps.append(usage.prompt_tokens - record.input_tokens)
+    return max(0, sorted(gaps)[len(gaps) // 2]) if gaps else 0
+
+
+def run(path: Path, window: int, max_output: int, hidden: int | None, policies: Sequence[tuple[str, Policy]],
+        requests: Path | None) -> tuple[int, list[Row]]:
+    """The hidden tokens used, and Claude Code's own requests, then each policy's, on the first conversation of
+    ``path``; ``hidden`` ``None``: estimated from the recording's usage."""
+    conversation = answered(importers.load(path)[0], str(path))  # a lost result answered: indexes as the replay's
     tokenizer = exact_estimator("o200k_base", SHARED / "tokenizers")
     rows = []
     for name, policy in [(OWN, None), *policies]:
-        config = StrategyConfig(window, policy=policy)
+        shown = window if policy is None else window - (hidden or 0)
+        config = StrategyConfig(shown, max_output, policy=policy)
         recorder = Recorder(RecordedCompactions(config) if policy is None else strategies.create("default", config))
         dump = None if requests is None else requests / f"{path.stem[:8]}-{name}-{window}.jsonl"
         result = replay(conversation, recorder, config, tokenizer=tokenizer, requests_path=dump, session=str(path))
+        if policy is None and hidden is None:
+            hidden = hidden_tokens(conversation, result)
         written = compacted(conversation) if policy is None else summaries(recorder.all_events())
         rows.append(Row(name, result.totals, written))
         print(f"{path.stem[:8]} {name}: done", file=sys.stderr, flush=True)
-    return rows
+    return hidden or 0, rows
 
 
-def table(window: int, results: Sequence[tuple[Path, list[Row]]]) -> str:
+def table(window: int, results: Sequence[tuple[Path, int, list[Row]]]) -> str:
     head = ["strategy", "strict", "kwic far", "outcome", "asked", "mean request", "summaries", "over", "broken"]
     lines = [f"window {window:,}"]
-    for path, rows in results:
-        lines += ["", f"{path.stem[:8]} ({path.parent.name})", "| " + " | ".join(head) + " |",
-                  "|---|" + "---:|" * (len(head) - 1)]
+    for path, hidden, rows in results:
+        lines += ["", f"{path.stem[:8]} ({path.parent.name}): presets in {window - hidden:,} "
+                  f"({hidden:,} tokens Claude Code sent that the recording does not hold)",
+                  "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -151,6 +181,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--window", type=int, default=200_000)
+    parser.add_argument("--max-output", type=int, default=64_000, help="the model's reply limit")
+    parser.add_argument("--hidden", default="auto",
+                        help="tokens of Claude Code's window the recording does not hold (auto: from its usage)")
     parser.add_argument("--presets", default="balanced")
     parser.add_argument("--policy", action="append", default=[], metavar="NAME=FILE",
                         help="also replay a policy file (Policy.save), reported as NAME")
@@ -164,7 +197,8 @@ def main() -> int:
     if args.requests is not None:
         args.requests.mkdir(parents=True, exist_ok=True)
     policies = parse_policies(args.presets, args.policy)
-    results = [(path, run(path, args.window, policies, args.requests)) for path in files]
+    hidden = None if args.hidden == "auto" else int(args.hidden)
+    results = [(path, *run(path, args.window, args.max_output, hidden, policies, args.requests)) for path in files]
     print(table(args.window, results))
     return 0
 
