@@ -169,6 +169,25 @@ def test_clear_waits_for_a_cold_cache_or_a_large_saving() -> None:
     assert len(events) == 1 and cold.validate() == []
 
 
+def test_a_larger_window_keeps_more_recent_rounds_whole() -> None:
+    # A report the agent read six rounds ago, in a 200k window where the request is a twentieth of it: a cold cache
+    # cleared it (3 rounds kept at every window) and the agent's next reply quoted it.
+    rounds = session(*[(f"python t{k}.py", f"out {k} " * 300) for k in range(12)])
+    conv = Conversation([*rounds, c.user("now make t11 pass")], HEADER)  # the rounds are an earlier turn
+    policy = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=100_000)
+
+    def cleared_at(window: int) -> list[int]:
+        out, _ = clear(conv, make_budget(policy=policy, window_tokens=window, trigger_tokens=window * 9 // 10,
+                                         idle_s=3_600))
+        return [i for i in range(len(out)) if "cleared" in out[i].text]
+
+    assert cleared_at(32_000) == cleared_at(64_000) == [2, 4, 6, 8, 10, 12, 14, 16, 18]  # 3 rounds kept
+    assert cleared_at(128_000) == [2, 4, 6, 8, 10, 12]  # 6
+    assert cleared_at(200_000) == [2, 4, 6]  # 9
+    fixed = replace(policy, clear_keep_rounds_window_tokens=None)
+    assert make_budget(policy=fixed, window_tokens=200_000).clear_keep_rounds == 3
+
+
 def test_cleared_output_keeps_its_last_error_line_and_the_latest_output_is_never_cleared() -> None:
     latest = "src/app.py\n" * 400  # far larger than a placeholder: clearing it would save tokens
     conv = session(("pytest", "collected 3\n" + "test_x.py .\n" * 200 + "E   AssertionError: totals differ\n1 failed"),

@@ -102,7 +102,7 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     if p.native_clearing:  # one clearing authority at a time: the provider's
         return conversation, []
     masking = p.mask_window_rounds is not None
-    keep = p.mask_window_rounds if masking else p.clear_keep_recent_rounds
+    keep = p.mask_window_rounds if masking else budget.clear_keep_rounds
     latest = latest_result_index(conversation.items)
     changes: dict[int, Item] = {}
     savings = 0

@@ -34,8 +34,8 @@ from ...pipeline.stages.summarize import summarize
 from ..base import Sent, Step, StrategyConfig
 from ._baseline import Baseline
 
-POLICY = Policy(clear_keep_recent_rounds=3, clear_min_savings_tokens=20_000, restore_max_files=5,
-                spare_current_turn=False, persist_max_chars=30_000)
+POLICY = Policy(clear_keep_recent_rounds=3, clear_keep_rounds_window_tokens=None, clear_min_savings_tokens=20_000,
+                restore_max_files=5, spare_current_turn=False, persist_max_chars=30_000)
 """``history_tools`` stays ``"auto"``: Claude Code has no ``search_history``, so its summaries do not name it;
 a tool output is saved to disk past Claude Code's own 30,000 characters, whatever contextfold's default is."""
 
