@@ -1177,3 +1177,19 @@ def test_a_plan_stated_as_a_heading_is_the_section_it_heads() -> None:
     step = text.split("## 9. Optional Next Step", 1)[1]
     assert "## Remaining\n\n- web-terminal-frontend-tests\n- team-skills" in step
     assert "Ready for the Notion" not in step
+
+
+def test_an_edit_whose_call_names_no_file_is_listed_by_the_file_its_diff_names() -> None:
+    """moatless-tools' EditCode edits the file of its state: its arguments hold only the new code, and its output the
+    diff it applied; that file is one the session changed."""
+    edit = ToolCall("e1", "EditCode", {"content": "<replace>\n        method = to_native_string(method)\n</replace>"})
+    applied = json.dumps({"message": "Applied the change to requests/sessions.py.",
+                          "diff": "--- requests/sessions.py\n+++ requests/sessions.py\n@@ -310,6 +310,7 @@\n"
+                                  "+        method = to_native_string(method)\n"})
+    items = [user("Unicode method names cause UnicodeDecodeError in requests 2.0"),
+             assistant("", [ToolCall("p1", "PlanToCode", {"action": "modify", "file_path": "requests/sessions.py",
+                                                          "instructions": "Convert the method to a native string."})]),
+             tool("p1", json.dumps({"instructions": "Convert the method to a native string."})),
+             assistant("", [edit]), tool("e1", applied)]
+    text, _ = summarize(items)
+    assert "`requests/sessions.py`" in section(text, 3) and "to_native_string(method)" in section(text, 3)

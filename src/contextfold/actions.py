@@ -10,6 +10,7 @@ For shell commands it recognises the usual idioms (``cat``, ``sed -n``,
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", 
 _READ_TOOLS = {"read", "read_file", "readfile", "file_read", "view", "open", "open_file", "get_file", "cat", "view_file"}
 _EDIT_TOOLS = {
     "edit", "edit_file", "multiedit", "str_replace", "str_replace_based_edit_tool", "apply_patch", "patch", "replace",
-    "write", "write_file", "create", "create_file", "notebookedit", "apply_edit", "insert", "file_change",
+    "write", "write_file", "create", "create_file", "notebookedit", "apply_edit", "insert", "file_change", "editcode",
 }
 _SEARCH_TOOLS = {
     "grep", "glob", "search", "find", "list_files", "ls", "find_file", "search_dir", "search_file", "codebase_search",
@@ -266,6 +267,20 @@ def _patched_paths(arguments: JSONObject) -> tuple[str, ...]:
     return ()
 
 
+def applied_paths(output: str) -> tuple[str, ...]:
+    """The files named by the unified diff an edit's output shows (``+++ path``), its own text or a JSON object's
+    ``diff``: what an edit tool whose arguments name no file changed (moatless-tools' ``EditCode`` edits the file
+    of its state and answers ``{"message": "Applied the change to requests/sessions.py.", "diff": "--- …"}``)."""
+    if output.lstrip().startswith("{"):
+        try:
+            value = json.loads(output)
+        except ValueError:
+            value = None
+        if isinstance(value, Mapping):
+            return _patched_paths(value)
+    return _patched_paths({"diff": output})
+
+
 def _added_lines(patch: str) -> str:
     return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
 
@@ -317,12 +332,15 @@ _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|^[^\"'=(\n]*\bFAILED\b(?![\"'])|"
     r"(?<!as )\berror(\[\w+\])?:(?!:)|::error::|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
-    r"^\s*(?:--- )?FAIL\b|\tfail\t)",
+    r"^\s*(?:--- )?FAIL\b|\tfail\t|^\[warn\] Code style issues)",
     re.MULTILINE,
 )
+"""A line that reports an error; among them prettier's verdict, ``[warn] Code style issues found in 2 files. Run
+Prettier with --write to fix.``, the failure of ``prettier --check`` (the ``[warn] path`` lines above it are its
+files, not failures of their own)."""
 _ERROR_HINT = re.compile(
     r"rror|xception|ailure|Traceback|FAIL|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
-    r"timed out|\tfail\t",
+    r"timed out|\tfail\t|Code style issues",
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
@@ -455,6 +473,9 @@ _TOOL_USE_ERROR = re.compile(r"\s*(?P<line><tool_use_error>[^\n]*)")
 """Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
 block's first line (kept verbatim, its tag with it); the lines after it quote the call's own arguments
 (``String: …``), file text, not the failure."""
+_LOGGED_ERROR = re.compile(r"^.{0,40}?\[(?:ERROR|FATAL|CRITICAL)\](?:\x1b\[[0-9;]*m)?(?P<message>.*)$")
+"""A line a program logged at error level under a bracketed tag (maven's ``[ERROR] Failed to execute goal …``, a
+script's coloured ``\x1b[0;31m[ERROR]\x1b[0m Insufficient space …``), after at most a timestamp or a colour code."""
 _NPM_CODE = re.compile(r"^npm (?:error|ERR!) code \S+[ \t]*$", re.MULTILINE)
 _NPM_PREFIX = re.compile(r"^npm (?:error|ERR!)")
 _REMEMBERED_CHARS = 32_768
@@ -490,6 +511,9 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     interrupted = _INTERRUPTED.match(text)
     if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
         return interrupted.group(0).strip()
+    logged = _logged_cause(text)
+    if logged is not None:
+        return logged
     tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
     lines = [line.strip() for line in tail.splitlines() if line.strip()]  # whole lines
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
@@ -502,6 +526,25 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
     return (meaningful or lines or ["(no output)"])[-1]
+
+
+def _logged_cause(text: str) -> str | None:
+    """The cause a program that logs under level tags gave for its failure: the first line of its last run of
+    ``[ERROR]`` lines that says something. Such a run opens with the cause and goes on with its consequences and
+    advice (``Insufficient space in buildpool`` / ``Pre-flight checks failed`` / ``Fix the issues above and try
+    again``; maven's ``Failed to execute goal …: Compilation failure`` / the file and line / ``-> [Help 1]`` /
+    where to read more): its last line, or the last line printed, names no cause."""
+    tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
+    cause: str | None = None
+    in_run = False
+    for line in tail.splitlines():
+        logged = _LOGGED_ERROR.match(line) if "[" in line else None
+        if logged is None:
+            in_run = False
+        elif not in_run or cause is None:
+            in_run = True
+            cause = line.strip() if logged.group("message").strip() else None
+    return cause
 
 
 def _npm_message(text: str) -> str | None:

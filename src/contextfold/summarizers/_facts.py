@@ -26,7 +26,7 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from copy import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
@@ -36,6 +36,7 @@ from ..actions import (
     READ,
     TODO,
     Action,
+    applied_paths,
     call_actions,
     classify,
     item_failure_line,
@@ -95,6 +96,8 @@ TALLY: Key[str | None] = Key("tally")
 _RESULT_LINE: Key[str | None] = Key("result_line")
 _FINDINGS: Key[list[str]] = Key("findings")
 _SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_APPLIED: Key[tuple[str, ...]] = Key("applied")
+"""The files the diff an edit's output shows names, read once per output item (an edit call that names none)."""
 _CHANGES: Key[dict[str, str | None]] = Key("changes")
 """What each edit call of an assistant item changed, by call id."""
 _ERRORS: Key[dict[str, _ErrorRead]] = Key("errors")
@@ -349,6 +352,8 @@ class Facts:
                 self._read_words(refused)
             return call, action, "declined by the user" + (f": {refused}" if refused else ""), False, None
         line = item_failure_line(item, action.kind) if item is not None else None
+        if action.kind == EDIT and not action.paths and result is not None:  # the file is named by the diff it shows
+            action = replace(action, paths=_kept(item, _APPLIED, lambda: applied_paths(text)))
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action, origin)
         elif action.kind == EDIT:

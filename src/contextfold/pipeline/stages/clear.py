@@ -31,8 +31,8 @@ from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._calls import fetched_issue
-from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, shown_error,
-                                     tally_line)
+from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
+                                     shown_error, tally_line)
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -73,8 +73,10 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     line = None if line is None else exception_line(text, line)
     if error:
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
-    elif line is not None:
-        note += f". It reported: {line}"
+    elif line is not None:  # a verdict that lists its files (prettier's) is quoted with them, in order
+        listed = listed_files(text, line)
+        block = "\n".join([*listed, line])
+        note += f". It reported:\n{block}\n" if listed else f". It reported: {line}"
     tally = None if file_content(action) else tally_line(text)
     if tally is not None and tally != line and tally not in error:
         note += f"{RESULT_LINE_INTRO}\n{tally}\n"
