@@ -442,3 +442,12 @@ def test_a_cleared_log_of_error_lines_quotes_its_cause_and_a_cleared_format_chec
     assert "It reported: [ERROR] Insufficient space in buildpool: 9GB free, 10GB required" in out[2].text
     assert ("It reported:\n[warn] CLAUDE.md\n[warn] src/app.ts\n[warn] src/lib/util.ts\n[warn] Code style issues found in "
             "3 files. Run Prettier with --write to fix.\n") in out[4].text
+
+
+def test_a_cleared_output_that_gives_the_calls_input_back_keeps_no_tally_of_it() -> None:
+    plan = "# Self-test\n" + "Step.\n" * 300 + "It prints:\n    SUMMARY: 14 passed, 1 failed, 1 warning\n"
+    conv = Conversation([c.user("Add a self-test"), c.assistant("", [ToolCall("x1", "ExitPlanMode", {"plan": plan})]),
+                         c.tool("x1", "User has approved your plan.\n\n## Approved Plan:\n" + plan, False), bash("c2", "ls -R"),
+                         c.tool("c2", "src/app.py\n" * 400)], HEADER)
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
+    assert "cleared" in out[2].text and "14 passed" not in out[2].text

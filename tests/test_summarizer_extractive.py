@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from contextfold.actions import EDIT, classify, failure_line
-from contextfold.conversation import Conversation, Header, Item, Provenance, Summary, ToolCall, assistant, tool, user
+from contextfold.conversation import (UNANSWERED_TEXT, Conversation, Header, Item, Provenance, Summary, ToolCall, assistant,
+                                      tool, user)
 from contextfold.importers import load
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
@@ -1193,3 +1194,29 @@ def test_an_edit_whose_call_names_no_file_is_listed_by_the_file_its_diff_names()
              assistant("", [edit]), tool("e1", applied)]
     text, _ = summarize(items)
     assert "`requests/sessions.py`" in section(text, 3) and "to_native_string(method)" in section(text, 3)
+
+
+def test_a_todo_update_that_failed_is_settled_by_the_next_one_that_worked() -> None:
+    """Each todo update writes the whole list: one that got no result (a record the harness lost) is no open error
+    once the next update went through."""
+    todos = [{"content": "Write the registry", "status": "in_progress", "activeForm": "Writing"}]
+    items = [user("Map the repositories into a registry"),
+             assistant("", [ToolCall("t1", "TodoWrite", {"todos": todos})]), tool("t1", UNANSWERED_TEXT, True),
+             assistant("", [ToolCall("t2", "TodoWrite", {"todos": todos})]),
+             tool("t2", "Todos have been modified successfully."),
+             assistant("", [ToolCall("w1", "Write", {"file_path": "registry.md", "content": "# Registry\n"})]),
+             tool("w1", "File created successfully at: registry.md")]
+    errors = section(summarize(items)[0], 4)
+    assert "unresolved" not in errors and "Last error (resolved: a later call of TodoWrite succeeded)" in errors
+
+
+def test_a_plan_given_back_by_its_approval_is_no_test_run() -> None:
+    """ExitPlanMode's output quotes the approved plan whole, with the example output it shows: that tally is the
+    call's input given back, not a run's result."""
+    plan = "# Self-test\n\nRun `bun pai-test.ts`; it prints:\n\n    SUMMARY: 14 passed, 1 failed, 1 warning\n"
+    items = [user("Add a self-test to PAI"), assistant("", [ToolCall("x1", "ExitPlanMode", {"plan": plan})]),
+             tool("x1", "User has approved your plan. You can now start coding.\n\n## Approved Plan:\n" + plan),
+             assistant("Writing the validator.", [ToolCall("w1", "Write", {"file_path": "pai-test.ts", "content": "x"})]),
+             tool("w1", "File created successfully at: pai-test.ts")]
+    text = summarize(items)[0]
+    assert "Last test run" not in text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..actions import EDIT, OTHER, READ, SEARCH, Action
+from ..actions import EDIT, OTHER, READ, SEARCH, TODO, Action
 from ._calls import (
     _alike,
     _check_runs,
@@ -28,6 +28,10 @@ _LOCATING = (READ, SEARCH)
 """What a call that looks for a path does: its failure may be that the path is not there, and a later success at a
 path of the same name is where it is."""
 
+_SAME_TOOL_CLOSES = (OTHER, TODO)
+"""What a call does whose failure a later call of the same tool that worked settles: a tool that is not about files
+or commands, and a todo list's update (each writes the whole list again)."""
+
 
 def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output: str = "") -> None:
     """Mark the open ``errors`` this successful action resolves (``output``: what it printed): a re-run of the
@@ -36,7 +40,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in a
     folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
     folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
-    that is not about files or commands) that worked."""
+    that is not about files or commands, or a todo list's update) that worked."""
     signature = action.signature
     words = frozenset(signature)
     locates = action.kind in _LOCATING
@@ -51,7 +55,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     for error in errors:
         if error.resolved is not None:
             continue
-        if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
+        if action.kind in _SAME_TOOL_CLOSES and error.kind == action.kind and error.tool == tool:
             error.resolved = f"a later call of {tool} succeeded"
             continue
         # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it

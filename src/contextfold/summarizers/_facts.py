@@ -70,6 +70,7 @@ from ._outputs import (
     _kept,
     _kept_by,
     _shown_error,
+    echoed,
     exception_line,
     file_content,
     issue_text,
@@ -393,6 +394,7 @@ class Facts:
         text = item.text
         ok = failure is None
         tally = _kept(item, TALLY, lambda: tally_line(text))
+        tally = None if tally is not None and echoed(tally, call.arguments) else tally  # the input given back
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
@@ -442,7 +444,7 @@ class Facts:
             return False
         text = item.text
         shown = _kept(item, _SHOWN_ERROR, lambda: _shown_error(text))
-        if shown is None:
+        if shown is None or echoed(shown[0], call.arguments):  # the call's input given back (an approved plan)
             return False
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}

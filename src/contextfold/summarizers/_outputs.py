@@ -82,6 +82,12 @@ def tally_line(text: str) -> str | None:
     return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
 
 
+def echoed(line: str, arguments: Mapping[str, Any] | None) -> bool:
+    """Whether ``line`` of an output is the call's own input given back (a plan the person approved, quoted whole
+    with the example run it shows: ``SUMMARY: 14 passed, 1 failed``), not something the call produced."""
+    return bool(arguments) and any(isinstance(value, str) and line in value for value in (arguments or {}).values())
+
+
 def _kept_for(item: Item | None, key: Key[tuple[_B, _T]], basis: _B, compute: Callable[[], _T]) -> _T:
     """:func:`_kept` for a value that depends on ``basis`` too (the call an output answers): recomputed if it differs."""
     known = _kept(item, key, lambda: (basis, compute()))
@@ -192,12 +198,13 @@ def _traceback_end(text: str, default: str) -> str:
     return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
 
 
-def shown_error(text: str, action: Action | None) -> list[str] | None:
+def shown_error(text: str, action: Action | None, arguments: Mapping[str, Any] | None = None) -> list[str] | None:
     """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
     end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
-    What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
+    What a read or a search returned is file content (an error line in it is code), unless the file is a log;
+    a line of the call's own ``arguments`` given back (:func:`echoed`) is its input, not an error it showed."""
     shown = None if file_content(action) else _shown_error(text)
-    return None if shown is None else [*shown[1], shown[0]]
+    return None if shown is None or echoed(shown[0], arguments) else [*shown[1], shown[0]]
 
 
 def failing_error(text: str, line: str) -> list[str]:

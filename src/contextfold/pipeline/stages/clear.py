@@ -31,8 +31,8 @@ from ...actions import failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._calls import fetched_issue
-from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
-                                     shown_error, tally_line)
+from ...summarizers._outputs import (echoed, error_frame, exception_line, failing_error, file_content, issue_text,
+                                     listed_files, shown_error, tally_line)
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -78,6 +78,7 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
         block = "\n".join([*listed, line])
         note += f". It reported:\n{block}\n" if listed else f". It reported: {line}"
     tally = None if file_content(action) else tally_line(text)
+    tally = None if tally is not None and echoed(tally, result.arguments) else tally  # the call's input given back
     if tally is not None and tally != line and tally not in error:
         note += f"{RESULT_LINE_INTRO}\n{tally}\n"
     if fetched_issue(item):  # the task as it arrived: its head, not the lines of it in use
@@ -149,7 +150,7 @@ def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:
         line = failure_line(text, result.is_error, action.kind if action else None)
         if line is not None:
             return index, failing_error(text, line)
-        shown = shown_error(text, action)
+        shown = shown_error(text, action, result.arguments)
         if shown is not None:
             return index, shown
     return None
