@@ -1220,3 +1220,20 @@ def test_a_plan_given_back_by_its_approval_is_no_test_run() -> None:
              tool("w1", "File created successfully at: pai-test.ts")]
     text = summarize(items)[0]
     assert "Last test run" not in text
+
+
+def test_a_request_made_after_the_todo_list_is_the_next_step_not_the_lists_open_item() -> None:
+    """The agent reported, the person asked for something new, the agent started on it: the summary's next step is
+    that request, not the older list's pending item; a bare "ok" asks nothing new."""
+    todos = [{"content": "Create the SystemMap skill", "status": "completed", "activeForm": "Creating"},
+             {"content": "Test skill by running Discover on a repo", "status": "pending", "activeForm": "Testing"}]
+
+    def session(request: str) -> list[Item]:
+        return [user("Build a skill that maps our repositories"),
+                assistant("", [ToolCall("t1", "TodoWrite", {"todos": todos})]), tool("t1", "Todos have been modified"),
+                assistant("Done. The SystemMap skill is built; want me to test it on a repo?"), user(request),
+                assistant("", [ToolCall("b1", "Bash", {"command": "ls -la ~/github/"})]), tool("b1", "bonkbot\nweb-api\n")]
+
+    assert "Go on with the user's latest request (made after the todo list above was last written): do the sibling " \
+           "repo bonkbot" in section(summarize(session("do the sibling repo bonkbot"))[0], 9)
+    assert "Start the next pending task: Test skill by running Discover" in section(summarize(session("ok"))[0], 9)

@@ -20,10 +20,10 @@ from .harness import (
     typed_command,
     without_wrappers,
 )
-from .request import OPENING_LINES, opening, says_something
+from .request import OPENING_LINES, message_says_something, opening, says_something
 from .speaker import (UserReading, added_by_contextfold, agent_words, heading_of, is_person, is_stand_in_reply,
                       read_text, reading_of, reasoning_in_calls)
 
 __all__ = ["EMPTY_BLOCK", "OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "declined", "heading_of", "is_person",
-           "is_stand_in_reply", "matching_rule", "opening", "read_text", "reading_of", "reasoning_in_calls", "says_something", "stand_in", "typed_command",
+           "is_stand_in_reply", "matching_rule", "message_says_something", "opening", "read_text", "reading_of", "reasoning_in_calls", "says_something", "stand_in", "typed_command",
            "without_wrappers"]

@@ -42,7 +42,7 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, declined, is_stand_in_reply, reading_of, reasoning_in_calls
+from ..reading import agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -139,6 +139,8 @@ class Facts:
     # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
     asked_since_error: bool = False  # a message of the person's came after the last failed call: their request,
     # not that failure, is what the work turned to
+    request_open: bool = False  # a message of the person's that says something came after the todo list was last
+    # written and after the assistant last wrote to them: that request, not the list, is what the agent is working on
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -222,6 +224,10 @@ class Facts:
             self.asked_since_error = earlier.asked_since_error
         elif earlier.user_messages:
             self.asked_since_error = True
+        if earlier.todos is not None or earlier.last_assistant is not None:
+            self.request_open = earlier.request_open
+        else:
+            self.request_open = self.request_open or any(map(message_says_something, earlier.user_messages))
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
@@ -311,6 +317,7 @@ class Facts:
         self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
         self.asked_since_error = True
+        self.request_open = self.request_open or message_says_something(text)
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
@@ -319,6 +326,7 @@ class Facts:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
             self.said_since_error = True
+            self.request_open = False
         self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
@@ -540,6 +548,7 @@ class Facts:
         todos = todo_list(arguments)
         if todos is not None:
             self.todos = todos
+            self.request_open = False
 
     def _trim(self) -> None:
         """Keep the state bounded: the newest errors and commands."""
