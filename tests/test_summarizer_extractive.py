@@ -1237,3 +1237,16 @@ def test_a_request_made_after_the_todo_list_is_the_next_step_not_the_lists_open_
     assert "Go on with the user's latest request (made after the todo list above was last written): do the sibling " \
            "repo bonkbot" in section(summarize(session("do the sibling repo bonkbot"))[0], 9)
     assert "Start the next pending task: Test skill by running Discover" in section(summarize(session("ok"))[0], 9)
+
+
+def test_a_package_added_with_another_manager_of_its_ecosystem_settles_the_failed_install() -> None:
+    """npm could not resolve the tree; the person asked for pnpm, and pnpm added the package: the install is done."""
+    failed = ("npm error code ERESOLVE\nnpm error ERESOLVE unable to resolve dependency tree\n"
+              "npm error A complete log of this run can be found in: /home/u/.npm/_logs/debug-0.log")
+    items = [user("Add an axios API client"), assistant("", [ToolCall("n1", "Bash", {"command": "npm install axios"})]),
+             tool("n1", failed, True), user("use pnpm"),
+             assistant("", [ToolCall("p1", "Bash", {"command": "pnpm add axios"})]), tool("p1", "+ axios 1.7.9\nDone in 2.1s"),
+             assistant("Now the client.", [ToolCall("w1", "Write", {"file_path": "src/api/client.ts", "content": "x"})]),
+             tool("w1", "File created successfully at: src/api/client.ts")]
+    errors = section(summarize(items)[0], 4)
+    assert "unresolved" not in errors and "resolved: a later run of `pnpm add axios` succeeded" in errors

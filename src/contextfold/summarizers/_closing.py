@@ -21,6 +21,7 @@ from ._calls import (
     _same_file,
     _shows_run,
     _test_selection,
+    program_words,
 )
 from ._records import ErrorFacts
 
@@ -41,7 +42,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
     folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
     that is not about files or commands, or a todo list's update) that worked."""
-    signature = action.signature
+    signature = program_words(action.signature)
     words = frozenset(signature)
     locates = action.kind in _LOCATING
     may_touch = bool(action.paths) and (locates or action.kind == EDIT)
@@ -60,7 +61,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
             continue
         # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it
         narrower = running is not None and error.tests is not None and not _covers(running, error.tests)
-        if not narrower and signature and error.signature and signature[0] == error.signature[0] and _alike(
+        if not narrower and signature and error.program and signature[0] == error.program[0] and _alike(
                 words, error.words):
             error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
             continue

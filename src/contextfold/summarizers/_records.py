@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from ._calls import _check_runs, _last_component, _test_selection
+from ._calls import _check_runs, _last_component, _test_selection, program_words
 
 @dataclass
 class FileFacts:
@@ -56,9 +56,14 @@ class ErrorFacts:
     # What a later action is compared with to resolve it (see :meth:`Facts._resolve`), computed once: an error's
     # signature and paths never change once recorded. No part of the state.
     @cached_property
+    def program(self) -> tuple[str, ...]:
+        """The command's signature words, package managers named alike (see :func:`program_words`)."""
+        return program_words(self.signature)
+
+    @cached_property
     def words(self) -> frozenset[str]:
-        """The command's signature words."""
-        return frozenset(self.signature)
+        """The command's signature words (package managers named alike)."""
+        return frozenset(self.program)
 
     @cached_property
     def names(self) -> frozenset[str]:
