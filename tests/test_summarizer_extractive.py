@@ -1212,14 +1212,14 @@ def test_a_todo_update_that_failed_is_settled_by_the_next_one_that_worked() -> N
 
 def test_a_plan_given_back_by_its_approval_is_no_test_run() -> None:
     """ExitPlanMode's output quotes the approved plan whole, with the example output it shows: that tally is the
-    call's input given back, not a run's result."""
+    call's input given back, not a run's result, and its "1 failed" no failure (Claude Code flags no result of it)."""
     plan = "# Self-test\n\nRun `bun pai-test.ts`; it prints:\n\n    SUMMARY: 14 passed, 1 failed, 1 warning\n"
     items = [user("Add a self-test to PAI"), assistant("", [ToolCall("x1", "ExitPlanMode", {"plan": plan})]),
              tool("x1", "User has approved your plan. You can now start coding.\n\n## Approved Plan:\n" + plan),
              assistant("Writing the validator.", [ToolCall("w1", "Write", {"file_path": "pai-test.ts", "content": "x"})]),
              tool("w1", "File created successfully at: pai-test.ts")]
-    text = summarize(items)[0]
-    assert "Last test run" not in text
+    text = summarize(Conversation(items).items)[0]  # each result linked to its call, as in a view
+    assert "Last test run" not in text and "## 4." not in text  # nor its "1 failed" an error of the call
 
 
 def test_a_request_made_after_the_todo_list_is_the_next_step_not_the_lists_open_item() -> None:

@@ -429,6 +429,12 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     return _remembered_failure_line(text, is_error, kind)
 
 
+def echoed(line: str, arguments: Mapping[str, object] | None) -> bool:
+    """Whether ``line`` of an output is the call's own input given back (a plan the person approved, quoted whole
+    with the example run it shows: ``SUMMARY: 14 passed, 1 failed``), not something the call produced."""
+    return bool(arguments) and any(isinstance(value, str) and line in value for value in (arguments or {}).values())
+
+
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before
     (:attr:`~contextfold.conversation.Provenance.failure_line`: the placeholder quotes that line inside its own
@@ -442,6 +448,9 @@ def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     line = failure_line(result.text, result.is_error, kind)
     if line is not None and result.arguments and no_match(str(result.arguments.get("command") or ""), result.text):
         return None
+    if line is not None and result.is_error is None and result.arguments and return_code(result.text) is None and all(
+            echoed(reported, result.arguments) for reported in reported_error_lines(result.text)):
+        return None  # failed by error lines alone, each the call's own input given back: an approved plan's text
     return line
 
 

@@ -39,6 +39,7 @@ from ..actions import (
     applied_paths,
     call_actions,
     classify,
+    echoed,
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
@@ -70,7 +71,6 @@ from ._outputs import (
     _kept,
     _kept_by,
     _shown_error,
-    echoed,
     exception_line,
     file_content,
     issue_text,

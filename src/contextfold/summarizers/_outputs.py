@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..actions import EDIT, EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
+from ..actions import EDIT, EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, echoed, reported_error_lines
 from ..conversation import Item
 from ..readings import Key
 from ._text import shorten
@@ -80,12 +80,6 @@ def tally_line(text: str) -> str | None:
     tally = next((line.strip() for line in reversed(tail.splitlines())
                   if _TALLY_HINT.search(line) and _TEST_RESULT.search(line.strip())), None)
     return shorten(tally, TEXT_CHARS["result_line"]) if tally is not None else None
-
-
-def echoed(line: str, arguments: Mapping[str, Any] | None) -> bool:
-    """Whether ``line`` of an output is the call's own input given back (a plan the person approved, quoted whole
-    with the example run it shows: ``SUMMARY: 14 passed, 1 failed``), not something the call produced."""
-    return bool(arguments) and any(isinstance(value, str) and line in value for value in (arguments or {}).values())
 
 
 def _kept_for(item: Item | None, key: Key[tuple[_B, _T]], basis: _B, compute: Callable[[], _T]) -> _T:
