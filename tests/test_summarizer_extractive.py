@@ -1250,3 +1250,13 @@ def test_a_package_added_with_another_manager_of_its_ecosystem_settles_the_faile
              tool("w1", "File created successfully at: src/api/client.ts")]
     errors = section(summarize(items)[0], 4)
     assert "unresolved" not in errors and "resolved: a later run of `pnpm add axios` succeeded" in errors
+
+
+def test_asking_a_failed_program_for_its_usage_does_not_settle_the_failure() -> None:
+    items = [user("Add a self-test to PAI"),
+             assistant("", [ToolCall("r1", "Bash", {"command": "bun .claude/Hooks/pai-test.ts"})]),
+             tool("r1", "Exit code 1\n✗ Cross-References\nSome tests failed. Run with --verbose for details.", True),
+             assistant("", [ToolCall("r2", "Bash", {"command": "bun .claude/Hooks/pai-test.ts --help"})]),
+             tool("r2", "Usage: pai-test.ts [--quick] [--verbose]")]
+    errors = section(summarize(items)[0], 4)
+    assert "Last error (unresolved), from `$ bun .claude/Hooks/pai-test.ts`" in errors

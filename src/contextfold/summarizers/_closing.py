@@ -9,6 +9,7 @@ new harnesses show new ways of fixing things.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..actions import EDIT, OTHER, READ, SEARCH, TODO, Action
@@ -29,6 +30,10 @@ _LOCATING = (READ, SEARCH)
 """What a call that looks for a path does: its failure may be that the path is not there, and a later success at a
 path of the same name is where it is."""
 
+_HELP = re.compile(r"(?<!\S)--(?:help|version)(?!\S)")
+"""An option asking a program for its usage or version: a run with it re-runs nothing of a failed run of the same
+program (``bun pai-test.ts --help`` after ``bun pai-test.ts`` failed). The short forms mean other things to many
+programs (``df -h``, ``grep -h``)."""
 _SAME_TOOL_CLOSES = (OTHER, TODO)
 """What a call does whose failure a later call of the same tool that worked settles: a tool that is not about files
 or commands, and a todo list's update (each writes the whole list again)."""
@@ -44,6 +49,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     that is not about files or commands, or a todo list's update) that worked."""
     signature = program_words(action.signature)
     words = frozenset(signature)
+    asks_help = bool(action.command and _HELP.search(action.command))  # prints its usage, runs nothing again
     locates = action.kind in _LOCATING
     may_touch = bool(action.paths) and (locates or action.kind == EDIT)
     names = frozenset(_last_component(p).casefold() for p in action.paths) if may_touch else frozenset()
@@ -61,7 +67,7 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
             continue
         # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it
         narrower = running is not None and error.tests is not None and not _covers(running, error.tests)
-        if not narrower and signature and error.program and signature[0] == error.program[0] and _alike(
+        if not narrower and not asks_help and signature and error.program and signature[0] == error.program[0] and _alike(
                 words, error.words):
             error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
             continue
