@@ -205,6 +205,8 @@ _SAME_PROGRAM = {"pnpm": "npm", "yarn": "npm", "bun": "npm", "pip3": "pip", "add
 def program_words(signature: Sequence[str]) -> tuple[str, ...]:
     """A command's signature words with each package manager and its verb for adding a package named alike
     (:data:`_SAME_PROGRAM`): what a later run is compared by to tell whether it ran the failed step again."""
+    if _SAME_PROGRAM.keys().isdisjoint(signature):
+        return tuple(signature)
     return tuple(_SAME_PROGRAM.get(word, word) for word in signature)
 
 

@@ -47,6 +47,8 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
     folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
     that is not about files or commands, or a todo list's update) that worked."""
+    if all(error.resolved is not None for error in errors):  # nothing open: the common case, at no cost
+        return
     signature = program_words(action.signature)
     words = frozenset(signature)
     asks_help = bool(action.command and _HELP.search(action.command))  # prints its usage, runs nothing again
