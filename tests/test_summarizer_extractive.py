@@ -1260,3 +1260,23 @@ def test_asking_a_failed_program_for_its_usage_does_not_settle_the_failure() -> 
              tool("r2", "Usage: pai-test.ts [--quick] [--verbose]")]
     errors = section(summarize(items)[0], 4)
     assert "Last error (unresolved), from `$ bun .claude/Hooks/pai-test.ts`" in errors
+
+
+def test_a_text_mode_run_is_read_by_its_commands_and_their_outputs() -> None:
+    """mini-swe-agent calls no tools: each reply ends with one fenced bash block and the next user message is its
+    output. Read as calls, the run shows the file its command changed, the failure and the test run; a reply with
+    two blocks is answered by a format error and ran nothing."""
+    items = [user("<pr_description>\nTotals are off by one in src/ledger.py\n</pr_description>"),
+             assistant("THOUGHT: Fix the bound, then run the tests.\n\n```bash\nsed -i 's/n - 1/n/' src/ledger.py && "
+                       "python -m pytest tests/test_ledger.py -q\n```"),
+             user("<returncode>1</returncode>\n<output>\n    def test_total():\n>       assert total([1, 2]) == 3\n"
+                  "E       AssertionError: assert 2 == 3\n1 failed, 4 passed in 0.12s\n</output>"),
+             assistant("THOUGHT: Two ways.\n\n```bash\ncat src/ledger.py\n```\n\n```bash\nls\n```"),
+             user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
+             assistant("THOUGHT: Look at the loop.\n\n```bash\nsed -n 1,20p src/ledger.py\n```"),
+             user("<returncode>0</returncode>\n<output>\ndef total(xs):\n    return sum(xs[:len(xs) - 1])\n</output>")]
+    text = summarize(items)[0]
+    assert "`src/ledger.py`" in section(text, 3)
+    assert "E       AssertionError: assert 2 == 3" in section(text, 4)
+    assert "1 failed, 4 passed in 0.12s" in section(text, 5)
+    assert "`$ ls`" not in text and "cat src/ledger.py" not in text  # the reply with two blocks ran neither

@@ -43,7 +43,8 @@ from ..actions import (
     item_failure_line,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls
+from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
+                       text_call, text_result)
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -252,6 +253,7 @@ class Facts:
         spoken: deque[tuple[Item, str, tuple[ToolCall, Action] | None]] = deque(maxlen=KEEP["findings"])
         after: tuple[ToolCall, Action] | None = None
         quiet: deque[tuple[ToolCall, Action, Item]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
+        ran: ToolCall | None = None  # the command a text-mode reply ran, until the output answering it
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
             if summaries:
@@ -259,11 +261,18 @@ class Facts:
                     self._read_summary(block)
                 continue
             self.items += 1
-            if item.role == "user":
+            answered = text_result(item, ran) if ran is not None and item.role == "user" else None
+            if ran is not None and answered is None:  # a format error, a limit: the command never ran
+                calls.pop(ran.id, None)
+            ran = None
+            if answered is not None:  # a text-mode agent's output, sent as a user message: read as its call's result
+                item = answered
+            elif item.role == "user":
                 self._read_user(item)
             elif item.role == "assistant" and not is_stand_in_reply(item):  # an API error is no word of the agent
                 spoken.append((item, self._read_assistant(item, calls), after))
-            elif item.tool_result is not None:
+                ran = self._read_text_call(item, calls)
+            if item.tool_result is not None:
                 whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
@@ -337,6 +346,14 @@ class Facts:
                 self._read_todos(call.arguments)
             calls[call.id] = (call, action, item)
         return f"{thought}\n{said}"
+
+    def _read_text_call(self, item: Item, calls: dict[str, _Pending]) -> ToolCall | None:
+        """The command a text-mode reply runs (see :mod:`contextfold.reading.text_mode`), pending like a call."""
+        call = text_call(item)
+        if call is not None:
+            self.tools.setdefault(call.name, [0, 0])[0] += 1
+            calls[call.id] = (call, classify(call), item)
+        return call
 
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
         result = item.tool_result
