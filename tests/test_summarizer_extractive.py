@@ -1280,3 +1280,16 @@ def test_a_text_mode_run_is_read_by_its_commands_and_their_outputs() -> None:
     assert "E       AssertionError: assert 2 == 3" in section(text, 4)
     assert "1 failed, 4 passed in 0.12s" in section(text, 5)
     assert "`$ ls`" not in text and "cat src/ledger.py" not in text  # the reply with two blocks ran neither
+
+
+def test_a_file_a_patch_script_writes_is_changed_when_the_script_runs() -> None:
+    script = ("import re\nsrc = open('astropy/units/format/cds.py').read()\nsrc = src.replace('a', 'b')\n"
+              "with open('astropy/units/format/cds.py', 'w') as f:\n    f.write(src)\nprint('Successfully updated')\n")
+    items = [user("Fix the CDS unit parser"),
+             assistant("", [ToolCall("w1", "bash", {"command": f"cat <<'EOF' > update_cds.py\n{script}EOF"})]),
+             tool("w1", "<returncode>0</returncode>\n<output>\n</output>"),
+             assistant("", [ToolCall("r1", "bash", {"command": "python update_cds.py"})]),
+             tool("r1", "<returncode>0</returncode>\n<output>\nSuccessfully updated\n</output>")]
+    files = section(summarize(items)[0], 3)
+    assert "`astropy/units/format/cds.py`: changed 1×" in files
+    assert "(written by running its script: `python update_cds.py`)" in files

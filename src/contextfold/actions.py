@@ -147,6 +147,12 @@ def _sed_files(arguments: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=4_096)
+def python_writes(source: str) -> list[str]:
+    """The files Python ``source`` opens for writing (``open('a.py', 'w')``, ``Path('a.py').write_text(…)``), in
+    order: what running it changes."""
+    return [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(source)]
+
+
 def classify_command(command: str) -> Action:
     """Classify a shell command line by its first meaningful segment and any writes it makes.
 
@@ -159,7 +165,7 @@ def classify_command(command: str) -> Action:
     edits: list[str] = [m.group("path") for m in redirected]
     written = tuple(m.group("path") for m in redirected if ">>" not in m.group(0))
     if _RUNS_PYTHON.search(script):  # a Python script given inline or in a here-document, run by this command
-        edits += [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(command)]
+        edits += python_writes(command)
     reads: list[str] = []
     signature: list[str] = []
     searched = False

@@ -41,6 +41,8 @@ from ..actions import (
     classify,
     echoed,
     item_failure_line,
+    python_writes,
+    written_text,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
 from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
@@ -196,6 +198,7 @@ class Facts:
             mine.created = mine.created or theirs.created
             mine.ran = mine.ran or theirs.ran
             mine.last_change = theirs.last_change or mine.last_change
+            mine.writes = theirs.writes or mine.writes
             if mine.edits:
                 self._edited[path] = _last_component(path)
         self.errors = (self.errors + earlier.errors)[-KEEP["errors"]:]
@@ -403,6 +406,8 @@ class Facts:
             retire_errors(self.errors, scripts)
             for path in scripts:
                 self.files[path].ran = True
+            if line is None and action.command:  # the files a patch script it wrote changes, changed by this run
+                self._record_written_by(scripts, _ran(item, action.command), action.paths)
         if details and item is not None and (action.command or action.kind == OTHER):
             self._read_output(call, action, item, line)
         if action.kind == OTHER:
@@ -490,8 +495,11 @@ class Facts:
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
+        written = written_text(call) if any(path.endswith(".py") for path in action.paths) else None
         for path in action.paths:
             facts = self._file(path)
+            if written is not None and path.endswith(".py") and (path in action.written or len(action.paths) == 1):
+                facts.writes = python_writes(written)  # the text written is this script's
             # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
             new = not (facts.reads or facts.edits) and path in action.written
             facts.edits += 1
@@ -503,6 +511,15 @@ class Facts:
                 facts.last_change = _ran(origin, action.command)
             else:
                 facts.last_change = change if change is not None else facts.last_change
+
+    def _record_written_by(self, scripts: list[str], run: str, edited: Sequence[str]) -> None:
+        """The files the agent's ``scripts`` write, changed by ``run`` (those the command edits itself, ``edited``,
+        are recorded as its edits already: a here-document script run in the same command)."""
+        for target in dict.fromkeys(t for path in scripts for t in self.files[path].writes if t not in edited):
+            facts = self._file(target)
+            facts.edits += 1
+            facts.last_change = f"(written by running its script: `{run[2:]}`)"
+            self._edited[target] = _last_component(target)
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""

@@ -14,7 +14,8 @@ from ._calls import _check_runs, _last_component, _test_selection, program_words
 @dataclass
 class FileFacts:
     """What happened to one file. ``last_change`` is the text the last edit wrote (capped), or its command;
-    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source)."""
+    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source);
+    ``writes``: for a Python script, the files it writes when it runs (a patch script the agent wrote)."""
 
     reads: int = 0
     edits: int = 0
@@ -22,6 +23,8 @@ class FileFacts:
     created: bool = False
     ran: bool = False
     last_change: str | None = None
+    writes: list[str] = field(default_factory=list)  # a Python script's: the files it opens for writing, which a
+    # run of it changes
 
     @property
     def scratch(self) -> bool:
