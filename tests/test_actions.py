@@ -330,3 +330,34 @@ def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:
     assert failure_line(text, True, COMMAND) == "npm error ERESOLVE unable to resolve dependency tree"
     assert failure_line("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", True,
                         COMMAND) == "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope"
+
+
+def test_a_program_that_logs_at_error_level_is_named_by_the_cause_its_last_error_run_opens_with() -> None:
+    """A run of ``[ERROR]`` lines opens with its cause and goes on with consequences and advice; the last line printed
+    (or the run's last line) names none: maven ends on ``[Help 1] http://…``, a script on "Fix the issues above"."""
+    script = ("\x1b[0;36m[INFO]\x1b[0m Checking buildpool\n"
+              "\x1b[0;31m[ERROR]\x1b[0m Insufficient space in buildpool: 9GB free, 10GB required\n"
+              "\x1b[0;31m[ERROR]\x1b[0m Pre-flight checks failed\n"
+              "\x1b[0;31m[ERROR]\x1b[0m Fix the issues above and try again\n"
+              "\x1b[0;32m[18:36:16]\x1b[0m To destroy dataset only: zfs destroy -r buildpool/builds\n")
+    assert failure_line(script, True, COMMAND) == \
+        "\x1b[0;31m[ERROR]\x1b[0m Insufficient space in buildpool: 9GB free, 10GB required"
+    maven = ("[INFO] Compiling 3 source files to /app/target/classes\n[ERROR] COMPILATION ERROR :\n"
+             "[INFO] -------------------------------------------------------------\n"
+             "[ERROR] /app/src/main/java/App.java:[12,5] cannot find symbol\n  symbol:   variable foo\n[INFO] BUILD FAILURE\n"
+             "[ERROR] \n[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.8.1:compile "
+             "(default-compile) on project demo: Compilation failure\n"
+             "[ERROR] /app/src/main/java/App.java:[12,5] cannot find symbol\n[ERROR] -> [Help 1]\n[ERROR] \n"
+             "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n<returncode>1</returncode>")
+    assert failure_line(maven, None, COMMAND) == ("[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-"
+                                                  "plugin:3.8.1:compile (default-compile) on project demo: Compilation failure")
+    assert failure_line("[ERROR] Insufficient space\ndone\n", False, COMMAND) is None  # the call worked: no failure
+
+
+def test_prettiers_verdict_is_the_failure_of_a_check_and_not_the_line_printed_after_it() -> None:
+    """``prettier --check`` writes its verdict to stderr, which Claude Code puts before the output's stdout (the
+    npm script's echo, ``Checking formatting...``)."""
+    text = ("[warn] CLAUDE.md\n[warn] src/app.ts\n[warn] Code style issues found in 2 files. Run Prettier with --write "
+            "to fix.\n\n\n> app@0.2.2 format:check\n> prettier --check .\n\nChecking formatting...")
+    assert failure_line(text, True, COMMAND) == "[warn] Code style issues found in 2 files. Run Prettier with --write to fix."
+    assert failure_line(text + "\n<returncode>1</returncode>", None, COMMAND) is not None

@@ -444,3 +444,32 @@ def test_a_cleared_output_that_did_not_fail_is_no_error_for_quoting_one() -> Non
     facts = Facts()
     facts.read([*items[:2], cleared])
     assert facts.errors == []
+
+
+def test_a_cleared_log_of_error_lines_quotes_its_cause_and_a_cleared_format_check_its_files_in_order() -> None:
+    """A script logging ``[ERROR]`` lines is quoted by the cause its last run of them opens with, not by the line it
+    printed last; prettier's verdict by itself and the files it listed above it, in order."""
+    script = ("[INFO] Checking buildpool\n" * 40 + "[ERROR] Insufficient space in buildpool: 9GB free, 10GB required\n"
+              "[ERROR] Pre-flight checks failed\n[ERROR] Fix the issues above and try again\n"
+              "[18:36:16] To destroy dataset only: zfs destroy -r buildpool/builds\n<returncode>1</returncode>")
+    check = ("[warn] CLAUDE.md\n[warn] src/app.ts\n[warn] src/lib/util.ts\n[warn] Code style issues found in 3 files. "
+             "Run Prettier with --write to fix.\n\n> app@0.2.2 format:check\n> prettier --check .\n\n"
+             + "Checking formatting...\n" * 40 + "<returncode>1</returncode>")
+    conv = session(("./build.sh", script), ("npm run format:check", check), ("pytest", "E   AssertionError: x\n1 failed"),
+                   ("ls -R", "src/app.py\n" * 400))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
+    assert "It reported: [ERROR] Insufficient space in buildpool: 9GB free, 10GB required" in out[2].text
+    assert ("It reported:\n[warn] CLAUDE.md\n[warn] src/app.ts\n[warn] src/lib/util.ts\n[warn] Code style issues found in "
+            "3 files. Run Prettier with --write to fix.\n") in out[4].text
+
+
+def test_a_cleared_output_that_gives_the_calls_input_back_keeps_no_tally_of_it() -> None:
+    plan = "# Self-test\n" + "Step.\n" * 300 + "It prints:\n    SUMMARY: 14 passed, 1 failed, 1 warning\n"
+    conv = Conversation([c.user("Add a self-test"), c.assistant("", [ToolCall("x1", "ExitPlanMode", {"plan": plan})]),
+                         c.tool("x1", "User has approved your plan.\n\n## Approved Plan:\n" + plan, False), bash("c2", "ls -R"),
+                         c.tool("c2", "src/app.py\n" * 400)], HEADER)
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
+    assert "cleared" in out[2].text and "14 passed" not in out[2].text
+    unflagged = conv.with_items([*conv.items[:2], c.tool("x1", conv.items[2].text), *conv.items[3:]])
+    out, _ = clear(unflagged, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
+    assert "cleared" in out[2].text and "14 passed" not in out[2].text  # nor quoted as the error it reported

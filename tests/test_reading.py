@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.conversation import Conversation, Item, Text, ToolCall, ToolResult
+from contextfold.conversation import Conversation, Item, Provenance, Text, ToolCall, ToolResult
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.task import task_index
 from contextfold.reading import RULES, Speaker, read_text, reading_of
@@ -187,3 +187,14 @@ def test_a_note_quoting_a_user_message_names_the_harness_when_the_harness_wrote_
     assert heading_of(read_text("<returncode>0</returncode>\n<output>\nok\n</output>")) == (
         "A tool's output, sent as a user message:")
     assert heading_of(read_text("Now build the ISO and push it to the servers.")) == "The user wrote:"
+
+
+def test_a_slash_commands_echo_stays_the_task_once_its_prompt_is_summarized() -> None:
+    """After a compaction the view is the echo, then the summary (the prompt file went into it): the echo is still
+    the task, or the next compaction would summarize it away and every later request would lose what the person
+    typed."""
+    echo = "<command-message>gsd:help</command-message>\n<command-name>/gsd:help</command-name>"
+    summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
+    items = [Item("user", (Text(echo),)), summary, Item("assistant", (Text("Reading the roadmap."),))]
+    assert task_index(Conversation(items)) == 0
+    assert task_index(Conversation(items[1:])) is None  # a view that starts with a summary has no task

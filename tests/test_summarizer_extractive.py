@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from contextfold.actions import EDIT, classify, failure_line
-from contextfold.conversation import Conversation, Header, Item, Provenance, Summary, ToolCall, assistant, tool, user
+from contextfold.conversation import (UNANSWERED_TEXT, Conversation, Header, Item, Provenance, Summary, ToolCall, assistant,
+                                      tool, user)
 from contextfold.importers import load
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest, summary_preamble
@@ -1177,3 +1178,118 @@ def test_a_plan_stated_as_a_heading_is_the_section_it_heads() -> None:
     step = text.split("## 9. Optional Next Step", 1)[1]
     assert "## Remaining\n\n- web-terminal-frontend-tests\n- team-skills" in step
     assert "Ready for the Notion" not in step
+
+
+def test_an_edit_whose_call_names_no_file_is_listed_by_the_file_its_diff_names() -> None:
+    """moatless-tools' EditCode edits the file of its state: its arguments hold only the new code, and its output the
+    diff it applied; that file is one the session changed."""
+    edit = ToolCall("e1", "EditCode", {"content": "<replace>\n        method = to_native_string(method)\n</replace>"})
+    applied = json.dumps({"message": "Applied the change to requests/sessions.py.",
+                          "diff": "--- requests/sessions.py\n+++ requests/sessions.py\n@@ -310,6 +310,7 @@\n"
+                                  "+        method = to_native_string(method)\n"})
+    items = [user("Unicode method names cause UnicodeDecodeError in requests 2.0"),
+             assistant("", [ToolCall("p1", "PlanToCode", {"action": "modify", "file_path": "requests/sessions.py",
+                                                          "instructions": "Convert the method to a native string."})]),
+             tool("p1", json.dumps({"instructions": "Convert the method to a native string."})),
+             assistant("", [edit]), tool("e1", applied)]
+    text, _ = summarize(items)
+    assert "`requests/sessions.py`" in section(text, 3) and "to_native_string(method)" in section(text, 3)
+
+
+def test_a_todo_update_that_failed_is_settled_by_the_next_one_that_worked() -> None:
+    """Each todo update writes the whole list: one that got no result (a record the harness lost) is no open error
+    once the next update went through."""
+    todos = [{"content": "Write the registry", "status": "in_progress", "activeForm": "Writing"}]
+    items = [user("Map the repositories into a registry"),
+             assistant("", [ToolCall("t1", "TodoWrite", {"todos": todos})]), tool("t1", UNANSWERED_TEXT, True),
+             assistant("", [ToolCall("t2", "TodoWrite", {"todos": todos})]),
+             tool("t2", "Todos have been modified successfully."),
+             assistant("", [ToolCall("w1", "Write", {"file_path": "registry.md", "content": "# Registry\n"})]),
+             tool("w1", "File created successfully at: registry.md")]
+    errors = section(summarize(items)[0], 4)
+    assert "unresolved" not in errors and "Last error (resolved: a later call of TodoWrite succeeded)" in errors
+
+
+def test_a_plan_given_back_by_its_approval_is_no_test_run() -> None:
+    """ExitPlanMode's output quotes the approved plan whole, with the example output it shows: that tally is the
+    call's input given back, not a run's result, and its "1 failed" no failure (Claude Code flags no result of it)."""
+    plan = "# Self-test\n\nRun `bun pai-test.ts`; it prints:\n\n    SUMMARY: 14 passed, 1 failed, 1 warning\n"
+    items = [user("Add a self-test to PAI"), assistant("", [ToolCall("x1", "ExitPlanMode", {"plan": plan})]),
+             tool("x1", "User has approved your plan. You can now start coding.\n\n## Approved Plan:\n" + plan),
+             assistant("Writing the validator.", [ToolCall("w1", "Write", {"file_path": "pai-test.ts", "content": "x"})]),
+             tool("w1", "File created successfully at: pai-test.ts")]
+    text = summarize(Conversation(items).items)[0]  # each result linked to its call, as in a view
+    assert "Last test run" not in text and "## 4." not in text  # nor its "1 failed" an error of the call
+
+
+def test_a_request_made_after_the_todo_list_is_the_next_step_not_the_lists_open_item() -> None:
+    """The agent reported, the person asked for something new, the agent started on it: the summary's next step is
+    that request, not the older list's pending item; a bare "ok" asks nothing new."""
+    todos = [{"content": "Create the SystemMap skill", "status": "completed", "activeForm": "Creating"},
+             {"content": "Test skill by running Discover on a repo", "status": "pending", "activeForm": "Testing"}]
+
+    def session(request: str) -> list[Item]:
+        return [user("Build a skill that maps our repositories"),
+                assistant("", [ToolCall("t1", "TodoWrite", {"todos": todos})]), tool("t1", "Todos have been modified"),
+                assistant("Done. The SystemMap skill is built; want me to test it on a repo?"), user(request),
+                assistant("", [ToolCall("b1", "Bash", {"command": "ls -la ~/github/"})]), tool("b1", "bonkbot\nweb-api\n")]
+
+    assert "Go on with the user's latest request (made after the todo list above was last written): do the sibling " \
+           "repo bonkbot" in section(summarize(session("do the sibling repo bonkbot"))[0], 9)
+    assert "Start the next pending task: Test skill by running Discover" in section(summarize(session("ok"))[0], 9)
+
+
+def test_a_package_added_with_another_manager_of_its_ecosystem_settles_the_failed_install() -> None:
+    """npm could not resolve the tree; the person asked for pnpm, and pnpm added the package: the install is done."""
+    failed = ("npm error code ERESOLVE\nnpm error ERESOLVE unable to resolve dependency tree\n"
+              "npm error A complete log of this run can be found in: /home/u/.npm/_logs/debug-0.log")
+    items = [user("Add an axios API client"), assistant("", [ToolCall("n1", "Bash", {"command": "npm install axios"})]),
+             tool("n1", failed, True), user("use pnpm"),
+             assistant("", [ToolCall("p1", "Bash", {"command": "pnpm add axios"})]), tool("p1", "+ axios 1.7.9\nDone in 2.1s"),
+             assistant("Now the client.", [ToolCall("w1", "Write", {"file_path": "src/api/client.ts", "content": "x"})]),
+             tool("w1", "File created successfully at: src/api/client.ts")]
+    errors = section(summarize(items)[0], 4)
+    assert "unresolved" not in errors and "resolved: a later run of `pnpm add axios` succeeded" in errors
+
+
+def test_asking_a_failed_program_for_its_usage_does_not_settle_the_failure() -> None:
+    items = [user("Add a self-test to PAI"),
+             assistant("", [ToolCall("r1", "Bash", {"command": "bun .claude/Hooks/pai-test.ts"})]),
+             tool("r1", "Exit code 1\n✗ Cross-References\nSome tests failed. Run with --verbose for details.", True),
+             assistant("", [ToolCall("r2", "Bash", {"command": "bun .claude/Hooks/pai-test.ts --help"})]),
+             tool("r2", "Usage: pai-test.ts [--quick] [--verbose]")]
+    errors = section(summarize(items)[0], 4)
+    assert "Last error (unresolved), from `$ bun .claude/Hooks/pai-test.ts`" in errors
+
+
+def test_a_text_mode_run_is_read_by_its_commands_and_their_outputs() -> None:
+    """mini-swe-agent calls no tools: each reply ends with one fenced bash block and the next user message is its
+    output. Read as calls, the run shows the file its command changed, the failure and the test run; a reply with
+    two blocks is answered by a format error and ran nothing."""
+    items = [user("<pr_description>\nTotals are off by one in src/ledger.py\n</pr_description>"),
+             assistant("THOUGHT: Fix the bound, then run the tests.\n\n```bash\nsed -i 's/n - 1/n/' src/ledger.py && "
+                       "python -m pytest tests/test_ledger.py -q\n```"),
+             user("<returncode>1</returncode>\n<output>\n    def test_total():\n>       assert total([1, 2]) == 3\n"
+                  "E       AssertionError: assert 2 == 3\n1 failed, 4 passed in 0.12s\n</output>"),
+             assistant("THOUGHT: Two ways.\n\n```bash\ncat src/ledger.py\n```\n\n```bash\nls\n```"),
+             user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
+             assistant("THOUGHT: Look at the loop.\n\n```bash\nsed -n 1,20p src/ledger.py\n```"),
+             user("<returncode>0</returncode>\n<output>\ndef total(xs):\n    return sum(xs[:len(xs) - 1])\n</output>")]
+    text = summarize(items)[0]
+    assert "`src/ledger.py`" in section(text, 3)
+    assert "E       AssertionError: assert 2 == 3" in section(text, 4)
+    assert "1 failed, 4 passed in 0.12s" in section(text, 5)
+    assert "`$ ls`" not in text and "cat src/ledger.py" not in text  # the reply with two blocks ran neither
+
+
+def test_a_file_a_patch_script_writes_is_changed_when_the_script_runs() -> None:
+    script = ("import re\nsrc = open('astropy/units/format/cds.py').read()\nsrc = src.replace('a', 'b')\n"
+              "with open('astropy/units/format/cds.py', 'w') as f:\n    f.write(src)\nprint('Successfully updated')\n")
+    items = [user("Fix the CDS unit parser"),
+             assistant("", [ToolCall("w1", "bash", {"command": f"cat <<'EOF' > update_cds.py\n{script}EOF"})]),
+             tool("w1", "<returncode>0</returncode>\n<output>\n</output>"),
+             assistant("", [ToolCall("r1", "bash", {"command": "python update_cds.py"})]),
+             tool("r1", "<returncode>0</returncode>\n<output>\nSuccessfully updated\n</output>")]
+    files = section(summarize(items)[0], 3)
+    assert "`astropy/units/format/cds.py`: changed 1×" in files
+    assert "(written by running its script: `python update_cds.py`)" in files

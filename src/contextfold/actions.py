@@ -10,6 +10,7 @@ For shell commands it recognises the usual idioms (``cat``, ``sed -n``,
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ READ, EDIT, SEARCH, COMMAND, TODO, OTHER = "read", "edit", "search", "command", 
 _READ_TOOLS = {"read", "read_file", "readfile", "file_read", "view", "open", "open_file", "get_file", "cat", "view_file"}
 _EDIT_TOOLS = {
     "edit", "edit_file", "multiedit", "str_replace", "str_replace_based_edit_tool", "apply_patch", "patch", "replace",
-    "write", "write_file", "create", "create_file", "notebookedit", "apply_edit", "insert", "file_change",
+    "write", "write_file", "create", "create_file", "notebookedit", "apply_edit", "insert", "file_change", "editcode",
 }
 _SEARCH_TOOLS = {
     "grep", "glob", "search", "find", "list_files", "ls", "find_file", "search_dir", "search_file", "codebase_search",
@@ -146,6 +147,12 @@ def _sed_files(arguments: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=4_096)
+def python_writes(source: str) -> list[str]:
+    """The files Python ``source`` opens for writing (``open('a.py', 'w')``, ``Path('a.py').write_text(…)``), in
+    order: what running it changes."""
+    return [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(source)]
+
+
 def classify_command(command: str) -> Action:
     """Classify a shell command line by its first meaningful segment and any writes it makes.
 
@@ -158,7 +165,7 @@ def classify_command(command: str) -> Action:
     edits: list[str] = [m.group("path") for m in redirected]
     written = tuple(m.group("path") for m in redirected if ">>" not in m.group(0))
     if _RUNS_PYTHON.search(script):  # a Python script given inline or in a here-document, run by this command
-        edits += [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(command)]
+        edits += python_writes(command)
     reads: list[str] = []
     signature: list[str] = []
     searched = False
@@ -266,6 +273,20 @@ def _patched_paths(arguments: JSONObject) -> tuple[str, ...]:
     return ()
 
 
+def applied_paths(output: str) -> tuple[str, ...]:
+    """The files named by the unified diff an edit's output shows (``+++ path``), its own text or a JSON object's
+    ``diff``: what an edit tool whose arguments name no file changed (moatless-tools' ``EditCode`` edits the file
+    of its state and answers ``{"message": "Applied the change to requests/sessions.py.", "diff": "--- …"}``)."""
+    if output.lstrip().startswith("{"):
+        try:
+            value = json.loads(output)
+        except ValueError:
+            value = None
+        if isinstance(value, Mapping):
+            return _patched_paths(value)
+    return _patched_paths({"diff": output})
+
+
 def _added_lines(patch: str) -> str:
     return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
 
@@ -317,12 +338,15 @@ _ERROR_LINE = re.compile(
     r"(Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Failure)\b[:(]|^E\s{2,}\S|^[^\"'=(\n]*\bFAILED\b(?![\"'])|"
     r"(?<!as )\berror(\[\w+\])?:(?!:)|::error::|##\[error\]|\bfatal:|\bpanic:|\b[1-9]\d* failed\b|command not found|No such file or directory|"
     r"Permission denied|^\s*[\w.]*Error$|^\s*(?:Command|Process|Execution|Operation) timed out\b|"
-    r"^\s*(?:--- )?FAIL\b|\tfail\t)",
+    r"^\s*(?:--- )?FAIL\b|\tfail\t|^\[warn\] Code style issues)",
     re.MULTILINE,
 )
+"""A line that reports an error; among them prettier's verdict, ``[warn] Code style issues found in 2 files. Run
+Prettier with --write to fix.``, the failure of ``prettier --check`` (the ``[warn] path`` lines above it are its
+files, not failures of their own)."""
 _ERROR_HINT = re.compile(
     r"rror|xception|ailure|Traceback|FAIL|fatal:|panic:|failed|not found|No such file|Permission denied|^E\s\s|"
-    r"timed out|\tfail\t",
+    r"timed out|\tfail\t|Code style issues",
     re.MULTILINE,
 )
 """Words every line :data:`_ERROR_LINE` matches contains: a cheap first pass, so the full pattern runs on few lines."""
@@ -411,6 +435,12 @@ def failure_line(text: str, is_error: bool | None, kind: str | None = None) -> s
     return _remembered_failure_line(text, is_error, kind)
 
 
+def echoed(line: str, arguments: Mapping[str, object] | None) -> bool:
+    """Whether ``line`` of an output is the call's own input given back (a plan the person approved, quoted whole
+    with the example run it shows: ``SUMMARY: 14 passed, 1 failed``), not something the call produced."""
+    return bool(arguments) and any(isinstance(value, str) and line in value for value in (arguments or {}).values())
+
+
 def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     """:func:`failure_line` of a tool item's output; for an output a stage replaced, the line it reported before
     (:attr:`~contextfold.conversation.Provenance.failure_line`: the placeholder quotes that line inside its own
@@ -424,6 +454,9 @@ def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     line = failure_line(result.text, result.is_error, kind)
     if line is not None and result.arguments and no_match(str(result.arguments.get("command") or ""), result.text):
         return None
+    if line is not None and result.is_error is None and result.arguments and return_code(result.text) is None and all(
+            echoed(reported, result.arguments) for reported in reported_error_lines(result.text)):
+        return None  # failed by error lines alone, each the call's own input given back: an approved plan's text
     return line
 
 
@@ -455,6 +488,9 @@ _TOOL_USE_ERROR = re.compile(r"\s*(?P<line><tool_use_error>[^\n]*)")
 """Claude Code's report of a call its tool refused (an Edit whose old text is not in the file): the message is the
 block's first line (kept verbatim, its tag with it); the lines after it quote the call's own arguments
 (``String: …``), file text, not the failure."""
+_LOGGED_ERROR = re.compile(r"^.{0,40}?\[(?:ERROR|FATAL|CRITICAL)\](?:\x1b\[[0-9;]*m)?(?P<message>.*)$")
+"""A line a program logged at error level under a bracketed tag (maven's ``[ERROR] Failed to execute goal …``, a
+script's coloured ``\x1b[0;31m[ERROR]\x1b[0m Insufficient space …``), after at most a timestamp or a colour code."""
 _NPM_CODE = re.compile(r"^npm (?:error|ERR!) code \S+[ \t]*$", re.MULTILINE)
 _NPM_PREFIX = re.compile(r"^npm (?:error|ERR!)")
 _REMEMBERED_CHARS = 32_768
@@ -490,6 +526,9 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     interrupted = _INTERRUPTED.match(text)
     if interrupted:  # the person stopped it: that, not the progress it printed before it stopped, is its failure
         return interrupted.group(0).strip()
+    logged = _logged_cause(text)
+    if logged is not None:
+        return logged
     tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
     lines = [line.strip() for line in tail.splitlines() if line.strip()]  # whole lines
     meaningful = [line for line in lines if not _MARKUP_LINE.match(line)]
@@ -502,6 +541,25 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
     return (meaningful or lines or ["(no output)"])[-1]
+
+
+def _logged_cause(text: str) -> str | None:
+    """The cause a program that logs under level tags gave for its failure: the first line of its last run of
+    ``[ERROR]`` lines that says something. Such a run opens with the cause and goes on with its consequences and
+    advice (``Insufficient space in buildpool`` / ``Pre-flight checks failed`` / ``Fix the issues above and try
+    again``; maven's ``Failed to execute goal …: Compilation failure`` / the file and line / ``-> [Help 1]`` /
+    where to read more): its last line, or the last line printed, names no cause."""
+    tail = text[text.find("\n", len(text) - _SCAN_TAIL_CHARS) + 1 :] if len(text) > _SCAN_TAIL_CHARS else text
+    cause: str | None = None
+    in_run = False
+    for line in tail.splitlines():
+        logged = _LOGGED_ERROR.match(line) if "[" in line else None
+        if logged is None:
+            in_run = False
+        elif not in_run or cause is None:
+            in_run = True
+            cause = line.strip() if logged.group("message").strip() else None
+    return cause
 
 
 def _npm_message(text: str) -> str | None:

@@ -28,11 +28,13 @@ def task_index(conversation: Conversation) -> int | None:
     user message after the summary is not one either, or the next compaction
     would keep the old summary and that message in front of the new summary
     instead of summarizing them (the order of what survives would be wrong).
+    An echo the summary (or the agent's reply) follows directly is the task: its
+    prompt was summarized, and the echo is what the person typed, kept in front.
     """
     command: int | None = None  # the echo of a slash command the person typed, just before
     for index, item in enumerate(conversation.items):
         if item.role == "assistant" or item.provenance.summary:
-            return None
+            return command
         if item.role == "user" and is_person(item):
             return command if command is not None else index
         command = index if item.role == "user" and typed_command(item.text) else None

@@ -4,7 +4,8 @@ Today it answers *who speaks* in a user-role message (the person, the
 harness, a tool's output, a demonstration), what the person's own words
 are, and which replies the harness wrote in the assistant's place (an API
 error, a usage limit); the pipeline's task, the summaries' quotes of the user and the replay's
-``asked`` measure all ask it, so they agree.
+``asked`` measure all ask it, so they agree. It also reads the commands of an
+agent that calls no tools as calls and their outputs (:mod:`.text_mode`).
 """
 
 from .harness import (
@@ -20,10 +21,11 @@ from .harness import (
     typed_command,
     without_wrappers,
 )
-from .request import OPENING_LINES, opening, says_something
+from .request import OPENING_LINES, message_says_something, opening, says_something
 from .speaker import (UserReading, added_by_contextfold, agent_words, heading_of, is_person, is_stand_in_reply,
                       read_text, reading_of, reasoning_in_calls)
+from .text_mode import TEXT_TOOL, text_call, text_result
 
-__all__ = ["EMPTY_BLOCK", "OPENING_LINES", "RULES", "STAND_INS", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "declined", "heading_of", "is_person",
-           "is_stand_in_reply", "matching_rule", "opening", "read_text", "reading_of", "reasoning_in_calls", "says_something", "stand_in", "typed_command",
-           "without_wrappers"]
+__all__ = ["EMPTY_BLOCK", "OPENING_LINES", "RULES", "STAND_INS", "TEXT_TOOL", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "declined", "heading_of", "is_person",
+           "is_stand_in_reply", "matching_rule", "message_says_something", "opening", "read_text", "reading_of", "reasoning_in_calls", "says_something", "stand_in", "text_call",
+           "text_result", "typed_command", "without_wrappers"]

@@ -32,6 +32,12 @@ def says_something(line: str) -> bool:
     return len(line) >= MIN_LINE_CHARS and " " in line and len(_WORDS.findall(line)) >= 2
 
 
+def message_says_something(message: str) -> bool:
+    """Whether a message has a line that says something (see :func:`says_something`): "continue", "ok" and "yes"
+    do not, and go on with the request before them."""
+    return any(says_something(" ".join(line.split())) for line in message.split("\n"))
+
+
 def opening(text: str) -> tuple[str, str]:
     """``text`` split after its :data:`OPENING_LINES`-th line that says something: (opening, rest), on a line
     boundary; the rest is empty when the text is no longer."""

@@ -21,6 +21,7 @@ from ..adapters.openai_chat import from_openai
 from ..conversation import Conversation, Header, JSONObject, JSONValue
 from ..errors import InvalidMessage
 from ..pipeline.base import Prices
+from ..pipeline.task import task_index
 from ..tokens import Estimator
 from .base import StrategyConfig
 from .cost import DEFAULT_CACHE_TTL_S, DEFAULT_PRICES, Prompt, PromptCache
@@ -162,13 +163,11 @@ class _DumpedRules:
 
     def __init__(self, session: Conversation | None) -> None:
         self.session = session
-        task_index = None if session is None else next(
-            (i for i, item in enumerate(session.items) if item.role == "user"), None
-        )
-        self.task_index = task_index
-        task = None if session is None or task_index is None else render_item(session.items[task_index])
+        index = None if session is None else task_index(session)  # the person's first message, as the pipeline reads it
+        self.task_index = index
+        task = None if session is None or index is None else render_item(session.items[index])
         self.task = None if task is None else task.data
-        self.task_text = "" if session is None or task_index is None else session.items[task_index].text
+        self.task_text = "" if session is None or index is None else session.items[index].text
 
     def check(self, request: DumpedRequest) -> tuple[str, ...]:
         try:
@@ -180,7 +179,7 @@ class _DumpedRules:
             broken.extend(self._header(request, self.session.header))
         if self.task is not None and self.task_index is not None and self.task_index < request.index \
                 and not self._holds_task(request.messages):
-            broken.append("task: the first user message is missing")
+            broken.append("task: the person's first message is missing")
         return tuple(broken)
 
     @staticmethod

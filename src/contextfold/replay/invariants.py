@@ -5,9 +5,10 @@
 2. The header is the recording's: the same system items and tool
    definitions, and the recording's pinned items first among the pinned ones
    (a strategy may pin more).
-3. The task (the recording's first user message), once it was said, is
-   still there: the item itself (or an equal one), or its text inside a
-   pinned item or a summary.
+3. The task (the item the pipeline keeps as the task,
+   :func:`~contextfold.pipeline.task.task_index`: the person's first message,
+   not a harness text before it), once it was said, is still there: the item
+   itself (or an equal one), or its text inside a pinned item or a summary.
 
 A broken rule is a bug in the strategy; the replay reports each one, with
 what and where, rather than stopping.
@@ -16,6 +17,7 @@ what and where, rather than stopping.
 from __future__ import annotations
 
 from ..conversation import Conversation, Header, Item
+from ..pipeline.task import task_index
 
 
 class RecordingInvariants:
@@ -23,7 +25,7 @@ class RecordingInvariants:
 
     def __init__(self, recording: Conversation) -> None:
         self.header = recording.header
-        self.task_index = next((i for i, item in enumerate(recording.items) if item.role == "user"), None)
+        self.task_index = task_index(recording)
         self.task: Item | None = None if self.task_index is None else recording.items[self.task_index]
 
     def check(self, request: Conversation, reply_index: int) -> tuple[str, ...]:
@@ -32,7 +34,7 @@ class RecordingInvariants:
         broken.extend(self._header(request.header))
         if self.task is not None and self.task_index is not None and self.task_index < reply_index \
                 and not self._holds_task(request):
-            broken.append(f"task: the first user message (item {self.task.id!r}) is missing")
+            broken.append(f"task: the person's first message (item {self.task.id!r}) is missing")
         return tuple(broken)
 
     def _header(self, header: Header) -> list[str]:

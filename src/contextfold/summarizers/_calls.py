@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..actions import (_REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, classify, command_outline,
@@ -195,6 +195,19 @@ def _todo(entry: str | Mapping[str, Any]) -> dict[str, str]:
         return {"text": entry, "status": "pending"}
     text = next((str(entry[k]) for k in _TODO_TEXT_KEYS if isinstance(entry.get(k), str)), str(dict(entry)))
     return {"text": text, "status": str(entry.get("status") or entry.get("state") or "pending").lower()}
+
+
+_SAME_PROGRAM = {"pnpm": "npm", "yarn": "npm", "bun": "npm", "pip3": "pip", "add": "install", "i": "install"}
+"""Package managers of one ecosystem, and their verbs for adding a package: ``pnpm add axios`` after a failed
+``npm install axios`` is the same step done another way (the person asked for pnpm), and settles it."""
+
+
+def program_words(signature: Sequence[str]) -> tuple[str, ...]:
+    """A command's signature words with each package manager and its verb for adding a package named alike
+    (:data:`_SAME_PROGRAM`): what a later run is compared by to tell whether it ran the failed step again."""
+    if _SAME_PROGRAM.keys().isdisjoint(signature):
+        return tuple(signature)
+    return tuple(_SAME_PROGRAM.get(word, word) for word in signature)
 
 
 def _alike(mine: frozenset[str], theirs: frozenset[str]) -> bool:

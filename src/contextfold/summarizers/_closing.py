@@ -9,9 +9,10 @@ new harnesses show new ways of fixing things.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from ..actions import EDIT, OTHER, READ, SEARCH, Action
+from ..actions import EDIT, OTHER, READ, SEARCH, TODO, Action
 from ._calls import (
     _alike,
     _check_runs,
@@ -21,12 +22,21 @@ from ._calls import (
     _same_file,
     _shows_run,
     _test_selection,
+    program_words,
 )
 from ._records import ErrorFacts
 
 _LOCATING = (READ, SEARCH)
 """What a call that looks for a path does: its failure may be that the path is not there, and a later success at a
 path of the same name is where it is."""
+
+_HELP = re.compile(r"(?<!\S)--(?:help|version)(?!\S)")
+"""An option asking a program for its usage or version: a run with it re-runs nothing of a failed run of the same
+program (``bun pai-test.ts --help`` after ``bun pai-test.ts`` failed). The short forms mean other things to many
+programs (``df -h``, ``grep -h``)."""
+_SAME_TOOL_CLOSES = (OTHER, TODO)
+"""What a call does whose failure a later call of the same tool that worked settles: a tool that is not about files
+or commands, and a todo list's update (each writes the whole list again)."""
 
 
 def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output: str = "") -> None:
@@ -36,9 +46,12 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     found where it is: Claude Code's Read of a guessed path, then Glob, then Read of the real one; a Glob in a
     folder that is not there, then ``find``, then a Glob in the real one), a read or search of a path inside the
     folder a read failed on (``EISDIR``, then a Read of a file in it), or a later call of the same tool (one
-    that is not about files or commands) that worked."""
-    signature = action.signature
+    that is not about files or commands, or a todo list's update) that worked."""
+    if all(error.resolved is not None for error in errors):  # nothing open: the common case, at no cost
+        return
+    signature = program_words(action.signature)
     words = frozenset(signature)
+    asks_help = bool(action.command and _HELP.search(action.command))  # prints its usage, runs nothing again
     locates = action.kind in _LOCATING
     may_touch = bool(action.paths) and (locates or action.kind == EDIT)
     names = frozenset(_last_component(p).casefold() for p in action.paths) if may_touch else frozenset()
@@ -51,12 +64,12 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     for error in errors:
         if error.resolved is not None:
             continue
-        if action.kind == OTHER and error.kind == OTHER and error.tool == tool:
+        if action.kind in _SAME_TOOL_CLOSES and error.kind == action.kind and error.tool == tool:
             error.resolved = f"a later call of {tool} succeeded"
             continue
         # a test run that ran fewer tests than a failed one (one test of its suite) is no re-run of it
         narrower = running is not None and error.tests is not None and not _covers(running, error.tests)
-        if not narrower and signature and error.signature and signature[0] == error.signature[0] and _alike(
+        if not narrower and not asks_help and signature and error.program and signature[0] == error.program[0] and _alike(
                 words, error.words):
             error.resolved = f"a later run of `{_headline(action.command or '', 100)}` succeeded"
             continue

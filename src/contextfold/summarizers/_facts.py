@@ -26,7 +26,7 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from copy import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
@@ -36,12 +36,17 @@ from ..actions import (
     READ,
     TODO,
     Action,
+    applied_paths,
     call_actions,
     classify,
+    echoed,
     item_failure_line,
+    python_writes,
+    written_text,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall
-from ..reading import agent_words, declined, is_stand_in_reply, reading_of, reasoning_in_calls
+from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
+                       text_call, text_result)
 from ..readings import Key
 from ._calls import (
     _BUILD_RUN,
@@ -95,6 +100,8 @@ TALLY: Key[str | None] = Key("tally")
 _RESULT_LINE: Key[str | None] = Key("result_line")
 _FINDINGS: Key[list[str]] = Key("findings")
 _SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_APPLIED: Key[tuple[str, ...]] = Key("applied")
+"""The files the diff an edit's output shows names, read once per output item (an edit call that names none)."""
 _CHANGES: Key[dict[str, str | None]] = Key("changes")
 """What each edit call of an assistant item changed, by call id."""
 _ERRORS: Key[dict[str, _ErrorRead]] = Key("errors")
@@ -135,6 +142,8 @@ class Facts:
     # failure, and when those were its last words (no call since) they, not the failure, say where the work stands
     asked_since_error: bool = False  # a message of the person's came after the last failed call: their request,
     # not that failure, is what the work turned to
+    request_open: bool = False  # a message of the person's that says something came after the todo list was last
+    # written and after the assistant last wrote to them: that request, not the list, is what the agent is working on
     recent_actions: list[str] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)  # summaries that carried no state of ours
     items: int = 0
@@ -189,6 +198,7 @@ class Facts:
             mine.created = mine.created or theirs.created
             mine.ran = mine.ran or theirs.ran
             mine.last_change = theirs.last_change or mine.last_change
+            mine.writes = theirs.writes or mine.writes
             if mine.edits:
                 self._edited[path] = _last_component(path)
         self.errors = (self.errors + earlier.errors)[-KEEP["errors"]:]
@@ -218,6 +228,10 @@ class Facts:
             self.asked_since_error = earlier.asked_since_error
         elif earlier.user_messages:
             self.asked_since_error = True
+        if earlier.todos is not None or earlier.last_assistant is not None:
+            self.request_open = earlier.request_open
+        else:
+            self.request_open = self.request_open or any(map(message_says_something, earlier.user_messages))
         self.recent_actions = (self.recent_actions + earlier.recent_actions)[-KEEP["recent_actions"]:]
         self.earlier_summaries += earlier.earlier_summaries
         self.items += earlier.items
@@ -242,6 +256,7 @@ class Facts:
         spoken: deque[tuple[Item, str, tuple[ToolCall, Action] | None]] = deque(maxlen=KEEP["findings"])
         after: tuple[ToolCall, Action] | None = None
         quiet: deque[tuple[ToolCall, Action, Item]] = deque(maxlen=QUIET_OUTPUTS)  # outputs since the last failure
+        ran: ToolCall | None = None  # the command a text-mode reply ran, until the output answering it
         for item in items:
             summaries = [b for b in item.blocks if isinstance(b, Summary)]
             if summaries:
@@ -249,11 +264,18 @@ class Facts:
                     self._read_summary(block)
                 continue
             self.items += 1
-            if item.role == "user":
+            answered = text_result(item, ran) if ran is not None and item.role == "user" else None
+            if ran is not None and answered is None:  # a format error, a limit: the command never ran
+                calls.pop(ran.id, None)
+            ran = None
+            if answered is not None:  # a text-mode agent's output, sent as a user message: read as its call's result
+                item = answered
+            elif item.role == "user":
                 self._read_user(item)
             elif item.role == "assistant" and not is_stand_in_reply(item):  # an API error is no word of the agent
                 spoken.append((item, self._read_assistant(item, calls), after))
-            elif item.tool_result is not None:
+                ran = self._read_text_call(item, calls)
+            if item.tool_result is not None:
                 whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
@@ -307,6 +329,7 @@ class Facts:
         self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
         self.user_spoke_last = True
         self.asked_since_error = True
+        self.request_open = self.request_open or message_says_something(text)
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
@@ -315,6 +338,7 @@ class Facts:
             self.last_assistant = shorten(said, TEXT_CHARS["assistant"])
             self.acted_since_said = False
             self.said_since_error = True
+            self.request_open = False
         self.acted_since_said = self.acted_since_said or bool(item.tool_calls)
         if said or item.tool_calls:  # a call answers the user as much as words do
             self.user_spoke_last = False
@@ -325,6 +349,14 @@ class Facts:
                 self._read_todos(call.arguments)
             calls[call.id] = (call, action, item)
         return f"{thought}\n{said}"
+
+    def _read_text_call(self, item: Item, calls: dict[str, _Pending]) -> ToolCall | None:
+        """The command a text-mode reply runs (see :mod:`contextfold.reading.text_mode`), pending like a call."""
+        call = text_call(item)
+        if call is not None:
+            self.tools.setdefault(call.name, [0, 0])[0] += 1
+            calls[call.id] = (call, classify(call), item)
+        return call
 
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
         result = item.tool_result
@@ -349,6 +381,8 @@ class Facts:
                 self._read_words(refused)
             return call, action, "declined by the user" + (f": {refused}" if refused else ""), False, None
         line = item_failure_line(item, action.kind) if item is not None else None
+        if action.kind == EDIT and not action.paths and result is not None:  # the file is named by the diff it shows
+            action = replace(action, paths=_kept(item, _APPLIED, lambda: applied_paths(text)))
         if action.kind == EDIT and (line is None or action.command is not None):  # a failed shell line still wrote
             self._record_edit(call, action, origin)
         elif action.kind == EDIT:
@@ -372,6 +406,8 @@ class Facts:
             retire_errors(self.errors, scripts)
             for path in scripts:
                 self.files[path].ran = True
+            if line is None and action.command:  # the files a patch script it wrote changes, changed by this run
+                self._record_written_by(scripts, _ran(item, action.command), action.paths)
         if details and item is not None and (action.command or action.kind == OTHER):
             self._read_output(call, action, item, line)
         if action.kind == OTHER:
@@ -388,6 +424,7 @@ class Facts:
         text = item.text
         ok = failure is None
         tally = _kept(item, TALLY, lambda: tally_line(text))
+        tally = None if tally is not None and echoed(tally, call.arguments) else tally  # the input given back
         source = _ran(item, action.command) if action.command else shorten(call_line(call), 200)
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
@@ -437,7 +474,7 @@ class Facts:
             return False
         text = item.text
         shown = _kept(item, _SHOWN_ERROR, lambda: _shown_error(text))
-        if shown is None:
+        if shown is None or echoed(shown[0], call.arguments):  # the call's input given back (an approved plan)
             return False
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
@@ -458,8 +495,11 @@ class Facts:
         created = call.name.lower() in ("write", "create", "write_file", "create_file") or (
             str(call.arguments.get("command", "")) == "create"
         )
+        written = written_text(call) if any(path.endswith(".py") for path in action.paths) else None
         for path in action.paths:
             facts = self._file(path)
+            if written is not None and path.endswith(".py") and (path in action.written or len(action.paths) == 1):
+                facts.writes = python_writes(written)  # the text written is this script's
             # a shell that writes a file whole it never read nor changed before (``cat > probe.py <<EOF``) made it
             new = not (facts.reads or facts.edits) and path in action.written
             facts.edits += 1
@@ -471,6 +511,15 @@ class Facts:
                 facts.last_change = _ran(origin, action.command)
             else:
                 facts.last_change = change if change is not None else facts.last_change
+
+    def _record_written_by(self, scripts: list[str], run: str, edited: Sequence[str]) -> None:
+        """The files the agent's ``scripts`` write, changed by ``run`` (those the command edits itself, ``edited``,
+        are recorded as its edits already: a here-document script run in the same command)."""
+        for target in dict.fromkeys(t for path in scripts for t in self.files[path].writes if t not in edited):
+            facts = self._file(target)
+            facts.edits += 1
+            facts.last_change = f"(written by running its script: `{run[2:]}`)"
+            self._edited[target] = _last_component(target)
 
     def _record_error(self, call: ToolCall, action: Action, item: Item | None, line: str, scripts: list[str]) -> None:
         text = item.text if item is not None else ""
@@ -533,6 +582,7 @@ class Facts:
         todos = todo_list(arguments)
         if todos is not None:
             self.todos = todos
+            self.request_open = False
 
     def _trim(self) -> None:
         """Keep the state bounded: the newest errors and commands."""

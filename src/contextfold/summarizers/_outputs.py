@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..actions import EDIT, EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, reported_error_lines
+from ..actions import EDIT, EXIT_FAILURE_ENDED, READ, READER_GUTTER, SEARCH, Action, echoed, reported_error_lines
 from ..conversation import Item
 from ..readings import Key
 from ._text import shorten
@@ -34,6 +34,12 @@ _TEST_RESULT = re.compile(
 )
 """A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
 _LOG_SUFFIXES = (".log", ".out", ".err")
+_VERDICT = re.compile(r"\[warn\] Code style issues")
+"""prettier's verdict on ``--check``, below the files it lists."""
+_LISTED_FILE = re.compile(r"\[warn\] \S+\s*$")
+"""A file prettier lists as unformatted (``[warn] src/app.ts``)."""
+LISTED_FILES = 20
+"""The files of a verdict's list kept with it (the last ones)."""
 """A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
 TALLY_CHARS = 2_000
 """A test run's tally is among its last lines: only these are searched."""
@@ -186,12 +192,13 @@ def _traceback_end(text: str, default: str) -> str:
     return next((ln.strip() for ln in lines[start + 1:] if ln.strip() and not ln[0].isspace()), default)
 
 
-def shown_error(text: str, action: Action | None) -> list[str] | None:
+def shown_error(text: str, action: Action | None, arguments: Mapping[str, Any] | None = None) -> list[str] | None:
     """The last error an output shows, wherever it reports one (a CI log's failing step is often far from its
     end), with its failing frame: the two lines above it, then the error line; ``None`` when it shows none.
-    What a read or a search returned is file content (an error line in it is code), unless the file is a log."""
+    What a read or a search returned is file content (an error line in it is code), unless the file is a log;
+    a line of the call's own ``arguments`` given back (:func:`echoed`) is its input, not an error it showed."""
     shown = None if file_content(action) else _shown_error(text)
-    return None if shown is None else [*shown[1], shown[0]]
+    return None if shown is None or echoed(shown[0], arguments) else [*shown[1], shown[0]]
 
 
 def failing_error(text: str, line: str) -> list[str]:
@@ -210,13 +217,39 @@ def exception_line(text: str, line: str) -> str:
 
 def error_frame(text: str, line: str) -> list[str]:
     """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
-    (a traceback's ``File …`` line and its code line), verbatim."""
+    (a traceback's ``File …`` line and its code line), verbatim; for a verdict that lists its files above it
+    (prettier's ``[warn] Code style issues found…``), those files in order (see :func:`listed_files`)."""
     lines = text[-16_000:].splitlines()
     at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
     if at is None:
         return []
+    listed = _listed_above(lines, at)
+    if listed:
+        return listed
     above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())]
     return [shorten(ln, TEXT_CHARS["error_line"]) for ln in above[-2:]]
+
+
+def listed_files(text: str, line: str) -> list[str]:
+    """The files an output's failure ``line`` lists above it, in order, when it is a verdict that does (prettier's
+    ``[warn] Code style issues found in 2 files…`` under its ``[warn] path`` lines); [] for any other line."""
+    if not _VERDICT.match(line):
+        return []
+    lines = text[-16_000:].splitlines()
+    at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
+    return [] if at is None else _listed_above(lines, at)
+
+
+def _listed_above(lines: Sequence[str], at: int) -> list[str]:
+    """The ``[warn] path`` lines just above ``lines[at]`` when that line is prettier's verdict, in order, at most
+    :data:`LISTED_FILES` (the last ones): which files failed the check is what the agent fixes next, and two lines
+    of frame would keep only the last of them."""
+    if not _VERDICT.match(lines[at]):
+        return []
+    start = at
+    while start > 0 and _LISTED_FILE.match(lines[start - 1]) and not _VERDICT.match(lines[start - 1]):
+        start -= 1
+    return [shorten(ln.rstrip(), TEXT_CHARS["error_line"]) for ln in lines[max(start, at - LISTED_FILES):at]]
 
 
 def _json_object(text: str) -> Mapping[str, Any] | None:

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from ._calls import _check_runs, _last_component, _test_selection
+from ._calls import _check_runs, _last_component, _test_selection, program_words
 
 @dataclass
 class FileFacts:
     """What happened to one file. ``last_change`` is the text the last edit wrote (capped), or its command;
-    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source)."""
+    ``ran``: the agent ran it after writing it (a probe or a reproduction script, not the project's source);
+    ``writes``: for a Python script, the files it writes when it runs (a patch script the agent wrote)."""
 
     reads: int = 0
     edits: int = 0
@@ -22,6 +23,8 @@ class FileFacts:
     created: bool = False
     ran: bool = False
     last_change: str | None = None
+    writes: list[str] = field(default_factory=list)  # a Python script's: the files it opens for writing, which a
+    # run of it changes
 
     @property
     def scratch(self) -> bool:
@@ -56,9 +59,14 @@ class ErrorFacts:
     # What a later action is compared with to resolve it (see :meth:`Facts._resolve`), computed once: an error's
     # signature and paths never change once recorded. No part of the state.
     @cached_property
+    def program(self) -> tuple[str, ...]:
+        """The command's signature words, package managers named alike (see :func:`program_words`)."""
+        return program_words(self.signature)
+
+    @cached_property
     def words(self) -> frozenset[str]:
-        """The command's signature words."""
-        return frozenset(self.signature)
+        """The command's signature words (package managers named alike)."""
+        return frozenset(self.program)
 
     @cached_property
     def names(self) -> frozenset[str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
-from ..reading import opening, says_something
+from ..reading import message_says_something, opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
@@ -141,6 +141,7 @@ _HEADING = re.compile(r"#{1,6}\s")
 _RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 """A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
 _LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
+_REQUEST_AFTER_TODOS = "Go on with the user's latest request (made after the todo list above was last written): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -449,13 +450,7 @@ class _Layout:
 def _asking(messages: Sequence[str]) -> int:
     """The number (1-based) of the person's latest message that says something, past the first: a bare "continue"
     or "yes" goes on with the request before it, which is kept like the latest too."""
-    return next((n for n in range(len(messages), 1, -1) if _says_something(messages[n - 1])), len(messages))
-
-
-def _says_something(message: str) -> bool:
-    """Whether a message has a line that says something (:func:`~contextfold.reading.says_something`): "continue"
-    and "yes" do not."""
-    return any(says_something(" ".join(line.split())) for line in message.split("\n"))
+    return next((n for n in range(len(messages), 1, -1) if message_says_something(messages[n - 1])), len(messages))
 
 
 def _call_entry(call: dict[str, Any]) -> str:
@@ -510,7 +505,9 @@ def _section_under(said: str, sentence: str) -> str:
 
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
-    """The step the conversation was heading to, as its lead and its text: an unanswered user, an open todo, a
+    """The step the conversation was heading to, as its lead and its text: an unanswered user, a request of the
+    person's made after the todo list was last written and after the agent last wrote to them (the agent is working
+    on it, and the list's open items are older work), an open todo, a
     plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended
     its turn with words written after it: it read the failure and reported where the work stands, "all done", and
     the failure is no step it was heading to; or when the person asked something since: their latest request, which
@@ -523,6 +520,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     """
     if facts.user_spoke_last and facts.user_messages:
         return "Answer the user's latest message: ", facts.user_messages[-1]
+    if facts.request_open and facts.todos and facts.user_messages:  # asked after the list: the list is older work
+        return _REQUEST_AFTER_TODOS, facts.user_messages[_asking(facts.user_messages) - 1]
     for status, lead in (("in_progress", "Continue the task in progress: "), ("pending", "Start the next pending task: ")):
         todo = next((t for t in facts.todos or () if t["status"] == status), None)
         if todo is not None:

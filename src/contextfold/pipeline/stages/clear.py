@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...actions import failure_line, result_action
+from ...actions import echoed, item_failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._calls import fetched_issue
-from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, shown_error,
-                                     tally_line)
+from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
+                                     shown_error, tally_line)
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -69,13 +69,16 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     action = result_action(item)
     text = result_text(item)
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
-    line = failure_line(text, result.is_error, action.kind if action else None)
+    line = item_failure_line(item, action.kind if action else None)
     line = None if line is None else exception_line(text, line)
     if error:
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
-    elif line is not None:
-        note += f". It reported: {line}"
+    elif line is not None:  # a verdict that lists its files (prettier's) is quoted with them, in order
+        listed = listed_files(text, line)
+        block = "\n".join([*listed, line])
+        note += f". It reported:\n{block}\n" if listed else f". It reported: {line}"
     tally = None if file_content(action) else tally_line(text)
+    tally = None if tally is not None and echoed(tally, result.arguments) else tally  # the call's input given back
     if tally is not None and tally != line and tally not in error:
         note += f"{RESULT_LINE_INTRO}\n{tally}\n"
     if fetched_issue(item):  # the task as it arrived: its head, not the lines of it in use
@@ -144,10 +147,10 @@ def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:
             continue
         action = result_action(item)
         text = result_text(item)
-        line = failure_line(text, result.is_error, action.kind if action else None)
+        line = item_failure_line(item, action.kind if action else None)
         if line is not None:
             return index, failing_error(text, line)
-        shown = shown_error(text, action)
+        shown = shown_error(text, action, result.arguments)
         if shown is not None:
             return index, shown
     return None
