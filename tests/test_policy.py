@@ -9,7 +9,7 @@ import pytest
 
 from contextfold import InvalidPolicy, Policy
 from contextfold.context import Context
-from contextfold.pipeline.base import PRESETS
+from contextfold.pipeline.base import PRESETS, Budget
 
 
 @pytest.mark.parametrize(("knobs", "field", "words"), [
@@ -81,6 +81,22 @@ def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
     assert caught.value.field == "trigger_fractoin"
     with pytest.raises(InvalidPolicy, match="outside 0 to 1"):
         Policy.preset("thorough", trigger_min_fraction=2.0)
+
+
+def test_thorough_spends_the_window_on_larger_outputs_whole_and_a_longer_tail_where_balanced_saves() -> None:
+    # at 32k, a 20,000-character file read is a preview under balanced and whole under thorough; after a summary
+    # thorough keeps 35 % of the trigger verbatim where balanced keeps a tenth (README, "Presets")
+    window = 32_000
+    budgets = {}
+    for name in ("balanced", "thorough"):
+        context = Context(window_tokens=window, policy=Policy.preset(name))
+        budgets[name] = Budget(context.policy, window, context.trigger_tokens, count=lambda _: 0,
+                               count_item=lambda _: 0)
+    assert (budgets["balanced"].policy.persist_max_chars, budgets["thorough"].policy.persist_max_chars) == (
+        16_000, 32_000)
+    trigger = budgets["thorough"].trigger_tokens
+    assert budgets["balanced"].tail_budget_tokens == int(0.1 * trigger)
+    assert budgets["thorough"].tail_budget_tokens == int(0.35 * trigger) > 3 * budgets["balanced"].tail_budget_tokens
 
 
 def test_the_output_limits_grow_with_the_window_unless_told_not_to() -> None:
