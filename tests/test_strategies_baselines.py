@@ -197,7 +197,7 @@ def test_langchain_keeps_only_the_system_prompt_once_the_task_no_longer_fits() -
     assert emptied  # start_on="human": nothing after the task is a human message until the second one
     for k in emptied:
         assert recorder.headers[k].system == conversation.header.system
-        assert result.requests[k].violations == (f"task: the first user message (item {conversation.items[0].id!r}) is missing",)
+        assert result.requests[k].violations == (f"task: the person's first message (item {conversation.items[0].id!r}) is missing",)
     assert all(not v.startswith("structure") for record in result.requests for v in record.violations)
 
 
