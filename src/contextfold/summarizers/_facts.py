@@ -6,7 +6,8 @@ commands changed the system, which errors happened (each with its failing
 frame, verbatim) and whether a later step resolved them, the last test run
 and its result line, the latest todo list, what the assistant said last and
 the lines in which it stated a finding or a decision, its last actions with
-their result lines, an issue text it fetched with a tool, tool-use counts;
+their result lines, an issue text it fetched with a tool, the reports of the agents it delegated to (their
+substance: headings, points, paths), a harness's own continuation summary (as an earlier summary), tool-use counts;
 and, for the tools that are not about files or commands (a browser, a booking
 or support API), each call with its arguments, the pages visited and the
 identifiers the tools returned. :class:`Facts` round-trips through a
@@ -82,6 +83,7 @@ from ._outputs import (
     tally_line,
 )
 from ._records import ErrorFacts, FileFacts, _fresh, _known
+from ._reports import continuation_substance, delegates, is_continuation, report_substance
 from ._said import finding_lines
 from ._text import clip, shorten, shorten_lines, shorten_message
 
@@ -89,7 +91,8 @@ STATE_SCHEMA = "contextfold.extractive/1"
 """Written into every state; a state with another schema is treated as plain summary text."""
 FINDING_SOURCE_CHARS = 80
 """The characters of the call a finding follows (the output it was read from) shown with it."""
-KEEP = {"errors": 40, "commands": 40, "recent_actions": 8, "calls": 40, "pages": 30, "records": 40, "findings": 30}
+KEEP = {"errors": 40, "commands": 40, "recent_actions": 8, "calls": 40, "pages": 30, "records": 40, "findings": 30,
+        "reports": 3}
 """How many entries a state keeps of each list: the most recent."""
 QUIET_OUTPUTS = 20
 """Outputs since the last failure searched (newest first) for an error they showed without failing."""
@@ -100,6 +103,8 @@ TALLY: Key[str | None] = Key("tally")
 _RESULT_LINE: Key[str | None] = Key("result_line")
 _FINDINGS: Key[list[str]] = Key("findings")
 _SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_REPORT: Key[str] = Key("report")
+"""The substance of a delegated agent's report, read once per output item."""
 _APPLIED: Key[tuple[str, ...]] = Key("applied")
 """The files the diff an edit's output shows names, read once per output item (an edit call that names none)."""
 _CHANGES: Key[dict[str, str | None]] = Key("changes")
@@ -132,6 +137,9 @@ class Facts:
     last_run: dict[str, str] | None = None  # {"command", "line"}: a build, check or test command newer than
     # ``last_test`` whose output had no tally, and the line it ended on (its failure, when it failed)
     fetched_task: dict[str, str] | None = None  # {"source", "text"}: an issue or PR the agent fetched with a tool
+    reports: list[dict[str, Any]] = field(default_factory=list)  # {"source", "text", "asked_since"}: the reports
+    # delegated agents returned (a ``Task`` tool's output), their substance, oldest first: the work product the agent
+    # asked for; ``asked_since``: a message of the person's that says something came after it (the work moved on)
     harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
     # failing (a CI log read, a test run piped through tail), newer than the last failed call
@@ -166,6 +174,7 @@ class Facts:
         state["last_test"] = dict(self.last_test) if self.last_test is not None else None
         state["last_run"] = dict(self.last_run) if self.last_run is not None else None
         state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
+        state["reports"] = [dict(r) for r in self.reports]
         state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
         state["todos"] = [dict(t) for t in self.todos] if self.todos is not None else None
@@ -214,6 +223,9 @@ class Facts:
         self.last_test = earlier.last_test or self.last_test
         self.last_run = earlier.last_run or self.last_run
         self.fetched_task = _first_issue(earlier.fetched_task, self.fetched_task) if earlier.fetched_task else self.fetched_task
+        asked = any(map(message_says_something, earlier.user_messages))
+        ours = [{**report, "asked_since": True} for report in self.reports] if asked else self.reports
+        self.reports = (ours + earlier.reports)[-KEEP["reports"]:]
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
         self.shown_error = earlier.shown_error or self.shown_error
@@ -318,6 +330,9 @@ class Facts:
     def _read_user(self, item: Item) -> None:
         """The person's words (never a harness line, an observation or a demonstration: see
         :mod:`contextfold.reading`), the first one being the task."""
+        if is_continuation(item):  # the harness's own summary of what came before: the only record of it
+            self.earlier_summaries.append(shorten(continuation_substance(item.text), TEXT_CHARS["earlier_summary"]))
+            return
         reading = reading_of(item)
         if not reading.person:
             self.harness_messages += 1
@@ -330,6 +345,8 @@ class Facts:
         self.user_spoke_last = True
         self.asked_since_error = True
         self.request_open = self.request_open or message_says_something(text)
+        if self.reports and message_says_something(text):
+            self.reports = [{**report, "asked_since": True} for report in self.reports]
 
     def _read_assistant(self, item: Item, calls: dict[str, _Pending]) -> str:
         """Read an assistant turn; returns what it wrote (reasoning, then text), to be searched for findings."""
@@ -420,7 +437,7 @@ class Facts:
 
     def _read_output(self, call: ToolCall, action: Action, item: Item, failure: str | None) -> None:
         """What an output of a command (or of another tool) says beyond success: a test tally (or for a build,
-        check or test command that printed none, the line it ended on), an issue's text."""
+        check or test command that printed none, the line it ended on), a delegated agent's report, an issue's text."""
         text = item.text
         ok = failure is None
         tally = _kept(item, TALLY, lambda: tally_line(text))
@@ -432,6 +449,10 @@ class Facts:
         elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
             ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
+        if ok and action.kind == OTHER and delegates(call) and text.strip():
+            report = _kept(item, _REPORT, lambda: report_substance(text, TEXT_CHARS["report"]))
+            fresh = {"source": shorten(call_line(call), 200), "text": report, "asked_since": False}
+            self.reports = [*self.reports, fresh][-KEEP["reports"]:]
         if ok and _fetches_issue(item, call, action) and text.strip():
             fetched = {"source": source, "text": shorten_lines(issue_text(text.strip()), TEXT_CHARS["fetched_task"])}
             self.fetched_task = _first_issue(self.fetched_task, fetched)

@@ -18,7 +18,7 @@ from ._text import shorten
 # A state is carried from one summary into the next, so each of its facts is bounded.
 TEXT_CHARS = {"task": 20_000, "user_message": 6_000, "change": 2_000, "assistant": 4_000, "earlier_summary": 8_000,
               "error_line": 1_000, "command": 300, "call": 400, "argument": 160, "finding": 400, "result_line": 200,
-              "fetched_task": 6_000}
+              "fetched_task": 6_000, "report": 6_000}
 """The characters a state keeps of each kind of text (the summary shows less, within its budget)."""
 RESULT_JSON_CHARS = 200_000
 """Results longer than this are not parsed for pages and identifiers (a page dump, not a record)."""

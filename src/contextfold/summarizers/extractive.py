@@ -46,6 +46,7 @@ from ._calls import todo_line
 from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
+from ._reports import by_headings
 from ._said import names_in
 from ._text import Meter, shorten, shorten_lines, shorten_message
 from .base import SummaryRequest, SummaryResult
@@ -77,7 +78,9 @@ _W_CURRENT = 2.0
 _W_ERRORS = 2.0
 _W_TODOS = 1.2
 _W_NEXT = 1.0
-_W_EARLIER_SUMMARY = 1.0
+_W_EARLIER_SUMMARY = 1.5
+_W_REPORT = 2.5  # a delegated agent's report: the work product the agent asked for, which it acts on next
+_W_OLDER_REPORT = 0.8
 _W_COMMANDS = 1.0
 _W_ACTIONS = 1.5
 _W_FILES = 0.8
@@ -111,6 +114,9 @@ _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side of the omission marker: nothing
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _EARLIER_SUMMARY_FLOOR = 24
+_CARRIED_FLOOR = 150
+"""What the newest delegated report, and the newest earlier summary (a harness's continuation summary: the only
+record of what came before), each keep however small the budget: their headings first (see ``by_headings``)."""
 
 _OPEN_FRAME_LINES = 2
 """Lines of its frame an earlier error still open shows under its line (the last error shows its whole frame)."""
@@ -264,7 +270,7 @@ class _Layout:
         agent learned is what a reader cannot work out again from the files); older ones as the budget allows."""
         lines = [f"- {line}" for line in reversed(self.facts.findings)]
         if not lines:
-            return []
+            return self._reports()
         reserved: list[str] = []
         for line in lines[:_RESERVED_FINDINGS]:
             said, after, source = line.rpartition(" (after `") if line.endswith("`)") else (line, "", "")
@@ -276,7 +282,22 @@ class _Layout:
         parts: list[Part] = [Listing(self.meter, reserved, weight=_W_FINDINGS, keep=len(reserved), header=header)]
         if len(lines) > len(reserved):
             parts.append(self._listing(lines[len(reserved):], _W_FINDINGS))
+        return parts + self._reports()
+
+    def _reports(self) -> list[Part]:
+        """The reports delegated agents returned, newest first: the newest, while no request of the person's has
+        come since, keeps a place however small the budget; the others are shown as the budget allows."""
+        parts: list[Part] = []
+        for rank, report in enumerate(reversed(self.facts.reports)):
+            in_use = rank == 0 and not report.get("asked_since")  # the person has not moved the work on since
+            lead = f"The report a delegated agent returned (`{shorten(report['source'], 200)}`), its substance:\n"
+            parts.append(self._elastic(report["text"], _W_REPORT if in_use else _W_OLDER_REPORT,
+                                       self._carried_floor(report["text"]) if in_use else 0, lead,
+                                       names=names_in, shortener=by_headings))
         return parts
+
+    def _carried_floor(self, text: str) -> int:
+        return min(self.meter(text), _CARRIED_FLOOR)
 
     def _files(self) -> list[Part]:
         """Changed files (all named, newest with details), their last changes, then files only read."""
@@ -373,8 +394,10 @@ class _Layout:
         if facts.last_run:  # newer than the last test run: a build or a check, or tests that printed no tally
             parts.append(Fixed(self.meter, f"- Last build or check command since: `{shorten(facts.last_run['command'], 200)}`"
                                            f" → {facts.last_run['line']}"))
-        for text in facts.earlier_summaries:
-            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, _EARLIER_SUMMARY_FLOOR, "- An earlier summary said:\n"))
+        for number, text in enumerate(facts.earlier_summaries, 1):  # the newest holds what the others did
+            newest = number == len(facts.earlier_summaries)
+            floor = max(_EARLIER_SUMMARY_FLOOR, self._carried_floor(text)) if newest else _EARLIER_SUMMARY_FLOOR
+            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, floor, "- An earlier summary said:\n", shortener=by_headings))
         if facts.commands:
             lines = [f"- `$ {shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
             parts.append(self._listing(lines, _W_COMMANDS, header="- Commands that changed the system, newest first:"))

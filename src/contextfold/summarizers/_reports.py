@@ -1,0 +1,94 @@
+"""Texts another writer made of the work, which a summary carries rather than replaces.
+
+Two kinds: a delegated agent's report (the output of Claude Code's ``Task`` or
+``Agent`` tool, an OpenHands delegate, contextfold's own ``task``: the work
+product the agent asked for, which it goes on to act on, like a fetched issue),
+and a harness's own continuation summary (Claude Code's "This session is being
+continued from a previous conversation…": the only record of everything
+before it). Both are read here into their substance, their headings first: a
+report's headings, points, findings and paths; a continuation summary's
+sections.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..conversation import Item, ToolCall
+from ._text import shorten_lines
+
+DELEGATE_TOOLS = frozenset({"task", "agent", "delegate", "delegate_task", "dispatch_agent", "spawn_agent", "subagent",
+                            "run_subagent", "agentdelegateaction", "call_agent"})
+"""Tools whose output is another agent's report (lower-cased names); a call naming a ``subagent_type`` is one too."""
+_TOOL_BLOCK = re.compile(r"^\s*<(\w+)>\s*$")
+"""A line opening a tool call a sub-agent wrote out in its text (``<bash>``, ``<Task>``): its input, not its report."""
+_SUBSTANCE = re.compile(r"^\s*(?:#{1,6}\s|[-*•]\s|\d+[.)]\s|\*\*|\|)|[\w.-]*/[\w.-]+\.\w{1,8}\b")
+"""A line of a report's substance inside a fenced block (where the rest is code): a heading, a list item, a numbered
+point, a bold lead, a table row, or a line naming a path."""
+HEADING = re.compile(r"^\s*(?:#{1,6}\s|\d+\.\s+\*\*|\*\*[^*]+\*\*:?\s*$|\d+\.\s+[A-Z][\w &/,()-]{2,60}:\s*$)")
+"""A line heading a section: Markdown's ``## …``, a numbered bold title (``2. **Key Technical Concepts:**``), a bold
+line of its own, a numbered title ending in a colon (``1. Primary Request and Intent:``)."""
+_SECTION_LINES = 3
+"""Lines of each section kept, in turns (every section's first line, then every section's second…), before the rest."""
+_CONTINUATION = re.compile(r"^\s*This session is being continued from a previous conversation")
+_CONTINUATION_SUMMARY = re.compile(r"^Summary:\s*$", re.MULTILINE)
+"""Where a Claude Code continuation summary's sections begin (its analysis, the model's notes, comes before)."""
+_CONTINUE_NOTE = re.compile(r"\n\s*Please continue the conversation from where we left it off.*\Z", re.DOTALL)
+
+
+def delegates(call: ToolCall) -> bool:
+    """Whether ``call`` hands work to another agent, whose final report its output is."""
+    return call.name.lower() in DELEGATE_TOOLS or "subagent_type" in call.arguments
+
+
+def is_continuation(item: Item) -> bool:
+    """Whether ``item`` is a harness's summary of the conversation before it, in Claude Code's words. (The importers'
+    ``meta["compact_summary"]`` mark is wire data no module past the adapters reads: see ``Provenance``.)"""
+    return item.role == "user" and bool(_CONTINUATION.match(item.text))
+
+
+def report_substance(text: str, max_chars: int) -> str:
+    """A delegated agent's report without the tool calls it wrote out (``<bash>…</bash>``) and, inside fenced blocks,
+    without the code (its headings, points and paths kept); at most ``max_chars``, the newest lines first (a
+    report concludes at its end)."""
+    kept: list[str] = []
+    block: str | None = None
+    fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if block is not None:
+            block = None if stripped == f"</{block}>" else block
+            continue
+        opened = _TOOL_BLOCK.match(line)
+        if opened is not None:
+            block = opened.group(1)
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if stripped and (not fenced or _SUBSTANCE.search(line)):
+            kept.append(line.rstrip())
+    size, start = 0, len(kept)
+    while start > 0 and size + len(kept[start - 1]) + 1 <= max_chars:
+        start -= 1
+        size += len(kept[start]) + 1
+    return "\n".join(kept[start:])
+
+
+def continuation_substance(text: str) -> str:
+    """A continuation summary's sections (from Claude Code's ``Summary:`` on, when it has one), without the
+    harness's closing note to go on."""
+    found = _CONTINUATION_SUMMARY.search(text)
+    body = text[found.end():] if found is not None else text
+    return _CONTINUE_NOTE.sub("", body).strip()
+
+
+def by_headings(text: str, max_chars: int) -> str:
+    """``text`` cut on line boundaries, its section headings kept first, then the first lines of every section in
+    turns: each section still says what it held, rather than the first section taking the whole budget."""
+    lines = text.split("\n")
+    headings = [n for n, line in enumerate(lines) if HEADING.match(line)]
+    bodies = [[n for n in range(start + 1, end) if lines[n].strip()][:_SECTION_LINES]
+              for start, end in zip(headings, [*headings[1:], len(lines)])]
+    rounds = [body[depth] for depth in range(_SECTION_LINES) for body in bodies if depth < len(body)]
+    return shorten_lines(text, max_chars, [*headings, *rounds])
