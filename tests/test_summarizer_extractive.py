@@ -1115,6 +1115,31 @@ def test_a_request_the_person_made_after_an_open_error_is_the_next_step_and_the_
     assert "Resolve the last error, from `$ npm run preview`" in text.split("## 9. Optional Next Step", 1)[1]
 
 
+def test_a_lookup_that_found_nothing_and_that_the_agent_went_past_is_no_next_step() -> None:
+    """A Glob in a folder that is not there; the agent says so and goes on looking elsewhere: the person's latest
+    request is the next step, not "resolve" a path that does not exist (which stays listed, as open). A failed build
+    in its place is still the step."""
+    def session(call: ToolCall, failed: str) -> Conversation:
+        c = Conversation([user("Does web-terminal really get its live data from analytics_clickhouse?")])
+        c.append(assistant("Let me look.", []))
+        c.append(user("you should be leaning on our systemmap work!"))
+        c.append(assistant("", [call]))
+        c.append(tool(call.id, failed, True))
+        c.append(assistant("That is not there. Let me check the systemmap notes instead.",
+                           [ToolCall("r1", "Read", {"file_path": "/Users/n/Knowledge/systems/web-terminal/context.md"})]))
+        c.append(tool("r1", "# web-terminal\nData: RocksDB (hot state) and ClickHouse (historical)"))
+        return c
+
+    text, _ = summarize(session(ToolCall("g1", "Glob", {"pattern": "**/ai.md", "path": "/Users/n/work"}),
+                                "<tool_use_error>Directory does not exist: /Users/n/work</tool_use_error>").items)
+    step = text.split("## 9. Optional Next Step", 1)[1]
+    assert "Resolve the last error" not in step and "you should be leaning on our systemmap work!" in step
+    assert "Directory does not exist: /Users/n/work" in text.split("## 9.")[0]  # still listed
+    text, _ = summarize(session(ToolCall("b1", "Bash", {"command": "npm run build"}),
+                                "Exit code 1\nError: Cannot find module 'vite'").items)
+    assert "Resolve the last error, from `$ npm run build`" in text.split("## 9. Optional Next Step", 1)[1]
+
+
 def test_a_path_not_there_is_resolved_when_the_agent_finds_it_elsewhere_or_in_another_letter_case() -> None:
     """A Glob in a folder that is not there, then ``find``, then a Glob in the real folder of that name; a Read of
     ``bgp-red-team.md`` that does not exist, then of ``BGP-RED-TEAM.md``: neither error is open any more."""

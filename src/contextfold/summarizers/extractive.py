@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..actions import EXIT_FAILURE_ENDED
+from ..actions import EXIT_FAILURE_ENDED, READ, SEARCH
 from ..reading import message_says_something, opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
@@ -148,6 +148,7 @@ _RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 """A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
 _LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _REQUEST_AFTER_TODOS = "Go on with the user's latest request (made after the todo list above was last written): "
+_REQUEST_AFTER_LOOKUP = "Go on with the user's latest request (the agent went on past the failed lookup above): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -534,7 +535,8 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended
     its turn with words written after it: it read the failure and reported where the work stands, "all done", and
     the failure is no step it was heading to; or when the person asked something since: their latest request, which
-    the agent was working on, outranks an older error, which stays listed open in section 4). The lead is kept whole
+    the agent was working on, outranks an older error, which stays listed open in section 4; nor a read or search
+    that found nothing which the agent wrote on after and went past: the person's latest request is the step). The lead is kept whole
     and only the text may shrink (a shrunk lead, "As the
     assistant said l[…]", spent the part's tokens on saying nothing).
 
@@ -559,6 +561,10 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     if last is not None and last.resolved is None and not last.retired and not reported_since:
         if facts.asked_since_error and facts.user_messages:  # the person asked on since: the work turned to that
             return _LATEST_REQUEST, facts.user_messages[_asking(facts.user_messages) - 1]
+        if last.kind in (READ, SEARCH) and facts.said_since_error:  # a lookup found nothing; the agent said so and
+            # went on looking elsewhere: a path that is not there is no step it was heading to
+            return (_REQUEST_AFTER_LOOKUP, facts.user_messages[_asking(facts.user_messages) - 1]) \
+                if facts.user_messages else None
         return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
     return None
 
