@@ -52,45 +52,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextfold import importers
-from contextfold.conversation import Conversation, Header
+from contextfold.conversation import Conversation
 from contextfold.pipeline.base import Policy
 from contextfold.replay import StrategyConfig, replay, strategies
 from contextfold.replay.base import Sent, Step
 from contextfold.replay.fired import Recorder, summaries
 from contextfold.replay.result import AGENT, ReplayResult, Totals
 from contextfold.replay.run import answered
+from contextfold.replay.strategies.none import FullHistory
 from contextfold.tokens import exact_estimator
-from contextfold.usage import Usage
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED", HERE.parents[1] / "shared"))
 OWN = "claude-code-own"
 
 
-class RecordedCompactions:
+class RecordedCompactions(FullHistory):
     """The requests the recording's own harness sent: the history since its latest recorded summary."""
 
     name = OWN
-
-    def __init__(self, config: StrategyConfig) -> None:
-        self.config = config
-        self._conversation = Conversation()
-
-    def start(self, header: Header) -> None:
-        self._conversation = Conversation(header=header)
 
     def step(self, step: Step) -> Sent:
         for number, item in enumerate(step.new_items):
             if item.meta.get("compact_summary"):
                 self._conversation = Conversation(header=self._conversation.header)
                 self._conversation.extend(step.new_items[number:])
-                break
-        else:
-            self._conversation.extend(step.new_items)
-        return Sent(self._conversation)
-
-    def record_usage(self, usage: Usage) -> None:
-        """Nothing to adapt: the recording decided when it compacted."""
+                return Sent(self._conversation)
+        return super().step(step)
 
 
 def compacted(conversation: Conversation) -> int:
