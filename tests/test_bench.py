@@ -339,6 +339,13 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's default action, as a command typed at a terminal has it: a suite started in the background of a
+    script (``pytest &``) runs with SIGINT ignored, which every process it starts inherits, and Python then leaves
+    it ignored (no KeyboardInterrupt): the bench would rightly run on, as a background job should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_bench_with_one_line_and_exit_130(tmp_path: Path) -> None:
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, while two workers replay."""
     write_tau_bench(tmp_path / "chats.json", *range(40))
@@ -346,7 +353,7 @@ def test_ctrl_c_stops_the_bench_with_one_line_and_exit_130(tmp_path: Path) -> No
                "--max-output", "500", "--jobs", "2", "--tau-bench-limit", "40", "--tokenizer", "estimate",
                "--no-charts", "--out", str(tmp_path / "out")]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as bench:
+                          start_new_session=True, preexec_fn=_as_in_a_terminal) as bench:
         while len(_children(bench.pid)) < 2 and bench.poll() is None:
             time.sleep(0.05)
         assert bench.poll() is None, bench.stderr.read() if bench.stderr else ""
