@@ -19,6 +19,8 @@ from contextfold.cli import cli
 from contextfold.conversation import Conversation, Summary, Text, Thinking, ToolCall, ToolResult
 from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import detect, load
+from contextfold.pipeline.task import task_index
+from contextfold.reading.speaker import is_person
 
 
 def write(tmp_path: Path, name: str, records: list[dict[str, Any]]) -> Path:
@@ -147,6 +149,31 @@ def test_claude_code_marks_what_the_records_say_about_a_user_turn(tmp_path: Path
     assert caveat.meta["is_meta"] is True and "is_meta" not in prompt.meta
     assert prompt.meta["prompt_origin"] == "human" and prompt.blocks == (Text("Add a test."),)
     assert summary.meta["compact_summary"] is True and "compact_summary" not in prompt.meta
+
+
+def test_claude_code_transcript_continuing_another_file_keeps_its_first_result_as_an_observation(
+    tmp_path: Path,
+) -> None:
+    """A resumed session's file can open with the result of a call made in the file before it: what the model saw
+    stays (as a user message the reader knows is a tool's output), no result is sent without its call, and the task
+    is still the person's first request."""
+    earlier = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_before", "content": "husky - DEPRECATED\n2 files committed"}]}
+    records = [
+        cc_turn("user", "u1", earlier),
+        cc_turn("user", "u2", {"role": "user", "content": "Now push the branch."}),
+        cc_turn("assistant", "a1", {"id": "m1", "role": "assistant", "model": "claude-opus-4-7",
+                                    "content": [{"type": "text", "text": "Pushed."}]}),
+    ]
+    for record, parent in zip(records, ("from-the-file-before", "u1", "u2")):
+        record["parentUuid"] = parent
+    (conversation,) = load(write(tmp_path, "s.jsonl", records))
+    assert conversation.validate() == []
+    observation, prompt = (item for item in conversation if item.role == "user")
+    assert observation.text.startswith("[Output of a tool call made before this recording begins]")
+    assert "2 files committed" in observation.text and observation.tool_result is None
+    assert not is_person(observation) and is_person(prompt)
+    assert task_index(conversation) == conversation.items.index(prompt)
 
 
 ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}

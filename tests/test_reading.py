@@ -24,6 +24,7 @@ HARNESS_TEXTS = {
     ("claude-code", "hook feedback"): "Stop hook feedback:\n[~/.claude/hooks/check.sh]: lint failed",
     ("claude-code", "rate-limit notice"): "You've hit your limit · resets 2pm (Europe/Berlin)",
     ("claude-code", "tool use error"): "<tool_use_error>File has not been read yet.</tool_use_error>",
+    ("claude-code", "output of an earlier call"): "[Output of a tool call made before this recording begins]\nhusky - ok",
     ("codex", "environment context"): "<environment_context>\n  <cwd>/repo</cwd>\n  <sandbox_mode>workspace-write</sandbox_mode>",
     ("codex", "turn aborted"): "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
     ("mini-swe-agent", "format error"): "No tool calls found in the response. Every response MUST include at least one tool call.",

@@ -250,6 +250,11 @@ class ConversationBuilder:
         """Call ids as the file records them (a live view: results may answer any of them)."""
         return self._latest.keys()
 
+    @property
+    def started(self) -> bool:
+        """Whether any item was added yet (the conversation's opening is still to come when not)."""
+        return bool(self._drafts)
+
     def open_calls(self) -> list[str]:
         """Ids of calls without a result yet, in order."""
         return [cid for cid in self._calls if cid not in self._answered]

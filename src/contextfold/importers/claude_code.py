@@ -17,7 +17,9 @@ shared with the stream-json importer, whose events have the same shape.
   (``is_error`` as recorded); the record's ``toolUseResult`` adds its short
   scalar fields (``filePath``, ``interrupted``, ``numFiles``...) to the tool
   item's ``meta["facts"]``. Other user content is a user item; ``isMeta`` records
-  (hook feedback, injected reminders) are marked ``meta["is_meta"]``.
+  (hook feedback, injected reminders) are marked ``meta["is_meta"]``. Results
+  that open the file (a session continued from another file) answer a call it
+  does not hold: each is kept as an observation (:data:`EARLIER_OUTPUT`).
 - ``isSidechain`` records (a subagent's own chat: inline in older versions,
   a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
   separate conversation per subagent (``agentId``) or, without one, per
@@ -324,12 +326,43 @@ def add_user_message(
     meta: JSONObject | None = None,
 ) -> None:
     """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""
-    wire = {"role": "user", "content": message.get("content")}
-    items = read_wire(builder, "anthropic", [wire], f"{where}.message")
+    content, earlier = _without_earlier_results(builder, message.get("content"))
+    for output in earlier:
+        observation = {"role": "user", "content": [{"type": "text", "text": EARLIER_OUTPUT}, *output]}
+        for item in read_wire(builder, "anthropic", [observation], f"{where}.message"):
+            builder.add_item(item, where, timestamp, meta)
+    if earlier and not content:
+        return
+    items = read_wire(builder, "anthropic", [{"role": "user", "content": content}], f"{where}.message")
     results = sum(item.role == "tool" for item in items)
     facts = tool_result_extra(tool_use_result) if results == 1 else {}
     for item in items:
         builder.add_item(item, where, timestamp, meta, facts if item.role == "tool" else None)
+
+
+EARLIER_OUTPUT = "[Output of a tool call made before this recording begins]"
+"""The opening given to a tool result found at the very start of a recording, kept as a user message: a transcript
+that continues a session recorded in another file (resumed, ``--continue``) can open with the result of a call made
+in that file. It is still what the model saw; sent as a tool result it would answer no call (a hard API error), so
+it is kept as an observation (:mod:`contextfold.reading.harness` reads this opening as one, never as the person)."""
+
+
+def _without_earlier_results(builder: ConversationBuilder, content: object) -> tuple[object, list[list[object]]]:
+    """``content`` without the tool results that open the recording, and the content of each.
+
+    Only at the opening: a result answering no call anywhere after it is a broken file, refused where it is."""
+    if not isinstance(content, list) or builder.started:
+        return content, []
+    kept: list[object] = []
+    earlier: list[list[object]] = []
+    for block in content:
+        if (isinstance(block, Mapping) and block.get("type") == "tool_result"
+                and isinstance(block.get("tool_use_id"), str)):
+            output = block.get("content")
+            earlier.append(list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}])
+        else:
+            kept.append(block)
+    return kept, earlier
 
 
 def tool_result_extra(raw: object) -> dict[str, JSONValue]:

@@ -65,6 +65,8 @@ RULES: tuple[Rule, ...] = (
     _rule("claude-code", "hook feedback", r"Stop hook feedback:|<user-prompt-submit-hook>|\w+ hook (?:feedback|error):"),
     _rule("claude-code", "rate-limit notice", r"You've hit your (?:usage )?limit|Claude AI usage limit reached"),
     _rule("claude-code", "tool use error", r"<tool_use_error>"),
+    _rule("claude-code", "output of an earlier call", r"\[Output of a tool call made before this recording begins\]",
+          Speaker.OBSERVATION),
     # Codex CLI
     _rule("codex", "environment context", r"<environment_context>|<user_instructions>|# AGENTS\.md instructions for"),
     _rule("codex", "turn aborted", r"<turn_aborted>"),
