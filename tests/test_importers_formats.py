@@ -583,6 +583,28 @@ def test_stream_json_subagents_are_conversations_of_their_own(tmp_path: Path) ->
     assert subagent[1].meta["model"] == "claude-haiku"
 
 
+def test_stream_json_sessions_come_before_subagents_so_an_index_names_the_same_session(tmp_path: Path) -> None:
+    """A log of two sessions, the first of which ran a subagent: conversation 1 is the second session (the N-th
+    session is conversation N to every reader), the subagent after both."""
+    task = {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "Find the code."}}
+    second = {**INIT, "session_id": "s2"}
+    events = [
+        INIT,
+        stream_assistant("m1", [task]),
+        stream_assistant("m2", [tool_use("r1")], parent="task1"),
+        stream_result("r1", "src", parent="task1"),
+        stream_result("task1", "found it"),
+        second,
+        {**stream_assistant("m3", [{"type": "text", "text": "Second session."}]), "session_id": "s2"},
+    ]
+    conversations = load(write(tmp_path, "stream.jsonl", events))
+    assert [c.header.meta.get("session_id") for c in conversations] == ["s1", "s2", "s1"]
+    assert [c.header.meta.get("subagent", False) for c in conversations] == [False, False, True]
+    assert conversations[1][0].text == "Second session."
+    ids = {item.id for c in conversations for item in c}
+    assert len(ids) == sum(len(c) for c in conversations)
+
+
 def log_line(payload: str, second: int = 0) -> str:
     return f"[2025-11-05T05:28:{second:02d}.000Z] [INFO] {payload}"
 
