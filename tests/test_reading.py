@@ -25,6 +25,7 @@ HARNESS_TEXTS = {
     ("claude-code", "rate-limit notice"): "You've hit your limit · resets 2pm (Europe/Berlin)",
     ("claude-code", "tool use error"): "<tool_use_error>File has not been read yet.</tool_use_error>",
     ("claude-code", "output of an earlier call"): "[Output of a tool call made before this recording begins]\nhusky - ok",
+    ("claude-code", "subagent warmup"): "Warmup",
     ("codex", "environment context"): "<environment_context>\n  <cwd>/repo</cwd>\n  <sandbox_mode>workspace-write</sandbox_mode>",
     ("codex", "turn aborted"): "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
     ("mini-swe-agent", "format error"): "No tool calls found in the response. Every response MUST include at least one tool call.",
@@ -199,3 +200,9 @@ def test_a_slash_commands_echo_stays_the_task_once_its_prompt_is_summarized() ->
     items = [Item("user", (Text(echo),)), summary, Item("assistant", (Text("Reading the roadmap."),))]
     assert task_index(Conversation(items)) == 0
     assert task_index(Conversation(items[1:])) is None  # a view that starts with a summary has no task
+
+
+def test_the_subagent_warmup_is_the_whole_message_only() -> None:
+    """Claude Code's warmup prompt is the bare word; a request that starts with it is the person's."""
+    assert read_text("Warmup").speaker is Speaker.HARNESS
+    assert read_text("Warmup the cache first, then rerun the suite").person

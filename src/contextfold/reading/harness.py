@@ -3,7 +3,8 @@
 An agent harness puts text into user messages that the person never typed:
 Claude Code's slash-command caveats, command echoes and their output,
 reminders, interrupt and rate-limit notices, the summary a continued session
-starts from, skill instructions; mini-swe-agent's and SWE-agent's format
+starts from, skill instructions, the bare "Warmup" its 2.0.x versions send a
+subagent to warm the cache before any task; mini-swe-agent's and SWE-agent's format
 nags, observations sent as user messages and in-context demonstrations;
 Codex's environment context; OpenHands' injected runtime context and its
 "please continue" stand-in for an absent user; aider's notes about commits
@@ -67,6 +68,7 @@ RULES: tuple[Rule, ...] = (
     _rule("claude-code", "tool use error", r"<tool_use_error>"),
     _rule("claude-code", "output of an earlier call", r"\[Output of a tool call made before this recording begins\]",
           Speaker.OBSERVATION),
+    _rule("claude-code", "subagent warmup", r"Warmup\s*$"),
     # Codex CLI
     _rule("codex", "environment context", r"<environment_context>|<user_instructions>|# AGENTS\.md instructions for"),
     _rule("codex", "turn aborted", r"<turn_aborted>"),
