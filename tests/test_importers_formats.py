@@ -256,6 +256,27 @@ def test_swe_agent_function_calling_history(tmp_path: Path) -> None:
 
 
 
+def test_swe_agent_observations_and_thoughts_given_as_lists_of_parts_are_read(tmp_path: Path) -> None:
+    """A 1.x history can hold content as a list of parts (text with cache marks, as sent to Claude): the observation
+    and the thought are read from the parts, as the referee reads them, never left empty for not being a string."""
+    def parts(text: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    history = [
+        {"role": "user", "content": parts("ISSUE")},
+        {"role": "assistant", "content": "t", "tool_calls": [call("f1", "ls")], "action": "ls"},
+        {"role": "tool", "content": parts("OBSERVATION:\nsetup.py"), "tool_call_ids": ["f1"]},
+        {"role": "assistant", "content": parts("look at it"), "thought": "look at it", "action": "cat setup.py"},
+        {"role": "user", "content": parts("name = 'marshmallow'")},
+    ]
+    (conversation,) = load(write(tmp_path, "p.traj", {"history": history, "info": {}}))
+    assert conversation.validate() == []
+    assert conversation[2].tool_result.text == "OBSERVATION:\nsetup.py"
+    assert conversation[3].text == "look at it" and conversation[4].tool_result.text == "name = 'marshmallow'"
+    with pytest.raises(SessionFormatError, match=r"history\[2\]\.content"):
+        load(write(tmp_path, "bad.traj", {"history": [*history[:2], {**history[2], "content": 7}], "info": {}}))
+
+
 @pytest.mark.parametrize("trajectory", ["absent", None, []])
 def test_swe_agent_history_alone_is_read(tmp_path: Path, trajectory: Any) -> None:
     """A .traj saved without its steps (or a history exported alone): the history is the chat; old
