@@ -416,6 +416,24 @@ def test_openhands_event_kind_not_known_yet_is_skipped_and_counted(tmp_path: Pat
     assert caught.value.location.startswith("$[4]")
 
 
+def test_openhands_newer_sdk_shapes_are_read_as_the_referee_reads_them(tmp_path: Path) -> None:
+    """Newer SDKs: an observation's text in ``content`` parts beside an empty ``output`` and failure as
+    ``is_error``, a thought given as a string, and an outcome event of a kind not known yet that names its call."""
+    observation = openhands_observation("c1", "")
+    observation["observation"] = {"kind": "ExecuteBashObservation", "output": "", "is_error": True,
+                                  "content": [{"type": "text", "text": "bash: pnpm: command not found"}]}
+    thought_as_text = {**openhands_action("e2", "c2", "r2"), "thought": "retry with npm"}
+    outcome = {"kind": "ToolTimeoutEvent", "id": "t", "timestamp": "2025-10-30T13:30:09", "source": "environment",
+               "tool_call_id": "c2", "error": "timed out after 120 s"}
+    (conversation,) = load(write(tmp_path, "traj.json", [openhands_action("e1", "c1", "r1"), observation,
+                                                          thought_as_text, outcome]))
+    failed = conversation[1].tool_result
+    assert (failed.text, failed.is_error) == ("bash: pnpm: command not found", True)
+    assert conversation[2].text == "retry with npm" and conversation.validate() == []
+    assert (conversation[3].tool_result.text, conversation[3].tool_result.is_error) == ("timed out after 120 s", True)
+    assert conversation.header.meta["unknown_records"] == {"ToolTimeoutEvent": 1}
+
+
 # --------------------------------------------------------------------------- Claude Code
 
 
