@@ -206,3 +206,11 @@ def test_the_subagent_warmup_is_the_whole_message_only() -> None:
     """Claude Code's warmup prompt is the bare word; a request that starts with it is the person's."""
     assert read_text("Warmup").speaker is Speaker.HARNESS
     assert read_text("Warmup the cache first, then rerun the suite").person
+
+
+def test_a_background_agents_notification_is_the_harness_like_a_background_commands() -> None:
+    """2.1.x tells the agent a background subagent finished with ``<agent-notification>``, as it does a background
+    command with ``<task-notification>``."""
+    reading = read_text("<agent-notification>\n<agent-id>ab24fcc</agent-id>\n<status>completed</status>\n"
+                        "<summary>Agent \"Analyze conventions\" completed.</summary>\n</agent-notification>")
+    assert not reading.person and reading.rule is not None and reading.rule.name == "background task notice"

@@ -2,7 +2,7 @@
 
 An agent harness puts text into user messages that the person never typed:
 Claude Code's slash-command caveats, command echoes and their output,
-reminders, interrupt and rate-limit notices, the summary a continued session
+reminders, interrupt, rate-limit and background-task notices, the summary a continued session
 starts from, skill instructions, the bare "Warmup" its 2.0.x versions send a
 subagent to warm the cache before any task; mini-swe-agent's and SWE-agent's format
 nags, observations sent as user messages and in-context demonstrations;
@@ -62,7 +62,7 @@ RULES: tuple[Rule, ...] = (
     _rule("claude-code", "interrupt notice", r"\[Request interrupted by user"),
     _rule("claude-code", "continuation summary", r"This session is being continued from a previous conversation"),
     _rule("claude-code", "skill loader", r"Base directory for this skill:"),
-    _rule("claude-code", "background task notice", r"<task-notification>"),
+    _rule("claude-code", "background task notice", r"<task-notification>|<agent-notification>"),
     _rule("claude-code", "hook feedback", r"Stop hook feedback:|<user-prompt-submit-hook>|\w+ hook (?:feedback|error):"),
     _rule("claude-code", "rate-limit notice", r"You've hit your (?:usage )?limit|Claude AI usage limit reached"),
     _rule("claude-code", "tool use error", r"<tool_use_error>"),
