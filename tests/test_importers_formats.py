@@ -404,13 +404,13 @@ def test_openhands_groups_parallel_actions(tmp_path: Path) -> None:
 
 def test_openhands_event_kind_not_known_yet_is_skipped_and_counted(tmp_path: Path) -> None:
     """A newer SDK's event kind, even first in the file, neither hides the format nor refuses the file."""
-    new = {"kind": "TokenEvent", "id": "z", "timestamp": "2025-10-30T13:30:01", "source": "agent", "tokens": [1]}
+    new = {"kind": "NextSdkEvent", "id": "z", "timestamp": "2025-10-30T13:30:01", "source": "agent", "tokens": [1]}
     events = [new, openhands_action("e1", "c1", "r1"), openhands_observation("c1", "ok"), new]
     path = write(tmp_path, "traj.json", events)
     assert detect(path) == "openhands"
     (conversation,) = load(path)
     assert [item.kind for item in conversation] == ["tool_call", "tool_result"]
-    assert conversation.header.meta["unknown_records"] == {"TokenEvent": 2}
+    assert conversation.header.meta["unknown_records"] == {"NextSdkEvent": 2}
     with pytest.raises(SessionFormatError) as caught:  # a known event that is malformed still raises
         load(write(tmp_path, "bad.json", [*events, {**openhands_observation("c2", "x"), "tool_call_id": 5}]))
     assert caught.value.location.startswith("$[4]")

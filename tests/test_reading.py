@@ -40,6 +40,7 @@ HARNESS_TEXTS = {
     ("openhands", "continue stand-in"): "Please continue working on the task on whatever approach you think is suitable.",
     ("openhands", "injected context"): "<RUNTIME_INFORMATION>\nThe user has access to the following hosts: ...",
     ("openhands", "condensation"): "[Conversation compressed] 40 events were summarized.",
+    ("openhands", "resumed transcript"): "<<RESUMED CONVERSATION>>\nThe conversation so far, replayed from its events:",
     ("aider", "commit note"): "I committed the changes with git hash 1a2b3c4 & commit msg: fix: totals",
     ("aider", "file context"): "I added these files to the chat: src/app.py\nLet me know if there are others we should add.",
     ("generic", "tool call error"): "Tool call error: the arguments were not valid JSON.",

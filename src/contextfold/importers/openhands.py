@@ -14,8 +14,9 @@
   ``screenshot_data`` image is kept as an image block.
 - ``AgentErrorEvent`` / ``UserRejectObservation``: an error result for the call.
 
-Bookkeeping events (``ConversationStateUpdateEvent``, ``PauseEvent``,
-condensation requests and markers) are counted in ``meta["skipped"]``; a kind
+Bookkeeping events (:data:`BOOKKEEPING`: state updates, pauses, condensation
+requests and markers, streamed tokens, completion logs, hook runs) are counted
+in ``meta["skipped"]``; a kind
 not listed here (a newer SDK) is skipped and counted in
 ``meta["unknown_records"]`` with a warning, never a refusal of the file, and
 is no obstacle to detection while a known kind follows it; if it names an
@@ -35,8 +36,12 @@ EVENT_KINDS = frozenset(
     {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent", "UserRejectObservation"}
 )
 BOOKKEEPING = frozenset(
-    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent"}
+    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
+     "InterruptEvent", "TokenEvent", "StreamingDeltaEvent", "LLMCompletionLogEvent", "HookExecutionEvent",
+     "ConversationErrorEvent"}
 )
+"""Events beside the chat: state, pauses and interrupts, condensation markers, streamed tokens and deltas, raw
+completion logs, hook runs, a conversation's own error (no call's outcome)."""
 
 
 LEADING_EVENTS = 10

@@ -6,8 +6,9 @@ reminders, interrupt, rate-limit and background-task notices, the summary a cont
 starts from, skill instructions, the bare "Warmup" its 2.0.x versions send a
 subagent to warm the cache before any task; mini-swe-agent's and SWE-agent's format
 nags, observations sent as user messages and in-context demonstrations;
-Codex's environment context; OpenHands' injected runtime context and its
-"please continue" stand-in for an absent user; aider's notes about commits
+Codex's environment context; OpenHands' injected runtime context, its
+"please continue" stand-in for an absent user and the event history it
+replays as the opening message of a resumed conversation; aider's notes about commits
 and files. Each is a documented, fixed shape of its format (tags or opening
 words the harness writes verbatim), so each is one rule of the table below,
 named and placed under its format; nothing here is fitted to one session.
@@ -90,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     _rule("openhands", "continue stand-in", r"Please continue working on the task on whatever approach you think is suitable"),
     _rule("openhands", "injected context", r"<RUNTIME_INFORMATION>|<REPOSITORY_INFO>|<EXTRA_INFO>|<REPOSITORY_INSTRUCTIONS>"),
     _rule("openhands", "condensation", r"\[Conversation compressed\]"),
+    _rule("openhands", "resumed transcript", r"<<RESUMED CONVERSATION>>"),
     # aider
     _rule("aider", "commit note", r"I committed the changes with git hash|I reverted the changes|I switched to a new code base"),
     _rule("aider", "file context", r"I (?:have )?\*?added these files to the chat|Here are summaries of some files present in my git repo"
