@@ -960,6 +960,8 @@ def test_a_bare_angle_bracket_in_an_aider_reply_is_the_replys_code_not_console(t
         ("arr.json", [1, 2], "JSON array of 2"),
         ("rec.jsonl", [{"a": 1}, {"b": 2}], "JSON Lines"),
         ("notes.md", "# Notes\n\nnothing here\n", "no known session format"),
+        # found by mutating real records: a ``type`` that is no string crashed detection (unhashable)
+        ("typed.jsonl", [{"type": {"kind": "user"}, "id": 1, "timestamp": 0, "content": "x"}, {"a": 1}], "JSON Lines"),
     ],
 )
 def test_unknown_files_say_what_they_are(tmp_path: Path, name: str, content: Any, reason: str) -> None:
@@ -967,6 +969,13 @@ def test_unknown_files_say_what_they_are(tmp_path: Path, name: str, content: Any
     with pytest.raises(UnknownSessionFormat) as caught:
         detect(path)
     assert reason in caught.value.reason and caught.value.path == str(path)
+
+
+def test_a_content_part_type_that_is_no_string_is_a_typed_error_not_a_crash_of_detection(tmp_path: Path) -> None:
+    """Found by mutating real records: Goose's detection hashed a part's ``type`` (a list: TypeError)."""
+    path = write(tmp_path, "parts.jsonl", [{"role": "user", "created": 1, "content": [{"type": ["text"]}]}])
+    with pytest.raises(SessionFormatError, match=r"line 1\.content\[0\]\.type"):
+        load(path)
 
 
 def test_format_override_and_unknown_name(tmp_path: Path) -> None:
