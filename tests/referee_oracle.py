@@ -55,7 +55,8 @@ def matching(conversations: list[Conversation], trajectory: Any) -> Conversation
     """Our conversation of the referee's trajectory: the one whose replies make the same tool calls.
 
     (Importers may differ elsewhere: the referee drops a hive-mind log's
-    sub-agent sessions, which ours keeps as conversations of their own.)
+    sub-agent sessions, which ours keeps as conversations of their own, after
+    the sessions, so that both number the sessions alike.)
     """
 
     def calls(messages: list[dict[str, Any]]) -> list[list[str]]:

@@ -294,8 +294,8 @@ def test_loading_is_deterministic(corpus_dir: Path) -> None:
 
 def test_stream_json_sessions_and_subagents(corpus_dir: Path) -> None:
     conversations = _load(corpus_dir, "hive-mind-solve-logs/pr49-run2-log.txt")
-    main, subagent, restart = conversations
-    assert [c.header.meta.get("subagent", False) for c in conversations] == [False, True, False]
+    main, restart, subagent = conversations  # the sessions first (the N-th session is conversation N), then subagents
+    assert [c.header.meta.get("subagent", False) for c in conversations] == [False, False, True]
     assert main.header.system_text.startswith("You are an AI issue solver.")
     assert main[0].role == "user" and main[0].text.startswith("Issue to solve: https://github.com/")
     assert {spec.name for spec in main.header.tools} >= {"Bash", "Read", "Task"}

@@ -479,13 +479,27 @@ def test_claude_code_subagent_file_stays_one_conversation_across_its_compaction(
     records = [side(CHAT[1], "u1", None), side(CHAT[3], "r2", "u1"), side(CHAT[4], "r3", "r2"),
                side(CHAT[5], "r4", "r3"), side(boundary, "b1", None), side(CHAT[6], "c1", "b1"),
                side(CHAT[7], "r5", "c1")]
-    main, subagent = load(write(tmp_path, "agent-a1.jsonl", [{**r, "agentId": "a1"} for r in records]))
-    assert len(main) == 0 and subagent.header.meta["sidechain"] is True
+    (subagent,) = load(write(tmp_path, "agent-a1.jsonl", [{**r, "agentId": "a1"} for r in records]))
+    assert subagent.header.meta["sidechain"] is True and subagent.header.meta["session_id"] == S
     assert [item.kind for item in subagent] == ["user", "tool_call", "tool_result", "tool_result", "user", "assistant"]
     assert subagent.validate() == []
     older = load(write(tmp_path, "older.jsonl", [{**r, "logicalParentUuid": "r4"} if r["uuid"] == "b1" else r
                                                  for r in records]))
-    assert [len(c) for c in older] == [0, 6]
+    assert [len(c) for c in older] == [6]
+
+
+def test_claude_code_subagent_file_is_the_subagents_conversation_first(tmp_path: Path) -> None:
+    """A file holding only a subagent's chat reads as that chat at index 0 (no empty main conversation in front of
+    it to replay as nothing), the parent's prompt its task, and the bookkeeping around it still counted."""
+    side = {"isSidechain": True, "agentId": "a9"}
+    prompt = {**cc_turn("user", "s1", {"role": "user", "content": "Find where the screener columns are defined."}),
+              **side}
+    reply = {**cc_turn("assistant", "s2", {"id": "msg_9", "type": "message", "role": "assistant",
+                                           "model": "claude-haiku", "content": [{"type": "text", "text": "In columns.ts."}],
+                                           "usage": usage(3)}), **side, "parentUuid": "s1"}
+    (subagent,) = load(write(tmp_path, "agent-a9.jsonl", [BOOKKEEPING_RECORDS["mode"], prompt, reply]))
+    assert [item.role for item in subagent] == ["user", "assistant"] and task_index(subagent) == 0
+    assert subagent.header.meta["skipped"] == {"mode": 1} and subagent.header.meta["sidechain"] is True
 
 
 def test_claude_code_session_with_no_chat_is_still_a_claude_code_file(tmp_path: Path) -> None:

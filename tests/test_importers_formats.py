@@ -256,6 +256,27 @@ def test_swe_agent_function_calling_history(tmp_path: Path) -> None:
 
 
 
+def test_swe_agent_observations_and_thoughts_given_as_lists_of_parts_are_read(tmp_path: Path) -> None:
+    """A 1.x history can hold content as a list of parts (text with cache marks, as sent to Claude): the observation
+    and the thought are read from the parts, as the referee reads them, never left empty for not being a string."""
+    def parts(text: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    history = [
+        {"role": "user", "content": parts("ISSUE")},
+        {"role": "assistant", "content": "t", "tool_calls": [call("f1", "ls")], "action": "ls"},
+        {"role": "tool", "content": parts("OBSERVATION:\nsetup.py"), "tool_call_ids": ["f1"]},
+        {"role": "assistant", "content": parts("look at it"), "thought": "look at it", "action": "cat setup.py"},
+        {"role": "user", "content": parts("name = 'marshmallow'")},
+    ]
+    (conversation,) = load(write(tmp_path, "p.traj", {"history": history, "info": {}}))
+    assert conversation.validate() == []
+    assert conversation[2].tool_result.text == "OBSERVATION:\nsetup.py"
+    assert conversation[3].text == "look at it" and conversation[4].tool_result.text == "name = 'marshmallow'"
+    with pytest.raises(SessionFormatError, match=r"history\[2\]\.content"):
+        load(write(tmp_path, "bad.traj", {"history": [*history[:2], {**history[2], "content": 7}], "info": {}}))
+
+
 @pytest.mark.parametrize("trajectory", ["absent", None, []])
 def test_swe_agent_history_alone_is_read(tmp_path: Path, trajectory: Any) -> None:
     """A .traj saved without its steps (or a history exported alone): the history is the chat; old
@@ -383,16 +404,34 @@ def test_openhands_groups_parallel_actions(tmp_path: Path) -> None:
 
 def test_openhands_event_kind_not_known_yet_is_skipped_and_counted(tmp_path: Path) -> None:
     """A newer SDK's event kind, even first in the file, neither hides the format nor refuses the file."""
-    new = {"kind": "TokenEvent", "id": "z", "timestamp": "2025-10-30T13:30:01", "source": "agent", "tokens": [1]}
+    new = {"kind": "NextSdkEvent", "id": "z", "timestamp": "2025-10-30T13:30:01", "source": "agent", "tokens": [1]}
     events = [new, openhands_action("e1", "c1", "r1"), openhands_observation("c1", "ok"), new]
     path = write(tmp_path, "traj.json", events)
     assert detect(path) == "openhands"
     (conversation,) = load(path)
     assert [item.kind for item in conversation] == ["tool_call", "tool_result"]
-    assert conversation.header.meta["unknown_records"] == {"TokenEvent": 2}
+    assert conversation.header.meta["unknown_records"] == {"NextSdkEvent": 2}
     with pytest.raises(SessionFormatError) as caught:  # a known event that is malformed still raises
         load(write(tmp_path, "bad.json", [*events, {**openhands_observation("c2", "x"), "tool_call_id": 5}]))
     assert caught.value.location.startswith("$[4]")
+
+
+def test_openhands_newer_sdk_shapes_are_read_as_the_referee_reads_them(tmp_path: Path) -> None:
+    """Newer SDKs: an observation's text in ``content`` parts beside an empty ``output`` and failure as
+    ``is_error``, a thought given as a string, and an outcome event of a kind not known yet that names its call."""
+    observation = openhands_observation("c1", "")
+    observation["observation"] = {"kind": "ExecuteBashObservation", "output": "", "is_error": True,
+                                  "content": [{"type": "text", "text": "bash: pnpm: command not found"}]}
+    thought_as_text = {**openhands_action("e2", "c2", "r2"), "thought": "retry with npm"}
+    outcome = {"kind": "ToolTimeoutEvent", "id": "t", "timestamp": "2025-10-30T13:30:09", "source": "environment",
+               "tool_call_id": "c2", "error": "timed out after 120 s"}
+    (conversation,) = load(write(tmp_path, "traj.json", [openhands_action("e1", "c1", "r1"), observation,
+                                                          thought_as_text, outcome]))
+    failed = conversation[1].tool_result
+    assert (failed.text, failed.is_error) == ("bash: pnpm: command not found", True)
+    assert conversation[2].text == "retry with npm" and conversation.validate() == []
+    assert (conversation[3].tool_result.text, conversation[3].tool_result.is_error) == ("timed out after 120 s", True)
+    assert conversation.header.meta["unknown_records"] == {"ToolTimeoutEvent": 1}
 
 
 # --------------------------------------------------------------------------- Claude Code
@@ -581,6 +620,28 @@ def test_stream_json_subagents_are_conversations_of_their_own(tmp_path: Path) ->
     assert subagent.header.meta["parent_tool_use_id"] == "task1"
     assert [item.text for item in subagent if item.role == "user"] == ["Find the code."]
     assert subagent[1].meta["model"] == "claude-haiku"
+
+
+def test_stream_json_sessions_come_before_subagents_so_an_index_names_the_same_session(tmp_path: Path) -> None:
+    """A log of two sessions, the first of which ran a subagent: conversation 1 is the second session (the N-th
+    session is conversation N to every reader), the subagent after both."""
+    task = {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "Find the code."}}
+    second = {**INIT, "session_id": "s2"}
+    events = [
+        INIT,
+        stream_assistant("m1", [task]),
+        stream_assistant("m2", [tool_use("r1")], parent="task1"),
+        stream_result("r1", "src", parent="task1"),
+        stream_result("task1", "found it"),
+        second,
+        {**stream_assistant("m3", [{"type": "text", "text": "Second session."}]), "session_id": "s2"},
+    ]
+    conversations = load(write(tmp_path, "stream.jsonl", events))
+    assert [c.header.meta.get("session_id") for c in conversations] == ["s1", "s2", "s1"]
+    assert [c.header.meta.get("subagent", False) for c in conversations] == [False, False, True]
+    assert conversations[1][0].text == "Second session."
+    ids = {item.id for c in conversations for item in c}
+    assert len(ids) == sum(len(c) for c in conversations)
 
 
 def log_line(payload: str, second: int = 0) -> str:
@@ -899,6 +960,8 @@ def test_a_bare_angle_bracket_in_an_aider_reply_is_the_replys_code_not_console(t
         ("arr.json", [1, 2], "JSON array of 2"),
         ("rec.jsonl", [{"a": 1}, {"b": 2}], "JSON Lines"),
         ("notes.md", "# Notes\n\nnothing here\n", "no known session format"),
+        # found by mutating real records: a ``type`` that is no string crashed detection (unhashable)
+        ("typed.jsonl", [{"type": {"kind": "user"}, "id": 1, "timestamp": 0, "content": "x"}, {"a": 1}], "JSON Lines"),
     ],
 )
 def test_unknown_files_say_what_they_are(tmp_path: Path, name: str, content: Any, reason: str) -> None:
@@ -906,6 +969,13 @@ def test_unknown_files_say_what_they_are(tmp_path: Path, name: str, content: Any
     with pytest.raises(UnknownSessionFormat) as caught:
         detect(path)
     assert reason in caught.value.reason and caught.value.path == str(path)
+
+
+def test_a_content_part_type_that_is_no_string_is_a_typed_error_not_a_crash_of_detection(tmp_path: Path) -> None:
+    """Found by mutating real records: Goose's detection hashed a part's ``type`` (a list: TypeError)."""
+    path = write(tmp_path, "parts.jsonl", [{"role": "user", "created": 1, "content": [{"type": ["text"]}]}])
+    with pytest.raises(SessionFormatError, match=r"line 1\.content\[0\]\.type"):
+        load(path)
 
 
 def test_format_override_and_unknown_name(tmp_path: Path) -> None:

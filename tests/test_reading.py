@@ -25,6 +25,7 @@ HARNESS_TEXTS = {
     ("claude-code", "rate-limit notice"): "You've hit your limit · resets 2pm (Europe/Berlin)",
     ("claude-code", "tool use error"): "<tool_use_error>File has not been read yet.</tool_use_error>",
     ("claude-code", "output of an earlier call"): "[Output of a tool call made before this recording begins]\nhusky - ok",
+    ("claude-code", "subagent warmup"): "Warmup",
     ("codex", "environment context"): "<environment_context>\n  <cwd>/repo</cwd>\n  <sandbox_mode>workspace-write</sandbox_mode>",
     ("codex", "turn aborted"): "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
     ("mini-swe-agent", "format error"): "No tool calls found in the response. Every response MUST include at least one tool call.",
@@ -39,6 +40,7 @@ HARNESS_TEXTS = {
     ("openhands", "continue stand-in"): "Please continue working on the task on whatever approach you think is suitable.",
     ("openhands", "injected context"): "<RUNTIME_INFORMATION>\nThe user has access to the following hosts: ...",
     ("openhands", "condensation"): "[Conversation compressed] 40 events were summarized.",
+    ("openhands", "resumed transcript"): "<<RESUMED CONVERSATION>>\nThe conversation so far, replayed from its events:",
     ("aider", "commit note"): "I committed the changes with git hash 1a2b3c4 & commit msg: fix: totals",
     ("aider", "file context"): "I added these files to the chat: src/app.py\nLet me know if there are others we should add.",
     ("generic", "tool call error"): "Tool call error: the arguments were not valid JSON.",
@@ -199,3 +201,17 @@ def test_a_slash_commands_echo_stays_the_task_once_its_prompt_is_summarized() ->
     items = [Item("user", (Text(echo),)), summary, Item("assistant", (Text("Reading the roadmap."),))]
     assert task_index(Conversation(items)) == 0
     assert task_index(Conversation(items[1:])) is None  # a view that starts with a summary has no task
+
+
+def test_the_subagent_warmup_is_the_whole_message_only() -> None:
+    """Claude Code's warmup prompt is the bare word; a request that starts with it is the person's."""
+    assert read_text("Warmup").speaker is Speaker.HARNESS
+    assert read_text("Warmup the cache first, then rerun the suite").person
+
+
+def test_a_background_agents_notification_is_the_harness_like_a_background_commands() -> None:
+    """2.1.x tells the agent a background subagent finished with ``<agent-notification>``, as it does a background
+    command with ``<task-notification>``."""
+    reading = read_text("<agent-notification>\n<agent-id>ab24fcc</agent-id>\n<status>completed</status>\n"
+                        "<summary>Agent \"Analyze conventions\" completed.</summary>\n</agent-notification>")
+    assert not reading.person and reading.rule is not None and reading.rule.name == "background task notice"

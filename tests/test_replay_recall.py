@@ -118,6 +118,7 @@ def test_recall_and_strict_recall_agree_with_the_referee_on_every_shared_session
     if copied:
         return  # two readings of different sessions (see repeats_calls): no figure of one measures the other
     conversation = matching(conversations, trajectory)
+    assert conversation is conversations[index]  # --index N names the same session to both readers
     config = StrategyConfig(window)
     dump = tmp_path / "requests.jsonl"
     ours = replay(conversation, strategies.create(name, config), config,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..conversation import Item, JSONObject
+from ..conversation import Block, Item, JSONObject
 from ._common import ConversationBuilder, read_wire
 
 
@@ -36,3 +36,13 @@ def read_message(builder: ConversationBuilder, message: object, where: str, own_
         raise builder.source.error(where, "a message must be an object")
     wire = {key: value for key, value in message.items() if key not in own_keys}
     return read_wire(builder, "openai", [wire], where)
+
+
+def content_of(builder: ConversationBuilder, content: object, where: str) -> str | tuple[Block, ...]:
+    """A recorded message's ``content`` where an importer takes it on its own (an observation, a thought): a string
+    as it is (``None``: empty), a list of parts (text, images: what agents send Claude with cache marks, or a
+    screenshot) as the OpenAI Chat adapter reads them, never dropped for not being a string."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    items = read_wire(builder, "openai", [{"role": "user", "content": content}], where)
+    return tuple(block for item in items for block in item.blocks)

@@ -23,7 +23,10 @@ shared with the stream-json importer, whose events have the same shape.
 - ``isSidechain`` records (a subagent's own chat: inline in older versions,
   a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
   separate conversation per subagent (``agentId``) or, without one, per
-  ``parentUuid`` chain, after the main one.
+  ``parentUuid`` chain, after the main one. A file with no chat of a main
+  chain (a subagent's own file) is the subagent's conversation(s) alone: its
+  first one is conversation 0, opened by the prompt the parent agent gave it
+  (the request it works on, read as its task).
 - A message the person sent while the agent was working (an ``attachment``
   of type ``queued_command``) is a user item marked ``meta["queued"]``, placed
   after the results of the round it arrived in, where the model read it;
@@ -160,7 +163,22 @@ def load(source: Source) -> list[Conversation]:
         else:
             add_user_message(builder, message, where, timestamp, record.get("toolUseResult"), _user_marks(record))
     _release(main, queued)
+    if chains and not main.started:
+        return _subagent_file(main, list(chains.values()))
     return [main.build(), *(chain.build() for chain in chains.values())]
+
+
+def _subagent_file(main: ConversationBuilder, chains: list[ConversationBuilder]) -> list[Conversation]:
+    """The conversations of a file that holds a subagent's chat and nothing of a main chain
+    (``subagents/agent-<id>.jsonl``, an older ``agent-<id>.jsonl``): the subagent's, first, with what the main
+    chain counted (bookkeeping, the session) carried over, not an empty conversation in front of it that
+    ``--index 0`` would replay as nothing."""
+    first = chains[0]
+    first.skipped.update(main.skipped)
+    first.unknown.update(main.unknown)
+    for key, value in main.meta.items():
+        first.meta.setdefault(key, value)
+    return [chain.build() for chain in chains]
 
 
 def resumed_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:

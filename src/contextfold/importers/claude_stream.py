@@ -11,8 +11,12 @@ the log line.
 
 Events with a ``parent_tool_use_id`` belong to a subagent started by a
 ``Task`` call; each subagent is a conversation of its own
-(``meta["parent_tool_use_id"]``), opened with the prompt of that call and
-listed in the order subagents and sessions began. The final ``result``
+(``meta["parent_tool_use_id"]``), opened with the prompt of that call. The
+sessions come first, in the order they began, then the subagents, in the
+order they began (as the Claude Code importer lists a transcript's main
+chain before its sidechains): the N-th session is conversation N however
+many subagents ran before it, so ``--index N`` names the same session to
+every reader of the log. The final ``result``
 event's figures (cost, turns, duration) go to ``Header.meta["result"]``; its
 ``result`` text repeats the last assistant message. Other system subtypes and
 other event types (the ``stream_event`` deltas of
@@ -42,9 +46,10 @@ class _Sessions(hive_mind_log.AgentLog):
 
     def __init__(self, source: Source) -> None:
         super().__init__(source)
-        self.opened: list[ConversationBuilder] = []
+        self.opened = 0  # conversations begun, sessions and subagents: numbers their keys (the seeds of item ids)
+        self.sessions: list[ConversationBuilder] = []
         self.now: ConversationBuilder | None = None
-        self.subagents: dict[str, ConversationBuilder] = {}
+        self.subagents: dict[str, ConversationBuilder] = {}  # by the Task call that started it, in order begun
 
     @staticmethod
     def is_event(value: object) -> bool:
@@ -54,7 +59,8 @@ class _Sessions(hive_mind_log.AgentLog):
         return isinstance(kind, str) and kind in EVENT_TYPES and "session_id" in value
 
     def finish(self) -> list[Conversation]:
-        return [builder.build() for builder in self.opened]
+        """The sessions, then the subagents, each in the order they began."""
+        return [builder.build() for builder in (*self.sessions, *self.subagents.values())]
 
     def event(self, entry: Entry) -> None:
         event, where = entry.value, f"line {entry.line}"
@@ -79,11 +85,17 @@ class _Sessions(hive_mind_log.AgentLog):
         init = init or {}
         meta: dict[str, JSONValue] = {"format": FORMAT}
         meta.update({k: init[k] for k in ("session_id", "model", "claude_code_version", "cwd") if k in init})
-        builder = ConversationBuilder(self.source, f"{self.source.name}:{len(self.opened)}", meta)
+        builder = self._begin(meta)
         builder.tools = tool_specs(init.get("tools"))
         hive_mind_log.add_prompts(builder, self.prompts)
-        self.opened.append(builder)
+        self.sessions.append(builder)
         self.now = builder
+        return builder
+
+    def _begin(self, meta: JSONObject) -> ConversationBuilder:
+        """A new conversation's builder, keyed by the order conversations began (what seeds its item ids)."""
+        builder = ConversationBuilder(self.source, f"{self.source.name}:{self.opened}", meta)
+        self.opened += 1
         return builder
 
     def current(self) -> ConversationBuilder:
@@ -102,13 +114,12 @@ class _Sessions(hive_mind_log.AgentLog):
                 "parent_tool_use_id": parent,
                 "session_id": session.meta.get("session_id"),
             }
-            builder = ConversationBuilder(self.source, f"{self.source.name}:{len(self.opened)}", meta)
+            builder = self._begin(meta)
             call = session.call(parent)
             prompt = call.arguments.get("prompt") if call is not None else None
             if isinstance(prompt, str):
                 builder.add_user([Text(prompt)], meta={"from_call": parent})
             self.subagents[parent] = builder
-            self.opened.append(builder)
         return self.subagents[parent]
 
 

@@ -63,7 +63,8 @@ def matches(source: Source) -> bool:
         return False
     if record.get("type") == "session_metadata":
         return "sessionId" in record
-    return record.get("type") in MESSAGE_TYPES and {"id", "timestamp", "content"} <= record.keys() and (
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in MESSAGE_TYPES and {"id", "timestamp", "content"} <= record.keys() and (
         "message" not in record and "uuid" not in record  # Claude Code's records
     )
 

@@ -67,7 +67,8 @@ def _goose_message(record: JSONObject) -> bool:
     content = record.get("content")
     if not isinstance(record.get("role"), str) or "created" not in record or not isinstance(content, list):
         return False
-    own = any(isinstance(part, Mapping) and part.get("type") in GOOSE_CONTENT for part in content)
+    own = any(isinstance(part, Mapping) and isinstance(part.get("type"), str) and part["type"] in GOOSE_CONTENT
+              for part in content)
     return own or "agentVisible" in object_at(record, "metadata")
 
 

@@ -109,10 +109,9 @@ def _add_exit(
     status = extra.get("exit_status")
     open_calls = builder.open_calls()
     if open_calls:
-        content = message.get("content")
         builder.add_result(
             open_calls[-1],
-            content if isinstance(content, str) else "",
+            _openai_messages.content_of(builder, message.get("content"), f"{where}.content"),
             where,
             timestamp=timestamp,
             facts={"exit_status": status} if status else {},

@@ -4,20 +4,23 @@
 - ``MessageEvent``: ``llm_message`` (role and text parts) plus ``extended_content``
   parts; a user or an assistant item.
 - ``ActionEvent``: one tool call (``tool_call{id, name, arguments}``) with the
-  model's ``thought`` parts and ``reasoning_content``. Consecutive actions
+  model's ``thought`` (parts, or a string) and ``reasoning_content``. Consecutive actions
   sharing ``llm_response_id`` are the parallel calls of one response and make
   one assistant item (``meta["response_id"]``).
 - ``ObservationEvent``: the result, paired by ``tool_call_id``; the text is
-  ``observation.output`` (or its ``content`` parts), ``is_error`` when
-  ``observation.error`` is set (the error text is appended), a
+  ``observation.output`` (or, when that is absent or empty, its ``content``
+  parts, as newer SDKs write it), ``is_error`` when ``observation.error`` is
+  set (the error text is appended) or ``observation.is_error`` is true, a
   ``screenshot_data`` image is kept as an image block.
 - ``AgentErrorEvent`` / ``UserRejectObservation``: an error result for the call.
 
-Bookkeeping events (``ConversationStateUpdateEvent``, ``PauseEvent``,
-condensation requests and markers) are counted in ``meta["skipped"]``; a kind
+Bookkeeping events (:data:`BOOKKEEPING`: state updates, pauses, condensation
+requests and markers, streamed tokens, completion logs, hook runs) are counted
+in ``meta["skipped"]``; a kind
 not listed here (a newer SDK) is skipped and counted in
 ``meta["unknown_records"]`` with a warning, never a refusal of the file, and
-is no obstacle to detection while a known kind follows it.
+is no obstacle to detection while a known kind follows it; if it names an
+open call (``tool_call_id``) it is also that call's result.
 Timestamps are ISO without zone, read as UTC.
 """
 
@@ -33,8 +36,12 @@ EVENT_KINDS = frozenset(
     {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent", "UserRejectObservation"}
 )
 BOOKKEEPING = frozenset(
-    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent"}
+    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
+     "InterruptEvent", "TokenEvent", "StreamingDeltaEvent", "LLMCompletionLogEvent", "HookExecutionEvent",
+     "ConversationErrorEvent"}
 )
+"""Events beside the chat: state, pauses and interrupts, condensation markers, streamed tokens and deltas, raw
+completion logs, hook runs, a conversation's own error (no call's outcome)."""
 
 
 LEADING_EVENTS = 10
@@ -80,7 +87,22 @@ def load(source: Source) -> list[Conversation]:
             builder.skip(kind)
         else:
             builder.skip_unknown(kind or "(no kind)")
+            _answer_from_unknown(builder, event, where, timestamp)
     return [builder.build()]
+
+
+def _answer_from_unknown(builder: ConversationBuilder, event: JSONObject, where: str, timestamp: float | None) -> None:
+    """An event of a kind not known yet that names an open call (``tool_call_id``) is its result: read as an
+    observation when it carries one, else its ``error`` or ``reason`` as an error; the call is not left unanswered
+    for a newer SDK's name of an outcome."""
+    call_id = event.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id not in builder.open_calls():
+        return
+    if isinstance(event.get("observation"), Mapping):
+        _add_observation(builder, event, where, timestamp)
+        return
+    reason = event.get("error") or event.get("reason") or event.get("kind")
+    builder.add_result(call_id, str(reason), where, True, timestamp, {"event": str(event.get("kind"))})
 
 
 def _add_message(builder: ConversationBuilder, event: JSONObject, where: str, timestamp: float | None) -> None:
@@ -103,9 +125,10 @@ def _add_action(builder: ConversationBuilder, event: JSONObject, where: str, tim
     if isinstance(reasoning, str) and reasoning:
         blocks.append(Thinking(reasoning))
     thought = event.get("thought")
-    for part in thought if isinstance(thought, list) else ():
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-            blocks.extend(text_blocks(part["text"]))
+    for part in thought if isinstance(thought, list) else [{"text": thought}]:
+        text = part.get("text") if isinstance(part, Mapping) else None
+        if isinstance(text, str):
+            blocks.extend(text_blocks(text))
     blocks.append(ToolCall(call_id, name, arguments, raw))
     response_id = event.get("llm_response_id")
     builder.add_assistant(blocks, where, timestamp, response_id=response_id if isinstance(response_id, str) else None)
@@ -117,13 +140,14 @@ def _add_observation(
     call_id = field_of(builder.source, event, "tool_call_id", str, where)
     observation = field_of(builder.source, event, "observation", Mapping, where)
     output = observation.get("output")
-    if isinstance(output, str):
+    if isinstance(output, str) and output:
         blocks: list[Block] = text_blocks(output)
     else:
         blocks = _content(builder, observation.get("content"), f"{where}.observation.content")
     error = observation.get("error")
-    if error:
+    if error and error is not True:
         blocks.append(Text(str(error)))
+    error = error or observation.get("is_error") is True
     screenshot = observation.get("screenshot_data")
     if isinstance(screenshot, str) and screenshot:
         blocks.append(Image(data=screenshot, media_type="image/png"))

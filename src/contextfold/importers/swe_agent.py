@@ -1,4 +1,4 @@
-"""SWE-agent ``*.traj`` files (0.7 / 1.0-dev era).
+"""SWE-agent ``*.traj`` files (0.7 / 1.x).
 
 One JSON object ``{environment, trajectory, history, info}``. ``history`` is
 the chat as the model saw it, so it makes the items; ``trajectory`` (one entry
@@ -16,6 +16,9 @@ its own) is read from the history alone:
   result.
 - The last action's observation is not in the history (the run ended on it);
   it is taken from the matching ``trajectory`` step.
+- Content may be a string or a list of parts (1.x writes text parts with
+  cache marks for Claude, images for multimodal tasks): an observation or a
+  thought is read from its parts either way.
 
 ``trajectory[n].execution_time`` (seconds), where present, goes into the n-th
 result's ``meta["facts"]["execution_time_s"]``. The per-step ``messages`` copies of
@@ -82,8 +85,8 @@ def load(source: Source) -> list[Conversation]:
 
 
 def _add_action(builder: ConversationBuilder, message: JSONObject, step: int, where: str) -> None:
-    content = message.get("content")
-    blocks = text_blocks(content) if isinstance(content, str) else []
+    content = _openai_messages.content_of(builder, message.get("content"), f"{where}.content")
+    blocks = text_blocks(content) if isinstance(content, str) else list(content)
     call = ToolCall(f"swe-step-{step}", SHELL_TOOL, {"command": message["action"]})
     builder.add_assistant([*blocks, call], where)
 
@@ -91,12 +94,11 @@ def _add_action(builder: ConversationBuilder, message: JSONObject, step: int, wh
 def _add_observation(
     builder: ConversationBuilder, message: JSONObject, call_ids: list[str], facts: JSONObject, where: str
 ) -> None:
-    content = message.get("content")
-    text = content if isinstance(content, str) else ""
+    content = _openai_messages.content_of(builder, message.get("content"), f"{where}.content")
     for call_id in call_ids:
         if not isinstance(call_id, str):
             raise builder.source.error(f"{where}.tool_call_ids", "tool call ids must be strings")
-        builder.add_result(call_id, text, where, facts=facts)
+        builder.add_result(call_id, content, where, facts=facts)
 
 
 def _step_facts(steps: Sequence[object], step: int) -> dict[str, JSONValue]:

@@ -2,11 +2,13 @@
 
 An agent harness puts text into user messages that the person never typed:
 Claude Code's slash-command caveats, command echoes and their output,
-reminders, interrupt and rate-limit notices, the summary a continued session
-starts from, skill instructions; mini-swe-agent's and SWE-agent's format
+reminders, interrupt, rate-limit and background-task notices, the summary a continued session
+starts from, skill instructions, the bare "Warmup" its 2.0.x versions send a
+subagent to warm the cache before any task; mini-swe-agent's and SWE-agent's format
 nags, observations sent as user messages and in-context demonstrations;
-Codex's environment context; OpenHands' injected runtime context and its
-"please continue" stand-in for an absent user; aider's notes about commits
+Codex's environment context; OpenHands' injected runtime context, its
+"please continue" stand-in for an absent user and the event history it
+replays as the opening message of a resumed conversation; aider's notes about commits
 and files. Each is a documented, fixed shape of its format (tags or opening
 words the harness writes verbatim), so each is one rule of the table below,
 named and placed under its format; nothing here is fitted to one session.
@@ -61,12 +63,13 @@ RULES: tuple[Rule, ...] = (
     _rule("claude-code", "interrupt notice", r"\[Request interrupted by user"),
     _rule("claude-code", "continuation summary", r"This session is being continued from a previous conversation"),
     _rule("claude-code", "skill loader", r"Base directory for this skill:"),
-    _rule("claude-code", "background task notice", r"<task-notification>"),
+    _rule("claude-code", "background task notice", r"<task-notification>|<agent-notification>"),
     _rule("claude-code", "hook feedback", r"Stop hook feedback:|<user-prompt-submit-hook>|\w+ hook (?:feedback|error):"),
     _rule("claude-code", "rate-limit notice", r"You've hit your (?:usage )?limit|Claude AI usage limit reached"),
     _rule("claude-code", "tool use error", r"<tool_use_error>"),
     _rule("claude-code", "output of an earlier call", r"\[Output of a tool call made before this recording begins\]",
           Speaker.OBSERVATION),
+    _rule("claude-code", "subagent warmup", r"Warmup\s*$"),
     # Codex CLI
     _rule("codex", "environment context", r"<environment_context>|<user_instructions>|# AGENTS\.md instructions for"),
     _rule("codex", "turn aborted", r"<turn_aborted>"),
@@ -88,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     _rule("openhands", "continue stand-in", r"Please continue working on the task on whatever approach you think is suitable"),
     _rule("openhands", "injected context", r"<RUNTIME_INFORMATION>|<REPOSITORY_INFO>|<EXTRA_INFO>|<REPOSITORY_INSTRUCTIONS>"),
     _rule("openhands", "condensation", r"\[Conversation compressed\]"),
+    _rule("openhands", "resumed transcript", r"<<RESUMED CONVERSATION>>"),
     # aider
     _rule("aider", "commit note", r"I committed the changes with git hash|I reverted the changes|I switched to a new code base"),
     _rule("aider", "file context", r"I (?:have )?\*?added these files to the chat|Here are summaries of some files present in my git repo"
