@@ -374,8 +374,7 @@ def _without_earlier_results(builder: ConversationBuilder, content: object) -> t
     kept: list[object] = []
     earlier: list[list[object]] = []
     for block in content:
-        if (isinstance(block, Mapping) and block.get("type") == "tool_result"
-                and isinstance(block.get("tool_use_id"), str)):
+        if isinstance(block, Mapping) and block.get("type") == "tool_result":
             output = block.get("content")
             earlier.append(list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}])
         else:
