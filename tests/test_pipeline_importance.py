@@ -308,3 +308,25 @@ def test_restore_shows_the_todo_list_as_lines() -> None:
     assert isinstance(item, Item)
     assert "### Current todo list\n- [completed] Port the parser\n- [in progress] Run the tests" in item.text
     assert "activeForm" not in item.text
+
+
+def test_restore_brings_back_files_read_just_before_the_cut_though_no_later_turn_names_them_yet() -> None:
+    """The person asks for a document on a repository; the agent reads its README and package.json in one round and
+    goes on listing folders (a shape of a Claude Code transcript, written for this test). The summary took both
+    reads, and no later call names them yet, so by weight alone neither came back: the agent wrote the document
+    from neither."""
+    readme, package = "# e2e-tests\nRun `npm run test:smoke` before a release.", '{"scripts": {"test:smoke": "playwright"}}'
+    earlier = [bash(f"o{k}", f"cat docs/old_{k}.md") for k in range(4)]
+    conv = Conversation([
+        c.user("map the e2e-tests repo next"),
+        *[item for k, call in enumerate(earlier) for item in (call, c.tool(f"o{k}", "1: TODO"))],
+        c.assistant("", [c.ToolCall("r1", "bash", {"command": "cat e2e-tests/README.md"}),
+                         c.ToolCall("r2", "bash", {"command": "cat e2e-tests/package.json"})]),
+        c.tool("r1", readme), c.tool("r2", package),
+        bash("l1", "ls e2e-tests/pages/"), c.tool("l1", "BasePage.ts\nLoginPage.ts"),
+    ], HEADER)
+    span, tail = conv.items[1:-2], conv.items[-2:]
+    item = restored_item(span, tail, max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
+                         refs=References.of(conv.items), min_weight=3.0)
+    assert isinstance(item, Item) and readme in item.text and package in item.text
+    assert "old_0" not in item.text  # a file read rounds before is still left to its weight

@@ -11,7 +11,10 @@ last put to the user (Claude Code's ExitPlanMode: once approved, the steps,
 files and values it works from) and the latest todo or plan state, unless
 the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
-keep naming (:mod:`.importance`, at least ``min_weight``); a file read once
+keep naming (:mod:`.importance`, at least ``min_weight``), and those it read in
+the last rounds before the cut, since the person last spoke (its later turns
+have not had the time to name them: it read a README and a package.json to
+write a document from them, and the summary took both); a file read once
 long ago costs more to carry than to read again.
 """
 
@@ -24,7 +27,7 @@ from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_acti
 from ..conversation import Item, Provenance, Text
 from ..reading import without_wrappers
 from ..summarizers._calls import todo_line, todo_list
-from .edits import MARK, head_tail, is_placeholder
+from .edits import MARK, current_turn_start, head_tail, is_placeholder
 from .importance import References
 
 CHARS_PER_TOKEN = 4
@@ -77,6 +80,8 @@ def _replies(span: Sequence[Item]) -> dict[str, Item]:
             if set(call.arguments) <= {"path", "paths", "file", "file_path"}}
 
 
+JUST_READ_ROUNDS = 2
+"""Reads in this many of the span's last rounds, in the current turn, are the agent's material at hand."""
 STALE = " (edited after this read: check the current version before relying on it)"
 WRITTEN = " (as the agent's last applied edit wrote it: the edited parts only, unless it wrote the whole file)"
 
@@ -127,6 +132,17 @@ def _cut(content: str, tokens: int) -> str:
     return head_tail(content, *_whole_lines(content, tokens * CHARS_PER_TOKEN * 2 // 3, tokens * CHARS_PER_TOKEN // 3))
 
 
+def just_read(span: Sequence[Item], tail: Sequence[Item]) -> set[str]:
+    """Paths the agent read in the span's last :data:`JUST_READ_ROUNDS` rounds, when those are of the current turn
+    (:func:`~.edits.current_turn_start`): what it fetched to work from now, before any later call could name it."""
+    items = [*span, *tail]
+    turn = current_turn_start(items)
+    calls = [index for index, item in enumerate(span) if item.role == "assistant" and item.tool_calls]
+    first = max(turn, calls[-JUST_READ_ROUNDS:][0] if calls else len(span))
+    return {path for item in span[first:] if (action := result_action(item)) is not None and action.kind == READ
+            for path in action.paths}
+
+
 def path_weight(refs: References, path: str) -> float:
     """How much the agent is using ``path``: the heaviest reference naming it (``/repo/a/b.py`` names ``a/b.py``)."""
     name = _slashed(path).removeprefix("./")
@@ -175,10 +191,11 @@ def restored_item(
     visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
     sections: list[str] = []
     spent = 0
+    fetched = just_read(span, tail)
     for path, content, note in _files(span):
         if len(sections) >= max_files or content is None or path in visible:
             continue
-        if refs is not None and path_weight(refs, path) < min_weight:
+        if refs is not None and path not in fetched and path_weight(refs, path) < min_weight:
             continue
         in_hand = not sections and len(content) <= total_tokens * CHARS_PER_TOKEN  # the newest: the file in hand
         # what an applied edit wrote is in no output the agent can fetch again: cut to the room left, not dropped
