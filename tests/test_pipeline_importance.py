@@ -17,7 +17,7 @@ from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import forgetting_usd, re_read_usd, summary_call_usd, verdict
 from contextfold.pipeline.edits import with_result
 from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
-from contextfold.pipeline.restore import restored_item
+from contextfold.pipeline.restore import WROTE, restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
 from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
@@ -306,7 +306,8 @@ def test_restore_shows_the_todo_list_as_lines() -> None:
     conv = Conversation([c.user("task"), todo, c.tool("t1", "ok")], HEADER)
     item = restored_item(conv.items[1:], [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
     assert isinstance(item, Item)
-    assert "### Current todo list\n- [completed] Port the parser\n- [in progress] Run the tests" in item.text
+    assert ("### Current todo list\n- [completed] Port the parser (active form: Porting the parser)\n"
+            "- [in progress] Run the tests (active form: Running the tests)") in item.text
     assert "activeForm" not in item.text
 
 
@@ -330,3 +331,23 @@ def test_restore_brings_back_files_read_just_before_the_cut_though_no_later_turn
                          refs=References.of(conv.items), min_weight=3.0)
     assert isinstance(item, Item) and readme in item.text and package in item.text
     assert "old_0" not in item.text  # a file read rounds before is still left to its weight
+
+
+def test_restore_brings_back_the_file_the_agent_just_wrote_whole_from_its_write_call() -> None:
+    """The agent writes one hook, then the next from it (a shape of a Claude Code transcript, written for this test):
+    the first hook's only copy is the ``Write`` call's ``content``, which the summary took; it comes back as the agent
+    wrote it. A replacement (``old_string``) writes part of a file, and leaves the file to be read again."""
+    hook = "#!/usr/bin/env bun\nasync function main(): Promise<void> {\n  for await (const chunk of Bun.stdin.stream()) {}\n}"
+    conv = Conversation([
+        c.user("add the two capture hooks"),
+        c.assistant("", [c.ToolCall("w1", "Write", {"file_path": "hooks/capture-verdict.ts", "content": hook})]),
+        c.tool("w1", "File created successfully at: hooks/capture-verdict.ts"),
+        c.assistant("", [c.ToolCall("e1", "Edit", {"file_path": "hooks/settings.json", "old_string": "[]",
+                                                     "new_string": '["capture-verdict.ts"]'})]),
+        c.tool("e1", "The file hooks/settings.json has been updated."),
+        bash("l1", "ls hooks"), c.tool("l1", "capture-verdict.ts\nsettings.json"),
+    ], HEADER)
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text, refs=References.of(conv.items), min_weight=3.0)
+    assert isinstance(item, Item) and f"### hooks/capture-verdict.ts{WROTE}\n{hook}" in item.text
+    assert "settings.json" not in item.text

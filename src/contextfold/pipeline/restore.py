@@ -24,10 +24,10 @@ import json
 from collections.abc import Callable, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
-from ..conversation import Item, Provenance, Text
+from ..conversation import Item, JSONObject, Provenance, Text
 from ..reading import without_wrappers
 from ..summarizers._calls import todo_line, todo_list
-from .edits import MARK, current_turn_start, head_tail, is_placeholder
+from .edits import MARK, current_turn_start, head_tail, is_compacted, is_placeholder
 from .importance import References
 
 CHARS_PER_TOKEN = 4
@@ -86,10 +86,24 @@ STALE = " (edited after this read: check the current version before relying on i
 WRITTEN = " (as the agent's last applied edit wrote it: the edited parts only, unless it wrote the whole file)"
 
 
+WROTE = " (as the agent last wrote it, whole)"
+_WHOLE_FILE_KEYS = ("content", "file_text")
+"""The argument holding the whole text of a file a write call creates or overwrites (Claude Code's ``Write``, an
+editor's ``create``); a replacement names the old text beside it (``old_string``, ``old_str``)."""
+
+
+def _whole_file(arguments: JSONObject) -> str | None:
+    """The whole text an edit call wrote to its file, when it wrote the whole file."""
+    if any(key.startswith("old") for key in arguments):
+        return None
+    return next((value for key in _WHOLE_FILE_KEYS if isinstance(value := arguments.get(key), str)), None)
+
+
 def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
     """``(path, latest content or None, what that content is)`` newest first, one entry per path: the latest read
-    (:data:`STALE` when an edit came after it), or what the latest edit wrote when the reply itself held the edit
-    (:data:`WRITTEN`, :func:`written_in_reply`)."""
+    (:data:`STALE` when an edit came after it), what the latest edit wrote when the reply itself held the edit
+    (:data:`WRITTEN`, :func:`written_in_reply`), or the whole file the latest write call wrote (:data:`WROTE`: an
+    agent writing its third hook copies the second's lines)."""
     seen: dict[str, tuple[str | None, str]] = {}
     order: list[str] = []
     replies = _replies(span)
@@ -105,8 +119,11 @@ def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
             content, note = seen[path]
             reply = replies.get(result.call_id)
             written = written_in_reply(reply, path) if action.kind == EDIT and reply is not None else None
+            whole = _whole_file(result.arguments or {}) if action.kind == EDIT and not result.is_error else None
             if written is not None and content is None and not note:
                 seen[path] = (written, WRITTEN)
+            elif whole is not None and content is None and not note:
+                seen[path] = (whole, WROTE)
             elif action.kind == EDIT and content is None:
                 seen[path] = (None, STALE)
             elif action.kind == READ and content is None and not is_placeholder(item):
@@ -133,14 +150,15 @@ def _cut(content: str, tokens: int) -> str:
 
 
 def just_read(span: Sequence[Item], tail: Sequence[Item]) -> set[str]:
-    """Paths the agent read in the span's last :data:`JUST_READ_ROUNDS` rounds, when those are of the current turn
-    (:func:`~.edits.current_turn_start`): what it fetched to work from now, before any later call could name it."""
+    """Paths the agent read whole or wrote in the span's last :data:`JUST_READ_ROUNDS` rounds, when those are of the
+    current turn (:func:`~.edits.current_turn_start`): what it fetched or made to work from now, before any later
+    call could name it. A read cut to a preview on arrival is left to its weight: its preview is no file in hand."""
     items = [*span, *tail]
     turn = current_turn_start(items)
     calls = [index for index, item in enumerate(span) if item.role == "assistant" and item.tool_calls]
     first = max(turn, calls[-JUST_READ_ROUNDS:][0] if calls else len(span))
-    return {path for item in span[first:] if (action := result_action(item)) is not None and action.kind == READ
-            for path in action.paths}
+    return {path for item in span[first:] if (action := result_action(item)) is not None and action.kind in (READ, EDIT)
+            and not is_compacted(item) for path in action.paths}
 
 
 def path_weight(refs: References, path: str) -> float:
