@@ -17,7 +17,7 @@ from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import forgetting_usd, re_read_usd, summary_call_usd, verdict
 from contextfold.pipeline.edits import with_result
 from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
-from contextfold.pipeline.restore import WROTE, restored_item
+from contextfold.pipeline.restore import EDITED, STALE, WROTE, restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
 from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
@@ -351,3 +351,31 @@ def test_restore_brings_back_the_file_the_agent_just_wrote_whole_from_its_write_
                          count_text=EST.text, refs=References.of(conv.items), min_weight=3.0)
     assert isinstance(item, Item) and f"### hooks/capture-verdict.ts{WROTE}\n{hook}" in item.text
     assert "settings.json" not in item.text
+
+
+def test_restore_applies_the_agents_later_edits_to_the_file_it_read() -> None:
+    """The agent reads a module, replaces one line, and its next edit will quote the new line as ``old_string`` (a
+    shape of a Claude Code transcript, written for this test): restored as read, with a note that it was edited
+    since, the line to quote was not in the request. Applied to the read, in its numbered form, it is; an edit
+    whose old text the read does not hold leaves the read marked stale."""
+    read = "     1→export const PORT = 8080;\n     2→export const HOST = 'localhost';\n     3→export const TTL = 60;"
+    edit = c.ToolCall("e1", "Edit", {"file_path": "src/config.ts", "old_string": "export const HOST = 'localhost';",
+                                     "new_string": "export const HOST = '0.0.0.0';\nexport const TLS = true;"})
+    conv = Conversation([
+        c.user("serve on every interface"),
+        c.assistant("", [c.ToolCall("r1", "Read", {"file_path": "src/config.ts"})]), c.tool("r1", read),
+        c.assistant("", [edit]), c.tool("e1", "The file src/config.ts has been updated."),
+        bash("t1", "npm test"), c.tool("t1", "3 passed"),
+    ], HEADER)
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item)
+    assert (f"### src/config.ts{EDITED}\n     1→export const PORT = 8080;\n     2→export const HOST = '0.0.0.0';\n"
+            "     3→export const TLS = true;\n     4→export const TTL = 60;") in item.text
+    elsewhere = c.ToolCall("e1", "Edit", {"file_path": "src/config.ts", "old_string": "export const TTL = 30;",
+                                          "new_string": "export const TTL = 90;"})
+    stale = Conversation([*conv.items[:3], c.assistant("", [elsewhere]), c.tool("e1", "updated"), *conv.items[5:]],
+                         HEADER)
+    item = restored_item(stale.items[1:5], stale.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item) and f"### src/config.ts{STALE}\n{read}" in item.text

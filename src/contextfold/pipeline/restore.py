@@ -21,7 +21,8 @@ long ago costs more to carry than to read again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
 from ..conversation import Item, JSONObject, Provenance, Text
@@ -87,6 +88,9 @@ WRITTEN = " (as the agent's last applied edit wrote it: the edited parts only, u
 
 
 WROTE = " (as the agent last wrote it, whole)"
+EDITED = " (as last read or written, with the agent's later edits applied)"
+_GUTTER = re.compile(r"^(\s*)(\d+)(→|\t)")
+"""A reader's line-number gutter (:data:`~contextfold.actions.READER_GUTTER`), its parts captured."""
 _WHOLE_FILE_KEYS = ("content", "file_text")
 """The argument holding the whole text of a file a write call creates or overwrites (Claude Code's ``Write``, an
 editor's ``create``); a replacement names the old text beside it (``old_string``, ``old_str``)."""
@@ -99,36 +103,82 @@ def _whole_file(arguments: JSONObject) -> str | None:
     return next((value for key in _WHOLE_FILE_KEYS if isinstance(value := arguments.get(key), str)), None)
 
 
+def _replacements(arguments: JSONObject) -> list[tuple[str, str, bool]] | None:
+    """The ``(old, new, every occurrence)`` replacements an edit call makes, in order (Claude Code's ``Edit`` and
+    ``MultiEdit``, an editor's ``str_replace``); ``None`` when it makes none this can apply (an insert at a line, a
+    patch, ``sed -i``)."""
+    edits = arguments.get("edits")
+    entries = edits if isinstance(edits, list) else [arguments]
+    found: list[tuple[str, str, bool]] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            return None
+        old, new = entry.get("old_string", entry.get("old_str")), entry.get("new_string", entry.get("new_str"))
+        if not isinstance(old, str) or not isinstance(new, str) or not old:
+            return None
+        found.append((old, new, entry.get("replace_all") is True))
+    return found or None
+
+
+def _numbered(text: str) -> tuple[list[str], int, int, str] | None:
+    """A reader's numbered lines as ``(lines, first number, gutter width, separator)``; ``None`` when ``text`` is not
+    under a reader's gutter (:data:`~contextfold.actions.READER_GUTTER`) throughout."""
+    rows = text.split("\n")
+    first = _GUTTER.match(rows[0]) if rows else None
+    if first is None or not all(_GUTTER.match(row) for row in rows if row.strip()):
+        return None
+    lines = [row[match.end():] if (match := _GUTTER.match(row)) else row for row in rows]
+    return lines, int(first.group(2)), len(first.group(1)) + len(first.group(2)), first.group(3)
+
+
+def _with_edits(content: str, replacements: Sequence[tuple[str, str, bool]]) -> str | None:
+    """``content`` with ``replacements`` applied, in its reader's gutter renumbered from the same first line (lines
+    before the first change keep their numbers); ``None`` when one of them does not apply (the read was of other
+    lines, or the file changed in between)."""
+    numbered = _numbered(content)
+    text = "\n".join(numbered[0]) if numbered is not None else content
+    for old, new, every in replacements:
+        if old not in text:
+            return None
+        text = text.replace(old, new) if every else text.replace(old, new, 1)
+    if numbered is None:
+        return text
+    _, number, width, separator = numbered
+    return "\n".join(f"{str(number + k).rjust(width)}{separator}{line}" for k, line in enumerate(text.split("\n")))
+
+
 def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
-    """``(path, latest content or None, what that content is)`` newest first, one entry per path: the latest read
-    (:data:`STALE` when an edit came after it), what the latest edit wrote when the reply itself held the edit
-    (:data:`WRITTEN`, :func:`written_in_reply`), or the whole file the latest write call wrote (:data:`WROTE`: an
-    agent writing its third hook copies the second's lines)."""
-    seen: dict[str, tuple[str | None, str]] = {}
-    order: list[str] = []
+    """``(path, latest content or None, what that content is)`` newest first, one entry per path, read in order: the
+    latest read, with the replacements the agent's later edits made applied to it (:data:`EDITED`: the agent's next
+    edit quotes its last one's new text), or :data:`STALE` when an edit came after it that cannot be applied;
+    what the latest edit wrote when the reply itself held the edit (:data:`WRITTEN`, :func:`written_in_reply`); or
+    the whole file the latest write call wrote (:data:`WROTE`: an agent writing its third hook copies the second's
+    lines). A failed edit changed nothing."""
+    known: dict[str, tuple[str | None, str]] = {}
+    touched: dict[str, int] = {}
     replies = _replies(span)
-    for item in reversed(span):
+    for index, item in enumerate(span):
         result = item.tool_result
         action = result_action(item)
         if result is None or action is None:
             continue
         for path in action.paths:
-            if path not in seen:
-                seen[path] = (None, "")
-                order.append(path)
-            content, note = seen[path]
-            reply = replies.get(result.call_id)
-            written = written_in_reply(reply, path) if action.kind == EDIT and reply is not None else None
-            whole = _whole_file(result.arguments or {}) if action.kind == EDIT and not result.is_error else None
-            if written is not None and content is None and not note:
-                seen[path] = (written, WRITTEN)
-            elif whole is not None and content is None and not note:
-                seen[path] = (whole, WROTE)
-            elif action.kind == EDIT and content is None:
-                seen[path] = (None, STALE)
-            elif action.kind == READ and content is None and not is_placeholder(item):
-                seen[path] = (without_wrappers(result.text), note)  # a harness's reminder is no file content
-    return [(path, *seen[path]) for path in order]
+            touched[path] = index
+            content, note = known.get(path, (None, ""))
+            if action.kind == READ and not is_placeholder(item):
+                known[path] = (without_wrappers(result.text), "")  # a harness's reminder is no file content
+            elif action.kind != EDIT or result.is_error:
+                known.setdefault(path, (None, ""))
+            elif (reply := replies.get(result.call_id)) is not None and (written := written_in_reply(reply, path)):
+                known[path] = (written, WRITTEN)
+            elif (whole := _whole_file(result.arguments or {})) is not None:
+                known[path] = (whole, WROTE)
+            else:
+                replacements = _replacements(result.arguments or {})
+                edited = None if content is None or note in (STALE, WRITTEN) or replacements is None else (
+                    _with_edits(content, replacements))
+                known[path] = (edited, EDITED) if edited is not None else (content, STALE)
+    return [(path, *known[path]) for path in sorted(touched, key=touched.__getitem__, reverse=True)]
 
 
 def _whole_lines(text: str, head_chars: int, tail_chars: int) -> tuple[int, int]:
