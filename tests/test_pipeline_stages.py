@@ -490,3 +490,19 @@ def test_a_delegated_agents_report_is_kept_whole_while_the_request_is_under_the_
     assert out[2].text != design and events[0].action == "persisted"
     over = make_budget(results_dir=tmp_path, trigger_tokens=1_000, window_tokens=64_000)
     assert persist(conv, over)[0][2].text != design  # past the trigger, it goes like any output
+
+
+def test_a_cleared_report_of_a_delegated_agent_keeps_its_substance() -> None:
+    """A sub-agent's audit (a ``Task`` output, written for this test in the shape of Claude Code's: its own calls
+    written out as text, then its findings) cleared to its lines in use left the next summary a few of its lines;
+    the placeholder keeps its conclusions instead, without the calls it wrote out."""
+    from contextfold.pipeline.stages.clear import REPORT_INTRO, placeholder
+
+    calls = "<claude:function_calls>\n<claude:invoke name=\"bash\">\ngrep -rn nspawn .\n</claude:invoke>\n" \
+            "</claude:function_calls>\n" * 60
+    findings = ("## Findings\n- systemd-nspawn is used twice, in build.sh:execute_module()\n"
+                "- Replace it with arch-chroot; mount /proc and /sys first\n")
+    delegate = c.assistant("", [ToolCall("t1", "Task", {"subagent_type": "Patcher", "prompt": "Audit nspawn use"})])
+    conv = Conversation([c.user("migrate the build to arch-chroot"), delegate, c.tool("t1", calls + findings)], HEADER)
+    cleared = placeholder(conv[2], 3_000, "clear")
+    assert REPORT_INTRO in cleared.text and findings.strip() in cleared.text and "claude:invoke" not in cleared.text

@@ -46,12 +46,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...actions import error_lines, result_action
-from ...conversation import Conversation, Header, Item, Offloaded, ToolCall
+from ...conversation import Conversation, Header, Item, Offloaded
 from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...lookback.names import HISTORY_TOOLS, names_history_tools
 from ...summarizers._outputs import file_content
-from ...summarizers._reports import delegates
+from ...summarizers._reports import is_report
 from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
@@ -86,12 +86,6 @@ def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) 
         return False
     text = result_text(item)
     return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
-
-
-def is_report(item: Item) -> bool:
-    """Whether ``item`` is a delegated agent's report (:func:`~contextfold.summarizers._reports.delegates`)."""
-    result = item.tool_result
-    return result is not None and delegates(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
 
 
 def waits_for_fill(item: Item, policy: Policy) -> bool:
