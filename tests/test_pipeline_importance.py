@@ -379,3 +379,24 @@ def test_restore_applies_the_agents_later_edits_to_the_file_it_read() -> None:
     item = restored_item(stale.items[1:5], stale.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
                          count_text=EST.text)
     assert isinstance(item, Item) and f"### src/config.ts{STALE}\n{read}" in item.text
+
+
+def test_restore_reads_a_text_mode_agents_commands_and_outputs() -> None:
+    """mini-swe-agent's shape (written for this test): each reply runs one fenced bash block and the output comes
+    back as a user message. The agent wrote a reproduction script with ``cat <<'EOF' > …`` and read a module with
+    ``cat``; its next script copies the first's lines. Both come back, as they would for an agent calling tools."""
+    script = "from django.test import TestCase\nclass ReproduceIssueTest(TestCase):\n    pass\n"
+    write = f"THOUGHT: I'll write a reproduction script.\n\n```bash\ncat <<'EOF' > tests/queries/test_repro.py\n{script}EOF\n```"
+    conv = Conversation([
+        c.user("<pr_description>OuterRef in exclude() uses the wrong model</pr_description>"),
+        c.assistant(write), c.user("<returncode>0</returncode>\n<output>\n</output>"),
+        c.assistant("THOUGHT: Now the query code.\n\n```bash\ncat django/db/models/sql/where.py\n```"),
+        c.user("<returncode>0</returncode>\n<output>\nclass WhereNode(tree.Node):\n    default = AND\n</output>"),
+        c.assistant("THOUGHT: Run it.\n\n```bash\npython tests/runtests.py queries.test_repro\n```"),
+        c.user("<returncode>1</returncode>\n<output>\nFAILED (errors=1)\n</output>"),
+    ], Header())
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item)
+    assert f"### tests/queries/test_repro.py{WROTE}\n{script}" in item.text
+    assert "class WhereNode(tree.Node):" in item.text

@@ -24,9 +24,9 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action
-from ..conversation import Item, JSONObject, Provenance, Text
-from ..reading import without_wrappers
+from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action, written_text
+from ..conversation import Item, JSONObject, Provenance, Text, ToolCall
+from ..reading import text_call, text_result, without_wrappers
 from ..summarizers._calls import todo_line, todo_list
 from .edits import MARK, current_turn_start, head_tail, is_compacted, is_placeholder
 from .importance import References
@@ -96,11 +96,33 @@ _WHOLE_FILE_KEYS = ("content", "file_text")
 editor's ``create``); a replacement names the old text beside it (``old_string``, ``old_str``)."""
 
 
+_CAT_HEREDOC = re.compile(r"(?:^|&&|;|\n)\s*cat\s+(?:<<-?\s*(['\"]?)(\w+)\1\s*>\s*\S+|>\s*\S+\s*<<-?\s*(['\"]?)(\w+)\3)")
+"""A shell command writing one here-document whole to a file: ``cat <<'EOF' > path`` or ``cat > path <<EOF``."""
+
+
 def _whole_file(arguments: JSONObject) -> str | None:
-    """The whole text an edit call wrote to its file, when it wrote the whole file."""
+    """The whole text an edit call wrote to its file, when it wrote the whole file: a write call's content, or the
+    here-document a shell command wrote with ``cat`` (a text-mode agent's reproduction script, which its next
+    script copies)."""
     if any(key.startswith("old") for key in arguments):
         return None
+    command = arguments.get("command")
+    if isinstance(command, str) and ">>" not in command and command.count("<<") == 1 and _CAT_HEREDOC.search(command):
+        return written_text(ToolCall("", "", arguments))
     return next((value for key in _WHOLE_FILE_KEYS if isinstance(value := arguments.get(key), str)), None)
+
+
+def answered(items: Sequence[Item]) -> list[Item]:
+    """``items`` with the outputs a text-mode harness sent back as user messages read as the tool items answering
+    the commands before them (:func:`~contextfold.reading.text_result`): what the agent read and wrote by its
+    commands is then found as a tool-calling agent's is."""
+    out: list[Item] = []
+    call: ToolCall | None = None
+    for item in items:
+        answer = text_result(item, call) if call is not None and item.role == "user" else None
+        out.append(answer if answer is not None else item)
+        call = text_call(item)
+    return out
 
 
 def _replacements(arguments: JSONObject) -> list[tuple[str, str, bool]] | None:
@@ -257,10 +279,12 @@ def restored_item(
     """One user item with the recent files and the todo state, or ``None`` when nothing needs restoring."""
     tail_actions = [action for item in tail for action in call_actions(item)]
     visible = {path for action in tail_actions if action.kind == READ for path in action.paths}
+    visible |= {path for item in answered(tail) if (action := result_action(item)) is not None and action.kind == READ
+                for path in action.paths}  # a text-mode agent's reads, by their outputs
     sections: list[str] = []
     spent = 0
     fetched = just_read(span, tail)
-    for path, content, note in _files(span):
+    for path, content, note in _files(answered(span)):
         if len(sections) >= max_files or content is None or path in visible:
             continue
         if refs is not None and path not in fetched and path_weight(refs, path) < min_weight:
