@@ -11,11 +11,15 @@ last put to the user (Claude Code's ExitPlanMode: once approved, the steps,
 files and values it works from) and the latest todo or plan state, unless
 the kept tail already shows them. Only files the
 agent is still working with come back: those whose path its recent turns
-keep naming (:mod:`.importance`, at least ``min_weight``), and those it read in
-the last rounds before the cut, since the person last spoke (its later turns
-have not had the time to name them: it read a README and a package.json to
-write a document from them, and the summary took both); a file read once
-long ago costs more to carry than to read again.
+keep naming (:mod:`.importance`, at least ``min_weight``), and those it read or
+wrote in the last rounds before the cut, since the person last spoke (its later
+turns have not had the time to name them: it read a README and a package.json
+to write a document from them, and the summary took both); a file read once
+long ago costs more to carry than to read again. A file's latest content is
+its latest read with the agent's later replacements applied to it, or what
+the agent last wrote whole (a ``Write`` call's content, a here-document
+``cat`` wrote): the agent's next edit quotes its last one's new text. A
+text-mode agent's commands (mini-swe-agent) are read as calls for this.
 """
 
 from __future__ import annotations
@@ -81,12 +85,11 @@ def _replies(span: Sequence[Item]) -> dict[str, Item]:
             if set(call.arguments) <= {"path", "paths", "file", "file_path"}}
 
 
-JUST_READ_ROUNDS = 2
-"""Reads in this many of the span's last rounds, in the current turn, are the agent's material at hand."""
+JUST_USED_ROUNDS = 2
+"""Files read or written in this many of the span's last rounds, in the current turn, are the agent's material at
+hand."""
 STALE = " (edited after this read: check the current version before relying on it)"
 WRITTEN = " (as the agent's last applied edit wrote it: the edited parts only, unless it wrote the whole file)"
-
-
 WROTE = " (as the agent last wrote it, whole)"
 EDITED = " (as last read or written, with the agent's later edits applied)"
 _GUTTER = re.compile(r"^(\s*)(\d+)(→|\t)")
@@ -94,8 +97,6 @@ _GUTTER = re.compile(r"^(\s*)(\d+)(→|\t)")
 _WHOLE_FILE_KEYS = ("content", "file_text")
 """The argument holding the whole text of a file a write call creates or overwrites (Claude Code's ``Write``, an
 editor's ``create``); a replacement names the old text beside it (``old_string``, ``old_str``)."""
-
-
 _CAT_HEREDOC = re.compile(r"(?:^|&&|;|\n)\s*cat\s+(?:<<-?\s*(['\"]?)(\w+)\1\s*>\s*\S+|>\s*\S+\s*<<-?\s*(['\"]?)(\w+)\3)")
 """A shell command writing one here-document whole to a file: ``cat <<'EOF' > path`` or ``cat > path <<EOF``."""
 
@@ -221,14 +222,14 @@ def _cut(content: str, tokens: int) -> str:
     return head_tail(content, *_whole_lines(content, tokens * CHARS_PER_TOKEN * 2 // 3, tokens * CHARS_PER_TOKEN // 3))
 
 
-def just_read(span: Sequence[Item], tail: Sequence[Item]) -> set[str]:
-    """Paths the agent read whole or wrote in the span's last :data:`JUST_READ_ROUNDS` rounds, when those are of the
+def just_used(span: Sequence[Item], tail: Sequence[Item]) -> set[str]:
+    """Paths the agent read whole or wrote in the span's last :data:`JUST_USED_ROUNDS` rounds, when those are of the
     current turn (:func:`~.edits.current_turn_start`): what it fetched or made to work from now, before any later
     call could name it. A read cut to a preview on arrival is left to its weight: its preview is no file in hand."""
     items = [*span, *tail]
     turn = current_turn_start(items)
     calls = [index for index, item in enumerate(span) if item.role == "assistant" and item.tool_calls]
-    first = max(turn, calls[-JUST_READ_ROUNDS:][0] if calls else len(span))
+    first = max(turn, calls[-JUST_USED_ROUNDS:][0] if calls else len(span))
     return {path for item in span[first:] if (action := result_action(item)) is not None and action.kind in (READ, EDIT)
             and not is_compacted(item) for path in action.paths}
 
@@ -283,7 +284,7 @@ def restored_item(
                 for path in action.paths}  # a text-mode agent's reads, by their outputs
     sections: list[str] = []
     spent = 0
-    fetched = just_read(span, tail)
+    fetched = just_used(span, tail)
     for path, content, note in _files(answered(span)):
         if len(sections) >= max_files or content is None or path in visible:
             continue
