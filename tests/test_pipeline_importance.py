@@ -17,7 +17,7 @@ from contextfold.pipeline.compression import MAX_SHARE, MIN_SHARE, summary_share
 from contextfold.pipeline.economics import forgetting_usd, re_read_usd, summary_call_usd, verdict
 from contextfold.pipeline.edits import with_result
 from contextfold.pipeline.importance import References, item_tokens, line_index, referenced_lines, specific_tokens
-from contextfold.pipeline.restore import restored_item
+from contextfold.pipeline.restore import EDITED, STALE, WROTE, restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
 from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
@@ -306,5 +306,97 @@ def test_restore_shows_the_todo_list_as_lines() -> None:
     conv = Conversation([c.user("task"), todo, c.tool("t1", "ok")], HEADER)
     item = restored_item(conv.items[1:], [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
     assert isinstance(item, Item)
-    assert "### Current todo list\n- [completed] Port the parser\n- [in progress] Run the tests" in item.text
+    assert ("### Current todo list\n- [completed] Port the parser (active form: Porting the parser)\n"
+            "- [in progress] Run the tests (active form: Running the tests)") in item.text
     assert "activeForm" not in item.text
+
+
+def test_restore_brings_back_files_read_just_before_the_cut_though_no_later_turn_names_them_yet() -> None:
+    """The person asks for a document on a repository; the agent reads its README and package.json in one round and
+    goes on listing folders (a shape of a Claude Code transcript, written for this test). The summary took both
+    reads, and no later call names them yet, so by weight alone neither came back: the agent wrote the document
+    from neither."""
+    readme, package = "# e2e-tests\nRun `npm run test:smoke` before a release.", '{"scripts": {"test:smoke": "playwright"}}'
+    earlier = [bash(f"o{k}", f"cat docs/old_{k}.md") for k in range(4)]
+    conv = Conversation([
+        c.user("map the e2e-tests repo next"),
+        *[item for k, call in enumerate(earlier) for item in (call, c.tool(f"o{k}", "1: TODO"))],
+        c.assistant("", [c.ToolCall("r1", "bash", {"command": "cat e2e-tests/README.md"}),
+                         c.ToolCall("r2", "bash", {"command": "cat e2e-tests/package.json"})]),
+        c.tool("r1", readme), c.tool("r2", package),
+        bash("l1", "ls e2e-tests/pages/"), c.tool("l1", "BasePage.ts\nLoginPage.ts"),
+    ], HEADER)
+    span, tail = conv.items[1:-2], conv.items[-2:]
+    item = restored_item(span, tail, max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
+                         refs=References.of(conv.items), min_weight=3.0)
+    assert isinstance(item, Item) and readme in item.text and package in item.text
+    assert "old_0" not in item.text  # a file read rounds before is still left to its weight
+
+
+def test_restore_brings_back_the_file_the_agent_just_wrote_whole_from_its_write_call() -> None:
+    """The agent writes one hook, then the next from it (a shape of a Claude Code transcript, written for this test):
+    the first hook's only copy is the ``Write`` call's ``content``, which the summary took; it comes back as the agent
+    wrote it. A replacement (``old_string``) writes part of a file, and leaves the file to be read again."""
+    hook = "#!/usr/bin/env bun\nasync function main(): Promise<void> {\n  for await (const chunk of Bun.stdin.stream()) {}\n}"
+    conv = Conversation([
+        c.user("add the two capture hooks"),
+        c.assistant("", [c.ToolCall("w1", "Write", {"file_path": "hooks/capture-verdict.ts", "content": hook})]),
+        c.tool("w1", "File created successfully at: hooks/capture-verdict.ts"),
+        c.assistant("", [c.ToolCall("e1", "Edit", {"file_path": "hooks/settings.json", "old_string": "[]",
+                                                     "new_string": '["capture-verdict.ts"]'})]),
+        c.tool("e1", "The file hooks/settings.json has been updated."),
+        bash("l1", "ls hooks"), c.tool("l1", "capture-verdict.ts\nsettings.json"),
+    ], HEADER)
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text, refs=References.of(conv.items), min_weight=3.0)
+    assert isinstance(item, Item) and f"### hooks/capture-verdict.ts{WROTE}\n{hook}" in item.text
+    assert "settings.json" not in item.text
+
+
+def test_restore_applies_the_agents_later_edits_to_the_file_it_read() -> None:
+    """The agent reads a module, replaces one line, and its next edit will quote the new line as ``old_string`` (a
+    shape of a Claude Code transcript, written for this test): restored as read, with a note that it was edited
+    since, the line to quote was not in the request. Applied to the read, in its numbered form, it is; an edit
+    whose old text the read does not hold leaves the read marked stale."""
+    read = "     1→export const PORT = 8080;\n     2→export const HOST = 'localhost';\n     3→export const TTL = 60;"
+    edit = c.ToolCall("e1", "Edit", {"file_path": "src/config.ts", "old_string": "export const HOST = 'localhost';",
+                                     "new_string": "export const HOST = '0.0.0.0';\nexport const TLS = true;"})
+    conv = Conversation([
+        c.user("serve on every interface"),
+        c.assistant("", [c.ToolCall("r1", "Read", {"file_path": "src/config.ts"})]), c.tool("r1", read),
+        c.assistant("", [edit]), c.tool("e1", "The file src/config.ts has been updated."),
+        bash("t1", "npm test"), c.tool("t1", "3 passed"),
+    ], HEADER)
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item)
+    assert (f"### src/config.ts{EDITED}\n     1→export const PORT = 8080;\n     2→export const HOST = '0.0.0.0';\n"
+            "     3→export const TLS = true;\n     4→export const TTL = 60;") in item.text
+    elsewhere = c.ToolCall("e1", "Edit", {"file_path": "src/config.ts", "old_string": "export const TTL = 30;",
+                                          "new_string": "export const TTL = 90;"})
+    stale = Conversation([*conv.items[:3], c.assistant("", [elsewhere]), c.tool("e1", "updated"), *conv.items[5:]],
+                         HEADER)
+    item = restored_item(stale.items[1:5], stale.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item) and f"### src/config.ts{STALE}\n{read}" in item.text
+
+
+def test_restore_reads_a_text_mode_agents_commands_and_outputs() -> None:
+    """mini-swe-agent's shape (written for this test): each reply runs one fenced bash block and the output comes
+    back as a user message. The agent wrote a reproduction script with ``cat <<'EOF' > …`` and read a module with
+    ``cat``; its next script copies the first's lines. Both come back, as they would for an agent calling tools."""
+    script = "from django.test import TestCase\nclass ReproduceIssueTest(TestCase):\n    pass\n"
+    write = f"THOUGHT: I'll write a reproduction script.\n\n```bash\ncat <<'EOF' > tests/queries/test_repro.py\n{script}EOF\n```"
+    conv = Conversation([
+        c.user("<pr_description>OuterRef in exclude() uses the wrong model</pr_description>"),
+        c.assistant(write), c.user("<returncode>0</returncode>\n<output>\n</output>"),
+        c.assistant("THOUGHT: Now the query code.\n\n```bash\ncat django/db/models/sql/where.py\n```"),
+        c.user("<returncode>0</returncode>\n<output>\nclass WhereNode(tree.Node):\n    default = AND\n</output>"),
+        c.assistant("THOUGHT: Run it.\n\n```bash\npython tests/runtests.py queries.test_repro\n```"),
+        c.user("<returncode>1</returncode>\n<output>\nFAILED (errors=1)\n</output>"),
+    ], Header())
+    item = restored_item(conv.items[1:5], conv.items[5:], max_files=5, file_tokens=500, total_tokens=5_000,
+                         count_text=EST.text)
+    assert isinstance(item, Item)
+    assert f"### tests/queries/test_repro.py{WROTE}\n{script}" in item.text
+    assert "class WhereNode(tree.Node):" in item.text

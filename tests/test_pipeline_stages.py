@@ -473,3 +473,36 @@ def test_a_cleared_output_that_gives_the_calls_input_back_keeps_no_tally_of_it()
     unflagged = conv.with_items([*conv.items[:2], c.tool("x1", conv.items[2].text), *conv.items[3:]])
     out, _ = clear(unflagged, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     assert "cleared" in out[2].text and "14 passed" not in out[2].text  # nor quoted as the error it reported
+
+
+def test_a_delegated_agents_report_is_kept_whole_while_the_request_is_under_the_trigger(tmp_path: Path) -> None:
+    """A sub-agent's design (a ``Task`` output, written for this test in the shape of Claude Code's) is the work
+    the agent acts on next, and no read fetches it again: cut to its head on arrival at a third of the trigger, the
+    plan the agent then wrote had none of its tables. A shell output of the same size still goes to disk."""
+    design = "## Storage\n" + "".join(f"CREATE TABLE t_{k} (id INTEGER PRIMARY KEY, name TEXT);\n" for k in range(400))
+    delegate = c.assistant("", [ToolCall("t1", "Task", {"subagent_type": "Plan", "prompt": "Design the schema"})])
+    conv = Conversation([c.user("Design the analytics store"), delegate, c.tool("t1", design)], HEADER)
+    budget = make_budget(results_dir=tmp_path, trigger_tokens=50_000, window_tokens=64_000)
+    out, events = persist(conv, budget)
+    assert out[2].text == design and not events
+    log = session(("cat schema.log", design))
+    out, events = persist(log, budget)
+    assert out[2].text != design and events[0].action == "persisted"
+    over = make_budget(results_dir=tmp_path, trigger_tokens=1_000, window_tokens=64_000)
+    assert persist(conv, over)[0][2].text != design  # past the trigger, it goes like any output
+
+
+def test_a_cleared_report_of_a_delegated_agent_keeps_its_substance() -> None:
+    """A sub-agent's audit (a ``Task`` output, written for this test in the shape of Claude Code's: its own calls
+    written out as text, then its findings) cleared to its lines in use left the next summary a few of its lines;
+    the placeholder keeps its conclusions instead, without the calls it wrote out."""
+    from contextfold.pipeline.stages.clear import REPORT_INTRO, placeholder
+
+    calls = "<claude:function_calls>\n<claude:invoke name=\"bash\">\ngrep -rn nspawn .\n</claude:invoke>\n" \
+            "</claude:function_calls>\n" * 60
+    findings = ("## Findings\n- systemd-nspawn is used twice, in build.sh:execute_module()\n"
+                "- Replace it with arch-chroot; mount /proc and /sys first\n")
+    delegate = c.assistant("", [ToolCall("t1", "Task", {"subagent_type": "Patcher", "prompt": "Audit nspawn use"})])
+    conv = Conversation([c.user("migrate the build to arch-chroot"), delegate, c.tool("t1", calls + findings)], HEADER)
+    cleared = placeholder(conv[2], 3_000, "clear")
+    assert REPORT_INTRO in cleared.text and findings.strip() in cleared.text and "claude:invoke" not in cleared.text

@@ -177,7 +177,7 @@ def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) ->
 
 
 def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
-    """The todo list a todo tool's call sets (``{"text", "status"}`` each), or ``None`` when it sets none."""
+    """The todo list a todo tool's call sets (:func:`_todo` each), or ``None`` when it sets none."""
     for key in _TODO_LIST_KEYS:
         entries = arguments.get(key)
         if isinstance(entries, list):
@@ -186,15 +186,24 @@ def todo_list(arguments: Mapping[str, Any]) -> list[dict[str, str]] | None:
 
 
 def todo_line(todo: Mapping[str, str]) -> str:
-    """One todo as a line: ``- [in progress] Run the tests``."""
-    return f"- [{todo['status'].replace('_', ' ')}] {todo['text']}"
+    """One todo as a line: ``- [in progress] Run the tests``, with the form the harness shows while it runs when the
+    list gives one (``(active form: Running the tests)``)."""
+    active = f" (active form: {todo['active']})" if todo.get("active") else ""
+    return f"- [{todo['status'].replace('_', ' ')}] {todo['text']}{active}"
 
 
 def _todo(entry: str | Mapping[str, Any]) -> dict[str, str]:
+    """A todo as ``{"text", "status"}``, and ``"active"``: the form Claude Code's ``TodoWrite`` asks beside the text
+    (``activeForm``), which each later call writes again for every item of the list (without it, the agent rewriting
+    the list after a compaction had to make up the form of every item)."""
     if isinstance(entry, str):
         return {"text": entry, "status": "pending"}
     text = next((str(entry[k]) for k in _TODO_TEXT_KEYS if isinstance(entry.get(k), str)), str(dict(entry)))
-    return {"text": text, "status": str(entry.get("status") or entry.get("state") or "pending").lower()}
+    todo = {"text": text, "status": str(entry.get("status") or entry.get("state") or "pending").lower()}
+    active = entry.get("activeForm")
+    if isinstance(active, str) and active.strip() and active != text:
+        todo["active"] = active
+    return todo
 
 
 _SAME_PROGRAM = {"pnpm": "npm", "yarn": "npm", "bun": "npm", "pip3": "pip", "add": "install", "i": "install"}

@@ -20,8 +20,9 @@ from ._text import shorten_lines
 DELEGATE_TOOLS = frozenset({"task", "agent", "delegate", "delegate_task", "dispatch_agent", "spawn_agent", "subagent",
                             "run_subagent", "agentdelegateaction", "call_agent"})
 """Tools whose output is another agent's report (lower-cased names); a call naming a ``subagent_type`` is one too."""
-_TOOL_BLOCK = re.compile(r"^\s*<(\w+)>\s*$")
-"""A line opening a tool call a sub-agent wrote out in its text (``<bash>``, ``<Task>``): its input, not its report."""
+_TOOL_BLOCK = re.compile(r"^\s*<([\w:]+)>\s*$")
+"""A line opening a tool call a sub-agent wrote out in its text (``<bash>``, ``<Task>``, ``<claude:function_calls>``):
+its input, not its report."""
 _SUBSTANCE = re.compile(r"^\s*(?:#{1,6}\s|[-*•]\s|\d+[.)]\s|\*\*|\|)|[\w.-]*/[\w.-]+\.\w{1,8}\b")
 """A line of a report's substance inside a fenced block (where the rest is code): a heading, a list item, a numbered
 point, a bold lead, a table row, or a line naming a path."""
@@ -39,6 +40,12 @@ _CONTINUE_NOTE = re.compile(r"\n\s*Please continue the conversation from where w
 def delegates(call: ToolCall) -> bool:
     """Whether ``call`` hands work to another agent, whose final report its output is."""
     return call.name.lower() in DELEGATE_TOOLS or "subagent_type" in call.arguments
+
+
+def is_report(item: Item) -> bool:
+    """Whether ``item`` is a delegated agent's report: the output of a call that :func:`delegates`."""
+    result = item.tool_result
+    return result is not None and delegates(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
 
 
 def is_continuation(item: Item) -> bool:

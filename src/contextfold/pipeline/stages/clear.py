@@ -33,6 +33,7 @@ from ...events import Event
 from ...summarizers._calls import fetched_issue
 from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
                                      shown_error, tally_line)
+from ...summarizers._reports import is_report, report_substance
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -50,6 +51,12 @@ the issue's second point was gone)."""
 FETCHED_ISSUE_CHARS = 2_000
 """The characters of a fetched issue a placeholder keeps: a bug report's text, before the logs and markup it
 attaches."""
+REPORT_INTRO = ". The report a delegated agent returned, its substance:"
+"""Introduces what a cleared report of a delegated agent keeps (a ``Task`` output): the work product the agent asked
+for and acts on, which no read fetches again; cleared to its lines in use, four design reports had left the next
+summary 600 characters of each."""
+REPORT_CHARS = 2_000
+"""The characters of a delegated agent's report a placeholder keeps (its conclusions: the newest lines)."""
 KEPT_LINES_INTRO = ". Lines of it still in use:"
 """Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
@@ -83,6 +90,8 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
         note += f"{RESULT_LINE_INTRO}\n{tally}\n"
     if fetched_issue(item):  # the task as it arrived: its head, not the lines of it in use
         note += FETCHED_ISSUE_INTRO + "\n" + shorten_lines(issue_text(text.strip()), FETCHED_ISSUE_CHARS) + "\n"
+    elif is_report(item) and (substance := report_substance(text, REPORT_CHARS)):
+        note += REPORT_INTRO + "\n" + substance + "\n"
     elif refs is not None and keep_chars > 0:
         kept = referenced_lines(text, refs, keep_chars, item_tokens(item), line_index(item))
         note += KEPT_LINES_INTRO + "\n" + "\n".join(kept) + "\n" if kept else ""
@@ -97,7 +106,8 @@ def output_lines(text: str) -> list[str]:
     """The lines of an output's text that are the output's own: a placeholder's note, the line introducing the
     lines it kept and its closing bracket are contextfold's (quoted as what a command printed, they are noise)."""
     return [line for line in text.splitlines()
-            if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, RESULT_LINE_INTRO, FETCHED_ISSUE_INTRO, "]"))]
+            if not (line.startswith(MARK) or line in (KEPT_LINES_INTRO, RESULT_LINE_INTRO, FETCHED_ISSUE_INTRO, REPORT_INTRO,
+                                                       "]"))]
 
 
 def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:

@@ -13,7 +13,12 @@ log): the transcript still holds the whole output. With
 output goes to disk only when the request, with it whole, is past that share
 of the trigger; under it the output the agent just fetched, which its next
 reply quotes, is sent whole (issue 28: a README read whole to be rewritten was
-cut to a preview at 14k of a 32k window).
+cut to a preview at 14k of a 32k window). A delegated agent's report (the
+output of a ``Task`` tool) waits for the request to fill whatever that
+setting: it is the work product of the sub-agent's many turns, which no read
+fetches again, and the agent acts on it next (a 27k-character design cut to
+its first 2,000 characters, the sub-agent's own tool calls, at 14k of a 32k
+window, as the agent wrote the plan from it).
 
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
@@ -46,6 +51,7 @@ from ...errors import OutputNotStored, StoreError, UnsafePath
 from ...events import Event
 from ...lookback.names import HISTORY_TOOLS, names_history_tools
 from ...summarizers._outputs import file_content
+from ...summarizers._reports import is_report
 from ...summarizers._text import clip
 from ..base import Budget, Policy
 from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
@@ -80,6 +86,12 @@ def is_oversized(item: Item, policy: Policy, count_item: Callable[[Item], int]) 
         return False
     text = result_text(item)
     return len(text) > policy.persist_max_chars or count_item(item) > policy.persist_max_tokens
+
+
+def waits_for_fill(item: Item, policy: Policy) -> bool:
+    """Whether the stage, with the request in hand, decides whether ``item`` goes: with
+    ``persist_min_fill_fraction`` set, and for a delegated agent's report always (see the module doc)."""
+    return bool(policy.persist_min_fill_fraction) or is_report(item)
 
 
 def persisted(item: Item, policy: Policy, header: Header, results_dir: str | os.PathLike[str] | None,
@@ -125,7 +137,7 @@ def offload(item: Item, policy: Policy, header: Header, results_dir: Path | None
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
-    for_the_stage = policy.persist_min_fill_fraction and len(text) <= MAX_KEPT_CHARS  # decided with the request
+    for_the_stage = waits_for_fill(item, policy) and len(text) <= MAX_KEPT_CHARS  # decided with the request
     if (results_dir is not None or blobs is not None) and not for_the_stage:
         saved, failure = persisted(item, policy, header, results_dir, blobs)
         if failure is None:
@@ -165,13 +177,16 @@ def _omitted_errors(omitted: str) -> str:
 
 def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
     fill = budget.policy.persist_min_fill_fraction
-    if fill and budget.count(conversation) <= fill * budget.trigger_tokens:
+    tokens = budget.count(conversation)
+    if fill and tokens <= fill * budget.trigger_tokens:
         return conversation, []  # room for the outputs the agent just fetched, whole: its next reply quotes them
     changes: dict[int, Item] = {}
     failures: list[str] = []
     for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
         if not is_oversized(item, budget.policy, budget.count_item):
             continue
+        if tokens <= budget.trigger_tokens and is_report(item):
+            continue  # a delegated agent's report, whole while there is room: the agent acts on it next
         changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
         if failure is not None:
             failures.append(f"{item.id}: {failure}")
