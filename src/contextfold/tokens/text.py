@@ -47,7 +47,8 @@ class TextCounter(Protocol):
 # letter (the pattern is most of the time the heuristic takes).
 _PIECES = re.compile(
     r"""
-     (?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff01-\uff60]+)
+     (?P<ctrl>[\x00-\x08\x0e-\x1b\x7f])
+    |(?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff01-\uff60]+)
     |(?P<b64>(?=[A-Za-z0-9+/=]{33})(?=[A-Za-z0-9+/=]*\d)(?=[A-Za-z0-9+/=]*[A-Z])(?=[A-Za-z0-9+/=]*[a-z])[A-Za-z0-9+/=]{33,})
     |(?P<word>[A-Z]*[a-z]+|[A-Z]+)
     |(?P<uword>[^\W\d_]+)
@@ -55,7 +56,7 @@ _PIECES = re.compile(
     |(?P<num>\d+)
     |(?P<nl>\s*\n\s*)
     |(?P<sp>[ \t]{2,})
-    |(?P<punct>[^\w\s]+|_+)
+    |(?P<punct>[^\w\s\x00-\x08\x0e-\x1b\x7f]+|_+)
     """,
     re.VERBOSE,
 )
@@ -85,6 +86,9 @@ _GUTTER_TOKENS = 3.0  # a line number's gutter (Claude Code's Read: "     12→"
 # o200k splits it "\n", "    ", " ", "12", "→" (a number takes no leading space, so the last one stands alone),
 # where the newline run, the number and the arrow were charged 3.5; the fitted costs above never saw the shape, and
 # file reads with it, a third of the corpus's tool outputs, were counted 10 % short (median; 17 % at p10)
+_CONTROL_TOKENS = 1.0  # a control character is a token of its own: the escape of a terminal colour code
+# ("\x1b[32m.\x1b[0m", nine tokens: a test runner's coloured dots) was charged as one punctuation run with the
+# "[" after it, which counted such outputs 17 % short
 _SHORT_PIECE_CHARS = 64
 """Pieces shorter than this take their cost from a table built once (the very floats the formulas give)."""
 _WORD_COSTS = [_WORD_TOKENS + _LONG_WORD_TOKENS_PER_EXTRA_CHAR * max(0, n - _SHORT_WORD_CHARS)
@@ -100,7 +104,7 @@ def piece_costs(text: str) -> list[float]:
     """
     costs: list[float] = []
     add = costs.append
-    for cjk, b64, word, uword, gutter, num, nl, sp, punct in _PIECES.findall(text):
+    for ctrl, cjk, b64, word, uword, gutter, num, nl, sp, punct in _PIECES.findall(text):
         if word:
             n = len(word)
             add(_WORD_COSTS[n] if n < _SHORT_PIECE_CHARS
@@ -116,6 +120,8 @@ def piece_costs(text: str) -> list[float]:
             add(_DIGIT_GROUP_TOKENS * ((len(num) + 2) // 3))
         elif gutter:
             add(_GUTTER_TOKENS + (len(gutter) + 1) // 3)  # the digits before the arrow, a token per group of 3
+        elif ctrl:
+            add(_CONTROL_TOKENS)
         elif uword:
             add(_OTHER_LETTER_TOKENS_PER_CHAR * len(uword))
         elif cjk:
