@@ -271,7 +271,7 @@ class Policy:
     def preset(cls, name: str, **overrides: Any) -> Policy:
         """The policy at preset ``name`` (:data:`PRESETS`: ``lean``, the cheapest; ``balanced`` = the defaults;
         ``thorough``, which spends more of the window on what the agent quotes next: longer summaries, more files
-        restored, larger outputs sent whole and a longer tail after a summary), with any knob overridden by
+        restored and larger outputs sent whole), with any knob overridden by
         keyword: ``Policy.preset("lean", summary_target_tokens=3_000)``."""
         knobs = PRESETS.get(name)
         if knobs is None:
