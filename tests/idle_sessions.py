@@ -53,8 +53,11 @@ class Clock:
 
 def busy_context(clock: Clock, **policy: object) -> Context:
     """A context with a long turn: a pasted specification and reads, then the agent's answer."""
+    # lean's tail (a tenth of the trigger) and lines put back (800 tokens): this session is one long turn, and
+    # balanced's (35 %, 1,600) keep so much of it that an idle summary saves too little to pay for itself
+    knobs = {"tail_max_trigger_fraction": 0.1, "survival_max_tokens": 800, **policy}
     context = Context(window_tokens=32_000, max_output_tokens=2_000, clock=clock,
-                      policy=Policy(idle_compaction=True, **policy))  # type: ignore[arg-type]
+                      policy=Policy(idle_compaction=True, **knobs))  # type: ignore[arg-type]
     spec = "\n".join(f"spec {k}: the retry budget of service {k} is {k * 7} ms, owner team {k % 5}" for k in range(600))
     context.add([user("Audit every module against the specification I paste next.")])
     context.add([assistant("Paste it.")])

@@ -30,7 +30,8 @@ from contextfold.testing.gemini_wire import check_gemini
 
 CANNED = ("<analysis>CANNED-ANALYSIS: going through the session.</analysis>\n"
           "<summary>\n## 1. Primary Request and Intent\nCANNED-SUMMARY: round half-even in src/shop.\n</summary>")
-WINDOW = "40000"
+WINDOW = "16000"  # the kept tail (35 % of the trigger) starts inside the last task: a file read before it is
+# restored, and the tail holds no task boundary (two assistant turns in a row, which Gemini refuses)
 
 
 class Canned(BaseHTTPRequestHandler):

@@ -60,7 +60,7 @@ def test_below_the_share_of_the_trigger_the_answer_gives_the_figures_and_nothing
 
 
 def test_from_the_share_the_next_request_is_compacted_with_the_focus() -> None:
-    context, heard = _context(rounds=8)
+    context, heard = _context(rounds=8, tail_max_trigger_fraction=0.1)  # lean's tail: most of the reads summarized
     assert context.counter.count(context.view()) < context.trigger_tokens  # nothing due by itself
     answer = _ask(context, "keep retry_budget_7_3 and the modules still to audit")
     assert answer.startswith("Compaction accepted") and heard.instructions == []  # not at the call: at the request

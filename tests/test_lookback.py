@@ -73,8 +73,8 @@ def test_a_literal_query_is_not_read_as_a_pattern() -> None:
 # --------------------------------------------------------------------------- search_history
 
 def test_a_value_only_a_compacted_output_held_is_found_with_its_provenance() -> None:
-    context = Context(window_tokens=50_000)
-    ids = _session(context)
+    context = Context(window_tokens=50_000, policy=Policy(tail_max_trigger_fraction=0.1))  # lean's tail: the
+    ids = _session(context)  # session's early outputs are summarized, not kept verbatim
     context.compact()
     assert not any(item.id == ids[3] for item in context.view().items), "the output was compacted away"
     assert "value_3_17 " not in str(context.prepare())

@@ -83,20 +83,22 @@ def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
         Policy.preset("thorough", trigger_min_fraction=2.0)
 
 
-def test_thorough_spends_the_window_on_larger_outputs_whole_and_a_longer_tail_where_balanced_saves() -> None:
-    # at 32k, a 20,000-character file read is a preview under balanced and whole under thorough; after a summary
-    # thorough keeps 35 % of the trigger verbatim where balanced keeps a tenth (README, "Presets")
+def test_each_preset_spends_the_window_after_a_summary_where_the_next_one_saves() -> None:
+    # at 32k, after a summary balanced keeps 35 % of the trigger verbatim where lean keeps a tenth, and a
+    # 20,000-character file read is a preview under balanced and whole under thorough (README, "Presets")
     window = 32_000
     budgets = {}
-    for name in ("balanced", "thorough"):
+    for name in PRESETS:
         context = Context(window_tokens=window, policy=Policy.preset(name))
         budgets[name] = Budget(context.policy, window, context.trigger_tokens, count=lambda _: 0,
                                count_item=lambda _: 0)
     assert (budgets["balanced"].policy.persist_max_chars, budgets["thorough"].policy.persist_max_chars) == (
         16_000, 32_000)
-    trigger = budgets["thorough"].trigger_tokens
-    assert budgets["balanced"].tail_budget_tokens == int(0.1 * trigger)
-    assert budgets["thorough"].tail_budget_tokens == int(0.35 * trigger) > 3 * budgets["balanced"].tail_budget_tokens
+    balanced, lean = budgets["balanced"], budgets["lean"]
+    assert balanced.tail_budget_tokens == int(0.35 * balanced.trigger_tokens) > 3 * lean.tail_budget_tokens
+    assert lean.tail_budget_tokens == int(0.1 * lean.trigger_tokens)
+    assert budgets["thorough"].tail_budget_tokens == balanced.tail_budget_tokens
+    assert (lean.policy.survival_max_tokens, balanced.policy.survival_max_tokens) == (800, 1_600)
 
 
 def test_the_output_limits_grow_with_the_window_unless_told_not_to() -> None:
