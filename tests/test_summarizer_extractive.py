@@ -1318,3 +1318,23 @@ def test_a_file_a_patch_script_writes_is_changed_when_the_script_runs() -> None:
     files = section(summarize(items)[0], 3)
     assert "`astropy/units/format/cds.py`: changed 1×" in files
     assert "(written by running its script: `python update_cds.py`)" in files
+
+
+def test_an_error_the_kept_tail_shows_fixed_is_not_open_above_it() -> None:
+    """The summary goes above the items kept verbatim after its span: an error one of them settles (the same
+    command run again, and working) is shown resolved, not sent as the open error the tail contradicts."""
+    c = Conversation()
+    c.append(user("Deploy the build from the deploy branch, then go back to main."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "git checkout main"})]))
+    c.append(tool("c1", "error: The following untracked working tree files would be overwritten by checkout:\n"
+                        "\t.claude/settings.local.json\nAborting", True))
+    c.append(assistant("Removing the local settings file first.", [ToolCall("c2", "bash", {"command": "git status"})]))
+    c.append(tool("c2", "On branch deploy\nUntracked files:\n\t.claude/settings.local.json"))
+    c.append(assistant("", [ToolCall("c3", "bash", {"command": "git checkout main"})]))
+    c.append(tool("c3", "Switched to branch 'main'"))
+    span = c.items[1:5]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "Last error (unresolved), from `$ git checkout main`" in alone  # the span alone cannot know
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert "Last error (unresolved)" not in told
+    assert "Last error (resolved: a later run of `git checkout main` succeeded), from `$ git checkout main`" in told

@@ -239,6 +239,19 @@ class Facts(FactsState):
             calls[call.id] = (call, classify(call), item)
         return call
 
+    def close_after(self, items: Sequence[Item]) -> None:
+        """Mark resolved the open errors that ``items``, sent verbatim after the summary, settle: an error the kept
+        tail shows fixed (the same ``git checkout`` run again and working) is no open error above that tail. Only
+        closes: what the tail shows is the agent's to read there, not the summary's to repeat."""
+        for item in items:
+            result = item.tool_result
+            if result is None or all(error.resolved is not None for error in self.errors):
+                continue
+            call = ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
+            action = classify(call)
+            if item_failure_line(item, action.kind) is None:
+                close_errors(self.errors, action, call.name, result.text)
+
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
         result = item.tool_result
         assert result is not None

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED, READ, SEARCH
+from ..conversation import Item
 from ..reading import message_says_something, opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
@@ -159,6 +160,17 @@ _STOPWORDS = frozenset({
 """Words of compaction instructions that say nothing about what to keep."""
 
 
+def kept_after(request: SummaryRequest) -> Sequence[Item]:
+    """The items the request the summary goes into keeps verbatim after the summarized span (none when the
+    caller did not say what it will send)."""
+    if request.next_request is None or not request.items:
+        return ()
+    items = request.next_request.items
+    last = request.items[-1]
+    end = next((index for index in range(len(items) - 1, -1, -1) if items[index] is last), None)
+    return items[end + 1:] if end is not None else ()
+
+
 class _Heading(Fixed):
     """A section heading: rendered only when some part of its section shows something."""
 
@@ -173,6 +185,7 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         facts = Facts()
         facts.read(request.items)
+        facts.close_after(kept_after(request))
         meter = Meter(request.count_text)
         parts = _Layout(facts, meter, request.instructions, request.target_tokens).parts()
         return SummaryResult(_fit(parts, meter, request.target_tokens), state=facts.to_state())
