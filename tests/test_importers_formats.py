@@ -600,14 +600,21 @@ def stream_result(call_id: str, text: str, parent: str | None = None) -> dict[st
     }
 
 
-def test_stream_json_subagents_are_conversations_of_their_own(tmp_path: Path) -> None:
+def session_with_a_subagent() -> list[dict[str, Any]]:
+    """Session s1's events: a Task call, the subagent's own call and result under it, then the Task's result."""
     task = {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "Find the code."}}
-    events = [
+    return [
         INIT,
         stream_assistant("m1", [task]),
         stream_assistant("m2", [tool_use("r1")], parent="task1"),
         stream_result("r1", "src", parent="task1"),
         stream_result("task1", "found it"),
+    ]
+
+
+def test_stream_json_subagents_are_conversations_of_their_own(tmp_path: Path) -> None:
+    events = [
+        *session_with_a_subagent(),
         {"type": "result", "subtype": "success", "is_error": False, "num_turns": 3, "session_id": "s1", "result": "ok"},
     ]
     path = write(tmp_path, "stream.jsonl", events)
@@ -625,14 +632,9 @@ def test_stream_json_subagents_are_conversations_of_their_own(tmp_path: Path) ->
 def test_stream_json_sessions_come_before_subagents_so_an_index_names_the_same_session(tmp_path: Path) -> None:
     """A log of two sessions, the first of which ran a subagent: conversation 1 is the second session (the N-th
     session is conversation N to every reader), the subagent after both."""
-    task = {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "Find the code."}}
     second = {**INIT, "session_id": "s2"}
     events = [
-        INIT,
-        stream_assistant("m1", [task]),
-        stream_assistant("m2", [tool_use("r1")], parent="task1"),
-        stream_result("r1", "src", parent="task1"),
-        stream_result("task1", "found it"),
+        *session_with_a_subagent(),
         second,
         {**stream_assistant("m3", [{"type": "text", "text": "Second session."}]), "session_id": "s2"},
     ]
