@@ -44,7 +44,7 @@ from ..actions import (
     python_writes,
     written_text,
 )
-from ..conversation import Item, Summary, Thinking, ToolCall
+from ..conversation import Item, Summary, Thinking, ToolCall, ToolResult
 from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
                        text_call, text_result)
 from ..readings import Key
@@ -111,6 +111,11 @@ _Pending = tuple[ToolCall, Action, "Item | None"]
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 """A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered,
 and the line its output ended on (what a reader of the output would quote)."""
+
+
+def linked_call(result: ToolResult) -> ToolCall:
+    """The call a result answers, as the result's own link names it (its call is not among the items read)."""
+    return ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
 
 
 @dataclass
@@ -244,10 +249,12 @@ class Facts(FactsState):
         tail shows fixed (the same ``git checkout`` run again and working) is no open error above that tail. Only
         closes: what the tail shows is the agent's to read there, not the summary's to repeat."""
         for item in items:
+            if all(error.resolved is not None for error in self.errors):
+                return
             result = item.tool_result
-            if result is None or all(error.resolved is not None for error in self.errors):
+            if result is None:
                 continue
-            call = ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
+            call = linked_call(result)
             action = classify(call)
             if item_failure_line(item, action.kind) is None:
                 close_errors(self.errors, action, call.name, result.text)
@@ -257,7 +264,7 @@ class Facts(FactsState):
         assert result is not None
         known = calls.pop(result.call_id, None)
         if known is None:  # its call is outside the span (or unknown): the linked name and arguments stand in
-            call = ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
+            call = linked_call(result)
             known = (call, classify(call), None)
             self.tools.setdefault(call.name, [0, 0])[0] += 1
         call, action, origin = known
