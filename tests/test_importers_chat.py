@@ -148,3 +148,16 @@ def test_keys_a_recorder_adds_are_kept_out_of_the_wire(tmp_path: Path) -> None:
     assert conversation[0].meta["recorded"] == {"turn_idx": 0} and "extra" not in conversation[0].meta
     assert conversation[1].meta["recorded"] == {"cost": 0.25}  # the raw copy is too long to keep
     assert conversation[1].meta["extra"] == {"name": "agent"}  # the API's own key rides to the writer
+
+
+def test_a_tool_message_listed_before_the_call_it_answers_is_read_after_it(tmp_path: Path) -> None:
+    """An export of a transcript written out of order lists a result before the assistant message making its call
+    (with another call's result between): each result follows its own call, and the file is read."""
+    read = {"id": "c2", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.txt"}'}}
+    messages = [*OPENAI_CHAT[:4], {"role": "tool", "tool_call_id": "c2", "content": "alpha"},
+                {"role": "assistant", "content": None, "tool_calls": [read]}, OPENAI_CHAT[4]]
+    (conversation,) = load(write_session(tmp_path, "chat.json", {"messages": messages}))
+    roles = [(item.role, item.tool_result.call_id if item.tool_result else None) for item in conversation]
+    assert roles == [("user", None), ("assistant", None), ("tool", "c1"), ("assistant", None), ("tool", "c2"),
+                     ("assistant", None)]
+    assert conversation.validate() == [] and conversation.header.meta["reordered"] == 1

@@ -231,6 +231,38 @@ def test_claude_code_new_chain_with_responses_of_its_own_is_kept(tmp_path: Path)
     assert [item.text for item in conversation if item.role == "user"] == ["List the files.", "List them again."]
     assert len(conversation) == 6 and "skipped" not in conversation.header.meta
 
+def test_claude_code_result_written_before_its_call_is_read_after_it(tmp_path: Path) -> None:
+    """Claude Code 2.1.9x can write a tool result's record a line or more before the record of the call it answers
+    (its ``parentUuid`` names that later record; the next turn's parent is the result): the model read it after the
+    call, so the conversation has it there, and the file is not refused."""
+    prompt, call, result = ask_and_list(1, None, "a")
+    follow_up = turn_at(3, "a3", "assistant", "a4", {"id": "msg_2", "role": "assistant", "model": "claude-opus-4-7",
+                                                     "content": [{"type": "text", "text": "One file: a.py."}]})
+    (conversation,) = load(write(tmp_path, "s.jsonl", [prompt, result, call, follow_up]))
+    assert [item.role for item in conversation] == ["user", "assistant", "tool", "assistant"]
+    assert conversation.validate() == [] and conversation.header.meta["reordered"] == 1
+
+
+def test_claude_code_file_in_order_is_not_reordered(tmp_path: Path) -> None:
+    """A rewound session's branch names an earlier record: nothing moves, and nothing says it did."""
+    first = ask_and_list(1, None, "a")
+    branch = ask_and_list(5, "a1", "b", "List them again.")[1:]  # another response to the same prompt
+    branch[0]["message"] = {**branch[0]["message"], "id": "msg_2"}
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*first, *branch]))
+    assert [item.role for item in conversation] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert "reordered" not in conversation.header.meta
+
+
+def test_claude_code_result_for_a_call_never_made_is_still_refused_with_its_line(tmp_path: Path) -> None:
+    """Only a result whose call is further down moves: one answering nothing anywhere is a broken file."""
+    prompt, call, result = ask_and_list(1, None, "a")
+    stray = turn_at(2, "a3", "user", "a5", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t9", "content": "?"}]})
+    with pytest.raises(SessionFormatError) as error:
+        load(write(tmp_path, "s.jsonl", [prompt, call, result, stray]))
+    assert "line 4" in str(error.value) and "t9" in str(error.value)
+
+
 def test_claude_code_record_type_that_is_not_a_string_is_a_typed_error(tmp_path: Path) -> None:
     """The look for a reopened session's copy reads every record's type before the records are checked: an object
     there is the file's error, named at its line, not a TypeError."""

@@ -93,6 +93,24 @@ class Shape:
     """A response is one item per part (Responses): consecutive assistant items are one response."""
     as_sent: Callable[[dict[str, object]], dict[str, object]] = dict
     """A message as recorders write it, in the API's own shape."""
+    calls_made: Callable[[Mapping[str, object]], list[str]] = lambda message: []
+    """The ids of the tool calls a message makes (a log written out of order is put back by them)."""
+    call_answered: Callable[[Mapping[str, object]], str | None] = lambda message: None
+    """The id of the call a message holds the result of, if it is one result."""
+
+
+def _chat_calls_made(message: Mapping[str, object]) -> list[str]:
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    if not isinstance(calls, list):
+        return []
+    return [call["id"] for call in calls if isinstance(call, Mapping) and isinstance(call.get("id"), str)]
+
+
+def _chat_call_answered(message: Mapping[str, object]) -> str | None:
+    if message.get("role") != "tool":
+        return None
+    call_id = message.get("tool_call_id", message.get("id"))
+    return call_id if isinstance(call_id, str) else None
 
 
 CHAT = Shape(
@@ -100,6 +118,8 @@ CHAT = Shape(
     frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",
                "reasoning_content"}),  # reasoning_content: DeepSeek's, which the adapter reads as thinking
     as_sent=as_sent,
+    calls_made=_chat_calls_made,
+    call_answered=_chat_call_answered,
 )
 MESSAGES = Shape("anthropic", frozenset({"role", "content"}))
 RESPONSES = Shape("responses", None, item_per_part=True)

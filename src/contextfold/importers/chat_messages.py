@@ -18,7 +18,10 @@ of its format; this module reads only the layout around them, and the few
 liberties recorders take with the OpenAI Chat shape (:func:`contextfold.adapters.recorded.as_sent`: a call
 without its ``function`` wrapper, arguments kept as an object, a tool output
 that is not text or names its call by ``id``) are put back into the wire's
-shape first.
+shape first. A ``tool`` message listed before the assistant message whose call
+it answers (an export of a Claude Code transcript written out of order) is
+read right after that message (:func:`~._order.after_calls`; how many in
+``Header.meta["reordered"]``).
 
 A message's time, where a recorder added one (``timestamp``, ``created_at``,
 ``ts``, ``time``: ISO 8601, unix seconds or milliseconds), becomes
@@ -44,6 +47,7 @@ from dataclasses import replace
 from ..adapters.recorded import MESSAGES, RESPONSES, Shape, is_message, shape_of
 from ..conversation import Conversation, JSONObject, JSONValue
 from ._common import CHAT_ROLES, ConversationBuilder, Source, kind_of, read_wire, small_scalars, tool_specs, unix_time
+from ._order import after_calls
 
 FORMAT = "chat-messages"
 TIME_KEYS = ("timestamp", "created_at", "ts", "time")
@@ -92,6 +96,9 @@ def _read(source: Source, messages: Sequence[tuple[str, object]], shape: Shape, 
     facts = {"format": FORMAT, "wire": shape.adapter, "model": model if isinstance(model, str) else None}
     builder = ConversationBuilder(source, f"{source.name}:0", facts)
     _read_request_fields(builder, request)
+    messages, reordered = after_calls(messages, shape)
+    if reordered:
+        builder.meta["reordered"] = reordered
     responses = 0  # Responses items of one response arrive one by one: consecutive assistant ones are one item
     for where, message in messages:
         if not isinstance(message, Mapping):

@@ -46,10 +46,13 @@ shared with the stream-json importer, whose events have the same shape.
   file.
 
 Records are taken in file order; the ``parentUuid`` tree is not re-walked, so
-a session that was rewound keeps its abandoned branch in place. The one
-exception: the chat a reopened session wrote into the file a second time
-(:func:`resumed_copies`) is read once, where it first happened, and its copy
-counted in ``meta["skipped"]``.
+a session that was rewound keeps its abandoned branch in place. Two
+exceptions: a record written before the record its ``parentUuid`` names (a
+tool result a line or two ahead of its call, as 2.1.9x and later can write it)
+is read right after that record (:func:`~._order.after_parents`; how many in
+``meta["reordered"]``); and the chat a reopened session wrote into the file a
+second time (:func:`resumed_copies`) is read once, where it first happened,
+and its copy counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from typing import Any
 
 from ..conversation import Conversation, Item, JSONObject, JSONValue
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
+from ._order import after_parents
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant"})
@@ -127,7 +131,9 @@ def load(source: Source) -> list[Conversation]:
     chains: dict[str, ConversationBuilder] = {}  # sidechain root uuid -> its conversation
     chain_of: dict[str, str] = {}  # record uuid -> sidechain root uuid
     queued: list[tuple[Item, str, float | None]] = []  # messages sent mid-turn, held until the round's results are in
-    records = list(source.records())
+    records, reordered = after_parents(list(source.records()))
+    if reordered:
+        main.meta["reordered"] = reordered
     copied = resumed_copies(records)
     for number, record in records:
         where = f"line {number}"
