@@ -161,3 +161,27 @@ def test_a_tool_message_listed_before_the_call_it_answers_is_read_after_it(tmp_p
     assert roles == [("user", None), ("assistant", None), ("tool", "c1"), ("assistant", None), ("tool", "c2"),
                      ("assistant", None)]
     assert conversation.validate() == [] and conversation.header.meta["reordered"] == 1
+
+
+def test_a_chat_export_that_keeps_everything_as_parts_is_read_as_the_api_had_it(tmp_path: Path) -> None:
+    """Some exporters (a ``{messages, meta}`` file made from Codex, Claude Code or opencode sessions) copy each call
+    into the content as a ``tool_call`` part beside ``tool_calls``, write each output as a ``tool_output`` part
+    (its text a string or a list of text parts) and thinking as ``reasoning`` parts: the outputs are read as text
+    the pipeline can see and cut, the reasoning as thinking, and each call once."""
+    call = {"type": "tool_call", "tool_call_id": "c1", "name": "bash", "arguments": '{"command": "ls"}'}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "list the repo"}]},
+        {"role": "assistant", "tool_calls": [LS],
+         "content": [{"type": "reasoning", "text": "Start with ls."}, call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "tool_output", "text": "a.txt\nb.txt"}]},
+        {"role": "assistant", "tool_calls": [{**LS, "id": "c2"}], "content": [{**call, "tool_call_id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2",
+         "content": [{"type": "tool_output", "text": [{"type": "text", "text": "## Summary"}, {"type": "text", "text": "two files"}]}]},
+    ]
+    (conversation,) = load(write_session(tmp_path, "develop-1.json", {"messages": messages, "meta": {"skipped_events_count": 0}}))
+    outputs = [item.text for item in conversation if item.role == "tool"]
+    assert outputs == ["a.txt\nb.txt", "## Summary\ntwo files"]
+    first = conversation[1]
+    assert [type(block) for block in first.blocks] == [Thinking, ToolCall]
+    assert [block.id for item in conversation for block in item.tool_calls] == ["c1", "c2"]
+    assert conversation.validate() == []

@@ -55,7 +55,8 @@ def type_of(value: object) -> str | None:
 def as_sent(message: dict[str, object]) -> dict[str, object]:
     """An OpenAI Chat message as recorders write it, in the shape the API took: each call wrapped in
     ``function`` with its arguments as JSON text, a tool output that is not text (absent, an object) as text
-    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages)."""
+    and answering the call its ``id`` names when it has no ``tool_call_id`` (tau2-bench's tool messages), and the
+    part types chat exporters invent (``tool_output``, ``reasoning``, a copy of each call) as the API's own."""
     if message.get("role") == "tool" and "tool_call_id" not in message and isinstance(message.get("id"), str):
         message = {**{k: v for k, v in message.items() if k != "id"}, "tool_call_id": message["id"]}
     calls = message.get("tool_calls")
@@ -64,7 +65,57 @@ def as_sent(message: dict[str, object]) -> dict[str, object]:
     content = message.get("content")
     if message.get("role") == "tool" and not isinstance(content, (str, list)):
         message = {**message, "content": "" if content is None else json.dumps(content, ensure_ascii=False)}
+    if isinstance(content, list) and any(_exported_part(part) for part in content):
+        message = _parts_as_sent(message, content)
     return message
+
+
+CHAT_PARTS = frozenset({"text", "refusal"}) | OPENAI_PARTS
+"""The content part types OpenAI Chat defines."""
+EXPORTED_CALL_PARTS = frozenset({"tool_call", "tool_use"})
+"""Part types chat exports use for a copy, in the content, of a call the message also makes in ``tool_calls``."""
+
+
+def _exported_part(part: object) -> bool:
+    """A part whose type OpenAI Chat does not define, written by an exporter that keeps everything as parts."""
+    return isinstance(part, Mapping) and type_of(part) not in CHAT_PARTS and type_of(part) is not None
+
+
+def _parts_as_sent(message: dict[str, object], content: list[object]) -> dict[str, object]:
+    """``message`` with the parts a chat exporter invented put in the API's shape: a tool's output or any other part
+    holding ``text`` (a string, or a list of text parts) is a text part; ``reasoning`` parts are the message's
+    ``reasoning_content`` (which the adapter reads as thinking); a copy of a call ``tool_calls`` already makes is
+    dropped. Any other part stays for the adapter (kept whole, as it keeps what it does not know)."""
+    calls = message.get("tool_calls")
+    made = {call.get("id") for call in calls if isinstance(call, Mapping)} if isinstance(calls, list) else set()
+    parts: list[object] = []
+    reasoning: list[str] = []
+    for part in content:
+        if not isinstance(part, Mapping) or not _exported_part(part):
+            parts.append(part)
+            continue
+        kind, text = type_of(part), _part_text(part.get("text"))
+        if kind in EXPORTED_CALL_PARTS and part.get("tool_call_id", part.get("id")) in made:
+            continue
+        if text is None:
+            parts.append(part)
+        elif kind == "reasoning" and message.get("role") == "assistant":
+            reasoning.append(text)
+        else:
+            parts.append({"type": "text", "text": text})
+    mended: dict[str, object] = {**message, "content": parts}
+    if reasoning and not message.get("reasoning_content"):
+        mended["reasoning_content"] = "\n".join(reasoning)
+    return mended
+
+
+def _part_text(text: object) -> str | None:
+    """A part's ``text`` as one string: itself, or the texts of a list of text parts (None when it is neither)."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, list) and all(isinstance(p, Mapping) and isinstance(p.get("text"), str) for p in text):
+        return "\n".join(p["text"] for p in text)
+    return None
 
 
 def _call_as_sent(call: object) -> object:
