@@ -506,3 +506,18 @@ def test_a_cleared_report_of_a_delegated_agent_keeps_its_substance() -> None:
     conv = Conversation([c.user("migrate the build to arch-chroot"), delegate, c.tool("t1", calls + findings)], HEADER)
     cleared = placeholder(conv[2], 3_000, "clear")
     assert REPORT_INTRO in cleared.text and findings.strip() in cleared.text and "claude:invoke" not in cleared.text
+
+
+def test_clearing_before_a_summary_clears_the_oldest_outputs_only_until_there_is_room() -> None:
+    # Ten files read, one a round: the agent rewrites them from what it read. Over the trigger, clearing every
+    # output older than three rounds made room for twice what was needed, and took the newer reads the agent was
+    # about to write from; the oldest ones alone make the room the clearing is asked for.
+    conv = session(*[(f"cat src/mod{k}.py", f"def handler_{k}(x):\n    return x + {k}\n" * 60) for k in range(10)])
+    budget = make_budget(trigger_tokens=8_000)
+    out, events, fits = compact(conv, budget, target_tokens=8_000)
+    shown = {item.id: item.text for item in out}
+    cleared = [i for i, item in enumerate(conv) if "output cleared" in shown.get(item.id, "")]
+    assert fits and not any(e.stage == "summarize" for e in events)
+    assert EST.conversation(conv) > 8_000 >= EST.conversation(out) / budget.policy.clear_first_max_fraction
+    assert cleared == [2, 4, 6, 8]  # the oldest, until there was room
+    assert shown[conv[10].id] == conv[10].text and shown[conv[14].id] == conv[14].text  # older than 3 rounds: whole

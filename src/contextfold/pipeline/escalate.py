@@ -47,9 +47,12 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int,
     """
     if not stages or budget.over_message_trigger(conversation):
         return None
+    room = int(budget.policy.clear_first_max_fraction * target_tokens)
     due = replace(budget, compaction_due=True)
-    cleared, events = run_stages(conversation, due, stages)
-    if not events or budget.count(cleared) > budget.policy.clear_first_max_fraction * target_tokens:
+    cleared, events = run_stages(conversation, replace(due, target_tokens=room), stages)
+    if events and budget.count(cleared) > room:  # the oldest outputs' savings, summed, fell short: every one
+        cleared, events = run_stages(conversation, due, stages)
+    if not events or budget.count(cleared) > room:
         return None
     checked, more = after_compaction(conversation, cleared, due)
     return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it
