@@ -154,6 +154,22 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
     assert "superseded" in every_search[8].text and every_search[10].text == "hits 2"  # the latest output stays
 
 
+
+def test_a_read_of_another_part_of_a_file_supersedes_no_earlier_part_but_a_whole_read_does() -> None:
+    # A saved output too long to read at once, read in pages: the second page snipped the first as "read again",
+    # and the design notes the agent was writing from were gone.
+    def read(cid: str, **arguments: object) -> Item:
+        return c.assistant("", [ToolCall(cid, "Read", {"file_path": "notes.md", **arguments})])
+    items = [c.user("Write the redesign plan from notes.md"),
+             read("p1", offset=1, limit=200), c.tool("p1", "1\tColour: #c53030 for alerts"),
+             read("p2", offset=200, limit=200), c.tool("p2", "200\tIcons: 28dp"),
+             read("p3", view_range=[1, 50]), c.tool("p3", "1\tColour: #c53030 for alerts"),
+             read("p4", offset=1, limit=200), c.tool("p4", "1\tColour: #c53030 for alerts")]
+    conv = Conversation(items, HEADER)
+    assert superseded(conv, keep_searches=3) == {2: "notes.md was read again afterwards"}  # the very same page again
+    whole = Conversation([*items, read("p5"), c.tool("p5", "the whole file")], HEADER)
+    assert set(superseded(whole, keep_searches=3)) == {2, 4, 6, 8}
+
 EVERY_OLD_OUTPUT = Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)
 """Clears every output but the latest once a compaction is due (under the trigger the current turn is spared)."""
 
