@@ -154,6 +154,22 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
     assert "superseded" in every_search[8].text and every_search[10].text == "hits 2"  # the latest output stays
 
 
+
+def test_a_read_of_another_part_of_a_file_supersedes_no_earlier_part_but_a_whole_read_does() -> None:
+    # A saved output too long to read at once, read in pages: the second page snipped the first as "read again",
+    # and the design notes the agent was writing from were gone.
+    def read(cid: str, **arguments: object) -> Item:
+        return c.assistant("", [ToolCall(cid, "Read", {"file_path": "notes.md", **arguments})])
+    items = [c.user("Write the redesign plan from notes.md"),
+             read("p1", offset=1, limit=200), c.tool("p1", "1\tColour: #c53030 for alerts"),
+             read("p2", offset=200, limit=200), c.tool("p2", "200\tIcons: 28dp"),
+             read("p3", view_range=[1, 50]), c.tool("p3", "1\tColour: #c53030 for alerts"),
+             read("p4", offset=1, limit=200), c.tool("p4", "1\tColour: #c53030 for alerts")]
+    conv = Conversation(items, HEADER)
+    assert superseded(conv, keep_searches=3) == {2: "notes.md was read again afterwards"}  # the very same page again
+    whole = Conversation([*items, read("p5"), c.tool("p5", "the whole file")], HEADER)
+    assert set(superseded(whole, keep_searches=3)) == {2, 4, 6, 8}
+
 EVERY_OLD_OUTPUT = Policy(clear_keep_recent_rounds=0, clear_min_savings_tokens=0)
 """Clears every output but the latest once a compaction is due (under the trigger the current turn is spared)."""
 
@@ -506,3 +522,18 @@ def test_a_cleared_report_of_a_delegated_agent_keeps_its_substance() -> None:
     conv = Conversation([c.user("migrate the build to arch-chroot"), delegate, c.tool("t1", calls + findings)], HEADER)
     cleared = placeholder(conv[2], 3_000, "clear")
     assert REPORT_INTRO in cleared.text and findings.strip() in cleared.text and "claude:invoke" not in cleared.text
+
+
+def test_clearing_before_a_summary_clears_the_oldest_outputs_only_until_there_is_room() -> None:
+    # Ten files read, one a round: the agent rewrites them from what it read. Over the trigger, clearing every
+    # output older than three rounds made room for twice what was needed, and took the newer reads the agent was
+    # about to write from; the oldest ones alone make the room the clearing is asked for.
+    conv = session(*[(f"cat src/mod{k}.py", f"def handler_{k}(x):\n    return x + {k}\n" * 60) for k in range(10)])
+    budget = make_budget(trigger_tokens=8_000)
+    out, events, fits = compact(conv, budget, target_tokens=8_000)
+    shown = {item.id: item.text for item in out}
+    cleared = [i for i, item in enumerate(conv) if "output cleared" in shown.get(item.id, "")]
+    assert fits and not any(e.stage == "summarize" for e in events)
+    assert EST.conversation(conv) > 8_000 >= EST.conversation(out) / budget.policy.clear_first_max_fraction
+    assert cleared == [2, 4, 6, 8]  # the oldest, until there was room
+    assert shown[conv[10].id] == conv[10].text and shown[conv[14].id] == conv[14].text  # older than 3 rounds: whole

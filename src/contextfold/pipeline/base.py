@@ -437,8 +437,8 @@ class Budget:
     per-item stages only look at what is new. ``idle_s`` is the time since the
     previous request (``None`` when unknown: the cache is assumed warm).
     ``summarizer``, ``count_text`` and ``tail_tokens`` are for the summarize
-    stage. ``target_tokens`` is what the stages after the summary in the
-    ``escalate`` tier work down to; ``compacted_from`` (and
+    stage. ``target_tokens`` is what the ``escalate`` tier's stages work down
+    to (the clearing before a summary, the stages after it); ``compacted_from`` (and
     ``compacted_facts``) is what an ``after`` stage compares the compacted
     request with; ``after`` is the pipeline's ``after`` tier, which a stage
     that compacts (the summary) hands its result to.
@@ -462,7 +462,7 @@ class Budget:
     growth_tokens_per_request: float | None = None  # how fast the request grows, when known
     compaction_due: bool = False  # over the trigger: the prefix is about to be rewritten whatever a stage does
     refused: bool = False  # the provider refused the request as too long: the window is at stake whatever the count
-    target_tokens: int | None = None  # the size an escalation's last resort works down to (None: the trigger)
+    target_tokens: int | None = None  # the size an escalation's stages work down to (None: the trigger)
     compacted_from: Conversation | None = None  # for an ``after`` stage: the request the compaction started from
     compacted_facts: Facts | None = None  # ...and its facts, when the compaction read them already (a summary's)
     after: tuple[Stage, ...] | None = None  # the stages a compaction's result goes through (None: the default's)

@@ -44,12 +44,20 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int,
     rewritten either way. A summary is needed only when this does not make
     room for a while (``Policy.clear_first_max_fraction`` of the target),
     or when the count of messages is over its trigger (clearing removes none).
+    The stages are given that room as ``budget.target_tokens``: clearing takes the
+    oldest outputs only until the request is there (on the wild sessions, clearing
+    every output older than three rounds left the request at 0.3 to 0.45 of the window,
+    without the newer reads the agent was writing from), and all of them only when
+    the oldest fall short.
     """
     if not stages or budget.over_message_trigger(conversation):
         return None
+    room = int(budget.policy.clear_first_max_fraction * target_tokens)
     due = replace(budget, compaction_due=True)
-    cleared, events = run_stages(conversation, due, stages)
-    if not events or budget.count(cleared) > budget.policy.clear_first_max_fraction * target_tokens:
+    cleared, events = run_stages(conversation, replace(due, target_tokens=room), stages)
+    if events and budget.count(cleared) > room:  # the oldest outputs' savings, summed, fell short: every one
+        cleared, events = run_stages(conversation, due, stages)
+    if not events or budget.count(cleared) > room:
         return None
     checked, more = after_compaction(conversation, cleared, due)
     return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it

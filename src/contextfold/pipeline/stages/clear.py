@@ -123,7 +123,10 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     end = recent_round_start(conversation, keep or 0)
     if not masking:  # masking is the literature's rule, kept as it is to compare with
         end = min(end, spared_from(conversation, budget))
+    enough = _enough(conversation, budget) if not masking else None
     for index in range(end):
+        if enough is not None and savings >= enough:
+            break
         item = conversation[index]
         result = item.tool_result
         if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:
@@ -145,6 +148,18 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     action = "masked" if masking else "cleared"
     why = "cache cold" if budget.cache_cold else "compaction due" if budget.compaction_due else f"saves {savings:,} tokens"
     return apply_changes(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")
+
+
+def _enough(conversation: Conversation, budget: Budget) -> int | None:
+    """The savings that bring a due compaction's request down to ``budget.target_tokens``, when the escalation gave
+    one (:func:`~contextfold.pipeline.escalate.clear_first`); ``None``: clear everything eligible.
+
+    Outputs are cleared oldest first until then: the newer ones, which the agent is more likely working from (a
+    file it read a few rounds ago and is now rewriting), stay whole while there is room for them.
+    """
+    if not budget.compaction_due or budget.target_tokens is None:
+        return None
+    return max(0, budget.count(conversation) - budget.target_tokens)
 
 
 def last_error(items: Sequence[Item]) -> tuple[int, list[str]] | None:

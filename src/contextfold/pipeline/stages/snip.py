@@ -1,7 +1,8 @@
 """snip: outputs that later steps made stale become a one-line placeholder.
 
 A read of a file is superseded when the file was edited afterwards, or read
-again in full or with the very same arguments; search results are
+again in full (not a range of it: another page of a long file leaves this
+one as it was) or with the very same arguments; search results are
 superseded beyond the newest few. The call itself stays, so the model sees
 what it did and can run it again.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ...actions import EDIT, READ, SEARCH, Action, result_action
-from ...conversation import Conversation, Item
+from ...conversation import Conversation, Item, JSONObject
 from ...readings import Key
 from ...events import Event
 from ..base import Budget
@@ -33,9 +34,16 @@ def _read_signature(item: Item) -> tuple[Action, str] | None:
     return action, json.dumps(item.tool_result.arguments or {}, sort_keys=True)  # type: ignore[union-attr]
 
 
-def _is_full_read(action: Action) -> bool:
+RANGE_ARGUMENTS = ("offset", "limit", "view_range", "start_line", "end_line")
+"""Arguments with which a read tool reads part of a file (Claude Code's and gemini-cli's ``offset``/``limit``, an
+editor's ``view_range``): a later read of lines 1000-1200 leaves lines 1-200, read before, as they were."""
+
+
+def _is_full_read(action: Action, arguments: JSONObject) -> bool:
     command = action.command or ""
-    return action.kind == READ and (not command or command.lstrip().startswith("cat "))
+    if command:
+        return action.kind == READ and command.lstrip().startswith("cat ")
+    return action.kind == READ and all(arguments.get(key) is None for key in RANGE_ARGUMENTS)
 
 
 def superseded(conversation: Conversation, keep_searches: int) -> dict[int, str]:
@@ -60,7 +68,7 @@ def superseded(conversation: Conversation, keep_searches: int) -> dict[int, str]
             elif path in full_read_later or key in seen_reads:
                 stale[index] = f"{path} was read again afterwards"
             seen_reads.add(key)
-            if _is_full_read(action):
+            if _is_full_read(action, conversation[index].tool_result.arguments or {}):  # type: ignore[union-attr]
                 full_read_later.add(path)
         elif action.kind == SEARCH:
             searches += 1
