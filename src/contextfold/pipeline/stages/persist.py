@@ -20,6 +20,16 @@ fetches again, and the agent acts on it next (a 27k-character design cut to
 its first 2,000 characters, the sub-agent's own tool calls, at 14k of a 32k
 window, as the agent wrote the plan from it).
 
+An oversized output that arrived for this request is sent whole when a
+compaction of older turns can make its room: while the request's such outputs,
+newest first, take at most ``Policy.persist_whole_tail_fraction`` of the tail a
+summary keeps verbatim (:attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`).
+The summary due at this request then pays for it (it keeps the last round whole),
+and at a later request the output is an old one, cleared or summarized as any
+other. Only past that bound is it previewed on arrival (issue 28: a file read
+previewed as it arrived, at 11k of a 32k window, while the agent's next replies
+edited from its lines).
+
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
 in a stored session, as a blob of its store named by the SHA-256 of its
@@ -130,14 +140,18 @@ def _where(item: Item, text: str, saved: Path | None, history_tools: bool) -> st
 
 
 def offload(item: Item, policy: Policy, header: Header, results_dir: Path | None,
-            count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
+            count_item: Callable[[Item], int], blobs: Blobs | None = None,
+            whole_tokens: int = 0) -> tuple[Item, list[Event]]:
     """At add time: an oversized output goes to the session's blobs (or disk) now, and only its preview is
     kept (see the module doc). The blob is durable before the item naming it is recorded. ``header`` is the
-    one the item will be sent with (what tools the agent has decides what the preview tells it to call)."""
+    one the item will be sent with (what tools the agent has decides what the preview tells it to call).
+    An output of at most ``whole_tokens`` (the session's :func:`~contextfold.pipeline.base.whole_output_tokens`)
+    may be sent whole: it stays whole in the history, and the stage decides with the request in hand."""
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
-    for_the_stage = waits_for_fill(item, policy) and len(text) <= MAX_KEPT_CHARS  # decided with the request
+    for_the_stage = ((waits_for_fill(item, policy) or count_item(item) <= whole_tokens)
+                     and len(text) <= MAX_KEPT_CHARS)  # decided with the request
     if (results_dir is not None or blobs is not None) and not for_the_stage:
         saved, failure = persisted(item, policy, header, results_dir, blobs)
         if failure is None:
@@ -182,11 +196,16 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
         return conversation, []  # room for the outputs the agent just fetched, whole: its next reply quotes them
     changes: dict[int, Item] = {}
     failures: list[str] = []
-    for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
+    room = budget.whole_output_tokens
+    for index, item in reversed(list(tool_items(conversation, range(budget.new_from, len(conversation))))):
         if not is_oversized(item, budget.policy, budget.count_item):
             continue
         if tokens <= budget.trigger_tokens and is_report(item):
             continue  # a delegated agent's report, whole while there is room: the agent acts on it next
+        size = budget.count_item(item)
+        if size <= room:
+            room -= size
+            continue  # whole, newest first: older turns are compacted to make its room, not the output cut
         changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
         if failure is not None:
             failures.append(f"{item.id}: {failure}")
