@@ -166,3 +166,20 @@ def test_an_output_no_compaction_makes_room_for_is_previewed_on_arrival() -> Non
     assert view.items[-1].provenance.compacted == "persist" and len(view.items[-1].text) < 4_000
     manual = Context(window_tokens=32_000, policy=Policy(mode="manual"))
     assert read_then_view(manual, readme(280)).items[-1].provenance.compacted == "persist"
+
+
+def test_an_output_sent_whole_is_the_first_to_go_when_a_compaction_is_due() -> None:
+    """The README went whole for its own request; the agent then reads the files it names. When the request passes
+    the trigger, the README, now old, goes to a preview before any of those reads is cleared or summarized."""
+    context = Context(window_tokens=32_000, policy=Policy(persist_whole_tail_fraction=2.0, background_summaries="never"))
+    view = read_then_view(context, readme(600))  # about 14k tokens: half the trigger
+    assert view.items[-1].text == readme(600)
+    reads = {f"w{k}": " ".join(f"wallet{k}.balance[{n}]" for n in range(300)) for k in range(8)}
+    for cid, text in reads.items():
+        context.add([call(cid, "get_order", order_id=f"{cid}.py"), c.tool(cid, text)])
+        view = context.prepare_view()
+    readme_item = next(item for item in view.items if item.tool_result and item.tool_result.call_id == "r")
+    assert readme_item.provenance.compacted == "persist"  # previewed, now old: read_history has it whole
+    outputs = {item.tool_result.call_id: item.text for item in view.items if item.tool_result}
+    assert all(outputs[cid] == text for cid, text in reads.items())  # every later read whole
+    assert not [item for item in view.items if item.provenance.summary]

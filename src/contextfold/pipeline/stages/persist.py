@@ -28,7 +28,11 @@ The summary due at this request then pays for it (it keeps the last round whole)
 and at a later request the output is an old one, cleared or summarized as any
 other. Only past that bound is it previewed on arrival (issue 28: a file read
 previewed as it arrived, at 11k of a 32k window, while the agent's next replies
-edited from its lines).
+edited from its lines). Once such an output is older than the latest round and
+a compaction is due, it is the first to go: :func:`persist_old` previews it
+before any other output is cleared or any turn summarized (a 48,000-character
+file sent whole for its own request, then cleared with the whole session's
+smaller reads at the next trigger, had cost every one of them).
 
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
@@ -64,7 +68,7 @@ from ...summarizers._outputs import file_content
 from ...summarizers._reports import is_report
 from ...summarizers._text import clip
 from ..base import Budget, Policy
-from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
+from ..edits import MARK, apply_changes, head_tail, is_compacted, recent_round_start, result_text, tool_items, with_result
 from ..offload_store import Blobs, save_output
 
 STAGE = "persist"
@@ -213,3 +217,13 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
     if failures:
         events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))
     return conversation, events
+
+
+def persist_old(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    """The outputs too large to send whole that went whole for their own request (:func:`persist`), older than
+    the latest round, to disk with a preview: what a due compaction takes first (:mod:`..escalate`)."""
+    changes: dict[int, Item] = {}
+    for index, item in tool_items(conversation, range(recent_round_start(conversation, 1))):
+        if is_oversized(item, budget.policy, budget.count_item):
+            changes[index], _ = persisted(item, budget.policy, conversation.header, budget.results_dir)
+    return apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs, now old")
