@@ -160,7 +160,7 @@ def test_an_output_just_fetched_is_sent_whole_and_older_turns_make_its_room(tmp_
 def test_an_output_no_compaction_makes_room_for_is_previewed_on_arrival() -> None:
     """Past the bound (a share of the tail a summary keeps) the output goes to disk with a preview, as before:
     older turns compacted to nothing would not make it fit for long. Nor in a mode that does not compact."""
-    text = readme(600)  # 47,783 characters, about 14k tokens: more than the tail a summary keeps at 32k
+    text = readme(700)  # 55,783 characters, about 16k tokens: more than the share of a summary's tail at 32k
     context = Context(window_tokens=32_000, policy=Policy(background_summaries="never"))
     view = read_then_view(context, text, earlier=2)
     assert view.items[-1].provenance.compacted == "persist" and len(view.items[-1].text) < 4_000
