@@ -198,8 +198,7 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
     tokens = budget.count(conversation)
     if fill and tokens <= fill * budget.trigger_tokens:
         return conversation, []  # room for the outputs the agent just fetched, whole: its next reply quotes them
-    changes: dict[int, Item] = {}
-    failures: list[str] = []
+    chosen: list[int] = []
     room = budget.whole_output_tokens
     for index, item in reversed(list(tool_items(conversation, range(budget.new_from, len(conversation))))):
         if not is_oversized(item, budget.policy, budget.count_item):
@@ -210,20 +209,29 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
         if size <= room:
             room -= size
             continue  # whole, newest first: older turns are compacted to make its room, not the output cut
-        changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
-        if failure is not None:
-            failures.append(f"{item.id}: {failure}")
-    conversation, events = apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")
-    if failures:
-        events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))
-    return conversation, events
+        chosen.append(index)
+    return _previewed(conversation, budget, sorted(chosen), "oversized outputs")
 
 
 def persist_old(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
     """The outputs too large to send whole that went whole for their own request (:func:`persist`), older than
     the latest round, to disk with a preview: what a due compaction takes first (:mod:`..escalate`)."""
+    chosen = [index for index, item in tool_items(conversation, range(recent_round_start(conversation, 1)))
+              if is_oversized(item, budget.policy, budget.count_item)]
+    return _previewed(conversation, budget, chosen, "oversized outputs, now old")
+
+
+def _previewed(conversation: Conversation, budget: Budget, indices: list[int],
+               what: str) -> tuple[Conversation, list[Event]]:
+    """The outputs at ``indices`` saved and replaced by their previews; a ``disk_failed`` event for those that
+    could not be saved (their previews say nowhere)."""
     changes: dict[int, Item] = {}
-    for index, item in tool_items(conversation, range(recent_round_start(conversation, 1))):
-        if is_oversized(item, budget.policy, budget.count_item):
-            changes[index], _ = persisted(item, budget.policy, conversation.header, budget.results_dir)
-    return apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs, now old")
+    failures: list[str] = []
+    for index in indices:
+        changes[index], failure = persisted(conversation[index], budget.policy, conversation.header, budget.results_dir)
+        if failure is not None:
+            failures.append(f"{conversation[index].id}: {failure}")
+    conversation, events = apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} {what}")
+    if failures:
+        events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))
+    return conversation, events
