@@ -183,7 +183,8 @@ def test_the_history_tools_read_an_offloaded_output_back_from_an_async_store(sha
     async def session() -> tuple[str, str]:
         store = await open_async_store(shared_store_url)
         try:
-            context = await Context.acreate(window_tokens=200_000, storage=Storage(store=store, session_id="s1"))
+            context = await Context.acreate(window_tokens=200_000, storage=Storage(store=store, session_id="s1"),
+                                            policy=Policy(persist_whole_tail_fraction=0))  # to the store on arrival
             await context.aadd([{"role": "user", "content": "Read the log"}], system=SYSTEM)
             added = await context.aadd([
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash",

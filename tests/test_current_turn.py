@@ -7,6 +7,7 @@ what its next reply quotes. Built from the shape of such a session (short excerp
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from contextfold import conversation as c
@@ -131,10 +132,54 @@ def test_an_output_just_fetched_stays_whole_while_the_request_has_room_for_it(tm
     for store in (None, tmp_path / "results"):  # kept whole on arrival too, where an output would be saved then
         view = read_then_view(Context(window_tokens=32_000, storage=Storage(results_dir=store), policy=room), text)
         assert text in [item.text for item in view.items]  # every line the next reply quotes
+    always = Policy(persist_whole_tail_fraction=0, background_summaries="never")
     before = read_then_view(Context(window_tokens=32_000, storage=Storage(results_dir=tmp_path / "old"),
-                                    policy=Policy(background_summaries="never")), text)
+                                    policy=always), text)
     assert text not in [item.text for item in before.items]  # persisting from the limit alone: a preview
-    full = Context(window_tokens=32_000, policy=room)
+    full = Context(window_tokens=32_000, policy=replace(room, persist_whole_tail_fraction=0))
     view = read_then_view(full, text, earlier=7)  # the request past the trigger with it whole: to disk
     [persisted] = [e for e in full.events if e.stage == "persist" and e.action == "persisted"]
     assert persisted.items == (view.items[-1].id,) and text not in view.items[-1].text
+
+
+def test_an_output_just_fetched_is_sent_whole_and_older_turns_make_its_room(tmp_path: Path) -> None:
+    """Issue 28: the README read to be rewritten arrives with the request past the trigger. It is not cut to a
+    preview: the older turns are compacted at this request, and the next reply sees every line it quotes."""
+    text = readme(400)  # 31,783 characters, about 9k tokens: over the persist limit, within a summary's tail
+    for store in (None, tmp_path / "results"):  # a stored session keeps it whole on arrival too
+        context = Context(window_tokens=32_000, storage=Storage(results_dir=store),
+                          policy=Policy(background_summaries="never"))
+        view = read_then_view(context, text, earlier=7)
+        assert view.items[-1].text == text  # every line the next reply quotes
+        assert not [e for e in context.events if e.stage == "persist"]
+        assert Estimator().conversation(view) <= 32_000 * 0.97  # under the window, older turns paid
+        assert [item for item in view.items if item.provenance.summary or item.provenance.compacted]
+        assert context.history[-1].text == text  # the history holds it whole, nothing acknowledged lost
+
+
+def test_an_output_no_compaction_makes_room_for_is_previewed_on_arrival() -> None:
+    """Past the bound (a share of the tail a summary keeps) the output goes to disk with a preview, as before:
+    older turns compacted to nothing would not make it fit for long. Nor in a mode that does not compact."""
+    text = readme(700)  # 55,783 characters, about 16k tokens: more than the share of a summary's tail at 32k
+    context = Context(window_tokens=32_000, policy=Policy(background_summaries="never"))
+    view = read_then_view(context, text, earlier=2)
+    assert view.items[-1].provenance.compacted == "persist" and len(view.items[-1].text) < 4_000
+    manual = Context(window_tokens=32_000, policy=Policy(mode="manual"))
+    assert read_then_view(manual, readme(280)).items[-1].provenance.compacted == "persist"
+
+
+def test_an_output_sent_whole_is_the_first_to_go_when_a_compaction_is_due() -> None:
+    """The README went whole for its own request; the agent then reads the files it names. When the request passes
+    the trigger, the README, now old, goes to a preview before any of those reads is cleared or summarized."""
+    context = Context(window_tokens=32_000, policy=Policy(persist_whole_tail_fraction=2.0, background_summaries="never"))
+    view = read_then_view(context, readme(600))  # about 14k tokens: half the trigger
+    assert view.items[-1].text == readme(600)
+    reads = {f"w{k}": " ".join(f"wallet{k}.balance[{n}]" for n in range(300)) for k in range(8)}
+    for cid, text in reads.items():
+        context.add([call(cid, "get_order", order_id=f"{cid}.py"), c.tool(cid, text)])
+        view = context.prepare_view()
+    readme_item = next(item for item in view.items if item.tool_result and item.tool_result.call_id == "r")
+    assert readme_item.provenance.compacted == "persist"  # previewed, now old: read_history has it whole
+    outputs = {item.tool_result.call_id: item.text for item in view.items if item.tool_result}
+    assert all(outputs[cid] == text for cid, text in reads.items())  # every later read whole
+    assert not [item for item in view.items if item.provenance.summary]

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Context, private_files, Storage
+from contextfold import Context, Policy, private_files, Storage
 from contextfold.conversation import Item, Text, ToolCall, ToolResult
 from contextfold.pipeline.offload_store import save_output, saved_output
 
 BIG = "B" * 250_000  # over the persist limit of a 200k window
+ON_ARRIVAL = Policy(persist_whole_tail_fraction=0)  # an oversized output is saved as it arrives, never sent whole
 
 
 def call_and_result(result_id: str, call_id: str = "c1") -> list[Item]:
@@ -31,7 +32,7 @@ def every_file(root: Path) -> set[Path]:
                          ids=["up", "up-up", "absolute", "nul", "10k", "hidden", "subdir", "dotdot", "tilde", "surrogate"])
 def test_hostile_ids_are_saved_inside_the_results_folder_under_a_safe_name(tmp_path: Path, hostile: str) -> None:
     results = tmp_path / "box" / "results"
-    context = Context(window_tokens=200_000, storage=Storage(results_dir=results))
+    context = Context(window_tokens=200_000, storage=Storage(results_dir=results), policy=ON_ARRIVAL)
     before = every_file(tmp_path)
     context.add(call_and_result(hostile))  # saved on arrival: the history keeps only the preview
     view = context.prepare_view()
@@ -66,7 +67,7 @@ def test_a_results_folder_that_is_a_link_is_refused_and_only_a_preview_is_kept(t
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "results").symlink_to(elsewhere)
-    context = Context(window_tokens=200_000, storage=Storage(results_dir=tmp_path / "results"))
+    context = Context(window_tokens=200_000, storage=Storage(results_dir=tmp_path / "results"), policy=ON_ARRIVAL)
     context.add(call_and_result("r1"))
     view = context.prepare_view()
     assert list(elsewhere.iterdir()) == [] and len(view[2].text) < 4_000
@@ -92,7 +93,7 @@ def test_a_full_disk_leaves_no_empty_or_partial_file(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(private_files.os, "write", write_some_then_fill_up)
     results = tmp_path / "results"
-    context = Context(window_tokens=200_000, storage=Storage(results_dir=results))
+    context = Context(window_tokens=200_000, storage=Storage(results_dir=results), policy=ON_ARRIVAL)
     context.add(call_and_result("r1"))
     view = context.prepare_view()
     assert list(results.iterdir()) == []

@@ -82,7 +82,7 @@ def test_persist_degrades_to_a_preview_when_the_disk_fails(tmp_path: Path) -> No
 def test_an_output_over_either_persist_limit_is_persisted(tmp_path: Path, limit: str) -> None:
     limits = {"persist_max_chars": 1_000, "persist_max_tokens": 10**9} if limit == "chars" else \
         {"persist_max_chars": 10**9, "persist_max_tokens": 200}
-    policy = Policy(preview_head_chars=200, preview_tail_chars=100, **limits)
+    policy = Policy(preview_head_chars=200, preview_tail_chars=100, persist_whole_tail_fraction=0, **limits)
     conv = session(("cat big.log", "line of output\n" * 200))  # 3,000 characters, about 800 tokens
     out, events = persist(conv, make_budget(policy=policy, results_dir=tmp_path))
     assert [e.action for e in events] == ["persisted"] and len(out[2].text) < 1_000
@@ -498,13 +498,14 @@ def test_a_delegated_agents_report_is_kept_whole_while_the_request_is_under_the_
     design = "## Storage\n" + "".join(f"CREATE TABLE t_{k} (id INTEGER PRIMARY KEY, name TEXT);\n" for k in range(400))
     delegate = c.assistant("", [ToolCall("t1", "Task", {"subagent_type": "Plan", "prompt": "Design the schema"})])
     conv = Conversation([c.user("Design the analytics store"), delegate, c.tool("t1", design)], HEADER)
-    budget = make_budget(results_dir=tmp_path, trigger_tokens=50_000, window_tokens=64_000)
+    budget = make_budget(results_dir=tmp_path, trigger_tokens=50_000, window_tokens=64_000,
+                         policy=Policy(persist_whole_tail_fraction=0))  # an output is never sent whole for its room
     out, events = persist(conv, budget)
     assert out[2].text == design and not events
     log = session(("cat schema.log", design))
     out, events = persist(log, budget)
     assert out[2].text != design and events[0].action == "persisted"
-    over = make_budget(results_dir=tmp_path, trigger_tokens=1_000, window_tokens=64_000)
+    over = replace(budget, trigger_tokens=1_000)
     assert persist(conv, over)[0][2].text != design  # past the trigger, it goes like any output
 
 

@@ -35,7 +35,7 @@ def everything_written(folder: Path) -> bytes:
 
 def test_secrets_are_redacted_before_the_transcript_and_the_results_folder(tmp_path: Path) -> None:
     context = Context(window_tokens=200_000, storage=Storage(transcript=tmp_path, session_id="s1"),
-                      policy=Policy(redact_secrets=True))
+                      policy=Policy(redact_secrets=True, persist_whole_tail_fraction=0))  # the output to disk
     context.add(session())
     request = repr(context.prepare())
     context.close()

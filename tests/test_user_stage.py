@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contextfold import DEFAULT_PIPELINE, Budget, Context, Conversation, Event, InvalidPipeline
+from contextfold import DEFAULT_PIPELINE, Budget, Context, Conversation, Event, InvalidPipeline, Policy
 from contextfold.pipeline.stages.persist import persist
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -76,7 +76,7 @@ def test_a_stage_runs_where_it_was_added() -> None:
 
     pipeline = DEFAULT_PIPELINE.add(probe("before_persist"), before=persist).add(probe("after_persist"), after="persist")
     assert [s.__name__ for s in pipeline.cheap] == ["before_persist", "persist", "after_persist", "truncate"]
-    context = started(pipeline=pipeline)
+    context = started(pipeline=pipeline, policy=Policy(persist_whole_tail_fraction=0))  # persisted on arrival
     context.add([call(1, "cat big.log"), result(1, "x" * 60_000)])
     context.prepare_view()
     assert seen["before_persist"] == 60_000 and seen["after_persist"] < 4_000

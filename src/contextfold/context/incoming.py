@@ -45,7 +45,7 @@ class Incoming:
         for item in conversation.items:
             item = history.linked(item)  # which tool answered decides what admission does with it
             item, events = admit(item, parts.policy, history.header, parts.results_dir, parts.estimator.item,
-                                 self._blobs())
+                                 self._blobs(), parts.whole_output_tokens)
             parts.emit(events)
             items.append(item)
         added = parts.journal.append(parts.timeline, items)

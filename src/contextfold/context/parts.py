@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..events import Event
 from ..limits import ModelLimits
-from ..pipeline.base import Policy
+from ..pipeline.base import Policy, whole_output_tokens
 from ..pipeline.consent import Consent
 from ..pipeline.stages.fit import COUNT_MARGIN
 from ..pipeline.step import Steward
@@ -55,6 +55,12 @@ class Parts:
     def trigger_tokens(self) -> int:
         """Above this many prompt tokens a summary is due (policy override, else the dynamic threshold)."""
         return self.steward.trigger_tokens(self.limits)
+
+    @property
+    def whole_output_tokens(self) -> int:
+        """How many tokens the oversized outputs that arrive for one request may take and still be sent whole
+        (:func:`~contextfold.pipeline.base.whole_output_tokens`)."""
+        return whole_output_tokens(self.policy, self.window_tokens, self.trigger_tokens)
 
     @property
     def hard_tokens(self) -> int:

@@ -32,16 +32,19 @@ logger = logging.getLogger(__name__)
 
 
 def admit(item: Item, policy: Policy, header: Header, results_dir: Path | None,
-          count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
+          count_item: Callable[[Item], int], blobs: Blobs | None = None,
+          whole_tokens: int = 0) -> tuple[Item, list[Event]]:
     """``item`` as the transcript and the history keep it, and the events of what was done to it; ``header``
-    is the request's (the tools it offers decide whether a preview names the history tools)."""
+    is the request's (the tools it offers decide whether a preview names the history tools); an oversized
+    output of at most ``whole_tokens`` may be sent whole, so it is kept whole (see
+    :func:`~contextfold.pipeline.stages.persist.offload`)."""
     events = []
     if policy.redact_secrets:
         item, found = redact_item(item)
         if found:
             logger.info("redacted %s from item %s", describe(found), item.id)
             events.append(Event("redact", "redacted", (item.id,), detail=f"redacted {describe(found)}", data=dict(found)))
-    item, offloaded = offload(item, policy, header, results_dir, count_item, blobs)
+    item, offloaded = offload(item, policy, header, results_dir, count_item, blobs, whole_tokens)
     return item, events + offloaded
 
 

@@ -103,6 +103,11 @@ class Policy:
     persist_min_fill_fraction: float = 0.0  # ...only once the request, the output whole, is past this share of the
     # trigger (0: always; 1: an output just fetched is sent whole while there is room; off: it cost 3 % more on the
     # held-back sessions for the same strict recall, README "Presets")
+    persist_whole_tail_fraction: float = 1.5  # an oversized output that arrived for this request is sent whole, and
+    # older turns are compacted to make its room, while the current request's such outputs take at most this share
+    # of the verbatim tail a summary keeps (whole_output_tokens: 14.6k tokens at 32k, 6.3k at 16k); past it, it goes
+    # to disk with a preview on arrival (0: always, as before issue 28, where a file read previewed as it arrived
+    # was edited from by the next reply). Chosen by cross-validation by session on 59 sessions at 32k (README)
     # whether previews and summaries name search_history/read_history (see lookback.names.names_history_tools):
     # "auto" when the request offers the agent both; True for a loop that answers them without offering them
     # to contextfold; False never
@@ -314,7 +319,7 @@ _SHARES = ("persist_min_fill_fraction", "trigger_min_fraction", "tail_fraction",
            "compact_tool_min_trigger_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
 _NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads",
-                 "idle_compaction_margin_s", "persist_chars_per_window_token")
+                 "idle_compaction_margin_s", "persist_chars_per_window_token", "persist_whole_tail_fraction")
 
 
 def check_policy(policy: Policy) -> None:
@@ -543,8 +548,29 @@ class Budget:
         """
         if self.tail_tokens is not None:
             return self.tail_tokens
-        p = self.policy
-        return min(int(p.tail_fraction * self.window_tokens), int(p.tail_max_trigger_fraction * self.trigger_tokens))
+        return policy_tail_tokens(self.policy, self.window_tokens, self.trigger_tokens)
+
+    @property
+    def whole_output_tokens(self) -> int:
+        """How many tokens the oversized outputs that arrived for this request may take and still be sent whole
+        (:func:`whole_output_tokens`)."""
+        return whole_output_tokens(self.policy, self.window_tokens, self.trigger_tokens)
+
+
+def policy_tail_tokens(policy: Policy, window_tokens: int, trigger_tokens: int) -> int:
+    """The verbatim tail a summary keeps by the policy's shares (:attr:`Budget.tail_budget_tokens`)."""
+    return min(int(policy.tail_fraction * window_tokens), int(policy.tail_max_trigger_fraction * trigger_tokens))
+
+
+def whole_output_tokens(policy: Policy, window_tokens: int, trigger_tokens: int) -> int:
+    """How many tokens the oversized outputs that arrived for one request may take and still be sent whole:
+    :attr:`Policy.persist_whole_tail_fraction` of the verbatim tail a summary keeps. A summary always keeps the
+    last round whole (:func:`~contextfold.boundary.choose_cut`), so older turns compacted at this request make
+    their room, and the agent's next reply, which quotes them, sees them whole. 0 when the policy's mode does
+    not compact on its own (nothing would make that room)."""
+    if policy.mode != "auto":
+        return 0
+    return int(policy.persist_whole_tail_fraction * policy_tail_tokens(policy, window_tokens, trigger_tokens))
 
 
 Stage = Callable[[Conversation, Budget], "tuple[Conversation, list[Event]]"]

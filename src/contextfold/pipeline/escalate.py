@@ -21,6 +21,7 @@ from ..conversation import Conversation
 from ..events import Event
 from .base import Budget, Stage, stage_name
 from .running import after_compaction, run_stages
+from .stages.persist import persist_old
 from .stages.summarize import plan
 from .tiers import DEFAULT_PIPELINE, SUMMARY_STAGE, Pipeline
 
@@ -61,6 +62,20 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int,
         return None
     checked, more = after_compaction(conversation, cleared, due)
     return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it
+
+
+def old_outputs_first(conversation: Conversation, budget: Budget,
+                      target_tokens: int) -> tuple[Conversation, list[Event]] | None:
+    """Over the trigger, the outputs too large to send whole that went whole for their own request, now older than
+    the latest round, previewed alone (:func:`~.stages.persist.persist_old`), when that gets far enough below the
+    target (as :func:`clear_first`): every other output and turn stays as it was. An output sent whole pushed the
+    request over the trigger; it pays for the room, not the smaller outputs read before it."""
+    due = replace(budget, compaction_due=True)
+    previewed, events = persist_old(conversation, due)
+    if not events or budget.count(previewed) > budget.policy.clear_first_max_fraction * target_tokens:
+        return None
+    checked, more = after_compaction(conversation, previewed, due)
+    return checked, [*more, *events]
 
 
 def compact(conversation: Conversation, budget: Budget, target_tokens: int,

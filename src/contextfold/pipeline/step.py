@@ -30,7 +30,7 @@ from ..usage import Usage
 from .base import Budget, Policy
 from .consent import Consent
 from .economics import choose
-from .escalate import compact, rungs
+from .escalate import compact, old_outputs_first, rungs
 from .receipts import made
 from .running import run_stages
 from .stages.fit import fit_window, window_limit
@@ -181,13 +181,19 @@ class Steward:
         """The decisions that may fail: the view, their events, and whether a summary met its target
         (``None``: none ran, or none could: the span was under the minimum).
 
-        A due summary ``defer`` takes to the background is decided first: no batch edit is priced then
-        (the summary rewrites the prefix anyway, and considers clearing before summarizing on its own).
+        When a summary is due, the old outputs that went whole for their own request are previewed first, and
+        alone when that is enough (:func:`~.escalate.old_outputs_first`). A due summary ``defer`` takes to the
+        background is decided next: no batch edit is priced then (the summary rewrites the prefix anyway, and
+        considers clearing before summarizing on its own).
         """
-        if occasion.summary == DUE and defer is not None:
-            due = self._summary_target(view, budget, occasion)
-            if due is not None and defer(view, budget, due):
-                return view, [], None
+        due = self._summary_target(view, budget, occasion) if occasion.summary == DUE else None
+        if due is not None:
+            made = old_outputs_first(view, budget, due)  # the old outputs sent whole go first, alone if enough
+            if made is not None:
+                self._evaluated_at_tokens = budget.count(made[0])
+                return *made, True
+        if due is not None and defer is not None and defer(view, budget, due):
+            return view, [], None
         events: list[Event] = []
         if occasion.edits:
             view, events = self._edit(view, budget)

@@ -20,6 +20,20 @@ fetches again, and the agent acts on it next (a 27k-character design cut to
 its first 2,000 characters, the sub-agent's own tool calls, at 14k of a 32k
 window, as the agent wrote the plan from it).
 
+An oversized output that arrived for this request is sent whole when a
+compaction of older turns can make its room: while the request's such outputs,
+newest first, take at most ``Policy.persist_whole_tail_fraction`` of the tail a
+summary keeps verbatim (:attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`).
+The summary due at this request then pays for it (it keeps the last round whole),
+and at a later request the output is an old one, cleared or summarized as any
+other. Only past that bound is it previewed on arrival (issue 28: a file read
+previewed as it arrived, at 11k of a 32k window, while the agent's next replies
+edited from its lines). Once such an output is older than the latest round and
+a compaction is due, it is the first to go: :func:`persist_old` previews it
+before any other output is cleared or any turn summarized (a 48,000-character
+file sent whole for its own request, then cleared with the whole session's
+smaller reads at the next trigger, had cost every one of them).
+
 :func:`offload` does the same when an item is added, before the transcript
 or the history hold it, so a large output lives outside the history only:
 in a stored session, as a blob of its store named by the SHA-256 of its
@@ -54,7 +68,7 @@ from ...summarizers._outputs import file_content
 from ...summarizers._reports import is_report
 from ...summarizers._text import clip
 from ..base import Budget, Policy
-from ..edits import MARK, apply_changes, head_tail, is_compacted, result_text, tool_items, with_result
+from ..edits import MARK, apply_changes, head_tail, is_compacted, recent_round_start, result_text, tool_items, with_result
 from ..offload_store import Blobs, save_output
 
 STAGE = "persist"
@@ -130,14 +144,18 @@ def _where(item: Item, text: str, saved: Path | None, history_tools: bool) -> st
 
 
 def offload(item: Item, policy: Policy, header: Header, results_dir: Path | None,
-            count_item: Callable[[Item], int], blobs: Blobs | None = None) -> tuple[Item, list[Event]]:
+            count_item: Callable[[Item], int], blobs: Blobs | None = None,
+            whole_tokens: int = 0) -> tuple[Item, list[Event]]:
     """At add time: an oversized output goes to the session's blobs (or disk) now, and only its preview is
     kept (see the module doc). The blob is durable before the item naming it is recorded. ``header`` is the
-    one the item will be sent with (what tools the agent has decides what the preview tells it to call)."""
+    one the item will be sent with (what tools the agent has decides what the preview tells it to call).
+    An output of at most ``whole_tokens`` (the session's :func:`~contextfold.pipeline.base.whole_output_tokens`)
+    may be sent whole: it stays whole in the history, and the stage decides with the request in hand."""
     if not is_oversized(item, policy, count_item):
         return item, []
     text = result_text(item)
-    for_the_stage = waits_for_fill(item, policy) and len(text) <= MAX_KEPT_CHARS  # decided with the request
+    for_the_stage = ((waits_for_fill(item, policy) or count_item(item) <= whole_tokens)
+                     and len(text) <= MAX_KEPT_CHARS)  # decided with the request
     if (results_dir is not None or blobs is not None) and not for_the_stage:
         saved, failure = persisted(item, policy, header, results_dir, blobs)
         if failure is None:
@@ -180,17 +198,40 @@ def persist(conversation: Conversation, budget: Budget) -> tuple[Conversation, l
     tokens = budget.count(conversation)
     if fill and tokens <= fill * budget.trigger_tokens:
         return conversation, []  # room for the outputs the agent just fetched, whole: its next reply quotes them
-    changes: dict[int, Item] = {}
-    failures: list[str] = []
-    for index, item in tool_items(conversation, range(budget.new_from, len(conversation))):
+    chosen: list[int] = []
+    room = budget.whole_output_tokens
+    for index, item in reversed(list(tool_items(conversation, range(budget.new_from, len(conversation))))):
         if not is_oversized(item, budget.policy, budget.count_item):
             continue
         if tokens <= budget.trigger_tokens and is_report(item):
             continue  # a delegated agent's report, whole while there is room: the agent acts on it next
-        changes[index], failure = persisted(item, budget.policy, conversation.header, budget.results_dir)
+        size = budget.count_item(item)
+        if size <= room:
+            room -= size
+            continue  # whole, newest first: older turns are compacted to make its room, not the output cut
+        chosen.append(index)
+    return _previewed(conversation, budget, sorted(chosen), "oversized outputs")
+
+
+def persist_old(conversation: Conversation, budget: Budget) -> tuple[Conversation, list[Event]]:
+    """The outputs too large to send whole that went whole for their own request (:func:`persist`), older than
+    the latest round, to disk with a preview: what a due compaction takes first (:mod:`..escalate`)."""
+    chosen = [index for index, item in tool_items(conversation, range(recent_round_start(conversation, 1)))
+              if is_oversized(item, budget.policy, budget.count_item)]
+    return _previewed(conversation, budget, chosen, "oversized outputs, now old")
+
+
+def _previewed(conversation: Conversation, budget: Budget, indices: list[int],
+               what: str) -> tuple[Conversation, list[Event]]:
+    """The outputs at ``indices`` saved and replaced by their previews; a ``disk_failed`` event for those that
+    could not be saved (their previews say nowhere)."""
+    changes: dict[int, Item] = {}
+    failures: list[str] = []
+    for index in indices:
+        changes[index], failure = persisted(conversation[index], budget.policy, conversation.header, budget.results_dir)
         if failure is not None:
-            failures.append(f"{item.id}: {failure}")
-    conversation, events = apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} oversized outputs")
+            failures.append(f"{conversation[index].id}: {failure}")
+    conversation, events = apply_changes(conversation, budget, changes, STAGE, "persisted", f"{len(changes)} {what}")
     if failures:
         events.append(Event(STAGE, "disk_failed", tuple(f.split(":", 1)[0] for f in failures), detail="; ".join(failures)))
     return conversation, events
