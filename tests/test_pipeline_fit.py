@@ -37,6 +37,14 @@ def test_a_task_larger_than_the_window_is_a_typed_error_naming_the_smallest_requ
     assert "smallest request" in str(raised.value)
 
 
+def test_a_request_inside_the_window_but_over_the_counting_margin_says_so() -> None:
+    """The error names the limit it missed: a smallest request of 980 tokens is under a 1,000-token window, and
+    "over the 1,000-token window" would read as a miscount; the limit is the window less the margin kept free."""
+    error = ContextOverflow(980, 1_000, "the task alone is this large", 970)
+    assert "over the 970 tokens that surely fit the 1,000-token window" in str(error)
+    assert "over the 1,000-token window:" in str(ContextOverflow(1_200, 1_000, "the task alone is this large", 970))
+
+
 @pytest.mark.parametrize("window", [4_000, 8_000, 16_000, 20_000, 32_000, 128_000])
 def test_the_trigger_is_inside_the_window_at_every_window(window: int) -> None:
     trigger = Steward(Policy()).trigger_tokens(ModelLimits(window, 4_096))

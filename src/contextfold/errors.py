@@ -247,12 +247,16 @@ class ContextOverflow(ContextfoldError):
     size of that smallest request, ``window_tokens`` the window it had to fit.
     """
 
-    def __init__(self, smallest_tokens: int, window_tokens: int, what: str) -> None:
+    def __init__(self, smallest_tokens: int, window_tokens: int, what: str, limit_tokens: int | None = None) -> None:
         self.smallest_tokens = smallest_tokens
         self.window_tokens = window_tokens
+        over = f"over the {window_tokens:,}-token window"
+        if limit_tokens is not None and smallest_tokens <= window_tokens:  # over the margin kept for counting only
+            over = (f"over the {limit_tokens:,} tokens that surely fit the {window_tokens:,}-token window (the rest is "
+                    f"kept free: what was added since the provider last counted is an estimate)")
         super().__init__(
-            f"the smallest request contextfold can make is {smallest_tokens:,} tokens, over the {window_tokens:,}-token "
-            f"window: {what}; use a model with a larger window, or shorten the system prompt, tools or task"
+            f"the smallest request contextfold can make is {smallest_tokens:,} tokens, {over}: {what}; use a model "
+            "with a larger window, or shorten the system prompt, tools or task"
         )
 
 

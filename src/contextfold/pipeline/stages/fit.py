@@ -47,7 +47,8 @@ def fit_window(conversation: Conversation, budget: Budget) -> tuple[Conversation
     events += cut
     after = budget.count(current)
     if after > limit:
-        raise ContextOverflow(after, budget.window_tokens, "the system prompt, tools, task and the latest round alone are this large")
+        raise ContextOverflow(after, budget.window_tokens,
+                              "the system prompt, tools, task and the latest round alone are this large", limit)
     return current, events
 
 
