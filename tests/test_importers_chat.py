@@ -176,11 +176,15 @@ def test_a_chat_export_that_keeps_everything_as_parts_is_read_as_the_api_had_it(
         {"role": "tool", "tool_call_id": "c1", "content": [{"type": "tool_output", "text": "a.txt\nb.txt"}]},
         {"role": "assistant", "tool_calls": [{**LS, "id": "c2"}], "content": [{**call, "tool_call_id": "c2"}]},
         {"role": "tool", "tool_call_id": "c2",
-         "content": [{"type": "tool_output", "text": [{"type": "text", "text": "## Summary"}, {"type": "text", "text": "two files"}]}]},
+         "content": [{"type": "tool_output", "text": [{"type": "text", "text": "## Summary"},
+                                                      {"type": "tool_reference", "tool_name": "Grep"},
+                                                      {"type": "text", "text": "two files"}]}]},
     ]
     (conversation,) = load(write_session(tmp_path, "develop-1.json", {"messages": messages, "meta": {"skipped_events_count": 0}}))
     outputs = [item.text for item in conversation if item.role == "tool"]
-    assert outputs == ["a.txt\nb.txt", "## Summary\ntwo files"]
+    assert outputs[0] == "a.txt\nb.txt" and "## Summary" in outputs[1] and "two files" in outputs[1]
+    second = [item for item in conversation if item.role == "tool"][1].tool_result
+    assert second is not None and [type(block).__name__ for block in second.content] == ["Text", "Opaque", "Text"]
     first = conversation[1]
     assert [type(block) for block in first.blocks] == [Thinking, ToolCall]
     assert [block.id for item in conversation for block in item.tool_calls] == ["c1", "c2"]

@@ -83,7 +83,8 @@ def _exported_part(part: object) -> bool:
 
 def _parts_as_sent(message: dict[str, object], content: list[object]) -> dict[str, object]:
     """``message`` with the parts a chat exporter invented put in the API's shape: a tool's output or any other part
-    holding ``text`` (a string, or a list of text parts) is a text part; ``reasoning`` parts are the message's
+    holding ``text`` is a text part (a list there is the output's own parts: its text parts read as text, the
+    others, such as a ``tool_reference``, kept as they are); ``reasoning`` parts are the message's
     ``reasoning_content`` (which the adapter reads as thinking); a copy of a call ``tool_calls`` already makes is
     dropped. Any other part stays for the adapter (kept whole, as it keeps what it does not know)."""
     calls = message.get("tool_calls")
@@ -94,28 +95,28 @@ def _parts_as_sent(message: dict[str, object], content: list[object]) -> dict[st
         if not isinstance(part, Mapping) or not _exported_part(part):
             parts.append(part)
             continue
-        kind, text = type_of(part), _part_text(part.get("text"))
+        kind, text = type_of(part), part.get("text")
         if kind in EXPORTED_CALL_PARTS and part.get("tool_call_id", part.get("id")) in made:
             continue
-        if text is None:
-            parts.append(part)
-        elif kind == "reasoning" and message.get("role") == "assistant":
+        if kind == "reasoning" and message.get("role") == "assistant" and isinstance(text, str):
             reasoning.append(text)
-        else:
+        elif isinstance(text, str):
             parts.append({"type": "text", "text": text})
+        elif isinstance(text, list):  # the parts of the output itself: its text, and what else it held, in order
+            parts.extend(_output_part(inner) for inner in text)
+        else:
+            parts.append(part)
     mended: dict[str, object] = {**message, "content": parts}
     if reasoning and not message.get("reasoning_content"):
         mended["reasoning_content"] = "\n".join(reasoning)
     return mended
 
 
-def _part_text(text: object) -> str | None:
-    """A part's ``text`` as one string: itself, or the texts of a list of text parts (None when it is neither)."""
-    if isinstance(text, str):
-        return text
-    if isinstance(text, list) and all(isinstance(p, Mapping) and isinstance(p.get("text"), str) for p in text):
-        return "\n".join(p["text"] for p in text)
-    return None
+def _output_part(part: object) -> object:
+    """One part of an exported tool output: a text part in the API's shape, anything else as it is."""
+    if isinstance(part, Mapping) and type_of(part) == "text" and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    return part
 
 
 def _call_as_sent(call: object) -> object:
