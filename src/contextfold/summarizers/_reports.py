@@ -13,6 +13,7 @@ sections.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from ..conversation import Item, ToolCall
 from ._text import shorten_lines
@@ -46,6 +47,22 @@ def is_report(item: Item) -> bool:
     """Whether ``item`` is a delegated agent's report: the output of a call that :func:`delegates`."""
     result = item.tool_result
     return result is not None and delegates(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
+
+
+def reports_kept_whole(items: Sequence[Item], count_item: Callable[[Item], int], room_tokens: int) -> frozenset[int]:
+    """The indices of the newest delegated agents' reports that fit ``room_tokens`` together, newest first: the
+    work products the agent is acting on, which no read fetches again (many turns of another agent made them).
+    Cut to a budget or cleared to their lines in use, an agent that goes on to copy a report's list or table into
+    a file has lost it; an older report that does not fit, and every one past it, is left to the other stages."""
+    kept: set[int] = set()
+    for index in range(len(items) - 1, -1, -1):
+        if not is_report(items[index]):
+            continue
+        room_tokens -= count_item(items[index])
+        if room_tokens < 0:
+            break
+        kept.add(index)
+    return frozenset(kept)
 
 
 def is_continuation(item: Item) -> bool:

@@ -20,6 +20,8 @@ failed last, where, is what the agent continues from. A test or lint run keeps
 the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
 how the last run went is read from it again (the summary's last test run). An issue or pull request the agent
 fetched keeps its head, its title and body on lines of their own: it is the task as it arrived.
+The newest reports of delegated agents are not cleared while they fit ``Policy.report_whole_fraction`` of the
+window (:func:`~contextfold.summarizers._reports.reports_kept_whole`): no read fetches them again.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ...events import Event
 from ...summarizers._calls import fetched_issue
 from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
                                      shown_error, tally_line)
-from ...summarizers._reports import is_report, report_substance
+from ...summarizers._reports import is_report, report_substance, reports_kept_whole
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -124,12 +126,15 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     if not masking:  # masking is the literature's rule, kept as it is to compare with
         end = min(end, spared_from(conversation, budget))
     enough = _enough(conversation, budget) if not masking else None
+    whole = frozenset() if masking else reports_kept_whole(conversation.items, budget.count_item,
+                                                            budget.report_whole_tokens)
     for index in range(end):
         if enough is not None and savings >= enough:
             break
         item = conversation[index]
         result = item.tool_result
-        if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:
+        if (result is None or index == latest or index in whole or is_placeholder(item)
+                or result.tool_name in p.exclude_tools):
             continue
         tokens = budget.count_item(item)
         changed = placeholder(item, tokens, "mask" if masking else STAGE, refs, p.clear_keep_referenced_chars)
