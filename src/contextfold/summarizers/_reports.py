@@ -55,6 +55,8 @@ def reports_kept_whole(items: Sequence[Item], count_item: Callable[[Item], int],
     Cut to a budget or cleared to their lines in use, an agent that goes on to copy a report's list or table into
     a file has lost it; an older report that does not fit, and every one past it, is left to the other stages."""
     kept: set[int] = set()
+    if room_tokens <= 0:  # off (Policy.report_whole_fraction 0): no scan of the history at every stage
+        return frozenset()
     for index in range(len(items) - 1, -1, -1):
         if not is_report(items[index]):
             continue
