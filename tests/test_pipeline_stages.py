@@ -588,3 +588,14 @@ def test_a_summary_keeps_the_newest_report_of_a_delegated_agent_in_its_tail_when
     out, events, fits = compact(conv, budget, target_tokens=8_000)
     assert fits and any(e.action == "summarized" for e in events)
     assert any(item.text == PLAN for item in out)
+
+
+def test_a_short_report_a_cleared_placeholder_keeps_whole_takes_no_room_from_the_newest_long_one() -> None:
+    # An agent started in the background reports its id alone; cleared, its placeholder keeps all of it. It neither
+    # counts as the newest report nor pulls a summary's tail back to its round.
+    from contextfold.summarizers._reports import reports_kept_whole
+
+    items = [c.user("Consolidate the build scripts"), *_delegated("t1", PLAN), *_delegated("t2", "agentId: a1 (running)")]
+    kept = reports_kept_whole(items, EST.item, EST.item(items[2]))
+    assert kept == {2}
+    assert reports_kept_whole(items, EST.item, 0) == frozenset()

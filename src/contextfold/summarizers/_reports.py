@@ -32,6 +32,9 @@ HEADING = re.compile(r"^\s*(?:#{1,6}\s|\d+\.\s+\*\*|\*\*[^*]+\*\*:?\s*$|\d+\.\s+
 line of its own, a numbered title ending in a colon (``1. Primary Request and Intent:``)."""
 _SECTION_LINES = 3
 """Lines of each section kept, in turns (every section's first line, then every section's second…), before the rest."""
+REPORT_CHARS = 2_000
+"""The characters of a delegated agent's report a cleared placeholder keeps (its conclusions: the newest lines);
+a report no longer than this loses nothing to clearing."""
 _CONTINUATION = re.compile(r"^\s*This session is being continued from a previous conversation")
 _CONTINUATION_SUMMARY = re.compile(r"^Summary:\s*$", re.MULTILINE)
 """Where a Claude Code continuation summary's sections begin (its analysis, the model's notes, comes before)."""
@@ -58,8 +61,8 @@ def reports_kept_whole(items: Sequence[Item], count_item: Callable[[Item], int],
     if room_tokens <= 0:  # off (Policy.report_whole_fraction 0): no scan of the history at every stage
         return frozenset()
     for index in range(len(items) - 1, -1, -1):
-        if not is_report(items[index]):
-            continue
+        if not is_report(items[index]) or len(items[index].text) <= REPORT_CHARS:
+            continue  # a short report (an agent started in the background, its id) loses nothing when cleared
         room_tokens -= count_item(items[index])
         if room_tokens < 0:
             break

@@ -35,7 +35,7 @@ from ...events import Event
 from ...summarizers._calls import fetched_issue
 from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
                                      shown_error, tally_line)
-from ...summarizers._reports import is_report, report_substance, reports_kept_whole
+from ...summarizers._reports import REPORT_CHARS, is_report, report_substance, reports_kept_whole
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -57,8 +57,6 @@ REPORT_INTRO = ". The report a delegated agent returned, its substance:"
 """Introduces what a cleared report of a delegated agent keeps (a ``Task`` output): the work product the agent asked
 for and acts on, which no read fetches again; cleared to its lines in use, four design reports had left the next
 summary 600 characters of each."""
-REPORT_CHARS = 2_000
-"""The characters of a delegated agent's report a placeholder keeps (its conclusions: the newest lines)."""
 KEPT_LINES_INTRO = ". Lines of it still in use:"
 """Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
