@@ -595,7 +595,8 @@ def test_a_short_report_a_cleared_placeholder_keeps_whole_takes_no_room_from_the
     # counts as the newest report nor pulls a summary's tail back to its round.
     from contextfold.summarizers._reports import reports_kept_whole
 
-    items = [c.user("Consolidate the build scripts"), *_delegated("t1", PLAN), *_delegated("t2", "agentId: a1 (running)")]
+    items = Conversation([c.user("Consolidate the build scripts"), *_delegated("t1", PLAN),
+                          *_delegated("t2", "agentId: a1 (running)")], HEADER).items
     kept = reports_kept_whole(items, EST.item, EST.item(items[2]))
     assert kept == {2}
     assert reports_kept_whole(items, EST.item, 0) == frozenset()
