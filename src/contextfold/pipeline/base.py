@@ -111,7 +111,7 @@ class Policy:
     report_whole_fraction: float = 0.0  # the newest reports of delegated agents (Task outputs) are kept whole by
     # the budget for older outputs and by clearing, and a due summary's tail reaches back to keep them verbatim
     # when it still meets its target, while together they take at most this share of the window. 0 (off): at 32k
-    # on the 14 sessions that delegate, 0.05 to 0.2 kept as much (strict 0.785-0.787) for 1.5-10 % more cost,
+    # on the 14 sessions that delegate, 0.05 to 0.2 kept as much (strict 0.784-0.787) for 2-9 % more cost,
     # most of it the longer tails; at 200k 0.15 and 0.2 keep on 54bc4295 the sub-agent's plan the agent copies
     # from next (README "Presets")
     # whether previews and summaries name search_history/read_history (see lookback.names.names_history_tools):
