@@ -538,3 +538,65 @@ def test_clearing_before_a_summary_clears_the_oldest_outputs_only_until_there_is
     assert EST.conversation(conv) > 8_000 >= EST.conversation(out) / budget.policy.clear_first_max_fraction
     assert cleared == [2, 4, 6, 8]  # the oldest, until there was room
     assert shown[conv[10].id] == conv[10].text and shown[conv[14].id] == conv[14].text  # older than 3 rounds: whole
+
+
+def _delegated(cid: str, report: str) -> list[Item]:
+    """A ``Task`` call and its report, in the shape of Claude Code's (written for these tests)."""
+    call = c.assistant("", [ToolCall(cid, "Task", {"subagent_type": "Planner", "prompt": "Plan the module split"})])
+    return [call, c.tool(cid, report)]
+
+
+PLAN = "## Modules\n" + "".join(f"- `modules/part_{k}.sh`: consolidates add-{k}a.sh and add-{k}b.sh\n" for k in range(120))
+"""A sub-agent's plan: a list the agent copies, line by line, into the document it writes next."""
+
+
+def test_the_newest_report_of_a_delegated_agent_is_not_cut_by_the_budget_for_older_outputs() -> None:
+    # Cut to its head and tail like any older output, the list the agent went on to copy from lost its middle;
+    # a shell output of the same size, as old, is still cut.
+    items = [c.user("Consolidate the build scripts"), *_delegated("t1", PLAN)]
+    items += [bash("c1", "cat notes.log"), c.tool("c1", PLAN), c.user("Go ahead, write it up")]
+    items += [x for k in range(2, 6) for x in (bash(f"c{k}", f"echo {k}"), c.tool(f"c{k}", "ok"))]
+    conv = Conversation(items, HEADER)
+    policy = Policy(budget_steps=((0.0, 1_000),), report_whole_fraction=0.1)
+    budget = make_budget(window_tokens=60_000, trigger_tokens=50_000, policy=policy)
+    out, _ = budget_outputs(conv, budget)
+    assert out[2].text == PLAN and len(out[4].text) < 1_100
+    cut, _ = budget_outputs(conv, replace(budget, policy=replace(policy, report_whole_fraction=0)))
+    assert len(cut[2].text) < 1_100  # with no room for reports, it is cut like any output
+
+
+def test_clearing_spares_the_newest_report_of_a_delegated_agent_while_it_fits_whole() -> None:
+    # Cleared, the report kept 2,000 characters of its conclusions; the list the agent copied from was gone.
+    items = [c.user("Consolidate the build scripts"), *_delegated("t1", PLAN)]
+    items += [bash("c1", "cat notes.log"), c.tool("c1", PLAN)]
+    items += [x for k in range(2, 6) for x in (bash(f"c{k}", f"echo {k}"), c.tool(f"c{k}", "ok"))]
+    conv = Conversation(items, HEADER)
+    out, _ = clear(conv, make_budget(window_tokens=60_000, trigger_tokens=50_000, compaction_due=True,
+                                     policy=replace(EVERY_OLD_OUTPUT, report_whole_fraction=0.1)))
+    assert out[2].text == PLAN and "output cleared" in out[4].text
+
+
+def test_a_summary_keeps_the_newest_report_of_a_delegated_agent_in_its_tail_when_it_still_reaches_its_target() -> None:
+    # The policy's tail began after the report: the summary carried a few of its lines, and the agent's next edit
+    # copied forty of them. A longer tail that keeps it verbatim still brings the request under the target.
+    items = [x for k in range(12) for x in (c.user(f"Step {k}: what does src/old{k}.sh do?"),
+                                            c.assistant(f"It echoes {k}.\n" * 400))]
+    items += [*_delegated("t1", PLAN), c.assistant("Writing CONSOLIDATION.md from the plan.")]
+    items += [x for k in range(12, 16) for x in (bash(f"c{k}", f"echo {k}"), c.tool(f"c{k}", "ok"))]
+    conv = Conversation(items, HEADER)
+    budget = make_budget(window_tokens=40_000, trigger_tokens=12_000, policy=Policy(tail_fraction=0.06, report_whole_fraction=0.1))
+    out, events, fits = compact(conv, budget, target_tokens=8_000)
+    assert fits and any(e.action == "summarized" for e in events)
+    assert any(item.text == PLAN for item in out)
+
+
+def test_a_short_report_a_cleared_placeholder_keeps_whole_takes_no_room_from_the_newest_long_one() -> None:
+    # An agent started in the background reports its id alone; cleared, its placeholder keeps all of it. It neither
+    # counts as the newest report nor pulls a summary's tail back to its round.
+    from contextfold.summarizers._reports import reports_kept_whole
+
+    items = Conversation([c.user("Consolidate the build scripts"), *_delegated("t1", PLAN),
+                          *_delegated("t2", "agentId: a1 (running)")], HEADER).items
+    kept = reports_kept_whole(items, EST.item, EST.item(items[2]))
+    assert kept == {2}
+    assert reports_kept_whole(items, EST.item, 0) == frozenset()

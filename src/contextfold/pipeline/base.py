@@ -108,6 +108,12 @@ class Policy:
     # of the verbatim tail a summary keeps (whole_output_tokens: 14.6k tokens at 32k, 6.3k at 16k); past it, it goes
     # to disk with a preview on arrival (0: always, as before issue 28, where a file read previewed as it arrived
     # was edited from by the next reply). Chosen by cross-validation by session on 59 sessions at 32k (README)
+    report_whole_fraction: float = 0.0  # the newest reports of delegated agents (Task outputs) are kept whole by
+    # the budget for older outputs and by clearing, and a due summary's tail reaches back to keep them verbatim
+    # when it still meets its target, while together they take at most this share of the window. 0 (off): at 32k
+    # on the 14 sessions that delegate, 0.05 to 0.2 kept as much (strict 0.784-0.787) for 2-9 % more cost,
+    # most of it the longer tails; at 200k 0.15 and 0.2 keep on 54bc4295 the sub-agent's plan the agent copies
+    # from next (README "Presets")
     # whether previews and summaries name search_history/read_history (see lookback.names.names_history_tools):
     # "auto" when the request offers the agent both; True for a loop that answers them without offering them
     # to contextfold; False never
@@ -316,7 +322,7 @@ _OPTIONAL_COUNTS_FROM_1 = ("mask_window_rounds", "trigger_tokens", "trigger_mess
                            "clear_keep_rounds_window_tokens")
 _SHARES = ("persist_min_fill_fraction", "trigger_min_fraction", "tail_fraction", "tail_max_trigger_fraction",
            "restore_max_share", "survival_max_share", "clear_first_max_fraction", "hard_fill_fraction",
-           "compact_tool_min_trigger_fraction")
+           "compact_tool_min_trigger_fraction", "report_whole_fraction")
 """Shares of something, from 0 to 1; the other real knobs below are non-negative."""
 _NON_NEGATIVE = ("cache_ttl_s", "restore_min_weight", "horizon_factor", "economic_summary_rereads",
                  "idle_compaction_margin_s", "persist_chars_per_window_token", "persist_whole_tail_fraction")
@@ -549,6 +555,12 @@ class Budget:
         if self.tail_tokens is not None:
             return self.tail_tokens
         return policy_tail_tokens(self.policy, self.window_tokens, self.trigger_tokens)
+
+    @property
+    def report_whole_tokens(self) -> int:
+        """How many tokens the newest reports of delegated agents may take together and be kept whole
+        (:attr:`Policy.report_whole_fraction` of the window)."""
+        return int(self.policy.report_whole_fraction * self.window_tokens)
 
     @property
     def whole_output_tokens(self) -> int:

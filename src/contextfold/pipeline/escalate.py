@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from ..conversation import Conversation
 from ..events import Event
+from ..summarizers._reports import reports_kept_whole
 from .base import Budget, Stage, stage_name
 from .running import after_compaction, run_stages
 from .stages.persist import persist_old
@@ -122,13 +123,15 @@ def compact(conversation: Conversation, budget: Budget, target_tokens: int,
 def tail_for_one_summary(
     conversation: Conversation, budget: Budget, target_tokens: int, start_tokens: int,
 ) -> tuple[int | None, list[Event]]:
-    """The longest of the tails (the policy's, a quarter of it, none but the last unit) with which a summary at
-    its target brings the request to ``target_tokens``, else the one that comes closest; ``None`` when no cut
-    leaves any of them. An ``escalated`` event for each tail passed over (no summarizer ran for it)."""
+    """The longest of the tails (one that keeps the newest delegated reports verbatim, :func:`reports_tail_tokens`;
+    the policy's, a quarter of it, none but the last unit) with which a summary at its target brings the request
+    to ``target_tokens``, else the one that comes closest; ``None`` when no cut leaves any of them. An
+    ``escalated`` event for each tail passed over (no summarizer ran for it)."""
     tail = budget.tail_budget_tokens
+    reports = reports_tail_tokens(conversation, budget)
     passed: list[tuple[int, Event]] = []  # (tail tokens, why a summary with it was not made)
     closest: tuple[int, int] | None = None  # (predicted tokens, tail tokens)
-    for tail_tokens in (tail, tail // 4, 0):
+    for tail_tokens in (*([reports] if reports > tail else []), tail, tail // 4, 0):
         planned = plan(conversation, replace(budget, tail_tokens=tail_tokens))
         if planned is None:
             continue  # no cut leaves this much tail: a shorter one may
@@ -144,6 +147,18 @@ def tail_for_one_summary(
     if closest is None:
         return None, []
     return closest[1], [event for tail_tokens, event in passed if tail_tokens != closest[1]]
+
+
+def reports_tail_tokens(conversation: Conversation, budget: Budget) -> int:
+    """The tail that keeps verbatim the newest delegated agents' reports kept whole (from the round of the oldest
+    of them on: :func:`~contextfold.summarizers._reports.reports_kept_whole`); 0 when there is none. A report is
+    the product of many turns no read fetches again, which the agent is acting on: summarized, the lists and
+    tables it copies from it next are gone. Tried first, while a summary with it still reaches its target."""
+    whole = reports_kept_whole(conversation.items, budget.count_item, budget.report_whole_tokens)
+    if not whole:
+        return 0
+    start = max(start for start, _ in conversation.units() if start <= min(whole))
+    return sum(budget.count_item(item) for item in conversation.items[start:])
 
 
 def _never_larger(

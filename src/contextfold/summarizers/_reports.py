@@ -13,6 +13,7 @@ sections.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from ..conversation import Item, ToolCall
 from ._text import shorten_lines
@@ -31,6 +32,9 @@ HEADING = re.compile(r"^\s*(?:#{1,6}\s|\d+\.\s+\*\*|\*\*[^*]+\*\*:?\s*$|\d+\.\s+
 line of its own, a numbered title ending in a colon (``1. Primary Request and Intent:``)."""
 _SECTION_LINES = 3
 """Lines of each section kept, in turns (every section's first line, then every section's second…), before the rest."""
+REPORT_CHARS = 2_000
+"""The characters of a delegated agent's report a cleared placeholder keeps (its conclusions: the newest lines);
+a report no longer than this loses nothing to clearing."""
 _CONTINUATION = re.compile(r"^\s*This session is being continued from a previous conversation")
 _CONTINUATION_SUMMARY = re.compile(r"^Summary:\s*$", re.MULTILINE)
 """Where a Claude Code continuation summary's sections begin (its analysis, the model's notes, comes before)."""
@@ -46,6 +50,24 @@ def is_report(item: Item) -> bool:
     """Whether ``item`` is a delegated agent's report: the output of a call that :func:`delegates`."""
     result = item.tool_result
     return result is not None and delegates(ToolCall(result.call_id, result.tool_name or "", result.arguments or {}))
+
+
+def reports_kept_whole(items: Sequence[Item], count_item: Callable[[Item], int], room_tokens: int) -> frozenset[int]:
+    """The indices of the newest delegated agents' reports that fit ``room_tokens`` together, newest first: the
+    work products the agent is acting on, which no read fetches again (many turns of another agent made them).
+    Cut to a budget or cleared to their lines in use, an agent that goes on to copy a report's list or table into
+    a file has lost it; an older report that does not fit, and every one past it, is left to the other stages."""
+    kept: set[int] = set()
+    if room_tokens <= 0:  # off (Policy.report_whole_fraction 0): no scan of the history at every stage
+        return frozenset()
+    for index in range(len(items) - 1, -1, -1):
+        if not is_report(items[index]) or len(items[index].text) <= REPORT_CHARS:
+            continue  # a short report (an agent started in the background, its id) loses nothing when cleared
+        room_tokens -= count_item(items[index])
+        if room_tokens < 0:
+            break
+        kept.add(index)
+    return frozenset(kept)
 
 
 def is_continuation(item: Item) -> bool:

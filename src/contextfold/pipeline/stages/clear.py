@@ -20,6 +20,8 @@ failed last, where, is what the agent continues from. A test or lint run keeps
 the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
 how the last run went is read from it again (the summary's last test run). An issue or pull request the agent
 fetched keeps its head, its title and body on lines of their own: it is the task as it arrived.
+The newest reports of delegated agents are not cleared while they fit ``Policy.report_whole_fraction`` of the
+window (:func:`~contextfold.summarizers._reports.reports_kept_whole`): no read fetches them again.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ...events import Event
 from ...summarizers._calls import fetched_issue
 from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
                                      shown_error, tally_line)
-from ...summarizers._reports import is_report, report_substance
+from ...summarizers._reports import REPORT_CHARS, is_report, report_substance, reports_kept_whole
 from ...summarizers._text import shorten_lines
 from ..base import Budget
 from ..edits import (MARK, apply_changes, is_placeholder, latest_result_index, recent_round_start, result_text, spared_from,
@@ -55,8 +57,6 @@ REPORT_INTRO = ". The report a delegated agent returned, its substance:"
 """Introduces what a cleared report of a delegated agent keeps (a ``Task`` output): the work product the agent asked
 for and acts on, which no read fetches again; cleared to its lines in use, four design reports had left the next
 summary 600 characters of each."""
-REPORT_CHARS = 2_000
-"""The characters of a delegated agent's report a placeholder keeps (its conclusions: the newest lines)."""
 KEPT_LINES_INTRO = ". Lines of it still in use:"
 """Introduces, on a line of its own after an error block, the output's lines a placeholder keeps."""
 
@@ -124,12 +124,15 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     if not masking:  # masking is the literature's rule, kept as it is to compare with
         end = min(end, spared_from(conversation, budget))
     enough = _enough(conversation, budget) if not masking else None
+    whole = frozenset() if masking else reports_kept_whole(conversation.items, budget.count_item,
+                                                            budget.report_whole_tokens)
     for index in range(end):
         if enough is not None and savings >= enough:
             break
         item = conversation[index]
         result = item.tool_result
-        if result is None or index == latest or is_placeholder(item) or result.tool_name in p.exclude_tools:
+        if (result is None or index == latest or index in whole or is_placeholder(item)
+                or result.tool_name in p.exclude_tools):
             continue
         tokens = budget.count_item(item)
         changed = placeholder(item, tokens, "mask" if masking else STAGE, refs, p.clear_keep_referenced_chars)
