@@ -84,8 +84,8 @@ def test_a_preset_is_a_policy_whose_every_knob_can_be_overridden() -> None:
 
 
 def test_each_preset_spends_the_window_after_a_summary_where_the_next_one_saves() -> None:
-    # at 32k, after a summary balanced keeps 35 % of the trigger verbatim where lean keeps a tenth, and a
-    # 20,000-character file read is a preview under balanced and whole under thorough (README, "Presets")
+    # at 32k, after a summary balanced keeps 35 % of the trigger verbatim where lean keeps a tenth and thorough
+    # half, and a 20,000-character file read is a preview under balanced and whole under thorough (README, "Presets")
     window = 32_000
     budgets = {}
     for name in PRESETS:
@@ -97,8 +97,11 @@ def test_each_preset_spends_the_window_after_a_summary_where_the_next_one_saves(
     balanced, lean = budgets["balanced"], budgets["lean"]
     assert balanced.tail_budget_tokens == int(0.35 * balanced.trigger_tokens) > 3 * lean.tail_budget_tokens
     assert lean.tail_budget_tokens == int(0.1 * lean.trigger_tokens)
-    assert budgets["thorough"].tail_budget_tokens == balanced.tail_budget_tokens
-    assert (lean.policy.survival_max_tokens, balanced.policy.survival_max_tokens) == (800, 1_600)
+    thorough = budgets["thorough"]
+    assert thorough.tail_budget_tokens == int(0.5 * thorough.trigger_tokens) > balanced.tail_budget_tokens
+    assert (lean.policy.survival_max_tokens, balanced.policy.survival_max_tokens,
+            thorough.policy.survival_max_tokens) == (800, 1_600, 2_400)
+    assert (balanced.report_whole_tokens, thorough.report_whole_tokens) == (0, 3_200)
 
 
 def test_the_output_limits_grow_with_the_window_unless_told_not_to() -> None:
