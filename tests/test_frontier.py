@@ -14,7 +14,8 @@ from contextfold.bench.run import ReplayFailed
 from contextfold.bench.frontier import GRID, Point, assign_folds, choose, frontier, grid_policies, pareto, point
 from contextfold.cli import cli
 from contextfold.errors import InvalidMessage
-from contextfold.pipeline.base import PRESETS, Policy
+from contextfold.pipeline.base import Policy
+from contextfold.pipeline.presets import PRESETS
 from contextfold.replay import strategies
 from contextfold.replay.result import Totals
 from contextfold.replay.strict import SessionStrict

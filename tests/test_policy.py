@@ -9,7 +9,8 @@ import pytest
 
 from contextfold import InvalidPolicy, Policy
 from contextfold.context import Context
-from contextfold.pipeline.base import PRESETS, Budget
+from contextfold.pipeline.base import Budget
+from contextfold.pipeline.presets import PRESETS
 
 
 @pytest.mark.parametrize(("knobs", "field", "words"), [

@@ -26,7 +26,8 @@ from contextfold.cli import cli
 from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Text
 from contextfold.errors import InvalidConversation
-from contextfold.pipeline.base import PRESETS, POLICY_FILE_VERSION
+from contextfold.pipeline.base import POLICY_FILE_VERSION
+from contextfold.pipeline.presets import PRESETS
 from contextfold.replay import strategies
 from contextfold.synthetic import generate_session
 

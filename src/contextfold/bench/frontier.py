@@ -41,7 +41,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..conversation import JSONObject, JSONValue
-from ..pipeline.base import PRESETS, Policy
+from ..pipeline.base import Policy
+from ..pipeline.presets import PRESETS
 from .run import BenchRun
 
 BASELINE = "none"

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import MissingDependency
-from ..pipeline.base import PRESETS
+from ..pipeline.presets import PRESETS
 from .frontier import Frontier
 from .report import Report
 

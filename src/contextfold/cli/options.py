@@ -27,7 +27,8 @@ from ..conversation import Conversation
 from ..errors import ContextfoldError, InvalidLimits, StoreError, TokenizerUnavailable, UnknownModel
 from ..importers import FORMATS
 from ..limits import resolve_limits
-from ..pipeline.base import MODES, PRESETS, Mode, Policy
+from ..pipeline.base import MODES, Mode, Policy
+from ..pipeline.presets import PRESETS
 from ..redaction import redact_credentials, redact_url
 from ..replay.run import Progress as ProgressCallback
 from ..stores import open_store, split_session_ref
