@@ -22,6 +22,7 @@ from typing import TypeVar
 from ..adapters.recorded import Shape
 
 Record = TypeVar("Record", bound=Mapping[str, object])
+Entry = TypeVar("Entry")
 
 
 def after_parents(records: Sequence[tuple[int, Record]]) -> tuple[list[tuple[int, Record]], int]:
@@ -38,8 +39,7 @@ def after_parents(records: Sequence[tuple[int, Record]]) -> tuple[list[tuple[int
         parent = record.get("parentUuid")
         if isinstance(parent, str) and position.get(parent, -1) > at:
             waiting.setdefault(position[parent], []).append(at)
-    held = {child for children in waiting.values() for child in children}
-    return [records[at] for at in _placed(len(records), held, waiting)], len(held)
+    return _placed(records, waiting)
 
 
 def after_calls(messages: Sequence[tuple[str, object]], shape: Shape) -> tuple[list[tuple[str, object]], int]:
@@ -57,23 +57,24 @@ def after_calls(messages: Sequence[tuple[str, object]], shape: Shape) -> tuple[l
         if answered is not None and answered not in called and first_call.get(answered, -1) > at:
             waiting.setdefault(first_call[answered], []).append(at)
         called.update(_calls(shape, message))
+    return _placed(messages, waiting)
+
+
+def _placed(entries: Sequence[Entry], waiting: Mapping[int, list[int]]) -> tuple[list[Entry], int]:
+    """``entries`` in their order, each held one (named in ``waiting``, by the position it waits for) right after
+    the entry it waits for (and what waits for it after it in turn); and how many were held. Held entries wait
+    only for later ones, so every one is placed exactly once."""
     held = {child for children in waiting.values() for child in children}
-    return [messages[at] for at in _placed(len(messages), held, waiting)], len(held)
-
-
-def _placed(count: int, held: set[int], waiting: Mapping[int, list[int]]) -> list[int]:
-    """Positions ``0..count-1`` in their order, each held one right after the entry it waits for (and what waits for
-    it after it in turn). Held entries wait only for later ones, so every one is placed exactly once."""
-    order: list[int] = []
-    for at in range(count):
+    order: list[Entry] = []
+    for at in range(len(entries)):
         if at in held:
             continue
         stack = [at]
         while stack:
             current = stack.pop()
-            order.append(current)
+            order.append(entries[current])
             stack.extend(reversed(waiting.get(current, ())))
-    return order
+    return order, len(held)
 
 
 def _calls(shape: Shape, message: object) -> list[str]:

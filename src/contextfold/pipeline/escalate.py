@@ -54,15 +54,12 @@ def clear_first(conversation: Conversation, budget: Budget, target_tokens: int,
     """
     if not stages or budget.over_message_trigger(conversation):
         return None
-    room = int(budget.policy.clear_first_max_fraction * target_tokens)
+    room = _room(budget, target_tokens)
     due = replace(budget, compaction_due=True)
     cleared, events = run_stages(conversation, replace(due, target_tokens=room), stages)
     if events and budget.count(cleared) > room:  # the oldest outputs' savings, summed, fell short: every one
         cleared, events = run_stages(conversation, due, stages)
-    if not events or budget.count(cleared) > room:
-        return None
-    checked, more = after_compaction(conversation, cleared, due)
-    return checked, [*more, *events]  # the clearing last: stats and cache-break causes name it
+    return _enough_alone(conversation, cleared, events, due, room)
 
 
 def old_outputs_first(conversation: Conversation, budget: Budget,
@@ -73,9 +70,22 @@ def old_outputs_first(conversation: Conversation, budget: Budget,
     request over the trigger; it pays for the room, not the smaller outputs read before it."""
     due = replace(budget, compaction_due=True)
     previewed, events = persist_old(conversation, due)
-    if not events or budget.count(previewed) > budget.policy.clear_first_max_fraction * target_tokens:
+    return _enough_alone(conversation, previewed, events, due, _room(budget, target_tokens))
+
+
+def _room(budget: Budget, target_tokens: int) -> int:
+    """How far below the target an edit short of a summary must bring the request to be enough alone."""
+    return int(budget.policy.clear_first_max_fraction * target_tokens)
+
+
+def _enough_alone(conversation: Conversation, edited: Conversation, events: list[Event], due: Budget,
+                  room: int) -> tuple[Conversation, list[Event]] | None:
+    """``edited`` checked as a compaction's result, when the edit changed something and brought the request to
+    ``room``; ``None`` when a summary is still needed. The edit's events come last: stats and cache-break causes
+    name it."""
+    if not events or due.count(edited) > room:
         return None
-    checked, more = after_compaction(conversation, previewed, due)
+    checked, more = after_compaction(conversation, edited, due)
     return checked, [*more, *events]
 
 
