@@ -151,14 +151,19 @@ def test_claude_code_marks_what_the_records_say_about_a_user_turn(tmp_path: Path
     assert summary.meta["compact_summary"] is True and "compact_summary" not in prompt.meta
 
 
+@pytest.mark.parametrize("output", [
+    "husky - DEPRECATED\n2 files committed",
+    [{"type": "text", "text": "husky - DEPRECATED\n2 files committed"}, {"type": "text", "text": ""}],
+    "",
+])
 def test_claude_code_transcript_continuing_another_file_keeps_its_first_result_as_an_observation(
-    tmp_path: Path,
+    tmp_path: Path, output: object,
 ) -> None:
     """A resumed session's file can open with the result of a call made in the file before it: what the model saw
     stays (as a user message the reader knows is a tool's output), no result is sent without its call, and the task
-    is still the person's first request."""
-    earlier = {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_before", "content": "husky - DEPRECATED\n2 files committed"}]}
+    is still the person's first request. An empty output (Claude Code 1.0.x, a command that printed nothing) is
+    read too, not refused as an empty text block."""
+    earlier = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_before", "content": output}]}
     records = [
         cc_turn("user", "u1", earlier),
         cc_turn("user", "u2", {"role": "user", "content": "Now push the branch."}),
@@ -171,7 +176,7 @@ def test_claude_code_transcript_continuing_another_file_keeps_its_first_result_a
     assert conversation.validate() == []
     observation, prompt = (item for item in conversation if item.role == "user")
     assert observation.text.startswith("[Output of a tool call made before this recording begins]")
-    assert "2 files committed" in observation.text and observation.tool_result is None
+    assert ("2 files committed" in observation.text) == bool(output) and observation.tool_result is None
     assert not is_person(observation) and is_person(prompt)
     assert task_index(conversation) == conversation.items.index(prompt)
 
@@ -253,14 +258,19 @@ def test_claude_code_file_in_order_is_not_reordered(tmp_path: Path) -> None:
     assert "reordered" not in conversation.header.meta
 
 
-def test_claude_code_result_for_a_call_never_made_is_still_refused_with_its_line(tmp_path: Path) -> None:
-    """Only a result whose call is further down moves: one answering nothing anywhere is a broken file."""
+def test_claude_code_result_for_a_call_never_made_stays_where_it_is_as_an_observation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only a result whose call is further down moves: one answering nothing anywhere is a lost call record, kept
+    where it was written as what the model saw, and named with its line in the warning."""
     prompt, call, result = ask_and_list(1, None, "a")
     stray = turn_at(2, "a3", "user", "a5", {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "t9", "content": "?"}]})
-    with pytest.raises(SessionFormatError) as error:
-        load(write(tmp_path, "s.jsonl", [prompt, call, result, stray]))
-    assert "line 4" in str(error.value) and "t9" in str(error.value)
+    with caplog.at_level(logging.WARNING, "contextfold.importers"):
+        (conversation,) = load(write(tmp_path, "s.jsonl", [prompt, call, result, stray]))
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "user"]
+    assert conversation[-1].text.endswith("?") and conversation.header.meta["unmatched_results"] == 1
+    assert "line 4" in caplog.text and "reordered" not in conversation.header.meta
 
 
 def test_claude_code_record_type_that_is_not_a_string_is_a_typed_error(tmp_path: Path) -> None:

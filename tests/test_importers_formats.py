@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from contextfold.conversation import Image, Text, Thinking, ToolCall
 from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import FORMATS, detect, load
+from contextfold.reading.speaker import is_person
 
 
 def write(tmp_path: Path, name: str, content: Any) -> Path:
@@ -553,14 +555,29 @@ def test_claude_code_sidechains_are_separate_conversations(tmp_path: Path) -> No
     assert side.header.meta["sidechain"] is True and [item.kind for item in side] == ["tool_call", "tool_result"]
 
 
-def test_claude_code_bad_line_and_orphan_result(tmp_path: Path) -> None:
+def test_claude_code_bad_line_is_refused_where_it_is(tmp_path: Path) -> None:
     lines = "".join(json.dumps(r) + "\n" for r in CLAUDE_RECORDS[:3]) + "{not json\n"
     with pytest.raises(SessionFormatError) as bad:
         load(write(tmp_path, "a.jsonl", lines))
     assert bad.value.location == "line 4"
-    with pytest.raises(SessionFormatError) as orphan:
-        load(write(tmp_path, "b.jsonl", [CLAUDE_RECORDS[1], cc_result("nobody", "x")]))
-    assert orphan.value.location == "line 2.message.content[0].tool_use_id" and "nobody" in orphan.value.reason
+
+
+def test_claude_code_result_whose_call_record_was_lost_is_kept_as_an_observation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A transcript can lose a call's record (an interrupted write; a checkout that rewrote the file): its result
+    answers nothing the file holds. What the model saw stays, as an observation the reader does not take for the
+    person, no result is sent without its call, and the loss is counted and logged instead of refusing the
+    session."""
+    with caplog.at_level(logging.WARNING, logger="contextfold.importers.claude_code"):
+        (conversation,) = load(write(tmp_path, "b.jsonl", [CLAUDE_RECORDS[1], cc_result("nobody", "pushed 3 commits")]))
+    assert conversation.validate() == []
+    observation = conversation[-1]
+    assert observation.role == "user" and observation.tool_result is None and not is_person(observation)
+    assert observation.text.startswith("[Output of a tool call whose record this recording lost]")
+    assert "pushed 3 commits" in observation.text
+    assert conversation.header.meta["unmatched_results"] == 1
+    assert "line 2" in caplog.text and "answers no call" in caplog.text
 
 
 # --------------------------------------------------------------------------- stream-json, raw and in a hive-mind log

@@ -11,7 +11,8 @@ was refused as broken although nothing is missing from it.
 Both functions here only ever move an entry *later*, to just after the entry it
 answers, and only when that entry is further down the same file: a file
 written in order is returned unchanged, and a result that answers nothing
-anywhere is left where it is, for the importer to refuse with its position.
+anywhere is left where it is, for the importer to judge (a chat log's is refused
+with its position; Claude Code keeps it as an observation).
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ shared with the stream-json importer, whose events have the same shape.
   item's ``meta["facts"]``. Other user content is a user item; ``isMeta`` records
   (hook feedback, injected reminders) are marked ``meta["is_meta"]``. Results
   that open the file (a session continued from another file) answer a call it
-  does not hold: each is kept as an observation (:data:`EARLIER_OUTPUT`).
+  does not hold: each is kept as an observation (:data:`EARLIER_OUTPUT`), as is
+  a result further in whose call's record the file lost (:data:`LOST_CALL_OUTPUT`,
+  counted in ``meta["unmatched_results"]``, with a warning).
 - ``isSidechain`` records (a subagent's own chat: inline in older versions,
   a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
   separate conversation per subagent (``agentId``) or, without one, per
@@ -57,6 +59,7 @@ and its copy counted in ``meta["skipped"]``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -64,6 +67,8 @@ from typing import Any
 from ..conversation import Conversation, Item, JSONObject, JSONValue
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
 from ._order import after_parents
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant"})
@@ -350,12 +355,18 @@ def add_user_message(
     meta: JSONObject | None = None,
 ) -> None:
     """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""
-    content, earlier = _without_earlier_results(builder, message.get("content"))
-    for output in earlier:
-        observation = {"role": "user", "content": [{"type": "text", "text": EARLIER_OUTPUT}, *output]}
+    opening = not builder.started
+    content, unmatched = _without_unmatched_results(builder, message.get("content"))
+    for output in unmatched:
+        opener = EARLIER_OUTPUT if opening else LOST_CALL_OUTPUT
+        observation = {"role": "user", "content": [{"type": "text", "text": opener}, *output]}
         for item in read_wire(builder, "anthropic", [observation], f"{where}.message"):
             builder.add_item(item, where, timestamp, meta)
-    if earlier and not content:
+    if unmatched and not opening:
+        builder.meta["unmatched_results"] = builder.meta.get("unmatched_results", 0) + len(unmatched)
+        logger.warning("%s: a tool result answers no call the file holds (its call's record is missing): "
+                       "kept as an observation", where)
+    if unmatched and not content:
         return
     items = read_wire(builder, "anthropic", [{"role": "user", "content": content}], f"{where}.message")
     results = sum(item.role == "tool" for item in items)
@@ -370,22 +381,38 @@ that continues a session recorded in another file (resumed, ``--continue``) can 
 in that file. It is still what the model saw; sent as a tool result it would answer no call (a hard API error), so
 it is kept as an observation (:mod:`contextfold.reading.harness` reads this opening as one, never as the person)."""
 
+LOST_CALL_OUTPUT = "[Output of a tool call whose record this recording lost]"
+"""The opening given to a tool result further in whose call the file does not hold (a record lost to an interrupted
+write): kept, as :data:`EARLIER_OUTPUT` is, rather than refusing the whole session over one record, as the
+recording's calls without a result are answered (:func:`contextfold.replay.run.answered`)."""
 
-def _without_earlier_results(builder: ConversationBuilder, content: object) -> tuple[object, list[list[object]]]:
-    """``content`` without the tool results that open the recording, and the content of each.
 
-    Only at the opening: a result answering no call anywhere after it is a broken file, refused where it is."""
-    if not isinstance(content, list) or builder.started:
+def _without_unmatched_results(builder: ConversationBuilder, content: object) -> tuple[object, list[list[object]]]:
+    """``content`` without the tool results that answer no call recorded before them, and the content of each.
+
+    Results are already placed after their calls (:func:`~._order.after_parents`), so such a result answers a call
+    the file does not hold: one made in the file a resumed session continues (at the opening), or one whose record
+    the file lost (an interrupted write, a checkout that rewrote the transcript)."""
+    if not isinstance(content, list):
         return content, []
     kept: list[object] = []
-    earlier: list[list[object]] = []
+    unmatched: list[list[object]] = []
     for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "tool_result":
-            output = block.get("content")
-            earlier.append(list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}])
+        result = isinstance(block, Mapping) and block.get("type") == "tool_result"
+        call_id = block.get("tool_use_id") if result else None  # an id that is not a string: the adapter's to refuse
+        if isinstance(call_id, str) and call_id not in builder.recorded_call_ids():
+            unmatched.append(_output_blocks(block.get("content")))
         else:
             kept.append(block)
-    return kept, earlier
+    return kept, unmatched
+
+
+def _output_blocks(output: object) -> list[object]:
+    """A tool result's content as message blocks, without empty text: an empty output (a command that printed
+    nothing) is a valid tool result but an invalid text block, and it says nothing the opening does not."""
+    blocks = list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}]
+    return [block for block in blocks if not (isinstance(block, Mapping) and block.get("type") == "text"
+                                              and not block.get("text"))]
 
 
 def tool_result_extra(raw: object) -> dict[str, JSONValue]:

@@ -67,7 +67,7 @@ RULES: tuple[Rule, ...] = (
     _rule("claude-code", "hook feedback", r"Stop hook feedback:|<user-prompt-submit-hook>|\w+ hook (?:feedback|error):"),
     _rule("claude-code", "rate-limit notice", r"You've hit your (?:usage )?limit|Claude AI usage limit reached"),
     _rule("claude-code", "tool use error", r"<tool_use_error>"),
-    _rule("claude-code", "output of an earlier call", r"\[Output of a tool call made before this recording begins\]",
+    _rule("claude-code", "output of an earlier call", r"\[Output of a tool call (?:made before this recording begins|whose record this recording lost)\]",
           Speaker.OBSERVATION),
     _rule("claude-code", "subagent warmup", r"Warmup\s*$"),
     # Codex CLI
