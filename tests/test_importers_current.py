@@ -227,6 +227,37 @@ def test_claude_code_chat_a_reopened_session_writes_again_is_read_once(tmp_path:
     assert conversation.validate() == []
 
 
+def test_claude_code_turns_a_resumed_session_writes_again_as_a_branch_are_read_once(tmp_path: Path) -> None:
+    """Resumed, the CLI (2.0.x) can write its last turns again as a second branch: new uuids, the original
+    timestamps and responses (same message ids), linked to the record the originals follow. The turns are read
+    once, and the new prompt after the copy goes on from there; the response being written, its records
+    interleaved with their results, is not mistaken for a copy."""
+    first = ask_and_list(1, None, "a")
+    read = {"id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage(5),
+            "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "a.py"}}]}
+    more = {**read, "content": [{"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "b.py"}}]}
+    def answer(call: str) -> dict[str, Any]:
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "x = 1"}]}
+    turns = [turn_at(5, "a3", "assistant", "a4", read), turn_at(6, "a4", "user", "a5", answer("t2")),
+             turn_at(7, "a5", "assistant", "a6", more), turn_at(8, "a6", "user", "a7", answer("t3"))]
+    copy = [turn_at(5, "a3", "assistant", "b4", read), turn_at(6, "b4", "user", "b5", answer("t2")),
+            turn_at(7, "b5", "assistant", "b6", more), turn_at(8, "b6", "user", "b7", answer("t3"))]
+    resumed = turn_at(50, "b7", "user", "c1", {"role": "user", "content": "resume"})
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*first, *turns, *copy, resumed]))
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "tool_call", "tool_result",
+                                                    "tool_result", "user"]
+    assert conversation.header.meta["skipped"] == {"resumed copy": 4}
+    assert conversation.validate() == []
+    # The copy can hold a record the first writing lost (here t3's call, whose result was written): still the same
+    # turns, read once, the result kept as the output of a lost call.
+    lost_call = [turns[0], turns[1], turns[3]]
+    (conversation,) = load(write(tmp_path, "t.jsonl", [*first, *lost_call, *copy, resumed]))
+    assert [item.kind for item in conversation] == ["user", "tool_call", "tool_result", "tool_call", "tool_result",
+                                                    "user", "user"]
+    assert conversation[5].text.startswith("[Output of a tool call whose record this recording lost]")
+    assert conversation.header.meta["skipped"] == {"resumed copy": 4} and conversation.validate() == []
+
+
 def test_claude_code_new_chain_with_responses_of_its_own_is_kept(tmp_path: Path) -> None:
     """A chain with no parent whose responses are new (after ``/clear``) is no copy: every turn stays."""
     first = ask_and_list(1, None, "a")

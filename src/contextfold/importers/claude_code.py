@@ -53,12 +53,14 @@ exceptions: a record written before the record its ``parentUuid`` names (a
 tool result a line or two ahead of its call, as 2.1.9x and later can write it)
 is read right after that record (:func:`~._order.after_parents`; how many in
 ``meta["reordered"]``); and the chat a reopened session wrote into the file a
-second time (:func:`resumed_copies`) is read once, where it first happened,
+second time (:func:`resumed_copies`: as a new chain, or as a second branch of
+the chat already there) is read once, where it first happened,
 and its copy counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -195,11 +197,18 @@ def _subagent_file(main: ConversationBuilder, chains: list[ConversationBuilder])
 def resumed_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:
     """Line numbers of the chat records a reopened session wrote again, after the ones they copy.
 
-    Reopening a conversation (the VS Code extension, 2.0.x) can write the chat so far once more into the same
-    file: a new chain (a user record with no ``parentUuid`` that is no compaction's) whose records all carry the
-    reopening's timestamp and repeat the responses already there (same ``message.id``). They are the same turns,
-    not new ones; the records after them, stamped as they happen, go on from there.
+    They are the same turns, not new ones: the model made each once, and read twice they would be turns it never
+    made (and a replay's requests would no longer line up with the responses). Two shapes are known:
+    :func:`_new_chain_copies` and :func:`_branch_copies`.
     """
+    return _new_chain_copies(records) | _branch_copies(records)
+
+
+def _new_chain_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:
+    """Reopening a conversation (the VS Code extension, 2.0.x) can write the chat so far once more into the same
+    file: a new chain (a user record with no ``parentUuid`` that is no compaction's) whose records all carry the
+    reopening's timestamp and repeat the responses already there (same ``message.id``); the records after them,
+    stamped as they happen, go on from there."""
     copied: set[int] = set()
     responses: set[str] = set()
     chat_seen = False
@@ -214,6 +223,50 @@ def resumed_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:
             if record.get("type") == "assistant":
                 responses.add(_response_id(record))
     return frozenset(copied)
+
+
+def _branch_copies(records: Sequence[tuple[int, JSONObject]]) -> frozenset[int]:
+    """Resuming a session (the CLI, 2.0.x) can write its last turns once more as a second branch: each record with a
+    new ``uuid`` but its original timestamp, response (``message.id``) and content, the first linked to the record
+    the originals follow. A copy starts at an assistant record repeating one read before: the same content
+    again, or a response read before that is not the latest (whose records can be interleaved with their results;
+    a copy's blocks can differ from the first writing in a signature, or hold one whose first record was lost).
+    It runs while each record is of a response read before or only answers calls already answered."""
+    copied: set[int] = set()
+    written: set[str] = set()
+    responses: set[str] = set()
+    answered: set[str] = set()
+    latest = ""
+    copying = False
+    for number, record in records:
+        if not _chat(record):
+            continue
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if record.get("type") == "assistant":
+            response = _response_id(record)
+            written_as = f"{response} {json.dumps(content, sort_keys=True)}"
+            again = response in responses and (copying or response != latest)
+            copying = bool(response) and (written_as in written or again)
+            written.add(written_as)
+            responses.add(response)
+            latest = latest if copying else response
+        else:
+            results = _result_ids(content)
+            copying = copying and bool(results) and results <= answered
+            answered |= results
+        if copying:
+            copied.add(number)
+    return frozenset(copied)
+
+
+def _result_ids(content: object) -> set[str]:
+    """The call ids a user message's tool results answer; empty when it holds anything but results."""
+    if not isinstance(content, list) or not content:
+        return set()
+    results = [block["tool_use_id"] for block in content if isinstance(block, Mapping)
+               and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str)]
+    return set(results) if len(results) == len(content) else set()
 
 
 def _chat(record: JSONObject) -> bool:
