@@ -7,6 +7,7 @@ import pytest
 from contextfold.actions import (
     COMMAND,
     EDIT,
+    OTHER,
     READ,
     SEARCH,
     TODO,
@@ -320,6 +321,18 @@ def test_a_tool_refusal_is_named_by_its_message_not_the_arguments_it_quotes() ->
     assert failure_line(text, True, EDIT) == "<tool_use_error>String to replace not found in file."
     one = "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"
     assert failure_line(one, True, None) == one  # a block of one line is its line, verbatim
+
+
+def test_a_tool_refusal_is_a_failure_where_the_source_kept_no_error_flag() -> None:
+    """A chat export of a Claude Code session keeps the tool's ``<tool_use_error>`` text but no error flag: the
+    refusal is the call's failure all the same (named by its first line), whatever the tool, a read's included."""
+    text = ("<tool_use_error>InputValidationError: TaskCreate failed due to the following issues:\n"
+            "The required parameter `subject` is missing\nAn unexpected parameter `title` was provided</tool_use_error>")
+    assert failed(text, None, OTHER)
+    assert failure_line(text, None, OTHER) == ("<tool_use_error>InputValidationError: TaskCreate failed due to the "
+                                               "following issues:")
+    assert failed("<tool_use_error>File does not exist.</tool_use_error>", None, READ)
+    assert not failed("<tool_use_error>File does not exist.</tool_use_error>", False, READ)  # the source's flag decides
 
 
 def test_an_npm_failure_is_named_by_its_message_not_where_its_log_is() -> None:

@@ -249,6 +249,21 @@ def test_the_newest_output_showing_an_error_keeps_it_with_its_frame_when_cleared
     assert "It reported: 1 failed" in out[2].text  # an older failure keeps its line only
 
 
+def test_a_cleared_test_run_keeps_the_assertion_above_its_short_summary() -> None:
+    # pytest piped through tail (the call did not fail): its tally's two lines above are the summary's banner and the
+    # FAILED entry, which say which test failed; the assertion above them says how, and is what the agent fixes.
+    run = ("    with pytest.raises(ValidationError):\n         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+           "E   Failed: DID NOT RAISE <class 'pydantic_core._pydantic_core.ValidationError'>\n"
+           "=========================== short test summary info ============================\n"
+           "FAILED tests/test_models.py::TestOutcome::test_none_return_raises\n1 failed, 94 passed in 0.32s")
+    conv = session(("pytest tests/test_models.py -q 2>&1 | tail -6", run), ("ls -R", "src/app.py\n" * 400))
+    out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
+    assert "cleared" in out[2].text
+    assert ("E   Failed: DID NOT RAISE <class 'pydantic_core._pydantic_core.ValidationError'>\n"
+            "=========================== short test summary info ============================\n"
+            "FAILED tests/test_models.py::TestOutcome::test_none_return_raises\n1 failed, 94 passed in 0.32s") in out[2].text
+
+
 def test_an_error_line_in_a_source_file_read_is_no_error_shown() -> None:
     source = "def check():\n    total = 1\n    print('Error: totals differ')\n" + "    pass\n" * 300
     conv = Conversation([c.user("Fix src/app.py"), c.assistant("", [ToolCall("r1", "read", {"path": "src/app.py"})]),

@@ -792,6 +792,20 @@ def test_a_read_of_a_missing_file_closes_when_the_agent_reads_it_where_it_is() -
     assert "unresolved" not in section(text, 4)
 
 
+def test_a_tool_refusal_without_an_error_flag_is_the_last_error() -> None:
+    """A chat export of a Claude Code session drops the error flag: the tool's refusal (``<tool_use_error>``) is still
+    the call's failure, and the summary gives it as the last error, open, with its message."""
+    c = Conversation()
+    c.append(user("Scaffold the monorepo"))
+    c.append(assistant("", [ToolCall("t1", "TaskCreate", {"title": "Scaffold", "description": "all files"})]))
+    c.append(tool("t1", "<tool_use_error>InputValidationError: TaskCreate failed due to the following issues:\n"
+                        "The required parameter `subject` is missing</tool_use_error>"))
+    c.append(assistant("", [ToolCall("b1", "Bash", {"command": "mkdir -p repo/backend"})]))
+    c.append(tool("b1", "(Bash completed with no output)"))
+    text, _ = summarize(c.items)
+    assert "<tool_use_error>InputValidationError: TaskCreate failed due to the following issues:" in section(text, 4)
+
+
 REPORT = "\n".join([
     "(base) PS C:\\code\\shop-web> bash deploy.sh",
     *[f"deploy.sh: line {n}: $'\\r': command not found" for n in range(2, 40, 2)],

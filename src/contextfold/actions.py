@@ -409,12 +409,15 @@ def failed(text: str, is_error: bool | None, kind: str | None = None) -> bool:
 
     The source's own flag decides when it gave one; then a stated return code
     (a search's exit status 1 with no error line is "no match", not a failure);
-    then error lines, except in what a read or search returned (``kind``), which
+    then a tool's refusal (:func:`refused_by_tool`); then error lines, except in what a read or search returned
+    (``kind``), which
     is file content that merely mentions errors, and in the file an edit tool
     shows back under a reader's gutter (Claude Code's ``183→    } catch (error: any) {``).
     """
     if is_error is not None:
         return is_error
+    if refused_by_tool(text):  # the harness's own report that it refused the call, kept by an export without the flag
+        return True
     code = return_code(text)
     if code is not None:
         return code != 0 and not (kind == SEARCH and code == 1 and not reported_error_lines(text))
@@ -454,8 +457,9 @@ def item_failure_line(item: Item, kind: str | None = None) -> str | None:
     line = failure_line(result.text, result.is_error, kind)
     if line is not None and result.arguments and no_match(str(result.arguments.get("command") or ""), result.text):
         return None
-    if line is not None and result.is_error is None and result.arguments and return_code(result.text) is None and all(
-            echoed(reported, result.arguments) for reported in reported_error_lines(result.text)):
+    if line is not None and result.is_error is None and result.arguments and return_code(result.text) is None and \
+            not refused_by_tool(result.text) and all(echoed(reported, result.arguments)
+                                                     for reported in reported_error_lines(result.text)):
         return None  # failed by error lines alone, each the call's own input given back: an approved plan's text
     return line
 
@@ -514,9 +518,9 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     """
     if not failed(text, is_error, kind):
         return None
-    refused = _TOOL_USE_ERROR.match(text) if "<tool_use_error>" in text[:40] else None
+    refused = refused_by_tool(text)
     if refused is not None:
-        return refused.group("line").strip()
+        return refused
     reported = reported_error_lines(text)
     if reported:
         return reported[-1]
@@ -541,6 +545,14 @@ def _failure_line(text: str, is_error: bool | None, kind: str | None = None) -> 
     if code:
         return f"exit code {code}{EXIT_FAILURE_ENDED}{meaningful[-1]}" if meaningful else f"exit code {code}, no output"
     return (meaningful or lines or ["(no output)"])[-1]
+
+
+def refused_by_tool(text: str) -> str | None:
+    """The message of a tool's refusal of its call, when ``text`` is one (Claude Code's ``<tool_use_error>…``, see
+    :data:`_TOOL_USE_ERROR`), else ``None``. The harness writes it only for a call that failed, so it is a failure
+    even where the source kept no error flag (a chat export of a Claude Code session)."""
+    refused = _TOOL_USE_ERROR.match(text) if "<tool_use_error>" in text[:40] else None
+    return refused.group("line").strip() if refused is not None else None
 
 
 def _logged_cause(text: str) -> str | None:

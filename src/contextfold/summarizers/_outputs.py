@@ -33,6 +33,8 @@ _TEST_RESULT = re.compile(
     re.MULTILINE,
 )
 """A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
+_SUMMARY_ENTRY = re.compile(r"^(?:FAILED|ERROR) \S+::")
+"""An entry of pytest's short test summary (``FAILED tests/a.py::test_x - AssertionError``): which test failed."""
 _LOG_SUFFIXES = (".log", ".out", ".err")
 _VERDICT = re.compile(r"\[warn\] Code style issues")
 """prettier's verdict on ``--check``, below the files it lists."""
@@ -218,7 +220,8 @@ def exception_line(text: str, line: str) -> str:
 def error_frame(text: str, line: str) -> list[str]:
     """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
     (a traceback's ``File …`` line and its code line), verbatim; for a verdict that lists its files above it
-    (prettier's ``[warn] Code style issues found…``), those files in order (see :func:`listed_files`)."""
+    (prettier's ``[warn] Code style issues found…``), those files in order (see :func:`listed_files`); for a test
+    run's tally, the failure the run reported last above them (see :func:`_failure_above`)."""
     lines = text[-16_000:].splitlines()
     at = next((i for i in range(len(lines) - 1, -1, -1) if line in lines[i]), None)
     if at is None:
@@ -226,8 +229,22 @@ def error_frame(text: str, line: str) -> list[str]:
     listed = _listed_above(lines, at)
     if listed:
         return listed
-    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())]
-    return [shorten(ln, TEXT_CHARS["error_line"]) for ln in above[-2:]]
+    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())][-2:]
+    failure = _failure_above(lines, at, above) if _TEST_RESULT.search(lines[at]) else []
+    return [shorten(ln, TEXT_CHARS["error_line"]) for ln in [*failure, *above]]
+
+
+def _failure_above(lines: Sequence[str], at: int, frame: Sequence[str]) -> list[str]:
+    """The last error line above a test run's tally (``lines[at]``) that says how a test failed, when the two lines
+    of ``frame`` do not: pytest's ``E   Failed: DID NOT RAISE …`` above its ``=== short test summary info ===`` and
+    ``FAILED tests/a.py::test_x`` lines. The tally says how many failed and the summary which; the assertion is what
+    the agent fixes. Neither another tally nor a summary's ``FAILED``/``ERROR`` entry is that line."""
+    for ln in reversed(lines[:at]):
+        if ln.rstrip() in frame or not ln.strip() or _TEST_RESULT.search(ln) or _SUMMARY_ENTRY.match(ln):
+            continue
+        if reported_error_lines(ln):
+            return [ln.rstrip()]
+    return []
 
 
 def listed_files(text: str, line: str) -> list[str]:
