@@ -134,6 +134,11 @@ def run(path: Path, window: int, max_output: int, hidden: int | None, policies: 
     rows = []
     for name, policy in [(OWN, None), *policies]:
         shown = window if policy is None else window - (hidden or 0)
+        if shown <= max_output:  # Claude Code ran this session in a larger window than the one asked for
+            print(f"{path.stem[:8]}: Claude Code sent {hidden:,} tokens more than the recording holds, more than "
+                  f"{window:,} less the {max_output:,}-token reply leaves; presets not run (give its --window)",
+                  file=sys.stderr, flush=True)
+            break
         config = StrategyConfig(shown, max_output, policy=policy)
         recorder = Recorder(RecordedCompactions(config) if policy is None else strategies.create("default", config))
         dump = None if requests is None else requests / f"{path.stem[:8]}-{name}-{window}.jsonl"
@@ -154,6 +159,8 @@ def table(window: int, results: Sequence[tuple[Path, int, list[Row]]]) -> str:
                   f"({hidden:,} tokens Claude Code sent that the recording does not hold)",
                   "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+        if len(rows) == 1:
+            lines.append(f"(presets not run: Claude Code's window was larger than {window:,})")
     return "\n".join(lines)
 
 
