@@ -21,6 +21,9 @@ from contextfold.pipeline.restore import EDITED, STALE, WROTE, restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
 from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
+from contextfold.summarizers._facts import Facts
+from contextfold.summarizers.base import SUMMARY_PREAMBLE
+from contextfold.summarizers.prompts import render_span
 
 SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
 
@@ -207,6 +210,39 @@ def test_a_cleared_outputs_note_line_is_never_quoted_as_what_the_command_printed
     text = note_text(lost, 400, EST.text, [cleared])
     assert text is not None and "`$ gh pr checks 4` printed:\n    lean_build_job pass 7s" in text
     assert "output cleared" not in text
+
+
+def test_a_second_summary_never_quotes_the_first_ones_pointer_as_a_line_in_use() -> None:
+    """The first summary ends on contextfold's pointer to the history (its refs are contextfold's ids): after a
+    second summary replaces it, the note puts back the session's lines it held, never that pointer, and the ids
+    are no names the agent used."""
+    pointer = ('Earlier details are still in the history: search_history("text") finds their lines; this summary '
+               'replaces 31 items, read_history("it_42aeb842d21bb6c6") to read_history("it_9d0e11a2b3c4d5e6").')
+    text = f"{SUMMARY_PREAMBLE}\n\n## 2. Findings and Decisions\n- refund_ledger_v2 rounds the refund twice, once per line\n\n{pointer}"
+    first = Item("user", (c.Summary(text, covers=31, preamble=len(SUMMARY_PREAMBLE) + 2),),
+                 provenance=Provenance(summary=True))
+    conv = session(*[(f"echo {k}", "noise " * 200) for k in range(6)])
+    conv = conv.with_items([conv[0], first, *conv.items[1:]])
+    references = needs(conv, 0).references
+    assert "refund_ledger_v2" in references
+    assert not any(ref.startswith("it_") or ref.endswith("_history") for ref in references), references
+    out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
+    note = next(item.text for item in out.items if item.provenance.survival)
+    assert "An earlier summary said:\n    - refund_ledger_v2 rounds the refund twice, once per line" in note
+    assert "Earlier details" not in note and "it_42aeb842d21bb6c6" not in note
+
+
+def test_an_earlier_summary_is_carried_without_the_preamble_and_pointer_contextfold_wrote_around_it() -> None:
+    """A summary without contextfold's state (a model's) is carried by the next one as its summarizer wrote it: the
+    preamble and the pointer to the history were contextfold's, about the request that summary went into."""
+    pointer = 'Earlier details are still in the history: search_history("text") finds their lines.'
+    text = f"{SUMMARY_PREAMBLE}\n\nThe refund rounds twice in refund_ledger_v2.\n\n{pointer}"
+    first = Item("user", (c.Summary(text, covers=9, preamble=len(SUMMARY_PREAMBLE) + 2),),
+                 provenance=Provenance(summary=True))
+    facts = Facts()
+    facts.read([first])
+    assert facts.earlier_summaries == ["The refund rounds twice in refund_ledger_v2."]
+    assert render_span([first]).earlier_summary == "The refund rounds twice in refund_ledger_v2."
 
 
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:

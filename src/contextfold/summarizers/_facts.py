@@ -46,6 +46,7 @@ from ..actions import (
 )
 from ..conversation import Item, Summary, Thinking, ToolCall, ToolResult
 from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
+                       without_own_lines,
                        text_call, text_result)
 from ..readings import Key
 from ._calls import (
@@ -193,7 +194,8 @@ class Facts(FactsState):
                 return
             except (TypeError, ValueError, AttributeError):
                 pass
-        self.earlier_summaries.append(shorten(block.text, TEXT_CHARS["earlier_summary"]))
+        # what its summarizer wrote: not the preamble nor the pointer to the history (ours, about that request)
+        self.earlier_summaries.append(shorten(without_own_lines(block.body).strip(), TEXT_CHARS["earlier_summary"]))
         self.items += block.covers
 
     def _read_user(self, item: Item) -> None:
