@@ -1338,3 +1338,41 @@ def test_an_error_the_kept_tail_shows_fixed_is_not_open_above_it() -> None:
     told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
     assert "Last error (unresolved)" not in told
     assert "Last error (resolved: a later run of `git checkout main` succeeded), from `$ git checkout main`" in told
+
+
+def test_a_next_step_the_kept_tail_shows_done_is_not_the_next_step() -> None:
+    """The summary goes above the items kept verbatim after its span: a todo the tail's list marks completed is no task
+    to continue (the tail's list is the latest state: its first open item is), and a plan the agent stated last in the
+    span and then acted on in the tail is no step still ahead."""
+    c = Conversation()
+    c.append(user("Add rate limiting to the upload endpoint."))
+    c.append(assistant("", [ToolCall("t1", "TodoWrite", {"todos": [
+        {"content": "Add the limiter middleware", "status": "in_progress"},
+        {"content": "Write tests for the limiter", "status": "pending"}]})]))
+    c.append(tool("t1", "Todos updated."))
+    c.append(assistant("", [ToolCall("e1", "edit_file", {"path": "src/upload.py", "old": "app = App()",
+                                                         "new": "app = App(limiter=Limiter(10))"})]))
+    c.append(tool("e1", "Edited src/upload.py"))
+    c.append(assistant("", [ToolCall("t2", "TodoWrite", {"todos": [
+        {"content": "Add the limiter middleware", "status": "completed"},
+        {"content": "Write tests for the limiter", "status": "in_progress"}]})]))
+    c.append(tool("t2", "Todos updated."))
+    span = c.items[1:5]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "Continue the task in progress: Add the limiter middleware" in section(alone, 9)  # the span alone cannot know
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert section(told, 9).endswith("\nContinue the task in progress: Write tests for the limiter")
+    assert "[in progress] Add the limiter middleware" not in told
+
+    c = Conversation()
+    c.append(user("Why does the upload endpoint reject large files?"))
+    c.append(assistant("", [ToolCall("r1", "bash", {"command": "grep -rn max_body src/"})]))
+    c.append(tool("r1", "src/upload.py:3: max_body = 1_000_000"))
+    c.append(assistant("The cap is set in src/upload.py. Let me check how the config loader overrides max_body."))
+    c.append(assistant("", [ToolCall("r2", "bash", {"command": "cat src/config/loader.py"})]))
+    c.append(tool("r2", "def load():\n    return {'max_body': env('MAX_BODY')}"))
+    span = c.items[1:4]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "Let me check how the config loader overrides max_body." in section(alone, 9)
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert "## 9." not in told or "Let me check" not in section(told, 9)
