@@ -1376,3 +1376,26 @@ def test_a_next_step_the_kept_tail_shows_done_is_not_the_next_step() -> None:
     assert "Let me check how the config loader overrides max_body." in section(alone, 9)
     told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
     assert "## 9." not in told or "Let me check" not in section(told, 9)
+
+
+def test_a_text_mode_reply_that_ran_its_command_states_no_step_ahead() -> None:
+    """A mini-swe-agent reply says what it will do and runs it in the same message (its one ``bash`` block): the
+    words announced the command that ran, so they are no next step."""
+    items = [user("Fix the autodoc warning for private members."),
+             assistant("THOUGHT: I'll open the importer module to see how members are listed.\n\n```bash\n"
+                       "cat sphinx/ext/autodoc/importer.py\n```"),
+             user("<returncode>0</returncode>\n<output>\ndef get_object_members(subject):\n    pass\n</output>")]
+    text, _ = summarize(items)
+    assert "## 9." not in text or "I'll open the importer module" not in section(text, 9)
+
+
+def test_a_label_the_plan_is_under_is_no_step_and_an_empty_one_none() -> None:
+    """"**Next steps for the deploy:**" announces the lines under it, which are the plan; a "**NEXT:**" a template
+    leaves empty at the end of the message names nothing."""
+    task = user("Deploy the voice server.")
+    listed = assistant("The image is built.\n\n**Next steps for the deploy:**\n1. Push the image to the registry\n"
+                       "2. Restart the service\n\nTell me if the port changes.")
+    assert "1. Push the image to the registry\n2. Restart the service" in section(summarize([task, listed])[0], 9)
+    empty = assistant("The voice server answers on port 8888 and speaks again.\n\n**NEXT:**")
+    text, _ = summarize([task, empty])
+    assert "## 9." not in text or "**NEXT:**" not in section(text, 9)

@@ -241,7 +241,8 @@ class Facts(FactsState):
     def _read_text_call(self, item: Item, calls: dict[str, _Pending]) -> ToolCall | None:
         """The command a text-mode reply runs (see :mod:`contextfold.reading.text_mode`), pending like a call."""
         call = text_call(item)
-        if call is not None:
+        if call is not None:  # the command its words announced runs with them: what they said is done, not ahead
+            self.acted_since_said = True
             self.tools.setdefault(call.name, [0, 0])[0] += 1
             calls[call.id] = (call, classify(call), item)
         return call

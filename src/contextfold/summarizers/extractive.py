@@ -147,6 +147,8 @@ _SAID_LAST = "As the assistant said last: "
 _HEADING = re.compile(r"#{1,6}\s")
 _RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 """A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
+_LABEL = re.compile(r"[\s*_>]*[^\n]{1,40}?:[\s*_]*$")
+"""A line that only announces what follows it ("**NEXT:**", "Next steps for the deploy:")."""
 _LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _REQUEST_AFTER_TODOS = "Go on with the user's latest request (made after the todo list above was last written): "
 _REQUEST_AFTER_LOOKUP = "Go on with the user's latest request (the agent went on past the failed lookup above): "
@@ -531,14 +533,19 @@ def _without_plan(facts: Facts) -> str:
     return f"{head.rstrip()}\n{tail.strip()}".strip()
 
 
-def _section_under(said: str, sentence: str) -> str:
-    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining"), the section it heads in
-    ``said``: the heading names no step, the lines under it (up to the next heading or rule) are the plan."""
-    if not _HEADING.match(sentence):
+def _section_under(said: str, sentence: str) -> str | None:
+    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining") or a label ("**NEXT:**", "Next
+    steps for the deploy:"), the section it opens in ``said``: it names no step, the lines under it (up to the next
+    heading or rule; a label's, up to its paragraph's end) are the plan. ``None`` when nothing is under it: a label
+    a template leaves empty ("**NEXT:**" ending the message) is no step."""
+    heading = bool(_HEADING.match(sentence))
+    if not heading and not _LABEL.match(sentence):
         return sentence
     lines = said[said.rfind(sentence):].split("\n")
-    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)), len(lines))
-    return "\n".join(lines[:end]).strip()
+    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)
+                or (not heading and not line.strip())), len(lines))
+    plan = "\n".join(lines[:end]).strip()
+    return plan if plan != sentence.strip() else None
 
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
@@ -567,8 +574,9 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     # what the assistant announced and then did is no next step: only a plan it has not acted on yet is
     sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
-    if stated:
-        return _SAID_LAST, _section_under(facts.last_assistant or "", stated[-1])
+    plan = next((p for s in reversed(stated) if (p := _section_under(facts.last_assistant or "", s))), None)
+    if plan is not None:
+        return _SAID_LAST, plan
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
     if last is not None and last.resolved is None and not last.retired and not reported_since:
