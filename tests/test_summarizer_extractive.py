@@ -1377,6 +1377,18 @@ def test_a_next_step_the_kept_tail_shows_done_is_not_the_next_step() -> None:
     told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
     assert "## 9." not in told or "Let me check" not in section(told, 9)
 
+    c.append(user("Make max_body configurable per route instead."))
+    c.append(assistant("", [ToolCall("r3", "bash", {"command": "grep -rn route_config src/"})]))
+    c.append(tool("r3", "src/routes.py:9: route_config = {}"))
+    span = c.items[1:7]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "came after that and is not answered yet" in alone
+    assert "Answer the user's latest message: Make max_body configurable per route instead." in section(alone, 9)
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert "not answered yet" not in told and "Answer the user's latest message" not in told  # the tail answers it
+    assert "Go on with the user's latest request" in section(told, 9)  # begun, not done
+    assert "Make max_body configurable per route instead." in section(told, 9)
+
 
 def test_a_text_mode_reply_that_ran_its_command_states_no_step_ahead() -> None:
     """A mini-swe-agent reply says what it will do and runs it in the same message (its one ``bash`` block): the

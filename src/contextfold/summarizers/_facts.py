@@ -251,16 +251,16 @@ class Facts(FactsState):
         """Settle what ``items``, sent verbatim after the summary, show done: an error the kept tail shows fixed (the
         same ``git checkout`` run again and working) is no open error above that tail; a todo list the tail writes
         again is the latest state of the plan (an item it marks completed is no task still to start); and once the
-        agent acts or speaks in the tail, what it said last in the span was followed by more work, and the user's
-        message before it is answered (neither is a step still ahead). Only settles: what the tail shows is the
-        agent's to read there, not the summary's to repeat."""
+        agent acts or speaks in the tail (:attr:`went_on`), what it said last in the span was followed by more work
+        and the user's message before it is answered (neither is a step still ahead). Only settles: what the tail
+        shows is the agent's to read there, not the summary's to repeat."""
         for item in items:
             if item.role == "assistant" and not is_stand_in_reply(item):
                 for call, action in zip(item.tool_calls, call_actions(item)):
                     if action.kind == TODO and (todos := todo_list(call.arguments)) is not None:
                         self.todos = todos
-                if item.tool_calls or agent_words(item).strip() or reasoning_in_calls(item):
-                    self.acted_since_said, self.user_spoke_last, self.request_open = True, False, False
+                self.went_on = self.went_on or bool(item.tool_calls or agent_words(item).strip()
+                                                    or reasoning_in_calls(item))
             result = item.tool_result
             if result is None or all(error.resolved is not None for error in self.errors):
                 continue
