@@ -307,6 +307,25 @@ def test_restore_brings_back_only_files_in_use() -> None:
     assert isinstance(item, Item) and "src/hot_path.py" in item.text and "cold_path" not in item.text
 
 
+def test_a_file_the_agent_deleted_is_not_restored_as_last_seen() -> None:
+    """Scratch scripts removed as a run ends (``rm repro_gfk.py``, in the span or in the kept tail) are gone: restored
+    "as last seen" they read as files still there to run; one written again after its removal is there again."""
+    wrote = [c.assistant("", [c.ToolCall("w0", "write_file", {"path": "/testbed/repro_gfk.py", "content": "print(1)"})]),
+             c.tool("w0", "File written"),
+             c.assistant("", [c.ToolCall("w1", "write_file", {"path": "/testbed/src/app.py", "content": "APP = 2"})]),
+             c.tool("w1", "File written")]
+    removed = [bash("r0", "cd /testbed && rm -f repro_gfk.py"), c.tool("r0", "")]
+    again = [c.assistant("", [c.ToolCall("w2", "write_file", {"path": "/testbed/repro_gfk.py", "content": "print(2)"})]),
+             c.tool("w2", "File written")]
+    items = Conversation([c.user("task"), *wrote, *removed, *again], HEADER).items  # links each output to its call
+    wrote, removed, again = items[1:5], items[5:7], items[7:]
+    for span, tail in ((wrote + removed, []), (wrote, removed)):
+        item = restored_item(span, tail, max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
+        assert isinstance(item, Item) and "/testbed/src/app.py" in item.text and "repro_gfk" not in item.text
+    item = restored_item(wrote + removed + again, [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
+    assert isinstance(item, Item) and "print(2)" in item.text
+
+
 def test_restore_brings_back_the_plan_put_to_the_user_unless_the_tail_shows_it() -> None:
     """Claude Code's ExitPlanMode: the agent's plan (an excerpt written for this test), approved, then the agent
     works from its files and values; a compaction right after approval kept none of them."""
