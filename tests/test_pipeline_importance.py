@@ -245,6 +245,19 @@ def test_an_earlier_summary_is_carried_without_the_preamble_and_pointer_contextf
     assert render_span([first]).earlier_summary == "The refund rounds twice in refund_ledger_v2."
 
 
+def test_an_old_todo_list_is_no_source_of_lines_in_use() -> None:
+    """An earlier todo call's items carry the statuses they had then ("in_progress" for a task since done): the note
+    quotes the session's lines, and the plan's latest state is its open plan items, never an old list's line."""
+    todo = c.assistant("", [c.ToolCall("t0", "TodoWrite", {"todos": [
+        {"content": "Migrate the billing_v2 routes", "status": "in_progress"}]})])
+    lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+    lost.references = ["billing_v2", "in_progress"]
+    said = c.assistant("The billing_v2 routes moved to src/routes/billing.py, every one of them.")
+    text = note_text(lost, 400, EST.text, [todo, said])
+    assert text is not None and "The agent said:\n    The billing_v2 routes moved" in text
+    assert "in_progress" not in text and "TodoWrite" not in text
+
+
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:
     conv = session(("cat a_file.py", "x = 1"), ("echo done", "ok"))
     same, events = survive(conv, conv, make_budget(), task_index=0)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ...actions import EDIT, READ, call_actions, result_action
+from ...actions import EDIT, READ, TODO, call_actions, result_action
 from ...conversation import Conversation, Item, Provenance, Text, Thinking, readable_text, strings_in
 from ...events import Event
 from ...reading import agent_words, heading_of, reading_of
@@ -287,6 +287,8 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
         thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
         pieces = [("The agent said:", f"{thought}\n{said}".strip().splitlines())]
         for call, act in zip(item.tool_calls, call_actions(item)):
+            if act.kind == TODO:  # a todo list as it was then: its statuses are stale, the latest is the plan above
+                continue
             text = "\n".join(strings_in(dict(call.arguments)))
             if act.kind == EDIT and act.paths:
                 pieces.append((f"The agent wrote to `{act.paths[0]}`:", text.splitlines()))
