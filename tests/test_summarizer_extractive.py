@@ -1411,3 +1411,33 @@ def test_a_label_the_plan_is_under_is_no_step_and_an_empty_one_none() -> None:
     empty = assistant("The voice server answers on port 8888 and speaks again.\n\n**NEXT:**")
     text, _ = summarize([task, empty])
     assert "## 9." not in text or "**NEXT:**" not in section(text, 9)
+
+
+def test_a_run_that_exits_zero_and_prints_failures_resolves_nothing() -> None:
+    """A script that runs the tests in-process exits 0 while its tally says "1 failed": the failure before it is not
+    resolved by it (the summary said "resolved: a later run … succeeded" over a run that printed the same failure)."""
+    c = Conversation()
+    c.append(user("Make tests/test_autodoc.py pass."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c1", "exit code 1\nFAILED tests/test_autodoc.py::test_private - AssertionError\n1 failed, 12 passed", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c2", "exit code 0\nFAILED tests/test_autodoc.py::test_private - AssertionError\n1 failed, 12 passed in 0.27s"))
+    text, _ = summarize(c.items)
+    assert "(resolved" not in section(text, 4) and "[resolved" not in section(text, 4)
+    c.append(assistant("", [ToolCall("c3", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c3", "13 passed in 0.31s"))
+    assert "resolved: a later run of `pytest -q tests/test_autodoc.py` succeeded" in section(summarize(c.items)[0], 4)
+
+
+def test_a_file_put_back_with_git_checkout_resolves_the_error_it_caused() -> None:
+    """``git checkout -- FILE`` puts the file back as the last commit has it: a change to that file, so the error an
+    edit of it caused (an IndentationError naming it) is no longer open."""
+    c = Conversation()
+    c.append(user("Document inherited attributes in autodoc."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "python -m py_compile sphinx/ext/autodoc/__init__.py"})]))
+    c.append(tool("c1", 'exit code 1\n  File "sphinx/ext/autodoc/__init__.py", line 770\n    found_attr = None\n'
+                        "IndentationError: unexpected indent", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "git checkout -- sphinx/ext/autodoc/__init__.py"})]))
+    c.append(tool("c2", "exit code 0"))
+    errors = section(summarize(c.items)[0], 4)
+    assert "resolved: sphinx/ext/autodoc/__init__.py was edited afterwards" in errors, errors

@@ -192,6 +192,9 @@ def classify_command(command: str) -> Action:
             searched = True
         elif program in ("tee", "patch") or (program == "git" and words[1:2] == ["apply"]):
             edits.extend(_file_operands(words[1:]))
+        elif program == "git" and (words[1:2] == ["restore"] or (words[1:2] == ["checkout"] and "--" in words)):
+            # a file put back as the last commit has it (``git checkout -- a.py``): a change to it, not a branch switch
+            edits.extend(_file_operands(words[words.index("--") + 1:] if "--" in words else words[2:]))
         elif program == "rm" or (program == "git" and words[1:2] == ["rm"]):
             removed.extend(_file_operands(words[1 if program == "rm" else 2:]))
     changes_system = bool(_SYSTEM_PATTERNS.search(script))

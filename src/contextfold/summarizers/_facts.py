@@ -114,6 +114,17 @@ _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 and the line its output ended on (what a reader of the output would quote)."""
 
 
+_FAILED_TALLY = re.compile(r"\b[1-9]\d* (?:failed|errors?)\b|^FAILED\b")
+"""A test tally that reports failures ("1 failed, 42 warnings", "FAILED (errors=2)")."""
+
+
+def _tally_failed(item: Item) -> bool:
+    """Whether the output of ``item`` ends on a test tally that reports failures, whatever its exit status (a script
+    that runs the tests in-process and exits 0): such a run passed nothing, and resolves no failure before it."""
+    tally = _kept(item, TALLY, lambda: tally_line(item.text))
+    return tally is not None and bool(_FAILED_TALLY.search(tally))
+
+
 def linked_call(result: ToolResult) -> ToolCall:
     """The call a result answers, as the result's own link names it (its call is not among the items read)."""
     return ToolCall(result.call_id, result.tool_name or "tool", result.arguments or {})
@@ -266,7 +277,7 @@ class Facts(FactsState):
                 continue
             call = linked_call(result)
             action = classify(call)
-            if item_failure_line(item, action.kind) is None:
+            if item_failure_line(item, action.kind) is None and not _tally_failed(item):
                 close_errors(self.errors, action, call.name, result.text)
 
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
@@ -311,7 +322,7 @@ class Facts(FactsState):
             self.tools.setdefault(call.name, [0, 0])[1] += 1
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
-        else:
+        elif item is None or not _tally_failed(item):  # a run that exits 0 and prints "1 failed" settled nothing
             close_errors(self.errors, action, call.name, text)
         if scripts:
             retire_errors(self.errors, scripts)
