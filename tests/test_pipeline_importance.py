@@ -247,7 +247,7 @@ def test_an_earlier_summary_is_carried_without_the_preamble_and_pointer_contextf
 
 def test_an_old_todo_list_is_no_source_of_lines_in_use() -> None:
     """An earlier todo call's items carry the statuses they had then ("in_progress" for a task since done): the note
-    quotes the session's lines, and the plan's latest state is its open plan items, never an old list's line."""
+    quotes an old list's item names, never a status (the plan's latest state is its open plan items)."""
     todo = c.assistant("", [c.ToolCall("t0", "TodoWrite", {"todos": [
         {"content": "Migrate the billing_v2 routes", "status": "in_progress"}]})])
     lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
@@ -256,6 +256,9 @@ def test_an_old_todo_list_is_no_source_of_lines_in_use() -> None:
     text = note_text(lost, 400, EST.text, [todo, said])
     assert text is not None and "The agent said:\n    The billing_v2 routes moved" in text
     assert "in_progress" not in text and "TodoWrite" not in text
+    lost.references = ["billing_v2"]
+    text = note_text(lost, 400, EST.text, [todo])  # the list's item names still serve a name in use
+    assert text is not None and "A todo list the agent wrote named:\n    Migrate the billing_v2 routes" in text
 
 
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:
