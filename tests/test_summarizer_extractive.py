@@ -1441,3 +1441,18 @@ def test_a_file_put_back_with_git_checkout_resolves_the_error_it_caused() -> Non
     c.append(tool("c2", "exit code 0"))
     errors = section(summarize(c.items)[0], 4)
     assert "resolved: sphinx/ext/autodoc/__init__.py was edited afterwards" in errors, errors
+
+
+def test_an_edit_refused_until_the_file_is_read_is_settled_by_reading_it() -> None:
+    """Claude Code refuses an Edit of a file not read yet in the session: a precondition, met by the Read that follows
+    (whether the edit is then made again or, as the person asked, not at all), not an error left open."""
+    path = "/repo/services/handset/mocks/service.go"
+    c = Conversation()
+    c.append(user("Add the inStock field to the handset variants."))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": path, "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
+                  True))
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": path})]))
+    c.append(tool("r1", "     1\tpackage mocks\n"))
+    errors = section(summarize(c.items)[0], 4)
+    assert f"resolved: {path} was read afterwards" in errors and "unresolved" not in errors, errors
