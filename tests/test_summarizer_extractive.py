@@ -1424,6 +1424,12 @@ def test_a_run_that_exits_zero_and_prints_failures_resolves_nothing() -> None:
     c.append(tool("c2", "exit code 0\nFAILED tests/test_autodoc.py::test_private - AssertionError\n1 failed, 12 passed in 0.27s"))
     text, _ = summarize(c.items)
     assert "(resolved" not in section(text, 4) and "[resolved" not in section(text, 4)
+    script = Conversation([c[0]])  # an error of another kind (the script's own syntax) such a run does settle
+    script.append(assistant("", [ToolCall("s1", "bash", {"command": "python3 run_autodoc.py"})]))
+    script.append(tool("s1", 'exit code 1\n  File "run_autodoc.py", line 3\nSyntaxError: invalid syntax', True))
+    script.append(assistant("", [ToolCall("s2", "bash", {"command": "python3 run_autodoc.py"})]))
+    script.append(tool("s2", "exit code 0\nFAILED tests/test_autodoc.py::test_private\n1 failed, 12 passed in 0.27s"))
+    assert "resolved: a later run of `python3 run_autodoc.py` succeeded" in section(summarize(script.items)[0], 4)
     c.append(assistant("", [ToolCall("c3", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
     c.append(tool("c3", "13 passed in 0.31s"))
     assert "resolved: a later run of `pytest -q tests/test_autodoc.py` succeeded" in section(summarize(c.items)[0], 4)

@@ -118,11 +118,14 @@ _FAILED_TALLY = re.compile(r"\b[1-9]\d* (?:failed|errors?)\b|^FAILED\b")
 """A test tally that reports failures ("1 failed, 42 warnings", "FAILED (errors=2)")."""
 
 
-def _tally_failed(item: Item) -> bool:
-    """Whether the output of ``item`` ends on a test tally that reports failures, whatever its exit status (a script
-    that runs the tests in-process and exits 0): such a run passed nothing, and resolves no failure before it."""
-    tally = _kept(item, TALLY, lambda: tally_line(item.text))
-    return tally is not None and bool(_FAILED_TALLY.search(tally))
+def _settled_by(errors: list[ErrorFacts], item: Item | None) -> list[ErrorFacts]:
+    """The ``errors`` a call that worked, answered by ``item``, may settle: not the failed test runs when its output
+    ends on a tally that reports failures, whatever its exit status (a script that runs the tests in-process and
+    exits 0 passed nothing); an error of another kind (a script's SyntaxError) it may still settle."""
+    tally = _kept(item, TALLY, lambda: tally_line(item.text)) if item is not None else None
+    if tally is None or not _FAILED_TALLY.search(tally):
+        return errors
+    return [e for e in errors if e.tests is None and not _FAILED_TALLY.search(e.line)]
 
 
 def linked_call(result: ToolResult) -> ToolCall:
@@ -277,8 +280,8 @@ class Facts(FactsState):
                 continue
             call = linked_call(result)
             action = classify(call)
-            if item_failure_line(item, action.kind) is None and not _tally_failed(item):
-                close_errors(self.errors, action, call.name, result.text)
+            if item_failure_line(item, action.kind) is None:
+                close_errors(_settled_by(self.errors, item), action, call.name, result.text)
 
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
         result = item.tool_result
@@ -322,8 +325,8 @@ class Facts(FactsState):
             self.tools.setdefault(call.name, [0, 0])[1] += 1
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
-        elif item is None or not _tally_failed(item):  # a run that exits 0 and prints "1 failed" settled nothing
-            close_errors(self.errors, action, call.name, text)
+        else:
+            close_errors(_settled_by(self.errors, item), action, call.name, text)
         if scripts:
             retire_errors(self.errors, scripts)
             for path in scripts:
