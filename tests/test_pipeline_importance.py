@@ -21,6 +21,9 @@ from contextfold.pipeline.restore import EDITED, STALE, WROTE, restored_item
 from contextfold.pipeline.stages.clear import clear
 from contextfold.pipeline.stages.summarize import summarize
 from contextfold.pipeline.stages.survival import EXCERPTS_TITLE, missing, needs, note_text, survive
+from contextfold.summarizers._facts import Facts
+from contextfold.summarizers.base import SUMMARY_PREAMBLE
+from contextfold.summarizers.prompts import render_span
 
 SPECIFIC = re.compile(r"[0-9_./:]|[a-z][A-Z]")
 
@@ -209,6 +212,55 @@ def test_a_cleared_outputs_note_line_is_never_quoted_as_what_the_command_printed
     assert "output cleared" not in text
 
 
+def test_a_second_summary_never_quotes_the_first_ones_pointer_as_a_line_in_use() -> None:
+    """The first summary ends on contextfold's pointer to the history (its refs are contextfold's ids): after a
+    second summary replaces it, the note puts back the session's lines it held, never that pointer, and the ids
+    are no names the agent used."""
+    pointer = ('Earlier details are still in the history: search_history("text") finds their lines; this summary '
+               'replaces 31 items, read_history("it_42aeb842d21bb6c6") to read_history("it_9d0e11a2b3c4d5e6").')
+    text = f"{SUMMARY_PREAMBLE}\n\n## 2. Findings and Decisions\n- refund_ledger_v2 rounds the refund twice, once per line\n\n{pointer}"
+    first = Item("user", (c.Summary(text, covers=31, preamble=len(SUMMARY_PREAMBLE) + 2),),
+                 provenance=Provenance(summary=True))
+    conv = session(*[(f"echo {k}", "noise " * 200) for k in range(6)])
+    conv = conv.with_items([conv[0], first, *conv.items[1:]])
+    references = needs(conv, 0).references
+    assert "refund_ledger_v2" in references
+    assert not any(ref.startswith("it_") or ref.endswith("_history") for ref in references), references
+    out, _ = survive(conv, conv.with_items([conv[0], *conv.items[-2:]]), make_budget(), task_index=0)
+    note = next(item.text for item in out.items if item.provenance.survival)
+    assert "An earlier summary said:\n    - refund_ledger_v2 rounds the refund twice, once per line" in note
+    assert "Earlier details" not in note and "it_42aeb842d21bb6c6" not in note
+
+
+def test_an_earlier_summary_is_carried_without_the_preamble_and_pointer_contextfold_wrote_around_it() -> None:
+    """A summary without contextfold's state (a model's) is carried by the next one as its summarizer wrote it: the
+    preamble and the pointer to the history were contextfold's, about the request that summary went into."""
+    pointer = 'Earlier details are still in the history: search_history("text") finds their lines.'
+    text = f"{SUMMARY_PREAMBLE}\n\nThe refund rounds twice in refund_ledger_v2.\n\n{pointer}"
+    first = Item("user", (c.Summary(text, covers=9, preamble=len(SUMMARY_PREAMBLE) + 2),),
+                 provenance=Provenance(summary=True))
+    facts = Facts()
+    facts.read([first])
+    assert facts.earlier_summaries == ["The refund rounds twice in refund_ledger_v2."]
+    assert render_span([first]).earlier_summary == "The refund rounds twice in refund_ledger_v2."
+
+
+def test_an_old_todo_list_is_no_source_of_lines_in_use() -> None:
+    """An earlier todo call's items carry the statuses they had then ("in_progress" for a task since done): the note
+    quotes an old list's item names, never a status (the plan's latest state is its open plan items)."""
+    todo = c.assistant("", [c.ToolCall("t0", "TodoWrite", {"todos": [
+        {"content": "Migrate the billing_v2 routes", "status": "in_progress"}]})])
+    lost = missing(needs(Conversation([c.user("task")], HEADER), 0), "")
+    lost.references = ["billing_v2", "in_progress"]
+    said = c.assistant("The billing_v2 routes moved to src/routes/billing.py, every one of them.")
+    text = note_text(lost, 400, EST.text, [todo, said])
+    assert text is not None and "The agent said:\n    The billing_v2 routes moved" in text
+    assert "in_progress" not in text and "TodoWrite" not in text
+    lost.references = ["billing_v2"]
+    text = note_text(lost, 400, EST.text, [todo])  # the list's item names still serve a name in use
+    assert text is not None and "A todo list the agent wrote named:\n    Migrate the billing_v2 routes" in text
+
+
 def test_survival_adds_nothing_when_nothing_is_missing_and_is_off_at_zero() -> None:
     conv = session(("cat a_file.py", "x = 1"), ("echo done", "ok"))
     same, events = survive(conv, conv, make_budget(), task_index=0)
@@ -269,6 +321,25 @@ def test_restore_brings_back_only_files_in_use() -> None:
     item = restored_item(span, [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text,
                          refs=refs, min_weight=3.0)
     assert isinstance(item, Item) and "src/hot_path.py" in item.text and "cold_path" not in item.text
+
+
+def test_a_file_the_agent_deleted_is_not_restored_as_last_seen() -> None:
+    """Scratch scripts removed as a run ends (``rm repro_gfk.py``, in the span or in the kept tail) are gone: restored
+    "as last seen" they read as files still there to run; one written again after its removal is there again."""
+    wrote = [c.assistant("", [c.ToolCall("w0", "write_file", {"path": "/testbed/repro_gfk.py", "content": "print(1)"})]),
+             c.tool("w0", "File written"),
+             c.assistant("", [c.ToolCall("w1", "write_file", {"path": "/testbed/src/app.py", "content": "APP = 2"})]),
+             c.tool("w1", "File written")]
+    removed = [bash("r0", "cd /testbed && rm -f repro_gfk.py"), c.tool("r0", "")]
+    again = [c.assistant("", [c.ToolCall("w2", "write_file", {"path": "/testbed/repro_gfk.py", "content": "print(2)"})]),
+             c.tool("w2", "File written")]
+    items = Conversation([c.user("task"), *wrote, *removed, *again], HEADER).items  # links each output to its call
+    wrote, removed, again = items[1:5], items[5:7], items[7:]
+    for span, tail in ((wrote + removed, []), (wrote, removed)):
+        item = restored_item(span, tail, max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
+        assert isinstance(item, Item) and "/testbed/src/app.py" in item.text and "repro_gfk" not in item.text
+    item = restored_item(wrote + removed + again, [], max_files=5, file_tokens=500, total_tokens=5_000, count_text=EST.text)
+    assert isinstance(item, Item) and "print(2)" in item.text
 
 
 def test_restore_brings_back_the_plan_put_to_the_user_unless_the_tail_shows_it() -> None:

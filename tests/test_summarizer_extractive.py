@@ -1352,3 +1352,127 @@ def test_an_error_the_kept_tail_shows_fixed_is_not_open_above_it() -> None:
     told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
     assert "Last error (unresolved)" not in told
     assert "Last error (resolved: a later run of `git checkout main` succeeded), from `$ git checkout main`" in told
+
+
+def test_a_next_step_the_kept_tail_shows_done_is_not_the_next_step() -> None:
+    """The summary goes above the items kept verbatim after its span: a todo the tail's list marks completed is no task
+    to continue (the tail's list is the latest state: its first open item is), and a plan the agent stated last in the
+    span and then acted on in the tail is no step still ahead."""
+    c = Conversation()
+    c.append(user("Add rate limiting to the upload endpoint."))
+    c.append(assistant("", [ToolCall("t1", "TodoWrite", {"todos": [
+        {"content": "Add the limiter middleware", "status": "in_progress"},
+        {"content": "Write tests for the limiter", "status": "pending"}]})]))
+    c.append(tool("t1", "Todos updated."))
+    c.append(assistant("", [ToolCall("e1", "edit_file", {"path": "src/upload.py", "old": "app = App()",
+                                                         "new": "app = App(limiter=Limiter(10))"})]))
+    c.append(tool("e1", "Edited src/upload.py"))
+    c.append(assistant("", [ToolCall("t2", "TodoWrite", {"todos": [
+        {"content": "Add the limiter middleware", "status": "completed"},
+        {"content": "Write tests for the limiter", "status": "in_progress"}]})]))
+    c.append(tool("t2", "Todos updated."))
+    span = c.items[1:5]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "Continue the task in progress: Add the limiter middleware" in section(alone, 9)  # the span alone cannot know
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert section(told, 9).endswith("\nContinue the task in progress: Write tests for the limiter")
+    assert "[in progress] Add the limiter middleware" not in told
+
+    c = Conversation()
+    c.append(user("Why does the upload endpoint reject large files?"))
+    c.append(assistant("", [ToolCall("r1", "bash", {"command": "grep -rn max_body src/"})]))
+    c.append(tool("r1", "src/upload.py:3: max_body = 1_000_000"))
+    c.append(assistant("The cap is set in src/upload.py. Let me check how the config loader overrides max_body."))
+    c.append(assistant("", [ToolCall("r2", "bash", {"command": "cat src/config/loader.py"})]))
+    c.append(tool("r2", "def load():\n    return {'max_body': env('MAX_BODY')}"))
+    span = c.items[1:4]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "Let me check how the config loader overrides max_body." in section(alone, 9)
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert "## 9." not in told or "Let me check" not in section(told, 9)
+
+    c.append(user("Make max_body configurable per route instead."))
+    c.append(assistant("", [ToolCall("r3", "bash", {"command": "grep -rn route_config src/"})]))
+    c.append(tool("r3", "src/routes.py:9: route_config = {}"))
+    span = c.items[1:7]
+    alone = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens)).text
+    assert "came after that and is not answered yet" in alone
+    assert "Answer the user's latest message: Make max_body configurable per route instead." in section(alone, 9)
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 4_000, heuristic_tokens, next_request=c)).text
+    assert "not answered yet" not in told and "Answer the user's latest message" not in told  # the tail answers it
+    assert "Go on with the user's latest request" in section(told, 9)  # begun, not done
+    assert "Make max_body configurable per route instead." in section(told, 9)
+
+
+def test_a_text_mode_reply_that_ran_its_command_states_no_step_ahead() -> None:
+    """A mini-swe-agent reply says what it will do and runs it in the same message (its one ``bash`` block): the
+    words announced the command that ran, so they are no next step."""
+    items = [user("Fix the autodoc warning for private members."),
+             assistant("THOUGHT: I'll open the importer module to see how members are listed.\n\n```bash\n"
+                       "cat sphinx/ext/autodoc/importer.py\n```"),
+             user("<returncode>0</returncode>\n<output>\ndef get_object_members(subject):\n    pass\n</output>")]
+    text, _ = summarize(items)
+    assert "## 9." not in text or "I'll open the importer module" not in section(text, 9)
+
+
+def test_a_label_the_plan_is_under_is_no_step_and_an_empty_one_none() -> None:
+    """"**Next steps for the deploy:**" announces the lines under it, which are the plan; a "**NEXT:**" a template
+    leaves empty at the end of the message names nothing."""
+    task = user("Deploy the voice server.")
+    listed = assistant("The image is built.\n\n**Next steps for the deploy:**\n1. Push the image to the registry\n"
+                       "2. Restart the service\n\nTell me if the port changes.")
+    assert "1. Push the image to the registry\n2. Restart the service" in section(summarize([task, listed])[0], 9)
+    empty = assistant("The voice server answers on port 8888 and speaks again.\n\n**NEXT:**")
+    text, _ = summarize([task, empty])
+    assert "## 9." not in text or "**NEXT:**" not in section(text, 9)
+
+
+def test_a_run_that_exits_zero_and_prints_failures_resolves_nothing() -> None:
+    """A script that runs the tests in-process exits 0 while its tally says "1 failed": the failure before it is not
+    resolved by it (the summary said "resolved: a later run … succeeded" over a run that printed the same failure)."""
+    c = Conversation()
+    c.append(user("Make tests/test_autodoc.py pass."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c1", "exit code 1\nFAILED tests/test_autodoc.py::test_private - AssertionError\n1 failed, 12 passed", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c2", "exit code 0\nFAILED tests/test_autodoc.py::test_private - AssertionError\n1 failed, 12 passed in 0.27s"))
+    text, _ = summarize(c.items)
+    assert "(resolved" not in section(text, 4) and "[resolved" not in section(text, 4)
+    script = Conversation([c[0]])  # an error of another kind (the script's own syntax) such a run does settle
+    script.append(assistant("", [ToolCall("s1", "bash", {"command": "python3 run_autodoc.py"})]))
+    script.append(tool("s1", 'exit code 1\n  File "run_autodoc.py", line 3\nSyntaxError: invalid syntax', True))
+    script.append(assistant("", [ToolCall("s2", "bash", {"command": "python3 run_autodoc.py"})]))
+    script.append(tool("s2", "exit code 0\nFAILED tests/test_autodoc.py::test_private\n1 failed, 12 passed in 0.27s"))
+    assert "resolved: a later run of `python3 run_autodoc.py` succeeded" in section(summarize(script.items)[0], 4)
+    c.append(assistant("", [ToolCall("c3", "bash", {"command": "pytest -q tests/test_autodoc.py"})]))
+    c.append(tool("c3", "13 passed in 0.31s"))
+    assert "resolved: a later run of `pytest -q tests/test_autodoc.py` succeeded" in section(summarize(c.items)[0], 4)
+
+
+def test_a_file_put_back_with_git_checkout_resolves_the_error_it_caused() -> None:
+    """``git checkout -- FILE`` puts the file back as the last commit has it: a change to that file, so the error an
+    edit of it caused (an IndentationError naming it) is no longer open."""
+    c = Conversation()
+    c.append(user("Document inherited attributes in autodoc."))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "python -m py_compile sphinx/ext/autodoc/__init__.py"})]))
+    c.append(tool("c1", 'exit code 1\n  File "sphinx/ext/autodoc/__init__.py", line 770\n    found_attr = None\n'
+                        "IndentationError: unexpected indent", True))
+    c.append(assistant("", [ToolCall("c2", "bash", {"command": "git checkout -- sphinx/ext/autodoc/__init__.py"})]))
+    c.append(tool("c2", "exit code 0"))
+    errors = section(summarize(c.items)[0], 4)
+    assert "resolved: sphinx/ext/autodoc/__init__.py was edited afterwards" in errors, errors
+
+
+def test_an_edit_refused_until_the_file_is_read_is_settled_by_reading_it() -> None:
+    """Claude Code refuses an Edit of a file not read yet in the session: a precondition, met by the Read that follows
+    (whether the edit is then made again or, as the person asked, not at all), not an error left open."""
+    path = "/repo/services/handset/mocks/service.go"
+    c = Conversation()
+    c.append(user("Add the inStock field to the handset variants."))
+    c.append(assistant("", [ToolCall("e1", "Edit", {"file_path": path, "old_string": "a", "new_string": "b"})]))
+    c.append(tool("e1", "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
+                  True))
+    c.append(assistant("", [ToolCall("r1", "Read", {"file_path": path})]))
+    c.append(tool("r1", "     1\tpackage mocks\n"))
+    errors = section(summarize(c.items)[0], 4)
+    assert f"resolved: {path} was read afterwards" in errors and "unresolved" not in errors, errors

@@ -73,7 +73,8 @@ class Action:
     program names and operands of its segments, without ``cd`` segments,
     options, redirections or here-document bodies (``cd /repo && python -m
     pytest tests/a.py -x -q`` gives ``("python", "pytest", "tests/a.py")``).
-    ``written`` are the paths a ``>`` redirection writes whole (``>>`` appends).
+    ``written`` are the paths a ``>`` redirection writes whole (``>>`` appends); ``removed`` the files it deletes
+    (``rm``, ``git rm``): after it they are gone, whatever an earlier read showed of them.
     """
 
     kind: str
@@ -82,6 +83,7 @@ class Action:
     changes_system: bool = False
     signature: tuple[str, ...] = ()
     written: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
 
 
 def _argument_paths(arguments: JSONObject) -> tuple[str, ...]:
@@ -167,6 +169,7 @@ def classify_command(command: str) -> Action:
     if _RUNS_PYTHON.search(script):  # a Python script given inline or in a here-document, run by this command
         edits += python_writes(command)
     reads: list[str] = []
+    removed: list[str] = []
     signature: list[str] = []
     searched = False
     for segment in _SEGMENTS.split(script):
@@ -189,6 +192,11 @@ def classify_command(command: str) -> Action:
             searched = True
         elif program in ("tee", "patch") or (program == "git" and words[1:2] == ["apply"]):
             edits.extend(_file_operands(words[1:]))
+        elif program == "git" and (words[1:2] == ["restore"] or (words[1:2] == ["checkout"] and "--" in words)):
+            # a file put back as the last commit has it (``git checkout -- a.py``): a change to it, not a branch switch
+            edits.extend(_file_operands(words[words.index("--") + 1:] if "--" in words else words[2:]))
+        elif program == "rm" or (program == "git" and words[1:2] == ["rm"]):
+            removed.extend(_file_operands(words[1 if program == "rm" else 2:]))
     changes_system = bool(_SYSTEM_PATTERNS.search(script))
     if edits:
         kind, paths, changes_system = EDIT, edits, True
@@ -196,7 +204,8 @@ def classify_command(command: str) -> Action:
         kind, paths = READ, reads
     else:
         kind, paths = (SEARCH if searched else COMMAND), []
-    return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature), written)
+    return Action(kind, tuple(dict.fromkeys(paths)), command, changes_system, tuple(signature), written,
+                  tuple(dict.fromkeys(removed)))
 
 
 _CALL_ACTIONS: Key[tuple[Action, ...]] = Key("call_actions")

@@ -13,12 +13,9 @@ from dataclasses import replace
 from ..actions import item_failure_line, result_action
 from ..conversation import Block, Conversation, Item, Provenance, Text
 from ..events import Event
+from ..reading.own import MARK as MARK  # every placeholder and marker a stage writes starts with it
 from ..summarizers._text import head_end_at, tail_start_at
 from .base import Budget
-
-MARK = "[contextfold"
-"""Every placeholder and marker written by a stage starts with this."""
-
 
 def result_text(item: Item) -> str:
     result = item.tool_result

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..conversation import Item, readable_text
+from ..reading import without_own_lines
 from ..readings import Key
 from ..summarizers._text import clip
 
@@ -57,8 +58,11 @@ def specific_tokens(text: str) -> frozenset[str]:
 
 def used_text(item: Item) -> str:
     """What ``item`` says, as its author wrote it: text, reasoning, outputs and the decoded values of its tool
-    arguments (no tool names, no JSON keys, no ``\\n`` escapes fused onto the next word)."""
-    return readable_text(item, decode_arguments=True, tool_names=False)
+    arguments (no tool names, no JSON keys, no ``\\n`` escapes fused onto the next word). Of an item contextfold
+    wrote, the lines it wrote about the request are left out (a summary's pointer, a marker: :mod:`..reading.own`):
+    their refs are no names anyone used, and no line of them is a line of the session to quote back."""
+    text = readable_text(item, decode_arguments=True, tool_names=False)
+    return without_own_lines(text) if item.provenance.by_contextfold else text
 
 
 def item_tokens(item: Item) -> frozenset[str]:

@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ..actions import EDIT, READ, TODO, call_actions, proposed_plan, result_action, written_text
+from ..actions import EDIT, READ, TODO, call_actions, classify, proposed_plan, result_action, written_text
 from ..conversation import Item, JSONObject, Provenance, Text, ToolCall
 from ..reading import text_call, text_result, without_wrappers
 from ..summarizers._calls import todo_line, todo_list
@@ -256,6 +256,23 @@ def _latest_todo(span: Sequence[Item]) -> str | None:
     return None
 
 
+def _removed(items: Sequence[Item]) -> set[str]:
+    """The files a command of ``items`` deleted (``rm test_gfk.py`` as a run ends) that no later call touched again:
+    restored "as last seen", a file that is gone reads as one still there to run or edit."""
+    gone: set[str] = set()
+    for item in items:
+        call = text_call(item)  # a text-mode agent's command
+        for action in (*call_actions(item), *((classify(call),) if call is not None else ())):
+            gone = {named for named in gone if not any(_same_file(path, named) for path in action.paths)}
+            gone.update(action.removed)
+    return gone
+
+
+def _same_file(path: str, named: str) -> bool:
+    """Whether ``named`` (as a command named it, perhaps relative) is ``path``."""
+    return path == named or path.endswith("/" + named.removeprefix("./")) or named.endswith("/" + path)
+
+
 def _latest_plan(items: Sequence[Item]) -> str | None:
     """The plan the agent last put to the user for approval (:func:`~contextfold.actions.proposed_plan`)."""
     for item in reversed(items):
@@ -285,8 +302,9 @@ def restored_item(
     sections: list[str] = []
     spent = 0
     fetched = just_used(span, tail)
+    gone = _removed([*span, *tail])
     for path, content, note in _files(answered(span)):
-        if len(sections) >= max_files or content is None or path in visible:
+        if len(sections) >= max_files or content is None or path in visible or any(_same_file(path, g) for g in gone):
             continue
         if refs is not None and path not in fetched and path_weight(refs, path) < min_weight:
             continue

@@ -34,6 +34,10 @@ _HELP = re.compile(r"(?<!\S)--(?:help|version)(?!\S)")
 """An option asking a program for its usage or version: a run with it re-runs nothing of a failed run of the same
 program (``bun pai-test.ts --help`` after ``bun pai-test.ts`` failed). The short forms mean other things to many
 programs (``df -h``, ``grep -h``)."""
+_READ_FIRST = re.compile(r"has not been read yet|Read it first before writing", re.IGNORECASE)
+"""Claude Code refusing an edit of a file the agent has not read in this session ("File has not been read yet. Read
+it first before writing to it."): a precondition, which a later read of that file meets (the edit itself may never
+be wanted again: the person may have said not to make it)."""
 _SAME_TOOL_CLOSES = (OTHER, TODO)
 """What a call does whose failure a later call of the same tool that worked settles: a tool that is not about files
 or commands, and a todo list's update (each writes the whole list again)."""
@@ -83,6 +87,10 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
             if locates and error.kind == READ else []
         if inside:  # a read of a folder (EISDIR), then of a file in it: what it was after
             error.resolved = f"a path inside it was {'read' if action.kind == READ else 'searched'} afterwards: {inside[0]}"
+            continue
+        if action.kind == READ and error.kind == EDIT and _READ_FIRST.search(error.line) and (
+                read := next((p for p in action.paths if any(_same_file(p, q) for q in error.paths)), None)):
+            error.resolved = f"{read} was read afterwards, as the harness asked"
             continue
         if not may_touch or (locates and error.kind not in _LOCATING) or names.isdisjoint(error.names):
             continue  # only an edit, or a successful re-read or search of what failed to, resolves by file

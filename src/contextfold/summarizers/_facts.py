@@ -46,6 +46,7 @@ from ..actions import (
 )
 from ..conversation import Item, Summary, Thinking, ToolCall, ToolResult
 from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
+                       without_own_lines,
                        text_call, text_result)
 from ..readings import Key
 from ._calls import (
@@ -111,6 +112,20 @@ _Pending = tuple[ToolCall, Action, "Item | None"]
 _Settled = tuple[ToolCall, Action, "str | None", bool, "str | None"]
 """A settled call: the call, what it did, its failure line (None: it worked), whether it went unanswered,
 and the line its output ended on (what a reader of the output would quote)."""
+
+
+_FAILED_TALLY = re.compile(r"\b[1-9]\d* (?:failed|errors?)\b|^FAILED\b")
+"""A test tally that reports failures ("1 failed, 42 warnings", "FAILED (errors=2)")."""
+
+
+def _settled_by(errors: list[ErrorFacts], item: Item | None) -> list[ErrorFacts]:
+    """The ``errors`` a call that worked, answered by ``item``, may settle: not the failed test runs when its output
+    ends on a tally that reports failures, whatever its exit status (a script that runs the tests in-process and
+    exits 0 passed nothing); an error of another kind (a script's SyntaxError) it may still settle."""
+    tally = _kept(item, TALLY, lambda: tally_line(item.text)) if item is not None else None
+    if tally is None or not _FAILED_TALLY.search(tally):
+        return errors
+    return [e for e in errors if e.tests is None and not _FAILED_TALLY.search(e.line)]
 
 
 def linked_call(result: ToolResult) -> ToolCall:
@@ -193,7 +208,8 @@ class Facts(FactsState):
                 return
             except (TypeError, ValueError, AttributeError):
                 pass
-        self.earlier_summaries.append(shorten(block.text, TEXT_CHARS["earlier_summary"]))
+        # what its summarizer wrote: not the preamble nor the pointer to the history (ours, about that request)
+        self.earlier_summaries.append(shorten(without_own_lines(block.body).strip(), TEXT_CHARS["earlier_summary"]))
         self.items += block.covers
 
     def _read_user(self, item: Item) -> None:
@@ -239,25 +255,33 @@ class Facts(FactsState):
     def _read_text_call(self, item: Item, calls: dict[str, _Pending]) -> ToolCall | None:
         """The command a text-mode reply runs (see :mod:`contextfold.reading.text_mode`), pending like a call."""
         call = text_call(item)
-        if call is not None:
+        if call is not None:  # the command its words announced runs with them: what they said is done, not ahead
+            self.acted_since_said = True
             self.tools.setdefault(call.name, [0, 0])[0] += 1
             calls[call.id] = (call, classify(call), item)
         return call
 
     def close_after(self, items: Sequence[Item]) -> None:
-        """Mark resolved the open errors that ``items``, sent verbatim after the summary, settle: an error the kept
-        tail shows fixed (the same ``git checkout`` run again and working) is no open error above that tail. Only
-        closes: what the tail shows is the agent's to read there, not the summary's to repeat."""
+        """Settle what ``items``, sent verbatim after the summary, show done: an error the kept tail shows fixed (the
+        same ``git checkout`` run again and working) is no open error above that tail; a todo list the tail writes
+        again is the latest state of the plan (an item it marks completed is no task still to start); and once the
+        agent acts or speaks in the tail (:attr:`went_on`), what it said last in the span was followed by more work
+        and the user's message before it is answered (neither is a step still ahead). Only settles: what the tail
+        shows is the agent's to read there, not the summary's to repeat."""
         for item in items:
-            if all(error.resolved is not None for error in self.errors):
-                return
+            if item.role == "assistant" and not is_stand_in_reply(item):
+                for call, action in zip(item.tool_calls, call_actions(item)):
+                    if action.kind == TODO and (todos := todo_list(call.arguments)) is not None:
+                        self.todos = todos
+                self.went_on = self.went_on or bool(item.tool_calls or agent_words(item).strip()
+                                                    or reasoning_in_calls(item))
             result = item.tool_result
-            if result is None:
+            if result is None or all(error.resolved is not None for error in self.errors):
                 continue
             call = linked_call(result)
             action = classify(call)
             if item_failure_line(item, action.kind) is None:
-                close_errors(self.errors, action, call.name, result.text)
+                close_errors(_settled_by(self.errors, item), action, call.name, result.text)
 
     def _read_result(self, item: Item, calls: dict[str, _Pending], details: bool = True) -> _Settled:
         result = item.tool_result
@@ -302,7 +326,7 @@ class Facts(FactsState):
             self._record_error(call, action, item, line, scripts)
             self.shown_error = None
         else:
-            close_errors(self.errors, action, call.name, text)
+            close_errors(_settled_by(self.errors, item), action, call.name, text)
         if scripts:
             retire_errors(self.errors, scripts)
             for path in scripts:

@@ -71,6 +71,9 @@ class FactsState:
     # (package.json, pyproject.toml...) through the scripts it defines, verbatim
     # the files edited so far, with their last path component (what a command names to run a script); no state
     _edited: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # the items kept verbatim after the summary show the agent acting or speaking again: what it said last here and
+    # the user's message before that are behind it (no state: a later reading reads those items itself)
+    went_on: bool = field(default=False, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ state round trip
     def to_state(self) -> dict[str, Any]:

@@ -147,8 +147,11 @@ _SAID_LAST = "As the assistant said last: "
 _HEADING = re.compile(r"#{1,6}\s")
 _RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 """A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
+_LABEL = re.compile(r"[\s*_>]*[^\n]{1,40}?:[\s*_]*$")
+"""A line that only announces what follows it ("**NEXT:**", "Next steps for the deploy:")."""
 _LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
 _REQUEST_AFTER_TODOS = "Go on with the user's latest request (made after the todo list above was last written): "
+_REQUEST_WENT_ON = "Go on with the user's latest request (the messages kept below are the work on it so far): "
 _REQUEST_AFTER_LOOKUP = "Go on with the user's latest request (the agent went on past the failed lookup above): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
@@ -472,7 +475,7 @@ class _Layout:
             lines = [f"- {action}" for action in reversed(facts.recent_actions)]
             parts.append(Listing(self.meter, lines, weight=_W_ACTIONS, header="Its last actions and how they ended, oldest first:",
                                  newest_last=True))
-        if facts.user_spoke_last and facts.user_messages:
+        if facts.user_spoke_last and facts.user_messages and not facts.went_on:
             parts.append(Fixed(self.meter, f"User message {len(facts.user_messages)} came after that and is not answered yet."))
         return parts
 
@@ -531,21 +534,27 @@ def _without_plan(facts: Facts) -> str:
     return f"{head.rstrip()}\n{tail.strip()}".strip()
 
 
-def _section_under(said: str, sentence: str) -> str:
-    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining"), the section it heads in
-    ``said``: the heading names no step, the lines under it (up to the next heading or rule) are the plan."""
-    if not _HEADING.match(sentence):
+def _section_under(said: str, sentence: str) -> str | None:
+    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining") or a label ("**NEXT:**", "Next
+    steps for the deploy:"), the section it opens in ``said``: it names no step, the lines under it (up to the next
+    heading or rule; a label's, up to its paragraph's end) are the plan. ``None`` when nothing is under it: a label
+    a template leaves empty ("**NEXT:**" ending the message) is no step."""
+    heading = bool(_HEADING.match(sentence))
+    if not heading and not _LABEL.match(sentence):
         return sentence
     lines = said[said.rfind(sentence):].split("\n")
-    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)), len(lines))
-    return "\n".join(lines[:end]).strip()
+    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)
+                or (not heading and not line.strip())), len(lines))
+    plan = "\n".join(lines[:end]).strip()
+    return plan if plan != sentence.strip() else None
 
 
 def _next_step(facts: Facts) -> tuple[str, str] | None:
-    """The step the conversation was heading to, as its lead and its text: an unanswered user, a request of the
+    """The step the conversation was heading to, as its lead and its text: an unanswered user (one the kept tail
+    shows the agent answering is the request it goes on with: begun, not done), a request of the
     person's made after the todo list was last written and after the agent last wrote to them (the agent is working
     on it, and the list's open items are older work), an open todo, a
-    plan stated, an open error (not one of a scratch script it has left behind for another; and not when it ended
+    plan stated (not one the kept tail shows the agent went on past), an open error (not one of a scratch script it has left behind for another; and not when it ended
     its turn with words written after it: it read the failure and reported where the work stands, "all done", and
     the failure is no step it was heading to; or when the person asked something since: their latest request, which
     the agent was working on, outranks an older error, which stays listed open in section 4; nor a read or search
@@ -556,8 +565,9 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
     ``None`` when there is none of these: the section is left out. A summary is written while the agent is
     still working, so "nothing stated" never means "done", and saying so could end the work early.
     """
-    if facts.user_spoke_last and facts.user_messages:
-        return "Answer the user's latest message: ", facts.user_messages[-1]
+    if facts.user_spoke_last and facts.user_messages:  # the kept tail may show the work on it begun: not done
+        return (_REQUEST_WENT_ON, facts.user_messages[_asking(facts.user_messages) - 1]) if facts.went_on else \
+            ("Answer the user's latest message: ", facts.user_messages[-1])
     if facts.request_open and facts.todos and facts.user_messages:  # asked after the list: the list is older work
         return _REQUEST_AFTER_TODOS, facts.user_messages[_asking(facts.user_messages) - 1]
     for status, lead in (("in_progress", "Continue the task in progress: "), ("pending", "Start the next pending task: ")):
@@ -565,10 +575,11 @@ def _next_step(facts: Facts) -> tuple[str, str] | None:
         if todo is not None:
             return lead, todo["text"]
     # what the assistant announced and then did is no next step: only a plan it has not acted on yet is
-    sentences = [] if facts.acted_since_said else _SENTENCE_END.split(facts.last_assistant or "")
+    sentences = [] if facts.acted_since_said or facts.went_on else _SENTENCE_END.split(facts.last_assistant or "")
     stated = [s.strip() for s in sentences if _FORWARD.search(s)]
-    if stated:
-        return _SAID_LAST, _section_under(facts.last_assistant or "", stated[-1])
+    plan = next((p for s in reversed(stated) if (p := _section_under(facts.last_assistant or "", s))), None)
+    if plan is not None:
+        return _SAID_LAST, plan
     last = facts.last_error
     reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
     if last is not None and last.resolved is None and not last.retired and not reported_since:

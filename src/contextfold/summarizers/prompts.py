@@ -39,7 +39,7 @@ from ..conversation import (
     ToolCall,
     ToolResult,
 )
-from ..reading import Speaker, reading_of
+from ..reading import Speaker, reading_of, without_own_lines
 from ._text import shorten, shorten_message
 from .extractive import SECTION_TITLES
 
@@ -198,7 +198,7 @@ class RenderedSpan:
 
 def render_span(items: Sequence[Item]) -> RenderedSpan:
     """The span as the summarizer reads it: roles, text, tool calls with arguments, outputs and errors."""
-    earlier = [b.body for item in items for b in item.blocks if isinstance(b, Summary)]
+    earlier = [without_own_lines(b.body).strip() for item in items for b in item.blocks if isinstance(b, Summary)]
     rest = [item for item in items if not any(isinstance(b, Summary) for b in item.blocks)]
     conversation = Conversation(rest)
     units, sizes, users = [], [], []

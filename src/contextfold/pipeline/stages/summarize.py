@@ -25,6 +25,7 @@ from ...boundary import Cut, choose_cut
 from ...conversation import Conversation, Item, JSONObject, Provenance, Summary
 from ...events import Event
 from ...lookback.names import names_history_tools
+from ...reading.own import POINTER
 from ...summarizers._facts import Facts, read_on
 from ...summarizers.base import SUMMARY_PREAMBLE, Summarizer, SummaryRequest, SummaryResult
 from ...summarizers.extractive import ExtractiveSummarizer
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 def _lookback_line(span: list[Item]) -> str:
     """The summary's last line: what it left out can be searched, and the refs of the items it replaces."""
-    return (f'\n\nEarlier details are still in the history: search_history("text") finds their lines; this summary '
+    return (f'\n\n{POINTER}search_history("text") finds their lines; this summary '
             f"replaces {len(span)} items, read_history({json.dumps(span[0].id)}) to "
             f"read_history({json.dumps(span[-1].id)}).")
 

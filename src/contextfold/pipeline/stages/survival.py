@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ...actions import EDIT, READ, call_actions, result_action
+from ...actions import EDIT, READ, TODO, call_actions, result_action
 from ...conversation import Conversation, Item, Provenance, Text, Thinking, readable_text, strings_in
 from ...events import Event
 from ...reading import agent_words, heading_of, reading_of
+from ...summarizers._calls import todo_list
 from ...summarizers._facts import Facts
 from ...summarizers._text import clip, shorten
 from ..base import Budget
@@ -287,6 +288,9 @@ def _segments(item: Item) -> list[tuple[str, list[str]]]:
         thought = "\n".join(b.thinking for b in item.blocks if isinstance(b, Thinking))
         pieces = [("The agent said:", f"{thought}\n{said}".strip().splitlines())]
         for call, act in zip(item.tool_calls, call_actions(item)):
+            if act.kind == TODO:  # a list as it was then: its items' names, not the statuses they had (stale since)
+                pieces.append(("A todo list the agent wrote named:", [t["text"] for t in todo_list(call.arguments) or ()]))
+                continue
             text = "\n".join(strings_in(dict(call.arguments)))
             if act.kind == EDIT and act.paths:
                 pieces.append((f"The agent wrote to `{act.paths[0]}`:", text.splitlines()))
