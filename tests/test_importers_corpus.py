@@ -64,8 +64,9 @@ ANSWERED_NOWHERE = {
 the only validate() violations allowed."""
 
 COPIED_CALLS = {
-    # Reopened twice in the VS Code extension: lines 136-275 write lines 1-134 again (41 calls) under one stamp.
-    "claude-code-transcript/LilLeapo__cccc_clash_test/df44d492-9cf5-4fb3-9c52-1c367b25e4e7.jsonl": 41,
+    # Reopened twice in the VS Code extension: lines 136-275 write lines 1-134 again (41 calls) under one stamp;
+    # then lines 284-287 write lines 277-280 again as a second branch after the person's "？" (1 call).
+    "claude-code-transcript/LilLeapo__cccc_clash_test/df44d492-9cf5-4fb3-9c52-1c367b25e4e7.jsonl": 42,
     # Reopened: lines 44-88 write lines 1-43 again (13 calls).
     "claude-code-transcript/LilLeapo__cccc_clash_test/f84b640b-c091-44bf-9464-71a557d19a1d.jsonl": 13,
 }
