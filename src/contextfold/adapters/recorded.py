@@ -165,6 +165,14 @@ def _chat_call_answered(message: Mapping[str, object]) -> str | None:
     return call_id if isinstance(call_id, str) else None
 
 
+def result_call_id(block: object) -> str | None:
+    """The call an Anthropic content block answers, when it is a ``tool_result`` naming one by a string id."""
+    if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+        return None
+    call_id = block.get("tool_use_id")
+    return call_id if isinstance(call_id, str) else None
+
+
 CHAT = Shape(
     "openai",
     frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call",

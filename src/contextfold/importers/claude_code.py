@@ -66,6 +66,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..adapters.recorded import result_call_id
 from ..conversation import Conversation, Item, JSONObject, JSONValue
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
 from ._order import after_parents
@@ -264,8 +265,7 @@ def _result_ids(content: object) -> set[str]:
     """The call ids a user message's tool results answer; empty when it holds anything but results."""
     if not isinstance(content, list) or not content:
         return set()
-    results = [block["tool_use_id"] for block in content if isinstance(block, Mapping)
-               and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str)]
+    results = [call_id for call_id in map(result_call_id, content) if call_id is not None]
     return set(results) if len(results) == len(content) else set()
 
 
@@ -451,9 +451,8 @@ def _without_unmatched_results(builder: ConversationBuilder, content: object) ->
     kept: list[object] = []
     unmatched: list[list[object]] = []
     for block in content:
-        result = isinstance(block, Mapping) and block.get("type") == "tool_result"
-        call_id = block.get("tool_use_id") if result else None  # an id that is not a string: the adapter's to refuse
-        if isinstance(call_id, str) and call_id not in builder.recorded_call_ids():
+        call_id = result_call_id(block)  # an id that is not a string: the adapter's to refuse
+        if call_id is not None and call_id not in builder.recorded_call_ids():
             unmatched.append(_output_blocks(block.get("content")))
         else:
             kept.append(block)
