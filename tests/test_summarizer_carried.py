@@ -132,3 +132,15 @@ def test_a_long_continuation_summary_keeps_every_sections_heading_within_a_small
                     "8. **Current Work:**"):
         assert heading in text
     assert "Port billing/invoices.py to Money" in text
+
+
+def test_of_two_continuation_summaries_only_the_newest_is_carried() -> None:
+    """Each continuation summary the harness writes summarizes all before it, the earlier summary included: the
+    newest holds what the older did, and quoting the older too only spends the summary on headings cut short."""
+    older = CONTINUATION.replace("migrate the billing service from float to Decimal", "audit the billing service")
+    span = [user(older), assistant("Auditing.", [ToolCall("a1", "Read", {"file_path": "billing/api.py"})]),
+            tool("a1", "def charge(amount): ..."), *continued(user(CONTINUATION))]
+    text = summarize(span)
+    assert text.count("An earlier summary said:") == 1
+    assert "migrate the billing service from float to Decimal" in text
+    assert "audit the billing service" not in text

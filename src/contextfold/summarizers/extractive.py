@@ -114,7 +114,6 @@ hundreds of user turns every head kept whatever the target made the summary seve
 _FOCUS_FLOOR = 24
 _CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side of the omission marker: nothing
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
-_EARLIER_SUMMARY_FLOOR = 24
 _CARRIED_FLOOR = 150
 """What the newest delegated report, and the newest earlier summary (a harness's continuation summary: the only
 record of what came before), each keep however small the budget: their headings first (see ``by_headings``)."""
@@ -411,10 +410,9 @@ class _Layout:
         if facts.last_run:  # newer than the last test run: a build or a check, or tests that printed no tally
             parts.append(Fixed(self.meter, f"- Last build or check command since: `{shorten(facts.last_run['command'], 200)}`"
                                            f" → {facts.last_run['line']}"))
-        for number, text in enumerate(facts.earlier_summaries, 1):  # the newest holds what the others did
-            newest = number == len(facts.earlier_summaries)
-            floor = max(_EARLIER_SUMMARY_FLOOR, self._carried_floor(text)) if newest else _EARLIER_SUMMARY_FLOOR
-            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, floor, "- An earlier summary said:\n", shortener=by_headings))
+        if facts.earlier_summaries:  # the newest holds what the others did: quoted too, they were cut to headings
+            text = facts.earlier_summaries[-1]
+            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, self._carried_floor(text), "- An earlier summary said:\n", shortener=by_headings))
         if facts.commands:
             lines = [f"- `$ {shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
             parts.append(self._listing(lines, _W_COMMANDS, header="- Commands that changed the system, newest first:"))
