@@ -10,6 +10,7 @@ import pytest
 from contextfold import Conversation, Document, Image, Item, Opaque, Summary, Text, Thinking, ToolResult, ToolSpec
 from contextfold.adapters import LossyConversion, from_anthropic, to_anthropic
 from contextfold.codec import conversation_from_dict, conversation_to_dict
+from contextfold.errors import InvalidContent
 
 CACHE = {"type": "ephemeral"}
 
@@ -303,3 +304,36 @@ def test_neutral_thinking_needs_a_signature() -> None:
             )
         )
     assert out["messages"][1]["content"][:1] == [{"type": "thinking", "thinking": "signed", "signature": "sig"}]
+
+
+def test_a_compatible_backends_server_tool_result_in_the_models_turn_is_read_and_sent_back() -> None:
+    """GLM behind Claude Code answers its own ``server_tool_use`` with a plain ``tool_result`` in the assistant
+    turn: that is the server tool's output, kept opaque and sent back as it came, not a refused message."""
+    result = {"type": "tool_result", "tool_use_id": "call_9", "content": "[{\"title\": \"Database\"}]"}
+    messages = [
+        {"role": "user", "content": "which database does it need?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "server_tool_use", "id": "call_9", "name": "webReader", "input": {"url": "https://x"}},
+                result,
+                {"type": "text", "text": "PostgreSQL or MySQL."},
+            ],
+        },
+    ]
+    conversation = _round_trip(messages)
+    assert [b.kind for b in conversation[1].blocks] == ["opaque", "opaque", "text"]
+    assert to_anthropic(conversation)["messages"][1]["content"][1] == result
+
+
+def test_a_tool_result_answering_a_client_call_in_the_models_turn_is_still_refused() -> None:
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_call("t1")]},
+        {"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+    ]
+    with pytest.raises(InvalidContent) as caught:
+        from_anthropic(messages)
+    assert caught.value.index == 2 and "cannot appear in a assistant message" in str(caught.value)
+    with pytest.raises(InvalidContent):  # an id that is not a string is refused, not looked up
+        from_anthropic([{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": ["t1"]}]}])

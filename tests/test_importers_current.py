@@ -199,6 +199,25 @@ def test_claude_code_message_the_harness_wrote_carries_no_usage(tmp_path: Path) 
     assert "usage" not in synthetic.meta
     assert [item.meta["usage"]["output_tokens"] for item in responses] == [40, 2]
 
+def test_claude_code_behind_a_compatible_backend_keeps_its_server_tools_output(tmp_path: Path) -> None:
+    """Claude Code on GLM records the backend's own web reader as a ``server_tool_use`` and, in a later record of
+    the same response, a plain ``tool_result`` in the model's turn: the session is read (it was refused), the output
+    kept in that turn as the model saw it, and the client calls still paired."""
+    def part(uuid: str, block: dict[str, Any]) -> dict[str, Any]:
+        return cc_turn("assistant", uuid, {"id": "msg_9", "type": "message", "role": "assistant", "model": "glm-4.7",
+                                           "content": [block], "stop_reason": None, "usage": usage(1)})
+    served = [
+        part("g1", {"type": "server_tool_use", "id": "call_95", "name": "webReader", "input": {"url": "https://x"}}),
+        part("g2", {"type": "tool_result", "tool_use_id": "call_95", "content": "Evolution API needs PostgreSQL"}),
+        part("g3", {"type": "text", "text": "It needs PostgreSQL or MySQL."}),
+    ]
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, *served]))
+    turn = conversation[len(conversation) - 1]
+    assert turn.role == "assistant" and turn.text == "It needs PostgreSQL or MySQL."
+    assert "Evolution API needs PostgreSQL" in json.dumps([getattr(b, "data", None) for b in turn.blocks])
+    assert paired(conversation) == (2, 2)
+
+
 def turn_at(second: int, parent: str | None, kind: str, uuid: str, message: dict[str, Any]) -> dict[str, Any]:
     """A chat record of a 2.0.x session, linked to ``parent`` and stamped ``second`` seconds past the hour."""
     return {**cc_turn(kind, uuid, message), "parentUuid": parent, "timestamp": f"2025-10-30T09:00:{second:02d}.000Z"}

@@ -74,7 +74,12 @@ ORIGIN = "anthropic"
 TARGET = "Anthropic Messages"
 _ROLES = frozenset({"user", "assistant", "system"})
 _ONLY_IN = {"tool_use": "assistant", "thinking": "assistant", "redacted_thinking": "assistant", "tool_result": "user"}
-"""Blocks the API accepts in one role only. Inside a tool result (pseudo-role ``tool``) none of them."""
+"""Blocks the API accepts in one role only. Inside a tool result (pseudo-role ``tool``) none of them.
+
+One exception is read, not refused: a ``tool_result`` in an assistant message that answers no client call is
+a server tool's output. Anthropic names those ``web_search_tool_result`` and the like; Anthropic-compatible
+backends (GLM's ``webReader`` behind Claude Code, for one) answer their ``server_tool_use`` with a plain
+``tool_result`` in the model's own turn. It stays opaque and goes back as it came, as the backend took it."""
 
 
 # --------------------------------------------------------------------------- reading
@@ -161,6 +166,9 @@ def _read_block(data: JSONObject, index: int | None, field: str, role: str, call
     text (images, documents) does.
     """
     kind = type_of(data, index, field)
+    answered = data.get("tool_use_id")
+    if role == "assistant" and kind == "tool_result" and isinstance(answered, str) and answered not in calls:
+        return Opaque(data, ORIGIN)  # a server tool's output, as compatible backends write it: see _ONLY_IN
     if kind != "tool_result" and not (role == "tool" and kind == "text"):
         check_block(data, index, field)
     if (role == "system" and kind != "text") or (kind in _ONLY_IN and _ONLY_IN[kind] != role):
