@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfold.actions import classify
 from contextfold.conversation import Text, Thinking
 from contextfold.errors import SessionFormatError, UnknownSessionFormat
 from contextfold.importers import detect, load
@@ -154,6 +155,22 @@ Read file: Makefile
 
 ---
 
+<details><summary>Edit file: src/build.c</summary>
+
+undefined
+
+**Chunk 1**
+Lines added: 1, lines removed: 1
+
+```diff
+- #include "missing.c"
++ #include "found.c"
+```
+
+</details>
+
+---
+
 To run it yourself:
 
 ```bash
@@ -202,7 +219,7 @@ def test_a_cursor_export_keeps_thinking_and_reads_each_tool_use_once(tmp_path: P
     calls = [call for item in conversation for call in item.tool_calls]
     assert [(c.name, c.arguments) for c in calls] == [
         ("grep", {"tool_type": "search", "summary": 'Grep for "load_cfg"'}),
-        ("read_file", {"tool_type": "read", "summary": "Read file: app/main.py"}),
+        ("read_file", {"tool_type": "read", "path": "app/main.py"}),
     ]
     reply = conversation[1]
     assert reply.blocks[0] == Thinking("Find the uses first.") and reply.meta["model"] == "gpt-5"
@@ -219,8 +236,10 @@ def test_an_early_cursor_export_reads_its_terminal_read_and_search_steps_as_call
     assert [(c.name, c.arguments) for c in calls] == [
         ("run_terminal_cmd", {"command": "make build"}),
         ("read_file", {"path": "Makefile"}),
-        ("searched_codebase", {"summary": 'Searched codebase "missing.c" • **1** results'}),
+        ("codebase_search", {"summary": 'Searched codebase "missing.c" • **1** results'}),
+        ("edit_file", {"path": "src/build.c"}),
     ]
+    assert [classify(c).kind for c in calls] == ["command", "read", "search", "edit"]
     results = [item.tool_result.text for item in conversation if item.tool_result is not None]
     assert results[0] == "cc: error: missing.c: No such file" and results[1] == ""
     assert results[2].startswith("| File |") and "`src/old/missing.c`" in results[2]

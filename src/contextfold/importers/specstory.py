@@ -24,14 +24,19 @@ In an agent turn:
   is a thinking block;
 - ``<tool-use data-tool-type="T" data-tool-name="N">`` wrapping
   ``<details><summary>S</summary>BODY</details>`` (Markdown v2) is a call of
-  ``N`` with arguments ``{"tool_type": T, "summary": S}`` (the summary without
-  its ``Tool use: **N** •`` prefix; it names the command, file or pattern)
-  answered by ``BODY``: what the export kept of the input and the output,
-  verbatim (an empty string when it kept nothing, as Cursor does for reads);
+  ``N`` with arguments ``{"tool_type": T}`` and the summary (without its
+  ``Tool use: **N** •`` prefix), answered by ``BODY``: what the export kept of
+  the input and the output, verbatim (an empty string when it kept nothing,
+  as Cursor does for reads and edits). A summary that names the call's one
+  input, ``Read file: P``, ``Edit file: P`` or ``Run command: C``, becomes
+  ``{"path": P}`` or ``{"command": C}``, so the call reads as the read, edit or
+  command it was; any other is kept as ``{"summary": S}``. Cursor writes each
+  tool use a second time right after, as the bare name with nothing in it:
+  that echo is skipped and counted (``skipped["repeated_tool_use"]``);
 - a bare ``<details><summary>S</summary>BODY</details>`` (early exports:
   ``Searched codebase "…"``, ``Edit file: …``, ``Listed directory …``) is a
-  call named after the first two words of ``S`` (``searched_codebase``),
-  answered by ``BODY`` the same way;
+  call answered by ``BODY`` the same way, named after the Cursor tool of the
+  summary's verb (``codebase_search``; early exports name no tool);
 - an early export's step that is only a ```` ```bash ```` fence, optionally
   followed by a bare fence of output, is a ``run_terminal_cmd`` call with
   ``{"command"}`` answered by that output, and a step that is only
@@ -68,6 +73,17 @@ TOOL_NAME = re.compile(r'\bdata-tool-name="([^"]*)"')
 TOOL_TYPE = re.compile(r'\bdata-tool-type="([^"]*)"')
 TOOL_USE_PREFIX = re.compile(r"^Tool use: \*\*[^*]*\*\*\s*(?:•\s*)?")
 READ_FILE = re.compile(r"^Read file: (.*\S)")
+CURSOR_TOOLS = {
+    "Searched codebase": "codebase_search", "Listed directory": "list_dir", "Listed current": "list_dir",
+    "Grep search": "grep_search", "Searched files": "file_search", "Searched web": "web_search",
+    "Edit file": "edit_file", "Read file": "read_file", "Deleted file": "delete_file",
+}
+"""An early export's summary verb -> the Cursor tool that wrote it (early exports name no tool); another verb
+gives a name made of its first two words."""
+SUMMARY_ARGUMENT = re.compile(r"^(Read file|Edit file|Run command): (\S.*)\Z", re.DOTALL)
+"""The summaries that name a call's one input (what SpecStory writes for Cursor's reads, edits and commands)."""
+SUMMARY_KEYS = {"Read file": "path", "Edit file": "path", "Run command": "command"}
+"""Each such summary's input under the name the action classifier reads (``actions._PATH_KEYS``, ``command``)."""
 """No lazy ``(.+?)\\s*$`` in these: on a long line of blanks it is quadratic (see ``aider.SESSION``)."""
 
 
@@ -314,9 +330,10 @@ def _element(source: Source, opening: str, lines: list[str], line: int) -> Block
         return Thinking(body.strip()) if body.strip() else None
     if opening == "<tool-use":
         return _tool_use(source, lines[0], summary, body, line)
-    words = re.split(r"[\s\"'•:*`(]+", TOOL_USE_PREFIX.sub("", summary).strip())
-    name = "_".join(word.lower() for word in words[:2] if word) or "details"
-    return _Tool(name, {"summary": summary} if summary else {}, _trimmed(body), line)
+    words = [word for word in re.split(r"[\s\"'•:*`(]+", TOOL_USE_PREFIX.sub("", summary).strip()) if word]
+    verb = " ".join(words[:2])
+    name = CURSOR_TOOLS.get(verb, "_".join(word.lower() for word in words[:2]) or "details")
+    return _Tool(name, _summary_arguments(summary), _trimmed(body), line)
 
 
 def _summary_and_body(raw: str) -> tuple[str, str]:
@@ -345,10 +362,17 @@ def _tool_use(source: Source, opening_line: str, summary: str, body: str, line: 
         raise source.error(f"line {line}.data-tool-name", "a <tool-use> element without the tool's name")
     kind = TOOL_TYPE.search(opening_line)
     arguments: dict[str, JSONValue] = {"tool_type": kind.group(1)} if kind else {}
-    described = TOOL_USE_PREFIX.sub("", summary).strip()
-    if described:
-        arguments["summary"] = described
+    arguments.update(_summary_arguments(TOOL_USE_PREFIX.sub("", summary).strip()))
     return _Tool(name.group(1), arguments, _trimmed(body), line)
+
+
+def _summary_arguments(summary: str) -> dict[str, JSONValue]:
+    """A summary that names the call's input (``Read file: a.py``) as that input (``{"path": "a.py"}``), so the
+    call reads as the read, edit or command it was; any other summary as ``{"summary"}``, none as nothing."""
+    named = SUMMARY_ARGUMENT.match(summary)
+    if named:
+        return {SUMMARY_KEYS[named.group(1)]: named.group(2).strip()}
+    return {"summary": summary} if summary else {}
 
 
 def _trimmed(body: str) -> str:
