@@ -63,6 +63,23 @@ _**Agent (claude-sonnet-4-5 2026-03-02 09:14:30Z)**_
 ```
 </details></tool-use>
 
+_**Agent (claude-sonnet-4-5 2026-03-02 09:14:35Z)**_
+
+<tool-use data-tool-type="generic" data-tool-name="ToolSearch"><details>
+<summary>Tool use: **ToolSearch**</summary>
+
+**Input:**
+
+- max_results: `1`
+- query: `select:Edit`
+
+**Result:**
+
+```
+Edit
+```
+</details></tool-use>
+
 _**Agent (claude-sonnet-4-5 2026-03-02 09:14:41Z)**_
 
 Fixed: `parse` keeps the offset now.
@@ -105,6 +122,45 @@ app/main.py:3:from cfg import load_cfg
 
 <tool-use data-tool-type="read" data-tool-name="read_file">
 <details><summary>Tool use: **read_file** • Read file: app/main.py</summary>
+
+</details>
+</tool-use>
+
+<tool-use data-tool-type="shell" data-tool-name="run_terminal_command_v2">
+<details><summary>Tool use: **run_terminal_command_v2** • Run command: pytest -q</summary>
+
+```bash
+pytest -q
+```
+
+```
+2 passed
+```
+</details>
+</tool-use>
+
+<tool-use data-tool-type="unknown" data-tool-name="ripgrep_raw_search">
+<details>
+<summary>Tool use: **ripgrep_raw_search**</summary>
+
+
+Parameters:
+
+```json
+{
+  "pattern": "load_cfg",
+  "path": "app"
+}
+```
+Additional data:
+
+```json
+{
+  "totalMatches": 0
+}
+```
+Status: **completed**
+
 
 </details>
 </tool-use>
@@ -195,7 +251,7 @@ def test_a_claude_code_export_reads_as_calls_answered_by_what_the_export_kept(tm
     (conversation,) = load(path)
     assert conversation.validate() == []
     assert [item.kind for item in conversation] == [
-        "user", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
+        "user", "tool_call", "tool_result", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
     meta = conversation.header.meta
     assert meta["agent"] == "Claude Code" and meta["session_id"] == "0b1c2d3e-0000-4000-8000-000000000001"
     assert meta["specstory_version"] == "v2.1.0" and meta["skipped"] == {"sidechain_turn": 1}
@@ -203,12 +259,18 @@ def test_a_claude_code_export_reads_as_calls_answered_by_what_the_export_kept(tm
     assert user.text == "the date parser drops the time zone, fix it" and user.timestamp == 1772442845.0
     assert first.blocks[0] == Text("Let me run the failing test.") and first.meta["model"] == "claude-sonnet-4-5"
     (bash,) = first.tool_calls
-    assert (bash.name, bash.arguments) == ("Bash", {"tool_type": "shell"})
+    assert (bash.name, bash.arguments) == (
+        "Bash", {"tool_type": "shell", "command": "pytest tests/test_dates.py -q", "description": "Run the date tests"})
     result = conversation[2].tool_result
-    assert result is not None and result.call_id == bash.id
-    assert "pytest tests/test_dates.py -q" in result.text and "AssertionError: expected +02:00" in result.text
+    assert result is not None and result.call_id == bash.id and result.text == "F.\nAssertionError: expected +02:00"
+    (read,) = conversation[3].tool_calls
+    assert read.arguments == {"tool_type": "read", "path": "./dates.py"}
+    assert classify(read).paths == ("./dates.py",) and classify(bash).command == "pytest tests/test_dates.py -q"
     assert "Searching for callers." not in [item.text for item in conversation]
-    assert conversation[5].text == "Fixed: `parse` keeps the offset now."
+    (search,) = conversation[5].tool_calls
+    assert search.arguments == {"tool_type": "generic", "max_results": "1", "query": "select:Edit"}
+    assert conversation[6].tool_result is not None and conversation[6].tool_result.text == "Edit"
+    assert conversation[7].text == "Fixed: `parse` keeps the offset now."
 
 
 def test_a_cursor_export_keeps_thinking_and_reads_each_tool_use_once(tmp_path: Path) -> None:
@@ -220,11 +282,20 @@ def test_a_cursor_export_keeps_thinking_and_reads_each_tool_use_once(tmp_path: P
     assert [(c.name, c.arguments) for c in calls] == [
         ("grep", {"tool_type": "search", "summary": 'Grep for "load_cfg"'}),
         ("read_file", {"tool_type": "read", "path": "app/main.py"}),
+        ("run_terminal_command_v2", {"tool_type": "shell", "command": "pytest -q"}),
+        ("ripgrep_raw_search", {"tool_type": "unknown", "pattern": "load_cfg", "path": "app"}),
     ]
     reply = conversation[1]
     assert reply.blocks[0] == Thinking("Find the uses first.") and reply.meta["model"] == "gpt-5"
     results = [item.tool_result for item in conversation if item.tool_result is not None]
-    assert [r.text for r in results] == ["```\napp/main.py:3:from cfg import load_cfg\n```", ""]
+    assert [r.text for r in results][:3] == ["app/main.py:3:from cfg import load_cfg", "", "2 passed"]
+    assert results[3].text.startswith("Additional data:") and results[3].text.endswith("Status: **completed**")
+
+
+def test_parameters_that_are_not_a_json_object_are_kept_whole(tmp_path: Path) -> None:
+    (conversation,) = load(write(tmp_path, CURSOR.replace('"pattern": "load_cfg",', '"pattern": load_cfg,')))
+    (search,) = [call for item in conversation for call in item.tool_calls if call.name == "ripgrep_raw_search"]
+    assert search.arguments == {"tool_type": "unknown", "input": 'Parameters:\n\n```json\n{\n  "pattern": load_cfg,\n  "path": "app"\n}\n```'}
     assert conversation[-1].text == "Renamed in `app/main.py`."
 
 
@@ -254,8 +325,8 @@ def test_an_output_holding_unescaped_fences_ends_at_its_closing_tag(tmp_path: Pa
     text = CLAUDE_CODE.replace("```text\nF.\nAssertionError: expected +02:00\n```", plan)
     (conversation,) = load(write(tmp_path, text))
     result = conversation[2].tool_result
-    assert result is not None and result.text.endswith("# Docs\n```\n```") and "uv run app" in result.text
-    assert [item.kind for item in conversation][3:] == ["tool_call", "tool_result", "assistant"]
+    assert result is not None and result.text.startswith("Plan approved:") and result.text.endswith("# Docs\n```")
+    assert [item.kind for item in conversation][3:] == ["tool_call", "tool_result"] * 2 + ["assistant"]
 
 
 def test_a_tool_use_without_the_tools_name_names_its_line_and_field(tmp_path: Path) -> None:

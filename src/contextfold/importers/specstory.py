@@ -24,10 +24,13 @@ In an agent turn:
   is a thinking block;
 - ``<tool-use data-tool-type="T" data-tool-name="N">`` wrapping
   ``<details><summary>S</summary>BODY</details>`` (Markdown v2) is a call of
-  ``N`` with arguments ``{"tool_type": T}`` and the summary (without its
-  ``Tool use: **N** •`` prefix), answered by ``BODY``: what the export kept of
-  the input and the output, verbatim (an empty string when it kept nothing,
-  as Cursor does for reads and edits). A summary that names the call's one
+  ``N`` with arguments ``{"tool_type": T}``, the input the body shows and the
+  summary (without its ``Tool use: **N** •`` prefix), answered by the rest of
+  ``BODY``, verbatim (an empty string when it kept nothing, as Cursor does for
+  reads and edits). The body's input is what precedes its output (see
+  :func:`_input_and_output`): Claude Code's description and command or path,
+  its ``**Input:**`` list, Cursor's ``Parameters:`` JSON, each read into
+  arguments (:func:`_input_arguments`). A summary that names the call's one
   input, ``Read file: P``, ``Edit file: P`` or ``Run command: C``, becomes
   ``{"path": P}`` or ``{"command": C}``, so the call reads as the read, edit or
   command it was; any other is kept as ``{"summary": S}``. Cursor writes each
@@ -58,6 +61,7 @@ from dataclasses import dataclass
 
 from ..conversation import Block, Conversation, JSONValue, Text, Thinking, ToolCall
 from ._common import ConversationBuilder, Source, unix_time
+from ._source import JsonFault, parse_json
 
 FORMAT = "specstory"
 log = logging.getLogger("contextfold.importers")
@@ -80,6 +84,10 @@ CURSOR_TOOLS = {
 }
 """An early export's summary verb -> the Cursor tool that wrote it (early exports name no tool); another verb
 gives a name made of its first two words."""
+OUTPUT_LABEL = re.compile(r"^(?:(\*\*Result:\*\*|Result:)\s*$|Additional data:\s*$|Status: )")
+"""Where a v2 body's output starts: a result label (dropped), or Cursor's extra data and status (kept)."""
+INPUT_ITEM = re.compile(r"^- ([\w.-]+): `(.*)`[ \t]*$", re.MULTILINE)
+INLINE_CODE = re.compile(r"^\s*`([^`\n]+)`\s*$")
 SUMMARY_ARGUMENT = re.compile(r"^(Read file|Edit file|Run command): (\S.*)\Z", re.DOTALL)
 """The summaries that name a call's one input (what SpecStory writes for Cursor's reads, edits and commands)."""
 SUMMARY_KEYS = {"Read file": "path", "Edit file": "path", "Run command": "command"}
@@ -361,9 +369,85 @@ def _tool_use(source: Source, opening_line: str, summary: str, body: str, line: 
     if name is None or not name.group(1):
         raise source.error(f"line {line}.data-tool-name", "a <tool-use> element without the tool's name")
     kind = TOOL_TYPE.search(opening_line)
-    arguments: dict[str, JSONValue] = {"tool_type": kind.group(1)} if kind else {}
+    tool_type = kind.group(1) if kind else ""
+    arguments: dict[str, JSONValue] = {"tool_type": tool_type} if kind else {}
+    given, output = _input_and_output(_trimmed(body))
+    arguments.update(_input_arguments(given, tool_type))
     arguments.update(_summary_arguments(TOOL_USE_PREFIX.sub("", summary).strip()))
-    return _Tool(name.group(1), arguments, _trimmed(body), line)
+    return _Tool(name.group(1), arguments, output, line)
+
+
+def _input_and_output(body: str) -> tuple[str, str]:
+    """A v2 body split into what it shows of the call's input and the output.
+
+    The output follows a ``**Result:**`` or ``Result:`` line, or starts at Cursor's ``Additional data:`` or
+    ``Status:`` line or at the first ```` ```text ```` or bare fence (its closing fence dropped); what comes
+    before is the input (Claude Code's description and command, the path it read, its ``**Input:**`` list;
+    Cursor's command fence or ``Parameters:`` JSON). A body with none of them is all output."""
+    lines = body.split("\n")
+    n = 0
+    while n < len(lines):
+        label = OUTPUT_LABEL.match(lines[n])
+        if label:
+            output = lines[n + 1 :] if label.group(1) else lines[n:]
+            return "\n".join(lines[:n]).strip(), _unfenced(_trimmed("\n".join(output)).split("\n"))
+        fence = FENCE.match(lines[n])
+        if fence and fence.group(2).strip() in ("", "text"):
+            return "\n".join(lines[:n]).strip(), _unfenced(lines[n:])
+        # an input fence (```bash) is passed whole, so the bare fence closing it is not taken for the output
+        n = _fence_end(lines, n, len(lines)) if fence else n + 1
+    return "", body
+
+
+def _unfenced(lines: list[str]) -> str:
+    """An output that opens with a ```` ```text ```` or bare fence, without that fence and the one closing it last."""
+    fence = FENCE.match(lines[0]) if lines else None
+    if fence is None or fence.group(2).strip() not in ("", "text"):
+        return "\n".join(lines)
+    inside = lines[1:]
+    closing = FENCE.match(inside[-1]) if inside else None
+    if closing and closing.group(1) == fence.group(1) and not closing.group(2).strip():
+        inside = inside[:-1]
+    return _trimmed("\n".join(inside))
+
+
+def _input_arguments(given: str, tool_type: str) -> dict[str, JSONValue]:
+    """The arguments a v2 body's input part shows: an ``**Input:**`` list's ``- key: `value``` lines; for a shell
+    call, a read or a write, a last line that is one ```` `span` ```` (or, for a shell call, a ```` ```bash ````
+    fence) as its command or path, and the prose before it as the ``description``. Anything else is kept
+    whole as ``input``."""
+    if given.startswith("Parameters:"):
+        return _parameters(given)
+    listed = dict(INPUT_ITEM.findall(given)) if given.startswith("**Input:**") else {}
+    key = "command" if tool_type == "shell" else "path" if tool_type in ("read", "write") else None
+    if listed or not given or key is None:
+        return dict(listed) if listed else {"input": given} if given else {}
+    lines = given.split("\n")
+    code = next((n for n, line in enumerate(lines) if FENCE.match(line)), None)
+    prose = [line for line in lines[:code] if line.strip()]
+    span = INLINE_CODE.match(prose[-1]) if prose and code is None else None
+    if span:
+        value, prose = span.group(1), prose[:-1]
+    elif code is not None and key == "command":
+        value = "\n".join(lines[code + 1 : _fence_end(lines, code, len(lines)) - 1]).strip()
+    else:
+        return {"input": given}
+    return {key: value, **({"description": "\n".join(prose).strip()} if prose else {})}
+
+
+def _parameters(given: str) -> dict[str, JSONValue]:
+    """Cursor's ``Parameters:`` and the JSON object fenced under it as the call's arguments (kept whole as
+    ``input`` when that is not a JSON object the model can hold)."""
+    lines = given.split("\n")
+    code = next((n for n, line in enumerate(lines) if FENCE.match(line)), None)
+    if code is not None:
+        try:
+            value = parse_json("\n".join(lines[code + 1 : _fence_end(lines, code, len(lines)) - 1]))
+        except JsonFault:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {"input": given}
 
 
 def _summary_arguments(summary: str) -> dict[str, JSONValue]:
