@@ -337,12 +337,32 @@ def test_a_tool_use_without_the_tools_name_names_its_line_and_field(tmp_path: Pa
     assert bad.value.location == f"line {opening}.data-tool-name"
 
 
-def test_a_tool_use_left_open_before_the_next_turn_is_an_error_naming_its_line(tmp_path: Path) -> None:
+def test_a_tool_use_left_open_ends_at_the_next_turn_with_a_warning(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
     text = CLAUDE_CODE.replace("```\n</details></tool-use>\n\n_**Agent - sidechain", "```\n\n_**Agent - sidechain")
-    with pytest.raises(SessionFormatError) as bad:
-        load(write(tmp_path, text))
+    with caplog.at_level(logging.WARNING, logger="contextfold.importers"):
+        (conversation,) = load(write(tmp_path, text))
     opening = text.splitlines().index('<tool-use data-tool-type="shell" data-tool-name="Bash"><details>') + 1
-    assert bad.value.location == f"line {opening}" and "</tool-use>" in str(bad.value)
+    assert f"the element at line {opening} has no </tool-use>" in caplog.text
+    assert conversation.header.meta["unclosed_elements"] == 1 and conversation.validate() == []
+    assert conversation[2].tool_result is not None and conversation[2].tool_result.text.endswith("expected +02:00")
+    assert [item.kind for item in conversation][3:5] == ["tool_call", "tool_result"]
+
+
+def test_a_bare_tool_use_line_names_the_details_that_follow_it_even_left_open(tmp_path: Path) -> None:
+    """Early Cursor exports of GPT models write ``Tool use: **apply_patch**`` and a ``<details>`` they never
+    close: the call is named by the line, and its element ends at the step separator."""
+    text = EARLY_CURSOR.replace("Read file: Makefile\n", (
+        "Tool use: **apply_patch**\n\n<details>\n        <summary>Apply patch for Makefile</summary>\n\n"
+        "```diff\n*** Begin Patch\n*** Update File: Makefile\n-all: missing.c\n+all: found.c\n*** End Patch\n```\n\n"
+        "Patched the Makefile.\n\n---\n\nTool use: **todo_write**\n"))
+    (conversation,) = load(write(tmp_path, text))
+    calls = [call for item in conversation for call in item.tool_calls]
+    assert [(c.name, c.arguments) for c in calls][1:3] == [
+        ("apply_patch", {"summary": "Apply patch for Makefile"}), ("todo_write", {})]
+    patch = next(item.tool_result for item in conversation if item.tool_result and item.tool_result.tool_name == "apply_patch")
+    assert patch is not None and patch.text.startswith("```diff") and patch.text.endswith("Patched the Makefile.")
+    assert conversation.header.meta["unclosed_elements"] == 1
 
 
 def test_an_export_cut_inside_a_tool_use_imports_what_it_holds(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -351,7 +371,7 @@ def test_an_export_cut_inside_a_tool_use_imports_what_it_holds(tmp_path: Path, c
     with caplog.at_level(logging.WARNING, logger="contextfold.importers"):
         (conversation,) = load(write(tmp_path, cut))
     assert [item.kind for item in conversation][-2:] == ["tool_call", "tool_result"]
-    assert "has no </tool-use> by the end of the file" in caplog.text
+    assert "has no </tool-use>; it ends at line" in caplog.text
 
 
 def test_sniffing_tells_specstory_from_aider_and_from_plain_markdown(tmp_path: Path) -> None:

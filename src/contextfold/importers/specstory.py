@@ -45,12 +45,18 @@ In an agent turn:
   ``{"command"}`` answered by that output, and a step that is only
   ``Read file: <path>`` is a ``read_file`` call with ``{"path"}`` (the export
   keeps no content: its result is empty);
-- everything else is the reply's text.
+- everything else is the reply's text;
 
-An element (``<think>``, ``<tool-use>``, ``<details>``) not closed before the
-next turn is a :class:`SessionFormatError` naming its line; one still open at
-the end of the file (SpecStory writes while the chat runs) runs to the end,
-with a warning. The exports keep no system prompt, tool definitions or usage.
+- an early export's ``Tool use: **N**`` line names the call of the
+  ``<details>`` that follows it (or is a call of ``N`` with no output).
+
+An element (``<think>``, ``<tool-use>``, ``<details>``) left open (early
+Cursor ``apply_patch`` uses never close theirs; a file copied while the chat
+ran ends inside one) ends at the turn's end, or a bare ``<details>`` at the
+next step separator, with a warning, counted in
+``Header.meta["unclosed_elements"]``. A ``<tool-use>`` without
+``data-tool-name`` is a :class:`SessionFormatError` naming its line and that
+field. The exports keep no system prompt, tool definitions or usage.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 TOOL_NAME = re.compile(r'\bdata-tool-name="([^"]*)"')
 TOOL_TYPE = re.compile(r'\bdata-tool-type="([^"]*)"')
 TOOL_USE_PREFIX = re.compile(r"^Tool use: \*\*[^*]*\*\*\s*(?:•\s*)?")
+BARE_TOOL_USE = re.compile(r"^Tool use: \*\*([^*\s]+)\*\*(.*)$")
 READ_FILE = re.compile(r"^Read file: (.*\S)")
 CURSOR_TOOLS = {
     "Searched codebase": "codebase_search", "Listed directory": "list_dir", "Listed current": "list_dir",
@@ -119,7 +126,7 @@ def load(source: Source) -> list[Conversation]:
     reader = _Turns(builder)
     for position, start in enumerate(turns):
         end = turns[position + 1] if position + 1 < len(turns) else len(lines)
-        reader.read(lines, start, end, last=end == len(lines))
+        reader.read(lines, start, end)
     return [builder.build()]
 
 
@@ -153,7 +160,7 @@ class _Turns:
         self.builder = builder
         self.calls = 0
 
-    def read(self, lines: list[str], start: int, end: int, last: bool) -> None:
+    def read(self, lines: list[str], start: int, end: int) -> None:
         header = TURN.match(lines[start])
         assert header is not None
         role, sidechain, info = header.group(1), header.group(2), header.group(3) or ""
@@ -169,7 +176,7 @@ class _Turns:
             return
         model = _model(info)
         meta: dict[str, JSONValue] = {"model": model} if model else {}
-        parts = _agent_parts(self.builder, lines, start + 1, end, last)
+        parts = _agent_parts(self.builder, lines, start + 1, end)
         for part in parts:
             if isinstance(part, _Tool):
                 self.calls += 1
@@ -200,8 +207,7 @@ def _without_trailing_separator(text: str) -> str:
     return text
 
 
-def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end: int,
-                 last: bool) -> list[Block | _Tool]:
+def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end: int) -> list[Block | _Tool]:
     """The blocks and tool uses of one agent turn (lines ``start`` to ``end``, 0-based)."""
     source = builder.source
     parts: list[Block | _Tool] = []
@@ -239,7 +245,7 @@ def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end
         for opening, closing in (("<think>", "</think>"), ("<tool-use", "</tool-use>"), ("<details", "</details>")):
             if stripped.startswith(opening):
                 flush()
-                stop = _element_end(source, lines, n, end, closing, last)
+                stop = _element_end(builder, lines, n, end, closing)
                 element = _element(source, opening, lines[n:stop], n + 1)
                 if _is_echo(element, parts):
                     builder.skip("repeated_tool_use")
@@ -248,7 +254,12 @@ def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end
                 n = stop
                 break
         else:
-            read = READ_FILE.match(stripped)
+            read, named = READ_FILE.match(stripped), BARE_TOOL_USE.match(stripped)
+            if named and step_start():
+                flush()
+                tool, n = _bare_tool_use(builder, lines, n, end, named)
+                parts.append(tool)
+                continue
             if read and step_start() and _step_ends(lines, n + 1, end):
                 flush()
                 parts.append(_Tool("read_file", {"path": read.group(1)}, "", n + 1))
@@ -257,6 +268,19 @@ def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end
             n += 1
     flush()
     return parts
+
+
+def _bare_tool_use(builder: ConversationBuilder, lines: list[str], start: int, end: int,
+                   named: re.Match[str]) -> tuple[_Tool, int]:
+    """An early export's ``Tool use: **N**`` line: a call of ``N``, answered by the ``<details>`` element that
+    follows it (its summary and body), or by nothing when none does; ``(the tool, index after it)``."""
+    following = _next_filled(lines, start + 1, end)
+    if following < end and lines[following].strip().startswith("<details"):
+        stop = _element_end(builder, lines, following, end, "</details>")
+        summary, body = _summary_and_body("\n".join(lines[following:stop]))
+        return _Tool(named.group(1), _summary_arguments(summary), _trimmed(body), start + 1), stop
+    described = named.group(2).strip().lstrip("•").strip()
+    return _Tool(named.group(1), _summary_arguments(described), "", start + 1), start + 1
 
 
 def _is_echo(element: Block | _Tool | None, parts: list[Block | _Tool]) -> bool:
@@ -270,12 +294,17 @@ def _fence_end(lines: list[str], start: int, end: int) -> int:
     """The index after the fence opened at ``start`` closes (``end`` when it never does)."""
     opening = FENCE.match(lines[start])
     assert opening is not None
-    mark = opening.group(1)
     for n in range(start + 1, end):
-        close = FENCE.match(lines[n])
-        if close and close.group(1)[0] == mark[0] and len(close.group(1)) >= len(mark) and not close.group(2).strip():
+        if _closes(lines[n], opening.group(1)):
             return n + 1
     return end
+
+
+def _closes(line: str, fence: str) -> bool:
+    """Whether ``line`` closes the fence opened with ``fence`` (the same character, at least as many, no info)."""
+    marker = FENCE.match(line)
+    return marker is not None and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence) \
+        and not marker.group(2).strip()
 
 
 def _step_ends(lines: list[str], start: int, end: int) -> bool:
@@ -314,21 +343,37 @@ def _shell_step(lines: list[str], start: int, end: int) -> tuple[_Tool, int] | N
     return _Tool("run_terminal_cmd", {"command": command}, output, start + 1), after
 
 
-def _element_end(source: Source, lines: list[str], start: int, end: int, closing: str, last: bool) -> int:
+def _element_end(builder: ConversationBuilder, lines: list[str], start: int, end: int, closing: str) -> int:
     """The index after the first line, from ``start`` on, that ends with ``closing``.
 
     Fences are not followed: SpecStory writes a tool's output in a fence without escaping the fences inside it
-    (a plan or a Markdown file read), so only the closing tag at a line's end is trusted. Unclosed before the
-    next turn: a SpecStory error naming the line; unclosed at the end of the file (a chat still being
-    written): the rest of the file, with a warning."""
+    (a plan or a Markdown file read), so only the closing tag at a line's end is trusted. Some exports leave an
+    element open (early Cursor ``apply_patch`` uses never close their ``<details>``; a file copied while the
+    chat ran ends inside one): it then ends at the turn's end, a bare ``<details>`` (early exports, whose
+    bodies are fenced properly) at the first step separator outside a fence, with a warning, and is counted
+    in ``Header.meta["unclosed_elements"]``."""
+    fence: str | None = None
     for n in range(start, end):
-        if lines[n].rstrip().endswith(closing):
+        line = lines[n]
+        if line.rstrip().endswith(closing):
             return n + 1
-    if not last:
-        raise source.error(f"line {start + 1}", f"{closing} is missing before the next turn (line {end + 1})")
-    log.warning("%s: the element at line %d has no %s by the end of the file; read to the end", source.name,
-                start + 1, closing)
-    return end
+        if closing != "</details>" or n == start:
+            continue
+        if fence is not None:
+            fence = None if _closes(line, fence) else fence
+        elif line.strip() == "---":
+            return _unclosed(builder, start, closing, n)
+        else:
+            marker = FENCE.match(line)
+            fence = marker.group(1) if marker else None
+    return _unclosed(builder, start, closing, end)
+
+
+def _unclosed(builder: ConversationBuilder, start: int, closing: str, stop: int) -> int:
+    builder.meta["unclosed_elements"] = builder.meta.get("unclosed_elements", 0) + 1
+    log.warning("%s: the element at line %d has no %s; it ends at line %d", builder.source.name, start + 1,
+                closing, stop)
+    return stop
 
 
 def _element(source: Source, opening: str, lines: list[str], line: int) -> Block | _Tool | None:
