@@ -45,10 +45,9 @@ In an agent turn:
   ``{"command"}`` answered by that output, and a step that is only
   ``Read file: <path>`` is a ``read_file`` call with ``{"path"}`` (the export
   keeps no content: its result is empty);
-- everything else is the reply's text;
-
 - an early export's ``Tool use: **N**`` line names the call of the
-  ``<details>`` that follows it (or is a call of ``N`` with no output).
+  ``<details>`` that follows it (or is a call of ``N`` with no output);
+- everything else is the reply's text.
 
 An element (``<think>``, ``<tool-use>``, ``<details>``) left open (early
 Cursor ``apply_patch`` uses never close theirs; a file copied while the chat
