@@ -292,6 +292,18 @@ def test_a_cursor_export_keeps_thinking_and_reads_each_tool_use_once(tmp_path: P
     assert results[3].text.startswith("Additional data:") and results[3].text.endswith("Status: **completed**")
 
 
+def test_cursors_escaped_outputs_are_unescaped_and_raw_ones_kept(tmp_path: Path) -> None:
+    """SpecStory HTML-escapes Cursor's outputs (not Claude Code's): an output with no angle bracket but escapes
+    was escaped; one with an angle bracket was not, and its entities are its own."""
+    escaped = CURSOR.replace("2 passed", "ls: x: No such file 2&gt;/dev/null &#96;x&#96; a &amp;&amp; b")
+    (conversation,) = load(write(tmp_path, escaped, "a.md"))
+    outputs = [item.tool_result.text for item in conversation if item.tool_result is not None]
+    assert "ls: x: No such file 2>/dev/null `x` a && b" in outputs
+    raw = CLAUDE_CODE.replace("AssertionError: expected +02:00", "<p>Tom &amp; Jerry</p>")
+    (conversation,) = load(write(tmp_path, raw, "b.md"))
+    assert conversation[2].tool_result is not None and conversation[2].tool_result.text == "F.\n<p>Tom &amp; Jerry</p>"
+
+
 def test_parameters_that_are_not_a_json_object_are_kept_whole(tmp_path: Path) -> None:
     (conversation,) = load(write(tmp_path, CURSOR.replace('"pattern": "load_cfg",', '"pattern": load_cfg,')))
     (search,) = [call for item in conversation for call in item.tool_calls if call.name == "ripgrep_raw_search"]

@@ -27,7 +27,8 @@ In an agent turn:
   ``N`` with arguments ``{"tool_type": T}``, the input the body shows and the
   summary (without its ``Tool use: **N** •`` prefix), answered by the rest of
   ``BODY``, verbatim (an empty string when it kept nothing, as Cursor does for
-  reads and edits). The body's input is what precedes its output (see
+  reads and edits; the HTML escapes SpecStory writes into Cursor's outputs
+  undone, see :func:`_unescaped`). The body's input is what precedes its output (see
   :func:`_input_and_output`): Claude Code's description and command or path,
   its ``**Input:**`` list, Cursor's ``Parameters:`` JSON, each read into
   arguments (:func:`_input_arguments`). A summary that names the call's one
@@ -60,6 +61,7 @@ field. The exports keep no system prompt, tool definitions or usage.
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from dataclasses import dataclass
@@ -182,7 +184,7 @@ class _Turns:
                 call = ToolCall(f"specstory-{self.calls}", part.name, part.arguments)
                 where = f"line {part.line}"
                 self.builder.add_assistant([call], where, timestamp, dict(meta), merge=True)
-                self.builder.add_result(call.id, part.output, where, timestamp=timestamp)
+                self.builder.add_result(call.id, _unescaped(part.output), where, timestamp=timestamp)
             else:
                 self.builder.add_assistant([part], f"line {start + 1}", timestamp, dict(meta), merge=True)
 
@@ -501,6 +503,15 @@ def _summary_arguments(summary: str) -> dict[str, JSONValue]:
     if named:
         return {SUMMARY_KEYS[named.group(1)]: named.group(2).strip()}
     return {"summary": summary} if summary else {}
+
+
+def _unescaped(output: str) -> str:
+    """A tool's output with the HTML escapes SpecStory writes into Cursor's outputs (``2&gt;/dev/null``,
+    ``&#96;`` for a backtick) undone. Claude Code's outputs are written raw; an output holding an angle bracket
+    was not escaped, so its ``&lt;`` (a web page read) is the output's own and stays."""
+    if "&" not in output or "<" in output or ">" in output:
+        return output
+    return html.unescape(output)
 
 
 def _trimmed(body: str) -> str:
