@@ -85,6 +85,7 @@ TOOL_TYPE = re.compile(r'\bdata-tool-type="([^"]*)"')
 TOOL_USE_PREFIX = re.compile(r"^Tool use: \*\*[^*]*\*\*\s*(?:•\s*)?")
 BARE_TOOL_USE = re.compile(r"^Tool use: \*\*([^*\s]+)\*\*(.*)$")
 READ_FILE = re.compile(r"^Read file: (.*\S)")
+"""No lazy ``(.+?)\\s*$`` in this or ``TITLE``: on a long line of blanks it is quadratic (see ``aider.SESSION``)."""
 CURSOR_TOOLS = {
     "Searched codebase": "codebase_search", "Listed directory": "list_dir", "Listed current": "list_dir",
     "Grep search": "grep_search", "Searched files": "file_search", "Searched web": "web_search",
@@ -100,7 +101,6 @@ SUMMARY_ARGUMENT = re.compile(r"^(Read file|Edit file|Run command): (\S.*)\Z", r
 """The summaries that name a call's one input (what SpecStory writes for Cursor's reads, edits and commands)."""
 SUMMARY_KEYS = {"Read file": "path", "Edit file": "path", "Run command": "command"}
 """Each such summary's input under the name the action classifier reads (``actions._PATH_KEYS``, ``command``)."""
-"""No lazy ``(.+?)\\s*$`` in these: on a long line of blanks it is quadratic (see ``aider.SESSION``)."""
 
 
 def matches(source: Source) -> bool:
@@ -170,8 +170,7 @@ class _Turns:
             return
         timestamp = _time(info)
         if role == "User":
-            text = "\n".join(line for line in lines[start + 1 : end]).strip()
-            text = _without_trailing_separator(text)
+            text = _without_trailing_separator("\n".join(lines[start + 1 : end]).strip())
             if text:
                 self.builder.add_user([Text(text)], timestamp)
             return
