@@ -9,6 +9,7 @@ from pathlib import Path
 
 import fuzzing
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -420,3 +421,16 @@ def test_mutated_exports_import_or_raise_a_typed_error(tmp_path_factory: pytest.
     path.write_bytes(mutated)
     outcome = fuzzing.judged(lambda: fuzzing.file_case(path))
     assert outcome.good, f"{outcome.kind}: {outcome.detail} <- {done}"
+
+
+def test_the_commands_that_read_files_exit_cleanly_on_damaged_exports(tmp_path: Path) -> None:
+    """``inspect``, ``tokens``, ``replay`` and ``compact`` on mutated exports: a result or one line and a
+    non-zero exit, never a traceback."""
+    rng, runner = random.Random(3), CliRunner()
+    for number, base in enumerate([CLAUDE_CODE, CURSOR, EARLY_CURSOR] * 2):
+        mutated, done = fuzzing.mutate_file(base.encode(), rng)
+        path = tmp_path / f"{number}.md"
+        path.write_bytes(mutated)
+        for command, arguments in fuzzing.file_commands(path, tmp_path / "out.json").items():
+            outcome = fuzzing.command_case(runner, arguments)
+            assert outcome.good, f"{command}: {outcome.kind}: {outcome.detail} <- {done}"
