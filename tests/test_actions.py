@@ -42,6 +42,8 @@ def call(name: str, **arguments: object) -> ToolCall:
         ("Grep", {"pattern": "def main"}, SEARCH, ()),
         ("apply_patch", {"input": "*** Begin Patch\n*** Update File: src/x.py\n@@\n-a\n+b\n*** End Patch"}, EDIT, ("src/x.py",)),
         ("apply_patch", {"changes": {"/r/lib.rs": {"update": {"unified_diff": "@@\n-a\n+b"}}}}, EDIT, ("/r/lib.rs",)),
+        ("read_file_v2", {"path": "/r/a.py"}, READ, ("/r/a.py",)),  # a tool's second version (Cursor's) is the same tool
+        ("edit_file_v2", {"path": "/r/a.py"}, EDIT, ("/r/a.py",)),
     ],
 )
 def test_classify_tools(name: str, arguments: dict, kind: str, paths: tuple[str, ...]) -> None:

@@ -52,6 +52,7 @@ def test_formats_lists_every_name() -> None:
         "codex-exec",
         "codex-rollout",
         "codex-tui",
+        "specstory",
         "aider",
     }
 

@@ -35,6 +35,8 @@ _TODO_TOOLS = {"todowrite", "todo_write", "todo", "update_plan", "plan", "todore
 _PLAN_PROPOSAL_TOOLS = {"exitplanmode", "exit_plan_mode"}
 """Tools an agent puts a plan to the user with (Claude Code's ExitPlanMode), in their ``plan`` argument."""
 _EDITOR_TOOLS = {"str_replace_editor", "text_editor", "str_replace_based_edit_tool", "editor"}
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+"""A tool's version in its name (Cursor's ``edit_file_v2``): the same tool as the unversioned name."""
 _PATH_KEYS = ("path", "file_path", "filePath", "file", "filename", "target_file", "notebook_path", "file_pattern")
 
 _READ_COMMANDS = {"cat", "head", "tail", "nl", "less", "more", "bat"}
@@ -242,7 +244,7 @@ def proposed_plan(call: ToolCall) -> str | None:
 
 def classify(call: ToolCall) -> Action:
     """What ``call`` did, from its tool name and arguments."""
-    name = call.name.lower().replace("-", "_")
+    name = _VERSION_SUFFIX.sub("", call.name.lower().replace("-", "_"))
     arguments = call.arguments or {}
     paths = _argument_paths(arguments)
     if name in _EDITOR_TOOLS:

@@ -48,6 +48,7 @@ from . import (
     moatless,
     openhands,
     openhands_legacy,
+    specstory,
     swe_agent,
     tau_bench,
 )
@@ -81,10 +82,12 @@ _IMPORTERS: tuple[Importer, ...] = (
     codex_rollout,
     codex_exec,
     codex_tui,
+    specstory,
     aider,
 )
 """In detection order: JSON documents (plain chat messages last: every format with keys of its own first), then
-JSON Lines, then the text formats (logs last, they parse most)."""
+JSON Lines, then the text formats (logs last, they parse most; SpecStory's marker line before aider's session
+header, which a SpecStory chat about aider may quote)."""
 
 FORMATS: tuple[str, ...] = tuple(module.FORMAT for module in _IMPORTERS)
 """The format names ``load(format=...)`` accepts."""
