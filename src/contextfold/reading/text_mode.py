@@ -23,6 +23,9 @@ TEXT_TOOL = "bash"
 _COMMAND_BLOCK = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
 _ANSWERS = frozenset({"timeout"})
 """Harness rules (besides an observation) whose message answers the command: it timed out and was killed."""
+_ANSWERS_REPLY = _ANSWERS | {"format error"}
+"""Harness rules whose message answers the reply before it: besides its command's fate, that it ran nothing (no
+block, or more than one), which is read with the reply or not at all."""
 _CALL: Key[ToolCall | None] = Key("text_call")
 _RESULT: Key[Item] = Key("text_result")
 
@@ -40,12 +43,22 @@ def _call(item: Item) -> ToolCall | None:
     return ToolCall(f"text-{item.id}", TEXT_TOOL, {"command": blocks[0].strip()}) if len(blocks) == 1 else None
 
 
+def answers_reply(item: Item) -> bool:
+    """Whether the user ``item`` is what a text-mode harness sent back for the reply before it: the output of the
+    command that reply ran, the notice that it timed out, or that the reply ran nothing (a format error); not the
+    person, nor a notice of the harness's own."""
+    return _answers(item, _ANSWERS_REPLY)
+
+
+def _answers(item: Item, rules: frozenset[str]) -> bool:
+    reading = reading_of(item)
+    return reading.speaker is Speaker.OBSERVATION or (reading.rule is not None and reading.rule.name in rules)
+
+
 def text_result(item: Item, call: ToolCall) -> Item | None:
     """The user ``item`` as the tool item answering ``call`` (made once per item: what is read of it is kept), when
     it is the output a text-mode harness sent back (or its notice that the command timed out); None otherwise."""
-    reading = reading_of(item)
-    answers = reading.speaker is Speaker.OBSERVATION or (reading.rule is not None and reading.rule.name in _ANSWERS)
-    if not answers:
+    if not _answers(item, _ANSWERS):
         return None
     known = item.readings.get(_RESULT)
     result = known.tool_result if known is not None else None
