@@ -338,6 +338,17 @@ def test_boundary_never_cuts_between_a_text_command_and_its_output() -> None:
         assert cut is not None and conv[cut.index].role == "assistant", (budget_tokens, cut)
 
 
+def test_a_cut_before_a_text_mode_format_error_is_not_a_turn_boundary() -> None:
+    """The harness's "provide EXACTLY ONE action" answers a reply that ran nothing, and the loop goes on: neither
+    "after assistant text" nor "before a user message" (which made such a cut the best of a text-mode run)."""
+    items = list(text_mode_session(6).items)
+    items[7:7] = [c.assistant("THOUGHT: I should think about this more."),
+                  c.user("Please always provide EXACTLY ONE action in triple backticks, found 0 actions.")]
+    conv = Conversation(items, HEADER)
+    cut = choose_cut(conv, start=1, tail_budget_tokens=EST.items(items[8:]), count_item=EST.item)
+    assert cut is not None and cut.index == 8 and cut.reasons[1:] == ()
+
+
 def test_summarize_of_a_text_mode_run_keeps_each_command_with_its_output() -> None:
     conv = text_mode_session(10)
     out, _ = summarize(conv, make_budget(tail_tokens=700))
