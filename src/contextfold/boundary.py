@@ -8,9 +8,10 @@ better, one after a long pause is better, one where the topic changes (a
 phrase that announces a switch, or a new set of files and tools in play) is
 better, one right after an unresolved error is worse (the fix attempt would
 be separated from the failure), and one that fills the tail budget well is
-better. A text-mode harness's format error is not a user message that opens
-a turn: the reply before it ran nothing, and the loop goes on. Summarizing at a change of topic keeps the tail about one thing and
-lets the summary close the previous one.
+better. Summarizing at a change of topic keeps the tail about one thing and
+lets the summary close the previous one. A harness's format error is not a
+user message that opens a turn: the reply before it ran nothing, and the
+loop goes on.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _score(items: list[Item], index: int, tail_tokens: int, target_tokens: int) 
     before, after = items[index - 1], items[index]
     score = 2.0 * (1.0 - abs(target_tokens - tail_tokens) / max(target_tokens, 1))
     reasons = [f"tail {tail_tokens:,} of {target_tokens:,} tokens"]
-    rejected = rejects_reply(after)  # a text-mode harness's format error: the reply ran nothing, the loop goes on
+    rejected = rejects_reply(after)  # a harness's format error: the reply ran nothing, the loop goes on
     if before.role == "assistant" and not before.tool_calls and not rejected:
         score += 1.0
         reasons.append("after assistant text")

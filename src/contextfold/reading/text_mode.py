@@ -24,7 +24,7 @@ _COMMAND_BLOCK = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(.*?)\n```[ \t]*$", r
 _ANSWERS = frozenset({"timeout"})
 """Harness rules (besides an observation) whose message answers the command: it timed out and was killed."""
 _REJECTS = frozenset({"format error"})
-"""Harness rules whose message answers a reply that ran nothing (no block, or more than one)."""
+"""Harness rules whose message answers a reply that ran nothing (no block or more than one; no tool call)."""
 _CALL: Key[ToolCall | None] = Key("text_call")
 _RESULT: Key[Item] = Key("text_result")
 
@@ -50,8 +50,9 @@ def answers_reply(item: Item) -> bool:
 
 
 def rejects_reply(item: Item) -> bool:
-    """Whether the user ``item`` is a text-mode harness's notice that the reply before it ran nothing (a format
-    error): the loop goes on, no turn ends or begins there."""
+    """Whether the user ``item`` is a harness's notice that the reply before it ran nothing (a format error:
+    mini-swe-agent's "provide EXACTLY ONE action", live-swe-agent's "No tool calls found"): the loop goes on, no
+    turn ends or begins there."""
     rule = reading_of(item).rule
     return rule is not None and rule.name in _REJECTS
 
