@@ -65,6 +65,28 @@ def test_a_round_that_begins_inside_another_and_ends_after_it_joins_its_unit() -
     assert conv.units() == [(0, 1), (1, 5), (5, 6)]
 
 
+def test_a_text_mode_command_and_the_output_sent_back_as_a_user_message_are_one_unit() -> None:
+    """mini-swe-agent and SWE-agent run the fenced block of a reply and send its output back as a user message: that
+    message answers the reply as a tool result answers its call, so no unit boundary falls between them. A message of
+    the person after a command, and the format error answering a reply that ran nothing (no output to read without
+    its command; a reply that ran nothing need not be kept for it), stay units of their own."""
+    conv = Conversation([
+        c.user("Fix the failing test in src/app.py"),
+        c.assistant("THOUGHT: find it.\n\n```bash\ngrep -rn total src\n```"),
+        c.user("<returncode>0</returncode>\n<output>\nsrc/app.py:1:def total():\n</output>"),
+        c.assistant("THOUGHT: run the tests.\n\n```bash\npytest -x\n```"),
+        c.user("The last command <command>pytest -x</command> timed out and has been killed."),
+        c.assistant("DISCUSSION\nOpen the file.\n```bash\nopen src/app.py\n```"),
+        c.user("OBSERVATION:\n[File: /repo/src/app.py (120 lines total)]"),
+        c.assistant("```bash\nls\n```"),
+        c.user("Also check the docs, please."),
+        c.assistant("I will, after this."),
+        c.user("Please always provide EXACTLY ONE action in triple backticks, found 0 actions."),
+        c.assistant("Done."),
+    ])
+    assert conv.units() == [(0, 1), (1, 3), (3, 5), (5, 7), (7, 8), (8, 9), (9, 10), (10, 11), (11, 12)]
+
+
 def test_validate_names_every_violation_with_its_position() -> None:
     conv = Conversation([
         c.user("task"),

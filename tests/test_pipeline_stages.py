@@ -320,6 +320,43 @@ def test_boundary_never_splits_a_round_and_prefers_a_cut_before_a_user_message()
         assert tail <= budget_tokens or cut.index == max(starts), (budget_tokens, tail)  # the last unit always stays
 
 
+def text_mode_session(steps: int) -> Conversation:
+    """A mini-swe-agent run: each reply ends with one fenced command, its output comes back as a user message."""
+    items = [c.user("Fix src/app.py so that the tests pass")]
+    for k in range(steps):
+        items += [c.assistant(f"THOUGHT: step {k}.\n\n```bash\ncat part{k}.py\n```"),
+                  c.user(f"<returncode>0</returncode>\n<output>\n{'x = 1  ' * 60}\n</output>")]
+    return Conversation(items, HEADER)
+
+
+def test_boundary_never_cuts_between_a_text_command_and_its_output() -> None:
+    """A cut before the output would score as "before a user message" and "after assistant text", and open the
+    verbatim tail with an output whose command was summarized away."""
+    conv = text_mode_session(8)
+    for budget_tokens in range(50, 2_500, 41):
+        cut = choose_cut(conv, start=1, tail_budget_tokens=budget_tokens, count_item=EST.item)
+        assert cut is not None and conv[cut.index].role == "assistant", (budget_tokens, cut)
+
+
+def test_a_cut_before_a_text_mode_format_error_is_not_a_turn_boundary() -> None:
+    """The harness's "provide EXACTLY ONE action" answers a reply that ran nothing, and the loop goes on: neither
+    "after assistant text" nor "before a user message" (which made such a cut the best of a text-mode run)."""
+    items = list(text_mode_session(6).items)
+    items[7:7] = [c.assistant("THOUGHT: I should think about this more."),
+                  c.user("Please always provide EXACTLY ONE action in triple backticks, found 0 actions.")]
+    conv = Conversation(items, HEADER)
+    cut = choose_cut(conv, start=1, tail_budget_tokens=EST.items(items[8:]), count_item=EST.item)
+    assert cut is not None and cut.index == 8 and cut.reasons[1:] == ()
+
+
+def test_summarize_of_a_text_mode_run_keeps_each_command_with_its_output() -> None:
+    conv = text_mode_session(10)
+    out, _ = summarize(conv, make_budget(tail_tokens=700))
+    tail = [item for item in out.items if item.id in {i.id for i in conv.items[1:]}]
+    assert tail and tail[0].role == "assistant" and "```bash" in tail[0].text
+    assert tail == list(conv.items[len(conv) - len(tail):])
+
+
 def test_summarize_keeps_task_first_injects_a_user_summary_and_restores_files() -> None:
     conv = session(
         ("cat src/app.py", "def total():\n    return 1\n"),

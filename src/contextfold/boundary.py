@@ -9,7 +9,9 @@ phrase that announces a switch, or a new set of files and tools in play) is
 better, one right after an unresolved error is worse (the fix attempt would
 be separated from the failure), and one that fills the tail budget well is
 better. Summarizing at a change of topic keeps the tail about one thing and
-lets the summary close the previous one.
+lets the summary close the previous one. A harness's format error is not a
+user message that opens a turn: the reply before it ran nothing, and the
+loop goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from .actions import call_actions, failed
 from .conversation import Conversation, Item
+from .reading import rejects_reply
 from .readings import Key
 
 PAUSE_S = 300.0
@@ -92,13 +95,14 @@ def _score(items: list[Item], index: int, tail_tokens: int, target_tokens: int) 
     before, after = items[index - 1], items[index]
     score = 2.0 * (1.0 - abs(target_tokens - tail_tokens) / max(target_tokens, 1))
     reasons = [f"tail {tail_tokens:,} of {target_tokens:,} tokens"]
-    if before.role == "assistant" and not before.tool_calls:
+    rejected = rejects_reply(after)  # a harness's format error: the reply ran nothing, the loop goes on
+    if before.role == "assistant" and not before.tool_calls and not rejected:
         score += 1.0
         reasons.append("after assistant text")
     elif before.role == "tool":
         score += 0.5
         reasons.append("after a completed tool round")
-    if after.role == "user":
+    if after.role == "user" and not rejected:
         score += 1.0
         reasons.append("before a user message")
     if announces_switch(after):

@@ -455,10 +455,17 @@ class Conversation:
     def units(self) -> list[tuple[int, int]]:
         """The conversation split into atomic ``(start, end)`` spans, in order.
 
-        A round (and anything that sits inside its span) is one unit; every
-        other item is a unit of its own. Cutting only between units keeps
-        every call with its result.
+        A round (and anything that sits inside its span) is one unit; so is
+        a text-mode agent's reply with the output its harness sent back as a
+        user message (mini-swe-agent's ``<returncode>…``, SWE-agent's
+        ``OBSERVATION:``); every other item is a unit of its own. Cutting only
+        between units keeps every call with its result, and never opens a
+        tail with an output whose command was summarized away.
         """
+        # Which user message is a command's output is the session reader's answer; it reads Items, so it is
+        # imported here, once the model is built (tests/test_architecture.py allows this one import).
+        from .reading import answers_reply
+
         units: list[tuple[int, int]] = []
         index = 0
         round_end = {r.start: r.end for r in self.rounds()}
@@ -469,6 +476,10 @@ class Conversation:
             while probe < end:
                 end = max(end, round_end.get(probe, probe + 1))
                 probe += 1
+            reply = self._items[end - 1]
+            if (end < len(self._items) and reply.role == "assistant" and not reply.tool_calls
+                    and answers_reply(self._items[end])):
+                end += 1
             units.append((index, end))
             index = end
         return units

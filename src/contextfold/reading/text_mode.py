@@ -23,6 +23,8 @@ TEXT_TOOL = "bash"
 _COMMAND_BLOCK = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
 _ANSWERS = frozenset({"timeout"})
 """Harness rules (besides an observation) whose message answers the command: it timed out and was killed."""
+_REJECTS = frozenset({"format error"})
+"""Harness rules whose message answers a reply that ran nothing (no block or more than one; no tool call)."""
 _CALL: Key[ToolCall | None] = Key("text_call")
 _RESULT: Key[Item] = Key("text_result")
 
@@ -40,12 +42,25 @@ def _call(item: Item) -> ToolCall | None:
     return ToolCall(f"text-{item.id}", TEXT_TOOL, {"command": blocks[0].strip()}) if len(blocks) == 1 else None
 
 
+def answers_reply(item: Item) -> bool:
+    """Whether the user ``item`` is what a text-mode harness sent back for the command of the reply before it: its
+    output, or the notice that it timed out (not the person, nor a notice of the harness's own)."""
+    reading = reading_of(item)
+    return reading.speaker is Speaker.OBSERVATION or (reading.rule is not None and reading.rule.name in _ANSWERS)
+
+
+def rejects_reply(item: Item) -> bool:
+    """Whether the user ``item`` is a harness's notice that the reply before it ran nothing (a format error:
+    mini-swe-agent's "provide EXACTLY ONE action", live-swe-agent's "No tool calls found"): the loop goes on, no
+    turn ends or begins there."""
+    rule = reading_of(item).rule
+    return rule is not None and rule.name in _REJECTS
+
+
 def text_result(item: Item, call: ToolCall) -> Item | None:
     """The user ``item`` as the tool item answering ``call`` (made once per item: what is read of it is kept), when
     it is the output a text-mode harness sent back (or its notice that the command timed out); None otherwise."""
-    reading = reading_of(item)
-    answers = reading.speaker is Speaker.OBSERVATION or (reading.rule is not None and reading.rule.name in _ANSWERS)
-    if not answers:
+    if not answers_reply(item):
         return None
     known = item.readings.get(_RESULT)
     result = known.tool_result if known is not None else None
