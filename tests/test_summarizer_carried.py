@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from contextfold.conversation import Header, Item, ToolCall, assistant, tool, user
 from contextfold.summarizers import ExtractiveSummarizer, SummaryRequest
+from contextfold.summarizers.prompts import render_span
 from contextfold.tokens import heuristic_tokens
 
 REPORT = """I'll look at the payment code first.
@@ -174,6 +175,16 @@ def test_of_two_continuation_summaries_only_the_newest_is_carried() -> None:
     assert text.count("An earlier summary said:") == 1
     assert "migrate the billing service from float to Decimal" in text
     assert "audit the billing service" not in text
+
+
+def test_a_model_summarizer_gets_a_continuation_summary_as_the_earlier_summary_to_carry() -> None:
+    """As the span's oldest unit it would be the first left out when the span does not fit the summarizer's window,
+    and read as one more message rather than the record the new summary must carry forward."""
+    span = render_span(continued(user(CONTINUATION)))
+    assert span.earlier_summary is not None
+    assert "Port billing/invoices.py to Money" in span.earlier_summary
+    assert "Porting billing/invoices.py, the last module still on float" not in span.earlier_summary
+    assert not any("This session is being continued" in unit for unit in span.units)
 
 
 MARKDOWN_CONTINUATION = """This session is being continued from a previous conversation that ran out of context. \
