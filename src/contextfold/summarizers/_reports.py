@@ -7,7 +7,8 @@ and a harness's own continuation summary (Claude Code's "This session is being
 continued from a previous conversation…": the only record of everything
 before it). Both are read here into their substance, their headings first: a
 report's headings, points, findings and paths; a continuation summary's
-sections.
+sections that stay true after it (not what was being done when it was written,
+nor what was to come next: the messages after it say what became of those).
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ _CONTINUATION = re.compile(r"^\s*This session is being continued from a previous
 _CONTINUATION_SUMMARY = re.compile(r"^Summary:\s*$", re.MULTILINE)
 """Where a Claude Code continuation summary's sections begin (its analysis, the model's notes, comes before)."""
 _CONTINUE_NOTE = re.compile(r"\n\s*Please continue the conversation from where we left it off.*\Z", re.DOTALL)
+_SUPERSEDED = re.compile(r"\b(?:current|ongoing|recent|latest)\s+(?:work|state|status|task|focus|progress|activity)|"
+                         r"next\s+steps?|left\s+off|work\s+in\s+progress", re.IGNORECASE)
+"""A heading of a section the work after the summary supersedes: what was being done when it was written (Claude
+Code's "8. Current Work"), what was to come next ("9. Optional Next Step"). Quoted after the messages that came
+next, they tell the model a state that is no longer so (and the summary's budget goes to them rather than to the
+requests, files, errors and pending tasks that stay true)."""
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_SECTION_HEADINGS = (re.compile(r"^(#{1,6})\s"),
+                     re.compile(r"^()\d+\.\s+(?:\*\*[^*\n]{2,80}\*\*:?|[A-Z][^:\n]{2,80}:)\s*$"),
+                     re.compile(r"^()\*\*[^*\n]{2,80}\*\*:?\s*$"))
+"""The kinds of heading a harness's summary is cut into sections at, outermost first (the first the text has is
+used, at its outermost level): Markdown's ``## …``, a numbered title on a line of its own
+(``1. Primary Request and Intent:``, ``2. **Key Technical Concepts:**``), a bold line of its own."""
 
 
 def delegates(call: ToolCall) -> bool:
@@ -105,11 +119,33 @@ def report_substance(text: str, max_chars: int) -> str:
 
 
 def continuation_substance(text: str) -> str:
-    """A continuation summary's sections (from Claude Code's ``Summary:`` on, when it has one), without the
-    harness's closing note to go on."""
+    """A continuation summary's sections that stay true (from Claude Code's ``Summary:`` on, when it has one),
+    without the harness's closing note to go on: see :func:`lasting_sections`."""
     found = _CONTINUATION_SUMMARY.search(text)
     body = text[found.end():] if found is not None else text
-    return _CONTINUE_NOTE.sub("", body).strip()
+    return lasting_sections(_CONTINUE_NOTE.sub("", body).strip())
+
+
+def _sections(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """The (heading, end) line ranges of ``lines``' sections, in order, cut at the outermost kind of heading the text
+    has (:data:`_SECTION_HEADINGS`): under ``## 3. Files`` a ``1. **Initial Request:**`` or ``**Files Read:**`` is a
+    point of that section, not a section of its own."""
+    prose = [n for n, fenced in enumerate(_fenced(lines)) if not fenced]  # a ``# comment`` in quoted code heads nothing
+    for shape in _SECTION_HEADINGS:
+        found = [(n, match.group(1)) for n in prose if (match := shape.match(lines[n]))]
+        if found:
+            outer = min(level for _, level in found)
+            headings = [n for n, level in found if level == outer]
+            return list(zip(headings, [*headings[1:], len(lines)]))
+    return []
+
+
+def lasting_sections(text: str) -> str:
+    """``text`` without its sections whose heading says they hold the work of the moment it was written or the
+    step to come (:data:`_SUPERSEDED`); a text with no such heading is returned as it is."""
+    lines = text.split("\n")
+    dropped = {n for start, end in _sections(lines) if _SUPERSEDED.search(lines[start]) for n in range(start, end)}
+    return "\n".join(line for n, line in enumerate(lines) if n not in dropped).strip() if dropped else text
 
 
 def by_headings(text: str, max_chars: int) -> str:
@@ -121,3 +157,37 @@ def by_headings(text: str, max_chars: int) -> str:
               for start, end in zip(headings, [*headings[1:], len(lines)])]
     rounds = [body[depth] for depth in range(_SECTION_LINES) for body in bodies if depth < len(body)]
     return shorten_lines(text, max_chars, [*headings, *rounds])
+
+
+def by_sections(text: str, max_chars: int) -> str:
+    """``text`` cut on line boundaries, without the code it quotes in fenced blocks (the files hold it), every
+    section in turns: its heading with its first point, then every section's second point…, in each section its
+    outer lines before the ones under them (see :func:`_rank`). Cut small, it still says something of each section
+    rather than heading after heading over an omission marker."""
+    if len(text) <= max_chars:
+        return text
+    every = text.split("\n")
+    lines = [line for line, fenced in zip(every, _fenced(every)) if not fenced]
+    points = [[start, *sorted((n for n in range(start + 1, end) if lines[n].strip()), key=lambda n: _rank(lines[n]))]
+              for start, end in _sections(lines)]
+    paired = [n for section in points for n in section[:2]]  # each heading with its first point
+    rest = [section[level] for level in range(2, max(map(len, points), default=0)) for section in points
+            if level < len(section)]
+    return shorten_lines("\n".join(lines), max_chars, [*paired, *rest])
+
+
+def _fenced(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it is code quoted in a fenced block (its fences included)."""
+    marks, inside = [], False
+    for line in lines:
+        fence = bool(_FENCE.match(line))
+        marks.append(inside or fence)
+        inside = inside != fence
+    return marks
+
+
+def _rank(line: str) -> tuple[int, bool]:
+    """Which of a section's lines a cut keeps first: the outer ones, and of those a point before a line that only
+    leads into the points under it ("**Files Read:**", "The user's requests were:", "### Files")."""
+    stripped = line.strip()
+    return len(line) - len(line.lstrip()), stripped.startswith("#") or stripped.rstrip("*").endswith(":")

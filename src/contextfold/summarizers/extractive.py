@@ -47,7 +47,7 @@ from ._calls import todo_line
 from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
 from ._records import ErrorFacts
-from ._reports import by_headings
+from ._reports import by_headings, by_sections
 from ._said import names_in
 from ._text import Meter, shorten, shorten_lines, shorten_message
 from .base import SummaryRequest, SummaryResult
@@ -116,7 +116,8 @@ _CURRENT_FLOOR = 40  # the last message cut to less keeps a few words each side 
 _NEXT_FLOOR = 32  # a stated plan is one sentence: cut to half it names neither what nor where
 _CARRIED_FLOOR = 150
 """What the newest delegated report, and the newest earlier summary (a harness's continuation summary: the only
-record of what came before), each keep however small the budget: their headings first (see ``by_headings``)."""
+record of what came before), each keep however small the budget: their headings first (see ``by_headings``,
+``by_sections``)."""
 
 _OPEN_FRAME_LINES = 2
 """Lines of its frame an earlier error still open shows under its line (the last error shows its whole frame)."""
@@ -412,7 +413,7 @@ class _Layout:
                                            f" → {facts.last_run['line']}"))
         if facts.earlier_summaries:  # the newest holds what the others did: quoted too, they were cut to headings
             text = facts.earlier_summaries[-1]
-            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, self._carried_floor(text), "- An earlier summary said:\n", shortener=by_headings))
+            parts.append(self._elastic(text, _W_EARLIER_SUMMARY, self._carried_floor(text), "- An earlier summary said:\n", shortener=by_sections))
         if facts.commands:
             lines = [f"- `$ {shorten(c['command'], 160)}`" + ("" if c["ok"] else " (failed)") for c in reversed(facts.commands)]
             parts.append(self._listing(lines, _W_COMMANDS, header="- Commands that changed the system, newest first:"))

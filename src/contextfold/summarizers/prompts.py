@@ -15,7 +15,9 @@ The span reaches the model as a plain-text transcript (:func:`render_units`),
 one piece per atomic unit of the conversation, so that a request too long
 for the summarizer's own window can drop its oldest units without splitting
 a call from its result. An earlier summary in the span is passed separately,
-as the earlier summary that the new one must carry forward.
+as the earlier summary that the new one must carry forward: ours, and a
+harness's own continuation summary (its sections that stay true), which as the
+span's oldest unit would be the first left out.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from ..conversation import (
     ToolResult,
 )
 from ..reading import Speaker, reading_of, without_own_lines
+from ._reports import continuation_substance, is_continuation
 from ._text import shorten, shorten_message
 from .extractive import SECTION_TITLES
 
@@ -199,7 +202,11 @@ class RenderedSpan:
 def render_span(items: Sequence[Item]) -> RenderedSpan:
     """The span as the summarizer reads it: roles, text, tool calls with arguments, outputs and errors."""
     earlier = [without_own_lines(b.body).strip() for item in items for b in item.blocks if isinstance(b, Summary)]
-    rest = [item for item in items if not any(isinstance(b, Summary) for b in item.blocks)]
+    continuations = [item for item in items if is_continuation(item)]
+    if continuations:  # the harness's own summary: the newest holds the others; never left out as the oldest unit
+        earlier.append(continuation_substance(continuations[-1].text))
+    rest = [item for item in items
+            if not any(isinstance(b, Summary) for b in item.blocks) and not is_continuation(item)]
     conversation = Conversation(rest)
     units, sizes, users = [], [], []
     for start, end in conversation.units():
