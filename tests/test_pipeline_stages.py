@@ -655,3 +655,17 @@ def test_the_persons_latest_request_does_not_pull_back_a_tail_past_more_work_tha
     out, events, fits = compact(conv, budget, target_tokens=8_000)
     assert fits and any(e.action == "summarized" for e in events)
     assert not any(item.text == SPEC for item in out)
+
+
+def test_a_request_a_summary_quotes_whole_does_not_lengthen_the_tail() -> None:
+    # Its opening lines are all of it: the summary keeps it verbatim, and a longer tail would only cost.
+    from contextfold.pipeline.escalate import request_tail_tokens
+
+    history = [x for k in range(3) for x in (c.user(f"Step {k}: what does src/old{k}.sh do?"),
+                                             c.assistant(f"It echoes {k}.\n" * 40))]
+    work = [bash("c1", "forge build"), c.tool("c1", "ok")]
+    budget = make_budget(window_tokens=40_000, trigger_tokens=12_000, policy=Policy(tail_fraction=0.06))
+    short = Conversation([*history, c.user("Now write the contracts from the design above."), *work], HEADER)
+    assert request_tail_tokens(short, budget) == 0
+    pasted = Conversation([*history, c.user(SPEC), *work], HEADER)
+    assert request_tail_tokens(pasted, budget) == EST.items(pasted.items[6:])

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from ..conversation import Conversation
 from ..events import Event
-from ..reading import is_person
+from ..reading import is_person, opening, reading_of
 from ..summarizers._reports import reports_kept_whole
 from .base import Budget, Stage, stage_name
 from .running import after_compaction, run_stages
@@ -176,17 +176,20 @@ def reports_tail_tokens(conversation: Conversation, budget: Budget) -> int:
 
 
 def request_tail_tokens(conversation: Conversation, budget: Budget) -> int:
-    """The tail from the person's latest request on, when what the agent did since fits the policy's tail; 0
-    otherwise (no request since the task, or the work since is longer than the policy's tail: then that work is
-    what the agent goes on from). The request is what the agent is working on now, and a long one (a
-    specification, code or a plan pasted in) is what it writes from next: a summary keeps its opening lines, and
-    the files the agent writes from the rest would be written from memory. Tried first, while a summary with it
-    still reaches its target, so the request costs only itself."""
+    """The tail from the person's latest request on, when the request is longer than its opening and what the
+    agent did since fits the policy's tail; 0 otherwise (no request since the task; one no longer than its opening
+    lines, which a summary quotes whole; or work since longer than the policy's tail: then that work is what the
+    agent goes on from). The request is what the agent is working on now, and a long one (a specification, code
+    or a plan pasted in) is what it writes from next: a summary keeps its opening lines, and the files the agent
+    writes from the rest would be written from memory. Tried first, while a summary with it still reaches its
+    target, so the request costs only itself."""
     items = conversation.items
     latest = next((index for index in range(len(items) - 1, -1, -1)
                    if items[index].role == "user" and is_person(items[index])), None)
     if latest is None or latest == task_index(conversation):
         return 0
+    if not opening(reading_of(items[latest]).words)[1].strip():
+        return 0  # the summary quotes it whole
     since = sum(budget.count_item(item) for item in items[latest + 1:])
     if since > budget.tail_budget_tokens:
         return 0
