@@ -652,3 +652,56 @@ def test_a_short_report_a_cleared_placeholder_keeps_whole_takes_no_room_from_the
     kept = reports_kept_whole(items, EST.item, EST.item(items[2]))
     assert kept == {2}
     assert reports_kept_whole(items, EST.item, 0) == frozenset()
+
+
+SPEC = "Build the order book exactly to this spec:\n" + "".join(
+    f"- `contracts/Book{k}.sol`: function match{k}(uint256 orderId) settles side {k} at the quoted price\n"
+    for k in range(100))
+"""A request pasted in whole (a specification): the agent writes its files from these lines, one by one."""
+
+
+def test_a_summary_keeps_the_persons_latest_long_request_in_its_tail_when_it_still_reaches_its_target() -> None:
+    # The policy's tail began after the person's pasted specification: the summary quoted its opening lines, and
+    # the files the agent went on to write from the rest were written from memory. A tail that starts at the
+    # request, when the work since fits the policy's tail, still brings the request under the target.
+    items = [x for k in range(12) for x in (c.user(f"Step {k}: what does src/old{k}.sh do?"),
+                                            c.assistant(f"It echoes {k}.\n" * 400))]
+    items += [c.user(SPEC), c.assistant("Writing the contracts from the spec.")]
+    items += [x for k in range(12, 16) for x in (bash(f"c{k}", f"echo {k}"), c.tool(f"c{k}", "ok"))]
+    conv = Conversation(items, HEADER)
+    budget = make_budget(window_tokens=40_000, trigger_tokens=12_000, policy=Policy(tail_fraction=0.06))
+    assert EST.item(items[24]) > budget.tail_budget_tokens  # the policy's tail alone leaves the request out
+    out, events, fits = compact(conv, budget, target_tokens=8_000)
+    assert fits and any(e.action == "summarized" for e in events)
+    assert any(item.text == SPEC for item in out)
+
+
+def test_the_persons_latest_request_does_not_pull_back_a_tail_past_more_work_than_the_policys_tail() -> None:
+    # Once the agent's rounds since the request outgrow the policy's tail, they are what it goes on from: the tail
+    # stays the policy's, though one from the request would still reach the target.
+    items = [x for k in range(12) for x in (c.user(f"Step {k}: what does src/old{k}.sh do?"),
+                                            c.assistant(f"It echoes {k}.\n" * 400))]
+    items += [c.user(SPEC)]
+    items += [x for k in range(4) for x in (c.assistant(f"Contract {k} written; next.\n" * 120,
+                                                        [ToolCall(f"c{k}", "bash", {"command": f"forge build {k}"})]),
+                                            c.tool(f"c{k}", "ok"))]
+    conv = Conversation(items, HEADER)
+    budget = make_budget(window_tokens=40_000, trigger_tokens=12_000, policy=Policy(tail_fraction=0.06))
+    assert sum(EST.item(item) for item in items[25:]) > budget.tail_budget_tokens
+    out, events, fits = compact(conv, budget, target_tokens=8_000)
+    assert fits and any(e.action == "summarized" for e in events)
+    assert not any(item.text == SPEC for item in out)
+
+
+def test_a_request_a_summary_quotes_whole_does_not_lengthen_the_tail() -> None:
+    # Its opening lines are all of it: the summary keeps it verbatim, and a longer tail would only cost.
+    from contextfold.pipeline.escalate import request_tail_tokens
+
+    history = [x for k in range(3) for x in (c.user(f"Step {k}: what does src/old{k}.sh do?"),
+                                             c.assistant(f"It echoes {k}.\n" * 40))]
+    work = [bash("c1", "forge build"), c.tool("c1", "ok")]
+    budget = make_budget(window_tokens=40_000, trigger_tokens=12_000, policy=Policy(tail_fraction=0.06))
+    short = Conversation([*history, c.user("Now write the contracts from the design above."), *work], HEADER)
+    assert request_tail_tokens(short, budget) == 0
+    pasted = Conversation([*history, c.user(SPEC), *work], HEADER)
+    assert request_tail_tokens(pasted, budget) == EST.items(pasted.items[6:])

@@ -1476,3 +1476,23 @@ def test_an_edit_refused_until_the_file_is_read_is_settled_by_reading_it() -> No
     c.append(tool("r1", "     1\tpackage mocks\n"))
     errors = section(summarize(c.items)[0], 4)
     assert f"resolved: {path} was read afterwards" in errors and "unresolved" not in errors, errors
+
+
+def test_the_agents_last_message_a_bare_reply_after_the_summary_answers_is_kept_whole() -> None:
+    # The tail opened with "yes": the summary had cut the proposal it agreed to to a few words each side of an
+    # omission marker, and the agent went on to implement lines it could no longer see.
+    proposal = "Here is the plan for the claim cache; shall I go ahead?\n" + "".join(
+        f"{k}. `claimRefs[key{k}]` holds the tasks of claim {k}; release it when the set is empty\n" for k in range(6))
+    c = Conversation()
+    c.append(user("Design the claim cache with me."))
+    for k in range(8):
+        c.append(assistant(f"Notes on part {k}: " + "the informer resyncs every ten minutes. " * 30))
+        c.append(user(f"What about part {k + 1}?"))
+    c.append(assistant(proposal))
+    c.append(user("yes"))
+    span = c.items[1:-1]
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 250, heuristic_tokens, next_request=c)).text
+    assert proposal.strip() in told
+    asked = Conversation([*c.items[:-1], user("Go ahead but keep the set per queue, not per task")])
+    told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 250, heuristic_tokens, next_request=asked)).text
+    assert proposal.strip() not in told  # a reply that says something is the request: the proposal is its context

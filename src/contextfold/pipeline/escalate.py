@@ -19,11 +19,13 @@ from dataclasses import replace
 
 from ..conversation import Conversation
 from ..events import Event
+from ..reading import is_person, opening, reading_of
 from ..summarizers._reports import reports_kept_whole
 from .base import Budget, Stage, stage_name
 from .running import after_compaction, run_stages
 from .stages.persist import persist_old
 from .stages.summarize import plan
+from .task import task_index
 from .tiers import DEFAULT_PIPELINE, SUMMARY_STAGE, Pipeline
 
 def rungs(pipeline: Pipeline) -> tuple[tuple[Stage, ...], Stage | None, tuple[Stage, ...]]:
@@ -134,14 +136,16 @@ def tail_for_one_summary(
     conversation: Conversation, budget: Budget, target_tokens: int, start_tokens: int,
 ) -> tuple[int | None, list[Event]]:
     """The longest of the tails (one that keeps the newest delegated reports verbatim, :func:`reports_tail_tokens`;
-    the policy's, a quarter of it, none but the last unit) with which a summary at its target brings the request
-    to ``target_tokens``, else the one that comes closest; ``None`` when no cut leaves any of them. An
-    ``escalated`` event for each tail passed over (no summarizer ran for it)."""
+    one that keeps the person's latest request verbatim, :func:`request_tail_tokens`; the policy's, a quarter of
+    it, none but the last unit) with which a summary at its target brings the request to ``target_tokens``, else
+    the one that comes closest; ``None`` when no cut leaves any of them. An ``escalated`` event for each tail
+    passed over (no summarizer ran for it)."""
     tail = budget.tail_budget_tokens
-    reports = reports_tail_tokens(conversation, budget)
+    longer = sorted({reports_tail_tokens(conversation, budget), request_tail_tokens(conversation, budget)} - {0},
+                    reverse=True)
     passed: list[tuple[int, Event]] = []  # (tail tokens, why a summary with it was not made)
     closest: tuple[int, int] | None = None  # (predicted tokens, tail tokens)
-    for tail_tokens in (*([reports] if reports > tail else []), tail, tail // 4, 0):
+    for tail_tokens in (*(tokens for tokens in longer if tokens > tail), tail, tail // 4, 0):
         planned = plan(conversation, replace(budget, tail_tokens=tail_tokens))
         if planned is None:
             continue  # no cut leaves this much tail: a shorter one may
@@ -169,6 +173,28 @@ def reports_tail_tokens(conversation: Conversation, budget: Budget) -> int:
         return 0
     start = max(start for start, _ in conversation.units() if start <= min(whole))
     return sum(budget.count_item(item) for item in conversation.items[start:])
+
+
+def request_tail_tokens(conversation: Conversation, budget: Budget) -> int:
+    """The tail from the person's latest request on, when the request is longer than its opening and what the
+    agent did since fits the policy's tail; 0 otherwise (no request since the task; one no longer than its opening
+    lines, which a summary quotes whole; or work since longer than the policy's tail: then that work is what the
+    agent goes on from). The request is what the agent is working on now, and a long one (a specification, code
+    or a plan pasted in) is what it writes from next: a summary keeps its opening lines, and the files the agent
+    writes from the rest would be written from memory. Tried first, while a summary with it still reaches its
+    target, so the request costs only itself."""
+    items = conversation.items
+    latest = next((index for index in range(len(items) - 1, -1, -1)
+                   if items[index].role == "user" and is_person(items[index])), None)
+    if latest is None or latest == task_index(conversation):
+        return 0
+    if not opening(reading_of(items[latest]).words)[1].strip():
+        return 0  # the summary quotes it whole
+    since = sum(budget.count_item(item) for item in items[latest + 1:])
+    if since > budget.tail_budget_tokens:
+        return 0
+    start = max((start for start, _ in conversation.units() if start <= latest), default=latest)
+    return since + sum(budget.count_item(item) for item in items[start:latest + 1])
 
 
 def _never_larger(

@@ -268,6 +268,9 @@ class Facts(FactsState):
         agent acts or speaks in the tail (:attr:`went_on`), what it said last in the span was followed by more work
         and the user's message before it is answered (neither is a step still ahead). Only settles: what the tail
         shows is the agent's to read there, not the summary's to repeat."""
+        if items and items[0].role == "user":
+            reading = reading_of(items[0])
+            self.answered_alone = reading.person and not message_says_something(reading.words)
         for item in items:
             if item.role == "assistant" and not is_stand_in_reply(item):
                 for call, action in zip(item.tool_calls, call_actions(item)):

@@ -74,6 +74,9 @@ class FactsState:
     # the items kept verbatim after the summary show the agent acting or speaking again: what it said last here and
     # the user's message before that are behind it (no state: a later reading reads those items itself)
     went_on: bool = field(default=False, init=False, repr=False, compare=False)
+    # the items kept verbatim open with the person's reply that says nothing alone ("yes", "C"): what it agrees to
+    # or chooses is what the agent said last here (no state, as above)
+    answered_alone: bool = field(default=False, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ state round trip
     def to_state(self) -> dict[str, Any]:

@@ -468,6 +468,8 @@ class _Layout:
         said = _without_plan(facts)
         if said:  # its findings have a reserved place above: then it need not keep a place here
             floor = 0 if any(line.split(" (after `")[0] in said for line in facts.findings[-1:]) else _CURRENT_FLOOR
+            if facts.answered_alone:  # the person's "yes" after the summary takes it up: kept whole like a request
+                floor = min(self.meter(said), _LATEST_USER_WHOLE)
             parts.append(self._elastic(said, _W_CURRENT, floor, "The assistant's last message:\n",
                                        useful_tokens=_CURRENT_FLOOR))
         if facts.recent_actions:
