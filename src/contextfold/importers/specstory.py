@@ -80,6 +80,8 @@ TURN = re.compile(r"^_\*\*(User|Assistant|Agent)( - sidechain)?(?: \(([^)\n]*)\)
 """A turn header; the parenthesis holds the time, and for an agent the model (and Cursor's mode)."""
 TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+ELEMENTS = {"<think>": "</think>", "<tool-use": "</tool-use>", "<details": "</details>"}
+"""The elements of an agent turn, by how a line opens each, and the line that closes it."""
 TOOL_NAME = re.compile(r'\bdata-tool-name="([^"]*)"')
 TOOL_TYPE = re.compile(r'\bdata-tool-type="([^"]*)"')
 TOOL_USE_PREFIX = re.compile(r"^Tool use: \*\*[^*]*\*\*\s*(?:•\s*)?")
@@ -209,7 +211,6 @@ def _without_trailing_separator(text: str) -> str:
 
 def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end: int) -> list[Block | _Tool]:
     """The blocks and tool uses of one agent turn (lines ``start`` to ``end``, 0-based)."""
-    source = builder.source
     parts: list[Block | _Tool] = []
     text: list[str] = []  # the reply's lines since the last step separator or element
 
@@ -242,32 +243,38 @@ def _agent_parts(builder: ConversationBuilder, lines: list[str], start: int, end
             text.extend(lines[n:close])
             n = close
             continue
-        for opening, closing in (("<think>", "</think>"), ("<tool-use", "</tool-use>"), ("<details", "</details>")):
-            if stripped.startswith(opening):
-                flush()
-                stop = _element_end(builder, lines, n, end, closing)
-                element = _element(source, opening, lines[n:stop], n + 1)
-                if _is_echo(element, parts):
-                    builder.skip("repeated_tool_use")
-                elif element is not None:
-                    parts.append(element)
-                n = stop
-                break
+        opening = next((tag for tag in ELEMENTS if stripped.startswith(tag)), None)
+        if opening is not None:
+            flush()
+            n = _read_element(builder, lines, n, end, opening, parts)
+            continue
+        read, named = READ_FILE.match(stripped), BARE_TOOL_USE.match(stripped)
+        if named and step_start():
+            flush()
+            tool, n = _bare_tool_use(builder, lines, n, end, named)
+            parts.append(tool)
+            continue
+        if read and step_start() and _step_ends(lines, n + 1, end):
+            flush()
+            parts.append(_Tool("read_file", {"path": read.group(1)}, "", n + 1))
         else:
-            read, named = READ_FILE.match(stripped), BARE_TOOL_USE.match(stripped)
-            if named and step_start():
-                flush()
-                tool, n = _bare_tool_use(builder, lines, n, end, named)
-                parts.append(tool)
-                continue
-            if read and step_start() and _step_ends(lines, n + 1, end):
-                flush()
-                parts.append(_Tool("read_file", {"path": read.group(1)}, "", n + 1))
-            else:
-                text.append(line)
-            n += 1
+            text.append(line)
+        n += 1
     flush()
     return parts
+
+
+def _read_element(builder: ConversationBuilder, lines: list[str], start: int, end: int, opening: str,
+                  parts: list[Block | _Tool]) -> int:
+    """The element opening at line ``start`` added to ``parts`` (Cursor's empty echo of a tool use skipped and
+    counted instead); the index of the line after it."""
+    stop = _element_end(builder, lines, start, end, ELEMENTS[opening])
+    element = _element(builder.source, opening, lines[start:stop], start + 1)
+    if _is_echo(element, parts):
+        builder.skip("repeated_tool_use")
+    elif element is not None:
+        parts.append(element)
+    return stop
 
 
 def _bare_tool_use(builder: ConversationBuilder, lines: list[str], start: int, end: int,
