@@ -1496,3 +1496,14 @@ def test_the_agents_last_message_a_bare_reply_after_the_summary_answers_is_kept_
     asked = Conversation([*c.items[:-1], user("Go ahead but keep the set per queue, not per task")])
     told = SUMMARIZER.summarize(SummaryRequest(span, Header(), 250, heuristic_tokens, next_request=asked)).text
     assert proposal.strip() not in told  # a reply that says something is the request: the proposal is its context
+
+
+def test_a_finding_the_agent_wrote_as_a_bullet_is_listed_with_one_marker() -> None:
+    c = Conversation()
+    c.append(user("Why does the build pick the wrong host?"))
+    c.append(assistant("", [ToolCall("c1", "Read", {"file_path": "flake.nix"})]))
+    c.append(tool("c1", "nixosConfigurations.nixos = ./systems/personal-laptop;"))
+    c.append(assistant("Two problems:\n- The flake references `./systems/personal-laptop` instead of `./hosts/nixos`, "
+                       "which is wrong for this machine."))
+    findings = section(summarize(c.items)[0], 2)
+    assert "- The flake references `./systems/personal-laptop`" in findings and "- - " not in findings

@@ -285,7 +285,8 @@ class _Layout:
     def _findings(self) -> list[Part]:
         """The newest findings, shortened, in a place reserved before anything else shares the budget (what the
         agent learned is what a reader cannot work out again from the files); older ones as the budget allows."""
-        lines = [f"- {line}" for line in reversed(self.facts.findings)]
+        # a finding the agent wrote as a bullet keeps its own marker, not a second one ("- - The flake references…")
+        lines = [line if line.startswith("- ") else f"- {line}" for line in reversed(self.facts.findings)]
         if not lines:
             return self._reports()
         reserved: list[str] = []
