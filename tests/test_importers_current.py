@@ -218,6 +218,35 @@ def test_claude_code_behind_a_compatible_backend_keeps_its_server_tools_output(t
     assert paired(conversation) == (2, 2)
 
 
+def test_claude_code_empty_text_blocks_are_left_out_not_refused(tmp_path: Path) -> None:
+    """Claude Code records an MCP tool's empty text output and a streamed response's empty first block as they came
+    (the API refuses both in a request, so the model was never sent them): the session is read without them, every
+    call still answered, and the count is kept (three of thirty gathered transcripts were refused over one)."""
+    def response(uuid: str, block: dict[str, Any], response_id: str = "msg_7") -> dict[str, Any]:
+        return cc_turn("assistant", uuid, {"id": response_id, "type": "message", "role": "assistant", "model": "m",
+                                           "content": [block], "stop_reason": None, "usage": usage(1)})
+    empty = {"type": "text", "text": ""}
+    records = [
+        response("e1", empty),
+        response("e2", {"type": "tool_use", "id": "t9", "name": "mcp__db__query", "input": {"sql": "select 1"}}),
+        cc_turn("user", "e3", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": [empty]}]}),
+        response("e4", {"type": "text", "text": "The query returned nothing."}, "msg_8"),
+    ]
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, *records]))
+    result = next(item for item in conversation if item.tool_result is not None and item.tool_result.call_id == "t9")
+    assert result.text == ""
+    assert conversation[len(conversation) - 1].text == "The query returned nothing."
+    assert paired(conversation) == (3, 3)
+    assert conversation.header.meta["empty_text_blocks"] == 2
+
+
+def test_claude_code_a_user_record_of_empty_text_only_is_left_out(tmp_path: Path) -> None:
+    empty_prompt = cc_turn("user", "e1", {"role": "user", "content": [{"type": "text", "text": ""}]})
+    (conversation,) = load(write(tmp_path, "s.jsonl", [*CHAT, empty_prompt]))
+    (whole,) = load(write(tmp_path, "t.jsonl", CHAT))
+    assert len(conversation) == len(whole)
+
+
 def turn_at(second: int, parent: str | None, kind: str, uuid: str, message: dict[str, Any]) -> dict[str, Any]:
     """A chat record of a 2.0.x session, linked to ``parent`` and stamped ``second`` seconds past the hour."""
     return {**cc_turn(kind, uuid, message), "parentUuid": parent, "timestamp": f"2025-10-30T09:00:{second:02d}.000Z"}

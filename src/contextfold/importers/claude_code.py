@@ -21,7 +21,9 @@ shared with the stream-json importer, whose events have the same shape.
   that open the file (a session continued from another file) answer a call it
   does not hold: each is kept as an observation (:data:`EARLIER_OUTPUT`), as is
   a result further in whose call's record the file lost (:data:`LOST_CALL_OUTPUT`,
-  counted in ``meta["unmatched_results"]``, with a warning).
+  counted in ``meta["unmatched_results"]``, with a warning). Empty text blocks
+  (an MCP tool's empty output, a streamed response's empty block: the API
+  refuses them in a request) are left out, counted in ``meta["empty_text_blocks"]``.
 - ``isSidechain`` records (a subagent's own chat: inline in older versions,
   a file of its own, ``subagents/agent-<id>.jsonl``, in 2.1.x) form a
   separate conversation per subagent (``agentId``) or, without one, per
@@ -388,7 +390,10 @@ def add_assistant_message(
     Records of the same response (``message.id``) join one item.
     """
     field_of(builder.source, message, "content", list, f"{where}.message")
-    reply = read_reply(builder, "anthropic", message, f"{where}.message")
+    content = _without_empty_text(builder, message["content"], where)
+    if message["content"] and not content:  # a streamed response's record of an empty block: the others have theirs
+        return
+    reply = read_reply(builder, "anthropic", {**message, "content": content}, f"{where}.message")
     meta: dict[str, JSONValue] = {"model": message["model"]} if isinstance(message.get("model"), str) else {}
     if reply.usage is not None and message.get("model") != SYNTHETIC_MODEL:
         meta["usage"] = reply.usage.to_dict()
@@ -409,7 +414,8 @@ def add_user_message(
 ) -> None:
     """One user record/event, read by the Anthropic adapter: tool results become tool items, the rest a user item."""
     opening = not builder.started
-    content, unmatched = _without_unmatched_results(builder, message.get("content"))
+    recorded = message.get("content")
+    content, unmatched = _without_unmatched_results(builder, _without_empty_text(builder, recorded, where))
     for output in unmatched:
         opener = EARLIER_OUTPUT if opening else LOST_CALL_OUTPUT
         observation = {"role": "user", "content": [{"type": "text", "text": opener}, *output]}
@@ -419,7 +425,7 @@ def add_user_message(
         builder.meta["unmatched_results"] = builder.meta.get("unmatched_results", 0) + len(unmatched)
         logger.warning("%s: a tool result answers no call the file holds (its call's record is missing): "
                        "kept as an observation", where)
-    if unmatched and not content:
+    if recorded and not content:  # every block was another call's output, or empty
         return
     items = read_wire(builder, "anthropic", [{"role": "user", "content": content}], f"{where}.message")
     results = sum(item.role == "tool" for item in items)
@@ -463,8 +469,38 @@ def _output_blocks(output: object) -> list[object]:
     """A tool result's content as message blocks, without empty text: an empty output (a command that printed
     nothing) is a valid tool result but an invalid text block, and it says nothing the opening does not."""
     blocks = list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}]
-    return [block for block in blocks if not (isinstance(block, Mapping) and block.get("type") == "text"
-                                              and not block.get("text"))]
+    return [block for block in blocks if not _empty_text(block)]
+
+
+def _empty_text(block: object) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "text" and block.get("text") == ""
+
+
+def _without_empty_text(builder: ConversationBuilder, content: object, where: str) -> object:
+    """``content`` without its empty text blocks, at the top and in tool results' content.
+
+    Claude Code records them as they came: a tool (an MCP server's) that returned an empty text block, a streamed
+    response's record of an empty first block. The API refuses an empty text block in a request, so the model was
+    never sent one; refusing the whole session over it lost 3 of 30 transcripts of one gathering. Counted in the
+    conversation's meta and logged; anything else malformed is still the adapter's to refuse."""
+    if not isinstance(content, list):
+        return content
+    dropped = 0
+    kept: list[object] = []
+    for block in content:
+        if _empty_text(block):
+            dropped += 1
+        elif isinstance(block, Mapping) and block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+            inner = [part for part in block["content"] if not _empty_text(part)]
+            dropped += len(block["content"]) - len(inner)
+            kept.append({**block, "content": inner} if len(inner) < len(block["content"]) else block)
+        else:
+            kept.append(block)
+    if dropped:
+        builder.meta["empty_text_blocks"] = builder.meta.get("empty_text_blocks", 0) + dropped
+        logger.info("%s: %d empty text block(s) left out (the API refuses them; the model was not sent them)",
+                    where, dropped)
+    return kept
 
 
 def tool_result_extra(raw: object) -> dict[str, JSONValue]:
