@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold import Context, ContextfoldError, InvalidContent, Item, Summary, Text, Usage
+from contextfold import Context, ContextfoldError, Conversation, InvalidContent, Item, Summary, Text, Usage
+from contextfold.conversation import user
 from contextfold.adapters import (
     PROVIDERS,
     AnthropicMessages,
@@ -47,6 +48,20 @@ def test_write_is_the_request_body_of_each_format() -> None:
 def test_openai_formats_refuse_a_system_field_instead_of_dropping_it() -> None:
     with pytest.raises(InvalidContent, match="leading system message"):
         adapter_for("openai").read([{"role": "user", "content": "hi"}], system="Be terse.")
+
+
+def test_an_anthropic_reply_with_an_empty_text_block_is_added_and_sent_back_without_it() -> None:
+    """The API returns an empty text block before a tool call at times and refuses it in the next request
+    (anthropic-sdk-python#461): the reply is read without it, so the agent's next request is valid."""
+    reply = adapter_for("anthropic").read_response({
+        "content": [{"type": "text", "text": ""}, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    })
+    (item,) = reply.conversation
+    assert [type(block).__name__ for block in item.blocks] == ["ToolCall"]
+    assert to_anthropic(Conversation([user("ls"), item]))["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]
 
 
 def test_replies_are_read_with_their_usage_and_how_they_ended() -> None:

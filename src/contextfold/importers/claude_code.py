@@ -68,6 +68,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..adapters.anthropic.wire import empty_text
 from ..adapters.recorded import result_call_id
 from ..conversation import Conversation, Item, JSONObject, JSONValue
 from ._common import ConversationBuilder, Source, field_of, kind_of, read_reply, read_wire, small_scalars, unix_time
@@ -469,11 +470,7 @@ def _output_blocks(output: object) -> list[object]:
     """A tool result's content as message blocks, without empty text: an empty output (a command that printed
     nothing) is a valid tool result but an invalid text block, and it says nothing the opening does not."""
     blocks = list(output) if isinstance(output, list) else [{"type": "text", "text": str(output or "")}]
-    return [block for block in blocks if not _empty_text(block)]
-
-
-def _empty_text(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("type") == "text" and block.get("text") == ""
+    return [block for block in blocks if not empty_text(block)]
 
 
 def _without_empty_text(builder: ConversationBuilder, content: object, where: str) -> object:
@@ -488,10 +485,10 @@ def _without_empty_text(builder: ConversationBuilder, content: object, where: st
     dropped = 0
     kept: list[object] = []
     for block in content:
-        if _empty_text(block):
+        if empty_text(block):
             dropped += 1
         elif isinstance(block, Mapping) and block.get("type") == "tool_result" and isinstance(block.get("content"), list):
-            inner = [part for part in block["content"] if not _empty_text(part)]
+            inner = [part for part in block["content"] if not empty_text(part)]
             dropped += len(block["content"]) - len(inner)
             kept.append({**block, "content": inner} if len(inner) < len(block["content"]) else block)
         else:

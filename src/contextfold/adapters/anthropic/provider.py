@@ -14,7 +14,7 @@ from ..usage import anthropic_usage
 from .cache import header_marked, item_marked, with_breakpoints, with_reminder_blocks
 from .client import AnthropicClient
 from .context import ContextReport, Edit, read_context_report, with_edits
-from .wire import ORIGIN, TARGET, from_anthropic, to_anthropic, with_lead
+from .wire import ORIGIN, TARGET, empty_text, from_anthropic, to_anthropic, with_lead
 
 _INCOMPLETE = {
     "max_tokens": "truncated (stop reason max_tokens)",
@@ -80,7 +80,13 @@ class AnthropicMessages(Adapter):
         return dict(request)
 
     def _answer(self, data: JSONObject) -> Conversation:
-        return from_anthropic([{"role": "assistant", "content": data.get("content", [])}])
+        """The reply's blocks without empty text ones: the API returns them (before a tool call, or as the whole of
+        an empty turn) and refuses them in the next request (anthropic-sdk-python#461), so the reply the agent adds
+        is one that can be sent back; they say nothing. A message's own empty text is still refused on input."""
+        content = data.get("content", [])
+        if isinstance(content, list):
+            content = [block for block in content if not empty_text(block)]
+        return from_anthropic([{"role": "assistant", "content": content}])
 
     def _stop(self, data: Mapping[str, Any]) -> str | None:
         return data.get("stop_reason")

@@ -181,6 +181,11 @@ def _read_block(data: JSONObject, index: int | None, field: str, role: str, call
     return reader(wire, calls)
 
 
+def empty_text(block: object) -> bool:
+    """Whether ``block`` is a text block with no text: what the API returns at times and refuses in a request."""
+    return isinstance(block, Mapping) and block.get("type") == "text" and block.get("text") == ""
+
+
 def _read_text(wire: WireObject, calls: CallIds) -> Block:
     text = wire.take("text", str)
     if not text:
