@@ -753,6 +753,26 @@ def test_the_opening_lines_of_a_long_first_request_are_kept_whole() -> None:
     assert all(line in section(text, 1) for line in opening_lines)
 
 
+def test_a_first_request_of_a_few_numbered_points_keeps_every_point_whole_in_a_small_summary() -> None:
+    """Its opening is all of it (the points are one unbroken thought, no line of them says much on its own): cut to
+    the opening's floor it lost its last two points, which said what the person wanted the work to produce."""
+    points = ["Continue the CRM follow-up project and read plans/follow-up.md first, then my notes below.",
+              "1. The report you produced is not good enough: " + "the layout must improve and every chat message "
+              "with a customer (text, stickers, images, files) must be captured, nothing skipped; " * 6,
+              "2. Is there a better approach than me checking each customer's progress by hand every day?",
+              "3. I want a plan that solves the follow-up problem, not a pile of information about it.",
+              "4. Search GitHub for projects that do this which we could borrow from."]
+    c = Conversation()
+    c.append(user("\n".join(points)))
+    for n in range(14):
+        c.append(assistant(f"Reading the scraper output for customer {n} to see what it missed.",
+                           [ToolCall(f"c{n}", "bash", {"command": f"node scraper.mjs --customer {n}"})]))
+        c.append(tool(f"c{n}", f"customer {n}: 18 messages, 3 images, 1 file\n" + "message line\n" * 60))
+    text, _ = summarize(c.items, target=300)
+    assert heuristic_tokens("\n".join(points)) > 200  # over the opening's floor
+    assert all(point in section(text, 1) for point in points)
+
+
 def test_an_error_cleared_while_open_keeps_its_failing_frame() -> None:
     """A placeholder quotes only the failure line; the summary of a later span still shows what failed where (the
     two lines above the exception), as the output showed it before it was cleared."""

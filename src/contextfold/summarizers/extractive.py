@@ -271,16 +271,31 @@ class _Layout:
         parts: list[Part] = []
         if facts.user_messages:
             head, rest = opening(facts.user_messages[0])  # its opening says what is asked: whole before the rest
-            parts.append(self._elastic(head, _W_TASK, max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR)),
-                                       "The user's first request in this part, verbatim:\n", names=names_in))
+            whole = self._whole_lines(head, _LATEST_USER_WHOLE)  # kept whole up to what the latest keeps
+            floor = max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR), whole)
+            parts.append(self._elastic(head, _W_TASK, floor, "The user's first request in this part, verbatim:\n",
+                                       names=names_in, shortener=shorten_lines))
             if rest:
-                parts.append(self._elastic(rest, _W_TASK, 0, names=names_in))
+                rest_floor = self._whole_lines(rest, _LATEST_USER_WHOLE - whole) if whole >= self.meter(head) else 0
+                parts.append(self._elastic(rest, _W_TASK, rest_floor, names=names_in))
         if facts.fetched_task:
             source = shorten(facts.fetched_task["source"], 200)
             parts.append(self._elastic(facts.fetched_task["text"], _W_FETCHED_TASK, _FETCHED_TASK_FLOOR,
                                        f"The issue as the agent fetched it (`{source}`), verbatim:\n", names=names_in,
                                        shortener=shorten_lines))  # its lines from the top, whole: the title, then point by point
         return parts
+
+    def _whole_lines(self, text: str, limit: int) -> int:
+        """The tokens of ``text``'s lines from the top that fit whole in ``limit``: a first request of a few
+        numbered points (272 tokens in five lines) keeps every point whole, as the latest message would, where one
+        long line keeps only :data:`_OPENING_FLOOR` (its first words say what it asks)."""
+        kept = 0
+        for line in text.split("\n"):
+            tokens = self.meter(line) + 1
+            if kept + tokens > limit:
+                break
+            kept += tokens
+        return kept
 
     def _findings(self) -> list[Part]:
         """The newest findings, shortened, in a place reserved before anything else shares the budget (what the
