@@ -31,7 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..conversation import Conversation, Item, Summary, readable_text
@@ -116,8 +116,13 @@ class Receipt:
         return tuple(check for check in self.checks if check.present is False)
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data (what the event carries)."""
-        return asdict(self)
+        """As JSON data (what the event carries), as ``asdict`` writes it. Besides the records taken and checked,
+        the fields hold only immutable values (ids in tuples, numbers), which are shared rather than copied:
+        ``asdict`` copies each id of the request one call at a time, at every compaction."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["taken"] = tuple(asdict(taken) for taken in self.taken)
+        data["checks"] = tuple(asdict(check) for check in self.checks)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Receipt:

@@ -147,7 +147,7 @@ def _change(call: ToolCall, action: Action) -> str | None:
 
 
 _RAN: Key[tuple[str, str]] = Key("ran")
-_FETCHES_ISSUE: Key[tuple[ToolCall, bool]] = Key("fetches_issue")
+_FETCHES_ISSUE: Key[tuple[str, bool]] = Key("fetches_issue")
 
 
 def _ran(item: Item | None, command: str) -> str:
@@ -156,14 +156,14 @@ def _ran(item: Item | None, command: str) -> str:
 
 
 def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
-    """Whether the call fetches an issue or pull request (its output is then the task as it arrived)."""
+    """Whether the call fetches an issue or pull request (its output is then the task as it arrived).
 
-    def fetches() -> bool:
-        fetched = action.command[:2_000] if action.command else " ".join(
-            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
-
-    return _kept_for(item, _FETCHES_ISSUE, call, fetches)
+    Kept on the output's item for the text it is read from: a summary asks it with the call its span holds, a
+    stage that clears the output with the call the result links (another object, often with the same text)."""
+    fetched = action.command[:2_000] if action.command else " ".join(
+        str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
+    return _kept_for(item, _FETCHES_ISSUE, fetched,
+                     lambda: bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched))
 
 
 def fetched_issue(item: Item) -> bool:

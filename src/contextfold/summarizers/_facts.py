@@ -23,6 +23,7 @@ is worked out here on each read.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -535,12 +536,27 @@ def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
     when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
     without reading the span a second time: the span's reading ended with nothing pending (a summary's span ends
-    on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too."""
+    on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too.
+
+    The facts are to read only: a summary asks them twice of the same state and the same kept items (its
+    survival check, then its receipt), so the last answer is kept for an equal state and the same item objects
+    in the same order (as :meth:`~contextfold.pipeline.importance.References.of` keeps its own)."""
+    global _last_read_on
+    items = list(items)
+    last = _last_read_on  # read once: another thread may replace it
+    if (last is not None and (last[0] is state or last[0] == state) and len(last[1]) == len(items)
+            and all(map(operator.is_, last[1], items))):
+        return last[2]
     if state.get("schema") != STATE_SCHEMA:
         return None
     facts = Facts.from_state(state)
     facts.read(items, details=False)
+    _last_read_on = (state, items, facts)
     return facts
+
+
+_last_read_on: tuple[Mapping[str, Any], list[Item], Facts] | None = None
+"""The state and items :func:`read_on` was last asked about, and its answer."""
 
 
 def read_ahead(items: Sequence[Item]) -> None:
