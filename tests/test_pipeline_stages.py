@@ -705,3 +705,21 @@ def test_a_request_a_summary_quotes_whole_does_not_lengthen_the_tail() -> None:
     assert request_tail_tokens(short, budget) == 0
     pasted = Conversation([*history, c.user(SPEC), *work], HEADER)
     assert request_tail_tokens(pasted, budget) == EST.items(pasted.items[6:])
+
+
+def test_a_placeholder_is_made_once_for_the_same_references() -> None:
+    """A compaction clears the same outputs with the same references up to three times: the placeholder is made
+    once; other arguments, or other references, make another."""
+    from contextfold.pipeline.importance import References
+    from contextfold.pipeline.stages.clear import placeholder
+
+    items = list(session(("cat src/app.py", "def total_v2():\n    return 1\n" * 40),
+                         ("grep -n total_v2 src/app.py", "1: def total_v2():")).items)
+    refs = References.of(items)
+    first = placeholder(items[2], 500, "clear", refs, 400)
+    assert placeholder(items[2], 500, "clear", refs, 400) is first
+    assert placeholder(items[2], 500, "clear", refs, 0) is not first
+    other = References()
+    other.read(items)
+    again = placeholder(items[2], 500, "clear", other, 400)
+    assert again is not first and again == first
