@@ -155,6 +155,14 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
 
 
 
+def test_an_output_snipped_again_for_the_same_reason_is_the_same_item() -> None:
+    """A compaction snips at each rung it tries: the placeholder is made once and counted once."""
+    conv = session(("cat src/app.py", "old content"), ("sed -i 's/a/b/' src/app.py", ""), ("cat src/app.py", "new"))
+    first, _ = snip(conv, make_budget())
+    again, _ = snip(conv, make_budget())
+    assert "superseded" in first[2].text and again[2] is first[2]
+
+
 def test_a_read_of_another_part_of_a_file_supersedes_no_earlier_part_but_a_whole_read_does() -> None:
     # A saved output too long to read at once, read in pages: the second page snipped the first as "read again",
     # and the design notes the agent was writing from were gone.
