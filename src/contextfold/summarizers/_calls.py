@@ -81,6 +81,14 @@ def _test_selection(command: str) -> frozenset[str] | None:
 
 
 @lru_cache(maxsize=4_096)
+def runs_checks(command: str) -> bool:
+    """Whether ``command`` runs a test suite or builds or checks the project: how it ended is the line it ended on,
+    when it printed no tally. Remembered per command line, as :func:`_test_selection` is: each reading asks it of
+    every command's output, and a long command (a script given inline) is searched whole."""
+    return bool(_TEST_RUN.search(command) or _BUILD_RUN.search(command))
+
+
+@lru_cache(maxsize=4_096)
 def _check_runs(command: str) -> tuple[str, ...]:
     """The parts of ``command`` that build, check or test the project (``npm run lint``, ``pytest tests``), each
     as its words up to a redirection: what a later run must have run again to speak for a failure of ``command``

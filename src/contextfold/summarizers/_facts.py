@@ -51,8 +51,6 @@ from ..reading import (agent_words, declined, is_stand_in_reply, message_says_so
                        text_call, text_result)
 from ..readings import Key
 from ._calls import (
-    _BUILD_RUN,
-    _TEST_RUN,
     _URL,
     _change,
     _describe,
@@ -64,6 +62,7 @@ from ._calls import (
     _what,
     call_line,
     gives_input,
+    runs_checks,
     todo_list,
 )
 from ._closing import close_errors, retire_errors
@@ -358,7 +357,7 @@ class Facts(FactsState):
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
             self.last_run = None
-        elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
+        elif action.command and runs_checks(action.command):
             ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and action.kind == OTHER and delegates(call) and text.strip():
