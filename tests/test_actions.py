@@ -376,3 +376,10 @@ def test_prettiers_verdict_is_the_failure_of_a_check_and_not_the_line_printed_af
             "to fix.\n\n\n> app@0.2.2 format:check\n> prettier --check .\n\nChecking formatting...")
     assert failure_line(text, True, COMMAND) == "[warn] Code style issues found in 2 files. Run Prettier with --write to fix."
     assert failure_line(text + "\n<returncode>1</returncode>", None, COMMAND) is not None
+
+
+def test_a_command_line_is_classified_once() -> None:
+    """Each stage and summary classifies the same commands again: the Action of a command line is remembered (its
+    cache once passed to a function inserted above it, and every summary classified each command anew)."""
+    command = "cd /repo && python -m pytest tests/test_a.py -x > out.txt"
+    assert classify_command(command) is classify_command("".join(command))  # an equal string, another object

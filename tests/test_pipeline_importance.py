@@ -51,6 +51,27 @@ def test_references_weigh_uses_by_agent_and_user_with_recency_not_tool_outputs()
     assert refs.ranked()[0] == "src/app.py"
 
 
+def test_references_are_read_once_for_a_request_whose_outputs_were_replaced() -> None:
+    """Outputs weigh nothing: a request with placeholders in place of outputs has the references of the request it
+    was made from, and is not read again (each clearing stage asks with its own placeholders); a changed turn of
+    the agent's is read."""
+    conv = session(
+        ("cat src/app.py", "only_in_output_9 appears here\n" * 50),
+        ("grep -n total_v2 src/app.py", "12: total_v2 = 1"),
+    )
+    refs = References.of(conv.items)
+    outputs = [k for k, item in enumerate(conv.items) if item.tool_result is not None]
+    cleared = list(conv.items)
+    cleared[outputs[0]] = with_result(cleared[outputs[0]], "[cleared]", "clear")
+    assert References.of(cleared) is refs
+    fresh = References()
+    fresh.read(cleared)
+    assert fresh == refs
+    said = list(cleared)
+    said[outputs[0] - 1] = c.assistant("now src/other.py", said[outputs[0] - 1].tool_calls)
+    assert References.of(said) is not refs and References.of(said).weight("src/other.py") > 0
+
+
 def test_cleared_output_keeps_the_lines_the_agent_went_on_to_use() -> None:
     listing = "\n".join(f"line {k}: nothing to see" for k in range(300)) + "\nconfig/settings_prod.yaml: the one\n"
     conv = session(

@@ -155,6 +155,14 @@ def test_snip_replaces_superseded_reads_but_keeps_the_calls() -> None:
 
 
 
+def test_an_output_snipped_again_for_the_same_reason_is_the_same_item() -> None:
+    """A compaction snips at each rung it tries: the placeholder is made once and counted once."""
+    conv = session(("cat src/app.py", "old content"), ("sed -i 's/a/b/' src/app.py", ""), ("cat src/app.py", "new"))
+    first, _ = snip(conv, make_budget())
+    again, _ = snip(conv, make_budget())
+    assert "superseded" in first[2].text and again[2] is first[2]
+
+
 def test_a_read_of_another_part_of_a_file_supersedes_no_earlier_part_but_a_whole_read_does() -> None:
     # A saved output too long to read at once, read in pages: the second page snipped the first as "read again",
     # and the design notes the agent was writing from were gone.
@@ -705,3 +713,21 @@ def test_a_request_a_summary_quotes_whole_does_not_lengthen_the_tail() -> None:
     assert request_tail_tokens(short, budget) == 0
     pasted = Conversation([*history, c.user(SPEC), *work], HEADER)
     assert request_tail_tokens(pasted, budget) == EST.items(pasted.items[6:])
+
+
+def test_a_placeholder_is_made_once_for_the_same_references() -> None:
+    """A compaction clears the same outputs with the same references up to three times: the placeholder is made
+    once; other arguments, or other references, make another."""
+    from contextfold.pipeline.importance import References
+    from contextfold.pipeline.stages.clear import placeholder
+
+    items = list(session(("cat src/app.py", "def total_v2():\n    return 1\n" * 40),
+                         ("grep -n total_v2 src/app.py", "1: def total_v2():")).items)
+    refs = References.of(items)
+    first = placeholder(items[2], 500, "clear", refs, 400)
+    assert placeholder(items[2], 500, "clear", refs, 400) is first
+    assert placeholder(items[2], 500, "clear", refs, 0) is not first
+    other = References()
+    other.read(items)
+    again = placeholder(items[2], 500, "clear", other, 400)
+    assert again is not first and again == first

@@ -218,3 +218,16 @@ def test_a_damaged_stored_receipt_is_left_out_with_a_warning(caplog: pytest.LogC
               for n, d in enumerate([data, damaged, "nonsense"])]
     assert stored_receipts(events) == [good]
     assert "record 1 is left out" in caplog.text and "record 2 is left out" in caplog.text
+
+
+def test_a_receipt_as_data_is_what_asdict_writes() -> None:
+    """``to_dict`` shares the receipt's immutable fields instead of copying each id: the data is the same."""
+    from dataclasses import asdict
+
+    context = Context(window_tokens=16_000, policy=Policy(clear_first_max_fraction=0.0))
+    _session(context, failing=2)
+    receipt = context.last_receipt
+    assert receipt is not None and receipt.taken and receipt.checks
+    assert receipt.to_dict() == asdict(receipt)
+    assert list(receipt.to_dict()) == list(asdict(receipt))
+    assert Receipt.from_dict(json.loads(json.dumps(receipt.to_dict()))) == receipt

@@ -42,3 +42,18 @@ def test_reading_on_from_a_summary_finds_what_reading_the_whole_request_finds() 
 
 def test_a_state_that_is_not_ours_is_no_facts() -> None:
     assert read_on({"summarizer": "anthropic", "model": "claude-haiku"}, []) is None
+
+
+def test_the_same_state_read_on_over_the_same_items_is_read_once() -> None:
+    """A summary's survival check and its receipt read on from the same state over the same kept items: the second
+    asks for an equal state (the summary item holds a copy) and gets the first reading; other items are read."""
+    conversation = generate_session(rounds=60, seed=5)
+    items = list(conversation.items)
+    cut = 81
+    while items[cut].role == "tool":
+        cut += 1
+    result = ExtractiveSummarizer().summarize(SummaryRequest(items[1:cut], conversation.header, 2_000, heuristic_tokens))
+    first = read_on(result.state, items[cut:])
+    assert first is not None
+    assert read_on(dict(result.state), items[cut:]) is first
+    assert read_on(result.state, items[cut + 2:]) is not first

@@ -157,6 +157,7 @@ def python_writes(source: str) -> list[str]:
     return [m.group("path") or m.group("path2") for m in _PYTHON_WRITE.finditer(source)]
 
 
+@lru_cache(maxsize=4_096)
 def classify_command(command: str) -> Action:
     """Classify a shell command line by its first meaningful segment and any writes it makes.
 

@@ -16,7 +16,6 @@ it.
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -148,12 +147,16 @@ class References:
         A compaction asks this of the same request several times (clearing,
         the summary's restored files, the survival check, the price of what
         each candidate forgets), so the last answer is kept for the same
-        item objects in the same order.
+        item objects in the same order. An item that weighs nothing
+        (:func:`source_weight`: a tool output) only counts as a turn, so one may
+        stand where another did: each stage that clears or snips outputs asks
+        again with its own placeholders in place of the outputs, and finds the same references.
         """
         global _last_refs
         items = list(items)
         last = _last_refs  # read once: another thread may replace it
-        if last is not None and len(last[0]) == len(items) and all(map(operator.is_, last[0], items)):
+        if last is not None and len(last[0]) == len(items) and all(
+                old is new or not (source_weight(old) or source_weight(new)) for old, new in zip(last[0], items)):
             return last[1]
         refs = cls()
         refs.read(items)

@@ -31,7 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..conversation import Conversation, Item, Summary, readable_text
@@ -116,8 +116,13 @@ class Receipt:
         return tuple(check for check in self.checks if check.present is False)
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data (what the event carries)."""
-        return asdict(self)
+        """As JSON data (what the event carries), as ``asdict`` writes it. Every field holds immutable values
+        (strings, numbers, tuples of them) or records of them, which are shared rather than copied: ``asdict``
+        copies each id of the request one call at a time, at every compaction."""
+        data = _fields(self)
+        data["taken"] = tuple(map(_fields, self.taken))
+        data["checks"] = tuple(map(_fields, self.checks))
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Receipt:
@@ -159,6 +164,11 @@ class Receipt:
         """The event that carries the receipt (no items of its own: the stages' events name them)."""
         return Event(STAGE, ACTION, tokens_before=self.tokens_before, tokens_after=self.tokens_after,
                      detail=self.headline(), data=self.to_dict())
+
+
+def _fields(record: Receipt | Taken | Check) -> dict[str, Any]:
+    """A record's fields by name, their values shared (see :meth:`Receipt.to_dict`)."""
+    return {field.name: getattr(record, field.name) for field in fields(record)}
 
 
 def receipts_in(events: Iterable[Event]) -> list[Receipt]:

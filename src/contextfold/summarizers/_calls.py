@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
-from ..actions import (_REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, classify, command_outline,
+from ..actions import (_REDIRECTION, _SEGMENTS, EDIT, OTHER, READ, SEARCH, TODO, Action, command_outline, result_action,
                        written_text)
 from ..conversation import Item, ToolCall
 from ..readings import Key
@@ -60,10 +61,14 @@ _NARROWING = frozenset({"-k", "-m", "--testNamePattern", "-t"})
 _TEST_WORD = re.compile(r"[\w./:\[\]-]+")
 
 
+@lru_cache(maxsize=4_096)
 def _test_selection(command: str) -> frozenset[str] | None:
     """What a test command runs: the words after its runner that name tests (paths, ids such as
     ``tests/a.py::test_b``, dotted labels), up to the end of its part of the command (empty: the whole suite);
-    ``None`` when ``command`` runs no test suite."""
+    ``None`` when ``command`` runs no test suite.
+
+    Remembered per command line, as :func:`~contextfold.actions.classify_command` is: each reading asks it again of
+    every open error's command and of each later run that worked."""
     found = _TEST_RUN.search(command)
     if found is None:
         return None
@@ -75,10 +80,22 @@ def _test_selection(command: str) -> frozenset[str] | None:
                      and _TEST_WORD.fullmatch(word) and not word.isdigit())
 
 
+@lru_cache(maxsize=4_096)
+def runs_checks(command: str) -> bool:
+    """Whether ``command`` runs a test suite or builds or checks the project: how it ended is the line it ended on,
+    when it printed no tally. Remembered per command line, as :func:`_test_selection` is: each reading asks it of
+    every command's output, and a long command (a script given inline) is searched whole."""
+    return bool(_TEST_RUN.search(command) or _BUILD_RUN.search(command))
+
+
+@lru_cache(maxsize=4_096)
 def _check_runs(command: str) -> tuple[str, ...]:
     """The parts of ``command`` that build, check or test the project (``npm run lint``, ``pytest tests``), each
     as its words up to a redirection: what a later run must have run again to speak for a failure of ``command``
-    (``npm run lint && npm run format:check && echo ok`` is two checks; the ``echo`` is none)."""
+    (``npm run lint && npm run format:check && echo ok`` is two checks; the ``echo`` is none).
+
+    Remembered per command line, as :func:`_test_selection` is (a long command, a script given inline, is split
+    and searched word by word)."""
     parts = (part.split() for part in _SEGMENTS.split(command))
     runs = (" ".join(words[:next((i for i, w in enumerate(words) if _REDIRECTION.match(w)), len(words))])
             for words in parts)
@@ -138,7 +155,7 @@ def _change(call: ToolCall, action: Action) -> str | None:
 
 
 _RAN: Key[tuple[str, str]] = Key("ran")
-_FETCHES_ISSUE: Key[tuple[ToolCall, bool]] = Key("fetches_issue")
+_FETCHES_ISSUE: Key[tuple[str, bool]] = Key("fetches_issue")
 
 
 def _ran(item: Item | None, command: str) -> str:
@@ -147,24 +164,24 @@ def _ran(item: Item | None, command: str) -> str:
 
 
 def _fetches_issue(item: Item, call: ToolCall, action: Action) -> bool:
-    """Whether the call fetches an issue or pull request (its output is then the task as it arrived)."""
+    """Whether the call fetches an issue or pull request (its output is then the task as it arrived).
 
-    def fetches() -> bool:
-        fetched = action.command[:2_000] if action.command else " ".join(
-            str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
-        return bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched)
-
-    return _kept_for(item, _FETCHES_ISSUE, call, fetches)
+    Kept on the output's item for the text it is read from: a summary asks it with the call its span holds, a
+    stage that clears the output with the call the result links (another object, often with the same text)."""
+    fetched = action.command[:2_000] if action.command else " ".join(
+        str(v)[:500] for v in call.arguments.values() if isinstance(v, str))
+    return _kept_for(item, _FETCHES_ISSUE, fetched,
+                     lambda: bool(_ISSUE_FETCH.search(fetched)) and not _STATUS_QUERY.search(fetched))
 
 
 def fetched_issue(item: Item) -> bool:
     """Whether a tool item answers a fetch of an issue or pull request (the task as it arrived), by the call its
     result links: what a stage that replaces the output keeps the head of."""
     result = item.tool_result
-    if result is None or result.is_error:
+    action = result_action(item)  # classified once per item: a stage asks this of every output it clears
+    if result is None or action is None or result.is_error:
         return False
-    call = ToolCall(result.call_id, result.tool_name or "", result.arguments or {})
-    return _fetches_issue(item, call, classify(call))
+    return _fetches_issue(item, ToolCall(result.call_id, result.tool_name or "", result.arguments or {}), action)
 
 
 def _first_issue(kept: dict[str, str] | None, fetched: dict[str, str] | None) -> dict[str, str] | None:

@@ -63,8 +63,8 @@ def close_errors(errors: Sequence[ErrorFacts], action: Action, tool: str, output
     running = _test_selection(action.command) if action.command and any(
         e.tests is not None and e.resolved is None for e in errors) else None
     # what a passing build, check or test run ran, worked out once and only when a failed one is open
-    checked = f"{action.command}\n{output}" if action.command and _check_runs(action.command) and any(
-        e.checks and e.resolved is None for e in errors) else None
+    checked = f"{action.command}\n{output}" if action.command and any(
+        e.checks and e.resolved is None for e in errors) and _check_runs(action.command) else None
     for error in errors:
         if error.resolved is not None:
             continue

@@ -23,6 +23,7 @@ is worked out here on each read.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -50,8 +51,6 @@ from ..reading import (agent_words, declined, is_stand_in_reply, message_says_so
                        text_call, text_result)
 from ..readings import Key
 from ._calls import (
-    _BUILD_RUN,
-    _TEST_RUN,
     _URL,
     _change,
     _describe,
@@ -63,6 +62,7 @@ from ._calls import (
     _what,
     call_line,
     gives_input,
+    runs_checks,
     todo_list,
 )
 from ._closing import close_errors, retire_errors
@@ -357,7 +357,7 @@ class Facts(FactsState):
         if tally is not None:
             self.last_test = {"command": source, "line": tally}
             self.last_run = None
-        elif action.command and (_TEST_RUN.search(action.command) or _BUILD_RUN.search(action.command)):
+        elif action.command and runs_checks(action.command):
             ended = exception_line(text, failure) if failure else _kept(item, _RESULT_LINE, lambda: result_line(text))
             self.last_run = {"command": source, "line": shorten(ended or "(no output)", TEXT_CHARS["result_line"])}
         if ok and action.kind == OTHER and delegates(call) and text.strip():
@@ -535,12 +535,27 @@ def read_on(state: Mapping[str, Any], items: Sequence[Item]) -> Facts | None:
     """The facts of a span, from its summary's ``state``, with ``items`` (what follows the span) read on; None
     when the state is not ours. What a survival check needs of the whole request (errors, plan, edited files),
     without reading the span a second time: the span's reading ended with nothing pending (a summary's span ends
-    on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too."""
+    on a whole round) and only the newest entries were kept, which is all a longer reading keeps of them too.
+
+    The facts are to read only: a summary asks them twice of the same state and the same kept items (its
+    survival check, then its receipt), so the last answer is kept for an equal state and the same item objects
+    in the same order (as :meth:`~contextfold.pipeline.importance.References.of` keeps its own)."""
+    global _last_read_on
+    items = list(items)
+    last = _last_read_on  # read once: another thread may replace it
+    if (last is not None and (last[0] is state or last[0] == state) and len(last[1]) == len(items)
+            and all(map(operator.is_, last[1], items))):
+        return last[2]
     if state.get("schema") != STATE_SCHEMA:
         return None
     facts = Facts.from_state(state)
     facts.read(items, details=False)
+    _last_read_on = (state, items, facts)
     return facts
+
+
+_last_read_on: tuple[Mapping[str, Any], list[Item], Facts] | None = None
+"""The state and items :func:`read_on` was last asked about, and its answer."""
 
 
 def read_ahead(items: Sequence[Item]) -> None:

@@ -70,7 +70,35 @@ def placeholder(item: Item, tokens: int, stage: str, refs: References | None = N
     output is what it is most likely to need from it again. An issue or pull
     request the agent fetched keeps its head instead: it is the task. ``error`` is the
     error the output showed with its frame (see :func:`last_error`), kept verbatim.
+
+    The placeholders made with the last ``refs`` given are kept (one set, by item): a compaction clears the
+    same outputs with the same references up to three times (the batch edits priced, then clearing alone
+    before a summary, to its target, then every output), and each placeholder and its token count are then
+    made once.
     """
+    global _made
+    if refs is None:
+        return _placeholder(item, tokens, stage, refs, keep_chars, error)
+    made = _made  # read once: another thread may replace it
+    if made is None or made[0] is not refs:
+        made = _made = (refs, {})
+    arguments = (tokens, stage, keep_chars, tuple(error))
+    known = made[1].get(item.id)
+    if known is not None and known[0] is item and known[1] == arguments:
+        return known[2]
+    cleared = _placeholder(item, tokens, stage, refs, keep_chars, error)
+    made[1][item.id] = (item, arguments, cleared)
+    return cleared
+
+
+_made: tuple[References, dict[str, tuple[Item, tuple[object, ...], Item]]] | None = None
+"""The references :func:`placeholder` was last given, and what it made with them: by item id, the item, the other
+arguments and the placeholder."""
+
+
+def _placeholder(item: Item, tokens: int, stage: str, refs: References | None, keep_chars: int,
+                 error: Sequence[str]) -> Item:
+    """:func:`placeholder`, made."""
     result = item.tool_result
     assert result is not None
     action = result_action(item)

@@ -84,5 +84,19 @@ def snip(conversation: Conversation, budget: Budget) -> tuple[Conversation, list
         item = conversation[index]
         if index == latest or is_placeholder(item):
             continue
-        changes[index] = with_result(item, f"{MARK}: output snipped, superseded: {why}]", STAGE, keep_media=False)
+        changes[index] = _snipped(item, why)
     return apply_changes(conversation, budget, changes, STAGE, "snipped", f"{len(changes)} superseded outputs")
+
+
+_SNIPPED: Key[tuple[str, Item]] = Key("snipped")
+
+
+def _snipped(item: Item, why: str) -> Item:
+    """``item`` with its output snipped for ``why``, made once per item and reason (kept on the item): a compaction
+    snips the same outputs at each rung it tries (the batch edits priced, then clearing alone before a summary, to
+    its target and with every output), and the same placeholder item is then counted once."""
+    known = item.readings.get(_SNIPPED)
+    if known is None or known[0] != why:
+        snipped = with_result(item, f"{MARK}: output snipped, superseded: {why}]", STAGE, keep_media=False)
+        known = item.readings.set(_SNIPPED, (why, snipped))
+    return known[1]
