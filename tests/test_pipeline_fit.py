@@ -18,6 +18,8 @@ from contextfold.pipeline import compact
 from contextfold.pipeline.base import Policy
 from contextfold.pipeline.stages.fit import fit_window, window_limit
 from contextfold.pipeline.step import Steward
+from contextfold.tokens import TokenCounter
+from contextfold.usage import Usage
 
 
 def test_fit_brings_a_request_under_the_window_cutting_the_latest_output_last() -> None:
@@ -27,6 +29,31 @@ def test_fit_brings_a_request_under_the_window_cutting_the_latest_output_last() 
     assert EST.conversation(out) <= window_limit(budget) and out.validate() == []
     assert out[0] is conv[0] and {e.stage for e in events} >= {"selective", "fit"}
     assert out[-1].text.startswith("row\n") and "omitted" in out[-1].text  # head and tail of the latest output
+
+
+def test_the_margin_grows_with_what_the_count_only_estimated() -> None:
+    """A request the provider never reported on is an estimate, and the estimate of a new kind of text falls short
+    by up to a tenth (a skill file of Markdown loaded into the latest turn went out 6 % over its count, over a 16k
+    window): the window's margin covers a little new text, a tenth of what is estimated covers a lot of it."""
+    conv = session(("cat notes.md", "A paragraph of the design notes, line by line.\n" * 160))
+    window = int(EST.conversation(conv) / 0.95)  # the request is at 95 % of the window
+    reported = make_budget(window_tokens=window)  # the counter knows no more than the flat margin
+    assert fit_window(conv, reported) == (conv, [])
+    estimated = make_budget(window_tokens=window, count_estimated=EST.conversation)  # all of it an estimate
+    assert window_limit(estimated, conv) == window - int(0.10 * EST.conversation(conv)) < window_limit(reported)
+    out, events = fit_window(conv, estimated)
+    assert EST.conversation(out) <= window_limit(estimated, conv) and {e.stage for e in events} >= {"fit"}
+
+
+def test_a_counter_says_how_much_of_its_count_is_estimated() -> None:
+    counter = TokenCounter()
+    first = session(("ls", "a.py"))
+    assert counter.estimated_tokens(first) == counter.count(first)  # nothing reported yet
+    counter.record_usage(Usage(prompt_tokens=5_000), first)
+    grown = first.with_items([*first.items, *session(("cat a.py", "x = 1\n" * 50)).items[1:]])
+    assert counter.estimated_tokens(grown) == counter.count(grown) - 5_000  # only what was added since
+    compacted = first.with_items(first.items[:1])
+    assert counter.estimated_tokens(compacted) == counter.count(compacted)  # no longer extends the report
 
 
 def test_a_task_larger_than_the_window_is_a_typed_error_naming_the_smallest_request() -> None:

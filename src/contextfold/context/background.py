@@ -160,7 +160,8 @@ class Background:
         snapshot = view.snapshot()  # the committed view is appended to in place; the job's must not move
         summarizer = on_loop(parts.summarizer(), self._loop) if self._in_loop and self._loop else parts.summarizer()
         counter = copy.copy(parts.counter)  # the loop's counter learns from usage as the job counts: its own copy
-        work_budget = replace(budget, summarizer=summarizer, count=counter.count, new_from=len(snapshot))
+        work_budget = replace(budget, summarizer=summarizer, count=counter.count,
+                              count_estimated=counter.estimated_tokens, new_from=len(snapshot))
 
         def work() -> Outcome:
             return Outcome(*parts.steward.summary_off_loop(snapshot, work_budget, target))

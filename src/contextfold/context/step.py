@@ -236,6 +236,7 @@ class Step:
             results_dir=parts.results_dir,
             summarizer=parts.flight.guard(parts.summarizer()),
             count_text=parts.estimator.text,
+            count_estimated=parts.counter.estimated_tokens,
             growth_tokens_per_request=parts.steward.growth_tokens_per_request,
             **overrides,
         )

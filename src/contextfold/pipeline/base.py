@@ -453,6 +453,7 @@ class Budget:
     summarizer: Summarizer | None = None
     tail_tokens: int | None = None  # overrides the policy's tail share (escalation uses it)
     count_text: Callable[[str], int] | None = None
+    count_estimated: Callable[[Conversation], int] | None = None  # how much of count() is an estimate (see window_limit)
     growth_tokens_per_request: float | None = None  # how fast the request grows, when known
     compaction_due: bool = False  # over the trigger: the prefix is about to be rewritten whatever a stage does
     refused: bool = False  # the provider refused the request as too long: the window is at stake whatever the count

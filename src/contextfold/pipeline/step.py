@@ -144,7 +144,7 @@ class Steward:
         receipt, faults = made(view, decided, produced, budget.count, budget.count_item, occasion.summary)
         events.extend(faults)
         if receipt is not None and consent is not None and occasion.summary != FORCED:
-            verdict = consent(receipt, occasion.summary == DUE and budget.count(view) <= window_limit(budget))
+            verdict = consent(receipt, occasion.summary == DUE and budget.count(view) <= window_limit(budget, view))
             events.extend(verdict.events)
             if not verdict.proceed:
                 return view, events
@@ -171,7 +171,7 @@ class Steward:
             why = "never compacts" if mode == "off" else "compacts only when asked"
             return [Event("compact", mode, detail=f"Policy(mode={mode!r}) {why}: the view is unchanged")]
         tokens = budget.count(view)
-        if occasion.summary == REACTIVE or (occasion.sends and tokens > window_limit(budget)):
+        if occasion.summary == REACTIVE or (occasion.sends and tokens > window_limit(budget, view)):
             raise RequestOverWindow(tokens, budget.window_tokens, mode)
         return []
 
@@ -216,7 +216,7 @@ class Steward:
         fits: bool | None = met
         if not fits and not any(e.stage == "summarize" for e in produced):
             fits = None  # too few messages to summarize yet (and the window not at stake): no failed compaction
-        if occasion.sends and budget.count(result) > window_limit(budget):
+        if occasion.sends and budget.count(result) > window_limit(budget, result):
             result, more = fit_window(result, budget)  # the window is a limit, not a target: go on down
             produced = [*produced, *more]
         return result, produced, fits
@@ -249,7 +249,7 @@ class Steward:
         tokens = budget.count(view)
         if not ends_at_boundary(view) or (tokens <= budget.trigger_tokens and not budget.over_message_trigger(view)):
             return None
-        if not self.breaker_open or tokens > window_limit(budget):  # an open breaker never lets a request overflow
+        if not self.breaker_open or tokens > window_limit(budget, view):  # an open breaker never lets a request overflow
             return budget.trigger_tokens
         return None
 

@@ -119,6 +119,19 @@ class TokenCounter:
     def count(self, conversation: Conversation) -> int:
         """Tokens of the request ``conversation`` would make, anchored where possible."""
         self._last_request = (conversation.header, tuple(conversation.items))
+        return self._count(conversation)
+
+    def estimated_tokens(self, conversation: Conversation) -> int:
+        """How many of :meth:`count`'s tokens are estimated rather than read from the provider's report: those of
+        the items added since the anchor, or all of them when the request does not extend it (after a compaction,
+        before any usage). What can be short is only this part, and by a share of it (see
+        :data:`contextfold.pipeline.stages.fit.ESTIMATE_SHORTFALL`)."""
+        added = self.new_items(conversation)
+        if added is None:
+            return self._count(conversation)
+        return round(self.ratio * self.estimator.items(added))
+
+    def _count(self, conversation: Conversation) -> int:
         anchor = self._anchor
         added = self.new_items(conversation)
         if anchor is None:

@@ -74,7 +74,7 @@ def plan(conversation: Conversation, budget: Budget) -> SpanPlan | None:
     task = task_index(conversation)
     start = task + 1 if task is not None else 0
     items = list(conversation.items)
-    exemption = _short_span_exemption(budget, budget.count(conversation))
+    exemption = _short_span_exemption(budget, conversation)
     cut = choose_cut(
         conversation, start=start, tail_budget_tokens=budget.tail_budget_tokens, count_item=budget.count_item,
         min_index=None if exemption else _after_messages(items, start, p.min_summary_messages),
@@ -192,12 +192,12 @@ def _room(budget: Budget) -> int:
     return min(budget.window_tokens // 10, budget.trigger_tokens // 5)
 
 
-def _short_span_exemption(budget: Budget, tokens: int) -> str | None:
+def _short_span_exemption(budget: Budget, conversation: Conversation) -> str | None:
     """Why this summary may cover fewer than the minimum of messages, if it may: a manual compact
     asked for it, or the request is over the window (a short summary beats a refused request)."""
     if budget.force_summary:
         return "a manual compact asked for it"
-    if budget.refused or tokens > window_limit(budget):
+    if budget.refused or budget.count(conversation) > window_limit(budget, conversation):
         return "the request is over the window"
     return None
 
