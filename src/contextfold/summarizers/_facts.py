@@ -79,6 +79,7 @@ from ._outputs import (
     file_content,
     issue_text,
     manifest_head,
+    printed_error,
     result_line,
     tally_line,
 )
@@ -99,6 +100,7 @@ TALLY: Key[str | None] = Key("tally")
 _RESULT_LINE: Key[str | None] = Key("result_line")
 _FINDINGS: Key[list[str]] = Key("findings")
 _SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_PRINTED_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("printed_error")
 _REPORT: Key[str] = Key("report")
 """The substance of a delegated agent's report, read once per output item."""
 _APPLIED: Key[tuple[str, ...]] = Key("applied")
@@ -175,6 +177,8 @@ class Facts(FactsState):
                 whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
+                if details and whole:
+                    self._read_printed_error(call, action, item)
                 if action.kind != TODO:  # a todo update informs no finding: the output read before it did
                     after = (call, action)
                 if not whole:
@@ -411,6 +415,19 @@ class Facts(FactsState):
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
         return True
+
+    def _read_printed_error(self, call: ToolCall, action: Action, item: Item) -> None:
+        """Keep the last error message an output printed, with its frame (:func:`printed_error`), whatever the call
+        ended with: a later call failing by its exit status alone says nothing of what went wrong. What a read or a
+        search returned is file content, and a line of the call's own input given back is no error it printed."""
+        if file_content(action):
+            return
+        text = item.text
+        printed = _kept(item, _PRINTED_ERROR, lambda: printed_error(text))
+        if printed is None or echoed(printed[0], call.arguments):
+            return
+        source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
+        self.printed_error = {"source": source, "frame": list(printed[1]), "line": printed[0]}
 
     def _scripts_in(self, command: str) -> list[str]:
         """Files the agent wrote in this span (or an earlier one) that ``command`` names: the scripts it runs."""

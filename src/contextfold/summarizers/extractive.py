@@ -379,11 +379,12 @@ class _Layout:
                                            f"from `{shorten(error['source'], 200)}`:"))
             parts += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
         if last is None:
-            return parts
+            return parts + self._printed(parts)
         parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last, last is framed)]
         if reported is not None:
             parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
             parts += self._frame(reported, reported is framed)
+        parts += self._printed(parts)
         above = (last, reported)
         listed = {(e.source, e.line) for e in above if e is not None}  # the same call failing the same way again
         earlier: list[ErrorFacts] = []
@@ -396,6 +397,20 @@ class _Layout:
         if lines:
             parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
+
+    def _printed(self, shown: list[Part]) -> list[Part]:
+        """The last error message an output printed, under its frame, unless the lines above already show it whole:
+        the last failure may be a bare exit status, or a tally, and what a tool last said went wrong is what the
+        agent looks up (it may have been fixed since: the lines above say how)."""
+        printed = self.facts.printed_error
+        if printed is None or any(e.retired and e.line == printed["line"] for e in self.facts.errors):
+            return []  # an abandoned scratch script's error (see :func:`retire_errors`)
+        lines = list(dict.fromkeys([*printed["frame"], printed["line"]]))
+        above = {part.text.strip() for part in shown if isinstance(part, Fixed)}
+        if all(line.strip() in above for line in lines):
+            return []
+        return [Fixed(self.meter, f"- The last error message an output printed, from `{shorten(printed['source'], 200)}`:"),
+                *(Fixed(self.meter, f"    {line}") for line in lines)]
 
     def _frame(self, error: ErrorFacts, framed: bool = True) -> list[Part]:
         """An error as its output showed it: the failing frame (when ``framed``), the exception, the line naming
