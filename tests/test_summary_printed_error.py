@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextfold.conversation import Conversation, Header, Item, ToolCall, assistant, tool, user
+from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest
 from contextfold.summarizers._outputs import printed_error
 from contextfold.tokens import heuristic_tokens
@@ -75,3 +76,16 @@ def test_a_file_the_agent_read_is_no_error_printed() -> None:
     c.append(assistant("", [ToolCall("r", "Read", {"file_path": "/repo/src/save.ts"})]))
     c.append(tool("r", "  12→    console.error('Error saving to database:', err);\n  13→    return { error: err };"))
     assert "Error saving" not in errors_section(c.items)
+
+
+def test_an_exception_outlives_the_clearing_of_its_output() -> None:
+    """Clearing keeps a failed output's failure and frame in its provenance: the summary reads them from there."""
+    c = session(("python sync.py", 'exit code 1\nTraceback (most recent call last):\n  File "sync.py", line 9, in fetch\n'
+                                   "    data = json.loads(body)\n"
+                                   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n", True),
+                ("curl -s localhost:9999/health", "exit code 7", True))
+    items = list(c.items)
+    items[2] = placeholder(items[2], 300, "clear")
+    assert "File \"sync.py\"" not in items[2].text  # an older failure's placeholder quotes its line only
+    assert ('    File "sync.py", line 9, in fetch\n        data = json.loads(body)\n'
+            "    json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)") in errors_section(items)

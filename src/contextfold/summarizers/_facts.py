@@ -80,6 +80,7 @@ from ._outputs import (
     issue_text,
     manifest_head,
     printed_error,
+    prints_error,
     result_line,
     tally_line,
 )
@@ -177,8 +178,8 @@ class Facts(FactsState):
                 whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
-                if details and whole:
-                    self._read_printed_error(call, action, item)
+                if details:
+                    self._read_printed_error(call, action, item, whole)
                 if action.kind != TODO:  # a todo update informs no finding: the output read before it did
                     after = (call, action)
                 if not whole:
@@ -416,14 +417,19 @@ class Facts(FactsState):
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
         return True
 
-    def _read_printed_error(self, call: ToolCall, action: Action, item: Item) -> None:
+    def _read_printed_error(self, call: ToolCall, action: Action, item: Item, whole: bool) -> None:
         """Keep the last error message an output printed, with its frame (:func:`printed_error`), whatever the call
         ended with: a later call failing by its exit status alone says nothing of what went wrong. What a read or a
-        search returned is file content, and a line of the call's own input given back is no error it printed."""
+        search returned is file content, and a line of the call's own input given back is no error it printed. An
+        output a stage cleared since is read by the failure its placeholder recorded, with that failure's frame."""
         if file_content(action):
             return
         text = item.text
-        printed = _kept(item, _PRINTED_ERROR, lambda: printed_error(text))
+        if whole:
+            printed = _kept(item, _PRINTED_ERROR, lambda: printed_error(text))
+        else:
+            recorded = item.provenance.failure_line
+            printed = (recorded, item.provenance.error_frame or ()) if recorded and prints_error(recorded) else None
         if printed is None or echoed(printed[0], call.arguments):
             return
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])

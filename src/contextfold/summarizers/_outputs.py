@@ -113,6 +113,11 @@ _PRINTED_TAIL_CHARS = 16_000
 """Where an output prints its last error message: among its last lines (a traceback, a command's last complaint)."""
 
 
+def prints_error(line: str) -> bool:
+    """Whether ``line`` is an error message as :func:`printed_error` finds them (not code naming an exception)."""
+    return _ERROR_MESSAGE.match(line) is not None and not _CODE_MENTION.match(line)
+
+
 def printed_error(text: str) -> tuple[str, tuple[str, ...]] | None:
     """The last error message an output printed (:data:`_ERROR_MESSAGE`), whether its call failed or not, and the two
     lines above it (the failing frame): what failed last, as the tool said it, even when later calls failed with a
@@ -125,7 +130,7 @@ def printed_error(text: str) -> tuple[str, tuple[str, ...]] | None:
     for match in _ERROR_MESSAGE.finditer(tail):
         end = tail.find("\n", match.end())
         line = tail[match.start(): end if end != -1 else len(tail)].strip()
-        if match.start() > at and not _CODE_MENTION.match(line):
+        if match.start() > at and prints_error(line):
             found = line
     if found is None:
         return None
