@@ -89,3 +89,14 @@ def test_an_exception_outlives_the_clearing_of_its_output() -> None:
     assert "File \"sync.py\"" not in items[2].text  # an older failure's placeholder quotes its line only
     assert ('    File "sync.py", line 9, in fetch\n        data = json.loads(body)\n'
             "    json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)") in errors_section(items)
+
+
+def test_a_printed_error_that_was_fixed_since_says_what_fixed_it() -> None:
+    c = session(("python sync.py", 'exit code 1\nTraceback (most recent call last):\n  File "sync.py", line 9, in fetch\n'
+                                   "    data = json.loads(body)\n"
+                                   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)", True),
+                ("python sync.py", "synced 12 rows", False),
+                ("curl -s localhost:9999/health", "exit code 7", True))
+    errors = errors_section(c.items)
+    assert "- The last error message an output printed (resolved: a later run of `python sync.py` succeeded)" in errors
+    assert "    json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)" in errors

@@ -409,7 +409,10 @@ class _Layout:
         above = {part.text.strip() for part in shown if isinstance(part, Fixed)}
         if all(line.strip() in above for line in lines):
             return []
-        return [Fixed(self.meter, f"- The last error message an output printed, from `{shorten(printed['source'], 200)}`:"),
+        failed = next((e for e in reversed(self.facts.errors) if e.line == printed["line"]), None)  # its call failed
+        closed = f" ({_status(failed)})" if failed is not None and failed.resolved else ""
+        return [Fixed(self.meter, f"- The last error message an output printed{closed}, "
+                                  f"from `{shorten(printed['source'], 200)}`:"),
                 *(Fixed(self.meter, f"    {line}") for line in lines)]
 
     def _frame(self, error: ErrorFacts, framed: bool = True) -> list[Part]:
