@@ -100,3 +100,16 @@ def test_a_printed_error_that_was_fixed_since_says_what_fixed_it() -> None:
     errors = errors_section(c.items)
     assert "- The last error message an output printed (resolved: a later run of `python sync.py` succeeded)" in errors
     assert "    json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)" in errors
+
+
+def test_a_cleared_output_that_printed_an_error_without_failing_quotes_it_and_the_summary_reads_it_there() -> None:
+    lint = ("src/ui/widget.tsx\n  210:7  error  'formatPrice' is assigned a value but never used\n" * 20
+            + "✖ 38 problems (1 error, 37 warnings)\n0 errors and 10 warnings potentially fixable with the `--fix` option.\n"
+            + 'error: script "lint" exited with code 1')
+    c = session(("bun run lint", lint, False), ("curl -s localhost:9999/health", "exit code 7", True))
+    items = list(c.items)
+    items[2] = placeholder(items[2], 900, "clear")
+    block = ("✖ 38 problems (1 error, 37 warnings)\n0 errors and 10 warnings potentially fixable with the `--fix` option.\n"
+             'error: script "lint" exited with code 1')
+    assert ". It printed this error:\n" + block + "\n]" in items[2].text and "formatPrice" not in items[2].text
+    assert "\n".join(f"    {line}" for line in block.splitlines()) in errors_section(items)

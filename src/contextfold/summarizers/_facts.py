@@ -81,6 +81,7 @@ from ._outputs import (
     manifest_head,
     printed_error,
     prints_error,
+    quoted_printed_error,
     result_line,
     tally_line,
 )
@@ -421,7 +422,8 @@ class Facts(FactsState):
         """Keep the last error message an output printed, with its frame (:func:`printed_error`), whatever the call
         ended with: a later call failing by its exit status alone says nothing of what went wrong. What a read or a
         search returned is file content, and a line of the call's own input given back is no error it printed. An
-        output a stage cleared since is read by the failure its placeholder recorded, with that failure's frame."""
+        output a stage cleared since is read by the failure its placeholder recorded, with that failure's frame, or
+        when its call did not fail by the error its placeholder quotes."""
         if file_content(action):
             return
         text = item.text
@@ -429,7 +431,8 @@ class Facts(FactsState):
             printed = _kept(item, _PRINTED_ERROR, lambda: printed_error(text))
         else:
             recorded = item.provenance.failure_line
-            printed = (recorded, item.provenance.error_frame or ()) if recorded and prints_error(recorded) else None
+            printed = ((recorded, item.provenance.error_frame or ()) if recorded and prints_error(recorded)
+                       else quoted_printed_error(text) if not recorded else None)
         if printed is None or echoed(printed[0], call.arguments):
             return
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])

@@ -113,6 +113,18 @@ _PRINTED_TAIL_CHARS = 16_000
 """Where an output prints its last error message: among its last lines (a traceback, a command's last complaint)."""
 
 
+PRINTED_ERROR_INTRO = ". It printed this error:"
+"""Introduces, in a cleared output's placeholder, the error message it printed without its call failing, under its
+frame (:func:`printed_error`): what a summary reads of that output once it is cleared."""
+
+
+def quoted_printed_error(placeholder: str) -> tuple[str, tuple[str, ...]] | None:
+    """The error a placeholder quotes under :data:`PRINTED_ERROR_INTRO` (its last line) and its frame, if any."""
+    _, intro, rest = placeholder.partition(PRINTED_ERROR_INTRO + "\n")
+    block = rest.split("\n.", 1)[0].removesuffix("]").rstrip("\n").splitlines() if intro else []
+    return (block[-1], tuple(block[:-1])) if block else None
+
+
 def prints_error(line: str) -> bool:
     """Whether ``line`` is an error message as :func:`printed_error` finds them (not code naming an exception)."""
     return _ERROR_MESSAGE.match(line) is not None and not _CODE_MENTION.match(line)
