@@ -98,7 +98,7 @@ def test_a_printed_error_that_was_fixed_since_says_what_fixed_it() -> None:
                 ("python sync.py", "synced 12 rows", False),
                 ("curl -s localhost:9999/health", "exit code 7", True))
     errors = errors_section(c.items)
-    assert "- The last error message an output printed (resolved: a later run of `python sync.py` succeeded)" in errors
+    assert "(resolved: a later run of `python sync.py` succeeded), from `$ python sync.py`:" in errors
     assert "    json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)" in errors
 
 
@@ -113,3 +113,13 @@ def test_a_cleared_output_that_printed_an_error_without_failing_quotes_it_and_th
              'error: script "lint" exited with code 1')
     assert ". It printed this error:\n" + block + "\n]" in items[2].text and "formatPrice" not in items[2].text
     assert "\n".join(f"    {line}" for line in block.splitlines()) in errors_section(items)
+
+
+def test_the_error_message_an_output_reported_is_framed_rather_than_said_twice() -> None:
+    c = session(("python probe.py", 'exit code 1\nTraceback (most recent call last):\n  File "<string>", line 2, in <module>\n'
+                                    "    import onnx\nModuleNotFoundError: No module named 'onnx'", True),
+                ("ls models/", "exit code 2\nls: cannot access 'models/'", True))
+    errors = errors_section(c.items)
+    assert errors.count("ModuleNotFoundError: No module named 'onnx'") == 1
+    assert ('    File "<string>", line 2, in <module>\n        import onnx\n'
+            "    ModuleNotFoundError: No module named 'onnx'") in errors

@@ -381,9 +381,11 @@ class _Layout:
         if last is None:
             return parts + self._printed(parts)
         parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last, last is framed)]
-        if reported is not None:
-            parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
-            parts += self._frame(reported, reported is framed)
+        if reported is not None:  # framed too when it is the last error message printed (not said twice)
+            printed = facts.printed_error
+            closed = f" ({_status(reported)})" if reported.resolved else ""
+            parts.append(Fixed(self.meter, f"- Last error message an output reported{closed}, from `{_source(reported)}`:"))
+            parts += self._frame(reported, reported is framed or (printed is not None and printed["line"] == reported.line))
         parts += self._printed(parts)
         above = (last, reported)
         listed = {(e.source, e.line) for e in above if e is not None}  # the same call failing the same way again
