@@ -118,7 +118,7 @@ def test_a_cleared_output_that_printed_an_error_without_failing_quotes_it_and_th
 def test_the_error_message_an_output_reported_is_framed_rather_than_said_twice() -> None:
     c = session(("python probe.py", 'exit code 1\nTraceback (most recent call last):\n  File "<string>", line 2, in <module>\n'
                                     "    import onnx\nModuleNotFoundError: No module named 'onnx'", True),
-                ("ls models/", "exit code 2\nls: cannot access 'models/'", True))
+                ("curl -s localhost:9999/health", "exit code 7", True))  # a bare exit status: no frame of its own
     errors = errors_section(c.items)
     assert errors.count("ModuleNotFoundError: No module named 'onnx'") == 1
     assert ('    File "<string>", line 2, in <module>\n        import onnx\n'
