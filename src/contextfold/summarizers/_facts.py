@@ -79,6 +79,9 @@ from ._outputs import (
     file_content,
     issue_text,
     manifest_head,
+    printed_error,
+    prints_error,
+    quoted_printed_error,
     result_line,
     tally_line,
 )
@@ -99,6 +102,7 @@ TALLY: Key[str | None] = Key("tally")
 _RESULT_LINE: Key[str | None] = Key("result_line")
 _FINDINGS: Key[list[str]] = Key("findings")
 _SHOWN_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("shown_error")
+_PRINTED_ERROR: Key[tuple[str, tuple[str, ...]] | None] = Key("printed_error")
 _REPORT: Key[str] = Key("report")
 """The substance of a delegated agent's report, read once per output item."""
 _APPLIED: Key[tuple[str, ...]] = Key("applied")
@@ -175,6 +179,8 @@ class Facts(FactsState):
                 whole = item.provenance.compacted is None  # a cleared output's placeholder is no output to quote
                 settled.append(self._read_result(item, calls, details and whole))
                 call, action, failure = settled[-1][:3]
+                if details:
+                    self._read_printed_error(call, action, item, whole)
                 if action.kind != TODO:  # a todo update informs no finding: the output read before it did
                     after = (call, action)
                 if not whole:
@@ -411,6 +417,26 @@ class Facts(FactsState):
         source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
         self.shown_error = {"source": source, "frame": list(shown[1]), "line": shown[0]}
         return True
+
+    def _read_printed_error(self, call: ToolCall, action: Action, item: Item, whole: bool) -> None:
+        """Keep the last error message an output printed, with its frame (:func:`printed_error`), whatever the call
+        ended with: a later call failing by its exit status alone says nothing of what went wrong. What a read or a
+        search returned is file content, and a line of the call's own input given back is no error it printed. An
+        output a stage cleared since is read by the failure its placeholder recorded, with that failure's frame, or
+        when its call did not fail by the error its placeholder quotes."""
+        if file_content(action):
+            return
+        text = item.text
+        if whole:
+            printed = _kept(item, _PRINTED_ERROR, lambda: printed_error(text))
+        else:
+            recorded = item.provenance.failure_line
+            printed = ((recorded, item.provenance.error_frame or ()) if recorded and prints_error(recorded)
+                       else quoted_printed_error(text) if not recorded else None)
+        if printed is None or echoed(printed[0], call.arguments):
+            return
+        source = _ran(item, action.command) if action.command else " ".join([call.name, *action.paths])
+        self.printed_error = {"source": source, "frame": list(printed[1]), "line": printed[0]}
 
     def _scripts_in(self, command: str) -> list[str]:
         """Files the agent wrote in this span (or an earlier one) that ``command`` names: the scripts it runs."""

@@ -103,6 +103,52 @@ def _shown_error(text: str) -> tuple[str, tuple[str, ...]] | None:
     return shorten(line, TEXT_CHARS["error_line"]), tuple(error_frame(text, line))
 
 
+_ERROR_MESSAGE = re.compile(r"^[^\"'=(\n]*?(?:^|(?<=[\s:\]]))[\w.]*(?:Error|Exception|error):(?:[ \t]|$)", re.MULTILINE)
+"""A line printing an error's message: an exception named with its message wherever the line names it (``KeyError:
+'id'`` ending a traceback, ``page.evaluate: TypeError: …``, ``npm error Error: EACCES: …``, ``API Error: 429 …``) or a
+tool's ``error:``. A quote, ``=`` or ``(`` before it makes it code or data that mentions an error."""
+_CODE_MENTION = re.compile(r"^\s*(?:except|catch|raise|throw|if|elif|case|def|class)\b")
+"""Code that names an exception (``except ValueError:``, a traceback's source line): no message printed."""
+_PRINTED_TAIL_CHARS = 16_000
+"""Where an output prints its last error message: among its last lines (a traceback, a command's last complaint)."""
+
+
+PRINTED_ERROR_INTRO = ". It printed this error:"
+"""Introduces, in a cleared output's placeholder, the error message it printed without its call failing, under its
+frame (:func:`printed_error`): what a summary reads of that output once it is cleared."""
+
+
+def quoted_printed_error(placeholder: str) -> tuple[str, tuple[str, ...]] | None:
+    """The error a placeholder quotes under :data:`PRINTED_ERROR_INTRO` (its last line) and its frame, if any."""
+    _, intro, rest = placeholder.partition(PRINTED_ERROR_INTRO + "\n")
+    block = rest.split("\n.", 1)[0].removesuffix("]").rstrip("\n").splitlines() if intro else []
+    return (block[-1], tuple(block[:-1])) if block else None
+
+
+def prints_error(line: str) -> bool:
+    """Whether ``line`` is an error message as :func:`printed_error` finds them (not code naming an exception)."""
+    return _ERROR_MESSAGE.match(line) is not None and not _CODE_MENTION.match(line)
+
+
+def printed_error(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The last error message an output printed (:data:`_ERROR_MESSAGE`), whether its call failed or not, and the two
+    lines above it (the failing frame): what failed last, as the tool said it, even when later calls failed with a
+    bare exit status. ``None`` when the output printed none."""
+    tail = text[-_PRINTED_TAIL_CHARS:]
+    ended = _traceback_end(tail, "") if "Traceback (" in tail else ""  # ``shop.errors.RoundingProblem: …`` too
+    if not ended and "rror:" not in tail and "xception:" not in tail:
+        return None
+    found, at = (ended, tail.rfind(ended)) if ended else (None, -1)
+    for match in _ERROR_MESSAGE.finditer(tail):
+        end = tail.find("\n", match.end())
+        line = tail[match.start(): end if end != -1 else len(tail)].strip()
+        if match.start() > at and prints_error(line):
+            found = line
+    if found is None:
+        return None
+    return shorten(found, TEXT_CHARS["error_line"]), tuple(error_frame(tail, found))
+
+
 def file_content(action: Action | None) -> bool:
     """Whether what ``action`` returned is a file's content (a read or a search, unless the file is a log; what an
     edit tool shows back of the file it changed, ``186→ } catch (error: any) {``): an error line in it is code,

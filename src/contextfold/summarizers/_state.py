@@ -50,6 +50,8 @@ class FactsState:
     harness_messages: int = 0  # user messages the harness wrote (format nags, limits): not the user's words
     shown_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: an error an output showed without its call
     # failing (a CI log read, a test run piped through tail), newer than the last failed call
+    printed_error: dict[str, Any] | None = None  # {"source", "frame", "line"}: the last error message any output
+    # printed (failed or not, newer or older than the last failure): the line and frame a tool said last went wrong
     user_spoke_last: bool = False  # a user message came after the last assistant text
     acted_since_said: bool = False  # the assistant made a tool call with or after its last text: what that text
     # announced ("Let me check…") is done, not next
@@ -89,6 +91,7 @@ class FactsState:
         state["fetched_task"] = dict(self.fetched_task) if self.fetched_task is not None else None
         state["reports"] = [dict(r) for r in self.reports]
         state["shown_error"] = {**self.shown_error, "frame": list(self.shown_error["frame"])} if self.shown_error else None
+        state["printed_error"] = {**self.printed_error, "frame": list(self.printed_error["frame"])} if self.printed_error else None
         state["tools"] = {name: list(counts) for name, counts in self.tools.items()}
         state["todos"] = [dict(t) for t in self.todos] if self.todos is not None else None
         state["calls"] = [dict(c) for c in self.calls]
@@ -142,6 +145,7 @@ class FactsState:
         self.manifest = self.manifest or earlier.manifest
         self.harness_messages += earlier.harness_messages
         self.shown_error = earlier.shown_error or self.shown_error
+        self.printed_error = earlier.printed_error or self.printed_error
         if earlier.last_assistant is not None:
             self.last_assistant = earlier.last_assistant
             self.user_spoke_last = earlier.user_spoke_last

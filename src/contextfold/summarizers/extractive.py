@@ -394,11 +394,14 @@ class _Layout:
                                            f"from `{shorten(error['source'], 200)}`:"))
             parts += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
         if last is None:
-            return parts
+            return parts + self._printed(parts)
         parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last, last is framed)]
-        if reported is not None:
-            parts.append(Fixed(self.meter, f"- Last error message an output reported, from `{_source(reported)}`:"))
-            parts += self._frame(reported, reported is framed)
+        if reported is not None:  # framed too when it is the last error message printed (not said twice)
+            printed = facts.printed_error
+            closed = f" ({_status(reported)})" if reported.resolved else ""
+            parts.append(Fixed(self.meter, f"- Last error message an output reported{closed}, from `{_source(reported)}`:"))
+            parts += self._frame(reported, reported is framed or (printed is not None and printed["line"] == reported.line))
+        parts += self._printed(parts)
         above = (last, reported)
         listed = {(e.source, e.line) for e in above if e is not None}  # the same call failing the same way again
         earlier: list[ErrorFacts] = []
@@ -411,6 +414,23 @@ class _Layout:
         if lines:
             parts.append(self._listing(lines, _W_ERRORS, header="Earlier errors, open ones first:"))
         return parts
+
+    def _printed(self, shown: list[Part]) -> list[Part]:
+        """The last error message an output printed, under its frame, unless the lines above already show it whole:
+        the last failure may be a bare exit status, or a tally, and what a tool last said went wrong is what the
+        agent looks up (it may have been fixed since: the lines above say how)."""
+        printed = self.facts.printed_error
+        if printed is None or any(e.retired and e.line == printed["line"] for e in self.facts.errors):
+            return []  # an abandoned scratch script's error (see :func:`retire_errors`)
+        lines = list(dict.fromkeys([*printed["frame"], printed["line"]]))
+        above = {part.text.strip() for part in shown if isinstance(part, Fixed)}
+        if all(line.strip() in above for line in lines):
+            return []
+        failed = next((e for e in reversed(self.facts.errors) if e.line == printed["line"]), None)  # its call failed
+        closed = f" ({_status(failed)})" if failed is not None and failed.resolved else ""
+        return [Fixed(self.meter, f"- The last error message an output printed{closed}, "
+                                  f"from `{shorten(printed['source'], 200)}`:"),
+                *(Fixed(self.meter, f"    {line}") for line in lines)]
 
     def _frame(self, error: ErrorFacts, framed: bool = True) -> list[Part]:
         """An error as its output showed it: the failing frame (when ``framed``), the exception, the line naming

@@ -33,8 +33,8 @@ from ...actions import echoed, item_failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
 from ...summarizers._calls import fetched_issue
-from ...summarizers._outputs import (error_frame, exception_line, failing_error, file_content, issue_text, listed_files,
-                                     shown_error, tally_line)
+from ...summarizers._outputs import (PRINTED_ERROR_INTRO, error_frame, exception_line, failing_error, file_content,
+                                     issue_text, listed_files, printed_error, shown_error, tally_line)
 from ...summarizers._reports import REPORT_CHARS, is_report, report_substance, reports_kept_whole
 from ...summarizers._text import shorten_lines
 from ..base import Budget
@@ -106,12 +106,17 @@ def _placeholder(item: Item, tokens: int, stage: str, refs: References | None, k
     note = f"{MARK}: output cleared to save context ({tokens:,} tokens); the call is kept, run it again if needed"
     line = item_failure_line(item, action.kind if action else None)
     line = None if line is None else exception_line(text, line)
+    printed = None if error or line is not None or file_content(action) else printed_error(text)
+    printed = None if printed is None or echoed(printed[0], result.arguments) else printed  # the input given back
     if error:
         note += ". It showed this error:\n" + "\n".join(error) + "\n"
     elif line is not None:  # a verdict that lists its files (prettier's) is quoted with them, in order
         listed = listed_files(text, line)
         block = "\n".join([*listed, line])
         note += f". It reported:\n{block}\n" if listed else f". It reported: {line}"
+    elif printed is not None:  # its call did not fail: what it printed went wrong is what a later summary reads here
+        error = [*printed[1], printed[0]]
+        note += f"{PRINTED_ERROR_INTRO}\n" + "\n".join(error) + "\n"
     tally = None if file_content(action) else tally_line(text)
     tally = None if tally is not None and echoed(tally, result.arguments) else tally  # the call's input given back
     if tally is not None and tally != line and tally not in error:
