@@ -26,7 +26,7 @@ from __future__ import annotations
 import operator
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -194,16 +194,21 @@ class Facts(FactsState):
                     quiet.append((call, action, item))
         for call, action, origin in calls.values():  # calls whose result is outside the span
             settled.append(self._settle(call, action, None, origin=origin))
-        for item, text, source in spoken if details else ():
-            lines = _kept(item, _FINDINGS, partial(finding_lines, text))
-            where = f" (after `{clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
-            found = [line + where for line in lines]
-            self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
+        if details:
+            self._read_findings(spoken)
         for call, action, item in reversed(quiet if details else ()):
             if self._read_shown_error(call, action, item):
                 break
         self.recent_actions = [*self.recent_actions, *(_describe(*s) for s in settled)][-KEEP["recent_actions"]:]
         self._trim()
+
+    def _read_findings(self, spoken: Iterable[tuple[Item, str, tuple[ToolCall, Action] | None]]) -> None:
+        """The sentences of the agent's that state a finding, each with the call whose output it had just read."""
+        for item, text, source in spoken:
+            lines = _kept(item, _FINDINGS, partial(finding_lines, text))
+            where = f" (after `{clip(_what(*source, TEXT_CHARS['command']), FINDING_SOURCE_CHARS)}`)" if source and lines else ""
+            found = [line + where for line in lines]
+            self.findings = (self.findings + [line for line in found if line not in self.findings])[-KEEP["findings"]:]
 
     def _read_summary(self, block: Summary) -> None:
         """Merge a summary's state; a summary without one of ours (or a damaged one) is kept as text."""

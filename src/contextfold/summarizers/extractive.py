@@ -39,13 +39,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..actions import EXIT_FAILURE_ENDED, READ, SEARCH
+from ..actions import EXIT_FAILURE_ENDED
 from ..conversation import Item
-from ..reading import message_says_something, opening
+from ..reading import opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
 from ._fit import Elastic, Fixed, Listing, Part, allocate
+from ._next_step import asking, error_source, next_step, without_plan
 from ._records import ErrorFacts
 from ._reports import by_headings, by_sections
 from ._said import names_in
@@ -139,20 +140,6 @@ _MANIFEST_KEPT_TOKENS = 250
 defines are what the agent runs to build and test, and it cannot tell them from the files it changed."""
 """A last change given fewer tokens than this is not shown: a shorter stub of code says nothing."""
 _FIT_ATTEMPTS = 4
-_FORWARD = re.compile(r"\b(next|then|let me|let's|I'll|I will|I need to|going to|should|remaining)\b", re.IGNORECASE)
-"""Words of a sentence that says what comes next. Not "now": "the token is now kept" reports what is done ("Now
-let me…" says it with "let me")."""
-_SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n+")
-_SAID_LAST = "As the assistant said last: "
-_HEADING = re.compile(r"#{1,6}\s")
-_RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
-"""A Markdown heading and a horizontal rule: where a section of the assistant's message begins and ends."""
-_LABEL = re.compile(r"[\s*_>]*[^\n]{1,40}?:[\s*_]*$")
-"""A line that only announces what follows it ("**NEXT:**", "Next steps for the deploy:")."""
-_LATEST_REQUEST = "Go on with the user's latest request (the errors above that are still open came before it): "
-_REQUEST_AFTER_TODOS = "Go on with the user's latest request (made after the todo list above was last written): "
-_REQUEST_WENT_ON = "Go on with the user's latest request (the messages kept below are the work on it so far): "
-_REQUEST_AFTER_LOOKUP = "Go on with the user's latest request (the agent went on past the failed lookup above): "
 _STOPWORDS = frozenset({
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "keep", "focus", "summary", "summarize",
     "please", "what", "when", "where", "which", "should", "would", "could", "also", "only", "more", "most", "them",
@@ -395,11 +382,11 @@ class _Layout:
             parts += [Fixed(self.meter, f"    {line}") for line in dict.fromkeys([*error["frame"], error["line"]])]
         if last is None:
             return parts + self._printed(parts)
-        parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{_source(last)}`:"), *self._frame(last, last is framed)]
+        parts += [Fixed(self.meter, f"- Last error ({_status(last)}), from `{error_source(last)}`:"), *self._frame(last, last is framed)]
         if reported is not None:  # framed too when it is the last error message printed (not said twice)
             printed = facts.printed_error
             closed = f" ({_status(reported)})" if reported.resolved else ""
-            parts.append(Fixed(self.meter, f"- Last error message an output reported{closed}, from `{_source(reported)}`:"))
+            parts.append(Fixed(self.meter, f"- Last error message an output reported{closed}, from `{error_source(reported)}`:"))
             parts += self._frame(reported, reported is framed or (printed is not None and printed["line"] == reported.line))
         parts += self._printed(parts)
         above = (last, reported)
@@ -466,10 +453,10 @@ class _Layout:
             return []
         parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
-        asking = _asking(messages)
+        asked = asking(messages)
         later: list[Part] = []
         for number in range(len(messages), 1, -1):
-            latest = number in (len(messages), asking)
+            latest = number in (len(messages), asked)
             weight = _W_LATEST_USER if latest else _W_USER
             floor = min(self.meter(messages[number - 1]), _LATEST_USER_WHOLE) if latest else (
                 _REPORT_FLOOR if failure_lines(messages[number - 1]) else _USER_FLOOR)
@@ -501,7 +488,7 @@ class _Layout:
     def _current(self) -> list[Part]:
         facts = self.facts
         parts: list[Part] = []
-        said = _without_plan(facts)
+        said = without_plan(facts)
         if said:  # its findings have a reserved place above: then it need not keep a place here
             floor = 0 if any(line.split(" (after `")[0] in said for line in facts.findings[-1:]) else _CURRENT_FLOOR
             if facts.answered_alone:  # the person's "yes" after the summary takes it up: kept whole like a request
@@ -517,17 +504,11 @@ class _Layout:
         return parts
 
     def _next_step(self) -> list[Part]:
-        step = _next_step(self.facts)
+        step = next_step(self.facts)
         if step is None:
             return []
         lead, text = step
         return [self._elastic(text, _W_NEXT, _NEXT_FLOOR, lead, shortener=shorten_message)]  # a request, cut as one
-
-
-def _asking(messages: Sequence[str]) -> int:
-    """The number (1-based) of the person's latest message that says something, past the first: a bare "continue"
-    or "yes" goes on with the request before it, which is kept like the latest too."""
-    return next((n for n in range(len(messages), 1, -1) if message_says_something(messages[n - 1])), len(messages))
 
 
 def _call_entry(call: dict[str, Any]) -> str:
@@ -537,10 +518,6 @@ def _call_entry(call: dict[str, Any]) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _source(error: ErrorFacts) -> str:
-    return shorten(error.source, 200)
 
 
 def _earlier_error(error: ErrorFacts) -> str:
@@ -558,74 +535,3 @@ def _status(error: ErrorFacts) -> str:
     if error.resolved:
         return f"resolved: {error.resolved}"
     return "left behind: the agent has run another script of its own since" if error.retired else "unresolved"
-
-
-def _without_plan(facts: Facts) -> str:
-    """The assistant's last message without the plan section 9 quotes from it (its last forward-looking
-    sentence): the two sections said the same sentence one after the other."""
-    said = facts.last_assistant or ""
-    step = _next_step(facts)
-    if step is None or step[0] != _SAID_LAST:
-        return said
-    head, _, tail = said.rpartition(step[1])
-    return f"{head.rstrip()}\n{tail.strip()}".strip()
-
-
-def _section_under(said: str, sentence: str) -> str | None:
-    """``sentence``, or when it is a Markdown heading ("## Next Up", "## Remaining") or a label ("**NEXT:**", "Next
-    steps for the deploy:"), the section it opens in ``said``: it names no step, the lines under it (up to the next
-    heading or rule; a label's, up to its paragraph's end) are the plan. ``None`` when nothing is under it: a label
-    a template leaves empty ("**NEXT:**" ending the message) is no step."""
-    heading = bool(_HEADING.match(sentence))
-    if not heading and not _LABEL.match(sentence):
-        return sentence
-    lines = said[said.rfind(sentence):].split("\n")
-    end = next((n for n, line in enumerate(lines[1:], 1) if _HEADING.match(line) or _RULE.match(line)
-                or (not heading and not line.strip())), len(lines))
-    plan = "\n".join(lines[:end]).strip()
-    return plan if plan != sentence.strip() else None
-
-
-def _next_step(facts: Facts) -> tuple[str, str] | None:
-    """The step the conversation was heading to, as its lead and its text: an unanswered user (one the kept tail
-    shows the agent answering is the request it goes on with: begun, not done), a request of the
-    person's made after the todo list was last written and after the agent last wrote to them (the agent is working
-    on it, and the list's open items are older work), an open todo, a
-    plan stated (not one the kept tail shows the agent went on past), an open error (not one of a scratch script it has left behind for another; and not when it ended
-    its turn with words written after it: it read the failure and reported where the work stands, "all done", and
-    the failure is no step it was heading to; or when the person asked something since: their latest request, which
-    the agent was working on, outranks an older error, which stays listed open in section 4; nor a read or search
-    that found nothing which the agent wrote on after and went past: the person's latest request is the step). The lead is kept whole
-    and only the text may shrink (a shrunk lead, "As the
-    assistant said l[…]", spent the part's tokens on saying nothing).
-
-    ``None`` when there is none of these: the section is left out. A summary is written while the agent is
-    still working, so "nothing stated" never means "done", and saying so could end the work early.
-    """
-    if facts.user_spoke_last and facts.user_messages:  # the kept tail may show the work on it begun: not done
-        return (_REQUEST_WENT_ON, facts.user_messages[_asking(facts.user_messages) - 1]) if facts.went_on else \
-            ("Answer the user's latest message: ", facts.user_messages[-1])
-    if facts.request_open and facts.todos and facts.user_messages:  # asked after the list: the list is older work
-        return _REQUEST_AFTER_TODOS, facts.user_messages[_asking(facts.user_messages) - 1]
-    for status, lead in (("in_progress", "Continue the task in progress: "), ("pending", "Start the next pending task: ")):
-        todo = next((t for t in facts.todos or () if t["status"] == status), None)
-        if todo is not None:
-            return lead, todo["text"]
-    # what the assistant announced and then did is no next step: only a plan it has not acted on yet is
-    sentences = [] if facts.acted_since_said or facts.went_on else _SENTENCE_END.split(facts.last_assistant or "")
-    stated = [s.strip() for s in sentences if _FORWARD.search(s)]
-    plan = next((p for s in reversed(stated) if (p := _section_under(facts.last_assistant or "", s))), None)
-    if plan is not None:
-        return _SAID_LAST, plan
-    last = facts.last_error
-    reported_since = facts.said_since_error and not facts.acted_since_said  # its last words came after the error
-    if last is not None and last.resolved is None and not last.retired and not reported_since:
-        if facts.asked_since_error and facts.user_messages:  # the person asked on since: the work turned to that
-            return _LATEST_REQUEST, facts.user_messages[_asking(facts.user_messages) - 1]
-        if last.kind in (READ, SEARCH) and facts.said_since_error:  # a lookup found nothing; the agent said so and
-            # went on looking elsewhere: a path that is not there is no step it was heading to
-            return (_REQUEST_AFTER_LOOKUP, facts.user_messages[_asking(facts.user_messages) - 1]) \
-                if facts.user_messages else None
-        return "Resolve the last error, from ", f"`{_source(last)}`: {last.line}"
-    return None
-
