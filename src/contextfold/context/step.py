@@ -237,6 +237,7 @@ class Step:
             summarizer=parts.flight.guard(parts.summarizer()),
             count_text=parts.estimator.text,
             growth_tokens_per_request=parts.steward.growth_tokens_per_request,
+            original=parts.timeline.original,
             **overrides,
         )
 

@@ -170,7 +170,7 @@ def _with_edits(content: str, replacements: Sequence[tuple[str, str, bool]]) -> 
     return "\n".join(f"{str(number + k).rjust(width)}{separator}{line}" for k, line in enumerate(text.split("\n")))
 
 
-def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
+def latest_files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
     """``(path, latest content or None, what that content is)`` newest first, one entry per path, read in order: the
     latest read, with the replacements the agent's later edits made applied to it (:data:`EDITED`: the agent's next
     edit quotes its last one's new text), or :data:`STALE` when an edit came after it that cannot be applied;
@@ -303,7 +303,7 @@ def restored_item(
     spent = 0
     fetched = just_used(span, tail)
     gone = _removed([*span, *tail])
-    for path, content, note in _files(answered(span)):
+    for path, content, note in latest_files(answered(span)):
         if len(sections) >= max_files or content is None or path in visible or any(_same_file(path, g) for g in gone):
             continue
         if refs is not None and path not in fetched and path_weight(refs, path) < min_weight:
