@@ -79,11 +79,11 @@ def names(words: str, path: str) -> bool:
                for tail in dict.fromkeys(t for t in tails if t.strip("/")))
 
 
-def in_hand(items: Sequence[Item]) -> dict[str, int]:
+def in_hand(items: Sequence[Item], naming: Sequence[Naming] | None = None) -> dict[str, int]:
     """The files the latest turn names as what it works on, each with the index of the first naming item that names
-    it (:func:`latest_naming`); only files a call of ``items`` read or wrote are candidates, by the path that call
-    gave."""
-    naming = latest_naming(items)
+    it (``naming``, else :func:`latest_naming`); only files a call of ``items`` read or wrote are candidates, by the
+    path that call gave."""
+    naming = latest_naming(items) if naming is None else naming
     if not naming:
         return {}
     known = {path for item in items if item.role == "tool" and (action := result_action(item)) is not None

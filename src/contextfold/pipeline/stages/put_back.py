@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ...actions import READ, result_action
 from ...conversation import Conversation, Item, Provenance, Text
 from ...events import Event
-from ...reading import in_hand
+from ...reading import in_hand, latest_naming
 from ..base import Budget
 from ..edits import is_placeholder
 from ..restore import RESTORED_HEADING, answered, latest_files
@@ -37,14 +37,16 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     if budget.original is None or budget.whole_output_tokens <= 0:
         return conversation, []
     items = conversation.items
-    named = {path: at for path, at in in_hand(items).items() if at >= budget.new_from}
-    wanted = {path: at for path, at in named.items() if _cleared_read(items, path)}
+    naming = [n for n in latest_naming(items) if n.index >= budget.new_from]  # an older one was read when it came
+    if not naming:
+        return conversation, []
+    wanted = {path: at for path, at in in_hand(items, naming).items() if _cleared_read(items, path)}
     if not wanted:
         return conversation, []
     span = [_whole(item, budget) for item in items[: max(wanted.values())]]
     room = min(budget.whole_output_tokens, budget.trigger_tokens - budget.count(conversation))
     sections: list[str] = []
-    firsts: list[int] = []
+    paths: list[str] = []
     for path, content, note in latest_files(answered(span)):
         if path not in wanted or content is None:
             continue
@@ -54,18 +56,17 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
             continue
         room -= cost
         sections.append(section)
-        firsts.append(wanted[path])
+        paths.append(path)
     if not sections:
         return conversation, []
-    at = max((start for start, _ in conversation.units() if start <= min(firsts)), default=0)
+    at = max((start for start, _ in conversation.units() if start <= min(wanted[p] for p in paths)), default=0)
     if at < budget.new_from:  # the unit naming it began in the cached prefix: an insertion there would break it
         return conversation, []
     item = Item("user", (Text(f"{RESTORED_HEADING}\n\n" + "\n\n".join(sections)),), timestamp=budget.now_s,
                 provenance=Provenance(restored=True))
     result = conversation.with_items([*items[:at], item, *items[at:]])
-    paths = ", ".join(section.split("\n", 1)[0].removeprefix("### ") for section in sections)
     return result, [Event(STAGE, "restored", (item.id,), budget.count(conversation), budget.count(result),
-                          f"put back what the latest turn names and clearing took: {paths}")]
+                          f"put back what the latest turn names and clearing took: {', '.join(paths)}")]
 
 
 def _cleared_read(items: Sequence[Item], path: str) -> bool:
