@@ -25,7 +25,9 @@ window (:func:`~contextfold.summarizers._reports.reports_kept_whole`): no read f
 read of a file the latest turn names as what it works on (:func:`~contextfold.reading.in_hand`: the person's latest
 request, the agent's newest words and calls), while such reads fit what the outputs a request works from may take
 whole (:attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`): after a side discussion the person says "back
-to translating that SKILL.md", and the agent's next reply quotes the file it read before the detour.
+to translating that SKILL.md", and the agent's next reply quotes the file it read before the detour. When a due
+compaction clears down to its target, those reads go last, only if the others are not enough: kept whole, they
+made a summary due on a 16k window that clearing alone had avoided, and the summary lost them anyway.
 """
 
 from __future__ import annotations
@@ -129,10 +131,12 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     if not masking:  # masking is the literature's rule, kept as it is to compare with
         end = min(end, spared_from(conversation, budget))
     enough = _enough(conversation, budget) if not masking else None
-    whole = frozenset() if masking else (reports_kept_whole(conversation.items, budget.count_item,
-                                                             budget.report_whole_tokens)
-                                         | in_hand_reads(conversation, budget))
-    for index in range(end):
+    whole = frozenset() if masking else reports_kept_whole(conversation.items, budget.count_item,
+                                                            budget.report_whole_tokens)
+    hand = frozenset() if masking else in_hand_reads(conversation, budget)
+    # the reads in hand go last, and only when a due compaction's target needs them (else a summary would be due)
+    last = sorted(hand) if enough is not None else []
+    for index in [*(i for i in range(end) if i not in hand), *last]:
         if enough is not None and savings >= enough:
             break
         item = conversation[index]
