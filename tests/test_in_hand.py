@@ -103,6 +103,17 @@ def test_the_latest_turn_names_files_by_path_tail_or_file_name() -> None:
     assert in_hand(Conversation(items).items) == {POST: 5}  # the newest call edits it; nothing latest names the skill
 
 
+def test_a_wrap_up_naming_many_files_names_none_as_the_one_to_work_on() -> None:
+    paths = [f"/repo/src/{name}.ts" for name in ("server", "app", "config", "risk")]
+    items = [c.user("Harden the service.")]
+    for k, path in enumerate(paths):
+        items += [read(f"r{k}", path), c.tool(f"r{k}", f"export const {k} = 1;")]
+    wrap_up = c.assistant("Done. Changed " + ", ".join(f"`src/{p.rsplit('/', 1)[1]}`" for p in paths) + ".")
+    assert in_hand(Conversation([*items, wrap_up]).items) == {paths[3]: 7}  # only the newest call's file
+    plan = c.assistant("Next I rewrite `src/risk.ts` and `src/config.ts`.")
+    assert in_hand(Conversation([*items, plan]).items) == {paths[3]: 7, paths[2]: 9}
+
+
 def test_restored_files_do_not_start_a_turn() -> None:
     items = [c.user("task"), read("a", POST), c.tool("a", "x"),
              Item("user", (Text("files restored"),), provenance=Provenance(restored=True)), read("b", SKILL)]

@@ -10,7 +10,8 @@ The latest turn's naming words are three: the person's latest request (their own
 the agent's newest words (its latest reply with text: a plan, "now I rewrite X"), and the files the agent's newest
 calls act on (an edit of ``page.tsx`` names the file whose read it edits from). A file is named by its path, by a
 path's tail (``src/a.py`` for ``/repo/src/a.py``) or by its file name when that has an extension (``SKILL.md``),
-standing as a word of its own.
+standing as a word of its own; words that name more than :data:`MAX_NAMED` files are a report of work done, and
+name none (an agent's wrap-up listing every file it touched put back a file nobody went on to use).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ _FILE_NAME = re.compile(r"^[^/]*\.[A-Za-z0-9]{1,8}$")
 _WORD_EDGE = r"[A-Za-z0-9_.\-/\\]"
 """Characters that continue a name (ASCII: a name stands right after Chinese words, "翻译SKILL.md"): a path inside a
 longer one (``a.py`` in ``data.pyc``) is not named."""
+
+
+MAX_NAMED = 3
+"""Words naming more files than this report work done (an agent's wrap-up lists every file it touched, a person's
+message pastes a listing): they name no one file as the one to work on next."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,8 @@ def in_hand(items: Sequence[Item], naming: Sequence[Naming] | None = None) -> di
     known = {path for item in items if item.role == "tool" and (action := result_action(item)) is not None
              and action.kind in (READ, EDIT) for path in action.paths}
     found: dict[str, int] = {}
-    for path in known:
-        at = next((n.index for n in naming if path in n.paths or n.words and names(n.words, path)), None)
-        if at is not None:
-            found[path] = at
+    for n in reversed(naming):  # the oldest naming item that names a file is where it was named first
+        said = {path for path in known if n.words and names(n.words, path)}
+        for path in {*(said if len(said) <= MAX_NAMED else ()), *(p for p in n.paths if p in known)}:
+            found[path] = n.index
     return found
