@@ -29,8 +29,6 @@ _FILE_NAME = re.compile(r"^[^/]*\.[A-Za-z0-9]{1,8}$")
 _WORD_EDGE = r"[A-Za-z0-9_.\-/\\]"
 """Characters that continue a name (ASCII: a name stands right after Chinese words, "翻译SKILL.md"): a path inside a
 longer one (``a.py`` in ``data.pyc``) is not named."""
-
-
 MAX_NAMED = 3
 """Words naming more files than this report work done (an agent's wrap-up lists every file it touched, a person's
 message pastes a listing): they name no one file as the one to work on next."""
