@@ -14,8 +14,9 @@ the placeholder stays where it is. Putting the output back in place would write 
 (at 1.25 times the input price, against 0.1 to read it from the cache); here the file's tokens are written once,
 what the agent's read of it again would cost, without that call's round trip. It is bounded: at most what the
 policy lets the outputs a request works from take whole (:attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`:
-14.6k tokens at 32k, 6.3k at 16k), and never past the trigger (a put-back that made a summary due would be
-summarized away).
+14.6k tokens at 32k, 6.3k at 16k), and never past the level a due compaction clears down to
+(``Policy.clear_first_max_fraction`` of the trigger): up to the trigger itself, a put-back brought summaries sooner,
+which lost more far context than the file brought (strict 0.973 to 0.731 on one session of the pool).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     if not wanted:
         return conversation, []
     span = [_whole(item, budget) for item in items[: max(wanted.values())]]
-    room = min(budget.whole_output_tokens, budget.trigger_tokens - budget.count(conversation))
+    level = int(budget.policy.clear_first_max_fraction * budget.trigger_tokens)  # where a due clearing stops
+    room = min(budget.whole_output_tokens, level - budget.count(conversation))
     sections: list[str] = []
     paths: list[str] = []
     for path, content, note in latest_files(answered(span)):
