@@ -13,7 +13,8 @@ from contextfold.context import Context
 from contextfold.conversation import Conversation, Header, Item, Provenance, Text, ToolCall, ToolSpec
 from contextfold.pipeline.base import Budget, Policy
 from contextfold.pipeline.edits import current_turn_start
-from contextfold.pipeline.stages.clear import clear
+from contextfold.pipeline.stages.clear import clear, placeholder
+from contextfold.pipeline.stages.put_back import put_back
 from contextfold.reading import in_hand, names
 from contextfold.tokens import Estimator
 
@@ -118,3 +119,24 @@ def test_restored_files_do_not_start_a_turn() -> None:
     items = [c.user("task"), read("a", POST), c.tool("a", "x"),
              Item("user", (Text("files restored"),), provenance=Provenance(restored=True)), read("b", SKILL)]
     assert current_turn_start(items) == 1
+
+
+def test_a_put_back_stays_below_where_a_due_clearing_stops() -> None:
+    """The file comes back only while the request stays under ``clear_first_max_fraction`` of the trigger: nearer the
+    trigger, it brought the next summary sooner, which lost more than the file brought."""
+    est = Estimator()
+    whole = Conversation([c.user(f"Translate {SKILL}"), read("s", SKILL), c.tool("s", skill_text()),
+                          c.assistant("Plan: translate it."), c.user("Back to the earlier task: that SKILL.md")], HEADER)
+    cleared = whole.with_items([*whole.items[:2], placeholder(whole[2], est.item(whole[2]), "clear"), *whole.items[3:]])
+    by_id = {item.id: item for item in whole.items}
+    need = est.conversation(cleared) + est.text(skill_text())
+    roomy = Policy(persist_whole_tail_fraction=10.0)  # the outputs in hand may take the whole file: only the level binds
+
+    def put_back_under(trigger: int) -> Conversation:
+        budget = Budget(policy=roomy, window_tokens=64_000, trigger_tokens=trigger, count=est.conversation,
+                        count_item=est.item, count_text=est.text, new_from=len(cleared) - 1, original=by_id.get)
+        return put_back(cleared, budget)[0]
+
+    back = put_back_under(int(need / 0.7) + 300)  # room under 70 % of the trigger: put back, before the request
+    assert back[-2].provenance.restored and skill_text() in back[-2].text
+    assert put_back_under(int(need / 0.7) - 300) is cleared  # past it, though under the trigger: not put back
