@@ -126,11 +126,12 @@ def test_a_put_back_stays_below_where_a_due_clearing_stops() -> None:
     trigger, it brought the next summary sooner, which lost more than the file brought."""
     est = Estimator()
     whole = Conversation([c.user(f"Translate {SKILL}"), read("s", SKILL), c.tool("s", skill_text()),
-                          c.assistant("Plan: translate it."), c.user("Back to the earlier task: that SKILL.md")], HEADER)
+                          c.assistant("Plan: translate it."), c.user("Back to the earlier task: that SKILL.md")],
+                         HEADER)
     cleared = whole.with_items([*whole.items[:2], placeholder(whole[2], est.item(whole[2]), "clear"), *whole.items[3:]])
     by_id = {item.id: item for item in whole.items}
     need = est.conversation(cleared) + est.text(skill_text())
-    roomy = Policy(persist_whole_tail_fraction=10.0)  # the outputs in hand may take the whole file: only the level binds
+    roomy = Policy(persist_whole_tail_fraction=10.0)  # the outputs in hand may take the file: only the level binds
 
     def put_back_under(trigger: int) -> Conversation:
         budget = Budget(policy=roomy, window_tokens=64_000, trigger_tokens=trigger, count=est.conversation,
