@@ -274,7 +274,7 @@ def test_a_cleared_test_run_keeps_the_assertion_above_its_short_summary() -> Non
 
 def test_an_error_line_in_a_source_file_read_is_no_error_shown() -> None:
     source = "def check():\n    total = 1\n    print('Error: totals differ')\n" + "    pass\n" * 300
-    conv = Conversation([c.user("Fix src/app.py"), c.assistant("", [ToolCall("r1", "read", {"path": "src/app.py"})]),
+    conv = Conversation([c.user("Fix the totals check"), c.assistant("", [ToolCall("r1", "read", {"path": "src/app.py"})]),
                          c.tool("r1", source), bash("c2", "ls -R"), c.tool("c2", "src/app.py\n" * 400)], HEADER)
     out, _ = clear(conv, make_budget(policy=EVERY_OLD_OUTPUT, compaction_due=True))
     assert "cleared" in out[2].text and "error" not in out[2].text.lower()

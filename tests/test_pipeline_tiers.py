@@ -128,7 +128,7 @@ def test_a_user_stage_runs_in_the_tier_it_was_added_to_and_reports_its_tokens(ti
 def test_the_docs_stage_as_written_cuts_new_long_outputs() -> None:
     names = docs_stage()
     context: Context = names["context"]
-    assert context.steward.pipeline.names()["cheap"] == ["persist", "truncate", "first_lines"]
+    assert context.steward.pipeline.names()["cheap"] == ["persist", "truncate", "first_lines", "put_back"]
     context.add([{"role": "user", "content": "Make the build pass"}])
     context.add([{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash",
                                                      "input": {"command": "make"}}]},

@@ -26,8 +26,9 @@ SESSIONS = [
     "hive-mind-solve-logs/pr-52-log.txt",
     "claude-code-transcript/SWORDIntel__claude-backups/95c8727c-24a7-4c9a-8b98-dc0842f69917.jsonl",
 ]
-CHEAP = {"persist", "truncate"}
-"""The stages that admit new outputs on every request (``DEFAULT_PIPELINE.cheap``): no compaction."""
+CHEAP = {"persist", "truncate", "put_back"}
+"""The stages that run on every request on new items (``DEFAULT_PIPELINE.cheap``): they admit new outputs, or add
+(a cleared file put back among them), and compact nothing."""
 NO_COMPACTION = CHEAP | {"invariants"}
 """...and the last check before a request, whose repair (a call answered with an error result) adds, not compacts."""
 

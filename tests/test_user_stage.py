@@ -47,7 +47,7 @@ def started(**kw: Any) -> Context:
 def test_the_readme_stage_replaces_a_repeated_output_and_its_event_is_recorded() -> None:
     names = readme_stage()
     context: Context = names["context"]
-    assert [s.__name__ for s in context.steward.pipeline.cheap] == ["persist", "truncate", "dedupe_outputs"]
+    assert [s.__name__ for s in context.steward.pipeline.cheap] == ["persist", "truncate", "dedupe_outputs", "put_back"]
     context = started(pipeline=context.steward.pipeline)
     heard: list[Event] = []
     context.subscribe(heard.append)
@@ -75,7 +75,7 @@ def test_a_stage_runs_where_it_was_added() -> None:
         return stage
 
     pipeline = DEFAULT_PIPELINE.add(probe("before_persist"), before=persist).add(probe("after_persist"), after="persist")
-    assert [s.__name__ for s in pipeline.cheap] == ["before_persist", "persist", "after_persist", "truncate"]
+    assert [s.__name__ for s in pipeline.cheap] == ["before_persist", "persist", "after_persist", "truncate", "put_back"]
     context = started(pipeline=pipeline, policy=Policy(persist_whole_tail_fraction=0))  # persisted on arrival
     context.add([call(1, "cat big.log"), result(1, "x" * 60_000)])
     context.prepare_view()
@@ -112,10 +112,10 @@ def test_replace_and_remove_keep_the_order_and_name_what_is_missing() -> None:
 
     replaced = DEFAULT_PIPELINE.replace("snip", keep)
     assert [s.__name__ for s in replaced.batch] == ["budget_outputs", "keep", "clear"]
-    assert [s.__name__ for s in DEFAULT_PIPELINE.remove("truncate").cheap] == ["persist"]
+    assert [s.__name__ for s in DEFAULT_PIPELINE.remove("truncate").cheap] == ["persist", "put_back"]
     assert [s.__name__ for s in DEFAULT_PIPELINE.add(keep, tier="batch").batch][-1] == "keep"
     assert [s.__name__ for s in DEFAULT_PIPELINE.batch] == ["budget_outputs", "snip", "clear"]  # unchanged
-    with pytest.raises(InvalidPipeline, match="'dedupe'.*cheap: persist, truncate; batch: budget_outputs, snip, clear; "
+    with pytest.raises(InvalidPipeline, match="'dedupe'.*cheap: persist, truncate, put_back; batch: budget_outputs, snip, clear; "
                        "escalate: snip, clear, summarize, selective; after: survival"):
         DEFAULT_PIPELINE.remove("dedupe")
     with pytest.raises(InvalidPipeline, match="already in the pipeline"):

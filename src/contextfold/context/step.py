@@ -238,6 +238,7 @@ class Step:
             count_text=parts.estimator.text,
             count_estimated=parts.counter.estimated_tokens,
             growth_tokens_per_request=parts.steward.growth_tokens_per_request,
+            original=parts.timeline.original,
             **overrides,
         )
 

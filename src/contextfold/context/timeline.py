@@ -39,6 +39,10 @@ class Timeline:
         self.view.append(stored)
         return stored
 
+    def original(self, item_id: str) -> Item | None:
+        """The item the history holds under ``item_id`` (an output whole, where the view has its placeholder)."""
+        return self._by_id.get(item_id)
+
     def set_header(self, header: Header) -> None:
         self.history.header = self.view.header = header
 

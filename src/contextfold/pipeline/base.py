@@ -435,7 +435,8 @@ class Budget:
     to (the clearing before a summary, the stages after it); ``compacted_from`` (and
     ``compacted_facts``) is what an ``after`` stage compares the compacted
     request with; ``after`` is the pipeline's ``after`` tier, which a stage
-    that compacts (the summary) hands its result to.
+    that compacts (the summary) hands its result to. ``original`` gives an item as the history holds it (a
+    cleared output whole), by its id.
     """
 
     policy: Policy
@@ -461,6 +462,8 @@ class Budget:
     compacted_from: Conversation | None = None  # for an ``after`` stage: the request the compaction started from
     compacted_facts: Facts | None = None  # ...and its facts, when the compaction read them already (a summary's)
     after: tuple[Stage, ...] | None = None  # the stages a compaction's result goes through (None: the default's)
+    original: Callable[[str], Item | None] | None = None  # the item the history holds under an id: a cleared
+    # output whole, for the put_back stage (None: no history to read, nothing is put back)
 
     @property
     def cache_cold(self) -> bool:

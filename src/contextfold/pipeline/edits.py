@@ -89,14 +89,15 @@ def recent_round_start(conversation: Conversation, keep_rounds: int) -> int:
 
 def current_turn_start(items: Sequence[Item]) -> int:
     """Index of the first item of the current turn: the one after the newest message of the person (a user
-    item that is not a summary) or reply of the agent that called no tool (a turn handed back); 0 when none.
+    item contextfold did not write: no summary, restored files or survival note) or reply of the agent that called
+    no tool (a turn handed back); 0 when none.
 
     What the agent fetched since is what it is working from, and what its next reply quotes: a customer-service
     agent that looked up eight products answers with their prices.
     """
     for index in range(len(items) - 1, -1, -1):
         item = items[index]
-        if item.role == "user" and not item.provenance.summary:
+        if item.role == "user" and not item.provenance.by_contextfold:
             return index + 1
         if item.role == "assistant" and not item.tool_calls and item.text.strip():
             return index + 1

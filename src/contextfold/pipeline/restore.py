@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..actions import EDIT, READ, TODO, call_actions, classify, proposed_plan, result_action, written_text
 from ..conversation import Item, JSONObject, Provenance, Text, ToolCall
-from ..reading import text_call, text_result, without_wrappers
+from ..reading import slashed, text_call, text_result, without_wrappers
 from ..summarizers._calls import todo_line, todo_list
 from .edits import MARK, current_turn_start, head_tail, is_compacted, is_placeholder
 from .importance import References
@@ -41,11 +41,6 @@ RESTORED_HEADING = f"{MARK}: files and state restored after compaction, as last 
 """The first line of the restored-files item: how it is known again in a history a framework stored as text."""
 
 
-def _slashed(path: str) -> str:
-    """``path`` with Windows separators as ``/``: ``src\\a.py`` and ``src/a.py`` name one file."""
-    return path.replace("\\", "/")
-
-
 def written_in_reply(reply: Item, path: str) -> str | None:
     """The text a reply wrote for ``path`` when the harness applied the edit from the reply itself (aider: a
     line naming the file, then a fenced whole file or SEARCH/REPLACE block), its fenced blocks joined; ``None``
@@ -54,7 +49,7 @@ def written_in_reply(reply: Item, path: str) -> str | None:
     Such a harness's edit call holds the path only, so the file's latest text is in the reply, and nowhere else in
     the conversation: the person's ``/add`` sends the file without recording it. Left out of the restore, the
     next edit of the same file has nothing to quote."""
-    name = _slashed(path)
+    name = slashed(path)
     lines = reply.text.splitlines()
     blocks: list[str] = []
     index = 0
@@ -72,10 +67,10 @@ def written_in_reply(reply: Item, path: str) -> str | None:
 def _fence_of(lines: Sequence[str], index: int, name: str) -> int | None:
     """The line opening the fenced block that ``lines[index]`` starts for the file ``name``: a line naming the file
     with the fence next (``path`` then ```` ```lang ````), or a fence whose first line names it (the path inside)."""
-    named = _slashed(lines[index].strip().strip("`*")) == name
+    named = slashed(lines[index].strip().strip("`*")) == name
     if named and index + 1 < len(lines) and lines[index + 1].startswith("```"):
         return index + 1
-    inside = index + 1 < len(lines) and _slashed(lines[index + 1].strip()) == name
+    inside = index + 1 < len(lines) and slashed(lines[index + 1].strip()) == name
     return index if lines[index].startswith("```") and inside else None
 
 
@@ -170,7 +165,7 @@ def _with_edits(content: str, replacements: Sequence[tuple[str, str, bool]]) -> 
     return "\n".join(f"{str(number + k).rjust(width)}{separator}{line}" for k, line in enumerate(text.split("\n")))
 
 
-def _files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
+def latest_files(span: Sequence[Item]) -> list[tuple[str, str | None, str]]:
     """``(path, latest content or None, what that content is)`` newest first, one entry per path, read in order: the
     latest read, with the replacements the agent's later edits made applied to it (:data:`EDITED`: the agent's next
     edit quotes its last one's new text), or :data:`STALE` when an edit came after it that cannot be applied;
@@ -236,7 +231,7 @@ def just_used(span: Sequence[Item], tail: Sequence[Item]) -> set[str]:
 
 def path_weight(refs: References, path: str) -> float:
     """How much the agent is using ``path``: the heaviest reference naming it (``/repo/a/b.py`` names ``a/b.py``)."""
-    name = _slashed(path).removeprefix("./")
+    name = slashed(path).removeprefix("./")
     return max((refs.weight(t) for t in refs.uses if t.endswith(name) or name.endswith(t) and "/" in t), default=0.0)
 
 
@@ -303,7 +298,7 @@ def restored_item(
     spent = 0
     fetched = just_used(span, tail)
     gone = _removed([*span, *tail])
-    for path, content, note in _files(answered(span)):
+    for path, content, note in latest_files(answered(span)):
         if len(sections) >= max_files or content is None or path in visible or any(_same_file(path, g) for g in gone):
             continue
         if refs is not None and path not in fetched and path_weight(refs, path) < min_weight:

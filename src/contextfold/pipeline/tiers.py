@@ -36,6 +36,7 @@ from .running import AFTER_COMPACTION
 from .stages.budget import budget_outputs
 from .stages.clear import clear
 from .stages.persist import persist
+from .stages.put_back import put_back
 from .stages.selective import selective
 from .stages.snip import snip
 from .stages.summarize import summarize
@@ -136,7 +137,7 @@ def _index(stages: tuple[Stage, ...], wanted: Stage | str) -> int | None:
 
 
 DEFAULT_PIPELINE = Pipeline(
-    cheap=(persist, truncate),
+    cheap=(persist, truncate, put_back),
     batch=(budget_outputs, snip, clear),
     escalate=ESCALATE,
     after=AFTER_COMPACTION,

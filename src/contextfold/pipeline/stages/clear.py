@@ -21,7 +21,13 @@ the tally it ended on ("3 failed, 12 passed in 2.1s"), on a line of its own:
 how the last run went is read from it again (the summary's last test run). An issue or pull request the agent
 fetched keeps its head, its title and body on lines of their own: it is the task as it arrived.
 The newest reports of delegated agents are not cleared while they fit ``Policy.report_whole_fraction`` of the
-window (:func:`~contextfold.summarizers._reports.reports_kept_whole`): no read fetches them again.
+window (:func:`~contextfold.summarizers._reports.reports_kept_whole`): no read fetches them again. Nor is the newest
+read of a file the latest turn names as what it works on (:func:`~contextfold.reading.in_hand`: the person's latest
+request, the agent's newest words and calls), while such reads fit what the outputs a request works from may take
+whole (:attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`): after a side discussion the person says "back
+to translating that SKILL.md", and the agent's next reply quotes the file it read before the detour. When a due
+compaction clears down to its target, those reads go last, only if the others are not enough: kept whole, they
+made a summary due on a 16k window that clearing alone had avoided, and the summary lost them anyway.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...actions import echoed, item_failure_line, result_action
+from ...actions import READ, echoed, item_failure_line, result_action
 from ...conversation import Conversation, Item
 from ...events import Event
+from ...reading import in_hand
 from ...summarizers._calls import fetched_issue
 from ...summarizers._outputs import (PRINTED_ERROR_INTRO, error_frame, exception_line, failing_error, file_content,
                                      issue_text, listed_files, printed_error, shown_error, tally_line)
@@ -159,7 +166,10 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     enough = _enough(conversation, budget) if not masking else None
     whole = frozenset() if masking else reports_kept_whole(conversation.items, budget.count_item,
                                                             budget.report_whole_tokens)
-    for index in range(end):
+    hand = frozenset() if masking else in_hand_reads(conversation, budget)
+    # the reads in hand go last, and only when a due compaction's target needs them (else a summary would be due)
+    last = sorted(hand) if enough is not None else []
+    for index in [*(i for i in range(end) if i not in hand), *last]:
         if enough is not None and savings >= enough:
             break
         item = conversation[index]
@@ -184,6 +194,33 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     action = "masked" if masking else "cleared"
     why = "cache cold" if budget.cache_cold else "compaction due" if budget.compaction_due else f"saves {savings:,} tokens"
     return apply_changes(conversation, budget, changes, STAGE, action, f"{len(changes)} old outputs ({why})")
+
+
+def in_hand_reads(conversation: Conversation, budget: Budget) -> frozenset[int]:
+    """The newest whole read of each file the latest turn names as what it works on (:func:`~contextfold.reading.
+    in_hand`), by index, those of the files named last first, while together they fit
+    :attr:`~contextfold.pipeline.base.Budget.whole_output_tokens`."""
+    hand = in_hand(conversation.items)
+    newest: dict[str, int] = {}
+    for index in range(len(conversation) - 1, -1, -1):
+        item = conversation[index]
+        action = result_action(item) if item.role == "tool" else None
+        if action is None or action.kind != READ:
+            continue
+        for path in action.paths:
+            if path in hand and path not in newest:
+                newest[path] = index
+    kept: set[int] = set()
+    room = budget.whole_output_tokens
+    for path in sorted(newest, key=lambda p: -hand[p]):
+        index = newest[path]
+        if is_placeholder(conversation[index]) or index in kept:
+            continue
+        tokens = budget.count_item(conversation[index])
+        if tokens <= room:
+            kept.add(index)
+            room -= tokens
+    return frozenset(kept)
 
 
 def _enough(conversation: Conversation, budget: Budget) -> int | None:
