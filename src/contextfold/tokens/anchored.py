@@ -11,6 +11,7 @@ import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..conversation import Conversation, Header, Item
 from ..errors import ContextfoldError, UsageMismatch
@@ -46,6 +47,11 @@ class _Anchor:
     items: tuple[Item, ...]
     reported: int  # the provider's prompt tokens
     estimated: int  # the estimator's tokens for the same request
+
+    @cached_property
+    def ids(self) -> frozenset[str]:
+        """The ids of the items the provider has read (a cleared output keeps its id: it only shrank)."""
+        return frozenset(item.id for item in self.items)
 
 
 class TokenCounter:
@@ -122,14 +128,18 @@ class TokenCounter:
         return self._count(conversation)
 
     def estimated_tokens(self, conversation: Conversation) -> int:
-        """How many of :meth:`count`'s tokens are estimated rather than read from the provider's report: those of
-        the items added since the anchor, or all of them when the request does not extend it (after a compaction,
-        before any usage). What can be short is only this part, and by a share of it (see
-        :data:`contextfold.pipeline.stages.fit.ESTIMATE_SHORTFALL`)."""
-        added = self.new_items(conversation)
-        if added is None:
+        """How many of :meth:`count`'s tokens are of text the provider has not reported on: the items it has not
+        read (added since, or written by a compaction: a summary, files put back) and a header it has not read; all
+        of them before any usage. What the provider read is calibrated by its report even when a compaction took
+        items from between them; new text of another kind (a Markdown file after code) is what the estimate gets
+        wrong, by a share of it (see :data:`contextfold.pipeline.stages.fit.ESTIMATE_SHORTFALL`)."""
+        anchor = self._anchor
+        if anchor is None:
             return self._count(conversation)
-        return round(self.ratio * self.estimator.items(added))
+        unread = [item for item in conversation.items if item.id not in anchor.ids]
+        header = conversation.header
+        unread_header = 0 if header is anchor.header or header == anchor.header else self.estimator.header(header)
+        return round(self.ratio * (self.estimator.items(unread) + unread_header))
 
     def _count(self, conversation: Conversation) -> int:
         anchor = self._anchor
