@@ -18,6 +18,7 @@ from contextfold.pipeline.edits import current_turn_start
 from contextfold.pipeline.stages.budget import budget_outputs
 from contextfold.pipeline.stages.clear import clear
 from contextfold.tokens import Estimator
+from contextfold.usage import Usage
 
 WINDOW = 16_000
 HEADER = Header(system=(Item("system", (Text("You are the shop's assistant. Quote prices exactly."),)),),
@@ -114,12 +115,13 @@ def readme(lines: int) -> str:
 
 
 def read_then_view(context: Context, text: str, earlier: int = 0) -> Conversation:
-    """``earlier`` rounds of mid-sized outputs, then the person asks and the agent reads the README."""
+    """``earlier`` rounds of mid-sized outputs, then the person asks and the agent reads the README. Each request's
+    size is reported back as a provider would: only what came since is an estimate (see ``window_limit``)."""
     context.set_header(HEADER)
     context.add([c.user("Look at the logs first.")])
     for k in range(earlier):
         context.add([call(f"l{k}", "get_order", order_id=f"log{k}"), c.tool(f"l{k}", " ".join(f"entry{k}-{n}" for n in range(1_300)))])
-        context.prepare_view()
+        context.record_usage(Usage(prompt_tokens=context.counter.count(context.prepare_view())))
     context.add([c.assistant("The logs are fine."), c.user("Now rewrite the README; every wallet line stays.")])
     context.add([call("r", "get_order", order_id="README.md"), c.tool("r", text)])
     return context.prepare_view()
