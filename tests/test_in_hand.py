@@ -141,3 +141,21 @@ def test_a_put_back_stays_below_where_a_due_clearing_stops() -> None:
     back = put_back_under(int(need / 0.7) + 300)  # room under 70 % of the trigger: put back, before the request
     assert back[-2].provenance.restored and skill_text() in back[-2].text
     assert put_back_under(int(need / 0.7) - 300) is cleared  # past it, though under the trigger: not put back
+
+
+def test_a_read_in_hand_in_the_current_turn_is_never_cleared_even_to_a_due_target() -> None:
+    """The newest read of the named file is the output the agent just fetched: a due compaction clearing down to its
+    target took it last but still took it, before the model had seen it (the reply quoting it was sent a
+    placeholder)."""
+    items = [c.user("Why the ls prompt?")]
+    for k in range(4):
+        items += [read(f"p{k}", POST), c.tool(f"p{k}", post_text(k))]
+    items += [c.assistant("Done with the post."), c.user(f"Back to the earlier task: translate {SKILL}"),
+              read("s", SKILL), c.tool("s", skill_text()), read("g", "/Users/dev/glossary.md"), c.tool("g", "API: 接口")]
+    conversation = Conversation(items, HEADER)
+    est = Estimator()
+    budget = Budget(policy=Policy(), window_tokens=32_000, trigger_tokens=20_000, count=est.conversation,
+                    count_item=est.item, idle_s=3_600, compaction_due=True, target_tokens=1_000)  # all is not enough
+    cleared, events = clear(conversation, budget)
+    assert events and "output cleared" in cleared[2].text  # the old outputs went
+    assert cleared[-3].text == skill_text()  # read in this turn (not its latest output): as it came

@@ -167,8 +167,9 @@ def clear(conversation: Conversation, budget: Budget) -> tuple[Conversation, lis
     whole = frozenset() if masking else reports_kept_whole(conversation.items, budget.count_item,
                                                             budget.report_whole_tokens)
     hand = frozenset() if masking else in_hand_reads(conversation, budget)
-    # the reads in hand go last, and only when a due compaction's target needs them (else a summary would be due)
-    last = sorted(hand) if enough is not None else []
+    # the reads in hand go last, and only when a due compaction's target needs them (else a summary would be due);
+    # never one of the recent rounds or the current turn, which no clearing touches
+    last = sorted(index for index in hand if index < end) if enough is not None else []
     for index in [*(i for i in range(end) if i not in hand), *last]:
         if enough is not None and savings >= enough:
             break
