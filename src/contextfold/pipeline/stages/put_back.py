@@ -38,10 +38,13 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     if budget.original is None or budget.whole_output_tokens <= 0:
         return conversation, []
     items = conversation.items
+    cleared = _cleared_reads(items)  # first: most requests hold none, and reading what the turn names is not free
+    if not cleared:
+        return conversation, []
     naming = [n for n in latest_naming(items) if n.index >= budget.new_from]  # an older one was read when it came
     if not naming:
         return conversation, []
-    wanted = {path: at for path, at in in_hand(items, naming).items() if _cleared_read(items, path)}
+    wanted = {path: at for path, at in in_hand(items, naming).items() if path in cleared and _cleared_read(items, path)}
     if not wanted:
         return conversation, []
     span = [_whole(item, budget) for item in items[: max(wanted.values())]]
@@ -69,6 +72,21 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     result = conversation.with_items([*items[:at], item, *items[at:]])
     return result, [Event(STAGE, "restored", (item.id,), budget.count(conversation), budget.count(result),
                           f"put back what the latest turn names and clearing took: {', '.join(paths)}")]
+
+
+def _cleared_reads(items: Sequence[Item]) -> set[str]:
+    """The files whose newest read in the request is a placeholder: the only ones a put-back could bring back."""
+    seen: set[str] = set()
+    cleared: set[str] = set()
+    for item in reversed(items):
+        action = result_action(item) if item.role == "tool" else None
+        if action is None or action.kind != READ:
+            continue
+        fresh = [path for path in action.paths if path not in seen]
+        seen.update(fresh)
+        if fresh and is_placeholder(item):
+            cleared.update(fresh)
+    return cleared
 
 
 def _cleared_read(items: Sequence[Item], path: str) -> bool:
