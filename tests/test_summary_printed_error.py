@@ -19,6 +19,11 @@ def errors_section(items: Sequence[Item]) -> str:
     return text[start: end if end != -1 else len(text)]
 
 
+SYNC_FAILED = ("python sync.py", 'exit code 1\nTraceback (most recent call last):\n  File "sync.py", line 9, in fetch\n'
+               "    data = json.loads(body)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)", True)
+"""A script that failed on an exception, with its frame."""
+
+
 def session(*calls: tuple[str, str, bool | None]) -> Conversation:
     c = Conversation()
     c.append(user("Get the sync service healthy again."))
@@ -29,9 +34,7 @@ def session(*calls: tuple[str, str, bool | None]) -> Conversation:
 
 
 def test_an_exception_stays_in_the_summary_with_its_frame_when_later_calls_fail_by_exit_status_alone() -> None:
-    c = session(("python sync.py", 'exit code 1\nTraceback (most recent call last):\n  File "sync.py", line 9, in fetch\n'
-                                   "    data = json.loads(body)\n"
-                                   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)", True),
+    c = session(SYNC_FAILED,
                 ("curl -s localhost:9999/health", "exit code 7", True),
                 ("curl -s localhost:9999/ready", "exit code 56", True))
     errors = errors_section(c.items)
@@ -92,9 +95,7 @@ def test_an_exception_outlives_the_clearing_of_its_output() -> None:
 
 
 def test_a_printed_error_that_was_fixed_since_says_what_fixed_it() -> None:
-    c = session(("python sync.py", 'exit code 1\nTraceback (most recent call last):\n  File "sync.py", line 9, in fetch\n'
-                                   "    data = json.loads(body)\n"
-                                   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)", True),
+    c = session(SYNC_FAILED,
                 ("python sync.py", "synced 12 rows", False),
                 ("curl -s localhost:9999/health", "exit code 7", True))
     errors = errors_section(c.items)
