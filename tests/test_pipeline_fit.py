@@ -138,3 +138,28 @@ def test_a_log_the_person_pastes_whole_into_the_latest_turn_is_cut_to_what_they_
     assert any(item.text == "Deploy the service" for item in view)  # the task is never cut
     assert any(e.action == "cut_longest_message" for e in context.events)
     assert log in context.history[-1].text  # the whole message is kept in the history
+
+
+def test_a_file_written_whole_in_the_latest_round_is_cut_in_its_arguments_not_refused() -> None:
+    """An agent that wrote a file whole in one call, replayed at a smaller window than it ran in (or on a small
+    model), leaves a round over the window once everything else is at its least: the call's arguments are the
+    agent's own output, already carried out, so their long text is cut head and tail and the call stays
+    well-formed; the task and the person's words are not touched."""
+    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None)
+    context.add([{"role": "user", "content": "Write the service's config"}], system=SYSTEM, tools=TOOLS)
+    for k in range(3):
+        context.add(turn(k, "y " * 300))
+    body = "\n".join(f"setting_{k} = {k}  # the value the service reads at start" for k in range(600))
+    context.add([{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "w1", "name": "write_file", "input": {"path": "config.py", "content": body}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "w1", "content": "wrote config.py (600 lines)"}]}])
+    view = context.prepare_view()  # ContextOverflow before: the write's arguments alone were over the window
+    assert context.counter.count(view) <= 4_000 and view.validate() == []
+    (call,) = [call for item in view for call in item.tool_calls if call.id == "w1"]
+    assert call.arguments["path"] == "config.py" and "omitted" in str(call.arguments["content"])
+    assert str(call.arguments["content"]).startswith("setting_0 = 0") and call.raw_arguments is None
+    assert any(item.text == "Write the service's config" for item in view)  # the task is never cut
+    assert any(e.action == "cut_call_arguments" for e in context.events)
+    assert body in [call.arguments["content"] for item in context.history for call in item.tool_calls
+                    if call.id == "w1"]  # the whole call is kept in the history

@@ -4,9 +4,11 @@ The trigger is a target; the window is a limit. When a summary and the
 per-kind rules cannot bring the request under the window (a tiny window, a
 huge latest output, a task that takes most of the room), this stage keeps
 going instead of giving up: every rule with nothing spared, then the latest
-output cut to what fits, head and tail, then the longest message of the person
-other than the task (a CI log pasted whole into the latest turn) cut to its
-opening, its last line and the errors it pastes. If the request is still over
+output cut to what fits, head and tail, then the long text values of the
+arguments of a call already answered (a file written whole, a workflow's JSON),
+then the longest message of the person other than the task (a CI log pasted
+whole into the latest turn) cut to its opening, its last line and the errors it
+pastes. The task is never cut. If the request is still over
 the window, nothing contextfold may remove is left, and it says so with a typed
 error naming the smallest request it could make: a request the provider
 would refuse is never sent silently.
@@ -14,9 +16,11 @@ would refuse is never sent silently.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import replace
 
-from ...conversation import Conversation, Item, Text
+from ...conversation import Conversation, Item, JSONObject, JSONValue, Text, ToolCall
 from ...errors import ContextOverflow
 from ...events import Event
 from ...summarizers._text import shorten_message
@@ -42,6 +46,8 @@ def fit_window(conversation: Conversation, budget: Budget) -> tuple[Conversation
     current, events = selective(conversation, replace(budget, policy=replace(budget.policy, selective_rules=rules),
                                                       target_tokens=limit))
     current, cut = _cut_latest_output(current, budget, limit)
+    events += cut
+    current, cut = _cut_call_arguments(current, budget, limit)
     events += cut
     current, cut = _cut_longest_message(current, budget, limit)
     events += cut
@@ -89,6 +95,93 @@ def _cut_latest_output(conversation: Conversation, budget: Budget, limit: int) -
     return current, [event]
 
 
+def _cut_call_arguments(conversation: Conversation, budget: Budget, limit: int) -> tuple[Conversation, list[Event]]:
+    """The longest arguments of a call already answered, their long text values cut by what the request is over.
+
+    Only reached when everything else is at its least, so the call is in the latest round: an agent that wrote
+    a file whole or sent a workflow's JSON in one call (replayed at a smaller window than it ran in, or on a
+    small model) leaves a round larger than the window. Its arguments are the agent's own output, already
+    carried out, and its result says what came of it: each value longer than what may stay is cut head and
+    tail, the arguments stay an object of the same keys (the call is still well-formed for every provider), and
+    the whole call stays in the session's history."""
+    answered = {item.tool_result.call_id for item in conversation.items if item.tool_result is not None}
+    candidates = [(len(json.dumps(call.arguments)), index, position)
+                  for index, item in enumerate(conversation.items)
+                  if item.role == "assistant" and not added_by_contextfold(item)
+                  for position, call in enumerate(item.blocks) if isinstance(call, ToolCall) and call.id in answered]
+    start, chosen = _largest_if_over(conversation, budget, limit, candidates)
+    if chosen is None:
+        return conversation, []
+    size, index, position = chosen
+    original = conversation[index]
+    call = original.blocks[position]
+    assert isinstance(call, ToolCall)  # chosen above
+
+    def cut(keep: int) -> Item:
+        shortened = replace(call, arguments=_shortened(call.arguments, _longest_kept(_sizes(call.arguments), keep)),
+                            raw_arguments=None)
+        blocks = tuple(shortened if at == position else block for at, block in enumerate(original.blocks))
+        return replace(original, blocks=blocks, provenance=compacted_by(original, STAGE))
+
+    current, tokens = _shrink(conversation, budget, limit, index, size, cut)
+    event = Event(STAGE, "cut_call_arguments", (original.id,), start, tokens,
+                  f"the arguments of a call already answered ({call.name}) did not fit the window: the head and tail "
+                  "of each long value are kept")
+    return current, [event]
+
+
+def _largest_if_over(conversation: Conversation, budget: Budget, limit: int, candidates: list[tuple[int, int, int]]
+                     ) -> tuple[int, tuple[int, int, int] | None]:
+    """The request's tokens, and the largest of ``candidates`` (size, item index, block position) when it is over
+    ``limit`` (``None`` when under it, or nothing to cut)."""
+    tokens = budget.count(conversation)
+    return tokens, max(candidates) if candidates and tokens > limit else None
+
+
+def _shrink(conversation: Conversation, budget: Budget, limit: int, index: int, size: int,
+            cut: Callable[[int], Item]) -> tuple[Conversation, int]:
+    """The item at ``index`` remade by ``cut`` with fewer characters kept of its ``size`` (from its largest part)
+    until the request is under ``limit`` or nothing is left to keep (a few tries, each by what is still over)."""
+    current, tokens, keep = conversation, budget.count(conversation), size
+    for _ in range(4):
+        share = 1 - (tokens - limit) / max(budget.count_item(current[index]), 1)  # of the item as it is now
+        keep = max(int(keep * share * 0.95) - 200, 0)
+        items = list(current.items)
+        items[index] = cut(keep)
+        current = current.with_items(items)
+        tokens = budget.count(current)
+        if tokens <= limit or keep == 0:
+            break
+    return current, tokens
+
+
+def _sizes(arguments: JSONObject) -> list[int]:
+    """The length of each argument's value as it is sent (a text's own length, anything else its JSON's)."""
+    return [len(_as_text(value)) for value in arguments.values()]
+
+
+def _as_text(value: JSONValue) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _longest_kept(lengths: list[int], total: int) -> int:
+    """The longest a value may stay so that all of them together take at most ``total`` characters."""
+    kept, remaining, count = 0, total, len(lengths)
+    for length in sorted(lengths):  # the short ones stay whole while the rest share what is left
+        if length * count > remaining:
+            return max(remaining // count, kept)
+        kept, remaining, count = length, remaining - length, count - 1
+    return kept
+
+
+def _shortened(arguments: JSONObject, cap: int) -> JSONObject:
+    """``arguments`` with each value longer than ``cap`` cut to its head and tail, keys and order kept: a text
+    as text, a nested object or list (a workflow's JSON) as the head and tail of its JSON, a text now. The call is
+    history, carried out already, and no provider checks a past call's arguments against the tool's schema."""
+    return {key: head_tail(_as_text(value), cap * 2 // 3, cap // 3) if len(_as_text(value)) > cap else value
+            for key, value in arguments.items()}
+
+
 def _cut_longest_message(conversation: Conversation, budget: Budget, limit: int) -> tuple[Conversation, list[Event]]:
     """The longest text of a user message, not the task nor contextfold's own, cut by what the request is over.
 
@@ -100,24 +193,16 @@ def _cut_longest_message(conversation: Conversation, budget: Budget, limit: int)
                   for index, item in enumerate(conversation.items)
                   if item.role == "user" and index != task and not added_by_contextfold(item)
                   for position, block in enumerate(item.blocks) if isinstance(block, Text)]
-    tokens = budget.count(conversation)
-    if not candidates or tokens <= limit:
+    start, chosen = _largest_if_over(conversation, budget, limit, candidates)
+    if chosen is None:
         return conversation, []
-    _, index, position = max(candidates)
+    _, index, position = chosen
     original = conversation[index]
     block = original.blocks[position]
     assert isinstance(block, Text)  # chosen above
     text = block.text
-    start, current = tokens, conversation
-    for _ in range(4):
-        share = 1 - (tokens - limit) / max(budget.count_item(current[index]), 1)  # of the message that may stay
-        keep = max(int(len(text) * share * 0.95) - 200, 0)
-        items = list(current.items)
-        items[index] = _with_text(original, position, _cut_note(text, keep))
-        current = current.with_items(items)
-        tokens = budget.count(current)
-        if tokens <= limit or keep == 0:
-            break
+    current, tokens = _shrink(conversation, budget, limit, index, len(text),
+                              lambda keep: _with_text(original, position, _cut_note(text, keep)))
     event = Event(STAGE, "cut_longest_message", (original.id,), start, tokens,
                   "a message did not fit the window: its opening, last line and the errors it pastes are kept")
     return current, [event]
