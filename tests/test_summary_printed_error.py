@@ -124,3 +124,18 @@ def test_the_error_message_an_output_reported_is_framed_rather_than_said_twice()
     assert errors.count("ModuleNotFoundError: No module named 'onnx'") == 1
     assert ('    File "<string>", line 2, in <module>\n        import onnx\n'
             "    ModuleNotFoundError: No module named 'onnx'") in errors
+
+
+def test_an_error_in_the_captured_output_of_a_background_command_is_an_error_shown_not_code() -> None:
+    """A harness writes a background command's output to a file (Claude Code's ``tasks/<id>.output``) and the agent
+    reads it to see how the server it started is doing: an error there is what went wrong, kept under its frame in
+    the summary and in the read's placeholder."""
+    server_log = ("web:dev: ready in 812 ms\nweb:dev: [build] transform error: Unexpected token in src/cart.tsx\n"
+                  "web:dev:   Plugin: build:import-check\n  web:dev:   File: src/pages/cart.tsx:14:9\n"
+                  "web:dev: 10:02:11 [server] Internal server error: Cannot resolve module \"@/lib/price\"\n")
+    c = session(("tail -20 /tmp/agent-runs/shop/tasks/b41c9e.output", server_log, False))
+    frame = ("    web:dev:   Plugin: build:import-check\n      web:dev:   File: src/pages/cart.tsx:14:9\n"
+             "    web:dev: 10:02:11 [server] Internal server error: Cannot resolve module \"@/lib/price\"")
+    assert frame in errors_section(c.items)
+    cleared = placeholder(c.items[2], 300, "clear")
+    assert 'Internal server error: Cannot resolve module "@/lib/price"' in cleared.text

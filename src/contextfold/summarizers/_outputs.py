@@ -35,14 +35,16 @@ _TEST_RESULT = re.compile(
 """A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
 _SUMMARY_ENTRY = re.compile(r"^(?:FAILED|ERROR) \S+::")
 """An entry of pytest's short test summary (``FAILED tests/a.py::test_x - AssertionError``): which test failed."""
-_LOG_SUFFIXES = (".log", ".out", ".err")
+_LOG_SUFFIXES = (".log", ".out", ".err", ".output")
+"""A file read with one of these names holds a program's output, not code: a CI log saved by the agent, a command's
+redirected output, and the file a harness captures a background command's output in (Claude Code's
+``tasks/<id>.output``, which the agent reads with ``tail`` or ``Read`` to see how a server it started is doing)."""
 _VERDICT = re.compile(r"\[warn\] Code style issues")
 """prettier's verdict on ``--check``, below the files it lists."""
 _LISTED_FILE = re.compile(r"\[warn\] \S+\s*$")
 """A file prettier lists as unformatted (``[warn] src/app.ts``)."""
 LISTED_FILES = 20
 """The files of a verdict's list kept with it (the last ones)."""
-"""A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
 TALLY_CHARS = 2_000
 """A test run's tally is among its last lines: only these are searched."""
 _TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
