@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contextfold.conversation import Conversation, Header, Item, ToolCall, assistant, tool, user
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest
-from contextfold.summarizers._outputs import printed_error
+from contextfold.summarizers._outputs import error_frame, printed_error
 from contextfold.tokens import heuristic_tokens
 
 
@@ -139,3 +139,15 @@ def test_an_error_in_the_captured_output_of_a_background_command_is_an_error_sho
     assert frame in errors_section(c.items)
     cleared = placeholder(c.items[2], 300, "clear")
     assert 'Internal server error: Cannot resolve module "@/lib/price"' in cleared.text
+
+
+def test_an_error_printed_first_keeps_the_exit_status_above_it_as_its_frame() -> None:
+    """A failed call's output opens with the harness's exit status (Claude Code's ``Exit code 2``) and the error comes
+    right under it: that line is the frame, kept above the error; an error deep in its output keeps the two lines
+    above it, not the exit status."""
+    c = session(("cd web && if test -f .env; then cp .env .env.bak", "Exit code 2\n/bin/sh: eval: line 3: syntax error: "
+                 "unexpected end of file", True),
+                ("curl -s localhost:9999/health", "exit code 7", True))
+    assert "    Exit code 2\n    /bin/sh: eval: line 3: syntax error: unexpected end of file" in errors_section(c.items)
+    deep = "Exit code 1\nbuilding web\nstep 3 of 4\nwebpack: compiling src/app.ts\nerror: cannot find module './cart'"
+    assert error_frame(deep, "error: cannot find module './cart'") == ["step 3 of 4", "webpack: compiling src/app.ts"]

@@ -216,6 +216,10 @@ _MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with
                      r"|\(Open file: .*\)|\(Current directory: .*\)|bash-\$)$", re.IGNORECASE)
 """A line of an output's framing, not of what the command printed: a harness's wrapper and exit status, and the
 state SWE-agent appends to every observation (its open file, its directory, its prompt)."""
+_EXIT_STATUS = re.compile(r"^exit(?:ed with)? code:?\s*-?\d+$", re.IGNORECASE)
+"""A harness's line saying how a command ended (Claude Code opens a failed call's output with ``Exit code 2``): framing
+for the line an output ended on, but in an error's frame the line above an error printed first, which says that the
+command failed and how."""
 _DONE_MARK = re.compile(r"///PROCESS-DONE:-?\d+:PROCESS-DONE///$")
 """SWE-agent's end-of-command mark, glued to the command's last line."""
 
@@ -267,7 +271,8 @@ def exception_line(text: str, line: str) -> str:
 
 def error_frame(text: str, line: str) -> list[str]:
     """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
-    (a traceback's ``File …`` line and its code line), verbatim; for a verdict that lists its files above it
+    (a traceback's ``File …`` line and its code line, or the harness's exit status above an error printed first),
+    verbatim; for a verdict that lists its files above it
     (prettier's ``[warn] Code style issues found…``), those files in order (see :func:`listed_files`); for a test
     run's tally, the failure the run reported last above them (see :func:`_failure_above`)."""
     lines = text[-16_000:].splitlines()
@@ -277,7 +282,8 @@ def error_frame(text: str, line: str) -> list[str]:
     listed = _listed_above(lines, at)
     if listed:
         return listed
-    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())][-2:]
+    above = [ln.rstrip() for ln in lines[max(0, at - 8):at]
+             if ln.strip() and (not _MARKUP.match(ln.strip()) or _EXIT_STATUS.match(ln.strip()))][-2:]
     failure = _failure_above(lines, at, above) if _TEST_RESULT.search(lines[at]) else []
     return [shorten(ln, TEXT_CHARS["error_line"]) for ln in [*failure, *above]]
 
