@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contextfold.conversation import Conversation, Header, Item, ToolCall, assistant, tool, user
 from contextfold.pipeline.stages.clear import placeholder
 from contextfold.summarizers import SECTION_TITLES, ExtractiveSummarizer, SummaryRequest
-from contextfold.summarizers._outputs import printed_error
+from contextfold.summarizers._outputs import error_frame, printed_error
 from contextfold.tokens import heuristic_tokens
 
 
@@ -124,3 +124,30 @@ def test_the_error_message_an_output_reported_is_framed_rather_than_said_twice()
     assert errors.count("ModuleNotFoundError: No module named 'onnx'") == 1
     assert ('    File "<string>", line 2, in <module>\n        import onnx\n'
             "    ModuleNotFoundError: No module named 'onnx'") in errors
+
+
+def test_an_error_in_the_captured_output_of_a_background_command_is_an_error_shown_not_code() -> None:
+    """A harness writes a background command's output to a file (Claude Code's ``tasks/<id>.output``) and the agent
+    reads it to see how the server it started is doing: an error there is what went wrong, kept under its frame in
+    the summary and in the read's placeholder."""
+    server_log = ("web:dev: ready in 812 ms\nweb:dev: [build] transform error: Unexpected token in src/cart.tsx\n"
+                  "web:dev:   Plugin: build:import-check\n  web:dev:   File: src/pages/cart.tsx:14:9\n"
+                  "web:dev: 10:02:11 [server] Internal server error: Cannot resolve module \"@/lib/price\"\n")
+    c = session(("tail -20 /tmp/agent-runs/shop/tasks/b41c9e.output", server_log, False))
+    frame = ("    web:dev:   Plugin: build:import-check\n      web:dev:   File: src/pages/cart.tsx:14:9\n"
+             "    web:dev: 10:02:11 [server] Internal server error: Cannot resolve module \"@/lib/price\"")
+    assert frame in errors_section(c.items)
+    cleared = placeholder(c.items[2], 300, "clear")
+    assert 'Internal server error: Cannot resolve module "@/lib/price"' in cleared.text
+
+
+def test_an_error_printed_first_keeps_the_exit_status_above_it_as_its_frame() -> None:
+    """A failed call's output opens with the harness's exit status (Claude Code's ``Exit code 2``) and the error comes
+    right under it: that line is the frame, kept above the error; an error deep in its output keeps the two lines
+    above it, not the exit status."""
+    c = session(("cd web && if test -f .env; then cp .env .env.bak", "Exit code 2\n/bin/sh: eval: line 3: syntax error: "
+                 "unexpected end of file", True),
+                ("curl -s localhost:9999/health", "exit code 7", True))
+    assert "    Exit code 2\n    /bin/sh: eval: line 3: syntax error: unexpected end of file" in errors_section(c.items)
+    deep = "Exit code 1\nbuilding web\nstep 3 of 4\nwebpack: compiling src/app.ts\nerror: cannot find module './cart'"
+    assert error_frame(deep, "error: cannot find module './cart'") == ["step 3 of 4", "webpack: compiling src/app.ts"]

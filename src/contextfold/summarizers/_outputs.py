@@ -35,14 +35,16 @@ _TEST_RESULT = re.compile(
 """A line stating how a test run ended: pytest's and unittest's tallies, cargo's, jest's, rspec's."""
 _SUMMARY_ENTRY = re.compile(r"^(?:FAILED|ERROR) \S+::")
 """An entry of pytest's short test summary (``FAILED tests/a.py::test_x - AssertionError``): which test failed."""
-_LOG_SUFFIXES = (".log", ".out", ".err")
+_LOG_SUFFIXES = (".log", ".out", ".err", ".output")
+"""A file read with one of these names holds a program's output, not code: a CI log saved by the agent, a command's
+redirected output, and the file a harness captures a background command's output in (Claude Code's
+``tasks/<id>.output``, which the agent reads with ``tail`` or ``Read`` to see how a server it started is doing)."""
 _VERDICT = re.compile(r"\[warn\] Code style issues")
 """prettier's verdict on ``--check``, below the files it lists."""
 _LISTED_FILE = re.compile(r"\[warn\] \S+\s*$")
 """A file prettier lists as unformatted (``[warn] src/app.ts``)."""
 LISTED_FILES = 20
 """The files of a verdict's list kept with it (the last ones)."""
-"""A file read with one of these names holds a program's output (a CI log saved by the agent), not code."""
 TALLY_CHARS = 2_000
 """A test run's tally is among its last lines: only these are searched."""
 _TALLY_HINT = re.compile("passed|failed|error|skipped|Ran |OK|FAILED|test result|Tests")
@@ -214,6 +216,10 @@ _MARKUP = re.compile(r"^(?:</?output>|<returncode>.*</returncode>|exit(?:ed with
                      r"|\(Open file: .*\)|\(Current directory: .*\)|bash-\$)$", re.IGNORECASE)
 """A line of an output's framing, not of what the command printed: a harness's wrapper and exit status, and the
 state SWE-agent appends to every observation (its open file, its directory, its prompt)."""
+_EXIT_STATUS = re.compile(r"^exit(?:ed with)? code:?\s*-?\d+$", re.IGNORECASE)
+"""A harness's line saying how a command ended (Claude Code opens a failed call's output with ``Exit code 2``): framing
+for the line an output ended on, but in an error's frame the line above an error printed first, which says that the
+command failed and how."""
 _DONE_MARK = re.compile(r"///PROCESS-DONE:-?\d+:PROCESS-DONE///$")
 """SWE-agent's end-of-command mark, glued to the command's last line."""
 
@@ -265,7 +271,8 @@ def exception_line(text: str, line: str) -> str:
 
 def error_frame(text: str, line: str) -> list[str]:
     """The two non-empty lines above the last occurrence of ``line`` in an output: the frame that failed
-    (a traceback's ``File …`` line and its code line), verbatim; for a verdict that lists its files above it
+    (a traceback's ``File …`` line and its code line, or the harness's exit status above an error printed first),
+    verbatim; for a verdict that lists its files above it
     (prettier's ``[warn] Code style issues found…``), those files in order (see :func:`listed_files`); for a test
     run's tally, the failure the run reported last above them (see :func:`_failure_above`)."""
     lines = text[-16_000:].splitlines()
@@ -275,7 +282,8 @@ def error_frame(text: str, line: str) -> list[str]:
     listed = _listed_above(lines, at)
     if listed:
         return listed
-    above = [ln.rstrip() for ln in lines[max(0, at - 8):at] if ln.strip() and not _MARKUP.match(ln.strip())][-2:]
+    above = [ln.rstrip() for ln in lines[max(0, at - 8):at]
+             if ln.strip() and (not _MARKUP.match(ln.strip()) or _EXIT_STATUS.match(ln.strip()))][-2:]
     failure = _failure_above(lines, at, above) if _TEST_RESULT.search(lines[at]) else []
     return [shorten(ln, TEXT_CHARS["error_line"]) for ln in [*failure, *above]]
 
