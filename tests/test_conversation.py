@@ -12,7 +12,7 @@ from sweeps import Sweep
 from contextfold import conversation as c
 from contextfold.adapters import to_anthropic
 from contextfold.codec import conversation_from_dict, conversation_to_dict
-from contextfold.conversation import Conversation, Item, Text, ToolCall, ToolResult
+from contextfold.conversation import Conversation, Fold, Item, Text, ToolCall, ToolResult
 from contextfold.errors import InvalidContent, UnknownRole
 from contextfold.synthetic import generate_session
 
@@ -27,6 +27,27 @@ def test_tool_results_are_linked_to_their_calls() -> None:
     assert result is not None
     assert result.tool_name == "read_file"
     assert result.arguments == {"path": "x.py"}
+
+
+def test_a_fold_reads_each_item_once_as_the_conversation_grows_and_a_copy_starts_afresh() -> None:
+    read: list[str] = []
+
+    def words(seen: list[str], index: int, item: Item) -> None:
+        seen.append(f"{index}:{item.text}")
+        read.append(item.text)
+
+    fold = Fold("words", list, words)
+    conv = Conversation([c.user("fix the parser"), c.assistant("reading it")])
+    assert conv.fold(fold) == ["0:fix the parser", "1:reading it"]
+    conv.append(c.user("and the tests"))
+    assert conv.fold(fold) == ["0:fix the parser", "1:reading it", "2:and the tests"]
+    assert conv.fold(fold) == ["0:fix the parser", "1:reading it", "2:and the tests"]
+    assert read == ["fix the parser", "reading it", "and the tests"]  # each item read once, not once per ask
+    copy = conv.snapshot()
+    copy.append(c.assistant("done"))
+    assert copy.fold(fold)[-1] == "3:done"
+    assert conv.fold(fold)[-1] == "2:and the tests"  # the copy's items never reach this one's state
+    assert conv.with_items(conv.items[1:]).fold(fold) == ["0:reading it", "1:and the tests"]
 
 
 def test_item_rejects_unknown_role_and_misplaced_results() -> None:
