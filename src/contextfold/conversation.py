@@ -457,10 +457,10 @@ class Conversation:
         """
         known = self._folds.get(fold)
         read, state = known if known is not None else (0, fold.start())
-        items = self._items
-        for index in range(read, len(items)):
+        items, end = self._items, len(self._items)  # what it has read is what it records: none appended meanwhile
+        for index in range(read, end):
             fold.step(state, index, items[index])
-        self._folds[fold] = (len(items), state)
+        self._folds[fold] = (end, state)
         return state  # stored by this method under its own Fold[_S]
 
     def rounds(self) -> list[Round]:
