@@ -33,7 +33,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 from .blocks import BLOCK_TYPES as BLOCK_TYPES
 from .blocks import Block as Block
@@ -338,45 +338,21 @@ class Header:
 # --------------------------------------------------------------------------- structure
 
 
-_S = TypeVar("_S")
-
-
-class Fold(Generic[_S]):
-    """A reading of a conversation's items in order (:meth:`Conversation.fold`): a fresh state from ``start()``, then
-    ``step(state, index, item)`` for each item, changing the state in place.
-
-    A conversation only grows (stages build a new one), so what was read of its first items stays true, and each
-    step reads only the items appended since the last; it is kept on the conversation object, one state per fold,
-    and a copy starts without it. Keys compare by identity: declare each fold once, at module level.
-    """
-
-    __slots__ = ("name", "start", "step")
-
-    def __init__(self, name: str, start: Callable[[], _S], step: Callable[[_S, int, Item], None]) -> None:
-        self.name = name
-        self.start = start
-        self.step = step
-
-    def __repr__(self) -> str:
-        return f"Fold({self.name!r})"
-
-
 class Conversation:
     """A header plus an ordered, append-only-by-convention list of items.
 
-    Appending links each tool result to its call (filling ``tool_name`` and
-    ``arguments``) in O(1). Stages never mutate a conversation; they build a
-    new one with :meth:`with_items`, sharing the unchanged item objects.
+    Appending links each tool result to its call (filling ``tool_name`` and ``arguments``) in O(1). Stages never
+    mutate a conversation; they build a new one with :meth:`with_items`, sharing the unchanged item objects.
     """
 
-    __slots__ = ("_calls", "_folds", "_items", "_rounds", "header")
+    __slots__ = ("_calls", "_items", "_rounds", "folds", "header")
 
     def __init__(self, items: Iterable[Item] = (), header: Header | None = None) -> None:
         self.header = header or Header()
         self._items: list[Item] = []
         self._calls: dict[str, ToolCall] = {}
         self._rounds: tuple[int, list[Round]] | None = None  # rounds() of the first N items (appends only add)
-        self._folds: dict[Fold[Any], tuple[int, Any]] = {}  # each fold's state over the first N items
+        self.folds: dict[Any, tuple[int, Any]] = {}  # what a Fold read of the first N items (:mod:`.folds`)
         self.extend(items)
 
     # -- container protocol
@@ -435,8 +411,7 @@ class Conversation:
         copy.header = self.header
         copy._items = list(self._items)
         copy._calls = dict(self._calls)
-        copy._rounds = self._rounds
-        copy._folds = {}  # a fold's state changes in place as items come: the copy's appends must not reach this one's
+        copy._rounds, copy.folds = self._rounds, {}  # a fold's state changes in place: the copy's appends are its own
         return copy
 
     @property
@@ -449,20 +424,6 @@ class Conversation:
         return self._calls.get(call_id)
 
     # -- structure
-    def fold(self, fold: Fold[_S]) -> _S:
-        """``fold``'s state over every item, read on from the items it had read (the caller must not change it).
-
-        A step asks the same of a request that grew by a round since the last: reading the whole history again at
-        every request is what made an idle step grow with the session.
-        """
-        known = self._folds.get(fold)
-        read, state = known if known is not None else (0, fold.start())
-        items, end = self._items, len(self._items)  # what it has read is what it records: none appended meanwhile
-        for index in range(read, end):
-            fold.step(state, index, items[index])
-        self._folds[fold] = (end, state)
-        return state  # stored by this method under its own Fold[_S]
-
     def rounds(self) -> list[Round]:
         """Every assistant item with tool calls, with the span its results occupy.
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...actions import READ, result_action
-from ...conversation import Conversation, Fold, Item, Provenance, Text
+from ...conversation import Conversation, Item, Provenance, Text
+from ...folds import Fold
 from ...events import Event
 from ...reading import in_hand, latest_naming
 from ..base import Budget
@@ -38,7 +39,7 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     if budget.original is None or budget.whole_output_tokens <= 0:
         return conversation, []
     items = conversation.items
-    cleared = conversation.fold(_CLEARED_READS)  # first: most requests hold none, and reading the turn is not free
+    cleared = _CLEARED_READS.of(conversation)  # first: most requests hold none, and reading the turn is not free
     if not cleared:
         return conversation, []
     naming = [n for n in latest_naming(items) if n.index >= budget.new_from]  # an older one was read when it came
@@ -89,7 +90,7 @@ def _read_on(cleared: set[str], index: int, item: Item) -> None:
 
 _CLEARED_READS: Fold[set[str]] = Fold("cleared_reads", set, _read_on)
 """The files whose newest read in the request is a placeholder: the only ones a put-back could bring back. Read on
-as the request grows (:meth:`~contextfold.conversation.Conversation.fold`): every request asks, most hold none."""
+as the request grows (:class:`~contextfold.folds.Fold`): every request asks, most hold none."""
 
 
 def _cleared_read(items: Sequence[Item], path: str) -> bool:
