@@ -1,7 +1,7 @@
 """How much time contextfold adds to an agent step, beside LangChain's trim_messages on the same history.
 
     python benchmarks/overhead.py [--corpus ../shared/corpus] [--messages 1000] [--repeat 3]
-    python benchmarks/overhead.py --fire-only --side-by-side OTHER/src [--repeat 5]
+    python benchmarks/overhead.py [--fire-only] --side-by-side OTHER/src [--repeat 5]
 
 Prints one JSON object:
   prepare_ms_nofire      median Context.prepare() on a 1,000-message history when no stage fires
@@ -28,7 +28,8 @@ in the shared corpus (ids renamed so the sessions can be joined).
 The machine is shared, so one figure says little: ``--side-by-side DIR`` measures the
 summary calls of this checkout and of the ``contextfold`` package under DIR (another
 checkout's ``src``, say the commit before a change) in alternation, one loop each in a
-fresh process, and prints both (``ours`` and ``theirs``): same machine state, same harness.
+fresh process, and prints both (``ours`` and ``theirs``): same machine state, same harness; without
+``--fire-only``, the calls in which nothing fires too (``prepare_ms_nofire``, one loop each in turn).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import sys
 import time
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from contextfold import Context, Usage
 from contextfold.adapters import to_openai
@@ -92,6 +94,11 @@ def median_ms(samples: list[float]) -> float:
 
 
 def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
+    return median_ms(nofire_samples(base, spare))
+
+
+def nofire_samples(base: Conversation, spare: list[Item]) -> list[float]:
+    """prepare() in seconds over the calls in which no stage fires."""
     # A horizon of one request: no edit of the middle ever pays, so nothing fires (the common step);
     # no message-count trigger either, or the 1,000 messages would be summarized.
     context = Context(window_tokens=50_000_000, max_output_tokens=8_000,
@@ -111,7 +118,7 @@ def prepare_nofire(base: Conversation, spare: list[Item]) -> float:
         samples.append(time.perf_counter() - started)
         context.record_usage(Usage(prompt_tokens=context.counter.count(context.view())))
     assert not [e for e in context.events if e.items], "a stage fired in the no-fire run"
-    return median_ms(samples)
+    return samples
 
 
 def prepare_fire(base: Conversation, trigger_tokens: int = 40_000) -> tuple[list[float], list[float], list[float]]:
@@ -180,21 +187,29 @@ def fire_figures(base: Conversation, repeat: int) -> dict[str, float | int]:
 
 
 def side_by_side(args: argparse.Namespace) -> dict[str, dict[str, float | int]]:
-    """The summary calls of this checkout and of the package under ``args.side_by_side``, one loop each in turn."""
+    """The summary calls (and, unless ``--fire-only``, the calls in which nothing fires) of this checkout and of the
+    package under ``args.side_by_side``, one loop each in turn."""
     ours = str(HERE.parent / "src")
     samples: dict[str, list[float]] = {"ours": [], "theirs": []}
     cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
+    idle: dict[str, list[float]] = {"ours": [], "theirs": []}
+
+    def run(source: str, flag: str) -> Any:
+        command = [sys.executable, __file__, "--corpus", str(args.corpus), "--messages", str(args.messages), flag]
+        done = subprocess.run(command, env={**os.environ, "PYTHONPATH": source}, capture_output=True, text=True,
+                              check=True)
+        return json.loads(done.stdout)
+
     for _ in range(args.repeat):
         for name, source in (("ours", ours), ("theirs", str(args.side_by_side))):
-            command = [sys.executable, __file__, "--corpus", str(args.corpus), "--messages", str(args.messages),
-                       "--fire-only", "--samples"]
-            done = subprocess.run(command, env={**os.environ, "PYTHONPATH": source}, capture_output=True, text=True,
-                                  check=True)
-            wall, spent = json.loads(done.stdout)
+            wall, spent = run(source, "--samples")
             samples[name] += wall
             cpu[name] += spent
+            if not args.fire_only:
+                idle[name] += run(source, "--idle-samples")
     return {name: {"prepare_ms_summary": median_ms(values), "prepare_ms_summary_p90": p90_ms(values),
-                   "prepare_cpu_ms_summary": median_ms(cpu[name]), "prepare_calls_summarized": len(values)}
+                   "prepare_cpu_ms_summary": median_ms(cpu[name]), "prepare_calls_summarized": len(values),
+                   **({"prepare_ms_nofire": median_ms(idle[name])} if idle[name] else {})}
             for name, values in samples.items()}
 
 
@@ -268,6 +283,7 @@ def main() -> None:
     parser.add_argument("--side-by-side", type=Path, metavar="DIR",
                         help="also time the contextfold package under DIR, in alternation with this checkout's")
     parser.add_argument("--samples", action="store_true", help=argparse.SUPPRESS)  # one loop's summary calls, in s
+    parser.add_argument("--idle-samples", action="store_true", help=argparse.SUPPRESS)  # the no-fire calls, in s
     args = parser.parse_args()
     if args.side_by_side:
         print(json.dumps(side_by_side(args)))
@@ -275,6 +291,9 @@ def main() -> None:
     base, spare = history(args.corpus, args.messages)
     if args.samples:
         print(json.dumps(prepare_fire(base)[1:]))
+        return
+    if args.idle_samples:
+        print(json.dumps(nofire_samples(base, spare)))
         return
     fire = fire_figures(base, args.repeat)
     if args.fire_only:

@@ -23,7 +23,8 @@ PACKAGE = "contextfold"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("model", frozenset({"errors", "usage", "limits", "blocks", "pairing", "conversation", "codec", "events", "actions",
-                         "boundary", "inspection", "synthetic", "redaction", "private_files", "reading", "readings"})),
+                         "boundary", "inspection", "synthetic", "redaction", "private_files", "reading", "readings",
+                         "folds"})),
     ("wire", frozenset({"adapters", "importers", "sdk"})),
     ("accounting", frozenset({"tokens", "stores"})),
     ("decisions", frozenset({"summarizers", "pipeline", "rendering", "lookback"})),

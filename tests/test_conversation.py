@@ -14,6 +14,7 @@ from contextfold.adapters import to_anthropic
 from contextfold.codec import conversation_from_dict, conversation_to_dict
 from contextfold.conversation import Conversation, Item, Text, ToolCall, ToolResult
 from contextfold.errors import InvalidContent, UnknownRole
+from contextfold.folds import Fold
 from contextfold.synthetic import generate_session
 
 
@@ -27,6 +28,27 @@ def test_tool_results_are_linked_to_their_calls() -> None:
     assert result is not None
     assert result.tool_name == "read_file"
     assert result.arguments == {"path": "x.py"}
+
+
+def test_a_fold_reads_each_item_once_as_the_conversation_grows_and_a_copy_starts_afresh() -> None:
+    read: list[str] = []
+
+    def words(seen: list[str], index: int, item: Item) -> None:
+        seen.append(f"{index}:{item.text}")
+        read.append(item.text)
+
+    fold = Fold("words", list, words)
+    conv = Conversation([c.user("fix the parser"), c.assistant("reading it")])
+    assert fold.of(conv) == ["0:fix the parser", "1:reading it"]
+    conv.append(c.user("and the tests"))
+    assert fold.of(conv) == ["0:fix the parser", "1:reading it", "2:and the tests"]
+    assert fold.of(conv) == ["0:fix the parser", "1:reading it", "2:and the tests"]
+    assert read == ["fix the parser", "reading it", "and the tests"]  # each item read once, not once per ask
+    copy = conv.snapshot()
+    copy.append(c.assistant("done"))
+    assert fold.of(copy)[-1] == "3:done"
+    assert fold.of(conv)[-1] == "2:and the tests"  # the copy's items never reach this one's state
+    assert fold.of(conv.with_items(conv.items[1:])) == ["0:reading it", "1:and the tests"]
 
 
 def test_item_rejects_unknown_role_and_misplaced_results() -> None:

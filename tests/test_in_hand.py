@@ -143,6 +143,28 @@ def test_a_put_back_stays_below_where_a_due_clearing_stops() -> None:
     assert put_back_under(int(need / 0.7) - 300) is cleared  # past it, though under the trigger: not put back
 
 
+def test_put_back_reads_on_the_reads_the_request_took_since_it_last_looked() -> None:
+    """Which reads are cleared is read once per item as the request grows (not of the whole request at every step):
+    a cleared read appended after an earlier look is found, and put back."""
+    est = Estimator()
+    conversation = Conversation([c.user(f"Translate {SKILL}"), read("s", SKILL), c.tool("s", skill_text()),
+                                 c.assistant("Plan: translate it.")], HEADER)
+    again = [read("t", SKILL), c.tool("t", skill_text())]
+    by_id = {item.id: item for item in [*conversation.items, *again]}
+
+    def budget() -> Budget:
+        return Budget(policy=Policy(persist_whole_tail_fraction=10.0), window_tokens=64_000, trigger_tokens=60_000,
+                      count=est.conversation, count_item=est.item, count_text=est.text,
+                      new_from=len(conversation) - 1, original=by_id.get)
+
+    assert put_back(conversation, budget())[0] is conversation  # nothing cleared yet
+    conversation.append(again[0])
+    conversation.append(placeholder(conversation.linked(again[1]), est.item(again[1]), "clear"))
+    conversation.append(c.user("Back to the earlier task: that SKILL.md"))
+    back = put_back(conversation, budget())[0]
+    assert back[-2].provenance.restored and skill_text() in back[-2].text
+
+
 def test_a_read_in_hand_in_the_current_turn_is_never_cleared_even_to_a_due_target() -> None:
     """The newest read of the named file is the output the agent just fetched: a due compaction clearing down to its
     target took it last but still took it, before the model had seen it (the reply quoting it was sent a

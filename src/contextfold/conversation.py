@@ -341,18 +341,18 @@ class Header:
 class Conversation:
     """A header plus an ordered, append-only-by-convention list of items.
 
-    Appending links each tool result to its call (filling ``tool_name`` and
-    ``arguments``) in O(1). Stages never mutate a conversation; they build a
-    new one with :meth:`with_items`, sharing the unchanged item objects.
+    Appending links each tool result to its call (filling ``tool_name`` and ``arguments``) in O(1). Stages never
+    mutate a conversation; they build a new one with :meth:`with_items`, sharing the unchanged item objects.
     """
 
-    __slots__ = ("_calls", "_items", "_rounds", "header")
+    __slots__ = ("_calls", "_items", "_rounds", "folds", "header")
 
     def __init__(self, items: Iterable[Item] = (), header: Header | None = None) -> None:
         self.header = header or Header()
         self._items: list[Item] = []
         self._calls: dict[str, ToolCall] = {}
         self._rounds: tuple[int, list[Round]] | None = None  # rounds() of the first N items (appends only add)
+        self.folds: dict[Any, tuple[int, Any]] = {}  # what a Fold read of the first N items (:mod:`.folds`)
         self.extend(items)
 
     # -- container protocol
@@ -411,7 +411,7 @@ class Conversation:
         copy.header = self.header
         copy._items = list(self._items)
         copy._calls = dict(self._calls)
-        copy._rounds = self._rounds
+        copy._rounds, copy.folds = self._rounds, {}  # a fold's state changes in place: the copy's appends are its own
         return copy
 
     @property

@@ -76,11 +76,15 @@ def names(words: str, path: str) -> bool:
     path = slashed(path).removeprefix("./")
     words = slashed(words)
     parts = path.split("/")
+    # every tail ends with the file name: words without it name none of them, and no pattern is built (the turn's
+    # words against every path the history read, one pattern per tail, three times a compaction, was a fifth of it)
+    if parts[-1] not in words:
+        return False
     tails = ["/".join(parts[k:]) for k in range(len(parts) - 1)]
     if _FILE_NAME.match(parts[-1]):
         tails.append(parts[-1])
     return any(re.search(rf"(?<!{_WORD_EDGE}){re.escape(tail)}(?![A-Za-z0-9_\-/\\]|\.[A-Za-z0-9_])", words)
-               for tail in dict.fromkeys(t for t in tails if t.strip("/")))
+               for tail in dict.fromkeys(t for t in tails if t.strip("/") and t in words))
 
 
 def in_hand(items: Sequence[Item], naming: Sequence[Naming] | None = None) -> dict[str, int]:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from ...actions import READ, result_action
 from ...conversation import Conversation, Item, Provenance, Text
+from ...folds import Fold
 from ...events import Event
 from ...reading import in_hand, latest_naming
 from ..base import Budget
@@ -38,7 +39,7 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
     if budget.original is None or budget.whole_output_tokens <= 0:
         return conversation, []
     items = conversation.items
-    cleared = _cleared_reads(items)  # first: most requests hold none, and reading what the turn names is not free
+    cleared = _CLEARED_READS.of(conversation)  # first: most requests hold none, and reading the turn is not free
     if not cleared:
         return conversation, []
     naming = [n for n in latest_naming(items) if n.index >= budget.new_from]  # an older one was read when it came
@@ -74,19 +75,22 @@ def put_back(conversation: Conversation, budget: Budget) -> tuple[Conversation, 
                           f"put back what the latest turn names and clearing took: {', '.join(paths)}")]
 
 
-def _cleared_reads(items: Sequence[Item]) -> set[str]:
-    """The files whose newest read in the request is a placeholder: the only ones a put-back could bring back."""
-    seen: set[str] = set()
-    cleared: set[str] = set()
-    for item in reversed(items):
-        action = result_action(item) if item.role == "tool" else None
-        if action is None or action.kind != READ:
-            continue
-        fresh = [path for path in action.paths if path not in seen]
-        seen.update(fresh)
-        if fresh and is_placeholder(item):
-            cleared.update(fresh)
-    return cleared
+def _read_on(cleared: set[str], index: int, item: Item) -> None:
+    """:data:`_CLEARED_READS` read on over one more item: a read of a file decides whether its newest read is cleared."""
+    action = result_action(item) if item.role == "tool" else None
+    if action is None or action.kind != READ:
+        return
+    placeholder = is_placeholder(item)
+    for path in action.paths:
+        if placeholder:
+            cleared.add(path)
+        else:
+            cleared.discard(path)
+
+
+_CLEARED_READS: Fold[set[str]] = Fold("cleared_reads", set, _read_on)
+"""The files whose newest read in the request is a placeholder: the only ones a put-back could bring back. Read on
+as the request grows (:class:`~contextfold.folds.Fold`): every request asks, most hold none."""
 
 
 def _cleared_read(items: Sequence[Item], path: str) -> bool:
