@@ -215,3 +215,37 @@ def test_a_background_agents_notification_is_the_harness_like_a_background_comma
     reading = read_text("<agent-notification>\n<agent-id>ab24fcc</agent-id>\n<status>completed</status>\n"
                         "<summary>Agent \"Analyze conventions\" completed.</summary>\n</agent-notification>")
     assert not reading.person and reading.rule is not None and reading.rule.name == "background task notice"
+
+
+REQUEST = ("Build a small MCP server in this folder that exposes the notes in ./notes as resources.\n"
+           "Each note becomes one resource named after its file, read-only.\n"
+           "Add a search tool that matches a query against titles and bodies.\n"
+           "Write tests for both with pytest and a README that says how to run it.")
+
+
+def test_a_first_message_that_says_nothing_gives_way_to_the_request_that_follows_it() -> None:
+    """A bare path the person typed, the agent's question about it, then the request: the request is the task."""
+    call = ToolCall("c1", "Bash", {"command": "ls -la ./mcp"})
+    items = [Item("user", (Text("./mcp"),)), Item("assistant", (call,)),
+             Item("tool", (ToolResult("c1", "total 0\ndrwxr-xr-x 2 u u 40 .\ndrwxr-xr-x 9 u u 300 .."),)),
+             Item("assistant", (Text("The ./mcp folder is empty. What would you like me to build in it?"),)),
+             Item("user", (Text(REQUEST),)), Item("assistant", (Text("Starting with the server skeleton."),))]
+    assert task_index(Conversation(items)) == 4
+    assert task_index(Conversation(items[:4])) == 0  # before the request, the path is all there is
+    greeting = [Item("user", (Text("hi"),)), Item("assistant", (Text("Hello! What are we working on?"),)), *items[4:]]
+    assert task_index(Conversation(greeting)) == 2
+
+
+def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_task() -> None:
+    """What comes before the task stays in front verbatim: after long work (or a summary) the opening message stays
+    the task and the request is summarized like any later one."""
+    from contextfold.pipeline.task import PROLOGUE_CHARS
+
+    call = ToolCall("c1", "Read", {"file_path": "CLAUDE.md"})
+    work = [Item("user", (Text("load claude.md"),)), Item("assistant", (call,)),
+            Item("tool", (ToolResult("c1", "Project rules, one per line.\n" * (PROLOGUE_CHARS // 20)),)),
+            Item("assistant", (Text("Loaded the project rules."),)), Item("user", (Text(REQUEST),))]
+    assert task_index(Conversation(work)) == 0
+    summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
+    summarized = [Item("user", (Text("./mcp"),)), summary, Item("user", (Text(REQUEST),))]
+    assert task_index(Conversation(summarized)) == 0
