@@ -15,6 +15,7 @@ what failed for the person and what they ask.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..actions import error_lines
 
@@ -36,6 +37,12 @@ def message_says_something(message: str) -> bool:
     """Whether a message has a line that says something (see :func:`says_something`): "continue", "ok" and "yes"
     do not, and go on with the request before them."""
     return any(says_something(" ".join(line.split())) for line in message.split("\n"))
+
+
+def first_request(messages: Sequence[str]) -> int:
+    """The index of the first of a person's ``messages`` that says something (0 when none does): what they asked
+    first, when they opened with a bare path, a word or a greeting (``./mcp``, "hi") the agent then asked about."""
+    return next((n for n, message in enumerate(messages) if message_says_something(message)), 0)
 
 
 def opening(text: str) -> tuple[str, str]:

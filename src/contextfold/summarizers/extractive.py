@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
 from ..conversation import Item
-from ..reading import opening
+from ..reading import first_request, opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
@@ -103,6 +103,8 @@ _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kep
 _MARKERS_TOKENS = 32  # the omission markers around a request's opening kept alone: a floor of its tokens only cut it
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
+_OPENER_CHARS = 60
+"""A message before the first request that said nothing (``./mcp``, "hi") is named in section 1 up to this long."""
 _REPORT_FLOOR = 48
 """A person's message that pastes an error keeps this much: its last line and the error line it reports, each with
 the marker for what was left out around it (at the plain floor it kept a prompt's first words and its last line)."""
@@ -257,10 +259,13 @@ class _Layout:
         facts = self.facts
         parts: list[Part] = []
         if facts.user_messages:
-            head, rest = opening(facts.user_messages[0])  # its opening says what is asked: whole before the rest
+            first = first_request(facts.user_messages)  # after a bare "./mcp" or "hi", the request that followed
+            head, rest = opening(facts.user_messages[first])  # its opening says what is asked: whole before the rest
             whole = self._whole_lines(head, _LATEST_USER_WHOLE)  # kept whole up to what the latest keeps
             floor = max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR), whole)
-            parts.append(self._elastic(head, _W_TASK, floor, "The user's first request in this part, verbatim:\n",
+            before = "; ".join(f'"{shorten(m, _OPENER_CHARS)}"' for m in facts.user_messages[:first])
+            lead = f" (after {before}, which said nothing yet)" if before else ""
+            parts.append(self._elastic(head, _W_TASK, floor, f"The user's first request in this part{lead}, verbatim:\n",
                                        names=names_in, shortener=shorten_lines))
             if rest:
                 rest_floor = self._whole_lines(rest, _LATEST_USER_WHOLE - whole) if whole >= self.meter(head) else 0
@@ -449,13 +454,20 @@ class _Layout:
 
     def _user_messages(self) -> list[Part]:
         messages = self.facts.user_messages
-        if len(messages) < 2:
+        quoted = first_request(messages) + 1  # the number of the first request, quoted in section 1
+        if len(messages) <= quoted:
             return []
-        parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
         asked = asking(messages)
         later: list[Part] = []
-        for number in range(len(messages), 1, -1):
+        for number in range(len(messages), 0, -1):
+            if number == quoted:
+                later.append(Fixed(self.meter, f"{number}. (the first request, quoted in section 1) "
+                                               f"{shorten(messages[number - 1], 100)}"))
+                continue
+            if number < quoted:  # said nothing yet (section 1 names it): as the budget allows
+                later.append(self._elastic(messages[number - 1], _W_USER, 0, f"{number}. ", shortener=shorten_message))
+                continue
             latest = number in (len(messages), asked)
             weight = _W_LATEST_USER if latest else _W_USER
             floor = min(self.meter(messages[number - 1]), _LATEST_USER_WHOLE) if latest else (
@@ -468,7 +480,7 @@ class _Layout:
                 floor = min(self.meter(head) + _MARKERS_TOKENS, _OPENING_FLOOR) if latest else 0
                 part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             later.append(part)
-        return parts + later[::-1]
+        return later[::-1]
 
     def _pending(self) -> list[Part]:
         facts = self.facts
