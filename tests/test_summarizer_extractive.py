@@ -1548,3 +1548,16 @@ def test_the_first_request_quoted_is_the_first_message_that_says_something_not_a
     assert 'after "./notes"' in first and all(line in first for line in request.split("\n")[:3])
     users = section(text, 6)
     assert "2. (the first request, quoted in section 1)" in users and "3. Also skip drafts" in users
+
+
+def test_a_first_request_of_long_paragraphs_keeps_its_opening_lines_whole_in_a_small_summary() -> None:
+    """A specification typed as a few long paragraphs says what it asks in its first three: a summary, the only place
+    it lives once summarized, keeps them whole however small its target (a head of the first was all it kept)."""
+    points = [f"{n}. The {name} module reads every note under notes/ and " + "keeps its title, date and tags; " * 25
+              for n, name in ((1, "index"), (2, "search"), (3, "render"), (4, "publish"))]
+    c = Conversation()
+    c.append(user("\n".join(points)))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "ls notes"})]))
+    c.append(tool("c1", "a.md\nb.md"))
+    text, _ = summarize(c.items, target=200)
+    assert all(point in section(text, 1) for point in points[:3])

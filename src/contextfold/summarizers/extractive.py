@@ -100,6 +100,11 @@ _FOCUS_BOOST = 2.0
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
+_FIRST_OPENING_WHOLE = 800
+"""The first request's opening lines are kept whole up to this many tokens, line by line from the top, each no longer
+than the latest message keeps whole (:data:`_LATEST_USER_WHOLE`; a longer line, a pasted log, keeps its head): a
+request of a few long paragraphs (a specification typed after "./mcp") says what it asks in them, and a summary is
+then the only place it lives."""
 _MARKERS_TOKENS = 32  # the omission markers around a request's opening kept alone: a floor of its tokens only cut it
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
@@ -261,7 +266,7 @@ class _Layout:
         if facts.user_messages:
             first = first_request(facts.user_messages)  # after a bare "./mcp" or "hi", the request that followed
             head, rest = opening(facts.user_messages[first])  # its opening says what is asked: whole before the rest
-            whole = self._whole_lines(head, _LATEST_USER_WHOLE)  # kept whole up to what the latest keeps
+            whole = self._whole_lines(head, _FIRST_OPENING_WHOLE, line_limit=_LATEST_USER_WHOLE)
             floor = max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR), whole)
             before = "; ".join(f'"{shorten(m, _OPENER_CHARS)}"' for m in facts.user_messages[:first])
             lead = f" (after {before}, which said nothing yet)" if before else ""
@@ -277,14 +282,15 @@ class _Layout:
                                        shortener=shorten_lines))  # its lines from the top, whole: the title, then point by point
         return parts
 
-    def _whole_lines(self, text: str, limit: int) -> int:
-        """The tokens of ``text``'s lines from the top that fit whole in ``limit``: a first request of a few
-        numbered points (272 tokens in five lines) keeps every point whole, as the latest message would, where one
-        long line keeps only :data:`_OPENING_FLOOR` (its first words say what it asks)."""
+    def _whole_lines(self, text: str, limit: int, line_limit: int | None = None) -> int:
+        """The tokens of ``text``'s lines from the top that fit whole in ``limit`` (each in ``line_limit``, if given):
+        a first request of a few numbered points (272 tokens in five lines) keeps every point whole, as the latest
+        message would, where one long line (a pasted log) keeps only :data:`_OPENING_FLOOR` (its first words say what
+        it asks)."""
         kept = 0
         for line in text.split("\n"):
             tokens = self.meter(line) + 1
-            if kept + tokens > limit:
+            if kept + tokens > limit or (line_limit is not None and tokens > line_limit):
                 break
             kept += tokens
         return kept
