@@ -249,3 +249,13 @@ def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_tas
     summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
     summarized = [Item("user", (Text("./mcp"),)), summary, Item("user", (Text(REQUEST),))]
     assert task_index(Conversation(summarized)) == 0
+
+
+def test_a_request_in_a_script_written_without_spaces_is_the_task_not_an_opener() -> None:
+    """Chinese has no spaces between words: a request in it is one "word" to a space-based reading, yet it asks."""
+    from contextfold.reading import asks_something
+
+    assert asks_something("把首页标题的字号调大一些") and not asks_something("./mcp") and not asks_something("hi")
+    items = [Item("user", (Text("把首页标题的字号调大一些"),)), Item("assistant", (Text("好的，我先看看首页组件。"),)),
+             Item("user", (Text("The title is in src/Home.tsx, change it there please"),))]
+    assert task_index(Conversation(items)) == 0

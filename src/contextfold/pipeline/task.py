@@ -8,7 +8,7 @@ in the person's place before it (a slash-command caveat, an IDE note, a
 demonstration: :mod:`contextfold.reading`). Kept apart from the stages so
 each can ask without importing another.
 
-A person often opens with a message that says nothing yet (a bare path, a
+A person often opens with a message that asks nothing yet (a bare path, a
 word, a greeting), the agent asks what they want, and the request follows:
 the task is then that request, and what came before it stays in front with
 it (the opening message is the person's too), when it is short.
@@ -19,20 +19,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..conversation import Conversation, Item, readable_text
-from ..reading import added_by_contextfold, is_person, message_says_something, reading_of, typed_command
+from ..reading import added_by_contextfold, asks_something, is_person, reading_of, typed_command
 
 __all__ = ["PROLOGUE_CHARS", "added_by_contextfold", "task_index"]
 
 PROLOGUE_CHARS = 6_000
-"""The most text (characters, outputs and calls included) between a person's first message that says nothing and
-their first that says something for the latter to be the task. Everything before the task is kept in front
+"""The most text (characters, outputs and calls included) between a person's first message that asks nothing and
+their first that asks something for the latter to be the task. Everything before the task is kept in front
 verbatim: an exchange this short ("./mcp", an empty folder, "what should I build?") costs about 1,500 tokens; after
 longer work the opening message stays the task, and the request is summarized like any later one."""
 
 
 def task_index(conversation: Conversation) -> int | None:
     """Index of the task: the person's first message, if no assistant turn (nor a summary of some) comes before it;
-    when that message says nothing (``./mcp``, "hi": :func:`~contextfold.reading.message_says_something`), their
+    when that message asks nothing (``./mcp``, "hi": :func:`~contextfold.reading.asks_something`), their
     first message that does, if at most :data:`PROLOGUE_CHARS` of text comes between (and no summary).
 
     A custom slash command arrives as two user messages: its echo (what the person typed, the command and its
@@ -52,7 +52,7 @@ def task_index(conversation: Conversation) -> int | None:
         if item.role == "assistant" or item.provenance.summary:
             return command
         if item.role == "user" and is_person(item):
-            if command is not None or message_says_something(reading_of(item).words):
+            if command is not None or asks_something(reading_of(item).words):
                 return command if command is not None else index
             return _request_after(items, index)
         command = index if item.role == "user" and typed_command(item.text) else None
@@ -60,14 +60,14 @@ def task_index(conversation: Conversation) -> int | None:
 
 
 def _request_after(items: Sequence[Item], first: int) -> int:
-    """The task when the person's first message, ``first``, says nothing: their next message that says something,
+    """The task when the person's first message, ``first``, asks nothing: their next message that does,
     if no summary and at most :data:`PROLOGUE_CHARS` of text come between; else ``first``."""
     between = 0
     for index in range(first + 1, len(items)):
         item = items[index]
         if item.provenance.summary:
             return first
-        if item.role == "user" and is_person(item) and message_says_something(reading_of(item).words):
+        if item.role == "user" and is_person(item) and asks_something(reading_of(item).words):
             return index
         between += len(readable_text(item))
         if between > PROLOGUE_CHARS:
