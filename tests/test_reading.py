@@ -238,8 +238,8 @@ def test_a_first_message_that_says_nothing_gives_way_to_the_request_that_follows
 
 def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_task() -> None:
     """What comes before the task stays in front verbatim: after long work (or a summary) the opening message stays
-    the task and the request is summarized like any later one."""
-    from contextfold.pipeline.task import PROLOGUE_CHARS
+    the task and the request is summarized like any later one; so is a request too long to pin."""
+    from contextfold.pipeline.task import PROLOGUE_CHARS, REQUEST_CHARS
 
     call = ToolCall("c1", "Read", {"file_path": "CLAUDE.md"})
     work = [Item("user", (Text("load claude.md"),)), Item("assistant", (call,)),
@@ -249,6 +249,10 @@ def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_tas
     summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
     summarized = [Item("user", (Text("./mcp"),)), summary, Item("user", (Text(REQUEST),))]
     assert task_index(Conversation(summarized)) == 0
+    pasted = "ERROR 2024-05-01 worker 3 lost its lease on queue jobs\n" * (REQUEST_CHARS // 50)
+    log = [Item("user", (Text("hi"),)), Item("assistant", (Text("Hello! What are we working on?"),)),
+           Item("user", (Text(pasted),))]
+    assert task_index(Conversation(log)) == 0  # too long to pin in every request: summarized like any request
 
 
 def test_a_request_in_a_script_written_without_spaces_is_the_task_not_an_opener() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ..conversation import Conversation, Item, readable_text
 from ..reading import added_by_contextfold, asks_something, is_person, reading_of, typed_command
 
-__all__ = ["PROLOGUE_CHARS", "added_by_contextfold", "task_index"]
+__all__ = ["PROLOGUE_CHARS", "REQUEST_CHARS", "added_by_contextfold", "task_index"]
 
 PROLOGUE_CHARS = 6_000
 """The most text (characters, outputs and calls included) between a person's first message that asks nothing and
@@ -29,11 +29,17 @@ their first that asks something for the latter to be the task. Everything before
 verbatim: an exchange this short ("./mcp", an empty folder, "what should I build?") costs about 1,500 tokens; after
 longer work the opening message stays the task, and the request is summarized like any later one."""
 
+REQUEST_CHARS = 20_000
+"""The longest request that becomes the task after an opener (about 5,000 tokens, what a summary's state keeps of a
+task): a longer one (a log pasted after "hi") is summarized like any request, its opening kept whole, rather than
+pinned in every request whatever the window."""
+
 
 def task_index(conversation: Conversation) -> int | None:
     """Index of the task: the person's first message, if no assistant turn (nor a summary of some) comes before it;
     when that message asks nothing (``./mcp``, "hi": :func:`~contextfold.reading.asks_something`), their
-    first message that does, if at most :data:`PROLOGUE_CHARS` of text comes between (and no summary).
+    first message that does, if at most :data:`PROLOGUE_CHARS` of text comes between (and no summary) and it is at
+    most :data:`REQUEST_CHARS` long.
 
     A custom slash command arrives as two user messages: its echo (what the person typed, the command and its
     arguments) and the text of the command's prompt file, which the person invoked but did not write; the task
@@ -61,14 +67,15 @@ def task_index(conversation: Conversation) -> int | None:
 
 def _request_after(items: Sequence[Item], first: int) -> int:
     """The task when the person's first message, ``first``, asks nothing: their next message that does,
-    if no summary and at most :data:`PROLOGUE_CHARS` of text come between; else ``first``."""
+    if no summary and at most :data:`PROLOGUE_CHARS` of text come between and it is at most :data:`REQUEST_CHARS`
+    long; else ``first``."""
     between = 0
     for index in range(first + 1, len(items)):
         item = items[index]
         if item.provenance.summary:
             return first
         if item.role == "user" and is_person(item) and asks_something(reading_of(item).words):
-            return index
+            return index if len(readable_text(item)) <= REQUEST_CHARS else first
         between += len(readable_text(item))
         if between > PROLOGUE_CHARS:
             return first
