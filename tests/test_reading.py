@@ -263,3 +263,14 @@ def test_a_request_in_a_script_written_without_spaces_is_the_task_not_an_opener(
     items = [Item("user", (Text("把首页标题的字号调大一些"),)), Item("assistant", (Text("好的，我先看看首页组件。"),)),
              Item("user", (Text("The title is in src/Home.tsx, change it there please"),))]
     assert task_index(Conversation(items)) == 0
+
+
+def test_the_message_typed_after_a_clear_is_the_task_not_the_commands_echo() -> None:
+    """``/clear`` sends the model no prompt: the message after its echo is the person's own, where after a custom
+    command's echo it is the command's prompt file (the echo is then the task)."""
+    clear = "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>"
+    items = [Item("user", (Text(HARNESS_TEXTS[("claude-code", "local command caveat")]),)), Item("user", (Text(clear),)),
+             Item("user", (Text("<ide_opened_file>The user opened the file /repo/.mcp.json in the IDE.</ide_opened_file>"),
+                           Text("Go on scraping the CRM customer list, all pages"))),
+             Item("assistant", (Text("Resuming the scraper."),))]
+    assert task_index(Conversation(items)) == 2

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..conversation import Conversation, Item, readable_text
-from ..reading import added_by_contextfold, asks_something, is_person, reading_of, typed_command
+from ..reading import LOCAL_COMMANDS, added_by_contextfold, asks_something, is_person, reading_of, typed_command
 
 __all__ = ["PROLOGUE_CHARS", "REQUEST_CHARS", "added_by_contextfold", "task_index"]
 
@@ -43,7 +43,9 @@ def task_index(conversation: Conversation) -> int | None:
 
     A custom slash command arrives as two user messages: its echo (what the person typed, the command and its
     arguments) and the text of the command's prompt file, which the person invoked but did not write; the task
-    is then the echo, a line, and the prompt's text (often thousands of tokens) is summarized like any request.
+    is then the echo, a line, and the prompt's text (often thousands of tokens) is summarized like any request. A
+    built-in command that sends no prompt (``/clear``, :data:`~contextfold.reading.LOCAL_COMMANDS`) is followed by
+    the person's own message: that is the task.
 
     A view that starts with a summary had no task when it was compacted: the
     user message after the summary is not one either, or the next compaction
@@ -61,7 +63,8 @@ def task_index(conversation: Conversation) -> int | None:
             if command is not None or asks_something(reading_of(item).words):
                 return command if command is not None else index
             return _request_after(items, index)
-        command = index if item.role == "user" and typed_command(item.text) else None
+        typed = typed_command(item.text) if item.role == "user" else None
+        command = index if typed is not None and typed not in LOCAL_COMMANDS else None  # /clear sends no prompt
     return None
 
 
