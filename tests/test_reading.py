@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.conversation import Conversation, Item, Provenance, Text, ToolCall, ToolResult
+from contextfold.conversation import Conversation, Item, Provenance, Summary, Text, ToolCall, ToolResult
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.task import task_index
 from contextfold.reading import RULES, Speaker, read_text, reading_of
@@ -249,6 +249,8 @@ def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_tas
     summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
     summarized = [Item("user", (Text("./mcp"),)), summary, Item("user", (Text(REQUEST),))]
     assert task_index(Conversation(summarized)) == 0
+    passed_in = Item("user", (Summary("Earlier: the server skeleton was written.", covers=3),))
+    assert task_index(Conversation([summarized[0], passed_in, summarized[2]])) == 0
     pasted = "ERROR 2024-05-01 worker 3 lost its lease on queue jobs\n" * (REQUEST_CHARS // 50)
     log = [Item("user", (Text("hi"),)), Item("assistant", (Text("Hello! What are we working on?"),)),
            Item("user", (Text(pasted),))]

@@ -75,7 +75,7 @@ def _request_after(items: Sequence[Item], first: int) -> int:
     between = 0
     for index in range(first + 1, len(items)):
         item = items[index]
-        if item.provenance.summary:
+        if item.provenance.summary or item.kind == "summary":  # ours, or one the application passed in
             return first
         if item.role == "user" and is_person(item) and asks_something(reading_of(item).words):
             return index if len(readable_text(item)) <= REQUEST_CHARS else first
