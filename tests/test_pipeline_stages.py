@@ -731,3 +731,19 @@ def test_a_placeholder_is_made_once_for_the_same_references() -> None:
     other.read(items)
     again = placeholder(items[2], 500, "clear", other, 400)
     assert again is not first and again == first
+
+
+def test_a_request_after_a_bare_path_stays_verbatim_in_front_of_the_summary() -> None:
+    """The person typed a path, the agent asked what to do, then came the request: the summary follows the request,
+    which (with the exchange before it) is kept whole, as a first request is."""
+    request = ("Add a --dry-run flag to the sync command that prints each copy it would make.\n"
+               "Keep the output format of the real run and exit with status 0.\n"
+               "Cover it with a test in tests/test_sync.py.")
+    opening = [c.user("./sync"), c.assistant("The ./sync folder holds sync.py and tests/. What should I do?"),
+               c.user(request)]
+    rounds = [("cat sync.py", "def sync(src, dst):\n    copy(src, dst)\n"),
+              *[(f"echo {k}", "noise " * 300) for k in range(6)]]
+    items = [*opening, *session(*rounds).items[1:]]
+    conv = Conversation(items, HEADER)
+    out, _ = summarize(conv, make_budget(tail_tokens=400))
+    assert list(out.items[:3]) == opening and out[3].kind == "summary"

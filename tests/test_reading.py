@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextfold.conversation import Conversation, Item, Provenance, Text, ToolCall, ToolResult
+from contextfold.conversation import Conversation, Item, Provenance, Summary, Text, ToolCall, ToolResult
 from contextfold.pipeline.restore import restored_item
 from contextfold.pipeline.task import task_index
 from contextfold.reading import RULES, Speaker, read_text, reading_of
@@ -215,3 +215,64 @@ def test_a_background_agents_notification_is_the_harness_like_a_background_comma
     reading = read_text("<agent-notification>\n<agent-id>ab24fcc</agent-id>\n<status>completed</status>\n"
                         "<summary>Agent \"Analyze conventions\" completed.</summary>\n</agent-notification>")
     assert not reading.person and reading.rule is not None and reading.rule.name == "background task notice"
+
+
+REQUEST = ("Build a small MCP server in this folder that exposes the notes in ./notes as resources.\n"
+           "Each note becomes one resource named after its file, read-only.\n"
+           "Add a search tool that matches a query against titles and bodies.\n"
+           "Write tests for both with pytest and a README that says how to run it.")
+
+
+def test_a_first_message_that_says_nothing_gives_way_to_the_request_that_follows_it() -> None:
+    """A bare path the person typed, the agent's question about it, then the request: the request is the task."""
+    call = ToolCall("c1", "Bash", {"command": "ls -la ./mcp"})
+    items = [Item("user", (Text("./mcp"),)), Item("assistant", (call,)),
+             Item("tool", (ToolResult("c1", "total 0\ndrwxr-xr-x 2 u u 40 .\ndrwxr-xr-x 9 u u 300 .."),)),
+             Item("assistant", (Text("The ./mcp folder is empty. What would you like me to build in it?"),)),
+             Item("user", (Text(REQUEST),)), Item("assistant", (Text("Starting with the server skeleton."),))]
+    assert task_index(Conversation(items)) == 4
+    assert task_index(Conversation(items[:4])) == 0  # before the request, the path is all there is
+    greeting = [Item("user", (Text("hi"),)), Item("assistant", (Text("Hello! What are we working on?"),)), *items[4:]]
+    assert task_index(Conversation(greeting)) == 2
+
+
+def test_a_request_after_long_work_or_a_summary_leaves_the_first_message_the_task() -> None:
+    """What comes before the task stays in front verbatim: after long work (or a summary) the opening message stays
+    the task and the request is summarized like any later one; so is a request too long to pin."""
+    from contextfold.pipeline.task import PROLOGUE_CHARS, REQUEST_CHARS
+
+    call = ToolCall("c1", "Read", {"file_path": "CLAUDE.md"})
+    work = [Item("user", (Text("load claude.md"),)), Item("assistant", (call,)),
+            Item("tool", (ToolResult("c1", "Project rules, one per line.\n" * (PROLOGUE_CHARS // 20)),)),
+            Item("assistant", (Text("Loaded the project rules."),)), Item("user", (Text(REQUEST),))]
+    assert task_index(Conversation(work)) == 0
+    summary = Item("user", (Text("This session is being continued…"),), provenance=Provenance(summary=True))
+    summarized = [Item("user", (Text("./mcp"),)), summary, Item("user", (Text(REQUEST),))]
+    assert task_index(Conversation(summarized)) == 0
+    passed_in = Item("user", (Summary("Earlier: the server skeleton was written.", covers=3),))
+    assert task_index(Conversation([summarized[0], passed_in, summarized[2]])) == 0
+    pasted = "ERROR 2024-05-01 worker 3 lost its lease on queue jobs\n" * (REQUEST_CHARS // 50)
+    log = [Item("user", (Text("hi"),)), Item("assistant", (Text("Hello! What are we working on?"),)),
+           Item("user", (Text(pasted),))]
+    assert task_index(Conversation(log)) == 0  # too long to pin in every request: summarized like any request
+
+
+def test_a_request_in_a_script_written_without_spaces_is_the_task_not_an_opener() -> None:
+    """Chinese has no spaces between words: a request in it is one "word" to a space-based reading, yet it asks."""
+    from contextfold.reading import asks_something
+
+    assert asks_something("把首页标题的字号调大一些") and not asks_something("./mcp") and not asks_something("hi")
+    items = [Item("user", (Text("把首页标题的字号调大一些"),)), Item("assistant", (Text("好的，我先看看首页组件。"),)),
+             Item("user", (Text("The title is in src/Home.tsx, change it there please"),))]
+    assert task_index(Conversation(items)) == 0
+
+
+def test_the_message_typed_after_a_clear_is_the_task_not_the_commands_echo() -> None:
+    """``/clear`` sends the model no prompt: the message after its echo is the person's own, where after a custom
+    command's echo it is the command's prompt file (the echo is then the task)."""
+    clear = "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>"
+    items = [Item("user", (Text(HARNESS_TEXTS[("claude-code", "local command caveat")]),)), Item("user", (Text(clear),)),
+             Item("user", (Text("<ide_opened_file>The user opened the file /repo/.mcp.json in the IDE.</ide_opened_file>"),
+                           Text("Go on scraping the CRM customer list, all pages"))),
+             Item("assistant", (Text("Resuming the scraper."),))]
+    assert task_index(Conversation(items)) == 2

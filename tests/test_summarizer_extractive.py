@@ -1527,3 +1527,37 @@ def test_a_finding_the_agent_wrote_as_a_bullet_is_listed_with_one_marker() -> No
                        "which is wrong for this machine."))
     findings = section(summarize(c.items)[0], 2)
     assert "- The flake references `./systems/personal-laptop`" in findings and "- - " not in findings
+
+
+def test_the_first_request_quoted_is_the_first_message_that_says_something_not_a_bare_path_before_it() -> None:
+    """A person who opened with a path the agent asked about: section 1 quotes the request that followed, whole up to
+    what a first request keeps, and names the path; the later messages are numbered as they came."""
+    request = ("Turn the notes folder into a static site with one page per note.\n"
+               "Link every page from an index sorted by date, newest first.\n"
+               "Use only the standard library and put the generator in build.py.\n"
+               "The pages need a shared stylesheet with a readable serif font.")
+    c = Conversation()
+    c.append(user("./notes"))
+    c.append(assistant("The ./notes folder holds 40 Markdown files. What would you like to do with them?"))
+    c.append(user(request))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "ls notes | head"})]))
+    c.append(tool("c1", "2024-01-03-trip.md\n2024-02-11-bread.md"))
+    c.append(user("Also skip drafts whose name starts with an underscore"))
+    text, _ = summarize(c.items, target=300)
+    first = section(text, 1)
+    assert 'after "./notes"' in first and all(line in first for line in request.split("\n")[:3])
+    users = section(text, 6)
+    assert "2. (the first request, quoted in section 1)" in users and "3. Also skip drafts" in users
+
+
+def test_a_first_request_of_long_paragraphs_keeps_its_opening_lines_whole_in_a_small_summary() -> None:
+    """A specification typed as a few long paragraphs says what it asks in its first three: a summary, the only place
+    it lives once summarized, keeps them whole however small its target (a head of the first was all it kept)."""
+    points = [f"{n}. The {name} module reads every note under notes/ and " + "keeps its title, date and tags; " * 25
+              for n, name in ((1, "index"), (2, "search"), (3, "render"), (4, "publish"))]
+    c = Conversation()
+    c.append(user("\n".join(points)))
+    c.append(assistant("", [ToolCall("c1", "bash", {"command": "ls notes"})]))
+    c.append(tool("c1", "a.md\nb.md"))
+    text, _ = summarize(c.items, target=200)
+    assert all(point in section(text, 1) for point in points[:3])

@@ -11,6 +11,7 @@ what it works on next (:mod:`.in_hand`).
 
 from .harness import (
     EMPTY_BLOCK,
+    LOCAL_COMMANDS,
     declined,
     RULES,
     STAND_INS,
@@ -24,11 +25,11 @@ from .harness import (
 )
 from .in_hand import in_hand, latest_naming, names, slashed
 from .own import MARK, POINTER, own_line, without_own_lines
-from .request import OPENING_LINES, message_says_something, opening, says_something
+from .request import OPENING_LINES, asks_something, first_request, message_says_something, opening, says_something
 from .speaker import (UserReading, added_by_contextfold, agent_words, heading_of, is_person, is_stand_in_reply,
                       read_text, reading_of, reasoning_in_calls)
 from .text_mode import TEXT_TOOL, answers_reply, rejects_reply, text_call, text_result
 
-__all__ = ["EMPTY_BLOCK", "MARK", "OPENING_LINES", "POINTER", "RULES", "STAND_INS", "TEXT_TOOL", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "answers_reply", "declined", "heading_of", "in_hand", "is_person",
+__all__ = ["EMPTY_BLOCK", "LOCAL_COMMANDS", "MARK", "OPENING_LINES", "POINTER", "RULES", "STAND_INS", "TEXT_TOOL", "WRAPPERS", "Rule", "Speaker", "UserReading", "added_by_contextfold", "agent_words", "answers_reply", "asks_something", "declined", "first_request", "heading_of", "in_hand", "is_person",
            "is_stand_in_reply", "latest_naming", "matching_rule", "message_says_something", "names", "opening", "own_line", "read_text", "reading_of", "reasoning_in_calls", "rejects_reply", "says_something", "slashed", "stand_in", "text_call",
            "text_result", "typed_command", "without_own_lines", "without_wrappers"]

@@ -140,6 +140,14 @@ SLASH_COMMAND = re.compile(r"<command-name>\s*(/[^<\s]+)\s*</command-name>")
 """Claude Code's echo of a slash command the person typed (``<command-name>/gsd:plan</command-name>``)."""
 
 
+LOCAL_COMMANDS = frozenset(
+    "/add-dir /agents /bug /clear /compact /config /context /cost /doctor /exit /export /help /hooks /ide /login "
+    "/logout /mcp /memory /model /output-style /permissions /plugin /privacy-settings /release-notes /resume /rewind "
+    "/sandbox /status /statusline /terminal-setup /theme /todos /upgrade /usage /vim".split())
+"""Claude Code's built-in commands that act on the session and send the model no prompt (``/clear``, ``/model``,
+``/login``): what the person types after one is their own message, not a command's prompt file."""
+
+
 def typed_command(text: str) -> str | None:
     """The slash command (``/name``) a Claude Code command echo says the person typed, if ``text`` is one."""
     found = SLASH_COMMAND.search(text) if "<command-name>" in text else None

@@ -15,6 +15,7 @@ what failed for the person and what they ask.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..actions import error_lines
 
@@ -25,6 +26,8 @@ OPENING_LINES = 3
 _WORDS = re.compile(r"\w{2,}")
 _MARKUP = re.compile(r"</?[\w:-]+>|`+|^\s*(?:[-*]|\d+\.)?\s*(?:\[[ xX]?\])?")
 """Tags, backticks and a list item's mark: no words of their own (``</success_criteria>``, a fence, ``- [ ]``)."""
+_UNSPACED_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{6,}")
+"""Six characters of Chinese or Japanese in a row: a sentence, in scripts written without spaces."""
 
 
 def says_something(line: str) -> bool:
@@ -36,6 +39,19 @@ def message_says_something(message: str) -> bool:
     """Whether a message has a line that says something (see :func:`says_something`): "continue", "ok" and "yes"
     do not, and go on with the request before them."""
     return any(says_something(" ".join(line.split())) for line in message.split("\n"))
+
+
+def asks_something(message: str) -> bool:
+    """Whether a person's message is a request, not an opener the agent must ask about (a bare path, a word, a
+    greeting: ``./mcp``, "hi", "load claude.md"): it says something (:func:`message_says_something`), or it holds a
+    run of a script written without spaces (``将副标题改成初春``: one "word" to a space-based reading)."""
+    return message_says_something(message) or bool(_UNSPACED_RUN.search(message))
+
+
+def first_request(messages: Sequence[str]) -> int:
+    """The index of the first of a person's ``messages`` that asks something (:func:`asks_something`; 0 when none
+    does): what they asked first, when they opened with an opener the agent then asked about."""
+    return next((n for n, message in enumerate(messages) if asks_something(message)), 0)
 
 
 def opening(text: str) -> tuple[str, str]:

@@ -163,7 +163,7 @@ class _DumpedRules:
 
     def __init__(self, session: Conversation | None) -> None:
         self.session = session
-        index = None if session is None else task_index(session)  # the person's first message, as the pipeline reads it
+        index = None if session is None else task_index(session)  # the task, as the pipeline reads it
         self.task_index = index
         task = None if session is None or index is None else render_item(session.items[index])
         self.task = None if task is None else task.data

@@ -6,8 +6,8 @@
    definitions, and the recording's pinned items first among the pinned ones
    (a strategy may pin more).
 3. The task (the item the pipeline keeps as the task,
-   :func:`~contextfold.pipeline.task.task_index`: the person's first message,
-   not a harness text before it), once it was said, is still there: the item
+   :func:`~contextfold.pipeline.task.task_index`: the person's first message
+   that says something, not a harness text before it), once it was said, is still there: the item
    itself (or an equal one), or its text inside a pinned item or a summary.
 
 A broken rule is a bug in the strategy; the replay reports each one, with

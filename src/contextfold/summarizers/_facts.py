@@ -46,7 +46,7 @@ from ..actions import (
     written_text,
 )
 from ..conversation import Item, Summary, Thinking, ToolCall, ToolResult
-from ..reading import (agent_words, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
+from ..reading import (agent_words, asks_something, declined, is_stand_in_reply, message_says_something, reading_of, reasoning_in_calls,
                        without_own_lines,
                        text_call, text_result)
 from ..readings import Key
@@ -236,8 +236,10 @@ class Facts(FactsState):
         self._read_words(reading.words)
 
     def _read_words(self, text: str) -> None:
-        """A message of the person's, the first one being the task."""
-        self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message"] if self.user_messages else TEXT_CHARS["task"]))
+        """A message of the person's, the first one that says something being the task (those before it say nothing
+        yet: ``./mcp``, "hi")."""
+        asked = any(map(asks_something, self.user_messages))  # stops at the first that does: at most a few
+        self.user_messages.append(shorten_message(text, TEXT_CHARS["user_message" if asked else "task"]))
         self.user_spoke_last = True
         self.asked_since_error = True
         self.request_open = self.request_open or message_says_something(text)

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 from ..actions import EXIT_FAILURE_ENDED
 from ..conversation import Item
-from ..reading import opening
+from ..reading import first_request, opening
 from ..reading.request import failure_lines
 from ._calls import todo_line
 from ._facts import Facts
@@ -100,9 +100,16 @@ _FOCUS_BOOST = 2.0
 # purpose: the weights give the important parts room whenever there is any.
 _TASK_FLOOR = 40
 _OPENING_FLOOR = 150  # the first request's opening lines (what it asks) are kept whole up to this
+_FIRST_OPENING_WHOLE = 800
+"""The first request's opening lines are kept whole up to this many tokens, line by line from the top, each no longer
+than the latest message keeps whole (:data:`_LATEST_USER_WHOLE`; a longer line, a pasted log, keeps its head): a
+request of a few long paragraphs (a specification typed after "./mcp") says what it asks in them, and a summary is
+then the only place it lives."""
 _MARKERS_TOKENS = 32  # the omission markers around a request's opening kept alone: a floor of its tokens only cut it
 _FETCHED_TASK_FLOOR = 300  # the issue an agent fetched is its task: kept nearly whole
 _USER_FLOOR = 24
+_OPENER_CHARS = 60
+"""A message before the first request that said nothing (``./mcp``, "hi") is named in section 1 up to this long."""
 _REPORT_FLOOR = 48
 """A person's message that pastes an error keeps this much: its last line and the error line it reports, each with
 the marker for what was left out around it (at the plain floor it kept a prompt's first words and its last line)."""
@@ -257,10 +264,13 @@ class _Layout:
         facts = self.facts
         parts: list[Part] = []
         if facts.user_messages:
-            head, rest = opening(facts.user_messages[0])  # its opening says what is asked: whole before the rest
-            whole = self._whole_lines(head, _LATEST_USER_WHOLE)  # kept whole up to what the latest keeps
+            first = first_request(facts.user_messages)  # after a bare "./mcp" or "hi", the request that followed
+            head, rest = opening(facts.user_messages[first])  # its opening says what is asked: whole before the rest
+            whole = self._whole_lines(head, _FIRST_OPENING_WHOLE, line_limit=_LATEST_USER_WHOLE)
             floor = max(_TASK_FLOOR, min(self.meter(head), _OPENING_FLOOR), whole)
-            parts.append(self._elastic(head, _W_TASK, floor, "The user's first request in this part, verbatim:\n",
+            before = "; ".join(f'"{shorten(m, _OPENER_CHARS)}"' for m in facts.user_messages[:first])
+            lead = f" (after {before}, which said nothing yet)" if before else ""
+            parts.append(self._elastic(head, _W_TASK, floor, f"The user's first request in this part{lead}, verbatim:\n",
                                        names=names_in, shortener=shorten_lines))
             if rest:
                 rest_floor = self._whole_lines(rest, _LATEST_USER_WHOLE - whole) if whole >= self.meter(head) else 0
@@ -272,14 +282,15 @@ class _Layout:
                                        shortener=shorten_lines))  # its lines from the top, whole: the title, then point by point
         return parts
 
-    def _whole_lines(self, text: str, limit: int) -> int:
-        """The tokens of ``text``'s lines from the top that fit whole in ``limit``: a first request of a few
-        numbered points (272 tokens in five lines) keeps every point whole, as the latest message would, where one
-        long line keeps only :data:`_OPENING_FLOOR` (its first words say what it asks)."""
+    def _whole_lines(self, text: str, limit: int, line_limit: int | None = None) -> int:
+        """The tokens of ``text``'s lines from the top that fit whole in ``limit`` (each in ``line_limit``, if given):
+        a first request of a few numbered points (272 tokens in five lines) keeps every point whole, as the latest
+        message would, where one long line (a pasted log) keeps only :data:`_OPENING_FLOOR` (its first words say what
+        it asks)."""
         kept = 0
         for line in text.split("\n"):
             tokens = self.meter(line) + 1
-            if kept + tokens > limit:
+            if kept + tokens > limit or (line_limit is not None and tokens > line_limit):
                 break
             kept += tokens
         return kept
@@ -449,13 +460,20 @@ class _Layout:
 
     def _user_messages(self) -> list[Part]:
         messages = self.facts.user_messages
-        if len(messages) < 2:
+        quoted = first_request(messages) + 1  # the number of the first request, quoted in section 1
+        if len(messages) <= quoted:
             return []
-        parts: list[Part] = [Fixed(self.meter, f"1. (the first request, quoted in section 1) {shorten(messages[0], 100)}")]
         floors = int(self.target_tokens * _USER_FLOORS_SHARE)  # newest first: the latest requests keep their heads
         asked = asking(messages)
         later: list[Part] = []
-        for number in range(len(messages), 1, -1):
+        for number in range(len(messages), 0, -1):
+            if number == quoted:
+                later.append(Fixed(self.meter, f"{number}. (the first request, quoted in section 1) "
+                                               f"{shorten(messages[number - 1], 100)}"))
+                continue
+            if number < quoted:  # said nothing yet (section 1 names it): as the budget allows
+                later.append(self._elastic(messages[number - 1], _W_USER, 0, f"{number}. ", shortener=shorten_message))
+                continue
             latest = number in (len(messages), asked)
             weight = _W_LATEST_USER if latest else _W_USER
             floor = min(self.meter(messages[number - 1]), _LATEST_USER_WHOLE) if latest else (
@@ -468,7 +486,7 @@ class _Layout:
                 floor = min(self.meter(head) + _MARKERS_TOKENS, _OPENING_FLOOR) if latest else 0
                 part = self._elastic(messages[number - 1], weight, floor, f"{number}. ", shortener=shorten_message)
             later.append(part)
-        return parts + later[::-1]
+        return later[::-1]
 
     def _pending(self) -> list[Part]:
         facts = self.facts
