@@ -712,7 +712,8 @@ def test_a_test_run_that_passed_closes_only_the_failures_it_ran_again() -> None:
 
 @pytest.mark.parametrize("text", ["frameworks/" * 60, "阅读代码仓库，现在网页的首页第一屏底部背景有偏移" * 20,
                                   "https://s.apifox.cn/ee8820dc-c11f-4abc-9def-123456789abc" * 3,
-                                  "</command-name>" * 40])
+                                  "</command-name>" * 40,
+                                  "the login fails again " * 30 + "client.js:25661 unsupported_grant_type"])
 @pytest.mark.parametrize("size", [30, 90, 400])
 def test_a_shortened_text_is_cut_between_words(text: str, size: int) -> None:
     from contextfold.summarizers._text import cut, mid_word

@@ -68,13 +68,15 @@ def _word_char(char: str) -> bool:
 
 def _boundary(text: str, at: int, step: int) -> int:
     """The nearest place from ``at`` in direction ``step`` (within :data:`_LONG_WORD_CHARS`) where a cut splits no
-    word (text with no spaces: CJK, a path, a long identifier); ``at`` itself if none is that near."""
-    for moved in range(_LONG_WORD_CHARS):
-        here = at + moved * step
-        if not 0 < here < len(text):
-            break
-        if not mid_word(text, here):
-            return here
+    word (text with no spaces: CJK, a path, a long identifier), else the nearest the other way: a tail cut inside
+    the text's last word starts at that word rather than inside it; ``at`` itself if none is that near."""
+    for direction in (step, -step):
+        for moved in range(_LONG_WORD_CHARS):
+            here = at + moved * direction
+            if not 0 < here < len(text):
+                break
+            if not mid_word(text, here):
+                return here
     return at
 
 
