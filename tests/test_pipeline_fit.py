@@ -163,3 +163,23 @@ def test_a_file_written_whole_in_the_latest_round_is_cut_in_its_arguments_not_re
     assert any(e.action == "cut_call_arguments" for e in context.events)
     assert body in [call.arguments["content"] for item in context.history for call in item.tool_calls
                     if call.id == "w1"]  # the whole call is kept in the history
+
+
+def test_parallel_writes_in_the_latest_round_are_cut_one_after_another_until_the_request_fits() -> None:
+    """A turn that writes several files at once in parallel calls: cutting the longest call's arguments alone
+    leaves the round over the window, so the next longest is cut too, each call still well-formed."""
+    context = Context(window_tokens=4_000, max_output_tokens=1_000, clock=lambda: None)
+    context.add([{"role": "user", "content": "Write the four service configs"}], system=SYSTEM, tools=TOOLS)
+    for k in range(2):
+        context.add(turn(k, "y " * 300))
+    bodies = {f"w{n}": "\n".join(f"setting_{n}_{k} = {k}  # read at start" for k in range(200 + n)) for n in range(4)}
+    context.add([{"role": "assistant", "content": [
+        {"type": "tool_use", "id": call, "name": "write_file", "input": {"path": f"{call}.py", "content": body}}
+        for call, body in bodies.items()]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": f"wrote {call}.py"}
+                                     for call in bodies]}])
+    view = context.prepare_view()
+    assert context.counter.count(view) <= 4_000 and view.validate() == []
+    assert sum(e.action == "cut_call_arguments" for e in context.events) >= 2
+    calls = [call for item in view for call in item.tool_calls if call.id in bodies]
+    assert [call.arguments["path"] for call in calls] == [f"{call}.py" for call in bodies]

@@ -52,6 +52,9 @@ def fit_window(conversation: Conversation, budget: Budget) -> tuple[Conversation
     current, cut = _cut_longest_message(current, budget, limit)
     events += cut
     after = budget.count(current)
+    # The margin was set by what the request before the cuts only estimated; what is sent may estimate less of
+    # itself (an estimated output cut away), and its own margin is the one that covers its count's error.
+    limit = max(limit, window_limit(budget, current))
     if after > limit:
         raise ContextOverflow(after, budget.window_tokens,
                               "the system prompt, tools, task and the latest round alone are this large", limit)
@@ -96,38 +99,57 @@ def _cut_latest_output(conversation: Conversation, budget: Budget, limit: int) -
 
 
 def _cut_call_arguments(conversation: Conversation, budget: Budget, limit: int) -> tuple[Conversation, list[Event]]:
-    """The longest arguments of a call already answered, their long text values cut by what the request is over.
+    """The longest arguments of calls already answered, their long text values cut by what the request is over,
+    the longest call first, then the next (an agent writes several files in parallel calls of one turn).
 
-    Only reached when everything else is at its least, so the call is in the latest round: an agent that wrote
+    Only reached when everything else is at its least, so the calls are in the latest round: an agent that wrote
     a file whole or sent a workflow's JSON in one call (replayed at a smaller window than it ran in, or on a
     small model) leaves a round larger than the window. Its arguments are the agent's own output, already
     carried out, and its result says what came of it: each value longer than what may stay is cut head and
     tail, the arguments stay an object of the same keys (the call is still well-formed for every provider), and
     the whole call stays in the session's history."""
+    events: list[Event] = []
+    cut: set[str] = set()
+    for _ in range(_MOST_CALLS_CUT):
+        conversation, event = _cut_one_call(conversation, budget, limit, cut)
+        if event is None:
+            break
+        events.append(event)
+    return conversation, events
+
+
+_MOST_CALLS_CUT = 16
+"""Calls whose arguments one request may have cut: a turn of parallel writes is a handful."""
+
+
+def _cut_one_call(conversation: Conversation, budget: Budget, limit: int, cut: set[str]
+                  ) -> tuple[Conversation, Event | None]:
+    """The longest arguments of an answered call not ``cut`` yet, cut by what the request is over (its id added)."""
     answered = {item.tool_result.call_id for item in conversation.items if item.tool_result is not None}
     candidates = [(len(json.dumps(call.arguments)), index, position)
                   for index, item in enumerate(conversation.items)
                   if item.role == "assistant" and not added_by_contextfold(item)
-                  for position, call in enumerate(item.blocks) if isinstance(call, ToolCall) and call.id in answered]
+                  for position, call in enumerate(item.blocks)
+                  if isinstance(call, ToolCall) and call.id in answered and call.id not in cut]
     start, chosen = _largest_if_over(conversation, budget, limit, candidates)
     if chosen is None:
-        return conversation, []
+        return conversation, None
     size, index, position = chosen
     original = conversation[index]
     call = original.blocks[position]
     assert isinstance(call, ToolCall)  # chosen above
+    cut.add(call.id)
 
-    def cut(keep: int) -> Item:
+    def shortened_call(keep: int) -> Item:
         shortened = replace(call, arguments=_shortened(call.arguments, _longest_kept(_sizes(call.arguments), keep)),
                             raw_arguments=None)
         blocks = tuple(shortened if at == position else block for at, block in enumerate(original.blocks))
         return replace(original, blocks=blocks, provenance=compacted_by(original, STAGE))
 
-    current, tokens = _shrink(conversation, budget, limit, index, size, cut)
-    event = Event(STAGE, "cut_call_arguments", (original.id,), start, tokens,
-                  f"the arguments of a call already answered ({call.name}) did not fit the window: the head and tail "
-                  "of each long value are kept")
-    return current, [event]
+    current, tokens = _shrink(conversation, budget, limit, index, size, shortened_call)
+    return current, Event(STAGE, "cut_call_arguments", (original.id,), start, tokens,
+                          f"the arguments of a call already answered ({call.name}) did not fit the window: the head "
+                          "and tail of each long value are kept")
 
 
 def _largest_if_over(conversation: Conversation, budget: Budget, limit: int, candidates: list[tuple[int, int, int]]
@@ -178,8 +200,13 @@ def _shortened(arguments: JSONObject, cap: int) -> JSONObject:
     """``arguments`` with each value longer than ``cap`` cut to its head and tail, keys and order kept: a text
     as text, a nested object or list (a workflow's JSON) as the head and tail of its JSON, a text now. The call is
     history, carried out already, and no provider checks a past call's arguments against the tool's schema."""
-    return {key: head_tail(_as_text(value), cap * 2 // 3, cap // 3) if len(_as_text(value)) > cap else value
+    return {key: head_tail(_as_text(value), cap * 2 // 3, cap // 3)
+            if len(_as_text(value)) > max(cap, _KEPT_WHOLE_CHARS) else value
             for key, value in arguments.items()}
+
+
+_KEPT_WHOLE_CHARS = 200
+"""An argument this short stays whole (a path, a name, a flag): its marker would be longer than what it saves."""
 
 
 def _cut_longest_message(conversation: Conversation, budget: Budget, limit: int) -> tuple[Conversation, list[Event]]:
